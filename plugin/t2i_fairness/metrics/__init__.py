@@ -1,0 +1,1 @@
+"""Pure indicator math: arrays in, numbers out. No pytest, no model loading."""
