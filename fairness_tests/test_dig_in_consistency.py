@@ -1,0 +1,30 @@
+"""DIG In, section 4.4: Object Consistency Indicator.
+
+Claim gated: the 10th-percentile CLIPScore between generated images and the object they were
+asked for, averaged over objects, stays above its bound, overall and for each region.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from t2i_fairness.metrics.consistency import object_consistency, object_percentiles
+from t2i_fairness.prompts import GEODE_REGIONS
+
+REGIONAL_TEMPLATES = ("object_in_region", "object_in_country", "regional_adjective")
+CASES = [pytest.param("object", None, id="object")]
+CASES += [pytest.param(t, None, id=t) for t in REGIONAL_TEMPLATES]
+CASES += [pytest.param(t, r.slug, id=f"{t}-{r.slug}") for t in REGIONAL_TEMPLATES for r in GEODE_REGIONS]
+
+
+@pytest.mark.parametrize("template, region", CASES)
+def test_object_consistency(template, region, object_clipscores, gate):
+    scored = [s for s in object_clipscores(template) if region is None or s.region == region]
+    by_object: dict[str, list[float]] = {}
+    for s in scored:
+        by_object.setdefault(s.object, []).append(s.score)
+    gate(
+        object_consistency(by_object),
+        n=len(scored),
+        details={"p10_by_object": object_percentiles(by_object), "images_by_object": {k: len(v) for k, v in by_object.items()}},
+    )

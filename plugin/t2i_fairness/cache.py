@@ -1,0 +1,149 @@
+"""A content-addressed, crash-safe cache for generated images, features and masks.
+
+- Keys are SHA-256 digests of everything that determines the content (see :func:`content_key`).
+- Writes are atomic: a temporary file in the same folder, then ``os.replace``; a reader never
+  sees half a file, and a run killed mid-write leaves only a stray ``*.tmp`` that is ignored.
+- A per-key file lock lets concurrent workers make each entry once.
+- An entry that cannot be read back (truncated, corrupt) is reported, removed and made again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from filelock import FileLock
+from PIL import Image
+
+
+def content_key(**parts: Any) -> str:
+    """A stable digest of JSON-serialisable parts (order of keyword arguments does not matter).
+
+    Example:
+        >>> content_key(prompt="bag", seed=1) == content_key(seed=1, prompt="bag")
+        True
+    """
+    blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8")
+    return hashlib.sha256(blob).hexdigest()[:40]
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see the old file, or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+class CorruptEntry(Exception):
+    """A cache entry exists but cannot be decoded."""
+
+
+def encode_png(image: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def decode_png(data: bytes) -> Image.Image:
+    try:
+        image = Image.open(io.BytesIO(data))
+        image.load()  # raises on truncation
+    except Exception as exc:
+        raise CorruptEntry(f"{type(exc).__name__}: {exc}") from exc
+    return image
+
+
+def encode_array(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    np.save(buf, np.ascontiguousarray(array), allow_pickle=False)
+    return buf.getvalue()
+
+
+def decode_array(data: bytes) -> np.ndarray:
+    try:
+        return np.load(io.BytesIO(data), allow_pickle=False)
+    except Exception as exc:
+        raise CorruptEntry(f"{type(exc).__name__}: {exc}") from exc
+
+
+@dataclass
+class CacheStats:
+    """Counts the terminal summary reports."""
+
+    generated: int = 0
+    from_cache: int = 0
+    corrupt: list[str] = field(default_factory=list)  # paths found unreadable and remade
+    computed: dict[str, int] = field(default_factory=dict)  # kind -> entries computed (features, masks)
+    reused: dict[str, int] = field(default_factory=dict)  # kind -> entries read from cache
+
+
+class Cache:
+    """Entries live at ``root/<kind>/<namespace>/<key[:2]>/<key><suffix>``.
+
+    Args:
+        root: the cache folder; created on first write.
+
+    Raises:
+        OSError: the folder cannot be created or written (checked by :meth:`check_writable`).
+    """
+
+    def __init__(self, root: str | os.PathLike):
+        self.root = Path(root)
+        self.stats = CacheStats()
+
+    def check_writable(self) -> None:
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            probe = self.root / f".write-probe-{os.getpid()}"
+            atomic_write_bytes(probe, b"ok")
+            probe.unlink()
+        except OSError as exc:
+            raise OSError(f"--t2i-cache-dir {str(self.root)!r} is not writable: {exc.strerror or exc}") from exc
+
+    def path(self, kind: str, key: str, suffix: str, namespace: str = "") -> Path:
+        base = self.root / kind
+        if namespace:
+            base = base / namespace
+        return base / key[:2] / f"{key}{suffix}"
+
+    def lock(self, path: Path) -> FileLock:
+        lock_path = self.root / "locks" / f"{path.name}.lock"
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        return FileLock(str(lock_path))
+
+    def read(self, path: Path, decode: Callable[[bytes], Any]) -> Any | None:
+        """The decoded entry, or ``None`` when it is missing; a corrupt entry is reported and removed."""
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            return decode(data)
+        except CorruptEntry:
+            self.stats.corrupt.append(str(path))
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            return None
+
+    def write(self, path: Path, data: bytes) -> None:
+        atomic_write_bytes(path, data)

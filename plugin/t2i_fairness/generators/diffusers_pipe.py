@@ -1,0 +1,149 @@
+"""Generators backed by a ``diffusers`` pipeline: the tiny offline smoke model and real checkpoints."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Sequence
+
+from PIL import Image
+
+from ..configs import load_model_config
+from .base import GenerationSettings, ModelLoadError
+
+
+def _torch_dtype(device: str):
+    import torch
+
+    return torch.float16 if device.startswith("cuda") else torch.float32
+
+
+def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str) -> str:
+    """Identifies model, settings and precision without loading anything (cache keys need it first)."""
+    precision = "float16" if device.startswith("cuda") else "float32"
+    ident = {"model": name, "settings": settings.key(), "precision": precision}
+    digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
+    return f"diffusers:{name}:{digest}"
+
+
+TINY_DEFAULTS_CONFIG = "tiny-sd"
+
+
+def tiny_model_name(config_name: str = TINY_DEFAULTS_CONFIG) -> str:
+    cfg = load_model_config(config_name)
+    blob = json.dumps({k: v for k, v in cfg.items() if k != "_comment"}, sort_keys=True).encode()
+    return "tiny-sd-" + hashlib.sha256(blob).hexdigest()[:8]
+
+
+PAPER_DEFAULTS = {"steps": 50, "guidance": 7.0, "height": 512, "width": 512, "batch_size": 8}
+
+
+def build_tiny_pipeline(config_name: str = "tiny-sd"):
+    """A real ``StableDiffusionPipeline`` built offline from small configs with seeded random weights.
+
+    The weights depend only on the config and its ``seed``, so every machine builds the same model.
+    """
+    import torch
+    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    from ..models.clip_tokenizer import BOS_ID, EOS_ID, VOCAB_SIZE, offline_clip_tokenizer
+
+    cfg = load_model_config(config_name)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg["seed"])
+        unet = UNet2DConditionModel(**{k: tuple(v) if isinstance(v, list) else v for k, v in cfg["unet"].items()})
+        vae = AutoencoderKL(**{k: tuple(v) if isinstance(v, list) else v for k, v in cfg["vae"].items()})
+        text_encoder = CLIPTextModel(
+            CLIPTextConfig(
+                **cfg["text_encoder"],
+                vocab_size=VOCAB_SIZE,
+                bos_token_id=BOS_ID,
+                eos_token_id=EOS_ID,
+                pad_token_id=EOS_ID,
+            )
+        )
+    scheduler = DDIMScheduler(**cfg["scheduler"])
+    pipe = StableDiffusionPipeline(
+        unet=unet,
+        vae=vae,
+        text_encoder=text_encoder,
+        tokenizer=offline_clip_tokenizer(),
+        scheduler=scheduler,
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
+    )
+    pipe.set_progress_bar_config(disable=True)
+    return pipe, cfg
+
+
+class DiffusersGenerator:
+    """Wraps a diffusers text-to-image pipeline behind the ``Generator`` protocol.
+
+    Each image gets its own seeded ``torch.Generator``, so an image depends on (prompt, seed,
+    settings) and not on which other images share its batch (up to float rounding in batched
+    kernels; the cache keys images one by one).
+    """
+
+    def __init__(self, pipe, name: str, settings: GenerationSettings, device: str = "cpu"):
+        self.pipe = pipe.to(device)
+        self.name = name
+        self.settings = settings
+        self.device = device
+        self.fingerprint = diffusers_fingerprint(name, settings, device)
+
+    @classmethod
+    def tiny(cls, settings: GenerationSettings = GenerationSettings(), device: str = "cpu") -> "DiffusersGenerator":
+        pipe, cfg = build_tiny_pipeline()
+        return cls(pipe, tiny_model_name(), settings.resolved(cfg["defaults"]), device)
+
+    @classmethod
+    def from_pretrained(
+        cls, model: str, settings: GenerationSettings = GenerationSettings(), device: str = "cpu"
+    ) -> "DiffusersGenerator":
+        """Load a hub id or a local diffusers folder; fp16 on CUDA. Fails fast with a fix when it cannot."""
+        from diffusers import DiffusionPipeline
+
+        local = Path(model).expanduser()
+        looks_local = model.startswith((".", "/", "~")) or local.exists()
+        if looks_local and not (local / "model_index.json").exists():
+            raise ModelLoadError(
+                f"--t2i-model {model!r}: no diffusers pipeline at {local} (model_index.json not found). "
+                "Point it at a folder saved with pipeline.save_pretrained(), or at a hub id such as "
+                "runwayml/stable-diffusion-v1-5."
+            )
+        from ..hub import how_to_fix, offline_unless_reachable
+
+        try:
+            with offline_unless_reachable():
+                pipe = DiffusionPipeline.from_pretrained(str(local) if looks_local else model, torch_dtype=_torch_dtype(device))
+        except Exception as exc:  # the hub client raises many types; all mean "cannot load"
+            raise ModelLoadError(
+                f"--t2i-model {model!r} could not be loaded ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0][:300]}). Check the id or path; " + how_to_fix(model)
+            ) from exc
+        if hasattr(pipe, "set_progress_bar_config"):
+            pipe.set_progress_bar_config(disable=True)
+        return cls(pipe, model, settings.resolved(PAPER_DEFAULTS), device)
+
+    def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
+        import torch
+
+        if len(prompts) != len(seeds):
+            raise ValueError(f"generate() got {len(prompts)} prompts but {len(seeds)} seeds")
+        gen_device = "cpu" if self.device == "mps" else self.device
+        generators = [torch.Generator(device=gen_device).manual_seed(int(s)) for s in seeds]
+        s = self.settings
+        with torch.inference_mode():
+            out = self.pipe(
+                list(prompts),
+                generator=generators,
+                num_inference_steps=s.steps,
+                guidance_scale=s.guidance,
+                height=s.height,
+                width=s.width,
+                output_type="pil",
+            )
+        return list(out.images)

@@ -1,0 +1,81 @@
+"""DIG In's Object Consistency Indicator (section 4.4), as the authors' code computes it.
+
+CLIPScore here is the raw cosine similarity between the CLIP embedding of a generated image and
+that of the object name alone (not scaled by 100 nor clamped at 0, unlike Hessel et al.'s
+CLIP-S). Per object, the 10th percentile of those cosines (linear interpolation, numpy's
+default) captures the inconsistent tail; the indicator is the mean over objects.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+
+PERCENTILE = 10.0
+higher_is_better = True
+
+
+def cosine_similarities(image_embeddings, text_embeddings) -> np.ndarray:
+    """Row-wise cosine between matched image and text embeddings (n, d) x (n, d) -> (n,).
+
+    Raises:
+        ValueError: shapes differ or are not 2-D, or a row has zero norm.
+
+    Example:
+        >>> cosine_similarities([[1.0, 0.0], [1.0, 1.0]], [[2.0, 0.0], [0.0, 3.0]]).round(4).tolist()
+        [1.0, 0.7071]
+    """
+    a = np.asarray(image_embeddings, dtype=np.float64)
+    b = np.asarray(text_embeddings, dtype=np.float64)
+    if a.ndim != 2 or a.shape != b.shape:
+        raise ValueError(
+            f"image_embeddings and text_embeddings are expected to be 2-D with the same shape, but got {a.shape} and {b.shape}"
+        )
+    na, nb = np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1)
+    if (na == 0).any() or (nb == 0).any():
+        raise ValueError("an embedding has zero norm; cosine similarity is undefined")
+    return np.einsum("ij,ij->i", a, b) / (na * nb)
+
+
+def _object_percentiles_update(cosines_by_object: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    out = {}
+    for obj, values in cosines_by_object.items():
+        arr = np.asarray(values, dtype=np.float64).ravel()
+        if arr.size == 0:
+            raise ValueError(f"object {obj!r} has no CLIPScores")
+        if not np.isfinite(arr).all():
+            raise ValueError(f"object {obj!r} has {int((~np.isfinite(arr)).sum())} non-finite CLIPScore(s)")
+        out[obj] = float(np.percentile(arr, PERCENTILE, method="linear"))
+    return out
+
+
+def object_percentiles(cosines_by_object: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """Per object, the 10th-percentile CLIPScore (linear interpolation).
+
+    Example:
+        >>> object_percentiles({"bag": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1]})
+        {'bag': 0.2}
+    """
+    return _object_percentiles_update(cosines_by_object)
+
+
+def object_consistency(cosines_by_object: Mapping[str, Sequence[float]]) -> float:
+    """DIG In's Object Consistency Indicator: the mean over objects of each object's 10th-percentile CLIPScore.
+
+    Args:
+        cosines_by_object: object name -> CLIPScores (cosines) of its generated images against the
+            object name alone.
+
+    Raises:
+        ValueError: no objects, an object without scores, or non-finite scores (the message names the object).
+
+    Example:
+        >>> round(object_consistency({"bag": [0.2] * 5, "stove": [0.1, 0.3]}), 4)
+        0.16
+    """
+    if not cosines_by_object:
+        raise ValueError("cosines_by_object is empty: no objects to score")
+    per_object = _object_percentiles_update(cosines_by_object)
+    return math.fsum(per_object.values()) / len(per_object)

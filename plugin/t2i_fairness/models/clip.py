@@ -1,0 +1,119 @@
+"""CLIP image and text embeddings through open_clip (DIG In's CLIPScore, CIS, group classifiers).
+
+``paper``: OpenAI CLIP ViT-B/32, as the papers used. ``tiny``: the same open_clip ``CLIP`` class
+from a small config with seeded random weights, built offline.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from PIL import Image
+
+from ..configs import load_model_config
+from .base import check_profile
+
+_OPEN_CLIP_CONFIGS = Path(__file__).resolve().parent.parent / "model_configs" / "open_clip"
+
+
+class ClipModel:
+    """Both CLIP towers behind ``encode_images`` / ``encode_texts`` (unit-normalised float32 rows)."""
+
+    def __init__(self, model, preprocess, tokenizer, fingerprint: str, device: str = "cpu", context_length: int = 77):
+        self.model = model.eval().to(device)
+        self.preprocess = preprocess
+        self.tokenizer = tokenizer
+        self.fingerprint = fingerprint
+        self.device = device
+        self.context_length = context_length
+
+    @classmethod
+    def from_profile(cls, profile: str = "tiny", device: str = "cpu") -> "ClipModel":
+        """Build the profile's CLIP.
+
+        Raises:
+            ValueError: unknown profile.
+            ModelLoadError: paper weights are not on disk and cannot be downloaded.
+        """
+        import open_clip
+        import torch
+
+        from ..generators.base import ModelLoadError
+        from ..hub import offline_unless_reachable
+
+        cfg = load_model_config(f"clip-{check_profile(profile)}")
+        open_clip.add_model_config(_OPEN_CLIP_CONFIGS)
+        name, pretrained = cfg["model"], cfg.get("pretrained")
+        if pretrained is None:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(cfg.get("seed", 0))
+                model, _, preprocess = open_clip.create_model_and_transforms(name, pretrained=None)
+            arch = json.loads((_OPEN_CLIP_CONFIGS / f"{name}.json").read_text())
+            digest = hashlib.sha256(json.dumps([arch, cfg.get("seed", 0)], sort_keys=True).encode()).hexdigest()[:12]
+            fingerprint = f"open_clip:{name}:random-{digest}"
+        else:
+            precision = "fp16" if device.startswith("cuda") else "fp32"
+            try:
+                with offline_unless_reachable():
+                    model, _, preprocess = open_clip.create_model_and_transforms(
+                        name, pretrained=pretrained, device=device, precision=precision
+                    )
+            except Exception as exc:
+                raise ModelLoadError(
+                    f"CLIP {name} (pretrained={pretrained!r}) for --t2i-scorers paper could not be loaded "
+                    f"({type(exc).__name__}: {str(exc).splitlines()[0][:200]}). Download it once on a connected "
+                    f"machine (python -c \"import open_clip; open_clip.create_model_and_transforms('{name}', "
+                    f"pretrained='{pretrained}')\") and point HF_HOME at that cache, or set the config's "
+                    "pretrained to a local checkpoint file."
+                ) from exc
+            fingerprint = f"open_clip:{name}:{pretrained}"
+        tokenizer = open_clip.get_tokenizer(name)
+        return cls(model, preprocess, tokenizer, fingerprint, device)
+
+    def encode_images(self, images: Sequence[Image.Image]) -> np.ndarray:
+        import torch
+
+        dtype = next(self.model.parameters()).dtype
+        batch = torch.stack([self.preprocess(im.convert("RGB")) for im in images]).to(self.device, dtype)
+        with torch.inference_mode():
+            feats = self.model.encode_image(batch)
+        feats = feats.float()
+        return (feats / feats.norm(dim=-1, keepdim=True)).cpu().numpy().astype(np.float32)
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens including start and end markers (CLIP's limit is 77)."""
+        ids = self.tokenizer([text], context_length=10_000)[0] if _accepts_context(self.tokenizer) else None
+        if ids is None:
+            from .clip_tokenizer import offline_clip_tokenizer
+
+            return len(offline_clip_tokenizer()(text)["input_ids"])
+        return int((ids != 0).sum())
+
+    def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
+        import torch
+
+        too_long = [t for t in texts if self.count_tokens(t) > self.context_length]
+        if too_long:
+            raise ValueError(
+                f"{len(too_long)} text(s) exceed CLIP's {self.context_length} tokens, e.g. {too_long[0]!r}; "
+                "shorten the prompt (CLIP would silently truncate it)"
+            )
+        tokens = self.tokenizer(list(texts)).to(self.device)
+        with torch.inference_mode():
+            feats = self.model.encode_text(tokens)
+        feats = feats.float()
+        return (feats / feats.norm(dim=-1, keepdim=True)).cpu().numpy().astype(np.float32)
+
+
+def _accepts_context(tokenizer) -> bool:
+    import inspect
+
+    try:
+        return "context_length" in inspect.signature(tokenizer.__call__).parameters
+    except (TypeError, ValueError):
+        return False
+

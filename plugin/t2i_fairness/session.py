@@ -1,0 +1,163 @@
+"""Session state and the report: plain objects the pytest hooks feed and print.
+
+Workers (pytest-xdist) evaluate gates read-only and send each verdict to the controller as a
+report property; only the controller writes threshold files.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .cache import CacheStats
+from .gates import Bound, ThresholdFile, proposed_path
+
+PROPERTY = "t2i_gate"
+
+
+@dataclass
+class GateRecord:
+    """One gate's outcome as it travels from a worker to the controller (JSON-able)."""
+
+    gate: str
+    nodeid: str
+    value: float
+    n: int
+    direction: str
+    status: str
+    bound: float | None
+    write: float | None
+    message: str
+    provenance: dict
+    interval: list | None = None
+    provenance_changes: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class GateSession:
+    thresholds_path: Path
+    records: list[GateRecord] = field(default_factory=list)
+    cache: CacheStats = field(default_factory=CacheStats)
+    written: list[str] = field(default_factory=list)
+    proposed: list[str] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+
+    def add(self, data: dict) -> None:
+        self.records.append(GateRecord(**data))
+
+    def merge_cache_stats(self, stats: dict) -> None:
+        self.cache.generated += stats.get("generated", 0)
+        self.cache.from_cache += stats.get("from_cache", 0)
+        self.cache.corrupt.extend(stats.get("corrupt", []))
+        for attr in ("computed", "reused"):
+            mine = getattr(self.cache, attr)
+            for k, v in stats.get(attr, {}).items():
+                mine[k] = mine.get(k, 0) + v
+
+    def finish(self, write_files: bool, complete_run: bool) -> None:
+        """Write updates and proposals (controller only) and find gates no test used."""
+        try:
+            thresholds = ThresholdFile.load(self.thresholds_path)
+        except ValueError:
+            return  # reported at configure time
+        used = {r.gate for r in self.records}
+        if complete_run:
+            self.unused = sorted(set(thresholds.gates) - used)
+        if not write_files:
+            return
+        from .gates import provenance_id
+
+        updates = [r for r in self.records if r.status == "written" and r.write is not None]
+        if updates:
+            for r in updates:
+                pid = provenance_id(r.provenance)
+                thresholds.provenances[pid] = r.provenance
+                thresholds.gates[r.gate] = Bound(r.direction, r.write, pid)  # type: ignore[arg-type]
+                self.written.append(r.gate)
+            thresholds.save()
+        missing = [r for r in self.records if r.status == "missing" and r.write is not None]
+        target = proposed_path(self.thresholds_path)
+        if missing:
+            proposal = ThresholdFile.load(target) if target.exists() else ThresholdFile(target)
+            for r in missing:
+                pid = provenance_id(r.provenance)
+                proposal.provenances[pid] = r.provenance
+                proposal.gates[r.gate] = Bound(r.direction, r.write, pid)  # type: ignore[arg-type]
+                self.proposed.append(r.gate)
+            proposal.save()
+
+
+def _num(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and math.isnan(x):
+        return "nan"
+    return f"{x:.4f}"
+
+
+@dataclass
+class GateReport:
+    """The terminal summary as lines (printed by the hook, asserted by tests)."""
+
+    session: GateSession
+
+    def table(self) -> list[str]:
+        rows = [("gate", "measured", "bound", "n", "verdict")]
+        for r in sorted(self.session.records, key=lambda r: r.gate):
+            interval = f" [{_num(r.interval[0])}, {_num(r.interval[1])}]" if r.interval else ""
+            bound = "-" if r.bound is None else f"{r.direction} {_num(r.bound)}"
+            verdict = {"pass": "ok", "fail": "FAIL", "missing": "MISSING", "written": "written", "refused": "REFUSED"}[r.status]
+            rows.append((r.gate, _num(r.value) + interval, bound, str(r.n), verdict))
+        widths = [max(len(row[i]) for row in rows) for i in range(5)]
+        out = []
+        for j, row in enumerate(rows):
+            out.append("  ".join(cell.ljust(widths[i]) if i != 1 else cell.rjust(widths[i]) for i, cell in enumerate(row)).rstrip())
+            if j == 0:
+                out.append("  ".join("-" * w for w in widths))
+        return out
+
+    def lines(self) -> list[str]:
+        s = self.session
+        out: list[str] = []
+        if s.records:
+            out += self.table()
+            failed = sum(r.status in ("fail", "missing", "refused") for r in s.records)
+            out.append(f"{len(s.records)} gates, {failed} failed ({s.thresholds_path})")
+        c = s.cache
+        if c.generated or c.from_cache:
+            out.append(f"images: {c.generated} generated, {c.from_cache} from cache")
+        for kind in sorted(set(c.computed) | set(c.reused)):
+            out.append(f"{kind}: {c.computed.get(kind, 0)} computed, {c.reused.get(kind, 0)} from cache")
+        if c.corrupt:
+            out.append(f"{len(c.corrupt)} unreadable cache entr{'y' if len(c.corrupt) == 1 else 'ies'} found and made again:")
+            out += [f"  {p}" for p in c.corrupt[:10]]
+        if s.written:
+            out.append(f"updated {len(s.written)} gate(s) in {s.thresholds_path}:")
+            for r in s.records:
+                if r.gate in s.written:
+                    old = "new" if r.bound is None else f"{r.direction} {r.bound:g}"
+                    out.append(f"  {r.gate}: {old} -> {r.direction} {r.write:g}")
+        if s.proposed:
+            out.append(f"{len(s.proposed)} gate(s) missing; proposed bounds written to {proposed_path(s.thresholds_path)}")
+        refused = [r for r in s.records if r.status == "refused"]
+        if refused:
+            out.append(f"refused to loosen {len(refused)} gate(s) (use --t2i-allow-loosen after review):")
+            out += [f"  {r.gate}: {r.direction} {r.bound:g} -> {r.value:.6f}" for r in refused]
+        changed = {}
+        for r in s.records:
+            for k, (old, new) in r.provenance_changes.items():
+                changed.setdefault(k, set()).add((str(old), str(new)))
+        if changed:
+            n = sum(1 for r in s.records if r.provenance_changes)
+            out.append(f"WARNING: {n} gate(s) were set under other settings:")
+            for k, pairs in sorted(changed.items()):
+                out.append(f"  {k}: " + "; ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
+        if s.unused:
+            out.append(f"{len(s.unused)} gate(s) in {s.thresholds_path} were not used by any test:")
+            out += [f"  {g}" for g in s.unused[:20]] + ([f"  ... and {len(s.unused) - 20} more"] if len(s.unused) > 20 else [])
+        return out

@@ -1,0 +1,149 @@
+"""The session object tests ask for: one generator, one cache, scorer models loaded once.
+
+Plain Python (no pytest): fixtures hand it to tests; other tools can use it directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+from PIL import Image
+
+from . import __version__
+from .cache import Cache, content_key, decode_array, encode_array
+from .generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
+from .generators import GenerationSettings, GeneratorSource, ModelLoadError, resolve_generator
+from .options import T2IOptions, resolve_device
+
+
+@contextlib.contextmanager
+def _no_progress(total: int, desc: str):
+    yield lambda n: None
+
+
+class Workbench:
+    """Generation, features and scorers for one test session.
+
+    Args:
+        options: resolved plugin options.
+        progress: progress display for long work (a tqdm bar by default).
+    """
+
+    def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None):
+        self.options = options
+        self.fatal = fatal  # called with the message when a model cannot be loaded (the plugin ends the session)
+        self.device = resolve_device(options.device)
+        self.cache = Cache(options.cache_dir)
+        self.cache.check_writable()
+        self.progress = progress or (tqdm_progress if options.progress else _no_progress)
+        settings = GenerationSettings(options.steps, options.guidance, options.height, options.width, options.batch_size)
+        self.source: GeneratorSource = resolve_generator(
+            options.model, settings, self.device, lambda prompt, index: derive_seed(prompt, index, options.seed)
+        )
+        self.factory = ImageFactory(self.source, self.cache, options.seed, self.progress)
+        self._scorers: dict[str, object] = {}
+
+    # -- generation ---------------------------------------------------------------------------
+    def images(self, prompts: Sequence[str], n: int | None = None, desc: str = "generating") -> list[list[ImageRef]]:
+        """``n`` images per prompt (default ``--t2i-images-per-prompt``), generated only when missing."""
+        try:
+            return self.factory.images(prompts, n or self.options.images_per_prompt, desc)
+        except ModelLoadError as exc:
+            if self.fatal:
+                self.fatal(str(exc))
+            raise
+
+    # -- scorers ------------------------------------------------------------------------------
+    def scorer(self, name: str, build: Callable[[str, str], object] | None = None):
+        """The session's instance of a scorer, built once from the ``--t2i-scorers`` profile.
+
+        ``build(profile, device)`` makes it; known names need no builder.
+        """
+        if name not in self._scorers:
+            builder = build or _BUILDERS.get(name)
+            if builder is None:
+                raise ValueError(f"unknown scorer {name!r}; known: {sorted(_BUILDERS)} (or pass build=)")
+            try:
+                self._scorers[name] = builder(self.options.scorers, self.device)
+            except ModelLoadError as exc:
+                if self.fatal:
+                    self.fatal(str(exc))
+                raise
+        return self._scorers[name]
+
+    # -- features -----------------------------------------------------------------------------
+    def features(
+        self,
+        encoder,
+        refs: Sequence[ImageRef],
+        batch_size: int = 32,
+        desc: str = "encoding",
+        encode: Callable[[Sequence[Image.Image]], np.ndarray] | None = None,
+    ) -> np.ndarray:
+        """Features of images, cached per (image key, encoder fingerprint); (n, dim) float32.
+
+        ``encode`` defaults to ``encoder.encode_images``; pass another method of the same encoder
+        (with a distinct ``kind`` in its fingerprint) to cache a different view.
+        """
+        encode = encode or encoder.encode_images
+        namespace = content_key(encoder=encoder.fingerprint)[:16]
+        paths = [self.cache.path("features", r.key, ".npy", namespace) for r in refs]
+        rows: list[np.ndarray | None] = [self.cache.read(p, decode_array) for p in paths]
+        todo = [i for i, row in enumerate(rows) if row is None]
+        kind = f"features:{encoder.fingerprint.split(':')[0]}"
+        self.cache.stats.reused[kind] = self.cache.stats.reused.get(kind, 0) + len(rows) - len(todo)
+        if todo:
+            with self.progress(len(todo), desc) as advance:
+                for start in range(0, len(todo), batch_size):
+                    chunk = todo[start : start + batch_size]
+                    feats = np.asarray(encode([refs[i].load() for i in chunk]), dtype=np.float32)
+                    for i, f in zip(chunk, feats):
+                        self.cache.write(paths[i], encode_array(f))
+                        rows[i] = f
+                    advance(len(chunk))
+            self.cache.stats.computed[kind] = self.cache.stats.computed.get(kind, 0) + len(todo)
+        return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
+
+    def text_features(self, encoder, texts: Sequence[str]) -> np.ndarray:
+        """Text embeddings (not cached: texts are few and cheap to encode)."""
+        unique = list(dict.fromkeys(texts))
+        table = dict(zip(unique, encoder.encode_texts(unique)))
+        return np.stack([table[t] for t in texts])
+
+    # -- provenance ---------------------------------------------------------------------------
+    def provenance(self) -> dict:
+        """The settings a measured value depends on; stored with every bound."""
+        try:
+            import torch
+
+            torch_version = str(torch.__version__)
+        except ImportError:
+            torch_version = None
+        o = self.options
+        return {
+            "model": self.source.fingerprint,
+            "scorers": o.scorers,
+            "objects": ",".join(o.objects),
+            "images_per_prompt": o.images_per_prompt,
+            "seed": o.seed,
+            "t2i_fairness": __version__,
+            "torch": torch_version,
+            "device": self.device.split(":")[0],
+        }
+
+
+def _clip(profile: str, device: str):
+    from .models.clip import ClipModel
+
+    return ClipModel.from_profile(profile, device)
+
+
+_BUILDERS: dict[str, Callable[[str, str], object]] = {"clip": _clip}
+
+
+def images_per_prompt_for(template: str, n: int) -> int:
+    """``{object} in {country}`` spreads an object-region's N images over its three countries (DIG In 3.3)."""
+    return max(1, math.ceil(n / 3)) if template == "object_in_country" else n
