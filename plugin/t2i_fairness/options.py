@@ -32,6 +32,7 @@ class T2IOptions:
     allow_loosen: bool = False
     references: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     progress: bool = True
+    artifacts: Path = Path("t2i-artifacts")
 
 
 def add_options(parser) -> None:
@@ -61,6 +62,8 @@ def add_options(parser) -> None:
     add("--t2i-allow-loosen", action="store_true", help="with --t2i-update-thresholds, allow lowering a min or raising a max")
     add("--t2i-reference", action="append", default=[], metavar="NAME=PATH",
         help="a real reference data set (GeoDE folder, DollarStreet CSV, or manifest CSV); repeatable")
+    add("--t2i-artifacts", default=None, metavar="DIR",
+        help="where gates write JSON, plots and image grids (default: t2i-artifacts in the rootdir)")
     add("--t2i-no-progress", action="store_true", help="no progress bars")
 
 
@@ -111,6 +114,7 @@ def resolve_options(config) -> T2IOptions:
         guidance=get("--t2i-guidance"), height=get("--t2i-height"), width=get("--t2i-width"),
         cache_dir=cache_dir, thresholds=thresholds, update_thresholds=get("--t2i-update-thresholds"),
         allow_loosen=get("--t2i-allow-loosen"), references=tuple(refs), progress=not get("--t2i-no-progress"),
+        artifacts=Path(get("--t2i-artifacts") or rootdir / "t2i-artifacts"),
     )
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from .gates import Measurement, ThresholdFile, ThresholdFileError, evaluate
 from .options import T2IOptions, add_options, resolve_options
-from .session import PROPERTY, GateReport, GateRecord, GateSession
+from .session import PROPERTY, SECTION, GateReport, GateRecord, GateSession
 
 OPTIONS = pytest.StashKey[T2IOptions]()
 SESSION = pytest.StashKey[GateSession]()
@@ -130,6 +130,36 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
     return check
 
 
+class Reporter:
+    """What a test shows people besides its verdict: summary tables and attached artifacts."""
+
+    def __init__(self, request: pytest.FixtureRequest, artifacts):
+        self._node = request.node
+        self.artifacts = artifacts
+
+    def section(self, title: str, lines: list[str]) -> None:
+        """A block printed in the terminal summary under ``title`` (the last one per title wins)."""
+        self._node.user_properties.append((SECTION, {"title": title, "lines": [str(x) for x in lines]}))
+
+    def json(self, name: str, obj) -> None:
+        self.artifacts.json(name, obj)
+
+    def png(self, name: str, data_or_figure) -> None:
+        self.artifacts.png(name, data_or_figure)
+
+
+@pytest.fixture
+def t2i_report(request: pytest.FixtureRequest) -> Reporter:
+    """Summary tables and artifacts (JSON, PNG) for the current test; attached to Allure when active."""
+    from .artifacts import Artifacts
+
+    options = request.config.stash[OPTIONS]
+    allure_active = request.config.pluginmanager.hasplugin("allure_pytest") and bool(
+        getattr(request.config.option, "allure_report_dir", None)
+    )
+    return Reporter(request, Artifacts(options.artifacts, request.node.name, allure_active))
+
+
 class GateHooks:
     """Hooks that need the session state: registered per config, as pytest's junitxml does."""
 
@@ -142,6 +172,8 @@ class GateHooks:
             for key, value in report.user_properties:
                 if key == PROPERTY:
                     self.session.add(value)
+                elif key == SECTION:
+                    self.session.add_section(value)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:

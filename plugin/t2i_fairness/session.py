@@ -14,6 +14,7 @@ from .cache import CacheStats
 from .gates import Bound, ThresholdFile, proposed_path
 
 PROPERTY = "t2i_gate"
+SECTION = "t2i_section"
 
 
 @dataclass
@@ -46,9 +47,13 @@ class GateSession:
     written: list[str] = field(default_factory=list)
     proposed: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
+    sections: dict[str, list[str]] = field(default_factory=dict)  # title -> lines, printed after the gate table
 
     def add(self, data: dict) -> None:
         self.records.append(GateRecord(**data))
+
+    def add_section(self, data: dict) -> None:
+        self.sections[data["title"]] = list(data["lines"])
 
     def merge_cache_stats(self, stats: dict) -> None:
         self.cache.generated += stats.get("generated", 0)
@@ -128,7 +133,13 @@ class GateReport:
             out += self.table()
             failed = sum(r.status in ("fail", "missing", "refused") for r in s.records)
             out.append(f"{len(s.records)} gates, {failed} failed ({s.thresholds_path})")
+        for title, lines in s.sections.items():
+            out.append("")
+            out.append(f"-- {title} --")
+            out += lines
         c = s.cache
+        if s.sections:
+            out.append("")
         if c.generated or c.from_cache:
             out.append(f"images: {c.generated} generated, {c.from_cache} from cache")
         for kind in sorted(set(c.computed) | set(c.reused)):

@@ -1,0 +1,61 @@
+"""Artifacts a gate leaves for people: JSON, PNG plots and image grids, and summary tables.
+
+Files go to ``--t2i-artifacts`` (default ``t2i-artifacts/`` in the rootdir), one folder per test,
+and are attached to the Allure report when allure-pytest is active.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from .cache import atomic_write_bytes
+
+
+def safe_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.\[\]-]+", "_", text).strip("_")[:150]
+
+
+def figure_png(fig) -> bytes:
+    """A matplotlib figure as PNG bytes (closes the figure)."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+class Artifacts:
+    """Writes one test's artifacts and, when Allure is active, attaches them."""
+
+    def __init__(self, root: Path, test_name: str, allure_active: bool = False):
+        self.folder = Path(root) / safe_name(test_name)
+        self.allure_active = allure_active
+        self.written: list[Path] = []
+
+    def _attach(self, name: str, data: bytes, kind: str) -> Path:
+        path = self.folder / safe_name(name)
+        atomic_write_bytes(path, data)
+        self.written.append(path)
+        if self.allure_active:
+            import allure
+
+            attachment_type = {"json": allure.attachment_type.JSON, "png": allure.attachment_type.PNG,
+                               "txt": allure.attachment_type.TEXT}[kind]
+            allure.attach(data, name=name, attachment_type=attachment_type)
+        return path
+
+    def json(self, name: str, obj: Any) -> Path:
+        return self._attach(name if name.endswith(".json") else name + ".json",
+                            json.dumps(obj, indent=2, sort_keys=True, default=float).encode(), "json")
+
+    def png(self, name: str, data_or_figure) -> Path:
+        data = data_or_figure if isinstance(data_or_figure, bytes) else figure_png(data_or_figure)
+        return self._attach(name if name.endswith(".png") else name + ".png", data, "png")
+
+    def text(self, name: str, text: str) -> Path:
+        return self._attach(name if name.endswith(".txt") else name + ".txt", text.encode(), "txt")
