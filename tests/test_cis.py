@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -430,7 +429,9 @@ def test_by_component_variant_has_components_minus_one_dof():
 # ----------------------------------------------------------------------------- tile composite
 
 
-@pytest.mark.parametrize("k, grid", [(1, (1, 1)), (2, (2, 1)), (3, (2, 2)), (4, (2, 2)), (5, (3, 2)), (8, (3, 3)), (9, (3, 3))])
+@pytest.mark.parametrize(
+    "k, grid", [(1, (1, 1)), (2, (2, 1)), (3, (2, 2)), (4, (2, 2)), (5, (3, 2)), (8, (3, 3)), (9, (3, 3))]
+)
 def test_tile_grid_is_near_square(k, grid):
     from PIL import Image
 
@@ -444,7 +445,9 @@ def test_tiles_land_row_by_row_and_empty_cells_keep_background():
     from PIL import Image
 
     colours = [(255, 0, 0), (0, 255, 0), (0, 0, 255)]
-    images = [Image.new("RGB", (30, 50), c) for c in colours[:2]] + [np.full((12, 12, 3), 255 * np.array([0, 0, 1]), np.uint8)]
+    blue_array = np.zeros((12, 12, 3), np.uint8)
+    blue_array[..., 2] = 255
+    images = [Image.new("RGB", (30, 50), c) for c in colours[:2]] + [blue_array]
     out = np.asarray(tile_composite(images, tile_size=10, background=(7, 7, 7)))
     assert tuple(out[5, 5]) == colours[0]
     assert tuple(out[5, 15]) == colours[1]

@@ -107,7 +107,11 @@ def test_k2_on_a_known_synthetic_table():
 
 
 @FAST
-@given(st.integers(1, 6).flatmap(lambda n: st.tuples(st.just(n), st.integers(1, n), st.lists(st.floats(-0.05, 0.05), min_size=n, max_size=n))))
+@given(
+    st.integers(1, 6).flatmap(
+        lambda n: st.tuples(st.just(n), st.integers(1, n), st.lists(st.floats(-0.05, 0.05), min_size=n, max_size=n))
+    )
+)
 def test_additive_model_gives_each_word_its_own_effect_at_every_level(case):
     n, k, effects = case
     p = {s: 0.5 + sum(effects[j] for j in s) for s in all_subsets(n)}
@@ -311,5 +315,6 @@ def test_average_counts_each_prompt_once_per_word():
 def test_average_errors():
     with pytest.raises(ValueError, match="same length"):
         average_word_influence(["a b"], [])
-    with pytest.raises(ValueError, match=r"`influences\[0\]` must have one value per word of prompt 0 \(2 words\), but got 1"):
+    message = r"`influences\[0\]` must have one value per word of prompt 0 \(2 words\), but got 1"
+    with pytest.raises(ValueError, match=message):
         average_word_influence(["a b"], [[0.1]])

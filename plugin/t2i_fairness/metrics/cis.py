@@ -245,12 +245,15 @@ def sample_prompt_suite(
 
     Raises:
         ValueError: if ``ks`` is empty or repeats a value, or as :func:`sample_component_prompts`.
+        TypeError: if ``seed`` is None.
 
     Example:
         >>> suite = sample_prompt_suite(2, seed=0, ks=(1, 2), classnames=["crab", "macaw", "sock"])
         >>> {k: [len(p) for p in v] for k, v in suite.items()}
         {1: [1, 1], 2: [2, 2]}
     """
+    if seed is None:
+        raise TypeError("`seed` must be an integer, but got None")
     ks = tuple(ks)
     if not ks or len(set(ks)) != len(ks):
         raise ValueError(f"`ks` must be a non-empty sequence of distinct integers, but got {ks}")
@@ -324,7 +327,12 @@ def lookup_subsets(components: Sequence[str]) -> list[tuple[str, ...]]:
     items = _check_components(components)
     if not items:
         raise ValueError("`components` must name at least one component, but got none")
-    return [tuple(items[i] for i in idx) for r in range(len(items) + 1) for idx in itertools.combinations(range(len(items)), r)]
+    positions = range(len(items))
+    return [
+        tuple(items[i] for i in idx)
+        for size in range(len(items) + 1)
+        for idx in itertools.combinations(positions, size)
+    ]
 
 
 def lookup_table(components: Sequence[str]) -> list[tuple[str, int]]:
@@ -598,8 +606,8 @@ def _two_group_chi_square(a: Counter, b: Counter, labels: Sequence) -> ChiSquare
     if len(kept) < 2:
         # One category only: the distributions are identical, chi-square has no degrees of freedom.
         return ChiSquareResult(0.0, 0, 1.0, table, tuple(kept))
-    res = chi2_contingency(table, correction=False)
-    return ChiSquareResult(float(res.statistic), int(res.dof), float(res.pvalue), table, tuple(kept))
+    statistic, pvalue, dof, _ = chi2_contingency(table, correction=False)  # tuple form: scipy >= 1.10
+    return ChiSquareResult(float(statistic), int(dof), float(pvalue), table, tuple(kept))
 
 
 def _check_detected_counts(name: str, values: Sequence[int], k: int) -> list[int]:

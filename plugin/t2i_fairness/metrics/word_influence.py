@@ -245,18 +245,23 @@ def influence_scores(probabilities: Mapping[frozenset[int], float], n_words: int
     return out
 
 
+def _indicator_array(key: frozenset[int], values: Sequence[float]) -> np.ndarray:
+    arr = np.asarray(values, dtype=float)
+    name = f"`indicators[{set(key) or '{}'}]`"
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D sequence, but got shape {arr.shape}")
+    if not np.all((arr >= 0) & (arr <= 1)):
+        raise ValueError(f"{name} must hold values in [0, 1] (e.g. 0/1 group membership)")
+    return arr
+
+
 def _indicator_arrays(
     indicators: Mapping[frozenset[int], Sequence[float]], n_words: int, k: int
 ) -> dict[frozenset[int], np.ndarray]:
-    out = {}
-    for key in required_sets(n_words, k):
-        arr = np.asarray(_lookup(indicators, key, "indicators", n_words, k), dtype=float)
-        if arr.ndim != 1 or arr.size == 0:
-            raise ValueError(f"`indicators[{set(key) or '{}'}]` must be a non-empty 1-D sequence, but got shape {arr.shape}")
-        if not np.all((arr >= 0) & (arr <= 1)):
-            raise ValueError(f"`indicators[{set(key) or '{}'}]` must hold values in [0, 1] (e.g. 0/1 group membership)")
-        out[key] = arr
-    return out
+    return {
+        key: _indicator_array(key, _lookup(indicators, key, "indicators", n_words, k))
+        for key in required_sets(n_words, k)
+    }
 
 
 def group_probabilities(indicators: Mapping[frozenset[int], Sequence[float]]) -> dict[frozenset[int], float]:
@@ -272,15 +277,7 @@ def group_probabilities(indicators: Mapping[frozenset[int], Sequence[float]]) ->
         >>> group_probabilities({frozenset(): [0, 0, 1, 1], frozenset({0}): [1, 1, 1, 0]})
         {frozenset(): 0.5, frozenset({0}): 0.75}
     """
-    out = {}
-    for key, values in indicators.items():
-        arr = np.asarray(values, dtype=float)
-        if arr.ndim != 1 or arr.size == 0:
-            raise ValueError(f"`indicators[{set(key) or '{}'}]` must be a non-empty 1-D sequence, but got shape {arr.shape}")
-        if not np.all((arr >= 0) & (arr <= 1)):
-            raise ValueError(f"`indicators[{set(key) or '{}'}]` must hold values in [0, 1]")
-        out[key] = float(arr.mean())
-    return out
+    return {key: float(_indicator_array(key, values).mean()) for key, values in indicators.items()}
 
 
 def influence_half_widths(
@@ -442,7 +439,9 @@ def filter_candidates(
             token, score = item
             score = float(score)
         except (TypeError, ValueError):
-            raise ValueError(f"`candidates[{i}]` must be a (token, score) pair with a numeric score, but got {item!r}") from None
+            raise ValueError(
+                f"`candidates[{i}]` must be a (token, score) pair with a numeric score, but got {item!r}"
+            ) from None
         if not math.isfinite(score):
             raise ValueError(f"`candidates[{i}]` score must be finite, but got {score}")
         scored.append((i, str(token).strip(), score))
