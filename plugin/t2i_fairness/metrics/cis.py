@@ -1,0 +1,860 @@
+"""Components Inclusion Score (CIS): pure math of Foong et al., arXiv:2311.13620.
+
+A prompt names ``K`` components (ImageNet class names); a lookup table holds every subset of
+them rendered with the same template, plus the empty string; CLIP scores each generated image
+against the table and the argmax entry tells how many components the image shows.
+
+Prompt template (paper, section 4 and Figure 1)
+    ``a photo of <a|an> <c1>, <a|an> <c2>, ..., and <a|an> <cK>.``  -- lower case, the serial
+    ("Oxford") comma before ``and`` from three components on, and a final period, as in the
+    paper's example "A photo of an acoustic guitar, a balaclava ski mask, a sock, and a vase.".
+    One component: ``a photo of a crab.``; two: ``a photo of a crab and a macaw.`` (the paper
+    shows no one- or two-component prompt; these follow ordinary English list punctuation).
+    The paper capitalises "A"; the lower-case form is used here (CLIP's tokenizer lower-cases).
+
+Article rule (a documented heuristic)
+    ``an`` when the component's first letter, lower-cased, is a vowel letter (a, e, i, o, u),
+    ``a`` otherwise.  It follows spelling, not sound, so it is wrong for words such as
+    "unicycle" (-> "an unicycle") or "hourglass" (-> "a hourglass").
+
+Lookup table order
+    The empty string first (count 0), then the non-empty subsets by size, each size in
+    ``itertools.combinations`` order of the components' positions (components keep their prompt
+    order inside an entry), the full prompt last.  The order depends only on ``K``, so ``counts``
+    are identical for every prompt with ``K`` components and the logits of images of different
+    prompts can be stacked row-wise.  ``numpy.argmax`` resolves ties to the first entry, i.e. to
+    the smaller subset.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_KS",
+    "ChiSquareResult",
+    "ComponentRate",
+    "check_token_lengths",
+    "component_generation_rates",
+    "components_inclusion_score",
+    "degradation_slope",
+    "detected_subsets",
+    "extreme_components",
+    "image_scores",
+    "imagenet_classnames",
+    "indefinite_article",
+    "inception_score",
+    "inception_score_splits",
+    "lookup_subsets",
+    "lookup_table",
+    "order_invariance_test",
+    "order_invariance_test_by_component",
+    "render_prompt",
+    "sample_component_prompts",
+    "sample_prompt_suite",
+    "shuffle_components",
+    "shuffled_prompts",
+    "tile_composite",
+]
+
+#: The component counts the paper evaluates (K = 1, 2, 4, 8).
+DEFAULT_KS: tuple[int, ...] = (1, 2, 4, 8)
+
+_PREFIX = "a photo of "
+_VOWELS = frozenset("aeiou")
+
+
+# ----------------------------------------------------------------------------- prompts
+
+
+def _check_components(components: Sequence[str], name: str = "components") -> tuple[str, ...]:
+    if isinstance(components, str):
+        raise TypeError(f"`{name}` must be a sequence of strings, not a single string {components!r}")
+    items = tuple(components)
+    for i, c in enumerate(items):
+        if not isinstance(c, str) or not c.strip():
+            raise ValueError(f"`{name}[{i}]` must be a non-empty string, but got {c!r}")
+    dupes = sorted(c for c, n in Counter(items).items() if n > 1)
+    if dupes:
+        raise ValueError(f"`{name}` must not repeat a component, but {dupes} appear more than once")
+    return items
+
+
+def indefinite_article(word: str) -> str:
+    """``"an"`` if ``word`` starts with a vowel letter (case-insensitive), else ``"a"``.
+
+    A spelling heuristic, not a pronunciation rule (see the module docstring).
+
+    Args:
+        word: a non-empty component name.
+
+    Raises:
+        ValueError: if ``word`` is empty or blank.
+
+    Example:
+        >>> indefinite_article("acoustic guitar"), indefinite_article("crab"), indefinite_article("Otterhound")
+        ('an', 'a', 'an')
+    """
+    if not isinstance(word, str) or not word.strip():
+        raise ValueError(f"`word` must be a non-empty string, but got {word!r}")
+    return "an" if word.strip()[0].lower() in _VOWELS else "a"
+
+
+def _render(items: Sequence[str]) -> str:
+    phrases = [f"{indefinite_article(c)} {c.strip()}" for c in items]
+    if len(phrases) == 1:
+        listing = phrases[0]
+    elif len(phrases) == 2:
+        listing = f"{phrases[0]} and {phrases[1]}"
+    else:
+        listing = ", ".join(phrases[:-1]) + f", and {phrases[-1]}"
+    return f"{_PREFIX}{listing}."
+
+
+def render_prompt(components: Sequence[str]) -> str:
+    """Render components with the CIS template ``a photo of a X, a Y, and an Z.``.
+
+    Args:
+        components: one or more distinct component names, in prompt order.
+
+    Returns:
+        The prompt text (template and article rule in the module docstring).
+
+    Raises:
+        ValueError: if ``components`` is empty, holds an empty name, or repeats a name.
+        TypeError: if ``components`` is a single string.
+
+    Example:
+        >>> render_prompt(["crab"])
+        'a photo of a crab.'
+        >>> render_prompt(["crab", "macaw"])
+        'a photo of a crab and a macaw.'
+        >>> render_prompt(["crab", "macaw", "steel drum", "red butterfly"])
+        'a photo of a crab, a macaw, a steel drum, and a red butterfly.'
+        >>> render_prompt(["acoustic guitar", "sock"])
+        'a photo of an acoustic guitar and a sock.'
+    """
+    items = _check_components(components)
+    if not items:
+        raise ValueError("`components` must name at least one component, but got none")
+    return _render(items)
+
+
+def imagenet_classnames() -> tuple[str, ...]:
+    """open_clip's 1000 ImageNet class names with repeats removed (998 names, first kept).
+
+    ``open_clip.IMAGENET_CLASSNAMES`` lists "missile" and "sunglasses" twice (two ImageNet
+    classes share each name); sampling from the de-duplicated list keeps a prompt from naming
+    one component twice.  open_clip is imported here, lazily.
+
+    Raises:
+        ImportError: if open_clip is not installed (with an install hint).
+    """
+    try:
+        import open_clip
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "imagenet_classnames() needs open_clip: `pip install open_clip_torch`, "
+            "or pass `classnames=` explicitly"
+        ) from err
+    return tuple(dict.fromkeys(open_clip.IMAGENET_CLASSNAMES))
+
+
+def _check_pos_int(name: str, value: object, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"`{name}` must be an integer >= {minimum}, but got {value!r}")
+    if value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum}, but got {value!r}")
+    return int(value)
+
+
+def _classname_pool(classnames: Sequence[str] | None) -> tuple[str, ...]:
+    if classnames is None:
+        return imagenet_classnames()
+    if isinstance(classnames, str):
+        raise TypeError(f"`classnames` must be a sequence of strings, not a single string {classnames!r}")
+    pool = tuple(dict.fromkeys(classnames))
+    for i, c in enumerate(pool):
+        if not isinstance(c, str) or not c.strip():
+            raise ValueError(f"`classnames` must hold non-empty strings, but entry {i} is {c!r}")
+    return pool
+
+
+def sample_component_prompts(
+    k: int, m: int, seed: int | Sequence[int], classnames: Sequence[str] | None = None
+) -> list[tuple[str, ...]]:
+    """Sample ``m`` prompts of ``k`` distinct components each (without replacement per prompt).
+
+    Draws use ``numpy.random.default_rng(seed)``: prompt ``j`` is
+    ``rng.choice(len(pool), size=k, replace=False)`` after prompts ``0..j-1``, where ``pool`` is
+    ``classnames`` with repeats removed (first occurrence kept).  Different prompts may share
+    components.  Render each tuple with :func:`render_prompt`.
+
+    Args:
+        k: components per prompt (``1 <= k <= len(pool)``).
+        m: number of prompts (``>= 1``).
+        seed: seed of the generator (an int or a sequence of ints, as ``default_rng`` takes);
+            equal arguments give equal prompts.  ``None`` is refused (it would not reproduce).
+        classnames: component pool; default :func:`imagenet_classnames` (open_clip, lazily).
+
+    Returns:
+        ``m`` tuples of ``k`` component names, in prompt order.
+
+    Raises:
+        ValueError: if ``k`` or ``m`` is below 1, ``k`` exceeds the pool, or a name is empty.
+        TypeError: if ``k`` or ``m`` is not an integer, or ``seed`` is None.
+
+    Example:
+        >>> pool = ["crab", "macaw", "steel drum", "red butterfly", "sock"]
+        >>> prompts = sample_component_prompts(3, 2, seed=0, classnames=pool)
+        >>> [len(set(p)) for p in prompts]
+        [3, 3]
+        >>> prompts == sample_component_prompts(3, 2, seed=0, classnames=pool)
+        True
+    """
+    k = _check_pos_int("k", k)
+    m = _check_pos_int("m", m)
+    if seed is None:
+        raise TypeError("`seed` must be an integer (or sequence of integers), but got None")
+    pool = _classname_pool(classnames)
+    if k > len(pool):
+        raise ValueError(f"`k` must be at most the number of distinct class names ({len(pool)}), but got {k}")
+    rng = np.random.default_rng(seed)
+    return [tuple(pool[int(i)] for i in rng.choice(len(pool), size=k, replace=False)) for _ in range(m)]
+
+
+def sample_prompt_suite(
+    m: int, seed: int, ks: Sequence[int] = DEFAULT_KS, classnames: Sequence[str] | None = None
+) -> dict[int, list[tuple[str, ...]]]:
+    """``m`` component prompts for every ``k`` in ``ks`` (default K = 1, 2, 4, 8).
+
+    Each ``k`` gets its own generator, seeded with ``[seed, k]``, so adding or removing a ``k``
+    does not change the prompts of the others.
+
+    Args:
+        m: prompts per ``k``.
+        seed: base seed.
+        ks: component counts, distinct.
+        classnames: component pool (default: de-duplicated ImageNet class names).
+
+    Raises:
+        ValueError: if ``ks`` is empty or repeats a value, or as :func:`sample_component_prompts`.
+        TypeError: if ``seed`` is None.
+
+    Example:
+        >>> suite = sample_prompt_suite(2, seed=0, ks=(1, 2), classnames=["crab", "macaw", "sock"])
+        >>> {k: [len(p) for p in v] for k, v in suite.items()}
+        {1: [1, 1], 2: [2, 2]}
+    """
+    if seed is None:
+        raise TypeError("`seed` must be an integer, but got None")
+    ks = tuple(ks)
+    if not ks or len(set(ks)) != len(ks):
+        raise ValueError(f"`ks` must be a non-empty sequence of distinct integers, but got {ks}")
+    pool = _classname_pool(classnames)
+    out: dict[int, list[tuple[str, ...]]] = {}
+    for k in ks:
+        k = _check_pos_int("ks[...]", k)
+        if k > len(pool):
+            raise ValueError(f"`ks` values must be at most {len(pool)} (distinct class names), but got {k}")
+        out[k] = sample_component_prompts(k, m, seed=[seed, k], classnames=pool)
+    return out
+
+
+def check_token_lengths(
+    texts: Iterable[str], count_tokens: Callable[[str], int], limit: int = 77
+) -> list[int]:
+    """Check that every text fits the text encoder's context (CLIP: 77 tokens).
+
+    ``count_tokens`` is injected so this module loads no tokenizer; it must return the length
+    the encoder sees, *including* special tokens (CLIP's start/end tokens count toward 77).
+
+    Args:
+        texts: prompts or lookup-table entries.
+        count_tokens: ``text -> number of tokens``.
+        limit: largest allowed count.
+
+    Returns:
+        The token count of each text, in order.
+
+    Raises:
+        ValueError: naming the first text whose count exceeds ``limit`` (or ``limit < 1``).
+
+    Example:
+        >>> words_plus_two = lambda t: len(t.split()) + 2
+        >>> check_token_lengths(["a photo of a crab."], words_plus_two)
+        [7]
+        >>> check_token_lengths(["a photo of a crab."], words_plus_two, limit=6)
+        Traceback (most recent call last):
+        ...
+        ValueError: text 0 'a photo of a crab.' has 7 tokens, more than the limit of 6; shorten it or use fewer components
+    """
+    limit = _check_pos_int("limit", limit)
+    counts: list[int] = []
+    for i, text in enumerate(texts):
+        n = int(count_tokens(text))
+        if n > limit:
+            raise ValueError(
+                f"text {i} {text!r} has {n} tokens, more than the limit of {limit}; "
+                "shorten it or use fewer components"
+            )
+        counts.append(n)
+    return counts
+
+
+# ----------------------------------------------------------------------------- lookup table
+
+
+def lookup_subsets(components: Sequence[str]) -> list[tuple[str, ...]]:
+    """The component subset behind each lookup-table entry, in :func:`lookup_table` order.
+
+    Args:
+        components: the prompt's distinct components, in prompt order.
+
+    Raises:
+        ValueError: if ``components`` is empty, holds an empty name, or repeats a name.
+
+    Example:
+        >>> lookup_subsets(["crab", "macaw"])
+        [(), ('crab',), ('macaw',), ('crab', 'macaw')]
+    """
+    items = _check_components(components)
+    if not items:
+        raise ValueError("`components` must name at least one component, but got none")
+    positions = range(len(items))
+    return [
+        tuple(items[i] for i in idx)
+        for size in range(len(items) + 1)
+        for idx in itertools.combinations(positions, size)
+    ]
+
+
+def lookup_table(components: Sequence[str]) -> list[tuple[str, int]]:
+    """The CIS lookup table of a prompt: ``2**K`` ``(text, component count)`` entries.
+
+    Entry 0 is ``("", 0)`` (no component present); the others render each non-empty subset of
+    the components, in prompt order, with :func:`render_prompt`.  The order is given in the
+    module docstring; :func:`lookup_subsets` gives the subset behind each entry.
+
+    Args:
+        components: the prompt's distinct components, in prompt order.
+
+    Returns:
+        ``[(text, count), ...]`` with ``count`` the number of components named in ``text``.
+
+    Raises:
+        ValueError: if ``components`` is empty, holds an empty name, or repeats a name.
+
+    Example:
+        >>> for text, count in lookup_table(["crab", "macaw"]):
+        ...     print(count, repr(text))
+        0 ''
+        1 'a photo of a crab.'
+        1 'a photo of a macaw.'
+        2 'a photo of a crab and a macaw.'
+    """
+    return [(_render(s) if s else "", len(s)) for s in lookup_subsets(components)]
+
+
+# ----------------------------------------------------------------------------- score
+
+
+def _check_logits_counts(logits: object, counts: object) -> tuple[np.ndarray, np.ndarray]:
+    x = np.asarray(logits, dtype=float)
+    if x.ndim != 2 or x.shape[0] == 0 or x.shape[1] == 0:
+        raise ValueError(
+            f"`logits` must have shape (images, table entries) with both > 0, but got shape {x.shape}"
+        )
+    if not np.all(np.isfinite(x)):
+        raise ValueError("`logits` must be finite, but contains NaN or infinity")
+    c = np.asarray(counts)
+    if c.ndim != 1 or c.shape[0] != x.shape[1]:
+        raise ValueError(
+            f"`counts` must have one entry per logits column ({x.shape[1]}), but got shape {c.shape}"
+        )
+    if c.dtype.kind not in "iu":
+        if c.dtype.kind == "f" and np.all(np.isfinite(c)) and np.all(c == np.round(c)):
+            c = c.astype(int)
+        else:
+            raise ValueError(f"`counts` must hold non-negative integers, but got {c.tolist()}")
+    if np.any(c < 0) or c.max() < 1:
+        raise ValueError(
+            f"`counts` must be non-negative with max(counts) = K >= 1, but got {c.tolist()}"
+        )
+    return x, c.astype(int)
+
+
+def image_scores(logits: object, counts: Sequence[int]) -> np.ndarray:
+    """Per-image score ``S = counts[argmax(logits)] / K`` with ``K = max(counts)`` (paper Eq. 1).
+
+    ``argmax`` of CLIP's softmax equals ``argmax`` of its logits, so logits suffice; ties go to
+    the first entry.
+
+    Args:
+        logits: array ``(images, table entries)`` of image-text similarities.
+        counts: components named in each table entry (see :func:`lookup_table`).
+
+    Returns:
+        Array ``(images,)`` of scores in [0, 1].
+
+    Raises:
+        ValueError: on a shape mismatch, non-finite logits, or counts that are not
+            non-negative integers with a positive maximum.
+
+    Example:
+        >>> image_scores([[0.1, 0.2, 0.9, 0.3], [5.0, 1.0, 1.0, 1.0]], [0, 1, 1, 2]).tolist()
+        [0.5, 0.0]
+    """
+    x, c = _check_logits_counts(logits, counts)
+    return c[np.argmax(x, axis=1)] / c.max()
+
+
+def components_inclusion_score(logits: object, counts: Sequence[int]) -> float:
+    """Components Inclusion Score ``CIS_K``: mean of :func:`image_scores` over all images.
+
+    Paper Eq. 1-2: ``S_ij = L(argmax p_ij) / K`` and ``CIS_K = sum_ij S_ij / (N M)``.  Stack the
+    logits of all ``N * M`` images of the ``M`` prompts with ``K`` components (each image scored
+    against its own prompt's table; with :func:`lookup_table` order the counts are the same for
+    every prompt), so every image weighs equally.
+
+    Args:
+        logits: array ``(images, table entries)``.
+        counts: components named in each entry; ``K = max(counts)``.
+
+    Returns:
+        CIS in [0, 1].
+
+    Raises:
+        ValueError: as :func:`image_scores`.
+
+    Example:
+        >>> counts = [c for _, c in lookup_table(["crab", "macaw"])]
+        >>> components_inclusion_score([[0, 0, 0, 9], [0, 9, 0, 0], [9, 0, 0, 0]], counts)
+        0.5
+    """
+    return float(np.mean(image_scores(logits, counts)))
+
+
+def detected_subsets(logits: object, components: Sequence[str]) -> list[tuple[str, ...]]:
+    """Components present in each image: the subset of its argmax lookup-table entry.
+
+    Args:
+        logits: array ``(images, 2**K)`` against ``lookup_table(components)``, in that order.
+        components: the prompt's components, in prompt order.
+
+    Returns:
+        One tuple of detected components per image (prompt order; empty if none).
+
+    Raises:
+        ValueError: if ``logits`` does not have ``2**K`` columns, or as :func:`lookup_subsets`.
+
+    Example:
+        >>> detected_subsets([[0, 0, 9, 0], [0, 0, 0, 9]], ["crab", "macaw"])
+        [('macaw',), ('crab', 'macaw')]
+    """
+    subsets = lookup_subsets(components)
+    x, _ = _check_logits_counts(logits, [len(s) for s in subsets])
+    return [subsets[int(j)] for j in np.argmax(x, axis=1)]
+
+
+# ----------------------------------------------------------------------------- per component
+
+
+@dataclass(frozen=True)
+class ComponentRate:
+    """How often a component was detected among the images whose prompt asked for it."""
+
+    component: str
+    requested: int  # images whose prompt named the component
+    detected: int  # of those, images in which it was detected
+
+    @property
+    def rate(self) -> float:
+        """``detected / requested`` (generation rate, paper section 8.2)."""
+        return self.detected / self.requested
+
+
+def component_generation_rates(
+    requested: Sequence[Sequence[str]], detected: Sequence[Sequence[str]]
+) -> dict[str, ComponentRate]:
+    """Per-component generation rate (paper section 8.2, Figure 6).
+
+    For every component, the share of images in which it was detected among the images whose
+    prompt requested it.
+
+    Args:
+        requested: per image, the components its prompt named.
+        detected: per image, the components detected (e.g. from :func:`detected_subsets`);
+            each must be a subset of that image's requested components.
+
+    Returns:
+        ``{component: ComponentRate}`` in order of first request.
+
+    Raises:
+        ValueError: if the two sequences differ in length or an image has a detected component
+            its prompt did not request.
+
+    Example:
+        >>> rates = component_generation_rates([("crab", "sock"), ("crab", "vase")], [("crab",), ()])
+        >>> {c: r.rate for c, r in rates.items()}
+        {'crab': 0.5, 'sock': 0.0, 'vase': 0.0}
+    """
+    if len(requested) != len(detected):
+        raise ValueError(
+            f"`requested` and `detected` must have one entry per image, but got {len(requested)} and {len(detected)}"
+        )
+    asked: Counter[str] = Counter()
+    found: Counter[str] = Counter()
+    for i, (req, det) in enumerate(zip(requested, detected)):
+        req_items = _check_components(req, f"requested[{i}]")
+        det_items = _check_components(det, f"detected[{i}]")
+        extra = sorted(set(det_items) - set(req_items))
+        if extra:
+            raise ValueError(f"`detected[{i}]` has components not requested for that image: {extra}")
+        asked.update(req_items)
+        found.update(det_items)
+    return {c: ComponentRate(c, n, found[c]) for c, n in asked.items()}
+
+
+def extreme_components(
+    rates: Mapping[str, ComponentRate], n: int = 10, min_requested: int = 1
+) -> tuple[list[ComponentRate], list[ComponentRate]]:
+    """The ``n`` most ignored and the ``n`` most prominent components.
+
+    Components requested fewer than ``min_requested`` times are left out (their rate is noisy).
+    Ties are broken by more requests first, then by name, so the result is deterministic.
+
+    Args:
+        rates: output of :func:`component_generation_rates`.
+        n: how many of each to return.
+        min_requested: minimum number of requesting images.
+
+    Returns:
+        ``(most_ignored, most_prominent)``: lowest rates ascending, highest rates descending.
+
+    Raises:
+        ValueError: if ``n`` or ``min_requested`` is below 1.
+
+    Example:
+        >>> rates = component_generation_rates([("crab", "sock"), ("crab", "vase")], [("crab",), ("crab",)])
+        >>> low, high = extreme_components(rates, n=1)
+        >>> low[0].component, high[0].component
+        ('sock', 'crab')
+    """
+    n = _check_pos_int("n", n)
+    min_requested = _check_pos_int("min_requested", min_requested)
+    kept = [r for r in rates.values() if r.requested >= min_requested]
+    ignored = sorted(kept, key=lambda r: (r.rate, -r.requested, r.component))[:n]
+    prominent = sorted(kept, key=lambda r: (-r.rate, -r.requested, r.component))[:n]
+    return ignored, prominent
+
+
+# ----------------------------------------------------------------------------- order invariance
+
+
+def shuffle_components(components: Sequence[str], rng: np.random.Generator | int) -> tuple[str, ...]:
+    """A random reordering of a prompt's components (may equal the original order).
+
+    Args:
+        components: the components, in prompt order.
+        rng: a ``numpy.random.Generator`` (advanced in place) or an integer seed.
+
+    Example:
+        >>> sorted(shuffle_components(["crab", "macaw", "sock"], 0))
+        ['crab', 'macaw', 'sock']
+    """
+    items = _check_components(components)
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    return tuple(items[int(i)] for i in gen.permutation(len(items)))
+
+
+def shuffled_prompts(prompts: Sequence[Sequence[str]], seed: int) -> list[tuple[str, ...]]:
+    """Shuffle the component order of every prompt with one ``default_rng(seed)`` (paper 8.1).
+
+    Example:
+        >>> shuffled_prompts([("crab", "macaw")], seed=0) == shuffled_prompts([("crab", "macaw")], seed=0)
+        True
+    """
+    rng = np.random.default_rng(seed)
+    return [shuffle_components(p, rng) for p in prompts]
+
+
+@dataclass(frozen=True)
+class ChiSquareResult:
+    """Pearson chi-square test of independence between two groups of images."""
+
+    statistic: float
+    dof: int
+    pvalue: float
+    table: np.ndarray  # 2 x columns contingency table actually tested (all-zero columns dropped)
+    columns: tuple  # label of each kept column
+
+
+def _two_group_chi_square(a: Counter, b: Counter, labels: Sequence) -> ChiSquareResult:
+    from scipy.stats import chi2_contingency
+
+    kept = [lab for lab in labels if a[lab] + b[lab] > 0]
+    table = np.array([[a[lab] for lab in kept], [b[lab] for lab in kept]], dtype=float)
+    if table.sum(axis=1).min() == 0:
+        raise ValueError("both groups need at least one observation, but one group is empty")
+    if len(kept) < 2:
+        # One category only: the distributions are identical, chi-square has no degrees of freedom.
+        return ChiSquareResult(0.0, 0, 1.0, table, tuple(kept))
+    statistic, pvalue, dof, _ = chi2_contingency(table, correction=False)  # tuple form: scipy >= 1.10
+    return ChiSquareResult(float(statistic), int(dof), float(pvalue), table, tuple(kept))
+
+
+def _check_detected_counts(name: str, values: Sequence[int], k: int) -> list[int]:
+    arr = np.asarray(values)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"`{name}` must be a non-empty 1-D sequence of counts, but got shape {arr.shape}")
+    if arr.dtype.kind not in "iu" and not (arr.dtype.kind == "f" and np.all(arr == np.round(arr))):
+        raise ValueError(f"`{name}` must hold integer counts in [0, {k}], but got dtype {arr.dtype}")
+    bad = arr[(arr < 0) | (arr > k)]
+    if bad.size:
+        raise ValueError(f"`{name}` must hold counts in [0, {k}], but got {sorted(set(bad.tolist()))}")
+    return arr.astype(int).tolist()
+
+
+def order_invariance_test(
+    original_counts: Sequence[int], shuffled_counts: Sequence[int], k: int
+) -> ChiSquareResult:
+    """Chi-square test: does shuffling component order change how many components appear?
+
+    Contingency table ``2 x (K + 1)``: rows are original / shuffled prompts, column ``c`` counts
+    the images with ``c`` detected components; all-zero columns are dropped and Pearson's
+    statistic is computed without Yates' correction (``scipy.stats.chi2_contingency``).  With a
+    single non-empty column the groups are identical: statistic 0, dof 0, p-value 1.
+
+    The paper (section 8.1) reports ``chi2(996, N=175918)``: its 996 degrees of freedom
+    indicate a table of 2 rows x 997 *components* (detection totals per ImageNet name); that
+    variant is :func:`order_invariance_test_by_component`.
+
+    Args:
+        original_counts: detected-component count of each image from the original prompts.
+        shuffled_counts: the same for the shuffled prompts.
+        k: components per prompt; counts must lie in ``[0, k]``.
+
+    Returns:
+        :class:`ChiSquareResult` (statistic, dof, p-value, tested table and its column labels).
+
+    Raises:
+        ValueError: if a group is empty or holds a count outside ``[0, k]``.
+
+    Example:
+        >>> r = order_invariance_test([0, 1, 2, 2], [0, 1, 2, 2], k=2)
+        >>> r.statistic, r.dof, r.pvalue
+        (0.0, 2, 1.0)
+    """
+    k = _check_pos_int("k", k)
+    a = Counter(_check_detected_counts("original_counts", original_counts, k))
+    b = Counter(_check_detected_counts("shuffled_counts", shuffled_counts, k))
+    return _two_group_chi_square(a, b, range(k + 1))
+
+
+def order_invariance_test_by_component(
+    original_detected: Sequence[Sequence[str]], shuffled_detected: Sequence[Sequence[str]]
+) -> ChiSquareResult:
+    """Chi-square test on how often each component is detected, original vs shuffled prompts.
+
+    The reading of the paper's section 8.1 that matches its reported degrees of freedom
+    (``chi2(996, N=175918)`` for K = 8 over ImageNet names): a ``2 x components`` table whose
+    cell is the number of images of that group in which the component was detected; components
+    never detected in either group are dropped.  ``N`` is the table total.
+
+    Args:
+        original_detected: per image from the original prompts, the detected components.
+        shuffled_detected: the same for the shuffled prompts.
+
+    Raises:
+        ValueError: if a group has no detected component at all or an image repeats one.
+
+    Example:
+        >>> r = order_invariance_test_by_component([("crab",), ("sock",)], [("crab",), ("sock",)])
+        >>> r.statistic, r.dof, int(r.table.sum())
+        (0.0, 1, 4)
+    """
+    a: Counter[str] = Counter()
+    b: Counter[str] = Counter()
+    for name, group, counter in (("original_detected", original_detected, a), ("shuffled_detected", shuffled_detected, b)):
+        for i, det in enumerate(group):
+            counter.update(_check_components(det, f"{name}[{i}]"))
+    labels = list(dict.fromkeys([*a, *b]))
+    return _two_group_chi_square(a, b, labels)
+
+
+# ----------------------------------------------------------------------------- scorer self-check
+
+
+def tile_composite(images: Sequence[object], tile_size: int = 224, background: tuple[int, int, int] = (0, 0, 0)):
+    """Tile ``K`` single-component images into one near-square RGB grid (MCID-style check).
+
+    Layout: ``columns = ceil(sqrt(K))``, ``rows = ceil(K / columns)``, filled row by row; each
+    image is converted to RGB, centre-cropped to a square and resized to
+    ``tile_size x tile_size`` (``PIL.ImageOps.fit``, bicubic); unused cells keep
+    ``background``.  K = 1, 2, 3, 4, 8 give grids of 1x1, 1x2, 2x2, 2x2 and 3x3 tiles.  (The
+    paper combines "images of varying shapes ... as close to a square as possible"; equal square
+    tiles are this project's simplification.)
+
+    Args:
+        images: PIL images, or ``(H, W[, C])`` uint8 arrays.
+        tile_size: side of each square tile in pixels.
+        background: RGB fill of unused cells.
+
+    Returns:
+        A ``PIL.Image.Image`` of size ``(columns * tile_size, rows * tile_size)``.
+
+    Raises:
+        ValueError: if ``images`` is empty or ``tile_size < 1``.
+        TypeError: if an item is neither a PIL image nor an array.
+
+    Example:
+        >>> from PIL import Image
+        >>> tiles = [Image.new("RGB", (40, 30), c) for c in ("red", "green", "blue")]
+        >>> tile_composite(tiles, tile_size=16).size
+        (32, 32)
+    """
+    from PIL import Image, ImageOps
+
+    tile_size = _check_pos_int("tile_size", tile_size)
+    items = list(images)
+    if not items:
+        raise ValueError("`images` must hold at least one image, but got none")
+    cols = math.ceil(math.sqrt(len(items)))
+    rows = math.ceil(len(items) / cols)
+    canvas = Image.new("RGB", (cols * tile_size, rows * tile_size), tuple(background))
+    for i, item in enumerate(items):
+        if isinstance(item, np.ndarray):
+            item = Image.fromarray(item)
+        if not isinstance(item, Image.Image):
+            raise TypeError(f"`images[{i}]` must be a PIL image or a numpy array, but got {type(item).__name__}")
+        tile = ImageOps.fit(item.convert("RGB"), (tile_size, tile_size), method=Image.Resampling.BICUBIC)
+        canvas.paste(tile, ((i % cols) * tile_size, (i // cols) * tile_size))
+    return canvas
+
+
+# ----------------------------------------------------------------------------- degradation
+
+
+def degradation_slope(ks: Sequence[float], values: Sequence[float], relative_to: str | None = None) -> float:
+    """Least-squares slope of ``values`` against ``ks``: change per added component.
+
+    The paper reports "CIS drops 8.53% per component, when 1 <= K <= 8" averaged over models
+    without giving the formula.  This project's definition: the ordinary least-squares slope of
+    ``CIS_K`` on ``K`` (negative = drop), in CIS units, so ``-100 * slope`` is the drop in
+    percentage points per component.  Because CIS is already a fraction and ``CIS_1`` is close
+    to 1 for most models, absolute and relative-to-``CIS_1`` readings nearly coincide.  Slopes
+    are linear in the values, so the slope of the model-averaged curve equals the average of
+    per-model slopes on a shared K grid.  For IS/FID, which have no natural scale, pass
+    ``relative_to="mean"`` (slope of ``values / mean(values)``) or ``"first"``
+    (``values / values[0]``).  (Neither reproduces the paper's IS -15.91% / FID +9.62% exactly
+    from its Table 1: the per-model ``"mean"`` reading gives about -15.4% / +10.2%.)
+
+    Args:
+        ks: component counts (at least two distinct values).
+        values: indicator at each ``k``.
+        relative_to: ``None`` (absolute), ``"first"`` or ``"mean"``.
+
+    Raises:
+        ValueError: on length mismatch, fewer than two distinct ``ks``, non-finite values,
+            an unknown ``relative_to``, or a zero reference value.
+
+    Example:
+        >>> round(degradation_slope([1, 2, 4, 8], [1.0, 0.90, 0.76, 0.67]), 4)
+        -0.0448
+        >>> degradation_slope([1, 2, 3], [10.0, 8.0, 6.0], relative_to="first")
+        -0.2
+    """
+    x = np.asarray(ks, dtype=float)
+    y = np.asarray(values, dtype=float)
+    if x.ndim != 1 or y.shape != x.shape:
+        raise ValueError(f"`ks` and `values` must be 1-D of equal length, but got shapes {x.shape} and {y.shape}")
+    if np.unique(x).size < 2:
+        raise ValueError(f"`ks` must hold at least two distinct values, but got {x.tolist()}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("`ks` and `values` must be finite")
+    choices = (None, "first", "mean")
+    if relative_to not in choices:
+        raise ValueError(f"`relative_to` must be one of {choices}, but got {relative_to!r}")
+    if relative_to is not None:
+        ref = y[0] if relative_to == "first" else y.mean()
+        if ref == 0:
+            raise ValueError(f"cannot normalise by {relative_to!r} value 0")
+        y = y / ref
+    xc = x - x.mean()
+    return float(np.sum(xc * (y - y.mean())) / np.sum(xc**2))
+
+
+def _check_probs(probs: object) -> np.ndarray:
+    p = np.asarray(probs, dtype=float)
+    if p.ndim != 2 or p.shape[0] == 0 or p.shape[1] == 0:
+        raise ValueError(f"`probs` must have shape (images, classes) with both > 0, but got shape {p.shape}")
+    if not np.all(np.isfinite(p)) or np.any(p < 0):
+        raise ValueError("`probs` must be finite and non-negative")
+    sums = p.sum(axis=1)
+    worst = int(np.argmax(np.abs(sums - 1.0)))
+    if abs(sums[worst] - 1.0) > 1e-3:
+        raise ValueError(
+            f"`probs` rows must sum to 1 (class probabilities, e.g. a softmax), but row {worst} sums to {sums[worst]:.6g}"
+        )
+    return p
+
+
+def inception_score_splits(probs: object, splits: int = 1) -> np.ndarray:
+    """Inception Score of each of ``splits`` consecutive chunks of the images.
+
+    ``IS = exp(mean_x KL(p(y|x) || p(y)))`` with ``p(y)`` the chunk's mean prediction
+    (Salimans et al. 2016); chunks are ``numpy.array_split`` of the rows, in order, and
+    ``0 * log 0 = 0``.
+
+    Args:
+        probs: array ``(images, classes)`` of class probabilities (rows sum to 1).
+        splits: number of chunks, ``1 <= splits <= images``.
+
+    Returns:
+        Array ``(splits,)`` of scores, each in ``[1, classes]``.
+
+    Raises:
+        ValueError: if ``probs`` is not a 2-D array of probabilities or ``splits`` is out of range.
+
+    Example:
+        >>> inception_score_splits([[1, 0], [0, 1], [1, 0], [0, 1]], splits=2).tolist()
+        [2.0, 2.0]
+    """
+    from scipy.special import rel_entr
+
+    p = _check_probs(probs)
+    splits = _check_pos_int("splits", splits)
+    if splits > p.shape[0]:
+        raise ValueError(f"`splits` must be at most the number of images ({p.shape[0]}), but got {splits}")
+    scores = []
+    for chunk in np.array_split(p, splits):
+        marginal = chunk.mean(axis=0, keepdims=True)
+        kl = rel_entr(chunk, marginal).sum(axis=1)
+        scores.append(math.exp(float(kl.mean())))
+    return np.asarray(scores)
+
+
+def inception_score(probs: object, splits: int = 1) -> float:
+    """Inception Score: mean of :func:`inception_score_splits` (use that for the std).
+
+    Args:
+        probs: array ``(images, classes)`` of class probabilities.
+        splits: number of chunks to average over.
+
+    Raises:
+        ValueError: as :func:`inception_score_splits`.
+
+    Example:
+        >>> inception_score([[0.5, 0.5], [0.5, 0.5]])
+        1.0
+        >>> round(inception_score([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), 12)
+        3.0
+    """
+    return float(np.mean(inception_score_splits(probs, splits)))

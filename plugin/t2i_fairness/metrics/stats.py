@@ -1,0 +1,211 @@
+"""Small shared statistics helpers: Hoeffding half-widths and a seeded percentile bootstrap.
+
+Both work on estimates built from means of bounded per-image values (for example a 0/1
+indicator "this image shows a woman", or a per-image score in [0, 1]).
+
+Hoeffding (distribution-free, valid for any sample size)
+    For independent variables ``X_j`` with ``a_j <= X_j <= b_j``, Hoeffding's inequality gives
+    ``P(|sum X_j - E sum X_j| >= t) <= 2 exp(-2 t^2 / sum (b_j - a_j)^2)``.  An estimate
+    ``sum_s w_s * mean(sample_s)`` of per-image values in [0, 1] is such a sum: each image of
+    sample ``s`` contributes a term of range ``|w_s| / n_s``, so ``sum (b_j - a_j)^2 =
+    sum_s w_s^2 / n_s`` and, at confidence ``1 - delta``, the half-width is::
+
+        t = sqrt(log(2 / delta) / 2 * sum_s w_s^2 / n_s)
+
+    A single mean (``w = [1]``) gives the textbook ``sqrt(log(2/delta) / (2 n))``; a difference
+    of two means (``w = [1, -1]``) gives ``sqrt(log(2/delta) / 2 * (1/n1 + 1/n2))``.
+
+Percentile bootstrap
+    Each sample (stratum) is resampled with replacement independently, the statistic is
+    recomputed on every resample, and the interval is the ``(1 - confidence)/2`` and
+    ``(1 + confidence)/2`` percentiles of the resampled statistics.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import numpy as np
+
+__all__ = [
+    "hoeffding_half_width",
+    "hoeffding_half_width_combination",
+    "hoeffding_half_width_difference",
+    "percentile_bootstrap",
+]
+
+
+def _check_delta(delta: float) -> float:
+    if isinstance(delta, bool) or not isinstance(delta, (int, float, np.floating)):
+        raise TypeError(f"`delta` must be a float in (0, 1), but got {delta!r}")
+    if not 0.0 < float(delta) < 1.0:
+        raise ValueError(f"`delta` must be in (0, 1) (confidence is 1 - delta), but got {delta!r}")
+    return float(delta)
+
+
+def _check_count(name: str, n: object) -> int:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"`{name}` must be a positive integer, but got {n!r}")
+    if n < 1:
+        raise ValueError(f"`{name}` must be a positive integer, but got {n!r}")
+    return int(n)
+
+
+def hoeffding_half_width_combination(
+    weights: Sequence[float], counts: Sequence[int], delta: float = 0.05
+) -> float:
+    """Hoeffding half-width of ``sum_s weights[s] * mean(sample_s)`` for values in [0, 1].
+
+    The samples must be independent of each other and hold i.i.d. values in [0, 1]; sample
+    ``s`` has ``counts[s]`` values.  With probability at least ``1 - delta`` the estimate is
+    within ``sqrt(log(2 / delta) / 2 * sum_s weights[s]**2 / counts[s])`` of its expectation
+    (Hoeffding's inequality applied to all values at once; see the module docstring).
+
+    Args:
+        weights: coefficient of each sample mean in the estimate.
+        counts: number of values behind each sample mean (positive integers).
+        delta: the bound fails with probability at most ``delta``; confidence is ``1 - delta``.
+
+    Returns:
+        The half-width ``t`` (0.0 when every weight is zero).
+
+    Raises:
+        ValueError: if ``weights`` and ``counts`` differ in length or are empty, a weight is
+            not finite, a count is not positive, or ``delta`` is outside (0, 1).
+        TypeError: if a count is not an integer.
+
+    Example:
+        >>> round(hoeffding_half_width_combination([1.0], [100]), 4)
+        0.1358
+        >>> round(hoeffding_half_width_combination([0.5, 0.5, -0.5, -0.5], [100, 100, 100, 100]), 4)
+        0.1358
+    """
+    delta = _check_delta(delta)
+    w = np.asarray(weights, dtype=float)
+    if w.ndim != 1 or w.size == 0:
+        raise ValueError(f"`weights` must be a non-empty 1-D sequence, but got shape {w.shape}")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"`weights` must be finite, but got {list(w)}")
+    if len(counts) != w.size:
+        raise ValueError(
+            f"`weights` and `counts` must have the same length, but got {w.size} and {len(counts)}"
+        )
+    n = np.array([_check_count(f"counts[{i}]", c) for i, c in enumerate(counts)], dtype=float)
+    return math.sqrt(math.log(2.0 / delta) / 2.0 * float(np.sum(w**2 / n)))
+
+
+def hoeffding_half_width(n: int, delta: float = 0.05) -> float:
+    """Hoeffding half-width ``sqrt(log(2/delta) / (2 n))`` of a mean of ``n`` values in [0, 1].
+
+    Args:
+        n: number of i.i.d. values in [0, 1].
+        delta: failure probability; confidence is ``1 - delta``.
+
+    Raises:
+        ValueError: if ``n < 1`` or ``delta`` is outside (0, 1).
+        TypeError: if ``n`` is not an integer.
+
+    Example:
+        >>> round(hoeffding_half_width(100), 4)
+        0.1358
+        >>> hoeffding_half_width(400) / hoeffding_half_width(100)
+        0.5
+    """
+    return hoeffding_half_width_combination([1.0], [_check_count("n", n)], delta)
+
+
+def hoeffding_half_width_difference(n1: int, n2: int, delta: float = 0.05) -> float:
+    """Hoeffding half-width of ``mean(A) - mean(B)`` for independent samples of values in [0, 1].
+
+    Equals ``sqrt(log(2/delta) / 2 * (1/n1 + 1/n2))``.  This is Hoeffding's inequality applied
+    to all ``n1 + n2`` values at once; it is tighter than a union bound over the two means
+    (``sqrt(log(4/delta)/2) * (1/sqrt(n1) + 1/sqrt(n2))``) and than
+    ``sqrt(log(2/delta)/2) * (1/sqrt(n1) + 1/sqrt(n2))``.
+
+    Args:
+        n1: number of values behind the first mean.
+        n2: number of values behind the second mean.
+        delta: failure probability; confidence is ``1 - delta``.
+
+    Raises:
+        ValueError: if a count is not positive or ``delta`` is outside (0, 1).
+        TypeError: if a count is not an integer.
+
+    Example:
+        >>> round(hoeffding_half_width_difference(100, 100), 4)
+        0.1921
+        >>> hoeffding_half_width_difference(400, 400) / hoeffding_half_width_difference(100, 100)
+        0.5
+    """
+    return hoeffding_half_width_combination(
+        [1.0, -1.0], [_check_count("n1", n1), _check_count("n2", n2)], delta
+    )
+
+
+def percentile_bootstrap(
+    samples: Sequence[Sequence[float]] | Sequence[np.ndarray],
+    statistic: Callable[..., np.ndarray],
+    *,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float]:
+    """Seeded percentile-bootstrap interval of a statistic of one or more independent samples.
+
+    Each sample holds one value per unit (image, prompt, ...) and is resampled with
+    replacement independently of the others (a stratified bootstrap).  ``statistic`` is called
+    once, vectorised: it receives one array per sample, of shape ``(n_resamples, n_s)``, and must
+    reduce over the last axis, returning shape ``(n_resamples,)`` -- e.g.
+    ``lambda a, b: a.mean(axis=-1) - b.mean(axis=-1)``.
+
+    Args:
+        samples: a sequence of 1-D samples (a single sample is ``[values]``).
+        statistic: vectorised statistic as described above.
+        n_resamples: number of bootstrap resamples.
+        confidence: coverage of the interval, in (0, 1).
+        seed: seed for ``numpy.random.default_rng``; equal seeds give equal intervals.
+
+    Returns:
+        ``(low, high)`` percentiles of the resampled statistic.
+
+    Raises:
+        ValueError: if there are no samples, a sample is empty or not 1-D, ``n_resamples < 1``,
+            ``confidence`` is outside (0, 1), or ``statistic`` returns the wrong shape.
+
+    Example:
+        >>> import numpy as np
+        >>> ones = np.ones(20)
+        >>> percentile_bootstrap([ones], lambda a: a.mean(axis=-1))
+        (1.0, 1.0)
+        >>> x = np.r_[np.zeros(50), np.ones(50)]
+        >>> lo, hi = percentile_bootstrap([x], lambda a: a.mean(axis=-1), seed=1)
+        >>> bool(0.3 < lo < 0.5 < hi < 0.7)
+        True
+    """
+    if isinstance(samples, np.ndarray) and samples.ndim == 1:
+        raise ValueError(
+            "`samples` must be a sequence of samples; wrap a single 1-D sample as `[values]`"
+        )
+    arrays = [np.asarray(s, dtype=float) for s in samples]
+    if not arrays:
+        raise ValueError("`samples` must contain at least one sample, but got none")
+    for i, a in enumerate(arrays):
+        if a.ndim != 1 or a.size == 0:
+            raise ValueError(f"`samples[{i}]` must be a non-empty 1-D sample, but got shape {a.shape}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"`n_resamples` must be a positive integer, but got {n_resamples!r}")
+    if not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"`confidence` must be in (0, 1), but got {confidence!r}")
+
+    rng = np.random.default_rng(seed)
+    resampled = [a[rng.integers(0, a.size, size=(int(n_resamples), a.size))] for a in arrays]
+    values = np.asarray(statistic(*resampled), dtype=float)
+    if values.shape != (int(n_resamples),):
+        raise ValueError(
+            "`statistic` must reduce over the last axis and return shape "
+            f"({int(n_resamples)},), but returned shape {values.shape}"
+        )
+    alpha = (1.0 - float(confidence)) / 2.0
+    low, high = np.quantile(values, [alpha, 1.0 - alpha])
+    return float(low), float(high)
