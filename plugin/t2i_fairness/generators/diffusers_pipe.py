@@ -87,8 +87,9 @@ class DiffusersGenerator:
     kernels; the cache keys images one by one).
     """
 
-    def __init__(self, pipe, name: str, settings: GenerationSettings, device: str = "cpu"):
+    def __init__(self, pipe, name: str, settings: GenerationSettings, device: str = "cpu", num_threads: int | None = None):
         self.pipe = pipe.to(device)
+        self.num_threads = num_threads  # CPU kernels round differently with the thread count
         self.name = name
         self.settings = settings
         self.device = device
@@ -97,7 +98,8 @@ class DiffusersGenerator:
     @classmethod
     def tiny(cls, settings: GenerationSettings = GenerationSettings(), device: str = "cpu") -> "DiffusersGenerator":
         pipe, cfg = build_tiny_pipeline()
-        return cls(pipe, tiny_model_name(), settings.resolved(cfg["defaults"]), device)
+        # Pinned threads make the smoke model's bytes the same on every machine, whatever its core count.
+        return cls(pipe, tiny_model_name(), settings.resolved(cfg["defaults"]), device, num_threads=2)
 
     @classmethod
     def from_pretrained(
@@ -136,9 +138,21 @@ class DiffusersGenerator:
         gen_device = "cpu" if self.device == "mps" else self.device
         generators = [torch.Generator(device=gen_device).manual_seed(int(s)) for s in seeds]
         s = self.settings
+        previous = torch.get_num_threads()
+        if self.num_threads and self.device == "cpu":
+            torch.set_num_threads(self.num_threads)
+        try:
+            return self._call(list(prompts), generators)
+        finally:
+            torch.set_num_threads(previous)
+
+    def _call(self, prompts: list[str], generators) -> list[Image.Image]:
+        import torch
+
+        s = self.settings
         with torch.inference_mode():
             out = self.pipe(
-                list(prompts),
+                prompts,
                 generator=generators,
                 num_inference_steps=s.steps,
                 guidance_scale=s.guidance,

@@ -1,0 +1,35 @@
+# Two commands for a fresh clone: `make gate` (the fairness gate) and `make test` (the project's tests).
+# Both set up .venv on first use. torch/torchvision are pinned: these builds import together on
+# the project's machines (CPU-only here; the same wheels run on CUDA machines).
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+TORCH_PINS := torch==2.14.1 torchvision==0.29.1
+export HF_HUB_OFFLINE ?= 1
+
+.PHONY: install gate test bench clean-cache
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet $(TORCH_PINS)
+	$(PY) -m pip install --quiet -e '.[dev]' $(TORCH_PINS)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The main job: every fairness gate on the built-in tiny smoke model, against thresholds/tiny.yaml.
+gate: $(STAMP)
+	$(PY) -m pytest fairness_tests $(ARGS)
+
+# The project's own tests (metrics, cache, plugin through pytester, adapters) and docstring examples.
+test: $(STAMP)
+	$(PY) -m pytest tests plugin/t2i_fairness --doctest-modules $(ARGS)
+
+bench: $(STAMP)
+	$(PY) bench/bench_manifold.py
+
+clean-cache:
+	rm -rf .t2i-cache t2i-artifacts
