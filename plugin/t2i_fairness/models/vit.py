@@ -1,0 +1,324 @@
+"""Decomposed ViT features: the CLS token of a ViT-B/16 computed from object or background patches only.
+
+Decomposed-DIG (Sureddy et al., Sec. 3.2): an *object patch* holds at least one object pixel of the
+segmentation mask; the other patches are *background patches*. Obj-only features exclude the
+background patches, BG-only features exclude the object patches, Full-image features use all of
+them; the feature is the CLS token of the last layer (after the final norm, before the head).
+
+How we exclude patches: an additive attention mask of -inf on the excluded patch tokens, as keys,
+in every block (timm's ``Attention`` takes ``attn_mask``). The CLS and the included patches then
+attend only to CLS + included patches; excluded tokens keep being updated but nothing reads them,
+and LayerNorm and MLP act per token, so the CLS equals the one obtained by deleting the excluded
+tokens after the position embedding, which is what the released code does
+(``x = x[:, patch_mask]`` in ``vit_patching/models/vision_transformer.py``). The tests check the
+two agree to float tolerance. Masking keeps a fixed sequence length, so images with different
+masks share one batch.
+
+Preprocessing (``get_features_patch_vit.py``): centre crop on the long edge (DIG In's
+``CenterCropLongEdge``), ``Resize(224)`` bilinear, ``ToTensor``, ImageNet mean/std (the released
+script normalises with ImageNet statistics although timm's config for these weights says 0.5/0.5;
+we keep the released choice, it is one config key). The mask goes through the same crop and resize
+with nearest neighbour so it stays binary, then ``patch_membership`` marks the patches.
+(The released script instead resizes the mask-blackened image bilinearly and calls a patch an
+object patch if any of its pixels is nonzero; that dilates the object by the filter support and
+misses object pixels that are pure black. Nearest neighbour on the mask avoids both; the patch sets
+differ only along the object boundary.)
+
+Images the mode leaves without patches (``obj`` with an empty mask, ``bg`` with a mask covering all
+patches) get a row of NaN: the caller treats it as "no segmentation" (the paper counts
+unsegmented generated images as misses for Obj-only and uses their full image for BG-only; with an
+empty mask ``bg`` already equals ``full``). ``valid_rows`` tells which rows are real.
+
+Profiles (settings in ``VIT_CONFIGS``), both timm ``VisionTransformer``:
+
+* ``paper``: ``vit_base_patch16_224.augreg_in21k_ft_in1k`` (ViT-B/16, ImageNet-21k pre-trained,
+  fine-tuned on 1k). Weights from ``weights=/path/to/file`` or the Hugging Face cache
+  (``timm/vit_base_patch16_224.augreg_in21k_ft_in1k``); downloads only with
+  ``allow_download=True``. Note: the released Decomposed-DIG code loads timm's older
+  ``jx_vit_base_p16_224-80ecf9dd.pth``, which timm now calls ``orig_in21k_ft_in1k``; pass
+  ``tag="orig_in21k_ft_in1k"`` to use those.
+* ``tiny``: the same family from a small config (patch 16, 64 px input = 4 x 4 patches, depth 2,
+  width 64, 2 heads) with seeded random weights.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from PIL import Image
+
+from .base import check_profile
+from .inception import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    check_images,
+    check_options,
+    config_hash,
+    file_digest,
+    seeded_init,
+    to_normalized_array,
+    torch_dtype,
+    weights_unavailable,
+)
+from .segmenter import check_mask, patch_membership, resize_mask_like_image
+
+MODES = ("full", "obj", "bg")
+
+VIT_CONFIGS: dict[str, dict[str, Any]] = {
+    "paper": {
+        "architecture": "vit_base_patch16_224",
+        "tag": "augreg_in21k_ft_in1k",
+        "arch_overrides": {},
+        "img_size": 224,
+        "patch_size": 16,
+        "mean": IMAGENET_MEAN,
+        "std": IMAGENET_STD,
+        "dtype": "float32",
+    },
+    "tiny": {
+        "architecture": "vit_base_patch16_224",
+        "tag": None,
+        "arch_overrides": {"embed_dim": 64, "depth": 2, "num_heads": 2},
+        "img_size": 64,
+        "patch_size": 16,
+        "mean": IMAGENET_MEAN,
+        "std": IMAGENET_STD,
+        "seed": 0,
+        "dtype": "float32",
+    },
+}
+
+_WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+
+
+def _create_timm(config: Mapping[str, Any], **kwargs: Any) -> Any:
+    import timm
+
+    return timm.create_model(config["architecture"], img_size=config["img_size"],
+                             patch_size=config["patch_size"], **dict(config["arch_overrides"]), **kwargs)
+
+
+def build_vit(config: Mapping[str, Any], *, weights: str | None = None, allow_download: bool = False,
+              cache_dir: str | None = None) -> tuple[Any, str]:
+    """The timm ViT of ``config``: pretrained (paper) or seeded random (``tag`` None); returns
+    (model, weights id). Also used by the tests to build the paper architecture with random weights."""
+    if config.get("tag") is None:
+        with seeded_init(int(config.get("seed", 0))):
+            model = _create_timm(config, pretrained=False)
+        return model, f"random:seed{config.get('seed', 0)}"
+
+    from timm.models import get_pretrained_cfg
+
+    name = f"{config['architecture']}.{config['tag']}"
+    try:
+        pretrained_cfg = get_pretrained_cfg(name, allow_unregistered=False)
+    except RuntimeError:  # timm: "Invalid pretrained tag" / no pretrained cfgs
+        pretrained_cfg = None
+    if pretrained_cfg is None:
+        import timm
+
+        raise ValueError(f"unknown timm weights {name!r}; choose from {timm.list_pretrained(config['architecture'] + '.*')}")
+    hub_id = pretrained_cfg.hf_hub_id or name
+    if weights is not None:
+        if not os.path.isfile(weights):
+            raise FileNotFoundError(f"ViT weights file {weights!r} (option weights=) does not exist")
+        overlay, weights_id = {"file": weights}, f"file:{os.path.basename(weights)}:sha256-{file_digest(weights)}"
+    else:
+        cached = None
+        if pretrained_cfg.hf_hub_id:
+            from huggingface_hub import try_to_load_from_cache
+
+            for filename in _WEIGHT_FILES:
+                found = try_to_load_from_cache(pretrained_cfg.hf_hub_id, filename, cache_dir=cache_dir)
+                if isinstance(found, str):
+                    cached = found
+                    break
+        if cached is None and not allow_download:
+            raise weights_unavailable(
+                "ViT", hub_id,
+                where=f"none of {list(_WEIGHT_FILES)} is in the Hugging Face cache "
+                      f"{cache_dir or '(HF_HOME)'} and allow_download=False",
+                how=(f"on a connected machine run `hf download {hub_id}` (or timm.create_model('{name}', "
+                     f"pretrained=True)) and copy the cache here, point HF_HOME (or cache_dir=) at a cache that "
+                     f"holds it, or pass weights='/path/to/model.safetensors'."),
+            )
+        overlay = {"file": cached} if cached else None
+        weights_id = f"timm:{name}"
+    try:
+        model = _create_timm(config, pretrained=True, pretrained_cfg_overlay=overlay)
+    except Exception as err:  # network errors, corrupt files, mismatched checkpoints
+        raise weights_unavailable("ViT", hub_id, where="timm could not load the pretrained weights",
+                                  how="check the file, or download it again on a connected machine.",
+                                  cause=err) from err
+    return model, weights_id
+
+
+class MaskedViTFeatures:
+    """CLS features of a ViT computed from all, object-only or background-only patches.
+
+    Attributes:
+        fingerprint: architecture, weights id, preprocessing (with the mask rule), dtype, profile.
+        dim: feature width (768 for ViT-B).
+        img_size, patch_size, grid: network input side, patch side, patches per side.
+
+    Example:
+        >>> from PIL import Image
+        >>> vit = MaskedViTFeatures.from_profile("tiny")
+        >>> image = Image.new("RGB", (80, 64), "gray")
+        >>> mask = np.zeros((64, 80), bool); mask[:32, :40] = True
+        >>> vit.encode([image], [mask], mode="obj").shape
+        (1, 64)
+        >>> bool(np.isnan(vit.encode([image], [np.zeros((64, 80), bool)], mode="obj")).all())
+        True
+    """
+
+    OPTIONS = ("weights", "allow_download", "cache_dir", "tag", "dtype", "seed", "batch_size")
+
+    def __init__(self, model: Any, *, config: Mapping[str, Any], profile: str, weights_id: str,
+                 device: str = "cpu", batch_size: int = 32) -> None:
+        self.config = dict(config)
+        self.profile = profile
+        self.device = device
+        self.batch_size = int(batch_size)
+        self._dtype = torch_dtype(config["dtype"])
+        self.model = model.eval().to(device=device, dtype=self._dtype)
+        self.img_size = int(config["img_size"])
+        self.patch_size = int(config["patch_size"])
+        grid = tuple(self.model.patch_embed.grid_size)
+        if grid[0] != grid[1] or grid[0] * self.patch_size != self.img_size:
+            raise ValueError(f"expected a square grid of {self.patch_size}-px patches covering {self.img_size} px, "
+                             f"got grid {grid}")
+        self.grid = grid[0]
+        self.num_prefix_tokens = int(getattr(self.model, "num_prefix_tokens", 1))
+        if getattr(self.model, "cls_token", None) is None:
+            raise ValueError("MaskedViTFeatures needs a ViT with a CLS token")
+        self.dim = int(self.model.embed_dim)
+        preprocessing = (f"centercrop-long-edge,resize{self.img_size}-bilinear,mean{tuple(config['mean'])},"
+                         f"std{tuple(config['std'])};mask:same-crop,nearest,any-pixel-per-{self.patch_size}px-patch")
+        self.fingerprint = (f"MaskedViTFeatures:{profile}:{config['architecture']}:{weights_id}:{preprocessing}:"
+                            f"{config['dtype']}:{config_hash(self.config)}")
+
+    @classmethod
+    def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "MaskedViTFeatures":
+        """Build the ``tiny`` or ``paper`` ViT.
+
+        Args:
+            profile: "tiny" (small seeded random ViT) or "paper" (ViT-B/16 in21k -> in1k).
+            device: torch device string.
+            **options: paper: ``weights`` (local file), ``allow_download`` (default False),
+                ``cache_dir``, ``tag`` (timm pretrained tag); tiny: ``seed``; both: ``batch_size`` and
+                ``dtype`` (float32 by default as the released code ran; float16 on CUDA is recorded in
+                the fingerprint).
+
+        Raises:
+            ValueError: unknown profile, option or tag.
+            RuntimeError: paper weights not available offline (the message names the hub id).
+        """
+        check_profile(profile)
+        check_options(options, cls.OPTIONS, f"MaskedViTFeatures ({profile})")
+        config = dict(VIT_CONFIGS[profile])
+        for key in ("dtype", "seed", "tag"):
+            if key in options:
+                config[key] = options[key]
+        torch_dtype(config["dtype"])
+        paper_only, tiny_only = ("weights", "allow_download", "cache_dir", "tag"), ("seed",)
+        wrong = [k for k in (tiny_only if profile == "paper" else paper_only) if k in options]
+        if wrong:
+            raise ValueError(f"option(s) {wrong} do not apply to profile={profile!r}")
+        model, weights_id = build_vit(config, weights=options.get("weights"),
+                                      allow_download=bool(options.get("allow_download", False)),
+                                      cache_dir=options.get("cache_dir"))
+        return cls(model, config=config, profile=profile, weights_id=weights_id, device=device,
+                   batch_size=options.get("batch_size", 32))
+
+    # -- preprocessing --------------------------------------------------------------------------
+
+    def preprocess(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """Network input: float32 (n, 3, img_size, img_size)."""
+        images = check_images(images)
+        if not images:
+            return np.zeros((0, 3, self.img_size, self.img_size), np.float32)
+        return np.stack([to_normalized_array(im, self.img_size, self.config["mean"], self.config["std"])
+                         for im in images])
+
+    def object_patches(self, mask: np.ndarray) -> np.ndarray:
+        """bool (grid * grid,) in token order: patches holding at least one object pixel of ``mask``
+        (a mask of the original image, put through the image's crop and a nearest resize)."""
+        resized = resize_mask_like_image(mask, self.img_size)
+        return patch_membership(resized, self.patch_size, self.grid).ravel()
+
+    def included_patches(self, images: Sequence[Image.Image], masks: Sequence[np.ndarray] | None,
+                         mode: str) -> np.ndarray:
+        """bool (n, grid * grid): the patch tokens each image's CLS may attend to in ``mode``."""
+        if mode not in MODES:
+            raise ValueError(f"unknown mode {mode!r}; choose from {list(MODES)}")
+        images = check_images(images)
+        n_patches = self.grid * self.grid
+        if mode == "full":
+            return np.ones((len(images), n_patches), bool)
+        if masks is None:
+            raise ValueError(f"mode={mode!r} needs one mask per image; got masks=None")
+        masks = list(masks)
+        if len(masks) != len(images):
+            raise ValueError(f"got {len(images)} images but {len(masks)} masks; expected one mask per image")
+        rows = []
+        for i, (image, mask) in enumerate(zip(images, masks)):
+            obj = self.object_patches(check_mask(mask, image, argument=f"masks[{i}]"))
+            rows.append(obj if mode == "obj" else ~obj)
+        return np.stack(rows) if rows else np.zeros((0, n_patches), bool)
+
+    # -- features --------------------------------------------------------------------------------
+
+    def encode(self, images: Sequence[Image.Image], masks: Sequence[np.ndarray] | None = None,
+               mode: str = "full") -> np.ndarray:
+        """CLS features, float32 (n, dim); rows with no included patch are NaN.
+
+        Args:
+            images: PIL images of any size.
+            masks: one bool (height, width) object mask per image (ignored for ``mode="full"``).
+            mode: "full" (all patches), "obj" (object patches only) or "bg" (background patches only).
+
+        Raises:
+            ValueError: unknown mode, missing masks, or a mask whose shape is not its image's.
+        """
+        keep = self.included_patches(images, masks, mode)
+        return self.encode_patches(self.preprocess(images), keep)
+
+    def encode_images(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """Full-image CLS features (the ``ImageEncoder`` protocol): float32 (n, dim)."""
+        return self.encode(images, None, "full")
+
+    def encode_patches(self, pixels: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """CLS features of preprocessed ``pixels`` (n, 3, S, S) attending only to ``keep`` (n, grid*grid)
+        patch tokens (plus the prefix tokens). Rows whose ``keep`` is all False are NaN."""
+        import torch
+
+        keep = np.asarray(keep, bool)
+        if keep.shape != (len(pixels), self.grid * self.grid):
+            raise ValueError(f"keep must have shape {(len(pixels), self.grid * self.grid)}, got {keep.shape}")
+        out = [np.zeros((0, self.dim), np.float32)]
+        for start in range(0, len(pixels), self.batch_size):
+            x = torch.from_numpy(pixels[start:start + self.batch_size]).to(self.device, self._dtype)
+            k = torch.from_numpy(keep[start:start + self.batch_size]).to(self.device)
+            attn_mask = None
+            if not bool(k.all()):
+                prefix = torch.ones(k.shape[0], self.num_prefix_tokens, dtype=torch.bool, device=self.device)
+                keys = torch.cat([prefix, k], dim=1)  # (b, tokens)
+                attn_mask = torch.zeros(keys.shape, dtype=self._dtype, device=self.device)
+                attn_mask = attn_mask.masked_fill(~keys, float("-inf"))[:, None, None, :]  # (b, 1, 1, tokens)
+            with torch.inference_mode():
+                tokens = self.model.forward_features(x, attn_mask=attn_mask)
+            cls = tokens[:, 0].float().cpu().numpy()
+            cls[~keep[start:start + self.batch_size].any(axis=1)] = np.nan
+            out.append(cls)
+        return np.concatenate(out).astype(np.float32, copy=False)
+
+    @staticmethod
+    def valid_rows(features: np.ndarray) -> np.ndarray:
+        """bool (n,): rows that are real features (not the NaN of "no patch in this mode")."""
+        return ~np.isnan(np.asarray(features)).any(axis=1)
+
+    def __repr__(self) -> str:
+        return f"MaskedViTFeatures(profile={self.profile!r}, img_size={self.img_size}, device={self.device!r})"
