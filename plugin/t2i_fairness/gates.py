@@ -68,6 +68,8 @@ def safe_round(value: float, direction: Direction) -> float:
         >>> safe_round(0.12345678, "min"), safe_round(0.12345612, "max")
         (0.123456, 0.123457)
     """
+    if not math.isfinite(value):
+        return value
     scale = 10**DECIMALS
     if direction == "min":
         out = math.floor(value * scale) / scale
@@ -229,7 +231,7 @@ def evaluate(
     measured = f"measured {_fmt(m.value)}{interval} (n={m.n})"
     where = f"{thresholds.path}"
     if bound is None:
-        proposal = safe_round(m.value, m.direction) if math.isfinite(m.value) else None
+        proposal = None if math.isnan(m.value) else safe_round(m.value, m.direction)
         if update and proposal is not None:
             return Verdict("written", None, f"{m.gate}: new gate {m.direction}: {proposal} written to {where}", proposal)
         return Verdict(
@@ -241,7 +243,7 @@ def evaluate(
         )
     ok = passes(m.value, bound)
     text = f"{m.gate}: {measured}, bound {bound.direction} {bound.value:g}"
-    if update and math.isfinite(m.value):
+    if update and not math.isnan(m.value):
         new = safe_round(m.value, bound.direction)
         if loosens(new, bound) and not allow_loosen:
             return Verdict("refused", bound, f"{text}: refusing to loosen the gate to {new:g} without --t2i-allow-loosen", None, changes)

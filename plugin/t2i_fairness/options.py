@@ -33,6 +33,8 @@ class T2IOptions:
     references: tuple[tuple[str, str], ...] = field(default_factory=tuple)
     progress: bool = True
     artifacts: Path = Path("t2i-artifacts")
+    nearest_k: int = 3
+    dedupe: str = "drop_all"
 
 
 def add_options(parser) -> None:
@@ -62,6 +64,10 @@ def add_options(parser) -> None:
     add("--t2i-allow-loosen", action="store_true", help="with --t2i-update-thresholds, allow lowering a min or raising a max")
     add("--t2i-reference", action="append", default=[], metavar="NAME=PATH",
         help="a real reference data set (GeoDE folder, DollarStreet CSV, or manifest CSV); repeatable")
+    add("--t2i-nearest-k", type=int, default=3, metavar="K",
+        help="k of the k-NN manifold for precision and coverage (default 3, as DIG In and Decomposed-DIG)")
+    add("--t2i-dedupe", default="drop_all", choices=("none", "keep_one", "drop_all"),
+        help="duplicated feature vectors before precision/coverage: DIG In's code drops every copy (drop_all, default)")
     add("--t2i-artifacts", default=None, metavar="DIR",
         help="where gates write JSON, plots and image grids (default: t2i-artifacts in the rootdir)")
     add("--t2i-no-progress", action="store_true", help="no progress bars")
@@ -115,7 +121,16 @@ def resolve_options(config) -> T2IOptions:
         cache_dir=cache_dir, thresholds=thresholds, update_thresholds=get("--t2i-update-thresholds"),
         allow_loosen=get("--t2i-allow-loosen"), references=tuple(refs), progress=not get("--t2i-no-progress"),
         artifacts=Path(get("--t2i-artifacts") or rootdir / "t2i-artifacts"),
+        nearest_k=_at_least(get("--t2i-nearest-k"), 1, "--t2i-nearest-k"), dedupe=get("--t2i-dedupe"),
     )
+
+
+def _at_least(value: int, low: int, option: str) -> int:
+    import pytest
+
+    if value < low:
+        raise pytest.UsageError(f"{option} must be >= {low}, got {value}")
+    return value
 
 
 def resolve_device(device: str) -> str:

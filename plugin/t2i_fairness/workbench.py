@@ -141,7 +141,13 @@ def _clip(profile: str, device: str):
     return ClipModel.from_profile(profile, device)
 
 
-_BUILDERS: dict[str, Callable[[str, str], object]] = {"clip": _clip}
+def _inception(profile: str, device: str):
+    from .models.inception import InceptionFeatures
+
+    return InceptionFeatures.from_profile(profile, device)
+
+
+_BUILDERS: dict[str, Callable[[str, str], object]] = {"clip": _clip, "inception": _inception}
 
 
 def images_per_prompt_for(template: str, n: int) -> int:

@@ -1,0 +1,154 @@
+"""DIG In's grouping of generated and real images (sections 4.2-4.3), without pytest or models.
+
+- Prompts come from the reference set's own vocabulary: GeoDE-labelled sets use GeoDE's objects,
+  regions and countries; DollarStreet sets their topics, regions and most represented countries.
+- ``{object} in {country}`` images merge into their region; ``{object}`` images are sampled so
+  each region's object mix matches its reference set.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Hashable, Mapping, Sequence, TypeVar
+
+import numpy as np
+
+from .prompts import GEODE_OBJECTS, REGIONS_BY_SLUG, TEMPLATES, Prompt, Region
+
+T = TypeVar("T")
+
+# Regions of DollarStreet (and any other set) that GeoDE lacks.
+EXTRA_REGIONS = {"asia": Region("asia", "Asia", "Asian", ())}
+
+
+@dataclass(frozen=True)
+class PromptSpace:
+    """Objects (code -> words) and regions (with countries) to build prompts from."""
+
+    objects: Mapping[str, str]
+    regions: tuple[Region, ...]
+
+    @classmethod
+    def from_reference(cls, reference, objects: Sequence[str] | None = None) -> "PromptSpace":
+        """The reference set's objects (optionally restricted) and regions; countries from its labels.
+
+        GeoDE regions keep DIG In's three countries; other regions take their three most represented
+        countries in the reference set (DIG In section 3.3).
+        """
+        present = reference.objects
+        chosen = [o for o in present if objects is None or o in objects or reference.kind == "dollarstreet"]
+        names = {o: GEODE_OBJECTS.get(o, o.replace("_", " ")) for o in chosen}
+        regions = []
+        for slug in reference.regions:
+            base = REGIONS_BY_SLUG.get(slug) or EXTRA_REGIONS.get(slug) or Region(slug, slug.replace("_", " ").title(), slug.replace("_", " ").title(), ())
+            if slug not in REGIONS_BY_SLUG:
+                counts = Counter(r.country for r in reference.records if r.region == slug and r.country)
+                base = Region(base.slug, base.name, base.adjective, tuple(c for c, _ in counts.most_common(3)))
+            regions.append(base)
+        return cls(names, tuple(regions))
+
+    def prompts(self, template: str) -> list[Prompt]:
+        """The template's prompts over objects x regions (x countries), in a fixed order."""
+        if template not in TEMPLATES:
+            raise ValueError(f"unknown template {template!r}; choose from {sorted(TEMPLATES)}")
+        fmt = TEMPLATES[template]
+        out: list[Prompt] = []
+        for code, name in self.objects.items():
+            if template == "object":
+                out.append(Prompt(fmt.format(object=name), template, code))
+                continue
+            for reg in self.regions:
+                if template == "object_in_country":
+                    if not reg.countries:
+                        raise ValueError(f"region {reg.slug!r} has no countries for the {{object}} in {{country}} template")
+                    out += [Prompt(fmt.format(object=name, country=c), template, code, reg.slug, c) for c in reg.countries]
+                else:
+                    out.append(Prompt(fmt.format(object=name, region=reg.name, adjective=reg.adjective), template, code, reg.slug))
+        return out
+
+
+def sample_object_mix(by_object: Mapping[str, Sequence[T]], mix: Mapping[str, int], seed: int) -> list[T]:
+    """Sample ``{object}`` generations so their object proportions match ``mix`` (DIG In 4.2).
+
+    The most frequent object keeps all its generations; the others get ``round(n * share)``
+    without replacement, so proportions match as closely as the images allow.
+
+    Raises:
+        ValueError: an object of the mix has no generations.
+
+    Example:
+        >>> sample_object_mix({"bag": list(range(4)), "car": list(range(10, 14))}, {"bag": 2, "car": 1}, seed=0)
+        [0, 1, 2, 3, 12, 13]
+    """
+    missing = [o for o in mix if not by_object.get(o)]
+    if missing:
+        raise ValueError(f"no generated images for object(s) {missing} of the reference mix")
+    top = max(mix.values())
+    n = min(len(by_object[o]) for o in mix)
+    rng = np.random.default_rng(seed)
+    out: list[T] = []
+    for obj, count in mix.items():
+        take = max(1, round(n * count / top))
+        items = list(by_object[obj])
+        idx = rng.choice(len(items), size=min(take, len(items)), replace=False) if take < len(items) else range(len(items))
+        out += [items[i] for i in idx]
+    return out
+
+
+def group_generated(
+    items: Sequence[tuple[Prompt, Sequence[T]]],
+    template: str,
+    reference,
+    by: str,
+    seed: int = 0,
+) -> dict[Hashable, list[T]]:
+    """Generated images grouped as DIG In compares them with the reference groups.
+
+    Args:
+        items: (prompt, images) pairs of one template.
+        template: the template the items came from.
+        reference: the :class:`~t2i_fairness.reference.ReferenceSet` (for ``{object}``'s mix).
+        by: ``"region"`` -> {region: images}; ``"object_region"`` -> {(object, region): images}.
+        seed: for sampling ``{object}`` generations to each region's object mix.
+    """
+    if by not in ("region", "object_region"):
+        raise ValueError(f"by must be 'region' or 'object_region', got {by!r}")
+    by_object: dict[str, list[T]] = {}
+    by_pair: dict[tuple[str, str], list[T]] = {}
+    for prompt, images in items:
+        if template == "object":
+            by_object.setdefault(prompt.object, []).extend(images)
+        else:
+            by_pair.setdefault((prompt.object, prompt.region), []).extend(images)
+    groups: dict[Hashable, list[T]] = {}
+    if by == "region":
+        for i, region in enumerate(reference.regions):
+            if template == "object":
+                mix = {o: c for o, c in reference.object_mix(region).items() if o in by_object}
+                groups[region] = sample_object_mix(by_object, mix, seed + i)
+            else:
+                groups[region] = [im for (o, r), ims in by_pair.items() if r == region for im in ims]
+        return groups
+    for obj, region in reference.groups_by_object_region():
+        if template == "object":
+            if obj in by_object:
+                groups[(obj, region)] = list(by_object[obj])
+        elif (obj, region) in by_pair:
+            groups[(obj, region)] = by_pair[(obj, region)]
+    return groups
+
+
+def disparity(values: Mapping[str, float]) -> float:
+    """Best / worst ratio over groups (inf when the worst is 0 and the best is not; 1 when all are 0).
+
+    Example:
+        >>> disparity({"africa": 0.25, "europe": 0.5})
+        2.0
+    """
+    vals = list(values.values())
+    best, worst = max(vals), min(vals)
+    if worst == 0:
+        return 1.0 if best == 0 else math.inf
+    return best / worst

@@ -1,0 +1,104 @@
+"""Reference sets as the session uses them: loaded from ``--t2i-reference``, encoded once, with each
+group's k-NN radii cached so a second model (or run) re-encodes no reference image.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from .cache import content_key
+from .metrics.manifold import ReferenceManifold
+from .reference import Record, ReferenceSet, open_image, reference_from_option, synthetic_reference
+
+SYNTHETIC_NAME = "synthetic"
+SYNTHETIC_PER_GROUP = 10
+
+
+@dataclass(frozen=True)
+class ReferenceImage:
+    """A reference image with the cache key of its content (path, size and mtime for files)."""
+
+    record: Record
+    key: str
+
+    def load(self):
+        return open_image(self.record)
+
+
+def reference_images(ref: ReferenceSet, records: Sequence[Record] | None = None) -> list[ReferenceImage]:
+    out = []
+    for rec in ref.records if records is None else records:
+        if rec.path.startswith("synthetic:"):
+            key = content_key(reference=rec.path)
+        else:
+            st = os.stat(rec.path)
+            key = content_key(reference=rec.path, size=st.st_size, mtime_ns=st.st_mtime_ns)
+        out.append(ReferenceImage(rec, key))
+    return out
+
+
+@functools.lru_cache(maxsize=8)
+def load_references(references: tuple[tuple[str, str], ...], objects: tuple[str, ...]) -> dict[str, ReferenceSet]:
+    """``--t2i-reference`` sets by name; with none given, a small synthetic GeoDE-labelled set (named so).
+
+    Raises:
+        ValueError: a set cannot be loaded (the message names the option, file and culprit).
+    """
+    if not references:
+        ref = synthetic_reference(list(objects), None, per_group=SYNTHETIC_PER_GROUP, seed=0, name=SYNTHETIC_NAME)
+        return {SYNTHETIC_NAME: ref}
+    out = {}
+    for name, path in references:
+        ref = reference_from_option(f"{name}={path}", seed=0)
+        if ref.kind != "dollarstreet":
+            keep = [r for r in ref.records if r.object in objects]
+            if not keep:
+                raise ValueError(f"--t2i-reference {name}={path}: none of the run's objects {list(objects)} is in it")
+            ref = ReferenceSet(ref.name, tuple(keep), ref.synthetic, ref.description, ref.kind, ref.root)
+        out[name] = ref
+    return out
+
+
+class ReferenceFeatures:
+    """Features and manifolds of one reference set under one encoder, computed once and cached."""
+
+    def __init__(self, bench, ref: ReferenceSet, encoder, nearest_k: int = 3, dedupe: str = "drop_all"):
+        self.bench, self.ref, self.encoder = bench, ref, encoder
+        self.nearest_k, self.dedupe = nearest_k, dedupe
+        self.images = reference_images(ref)
+        self._row = {img.record: i for i, img in enumerate(self.images)}
+        self._features: np.ndarray | None = None
+
+    @property
+    def features(self) -> np.ndarray:
+        if self._features is None:
+            self._features = self.bench.features(self.encoder, self.images, desc=f"encoding reference {self.ref.name}")
+        return self._features
+
+    def rows(self, records: Sequence[Record]) -> np.ndarray:
+        return self.features[[self._row[r] for r in records]]
+
+    def manifold(self, group: str, records: Sequence[Record]) -> ReferenceManifold:
+        """The group's manifold (features + radii), read from the cache when it was built before."""
+        cache = self.bench.cache
+        key = content_key(reference=self.ref.fingerprint, encoder=self.encoder.fingerprint, group=group,
+                          records=sorted(r.path for r in records), k=self.nearest_k, dedupe=self.dedupe)
+        path = cache.path("manifolds", key, ".npz")
+        if path.exists():
+            try:
+                m = ReferenceManifold.from_npz(path)
+                cache.stats.reused["radii"] = cache.stats.reused.get("radii", 0) + 1
+                return m
+            except Exception:  # unreadable: report and rebuild
+                cache.stats.corrupt.append(str(path))
+        m = ReferenceManifold.build(self.rows(records), self.nearest_k, dedupe=self.dedupe,
+                                    device=self.bench.device, group=f"{self.ref.name}/{group}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        m.to_npz(path)
+        cache.stats.computed["radii"] = cache.stats.computed.get("radii", 0) + 1
+        return m
