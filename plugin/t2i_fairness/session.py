@@ -71,7 +71,7 @@ class GateSession:
         except ValueError:
             return  # reported at configure time
         used = {r.gate for r in self.records}
-        if complete_run:
+        if complete_run and used:  # a run without gates (e.g. the project's own tests) says nothing
             self.unused = sorted(set(thresholds.gates) - used)
         if not write_files:
             return

@@ -1,0 +1,89 @@
+"""DIG In region gates end to end through pytester, on a fast fake generator and a manifest reference."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+FAKEGEN = '''
+import numpy as np
+from PIL import Image
+
+class Fake:
+    """Images whose pixels depend only on (prompt, seed): a deterministic stand-in model."""
+    def __init__(self, tag):
+        self.fingerprint = "fake:" + tag
+        self.tag = tag
+    def generate(self, prompts, seeds):
+        out = []
+        for p, s in zip(prompts, seeds):
+            rng = np.random.default_rng([s, len(p), len(self.tag)])
+            out.append(Image.fromarray(rng.integers(0, 255, (32, 32, 3), dtype=np.uint8)))
+        return out
+
+def model_a():
+    return Fake("a")
+
+def model_b():
+    return Fake("bb")
+'''
+
+
+@pytest.fixture
+def suite(pytester):
+    """The repo's suite (conftest, fixtures, region gates) in a temporary folder, with a manifest reference."""
+    for name in ("conftest.py",):
+        shutil.copy(REPO / name, pytester.path / name)
+    shutil.copytree(REPO / "fixtures", pytester.path / "fixtures")
+    (pytester.path / "fairness_tests").mkdir()
+    shutil.copy(REPO / "fairness_tests" / "test_dig_in_region.py", pytester.path / "fairness_tests")
+    pytester.makepyfile(fakegen=FAKEGEN)
+    from t2i_fairness.reference import render_synthetic
+
+    ref = pytester.path / "ref"
+    rows = ["path,object,region,country"]
+    for region in ("africa", "europe"):
+        for obj in ("bag", "stove"):
+            for i in range(6):
+                rel = f"{region}/{obj}/{i}.png"
+                (ref / region / obj).mkdir(parents=True, exist_ok=True)
+                render_synthetic(obj, region, i, seed=1, size=40).save(ref / rel)
+                rows.append(f"{rel},{obj},{region},")
+    (ref / "manifest.csv").write_text("\n".join(rows) + "\n")
+    return pytester
+
+
+def run(pytester, model, *extra):
+    return pytester.runpytest_subprocess(
+        "fairness_tests", "-p", "no:cacheprovider", "--t2i-model", f"python:fakegen:{model}",
+        "--t2i-objects", "bag,stove", "--t2i-images-per-prompt", "3", "--t2i-reference", f"mini={pytester.path / 'ref'}",
+        "--t2i-thresholds", str(pytester.path / "thr.yaml"), "--t2i-no-progress", *extra,
+    )
+
+
+def test_region_gates_ids_reference_reuse_and_updates(suite):
+    first = run(suite, "model_a", "-k", "region and africa", "--t2i-update-thresholds", "-q")
+    first.assert_outcomes(passed=first.parseoutcomes()["passed"])
+    for pattern in (
+        "*test_region_coverage[[]mini-object_in_region-africa[]]*written*",
+        "*test_region_precision[[]mini-object_in_country-africa[]]*written*",
+        "*test_region_coverage[[]mini-object-africa[]]*written*",
+        "*test_object_region_coverage[[]mini-object_in_country-stove-africa[]]*written*",
+        "*features:InceptionFeatures: 54 computed, 0 from cache*",  # 30 generated + 24 reference images
+        "*radii: 6 computed, 12 from cache*",  # 2 region + 4 object-region groups, shared by 3 templates
+    ):
+        first.stdout.fnmatch_lines([pattern])
+    assert "europe" not in first.stdout.str().split("t2i-fairness gates")[1]
+
+    # Another model against the same reference: no reference image is encoded again, radii come from the cache.
+    second = run(suite, "model_b", "-k", "region_coverage and africa", "-q")
+    out = second.stdout.str()
+    assert "radii: 0 computed" in out, out
+    # 30 generated images (2 objects x {1 + 2 regions + 2 regions x 3 countries} prompts x 3 or 1 images) are
+    # encoded; the 24 reference images are not (their features live in the cached manifolds).
+    assert "features:InceptionFeatures: 30 computed" in out, out
+    assert "were set under other settings" in out and "model: fake:a -> fake:bb" in out
