@@ -6,9 +6,13 @@ asked for, averaged over objects, stays above its bound, overall and for each re
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
 import pytest
 
 from t2i_fairness.metrics.consistency import object_consistency, object_percentiles
+from t2i_fairness.plugin import T2ISmallSampleWarning
 from t2i_fairness.prompts import GEODE_REGIONS
 
 REGIONAL_TEMPLATES = ("object_in_region", "object_in_country", "regional_adjective")
@@ -23,8 +27,24 @@ def test_object_consistency(template, region, object_clipscores, gate):
     by_object: dict[str, list[float]] = {}
     for s in scored:
         by_object.setdefault(s.object, []).append(s.score)
+    objects = [s.object for s in scored]
+    values = np.array([s.score for s in scored])
+
+    def resample(idx):
+        groups: dict[str, list[float]] = {}
+        for i in idx:
+            groups.setdefault(objects[i], []).append(values[i])
+        return object_consistency(groups)
+
+    small = {o: len(v) for o, v in by_object.items() if len(v) < 10}
+    if small:
+        warnings.warn(T2ISmallSampleWarning(
+            f"10th percentile from fewer than 10 images for {len(small)} object(s) ({small}); the figure is unstable"))
     gate(
         object_consistency(by_object),
         n=len(scored),
+        resample=resample,
+        units=len(scored),
+        strata=objects,
         details={"p10_by_object": object_percentiles(by_object), "images_by_object": {k: len(v) for k, v in by_object.items()}},
     )

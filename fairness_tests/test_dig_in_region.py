@@ -35,20 +35,23 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize(argnames, cases)
 
 
-def _too_small(score, k):
-    return score.n_real < k + 2
+def _bootstrap(score, metric):
+    """Resample generated images (the unit DIG In draws) for a percentile interval."""
+    if score.inside is None:
+        return {}
+    return {"resample": getattr(score, f"{metric}_of"), "units": score.n_fake}
 
 
 # -- Region Indicator (4.2) -------------------------------------------------------------------------
 
 def test_region_precision(reference, template, region, dig_scores, gate):
     s = dig_scores(reference, template).region[region]
-    gate(s.precision, n=s.n_fake, details={"n_real": s.n_real, "n_fake": s.n_fake})
+    gate(s.precision, n=s.n_fake, details={"n_real": s.n_real, "n_fake": s.n_fake}, **_bootstrap(s, "precision"))
 
 
 def test_region_coverage(reference, template, region, dig_scores, gate):
     s = dig_scores(reference, template).region[region]
-    gate(s.coverage, n=s.n_real, details={"n_real": s.n_real, "n_fake": s.n_fake})
+    gate(s.coverage, n=s.n_real, details={"n_real": s.n_real, "n_fake": s.n_fake}, **_bootstrap(s, "coverage"))
 
 
 def test_worst_region_precision(reference, template, dig_scores, gate, t2i_report):
@@ -91,12 +94,12 @@ def _object_region(dig_scores, reference, template, object, region, k):
 
 def test_object_region_precision(reference, template, object, region, dig_scores, gate, t2i):
     s = _object_region(dig_scores, reference, template, object, region, t2i.options.nearest_k)
-    gate(s.precision, n=s.n_fake, details={"n_real": s.n_real})
+    gate(s.precision, n=s.n_fake, details={"n_real": s.n_real}, **_bootstrap(s, "precision"))
 
 
 def test_object_region_coverage(reference, template, object, region, dig_scores, gate, t2i):
     s = _object_region(dig_scores, reference, template, object, region, t2i.options.nearest_k)
-    gate(s.coverage, n=s.n_real, details={"n_fake": s.n_fake})
+    gate(s.coverage, n=s.n_real, details={"n_fake": s.n_fake}, **_bootstrap(s, "coverage"))
 
 
 def _per_region(dig_scores, reference, template, object, metric):

@@ -152,3 +152,21 @@ def disparity(values: Mapping[str, float]) -> float:
     if worst == 0:
         return 1.0 if best == 0 else math.inf
     return best / worst
+
+
+def membership(real_features, real_radii, fake_features, chunk: int = 2048) -> np.ndarray:
+    """Boolean (n_fake, n_real): fake i lies strictly inside real j's k-NN ball (float64 distances).
+
+    The bootstrap resamples generated images: precision is ``M[idx].any(1).mean()`` and coverage
+    ``M[idx].any(0).mean()``. Memory is n_fake x n_real bits, computed ``chunk`` fakes at a time.
+    """
+    import torch
+
+    real = torch.as_tensor(np.asarray(real_features, dtype=np.float64))
+    radii = torch.as_tensor(np.asarray(real_radii, dtype=np.float64))
+    fake = np.asarray(fake_features, dtype=np.float64)
+    out = np.zeros((len(fake), len(real)), dtype=bool)
+    for start in range(0, len(fake), chunk):
+        d = torch.cdist(torch.as_tensor(fake[start : start + chunk]), real, compute_mode="donot_use_mm_for_euclid_dist")
+        out[start : start + chunk] = (d < radii[None, :]).numpy()
+    return out

@@ -78,9 +78,13 @@ def safe_round(value: float, direction: Direction) -> float:
     return out if out >= value else out + 1 / scale
 
 
-def passes(value: float, bound: Bound) -> bool:
+def passes(value: float, bound: Bound, interval: tuple[float, float] | None = None, mode: str = "point") -> bool:
+    """``point``: the estimate meets the bound. ``significant``: some of the interval does (fail only
+    when the whole interval misses); without an interval, significant falls back to the estimate."""
     if math.isnan(value):
         return False
+    if mode == "significant" and interval is not None:
+        value = interval[1] if bound.direction == "min" else interval[0]
     return value >= bound.value if bound.direction == "min" else value <= bound.value
 
 
@@ -214,6 +218,7 @@ def evaluate(
     *,
     update: bool = False,
     allow_loosen: bool = False,
+    mode: str = "point",
 ) -> Verdict:
     """Decide one gate.
 
@@ -241,8 +246,8 @@ def evaluate(
             f"{proposed_path(thresholds.path)}: review it and copy it over, or run with --t2i-update-thresholds.",
             proposal,
         )
-    ok = passes(m.value, bound)
-    text = f"{m.gate}: {measured}, bound {bound.direction} {bound.value:g}"
+    ok = passes(m.value, bound, m.interval, mode)
+    text = f"{m.gate}: {measured}, bound {bound.direction} {bound.value:g}" + (" (significant mode)" if mode == "significant" else "")
     if update and not math.isnan(m.value):
         new = safe_round(m.value, bound.direction)
         if loosens(new, bound) and not allow_loosen:

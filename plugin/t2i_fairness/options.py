@@ -34,6 +34,9 @@ class T2IOptions:
     progress: bool = True
     artifacts: Path = Path("t2i-artifacts")
     nearest_k: int = 3
+    gate_mode: str = "point"
+    bootstrap: int = 200
+    confidence: float = 0.95
     dedupe: str = "drop_all"
 
 
@@ -64,6 +67,12 @@ def add_options(parser) -> None:
     add("--t2i-allow-loosen", action="store_true", help="with --t2i-update-thresholds, allow lowering a min or raising a max")
     add("--t2i-reference", action="append", default=[], metavar="NAME=PATH",
         help="a real reference data set (GeoDE folder, DollarStreet CSV, or manifest CSV); repeatable")
+    add("--t2i-gate", default="point", choices=("point", "significant"),
+        help="point: fail when the estimate misses the bound (default); significant: fail only when the "
+             "whole confidence interval misses it")
+    add("--t2i-bootstrap", type=int, default=200, metavar="B",
+        help="bootstrap resamples for confidence intervals (default 200; 0 turns intervals off)")
+    add("--t2i-confidence", type=float, default=0.95, metavar="X", help="confidence level of intervals (default 0.95)")
     add("--t2i-nearest-k", type=int, default=3, metavar="K",
         help="k of the k-NN manifold for precision and coverage (default 3, as DIG In and Decomposed-DIG)")
     add("--t2i-dedupe", default="drop_all", choices=("none", "keep_one", "drop_all"),
@@ -122,6 +131,8 @@ def resolve_options(config) -> T2IOptions:
         allow_loosen=get("--t2i-allow-loosen"), references=tuple(refs), progress=not get("--t2i-no-progress"),
         artifacts=Path(get("--t2i-artifacts") or rootdir / "t2i-artifacts"),
         nearest_k=_at_least(get("--t2i-nearest-k"), 1, "--t2i-nearest-k"), dedupe=get("--t2i-dedupe"),
+        gate_mode=get("--t2i-gate"), bootstrap=_at_least(get("--t2i-bootstrap"), 0, "--t2i-bootstrap"),
+        confidence=_confidence(get("--t2i-confidence")),
     )
 
 
@@ -130,6 +141,14 @@ def _at_least(value: int, low: int, option: str) -> int:
 
     if value < low:
         raise pytest.UsageError(f"{option} must be >= {low}, got {value}")
+    return value
+
+
+def _confidence(value: float) -> float:
+    import pytest
+
+    if not 0.0 < value < 1.0:
+        raise pytest.UsageError(f"--t2i-confidence must be between 0 and 1, got {value}")
     return value
 
 

@@ -27,6 +27,10 @@ class T2IProvenanceWarning(UserWarning):
     """A gate's bound was set under other settings (model, scorers, sample sizes, versions, device)."""
 
 
+class T2ISmallSampleWarning(UserWarning):
+    """A figure rests on too few values to be stable (a percentile of few images, a tiny group)."""
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
@@ -107,12 +111,24 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
     thresholds = config.stash[THRESHOLDS]
 
     def check(value: float, *, n: int, higher_is_better: bool = True, interval=None,
-              details: dict[str, Any] | None = None, name: str | None = None) -> Measurement:
+              details: dict[str, Any] | None = None, name: str | None = None,
+              resample: Callable[[Any], float] | None = None, units: int | None = None, strata=None) -> Measurement:
+        """``resample(indices) -> value`` with ``units`` (and optional ``strata`` labels) gives a seeded
+        percentile-bootstrap interval over those units (``--t2i-bootstrap`` resamples)."""
         __tracebackhide__ = True
-        m = Measurement(name or request.node.name, float(value), int(n), "min" if higher_is_better else "max",
+        gate_id = name or request.node.name
+        if interval is None and resample is not None and options.bootstrap > 0 and (units or 0) > 0:
+            from .cache import content_key
+            from .metrics.stats import index_bootstrap
+
+            seed = int(content_key(gate=gate_id, seed=options.seed)[:8], 16)
+            interval = index_bootstrap(resample, int(units), strata=strata, n_resamples=options.bootstrap,
+                                       confidence=options.confidence, seed=seed)
+        m = Measurement(gate_id, float(value), int(n), "min" if higher_is_better else "max",
                         tuple(interval) if interval is not None else None, details or {})
         provenance = t2i.provenance()
-        verdict = evaluate(m, thresholds, provenance, update=options.update_thresholds, allow_loosen=options.allow_loosen)
+        verdict = evaluate(m, thresholds, provenance, update=options.update_thresholds,
+                           allow_loosen=options.allow_loosen, mode=options.gate_mode)
         record = GateRecord(
             gate=m.gate, nodeid=request.node.nodeid, value=m.value, n=m.n, direction=m.direction,
             status=verdict.status, bound=verdict.bound.value if verdict.bound else None, write=verdict.write,

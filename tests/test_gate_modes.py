@@ -1,0 +1,55 @@
+"""Confidence intervals on gates: --t2i-gate point|significant and the seeded index bootstrap."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from t2i_fairness.dig import membership
+from t2i_fairness.gates import Bound, Measurement, ThresholdFile, evaluate
+from t2i_fairness.metrics.manifold import precision_coverage, real_radii
+from t2i_fairness.metrics.stats import index_bootstrap
+
+
+def _thresholds(direction, value):
+    return ThresholdFile(Path("t.yaml"), {"g": Bound(direction, value)})
+
+
+def test_significant_mode_fails_only_when_the_whole_interval_misses():
+    t = _thresholds("min", 0.5)
+    straddles = Measurement("g", 0.45, n=30, interval=(0.40, 0.55))
+    below = Measurement("g", 0.45, n=30, interval=(0.40, 0.49))
+    assert evaluate(straddles, t, {}).status == "fail"  # point mode: the estimate misses
+    assert evaluate(straddles, t, {}, mode="significant").status == "pass"
+    assert evaluate(below, t, {}, mode="significant").status == "fail"
+    tmax = _thresholds("max", 2.0)
+    assert evaluate(Measurement("g", 2.2, n=6, direction="max", interval=(1.8, 2.6)), tmax, {}, mode="significant").status == "pass"
+    assert evaluate(Measurement("g", 2.2, n=6, direction="max", interval=(2.1, 2.6)), tmax, {}, mode="significant").status == "fail"
+
+
+def test_failure_message_shows_estimate_interval_bound_and_n():
+    v = evaluate(Measurement("g", 0.45, n=30, interval=(0.40, 0.49)), _thresholds("min", 0.5), {})
+    assert "0.4500 [0.4000, 0.4900] (n=30)" in v.message and "min 0.5" in v.message
+
+
+def test_index_bootstrap_is_seeded_and_stratified():
+    x = np.r_[np.zeros(40), np.ones(10)]
+    a = index_bootstrap(lambda i: x[i].mean(), 50, seed=3)
+    assert a == index_bootstrap(lambda i: x[i].mean(), 50, seed=3)
+    # within strata each group keeps its size: the mean of a two-valued stratified sample cannot move
+    strata = ["zero"] * 40 + ["one"] * 10
+    assert index_bootstrap(lambda i: x[i].mean(), 50, strata=strata, seed=3) == (0.2, 0.2)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(6, 30), st.integers(1, 25))
+def test_membership_reproduces_precision_and_coverage(seed, n_real, n_fake):
+    rng = np.random.default_rng(seed)
+    real, fake = rng.normal(size=(n_real, 4)), rng.normal(size=(n_fake, 4))
+    radii = real_radii(real, 3)
+    m = membership(real, radii, fake)
+    expected = precision_coverage(real, fake, 3)
+    assert m.any(axis=1).mean() == expected["precision"]
+    assert m.any(axis=0).mean() == expected["coverage"]
