@@ -1,0 +1,95 @@
+"""IndicTTI (Mittal et al., ECCV 2024), Sections 4-5: correctness and representation per language.
+
+Claims gated, for each language l of ``--t2i-indic-prompts`` / ``--t2i-languages``:
+
+- correctness: CLGC(l), IGC(l) and LGC(l) stay above their floors (Eqs. 3-5);
+- representation: SCWL(l) and DWL(l) stay above their floors (Eqs. 10-12);
+- relative to English: CLGC(l) / CLGC(English) >= r (Section 5's headline: Indic prompts lose
+  correctness) and SCAL(English, l) stays above its floor (Figure 3's English row).
+
+``test_scal_matrix`` measures every language, draws Figure 3 and attaches every number as JSON; it
+reports, it does not gate. Each test puts the per-language table, with each language's drop
+relative to English, in the terminal summary. Which model serves which indicator:
+:mod:`t2i_fairness.indic_eval`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from t2i_fairness.languages import ENGLISH
+
+
+def _details(scores, **extra) -> dict:
+    return {"lang": scores.lang, "n_prompts": scores.n_prompts, "images_per_prompt": scores.n_images, **extra}
+
+
+def _undefined(request, reason: str) -> None:
+    """An indicator that cannot be computed: skip while the gate has no bound, fail once it has one."""
+    __tracebackhide__ = True
+    from t2i_fairness.plugin import THRESHOLDS
+
+    if request.node.name in request.config.stash[THRESHOLDS].gates:
+        pytest.fail(f"{request.node.name}: {reason}; the gate has a bound, so it cannot pass", pytrace=False)
+    pytest.skip(reason)
+
+
+def test_clgc(indic_language, indic, indic_report, gate):
+    s = indic.scores(indic_language)
+    summary = indic_report()
+    first = {pid: rows[0] for pid, rows in list(s.captions.items())[:5]}  # a few, for triage
+    gate(s.clgc, n=s.n, details=_details(s, sentence_model=summary.sentence_model, first_caption_by_prompt=first))
+
+
+def test_igc(indic_language, indic, indic_report, gate):
+    if not indic.reference_ids:
+        pytest.skip(f"IGC needs reference images: no prompt in {indic.prompts.source} sets the field 'reference_image'")
+    s = indic.scores(indic_language)
+    indic_report()
+    gate(s.igc, n=s.igc_prompts * s.n_images, details=_details(s, prompts_with_reference=s.igc_prompts))
+
+
+def test_lgc(indic_language, indic, indic_report, gate):
+    s = indic.scores(indic_language)
+    indic_report()
+    gate(s.lgc, n=s.n, details=_details(s))
+
+
+def test_scwl(indic_language, indic, indic_report, gate):
+    s = indic.scores(indic_language)
+    indic_report()
+    if s.scwl is None:
+        pytest.skip(f"SCWL compares images of the same prompt: needs --t2i-images-per-prompt >= 2, got {s.n_images}")
+    gate(s.scwl, n=s.n, details=_details(s))
+
+
+def test_dwl(indic_language, indic, indic_report, gate):
+    s = indic.scores(indic_language)
+    indic_report()
+    if s.dwl is None:
+        pytest.skip(f"DWL compares images of different prompts: {indic.prompts.source} has 1 prompt id")
+    gate(s.dwl, n=s.n, details=_details(s))
+
+
+def test_clgc_vs_english(indic_non_english, indic, indic_report, gate, request):
+    english, s = indic.scores(ENGLISH), indic.scores(indic_non_english)
+    indic_report()
+    if english.clgc <= 0:
+        _undefined(request, f"CLGC(l) / CLGC({ENGLISH}) is undefined: CLGC({ENGLISH}) = {english.clgc:.4f} <= 0 "
+                            f"(test_clgc[{ENGLISH.lower()}] gates English itself)")
+    gate(s.clgc / english.clgc, n=s.n,
+         details=_details(s, clgc=s.clgc, clgc_english=english.clgc, drop=english.clgc - s.clgc))
+
+
+def test_scal_with_english(indic_non_english, indic, indic_report, gate):
+    s = indic.scores(indic_non_english)
+    indic.scores(ENGLISH)
+    value = indic.scal(ENGLISH, indic_non_english)
+    indic_report()
+    gate(value, n=s.n, details=_details(s, pair=[ENGLISH, indic_non_english]))
+
+
+def test_scal_matrix(indic, indic_report):
+    """Figure 3 and the per-language table over every selected language; a report, not a gate."""
+    summary = indic_report(full=True)
+    assert summary.scal_matrix is not None

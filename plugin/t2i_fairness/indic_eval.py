@@ -1,0 +1,454 @@
+"""IndicTTI on one model: images per (prompt, language), captions, features and the six indicators.
+
+Plain Python (no pytest): ``fixtures/indic.py`` builds one :class:`IndicEvaluation` per session and the
+gates in ``fairness_tests/test_indic_tti.py`` read from it. Work is done per language, on first
+need, and every expensive piece is cached across runs (images and features by the workbench,
+captions here), so ``pytest -k hin_deva`` generates Hindi and English only.
+
+Which model serves which indicator (IndicTTI, Appendix 0.B), per ``--t2i-scorers`` profile:
+
+==================  ==================  ========================================  =========================================
+indicator           role                ``tiny`` (offline, default)               ``paper``
+==================  ==================  ========================================  =========================================
+CLGC                captioner c         random tiny BLIP-2, greedy                Salesforce/blip2-opt-2.7b, greedy
+CLGC                sentence encoder t  all-MiniLM-L6-v2 (real, bundled)          all-mpnet-base-v2; all-MiniLM-L6-v2 when
+                                                                                  it cannot be loaded (with a warning)
+IGC SCAL SCWL DWL   image features f    the tiny BLIP-2's vision encoder [CLS]    BLIP-2's ViT-g [CLS] (1408-d)
+LGC                 image-text space    the session's tiny random CLIP            OpenAI CLIP ViT-B/32
+==================  ==================  ========================================  =========================================
+
+f and c share one BLIP-2. LGC uses CLIP, the alternative the issue allows: the paper took BLIP-2's
+image-text (ITC) features from LAVIS, and the OPT captioning checkpoint has no ITC heads.
+Similarity is cosine throughout (see :mod:`t2i_fairness.metrics.indic`).
+
+Seeds: an image's seed derives from its prompt text (:func:`t2i_fairness.generation.derive_seed`), so
+the images of one prompt in two languages never share their initial noise; SCAL therefore averages
+over all n x n cross pairs (``include_same_seed=True``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .cache import CorruptEntry, content_key
+from .generation import ImageRef
+from .languages import ENGLISH, get_language
+from .metrics import indic as metrics
+from .multilingual import MultilingualPromptSet
+
+__all__ = [
+    "IndicEvaluation",
+    "IndicModelWarning",
+    "IndicModels",
+    "LanguageScores",
+    "PAPER_INDIC_IMAGES_PER_PROMPT",
+    "cached_captions",
+    "check_full_grid",
+    "indic_images_per_prompt",
+    "select_languages",
+]
+
+# IndicTTI generates 4 images per prompt (Section 3.2); DIG In's 60 would be 15x the paper's work.
+PAPER_INDIC_IMAGES_PER_PROMPT = 4
+
+
+class IndicModelWarning(UserWarning):
+    """An IndicTTI indicator is served by another model than the paper's (e.g. an unavailable download)."""
+
+
+# ---------------------------------------------------------------------------------- selection
+
+
+def select_languages(prompts: MultilingualPromptSet, spec: str | None) -> tuple[str, ...]:
+    """The languages to measure: ``spec`` is ``None``/``"all"`` (every language of the file) or a
+    comma-separated list of codes in any case. English is always included: the relative gates and
+    the drops compare with it. The order is the file's (English first, then IndicTTI's Table 5).
+
+    Raises:
+        ValueError: an unknown code (with near misses), a language the file lacks (listing those it
+            has), or an empty list.
+
+    Example:
+        >>> from t2i_fairness.multilingual import load_smoke_sample
+        >>> select_languages(load_smoke_sample(), "tam_taml, HIN_DEVA")
+        ('eng_Latn', 'hin_Deva', 'tam_Taml')
+    """
+    present = prompts.languages
+    if spec is None or spec.strip().lower() == "all":
+        wanted = set(present)
+    else:
+        items = [item.strip() for item in spec.split(",") if item.strip()]
+        if not items:
+            raise ValueError(f"no language in {spec!r}; give comma-separated codes such as hin_Deva,tam_Taml, or 'all'")
+        codes = [get_language(item).code for item in items]  # ValueError names the unknown code
+        absent = [c for c in dict.fromkeys(codes) if c not in present]
+        if absent:
+            where = f" {prompts.source}" if prompts.source else ""
+            raise ValueError(f"language(s) {absent} not in the prompt file{where}; it has: {', '.join(present)}")
+        wanted = set(codes) | {ENGLISH}
+    return tuple(code for code in present if code in wanted)
+
+
+def check_full_grid(prompts: MultilingualPromptSet) -> None:
+    """The cross-language indicators compare every prompt id in every language: no holes allowed.
+
+    Raises:
+        ValueError: (prompt id, language) pairs are missing; the message shows the first few.
+
+    Example:
+        >>> from t2i_fairness.multilingual import load_smoke_sample
+        >>> check_full_grid(load_smoke_sample())
+    """
+    holes = prompts.missing()
+    if holes:
+        shown = ", ".join(f"({pid}, {lang})" for pid, lang in holes[:5])
+        more = f" and {len(holes) - 5} more" if len(holes) > 5 else ""
+        raise ValueError(
+            f"{prompts.source} lacks {len(holes)} (prompt id, language) pair(s): {shown}{more}; the cross-language "
+            "indicators need every prompt id in every measured language: add the rows, or leave the language out "
+            "with --t2i-languages"
+        )
+
+
+def indic_images_per_prompt(explicit: int | None, model: str, smoke_default: int) -> int:
+    """Images per prompt and language: ``--t2i-images-per-prompt`` when given, the smoke default for
+    the tiny model, else the paper's 4.
+
+    Example:
+        >>> indic_images_per_prompt(None, "tiny", 6), indic_images_per_prompt(None, "org/sd", 6), indic_images_per_prompt(2, "org/sd", 6)
+        (6, 4, 2)
+    """
+    if explicit is not None:
+        return int(explicit)
+    return smoke_default if model == "tiny" else PAPER_INDIC_IMAGES_PER_PROMPT
+
+
+# ---------------------------------------------------------------------------------- models
+
+
+def _model_load_error(exc: Exception):
+    from .generators import ModelLoadError
+
+    return ModelLoadError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+
+
+def _build_captioner(profile: str, device: str):
+    from .models.captioner import Blip2Captioner
+
+    try:
+        return Blip2Captioner.from_profile(profile, device)
+    except RuntimeError as exc:
+        raise _model_load_error(exc) from exc
+
+
+def _build_sentence(profile: str, device: str):
+    from .models.sentence import SENTENCE_PROFILES, SentenceEncoder
+
+    try:
+        return SentenceEncoder.from_profile(profile, device)
+    except RuntimeError as exc:
+        fallback = SENTENCE_PROFILES["tiny"]
+        if SENTENCE_PROFILES[profile] == fallback:
+            raise _model_load_error(exc) from exc
+        warnings.warn(IndicModelWarning(
+            f"CLGC: the paper's sentence encoder {SENTENCE_PROFILES[profile]} could not be loaded, so "
+            f"{fallback} (bundled, offline) is used instead; CLGC values are not comparable with bounds set "
+            f"with {SENTENCE_PROFILES[profile]}. ({str(exc).splitlines()[0][:300]})"
+        ), stacklevel=2)
+        try:
+            return SentenceEncoder.from_profile(profile, device, model=fallback)
+        except RuntimeError as exc2:
+            raise _model_load_error(exc2) from exc2
+
+
+class IndicModels:
+    """The models of the six indicators, each built once per session through ``bench.scorer``.
+
+    Args:
+        bench: the session's :class:`~t2i_fairness.workbench.Workbench` (or anything with
+            ``scorer(name, build)`` and ``options.scorers``).
+    """
+
+    CAPTIONER = "indic-blip2-captioner"
+    IMAGE_FEATURES = "indic-blip2-image-features"
+    SENTENCE = "indic-sentence-encoder"
+    IMAGE_TEXT = "clip"  # the workbench's CLIP, shared with the DIG In gates
+
+    ROLES = {
+        "captioner": "captioner c (CLGC)",
+        "sentence": "sentence encoder t (CLGC)",
+        "image_features": "image features f (IGC, SCAL, SCWL, DWL)",
+        "image_text": "image-text space (LGC)",
+    }
+
+    def __init__(self, bench) -> None:
+        self.bench = bench
+        self.used: dict[str, str] = {}  # role -> fingerprint of the model that served it
+
+    def _get(self, attr: str, name: str, build=None):
+        model = self.bench.scorer(name, build)
+        self.used.setdefault(self.ROLES[attr], model.fingerprint)
+        return model
+
+    @property
+    def profile(self) -> str:
+        return self.bench.options.scorers
+
+    @property
+    def captioner(self):
+        """c: BLIP-2 captions (CLGC)."""
+        return self._get("captioner", self.CAPTIONER, _build_captioner)
+
+    @property
+    def image_features(self):
+        """f: BLIP-2's image encoder, sharing the captioner's weights (IGC, SCAL, SCWL, DWL)."""
+        return self._get("image_features", self.IMAGE_FEATURES,
+                         lambda profile, device: self.captioner.image_features("vision"))
+
+    @property
+    def sentence(self):
+        """t: the sentence encoder (CLGC); its ``model_name`` says which one was used."""
+        return self._get("sentence", self.SENTENCE, _build_sentence)
+
+    @property
+    def image_text(self):
+        """The image-text space of LGC: the workbench's CLIP."""
+        return self._get("image_text", self.IMAGE_TEXT)
+
+    @property
+    def sentence_model(self) -> str | None:
+        """The name of the sentence model used so far (``None`` before CLGC was computed)."""
+        if self.ROLES["sentence"] not in self.used:
+            return None
+        return self.sentence.model_name
+
+
+# ---------------------------------------------------------------------------------- captions
+
+
+def _decode_caption(data: bytes) -> str:
+    try:
+        record = json.loads(data.decode("utf-8"))
+        caption = record["caption"]
+    except Exception as exc:
+        raise CorruptEntry(f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(caption, str):
+        raise CorruptEntry(f"caption is {type(caption).__name__}, not str")
+    return caption
+
+
+def cached_captions(bench, captioner, refs: Sequence[ImageRef], desc: str = "captioning",
+                    batch_size: int = 16) -> list[str]:
+    """One caption per image, read from the cache or made by ``captioner`` and written back.
+
+    Entries are small JSON files at ``captions/<captioner digest>/<image key>.json`` in
+    ``bench.cache``: an image's caption is reused only for the same image and the same captioner
+    fingerprint (weights, decoding). Unreadable entries are reported and made again.
+
+    Args:
+        bench: has ``cache`` (:class:`~t2i_fairness.cache.Cache`) and ``progress(total, desc)``.
+        captioner: has ``fingerprint`` and ``caption(images) -> list[str]``.
+        refs: the images (``key`` and ``load()``).
+    """
+    cache = bench.cache
+    namespace = content_key(captioner=captioner.fingerprint)[:16]
+    paths = [cache.path("captions", r.key, ".json", namespace) for r in refs]
+    captions: list[str | None] = [cache.read(p, _decode_caption) for p in paths]
+    todo = [i for i, c in enumerate(captions) if c is None]
+    kind = f"captions:{captioner.fingerprint.split('/')[0]}"
+    cache.stats.reused[kind] = cache.stats.reused.get(kind, 0) + len(refs) - len(todo)
+    if todo:
+        with bench.progress(len(todo), desc) as advance:
+            for start in range(0, len(todo), batch_size):
+                chunk = todo[start:start + batch_size]
+                made = captioner.caption([refs[i].load() for i in chunk])
+                if len(made) != len(chunk):
+                    raise RuntimeError(f"captioner {captioner.fingerprint} returned {len(made)} captions for {len(chunk)} images")
+                for i, caption in zip(chunk, made):
+                    record = {"caption": caption, "image": refs[i].key, "captioner": captioner.fingerprint}
+                    cache.write(paths[i], json.dumps(record, ensure_ascii=False).encode("utf-8"))
+                    captions[i] = caption
+                advance(len(chunk))
+        cache.stats.computed[kind] = cache.stats.computed.get(kind, 0) + len(todo)
+    return [str(c) for c in captions]
+
+
+# ---------------------------------------------------------------------------------- evaluation
+
+
+@dataclass(frozen=True)
+class LanguageScores:
+    """The six indicators of one language (fractions; the paper prints x100).
+
+    ``igc`` is ``None`` when no prompt has a reference image, ``scwl`` when there is one image per
+    prompt, ``dwl`` when there is one prompt; the ``*_why`` fields say so.
+    """
+
+    lang: str
+    clgc: float
+    igc: float | None
+    lgc: float
+    scwl: float | None
+    dwl: float | None
+    n_prompts: int
+    n_images: int  # per prompt
+    igc_prompts: int = 0  # prompts with a reference image
+    captions: dict[str, list[str]] = field(default_factory=dict)  # prompt id -> captions, for triage
+
+    METRICS = ("clgc", "igc", "lgc", "scwl", "dwl")
+
+    @property
+    def n(self) -> int:
+        """Generated images measured in this language."""
+        return self.n_prompts * self.n_images
+
+    def as_dict(self) -> dict[str, float | None]:
+        return {m: getattr(self, m) for m in self.METRICS}
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+class IndicEvaluation:
+    """IndicTTI for one model, computed per language on first need and kept for the session.
+
+    Args:
+        bench: the session's workbench: ``images``, ``features``, ``text_features``, ``scorer``,
+            ``cache``, ``progress``, ``options``.
+        prompts: the prompt set, already restricted to the measured languages (a full grid).
+        n_images: images per prompt and language.
+        models: which model serves which indicator (default :class:`IndicModels` of ``bench``).
+    """
+
+    def __init__(self, bench, prompts: MultilingualPromptSet, n_images: int, models: IndicModels | None = None):
+        if n_images < 1:
+            raise ValueError(f"n_images must be >= 1, got {n_images}")
+        self.bench = bench
+        self.prompts = prompts
+        self.n_images = int(n_images)
+        self.models = models or IndicModels(bench)
+        self.languages: tuple[str, ...] = prompts.languages
+        if ENGLISH not in self.languages:
+            raise ValueError(f"the prompt set has no English ({ENGLISH!r}) prompts; every IndicTTI comparison needs them")
+        self.prompt_ids: tuple[str, ...] = prompts.prompt_ids
+        self.english = [prompts.get(pid, ENGLISH).text for pid in self.prompt_ids]
+        self.reference_ids = tuple(pid for pid in self.prompt_ids if prompts.get(pid, ENGLISH).reference_image)
+        self._memo: dict[tuple, Any] = {}
+        self._scores: dict[str, LanguageScores] = {}
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def _once(self, key: tuple, make: Callable[[], Any]) -> Any:
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]
+
+    def _check(self, lang: str) -> str:
+        code = get_language(lang).code
+        if code not in self.languages:
+            raise ValueError(f"language {code!r} is not measured in this session; measured: {list(self.languages)}")
+        return code
+
+    def _grid(self, flat: np.ndarray) -> np.ndarray:
+        return flat.reshape(len(self.prompt_ids), self.n_images, -1)
+
+    # -- inputs --------------------------------------------------------------------------------
+    def images(self, lang: str) -> list[list[ImageRef]]:
+        """The images of every prompt id in ``lang``: ``n_prompts`` lists of ``n_images``."""
+        code = self._check(lang)
+        texts = [self.prompts.get(pid, code).text for pid in self.prompt_ids]
+        return self._once(("images", code), lambda: self.bench.images(texts, self.n_images, desc=f"IndicTTI {code}"))
+
+    def _flat(self, lang: str) -> list[ImageRef]:
+        return [r for row in self.images(lang) for r in row]
+
+    def image_features(self, lang: str) -> np.ndarray:
+        """f of the images of ``lang``: (n_prompts, n_images, dim)."""
+        code = self._check(lang)
+        return self._once(("f", code), lambda: self._grid(self.bench.features(
+            self.models.image_features, self._flat(code), desc=f"BLIP-2 features {code}")))
+
+    def image_text_features(self, lang: str) -> np.ndarray:
+        """The images of ``lang`` in LGC's image-text space: (n_prompts, n_images, dim)."""
+        code = self._check(lang)
+        return self._once(("clip", code), lambda: self._grid(self.bench.features(
+            self.models.image_text, self._flat(code), desc=f"CLIP {code}")))
+
+    def captions(self, lang: str) -> list[list[str]]:
+        """c of the images of ``lang``: ``n_prompts`` lists of ``n_images`` captions."""
+        code = self._check(lang)
+
+        def make():
+            flat = cached_captions(self.bench, self.models.captioner, self._flat(code), desc=f"captioning {code}")
+            return [flat[k * self.n_images:(k + 1) * self.n_images] for k in range(len(self.prompt_ids))]
+
+        return self._once(("captions", code), make)
+
+    def reference_features(self) -> np.ndarray:
+        """f of the reference images of :attr:`reference_ids`: (n_references, dim)."""
+        def make():
+            refs = []
+            for pid in self.reference_ids:
+                path = self.prompts.get(pid, ENGLISH).reference_image
+                refs.append(ImageRef(content_key(reference=_file_digest(path)), path, pid, 0, 0))
+            return self.bench.features(self.models.image_features, refs, desc="BLIP-2 features of references")
+
+        return self._once(("references",), make)
+
+    # -- indicators ----------------------------------------------------------------------------
+    def scores(self, lang: str) -> LanguageScores:
+        """All six indicators of ``lang`` but SCAL (a pair's: :meth:`scal`)."""
+        code = self._check(lang)
+        if code not in self._scores:
+            self._scores[code] = self._measure(code)
+        return self._scores[code]
+
+    def _measure(self, code: str) -> LanguageScores:
+        sentence = self.models.sentence
+        captions = self.captions(code)
+        prompt_t = self.bench.text_features(sentence, self.english)
+        caption_t = self._grid(self.bench.text_features(sentence, [c for row in captions for c in row]))
+        clip = self.models.image_text
+        prompt_clip = self.bench.text_features(clip, self.english)
+        f = self.image_features(code)
+        igc = None
+        if self.reference_ids:
+            index = [self.prompt_ids.index(pid) for pid in self.reference_ids]
+            igc = metrics.igc(self.reference_features(), f[index])
+        n_prompts = len(self.prompt_ids)
+        return LanguageScores(
+            lang=code,
+            clgc=metrics.clgc(prompt_t, caption_t),
+            igc=igc,
+            lgc=metrics.lgc(prompt_clip, self.image_text_features(code)),
+            scwl=metrics.scwl(f) if self.n_images >= 2 else None,
+            dwl=metrics.dwl(f) if n_prompts >= 2 else None,
+            n_prompts=n_prompts,
+            n_images=self.n_images,
+            igc_prompts=len(self.reference_ids),
+            captions={pid: row for pid, row in zip(self.prompt_ids, captions)},
+        )
+
+    def scal(self, lang_a: str, lang_b: str) -> float:
+        """SCAL of a language pair (mean over prompts of the mean cosine over the n x n cross pairs)."""
+        a, b = self._check(lang_a), self._check(lang_b)
+        key = ("scal",) + tuple(sorted((a, b)))
+        return self._once(key, lambda: metrics.scal(self.image_features(a), self.image_features(b)))
+
+    def scal_matrix(self) -> np.ndarray:
+        """SCAL of every pair of :attr:`languages` (Figure 3), measuring every language."""
+        return self._once(("scal_matrix",), lambda: metrics.scal_matrix(
+            {code: self.image_features(code) for code in self.languages}, self.languages))
+
+    # -- what has been measured ----------------------------------------------------------------
+    @property
+    def measured(self) -> tuple[str, ...]:
+        """The languages whose indicators are computed, in :attr:`languages` order."""
+        return tuple(code for code in self.languages if code in self._scores)
