@@ -24,16 +24,6 @@ def _details(scores, **extra) -> dict:
     return {"lang": scores.lang, "n_prompts": scores.n_prompts, "images_per_prompt": scores.n_images, **extra}
 
 
-def _undefined(request, reason: str) -> None:
-    """An indicator that cannot be computed: skip while the gate has no bound, fail once it has one."""
-    __tracebackhide__ = True
-    from t2i_fairness.plugin import THRESHOLDS
-
-    if request.node.name in request.config.stash[THRESHOLDS].gates:
-        pytest.fail(f"{request.node.name}: {reason}; the gate has a bound, so it cannot pass", pytrace=False)
-    pytest.skip(reason)
-
-
 def test_clgc(indic_language, indic, indic_report, gate):
     s = indic.scores(indic_language)
     summary = indic_report()
@@ -71,11 +61,11 @@ def test_dwl(indic_language, indic, indic_report, gate):
     gate(s.dwl, n=s.n, details=_details(s))
 
 
-def test_clgc_vs_english(indic_non_english, indic, indic_report, gate, request):
+def test_clgc_vs_english(indic_non_english, indic, indic_report, gate):
     english, s = indic.scores(ENGLISH), indic.scores(indic_non_english)
     indic_report()
     if english.clgc <= 0:
-        _undefined(request, f"CLGC(l) / CLGC({ENGLISH}) is undefined: CLGC({ENGLISH}) = {english.clgc:.4f} <= 0 "
+        gate.undefined(f"CLGC(l) / CLGC({ENGLISH}) is undefined: CLGC({ENGLISH}) = {english.clgc:.4f} <= 0 "
                             f"(test_clgc[{ENGLISH.lower()}] gates English itself)")
     gate(s.clgc / english.clgc, n=s.n,
          details=_details(s, clgc=s.clgc, clgc_english=english.clgc, drop=english.clgc - s.clgc))

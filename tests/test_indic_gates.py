@@ -411,7 +411,7 @@ def test_ratio_gate_divides_by_english_and_fails_when_undefined_with_a_bound(ind
     result = indic_pytester.runpytest(*args, "--t2i-thresholds", "thr.yaml")
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*test_clgc_vs_english[[]hin_deva[]]: CLGC(l) / CLGC(eng_Latn) is undefined: "
-                                 "CLGC(eng_Latn) = -0.9* <= 0 *; the gate has a bound, so it cannot pass*"])
+                                 "CLGC(eng_Latn) = -0.9* <= 0 *; the gate has a bound in *, so it cannot pass*"])
     result = indic_pytester.runpytest(*args, "--t2i-thresholds", "new.yaml")  # no bound yet: a visible skip
     result.assert_outcomes(skipped=2)
     result.stdout.fnmatch_lines(["SKIPPED [[]2[]] *CLGC(l) / CLGC(eng_Latn) is undefined*"])

@@ -112,9 +112,11 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
 
     def check(value: float, *, n: int, higher_is_better: bool = True, interval=None,
               details: dict[str, Any] | None = None, name: str | None = None,
-              resample: Callable[[Any], float] | None = None, units: int | None = None, strata=None) -> Measurement:
+              resample: Callable[[Any], float] | None = None, units: int | None = None, strata=None,
+              provenance: dict[str, Any] | None = None) -> Measurement:
         """``resample(indices) -> value`` with ``units`` (and optional ``strata`` labels) gives a seeded
-        percentile-bootstrap interval over those units (``--t2i-bootstrap`` resamples)."""
+        percentile-bootstrap interval over those units (``--t2i-bootstrap`` resamples). ``provenance``
+        adds what this suite's number also depends on (a prompt file digest, a model fallback)."""
         __tracebackhide__ = True
         gate_id = name or request.node.name
         if interval is None and resample is not None and options.bootstrap > 0 and (units or 0) > 0:
@@ -126,7 +128,7 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
                                        confidence=options.confidence, seed=seed)
         m = Measurement(gate_id, float(value), int(n), "min" if higher_is_better else "max",
                         tuple(interval) if interval is not None else None, details or {})
-        provenance = t2i.provenance()
+        provenance = {**t2i.provenance(), **(provenance or {})}
         verdict = evaluate(m, thresholds, provenance, update=options.update_thresholds,
                            allow_loosen=options.allow_loosen, mode=options.gate_mode)
         record = GateRecord(
@@ -143,6 +145,15 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
             pytest.fail(verdict.message, pytrace=False)
         return m
 
+    def undefined(reason: str, name: str | None = None) -> None:
+        """An indicator that cannot be computed here: skip while the gate has no bound, fail once it has one."""
+        __tracebackhide__ = True
+        gate_id = name or request.node.name
+        if gate_id in thresholds.gates:
+            pytest.fail(f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass", pytrace=False)
+        pytest.skip(reason)
+
+    check.undefined = undefined  # type: ignore[attr-defined]
     return check
 
 

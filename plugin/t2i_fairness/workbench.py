@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 from typing import Callable, Sequence
 
 import numpy as np
@@ -93,7 +94,7 @@ class Workbench:
         paths = [self.cache.path("features", r.key, ".npy", namespace) for r in refs]
         rows: list[np.ndarray | None] = [self.cache.read(p, decode_array) for p in paths]
         todo = [i for i, row in enumerate(rows) if row is None]
-        kind = f"features:{encoder.fingerprint.split(':')[0]}"
+        kind = "features:" + getattr(encoder, "kind", re.split(r"[:/]", encoder.fingerprint)[0])
         self.cache.stats.reused[kind] = self.cache.stats.reused.get(kind, 0) + len(rows) - len(todo)
         if todo:
             with self.progress(len(todo), desc) as advance:
