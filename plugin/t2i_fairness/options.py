@@ -35,6 +35,9 @@ class T2IOptions:
     artifacts: Path = Path("t2i-artifacts")
     nearest_k: int = 3
     gate_mode: str = "point"
+    baseline_model: str | None = None
+    baseline_delta: float = 0.0
+    baseline_seed: int | None = None
     bootstrap: int = 200
     confidence: float = 0.95
     dedupe: str = "drop_all"
@@ -70,6 +73,13 @@ def add_options(parser) -> None:
     add("--t2i-gate", default="point", choices=("point", "significant"),
         help="point: fail when the estimate misses the bound (default); significant: fail only when the "
              "whole confidence interval misses it")
+    add("--t2i-baseline-model", default=None, metavar="SPEC",
+        help="also run the same prompts and seeds through this model and gate candidate >= baseline - delta "
+             "(paired bootstrap interval on the difference)")
+    add("--t2i-baseline-seed", type=int, default=None, metavar="INT",
+        help="base seed of the baseline run (default: --t2i-seed); e.g. tiny vs tiny with another seed is a null comparison")
+    add("--t2i-baseline-delta", type=float, default=0.0, metavar="X",
+        help="how much worse than the baseline a gate may be (default 0)")
     add("--t2i-bootstrap", type=int, default=200, metavar="B",
         help="bootstrap resamples for confidence intervals (default 200; 0 turns intervals off)")
     add("--t2i-confidence", type=float, default=0.95, metavar="X", help="confidence level of intervals (default 0.95)")
@@ -131,7 +141,8 @@ def resolve_options(config) -> T2IOptions:
         allow_loosen=get("--t2i-allow-loosen"), references=tuple(refs), progress=not get("--t2i-no-progress"),
         artifacts=Path(get("--t2i-artifacts") or rootdir / "t2i-artifacts"),
         nearest_k=_at_least(get("--t2i-nearest-k"), 1, "--t2i-nearest-k"), dedupe=get("--t2i-dedupe"),
-        gate_mode=get("--t2i-gate"), bootstrap=_at_least(get("--t2i-bootstrap"), 0, "--t2i-bootstrap"),
+        gate_mode=get("--t2i-gate"), baseline_model=get("--t2i-baseline-model"), baseline_seed=get("--t2i-baseline-seed"),
+        baseline_delta=_at_least_float(get("--t2i-baseline-delta"), 0.0, "--t2i-baseline-delta"), bootstrap=_at_least(get("--t2i-bootstrap"), 0, "--t2i-bootstrap"),
         confidence=_confidence(get("--t2i-confidence")),
     )
 
@@ -140,6 +151,14 @@ def _at_least(value: int, low: int, option: str) -> int:
     import pytest
 
     if value < low:
+        raise pytest.UsageError(f"{option} must be >= {low}, got {value}")
+    return value
+
+
+def _at_least_float(value: float, low: float, option: str) -> float:
+    import pytest
+
+    if not value >= low:
         raise pytest.UsageError(f"{option} must be >= {low}, got {value}")
     return value
 

@@ -21,6 +21,8 @@ from .session import PROPERTY, SECTION, GateReport, GateRecord, GateSession
 OPTIONS = pytest.StashKey[T2IOptions]()
 SESSION = pytest.StashKey[GateSession]()
 THRESHOLDS = pytest.StashKey[ThresholdFile]()
+BASELINES = pytest.StashKey[dict]()  # gate id -> the baseline's measurement (same process)
+ROLES = ("baseline", "candidate")
 
 
 class T2IProvenanceWarning(UserWarning):
@@ -42,6 +44,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except ThresholdFileError as exc:
         raise pytest.UsageError(f"--t2i-thresholds: {exc}") from None
     config.stash[OPTIONS] = options
+    config.stash[BASELINES] = {}
     config.stash[SESSION] = GateSession(options.thresholds)
     config.pluginmanager.register(GateHooks(config, config.stash[SESSION]), "t2i-fairness-gates")
 
@@ -74,15 +77,45 @@ def _progress_for(config: pytest.Config):
     return progress
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """With ``--t2i-baseline-model`` every test that uses ``t2i`` runs for the baseline, then the candidate."""
+    if metafunc.config.stash[OPTIONS].baseline_model and "t2i" in metafunc.fixturenames:
+        metafunc.parametrize("t2i", ROLES, indirect=True, scope="session", ids=ROLES)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep a test's baseline and candidate runs together (same xdist worker with --dist loadgroup)."""
+    if config.stash[OPTIONS].baseline_model:
+        for item in items:
+            if "t2i" in getattr(item, "fixturenames", ()):
+                item.add_marker(pytest.mark.xdist_group(_gate_id(item.name)))
+
+
+def _gate_id(name: str) -> str:
+    """The gate id of a test name: the baseline/candidate part of its parameters removed."""
+    if "[" not in name:
+        return name
+    base, _, params = name.partition("[")
+    tokens = [t for t in params[:-1].split("-") if t not in ROLES]
+    return f"{base}[{'-'.join(tokens)}]" if tokens else base
+
+
 @pytest.fixture(scope="session")
-def t2i(pytestconfig: pytest.Config):
-    """The session's :class:`~t2i_fairness.workbench.Workbench`: generator, cache and scorers."""
+def t2i(request: pytest.FixtureRequest, pytestconfig: pytest.Config):
+    """The session's :class:`~t2i_fairness.workbench.Workbench`: generator, cache and scorers.
+
+    Under ``--t2i-baseline-model`` it is parametrized: ``baseline`` (that model) and ``candidate``.
+    """
     from .workbench import Workbench
 
     def fatal(message: str) -> None:
         pytest.exit(f"t2i-fairness: {message}", returncode=pytest.ExitCode.USAGE_ERROR)
 
     options = pytestconfig.stash[OPTIONS]
+    role = getattr(request, "param", "candidate")
+    if role == "baseline":
+        seed = options.seed if options.baseline_seed is None else options.baseline_seed
+        options = dataclasses.replace(options, model=options.baseline_model, seed=seed)
     try:
         bench = Workbench(options, _progress_for(pytestconfig) if options.progress and not _is_worker(pytestconfig) else None, fatal)
     except Exception as exc:  # a bad model spec or cache folder ends the session with one clear message
@@ -91,6 +124,7 @@ def t2i(pytestconfig: pytest.Config):
         if isinstance(exc, (ModelLoadError, OSError)):
             fatal(str(exc))
         raise
+    bench.role = role
     yield bench
     stats = dataclasses.asdict(bench.cache.stats)
     if _is_worker(pytestconfig):
@@ -118,19 +152,32 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
         percentile-bootstrap interval over those units (``--t2i-bootstrap`` resamples). ``provenance``
         adds what this suite's number also depends on (a prompt file digest, a model fallback)."""
         __tracebackhide__ = True
-        gate_id = name or request.node.name
+        gate_id = name or _gate_id(request.node.name)
+        seed = _bootstrap_seed(gate_id, options.seed)
         if interval is None and resample is not None and options.bootstrap > 0 and (units or 0) > 0:
-            from .cache import content_key
             from .metrics.stats import index_bootstrap
 
-            seed = int(content_key(gate=gate_id, seed=options.seed)[:8], 16)
             interval = index_bootstrap(resample, int(units), strata=strata, n_resamples=options.bootstrap,
                                        confidence=options.confidence, seed=seed)
         m = Measurement(gate_id, float(value), int(n), "min" if higher_is_better else "max",
-                        tuple(interval) if interval is not None else None, details or {})
+                        tuple(interval) if interval is not None else None, dict(details or {}))
         provenance = {**t2i.provenance(), **(provenance or {})}
+        role = getattr(t2i, "role", "candidate")
+        if role == "baseline":
+            config.stash[BASELINES][gate_id] = (m, resample, units, strata)
+            request.node.user_properties.append((PROPERTY, GateRecord(
+                gate=m.gate, nodeid=request.node.nodeid, value=m.value, n=m.n, direction=m.direction, status="baseline",
+                bound=None, write=None, message=f"{m.gate}: baseline {options.baseline_model} measured {m.value:.4f}",
+                provenance=provenance, interval=list(m.interval) if m.interval else None, details=m.details).to_dict()))
+            return m
+        comparison = None
+        if options.baseline_model:
+            comparison = _compare_with_baseline(m, config.stash[BASELINES].get(gate_id), resample, units, strata, options, seed)
+            m.details["baseline"] = comparison
         verdict = evaluate(m, thresholds, provenance, update=options.update_thresholds,
                            allow_loosen=options.allow_loosen, mode=options.gate_mode)
+        if comparison is not None and comparison.get("failed") and not verdict.failed:
+            verdict.status, verdict.message = "fail", f"{verdict.message}; {comparison['message']}"
         record = GateRecord(
             gate=m.gate, nodeid=request.node.nodeid, value=m.value, n=m.n, direction=m.direction,
             status=verdict.status, bound=verdict.bound.value if verdict.bound else None, write=verdict.write,
@@ -155,6 +202,42 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
 
     check.undefined = undefined  # type: ignore[attr-defined]
     return check
+
+
+def _bootstrap_seed(gate_id: str, base_seed: int) -> int:
+    from .cache import content_key
+
+    return int(content_key(gate=gate_id, seed=base_seed)[:8], 16)
+
+
+def _compare_with_baseline(m: Measurement, baseline, resample, units, strata, options, seed) -> dict:
+    """``candidate >= baseline - delta`` (``<=`` plus delta for max gates), with a paired bootstrap interval.
+
+    Both models saw the same prompts and seeds, so unit i is the same prompt/seed in both: the
+    same resampled indices feed both statistics, and the interval is on their difference.
+    """
+    if baseline is None:
+        return {"message": "baseline not measured in this process (run with -n 0 or --dist loadgroup)", "failed": False}
+    b, b_resample, b_units, _ = baseline
+    delta = m.value - b.value
+    interval = None
+    if resample is not None and b_resample is not None and units and units == b_units and options.bootstrap > 0:
+        from .metrics.stats import index_bootstrap
+
+        interval = index_bootstrap(lambda idx: resample(idx) - b_resample(idx), int(units), strata=strata,
+                                   n_resamples=options.bootstrap, confidence=options.confidence, seed=seed)
+    allowed = options.baseline_delta
+    sign = 1.0 if m.direction == "min" else -1.0  # a positive "worse" means the candidate regressed
+    if options.gate_mode == "significant" and interval is not None:
+        worse = -sign * (interval[1] if sign > 0 else interval[0])
+    else:
+        worse = -sign * delta
+    failed = worse > allowed
+    text = f"[{interval[0]:+.4f}, {interval[1]:+.4f}]" if interval else "(no interval)"
+    message = (f"vs baseline {options.baseline_model}: {m.value:.4f} - {b.value:.4f} = {delta:+.4f} {text}, "
+               f"allowed {'drop' if sign > 0 else 'rise'} {allowed:g}" + (" FAILED" if failed else ""))
+    return {"model": options.baseline_model, "value": b.value, "delta": delta,
+            "interval": list(interval) if interval else None, "allowed": allowed, "failed": failed, "message": message}
 
 
 class Reporter:

@@ -70,7 +70,7 @@ class GateSession:
             thresholds = ThresholdFile.load(self.thresholds_path)
         except ValueError:
             return  # reported at configure time
-        used = {r.gate for r in self.records}
+        used = {r.gate for r in self.records if r.status != "baseline"}
         if complete_run and used:  # a run without gates (e.g. the project's own tests) says nothing
             self.unused = sorted(set(thresholds.gates) - used)
         if not write_files:
@@ -113,7 +113,7 @@ class GateReport:
 
     def table(self) -> list[str]:
         rows = [("gate", "measured", "bound", "n", "verdict")]
-        for r in sorted(self.session.records, key=lambda r: r.gate):
+        for r in sorted((r for r in self.session.records if r.status != "baseline"), key=lambda r: r.gate):
             interval = f" [{_num(r.interval[0])}, {_num(r.interval[1])}]" if r.interval else ""
             bound = "-" if r.bound is None else f"{r.direction} {_num(r.bound)}"
             verdict = {"pass": "ok", "fail": "FAIL", "missing": "MISSING", "written": "written", "refused": "REFUSED"}[r.status]
@@ -131,8 +131,19 @@ class GateReport:
         out: list[str] = []
         if s.records:
             out += self.table()
-            failed = sum(r.status in ("fail", "missing", "refused") for r in s.records)
-            out.append(f"{len(s.records)} gates, {failed} failed ({s.thresholds_path})")
+            gated = [r for r in s.records if r.status != "baseline"]
+            failed = sum(r.status in ("fail", "missing", "refused") for r in gated)
+            out.append(f"{len(gated)} gates, {failed} failed ({s.thresholds_path})")
+        deltas = [r for r in s.records if r.status != "baseline" and isinstance(r.details.get("baseline"), dict)
+                  and "delta" in r.details["baseline"]]
+        if deltas:
+            b0 = deltas[0].details["baseline"]["model"]
+            out += ["", f"-- candidate vs baseline {b0}: difference [paired {len(deltas)} gates] --"]
+            for r in sorted(deltas, key=lambda r: r.gate):
+                d = r.details["baseline"]
+                iv = f" [{d['interval'][0]:+.4f}, {d['interval'][1]:+.4f}]" if d.get("interval") else ""
+                out.append(f"{r.gate}: {d['delta']:+.4f}{iv} (candidate {r.value:.4f}, baseline {d['value']:.4f})"
+                           + ("  REGRESSED" if d.get("failed") else ""))
         for title, lines in s.sections.items():
             out.append("")
             out.append(f"-- {title} --")
@@ -150,7 +161,7 @@ class GateReport:
         if s.written:
             out.append(f"updated {len(s.written)} gate(s) in {s.thresholds_path}:")
             for r in s.records:
-                if r.gate in s.written:
+                if r.status == "written" and r.gate in s.written:
                     old = "new" if r.bound is None else f"{r.direction} {r.bound:g}"
                     out.append(f"  {r.gate}: {old} -> {r.direction} {r.write:g}")
         if s.proposed:
