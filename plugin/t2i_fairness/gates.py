@@ -120,10 +120,21 @@ class ThresholdFile:
             raise ThresholdFileError(f"{path}:1: unknown top-level key(s) {sorted(unknown)}; expected 'gates' and 'provenance'")
         lines = _key_lines(root, "gates")
         gates: dict[str, Bound] = {}
+        entries = data.get("gates") or {}
+        if not isinstance(entries, dict):
+            raise ThresholdFileError(
+                f"{path}:{_top_line(root, 'gates')}: 'gates' must be a mapping of gate id -> min/max, got {type(entries).__name__}"
+            )
         provenances = data.get("provenance") or {}
         if not isinstance(provenances, dict):
-            raise ThresholdFileError(f"{path}: 'provenance' must be a mapping of id -> settings")
-        for name, entry in (data.get("gates") or {}).items():
+            raise ThresholdFileError(f"{path}:{_top_line(root, 'provenance')}: 'provenance' must be a mapping of id -> settings")
+        prov_lines = _key_lines(root, "provenance")
+        for pid, settings in provenances.items():
+            if not isinstance(settings, dict):
+                raise ThresholdFileError(
+                    f"{path}:{prov_lines.get(str(pid), '?')}: provenance {pid!r} must be a mapping of setting -> value, got {settings!r}"
+                )
+        for name, entry in entries.items():
             where = f"{path}:{lines.get(str(name), '?')}"
             if not isinstance(entry, dict):
                 raise ThresholdFileError(f"{where}: gate {name!r} must be a mapping with 'min' or 'max', got {entry!r}")
@@ -160,6 +171,14 @@ class ThresholdFile:
 
     def save(self, path: Path | None = None) -> None:
         atomic_write_bytes(Path(path or self.path), self.dump().encode("utf-8"))
+
+
+def _top_line(root, section: str) -> int | str:
+    """Line number (1-based) of a top-level key, '?' if absent."""
+    for key, _ in root.value if isinstance(root, yaml.MappingNode) else ():
+        if getattr(key, "value", None) == section:
+            return key.start_mark.line + 1
+    return "?"
 
 
 def _key_lines(root, section: str) -> dict[str, int]:
