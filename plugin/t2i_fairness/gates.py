@@ -119,6 +119,10 @@ class ThresholdFile:
         if unknown:
             raise ThresholdFileError(f"{path}:1: unknown top-level key(s) {sorted(unknown)}; expected 'gates' and 'provenance'")
         lines = _key_lines(root, "gates")
+        for section in ("gates", "provenance"):
+            dup = _duplicate_key(root, section)
+            if dup:
+                raise ThresholdFileError(f"{path}:{dup[1]}: {dup[0]!r} appears twice under '{section}' (YAML would keep only the last)")
         gates: dict[str, Bound] = {}
         entries = data.get("gates") or {}
         if not isinstance(entries, dict):
@@ -179,6 +183,18 @@ def _top_line(root, section: str) -> int | str:
         if getattr(key, "value", None) == section:
             return key.start_mark.line + 1
     return "?"
+
+
+def _duplicate_key(root, section: str) -> tuple[str, int] | None:
+    """The first key repeated under a top-level mapping key, with the line of its repetition."""
+    seen: set[str] = set()
+    for key, value in root.value if isinstance(root, yaml.MappingNode) else ():
+        if getattr(key, "value", None) == section and isinstance(value, yaml.MappingNode):
+            for k, _ in value.value:
+                if str(k.value) in seen:
+                    return str(k.value), k.start_mark.line + 1
+                seen.add(str(k.value))
+    return None
 
 
 def _key_lines(root, section: str) -> dict[str, int]:
