@@ -69,6 +69,8 @@ def safe_round(value: float, direction: Direction) -> float:
         (0.123456, 0.123457)
     """
     scale = 10**DECIMALS
+    if not math.isfinite(value * scale) or abs(value) >= 2**52 / scale:
+        return value  # too large for 6 decimals to matter (or to round without overflow)
     if direction == "min":
         out = math.floor(value * scale) / scale
         return out if out <= value else out - 1 / scale
