@@ -269,6 +269,8 @@ def evaluate(
         proposal = safe_round(m.value, m.direction) if math.isfinite(m.value) else None
         if update and proposal is not None:
             return Verdict("written", None, f"{m.gate}: new gate {m.direction}: {proposal} written to {where}", proposal)
+        if proposal is None:
+            return Verdict("missing", None, f"{m.gate}: no gate in {where}; {measured}: not a finite number, nothing to propose.")
         return Verdict(
             "missing",
             None,
