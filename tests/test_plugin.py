@@ -255,6 +255,17 @@ def test_gates_no_test_used_are_reported(project):
     result.stdout.fnmatch_lines([f"1 gate(s) in {project.thresholds} were not used by any test:", "  test_retired[[]object-bag[]]"])
 
 
+@pytest.mark.parametrize("args", [["-x"], ["--maxfail", "1"], ["--t2i-model", "./no-such-model"]], ids=["x", "maxfail", "fatal"])
+def test_a_run_cut_short_does_not_call_gates_unused(project, args):
+    project.updated()
+    t = ThresholdFile.load(project.thresholds)
+    del t.gates[IDS[0]]  # the first test fails
+    t.save()
+    result = project.run(*args)
+    assert result.ret in (pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.USAGE_ERROR)
+    result.stdout.no_fnmatch_line("*not used by any test*")
+
+
 def test_provenance_mismatch_warns(project):
     project.updated()
     t = ThresholdFile.load(project.thresholds)
