@@ -6,7 +6,6 @@ import doctest
 import multiprocessing
 import os
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -222,7 +222,7 @@ def test_a_local_path_without_a_pipeline_fails_at_once(tmp_path):
         resolve_generator(str(tmp_path / "no-such-model"), GenerationSettings(), "cpu", derive_seed)
     with pytest.raises(ModelLoadError, match="model_index.json not found"):
         resolve_generator("./relative/missing", GenerationSettings(), "cpu", derive_seed)
-    assert time.monotonic() - start < 5  # no hub retries: the path is checked before anything loads
+    assert time.monotonic() - start < 20  # no hub retries: the path is checked before anything loads
 
 
 def test_model_slug():

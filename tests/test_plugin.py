@@ -7,8 +7,8 @@ test drives the repository's own gate with the tiny diffusion model.
 from __future__ import annotations
 
 import csv
-import re
 import os
+import re
 import subprocess
 import sys
 import time
@@ -18,7 +18,6 @@ import pytest
 from PIL import Image
 
 from t2i_fairness.gates import Bound, ThresholdFile, proposed_path
-from t2i_fairness.generation import derive_seed
 from t2i_fairness.prompts import GEODE_REGIONS
 
 TESTS = Path(__file__).resolve().parent
@@ -333,7 +332,7 @@ def test_a_failing_python_factory_ends_the_session_with_its_error(project):
 @pytest.mark.parametrize("spec, message", [
     ("./no-such-model", "--t2i-model './no-such-model': no diffusers pipeline at */no-such-model (model_index.json not found)*"),
     ("nobody-t2i/no-such-model", "--t2i-model 'nobody-t2i/no-such-model' could not be loaded (*). Check the id or path;*"),
-])
+], ids=["local-path", "hub-id"])
 def test_a_missing_model_fails_in_seconds_with_a_clear_message(project, monkeypatch, spec, message):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     start = time.monotonic()
