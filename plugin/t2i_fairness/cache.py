@@ -62,7 +62,13 @@ def encode_png(image: Image.Image) -> bytes:
     return buf.getvalue()
 
 
+PNG_END = b"\x00\x00\x00\x00IEND\xaeB`\x82"  # the IEND chunk every complete PNG ends with
+
+
 def decode_png(data: bytes) -> Image.Image:
+    # Pillow decodes a PNG missing its last ~20 bytes (IDAT checksum, IEND) without complaint.
+    if not data.endswith(PNG_END):
+        raise CorruptEntry(f"truncated PNG: {len(data)} bytes, no IEND chunk at the end")
     try:
         image = Image.open(io.BytesIO(data))
         image.load()  # raises on truncation

@@ -71,6 +71,8 @@ def safe_round(value: float, direction: Direction) -> float:
     if not math.isfinite(value):
         return value
     scale = 10**DECIMALS
+    if not math.isfinite(value * scale) or abs(value) >= 2**52 / scale:
+        return value  # too large for 6 decimals to matter (or to round without overflow)
     if direction == "min":
         out = math.floor(value * scale) / scale
         return out if out <= value else out - 1 / scale
@@ -125,11 +127,26 @@ class ThresholdFile:
         if unknown:
             raise ThresholdFileError(f"{path}:1: unknown top-level key(s) {sorted(unknown)}; expected 'gates' and 'provenance'")
         lines = _key_lines(root, "gates")
+        for section in ("gates", "provenance"):
+            dup = _duplicate_key(root, section)
+            if dup:
+                raise ThresholdFileError(f"{path}:{dup[1]}: {dup[0]!r} appears twice under '{section}' (YAML would keep only the last)")
         gates: dict[str, Bound] = {}
+        entries = data.get("gates") or {}
+        if not isinstance(entries, dict):
+            raise ThresholdFileError(
+                f"{path}:{_top_line(root, 'gates')}: 'gates' must be a mapping of gate id -> min/max, got {type(entries).__name__}"
+            )
         provenances = data.get("provenance") or {}
         if not isinstance(provenances, dict):
-            raise ThresholdFileError(f"{path}: 'provenance' must be a mapping of id -> settings")
-        for name, entry in (data.get("gates") or {}).items():
+            raise ThresholdFileError(f"{path}:{_top_line(root, 'provenance')}: 'provenance' must be a mapping of id -> settings")
+        prov_lines = _key_lines(root, "provenance")
+        for pid, settings in provenances.items():
+            if not isinstance(settings, dict):
+                raise ThresholdFileError(
+                    f"{path}:{prov_lines.get(str(pid), '?')}: provenance {pid!r} must be a mapping of setting -> value, got {settings!r}"
+                )
+        for name, entry in entries.items():
             where = f"{path}:{lines.get(str(name), '?')}"
             if not isinstance(entry, dict):
                 raise ThresholdFileError(f"{where}: gate {name!r} must be a mapping with 'min' or 'max', got {entry!r}")
@@ -166,6 +183,26 @@ class ThresholdFile:
 
     def save(self, path: Path | None = None) -> None:
         atomic_write_bytes(Path(path or self.path), self.dump().encode("utf-8"))
+
+
+def _top_line(root, section: str) -> int | str:
+    """Line number (1-based) of a top-level key, '?' if absent."""
+    for key, _ in root.value if isinstance(root, yaml.MappingNode) else ():
+        if getattr(key, "value", None) == section:
+            return key.start_mark.line + 1
+    return "?"
+
+
+def _duplicate_key(root, section: str) -> tuple[str, int] | None:
+    """The first key repeated under a top-level mapping key, with the line of its repetition."""
+    seen: set[str] = set()
+    for key, value in root.value if isinstance(root, yaml.MappingNode) else ():
+        if getattr(key, "value", None) == section and isinstance(value, yaml.MappingNode):
+            for k, _ in value.value:
+                if str(k.value) in seen:
+                    return str(k.value), k.start_mark.line + 1
+                seen.add(str(k.value))
+    return None
 
 
 def _key_lines(root, section: str) -> dict[str, int]:
@@ -239,6 +276,8 @@ def evaluate(
         proposal = None if math.isnan(m.value) else safe_round(m.value, m.direction)
         if update and proposal is not None:
             return Verdict("written", None, f"{m.gate}: new gate {m.direction}: {proposal} written to {where}", proposal)
+        if proposal is None:
+            return Verdict("missing", None, f"{m.gate}: no gate in {where}; {measured}: not a finite number, nothing to propose.")
         return Verdict(
             "missing",
             None,

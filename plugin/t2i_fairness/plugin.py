@@ -289,8 +289,10 @@ class GateHooks:
     def pytest_testnodedown(self, node, error) -> None:
         self.session.merge_cache_stats(getattr(node, "workeroutput", {}).get("t2i_cache") or {})
 
-    def pytest_sessionfinish(self) -> None:
-        complete = not self.config.getoption("keyword") and not self.config.getoption("markexpr")
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        # A run cut short (-x, --maxfail, pytest.exit, Ctrl-C) did not reach every gate: no "unused" report.
+        stopped = bool(session.shouldfail or session.shouldstop) or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
+        complete = not self.config.getoption("keyword") and not self.config.getoption("markexpr") and not stopped
         self.session.finish(write_files=not _is_worker(self.config), complete_run=complete)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:

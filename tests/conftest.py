@@ -1,0 +1,47 @@
+"""Shared fixtures for the project's own tests.
+
+Building the tiny diffusion pipeline costs seconds, so one instance serves the whole session;
+everything else uses ``fakegen`` (flat colours from the seed) to stay fast.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+
+
+@pytest.fixture(scope="session")
+def tiny_generator():
+    """The built-in tiny StableDiffusionPipeline on CPU, one thread (bytes must not depend on threading)."""
+    import torch
+
+    from t2i_fairness.generators.diffusers_pipe import DiffusersGenerator
+
+    torch.set_num_threads(1)
+    return DiffusersGenerator.tiny(device="cpu")
+
+
+@pytest.fixture
+def fake_source():
+    """A GeneratorSource around a fresh ``fakegen`` generator (batch size 4)."""
+    from fakegen import FakeGenerator
+
+    from t2i_fairness.generators import GenerationSettings, GeneratorSource
+
+    gen = FakeGenerator(batch_size=4)
+    return GeneratorSource("python:fakegen:make", gen.fingerprint, GenerationSettings(batch_size=4), lambda: gen, gen)
+
+
+@pytest.fixture
+def subprocess_env():
+    """Environment for child Pythons: this worktree's package first, offline, one thread."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "plugin"), str(TESTS), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
+    return env
+
