@@ -440,3 +440,21 @@ def test_repository_gate_with_the_tiny_default(tmp_path):
     (prov,) = proposal.provenances.values()
     assert prov["model"].startswith("diffusers:tiny-sd-") and prov["objects"] == "bag" and prov["images_per_prompt"] == 2
 
+
+
+def test_baseline_model_runs_the_same_prompts_and_reports_paired_differences(pytester):
+    project = Project(pytester)
+    project.run("--t2i-update-thresholds").assert_outcomes(passed=len(REGIONS))
+    # The same model and seed as baseline: every difference is exactly zero and nothing regresses.
+    same = project.run("--t2i-baseline-model", "python:fakegen:make")
+    same.assert_outcomes(passed=2 * len(REGIONS))  # one baseline and one candidate test per gate
+    same.stdout.fnmatch_lines(["*candidate vs baseline python:fakegen:make*",
+                               f"{esc(IDS[0])}: +0.0000 (candidate *, baseline *)"])
+    assert set(project.gates()) == set(IDS)  # gate ids do not carry the baseline/candidate role
+    # Another seed for the baseline: brightness differs; with no allowed drop some gates regress.
+    other = project.run("--t2i-baseline-model", "python:fakegen:make", "--t2i-baseline-seed", "7")
+    assert "REGRESSED" in other.stdout.str()
+    assert other.parseoutcomes().get("failed", 0) >= 1
+    lenient = project.run("--t2i-baseline-model", "python:fakegen:make", "--t2i-baseline-seed", "7",
+                          "--t2i-baseline-delta", "1")
+    lenient.assert_outcomes(passed=2 * len(REGIONS))
