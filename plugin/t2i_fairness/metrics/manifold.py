@@ -1,0 +1,1030 @@
+"""Precision, recall, density and coverage of a generated feature set against a real one.
+
+The manifold of a feature set is the union of balls around its points whose radius is the
+distance to the k-th nearest *other* point of the same set (Kynkaenniemi et al., 2019; Naeem et
+al., 2020; DIG In section 4.1). With ``d`` the Euclidean distance and ``r_j`` the radius of
+real point ``j`` (``rf_i`` of fake point ``i``), membership is strict (``d < r``) and::
+
+    precision = mean over fake i of  [exists real j: d(i, j) < r_j]
+    recall    = mean over real j of  [exists fake i: d(i, j) < rf_i]
+    density   = mean over fake i of  #{real j: d(i, j) < r_j} / k
+    coverage  = mean over real j of  [exists fake i: d(i, j) < r_j]
+
+These are the definitions of the ``prdc`` package (``prdc.compute_prdc``), whose radius is the
+(k+1)-th smallest distance of a row counting the point itself, i.e. the k-th nearest other point.
+
+Exactness. Every membership decision is the one made on float64 distances computed from exact
+coordinate differences, ``sqrt(sum((a - b) ** 2))`` on the features cast to float64. Distances are
+first computed fast in float32 with the GEMM identity ``|a|^2 + |b|^2 - 2 a.b`` on centred,
+power-of-two-scaled copies; a rigorous bound on the float32 rounding error (from the vector
+norms and the dimension) sends every pair within that margin of a radius to a float64 GEMM and
+then to the exact-difference float64 distance; radii are the k-th smallest of those float64
+distances, found the same way (float32 top-k candidates, float64 recheck). Results therefore do
+not depend on ``chunk_size``, ``device`` or the BLAS.
+
+Agreement with ``prdc``: ``prdc`` computes the same distances with sklearn, i.e. with the GEMM
+identity in float64. The two agree exactly unless a distance and a radius differ by less than
+float64 rounding noise (about 1e-13 relative): always on continuous data, and on data whose
+squared distances are exactly representable (integer-valued features, ties, duplicates), where
+both are exact. For float32 features ``prdc`` rounds its distances to float32, which creates
+extra ties; this module instead gives the result of ``prdc`` on the same array cast to float64.
+
+Memory is O(chunk_size x N): no N x N matrix is ever built.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Iterator, Literal, Mapping
+
+import numpy as np
+import torch
+
+__all__ = [
+    "Dedupe",
+    "ReferenceManifold",
+    "deduplicate",
+    "prdc",
+    "precision_coverage",
+    "real_radii",
+]
+
+Dedupe = Literal["none", "keep_one", "drop_all"]
+DEDUPE_CHOICES: tuple[str, ...] = ("none", "keep_one", "drop_all")
+DEFAULT_NEAREST_K = 3
+
+_NPZ_FORMAT = 1
+# Rows per block when chunk_size is None: about 2**25 float32 distances (128 MB) per block.
+_BLOCK_ELEMENTS = 2**25
+# Pairs of rows gathered at once for the exact float64 distances (about 64 MB per side).
+_PAIR_BATCH_VALUES = 2**23
+# Features must stay far from float64 overflow, since squared distances are summed.
+_MAX_ABS_FEATURE = 1e150
+_U64 = 2.0**-53
+# A float32 cross block leaving more undecided pairs than this (and than 1/256 of the block)
+# is redone in float64 rather than resolved pair by pair.
+_FALLBACK_MIN_PAIRS = 4096
+
+
+# --------------------------------------------------------------------------------------------
+# Public API
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ReferenceManifold:
+    """A reference feature set with the radii of its k-nearest-neighbour balls, for reuse.
+
+    Building the radii is the expensive, model-independent half of precision and coverage:
+    build it once per reference group, cache it with :meth:`to_npz`, and pass it to
+    :func:`precision_coverage` for every model and run.
+
+    Attributes:
+        features: ``(n, dim)`` real features (float32 or float64), read-only.
+        radii: ``(n,)`` float64 distance of each row to its ``nearest_k``-th nearest other row.
+        nearest_k: the k the radii were computed with.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> ref = ReferenceManifold.build(rng.normal(size=(50, 8)), nearest_k=3)
+        >>> ref.radii.shape, ref.nearest_k
+        ((50,), 3)
+        >>> scores = precision_coverage(ref, rng.normal(size=(40, 8)))
+        >>> sorted(scores)
+        ['coverage', 'precision']
+    """
+
+    features: np.ndarray
+    radii: np.ndarray
+    nearest_k: int
+
+    def __post_init__(self) -> None:
+        k = _check_nearest_k(self.nearest_k)
+        feats = _as_features(self.features, "features")
+        _check_finite(feats, "features", None)
+        _check_group_size(feats, "features", k + 2, k, None, None)
+        radii = _check_radii(self.radii, feats.shape[0], "radii", None)
+        object.__setattr__(self, "features", _readonly(feats))
+        object.__setattr__(self, "radii", _readonly(radii))
+        object.__setattr__(self, "nearest_k", k)
+
+    @classmethod
+    def build(
+        cls,
+        features: Any,
+        nearest_k: int = DEFAULT_NEAREST_K,
+        *,
+        dedupe: Dedupe = "none",
+        device: str | torch.device | None = None,
+        chunk_size: int | None = None,
+        group: str | None = None,
+    ) -> "ReferenceManifold":
+        """Deduplicate ``features`` as asked and compute their radii.
+
+        Args:
+            features: ``(n, dim)`` numpy array or torch tensor of real features.
+            nearest_k: k of the k-th nearest neighbour defining each radius.
+            dedupe: ``"none"``, ``"keep_one"`` or ``"drop_all"``, see :func:`deduplicate`.
+                The stored features are the deduplicated ones.
+            device: torch device for the distance computation; ``None`` picks CUDA when available.
+            chunk_size: rows per block (memory ``chunk_size x n``); ``None`` picks a size.
+            group: name of the reference group, quoted in error messages.
+
+        Raises:
+            ValueError: bad shape, non-finite rows, too few rows for ``nearest_k``, bad option.
+
+        Example:
+            >>> ref = ReferenceManifold.build(np.arange(12.0).reshape(6, 2), nearest_k=2)
+            >>> ref.radii.tolist()
+            [5.656854249492381, 2.8284271247461903, 2.8284271247461903, 2.8284271247461903, 2.8284271247461903, 5.656854249492381]
+        """
+        k = _check_nearest_k(nearest_k)
+        mode = _check_dedupe(dedupe)
+        opts = _Options.make(device, chunk_size)
+        feats = _as_features(features, "features", group)
+        _check_finite(feats, "features", group)
+        feats = _dedupe(feats, mode)
+        _check_group_size(feats, "features", k + 2, k, group, mode)
+        with _ieee_matmul():
+            radii = _radii(feats, k, opts)
+        return cls(feats, radii, k)
+
+    def to_npz(self, path: str | os.PathLike[str]) -> None:
+        """Write ``features``, ``radii`` and ``nearest_k`` to ``path`` atomically.
+
+        The arrays go to a temporary file in the same directory, which then replaces ``path``,
+        so a reader never sees a half-written cache.
+
+        Args:
+            path: destination file; conventionally ending in ``.npz``.
+
+        Example:
+            >>> import pathlib, tempfile
+            >>> ref = ReferenceManifold.build(np.arange(12.0).reshape(6, 2), nearest_k=2)
+            >>> with tempfile.TemporaryDirectory() as tmp:
+            ...     ref.to_npz(pathlib.Path(tmp) / "africa.npz")
+            ...     again = ReferenceManifold.from_npz(pathlib.Path(tmp) / "africa.npz")
+            >>> bool((again.radii == ref.radii).all()), again.nearest_k
+            (True, 2)
+        """
+        path = os.fspath(path)
+        directory = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".npz")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                np.savez(
+                    handle,
+                    features=self.features,
+                    radii=self.radii,
+                    nearest_k=np.int64(self.nearest_k),
+                    format_version=np.int64(_NPZ_FORMAT),
+                )
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    @classmethod
+    def from_npz(cls, path: str | os.PathLike[str]) -> "ReferenceManifold":
+        """Read a manifold written by :meth:`to_npz`.
+
+        Args:
+            path: file written by :meth:`to_npz`.
+
+        Raises:
+            ValueError: the file lacks one of the arrays, has another format version, or holds
+                inconsistent arrays.
+
+        Example:
+            See :meth:`to_npz`.
+        """
+        with np.load(os.fspath(path), allow_pickle=False) as data:
+            missing = sorted({"features", "radii", "nearest_k", "format_version"} - set(data.files))
+            if missing:
+                raise ValueError(
+                    f"{os.fspath(path)!r} is not a ReferenceManifold file: missing arrays {missing}"
+                )
+            version = int(data["format_version"])
+            if version != _NPZ_FORMAT:
+                raise ValueError(
+                    f"{os.fspath(path)!r} has format_version {version}, expected {_NPZ_FORMAT}"
+                )
+            return cls(data["features"], data["radii"], int(data["nearest_k"]))
+
+
+def deduplicate(features: Any, dedupe: Dedupe = "drop_all") -> np.ndarray:
+    """Remove exactly repeated feature vectors (rows) from one feature set.
+
+    ``"keep_one"`` keeps the first copy of every repeated row; ``"drop_all"`` removes every
+    copy, as DIG In's evaluation code does (``keep_one=False``); ``"none"`` returns the rows
+    unchanged. Rows are equal when all their values are equal (``-0.0 == 0.0``). Row order is
+    preserved. :func:`prdc` and :func:`precision_coverage` apply this to the real and the fake
+    set separately: a vector present in both sets is not a duplicate.
+
+    Args:
+        features: ``(n, dim)`` numpy array or torch tensor.
+        dedupe: ``"none"``, ``"keep_one"`` or ``"drop_all"``.
+
+    Raises:
+        ValueError: ``features`` is not 2-D or ``dedupe`` is not one of the choices.
+
+    Example:
+        >>> x = np.array([[0.0, 1.0], [2.0, 3.0], [0.0, 1.0], [4.0, 5.0]])
+        >>> deduplicate(x, "keep_one").tolist()
+        [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
+        >>> deduplicate(x, "drop_all").tolist()
+        [[2.0, 3.0], [4.0, 5.0]]
+    """
+    mode = _check_dedupe(dedupe)
+    return _dedupe(_as_features(features, "features"), mode)
+
+
+def real_radii(
+    real_features: Any,
+    nearest_k: int = DEFAULT_NEAREST_K,
+    *,
+    device: str | torch.device | None = None,
+    chunk_size: int | None = None,
+    group: str | None = None,
+) -> np.ndarray:
+    """Distance from every row to its ``nearest_k``-th nearest other row.
+
+    This is ``prdc``'s radius (the (k+1)-th smallest distance counting the point itself),
+    computed exactly on the float64 values (see the module docstring). Duplicated rows count
+    as neighbours at distance 0; deduplicate first (:func:`deduplicate`) if that is unwanted.
+
+    Args:
+        real_features: ``(n, dim)`` numpy array or torch tensor, ``n >= nearest_k + 2``.
+        nearest_k: which nearest neighbour sets the radius.
+        device: torch device; ``None`` picks CUDA when available.
+        chunk_size: rows per block (memory ``chunk_size x n``); ``None`` picks a size.
+        group: name of the group, quoted in error messages.
+
+    Returns:
+        float64 array of shape ``(n,)``.
+
+    Raises:
+        ValueError: bad shape, non-finite rows, too few rows, ``nearest_k < 1``.
+
+    Example:
+        >>> real_radii(np.array([[0.0], [1.0], [3.0], [7.0]]), nearest_k=1).tolist()
+        [1.0, 1.0, 2.0, 4.0]
+    """
+    k = _check_nearest_k(nearest_k)
+    opts = _Options.make(device, chunk_size)
+    feats = _as_features(real_features, "real_features", group)
+    _check_finite(feats, "real_features", group)
+    _check_group_size(feats, "real_features", k + 2, k, group, None)
+    with _ieee_matmul():
+        return _radii(feats, k, opts)
+
+
+def prdc(
+    real_features: Any,
+    fake_features: Any,
+    nearest_k: int = DEFAULT_NEAREST_K,
+    *,
+    dedupe: Dedupe = "none",
+    device: str | torch.device | None = None,
+    chunk_size: int | None = None,
+    group: str | None = None,
+) -> dict[str, float]:
+    """Precision, recall, density and coverage, equal to ``prdc.compute_prdc``.
+
+    Args:
+        real_features: ``(n_real, dim)`` numpy array or torch tensor of real features.
+        fake_features: ``(n_fake, dim)`` generated features, same ``dim``.
+        nearest_k: k of the k-nearest-neighbour radii (both sets need ``k + 2`` rows).
+        dedupe: repeated rows handling, applied to the real and the fake set separately:
+            ``"none"`` (default, the ``prdc`` package's behaviour), ``"keep_one"``, or
+            ``"drop_all"`` (DIG In's evaluation code). See :func:`deduplicate`.
+        device: torch device for the distances; ``None`` picks CUDA when available.
+        chunk_size: rows per block (memory ``chunk_size x n``); ``None`` picks a size. It never
+            changes the result.
+        group: name of the group being scored (e.g. ``"africa"``), quoted in error messages.
+
+    Returns:
+        ``{"precision", "recall", "density", "coverage"}`` as Python floats.
+
+    Raises:
+        ValueError: non-2-D input, different feature dimensions, NaN/inf rows, a set with fewer
+            than ``nearest_k + 2`` rows, ``nearest_k < 1``, or an unknown option.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> real, fake = rng.normal(size=(200, 16)), rng.normal(size=(150, 16))
+        >>> scores = prdc(real, fake, nearest_k=5)
+        >>> sorted(scores), all(0.0 <= scores[m] <= 1.0 for m in ("precision", "recall", "coverage"))
+        (['coverage', 'density', 'precision', 'recall'], True)
+        >>> prdc(real, real, nearest_k=5)["precision"]
+        1.0
+    """
+    k = _check_nearest_k(nearest_k)
+    mode = _check_dedupe(dedupe)
+    opts = _Options.make(device, chunk_size)
+    real = _as_features(real_features, "real_features", group)
+    fake = _as_features(fake_features, "fake_features", group)
+    _check_same_dim(real, fake, group)
+    _check_finite(real, "real_features", group)
+    _check_finite(fake, "fake_features", group)
+    real, fake = _dedupe(real, mode), _dedupe(fake, mode)
+    _check_group_size(real, "real_features", k + 2, k, group, mode)
+    _check_group_size(fake, "fake_features", k + 2, k, group, mode)
+    with _ieee_matmul():
+        space = _Space(_Frame.make(real, fake), opts, real=real, fake=fake)
+        fake_r = _radii(fake, k, opts, space, "fake")
+        real_r = _radii(real, k, opts, space, "real")
+        stats = _cross(space, real_r, fake_r, want_counts=True)
+    return {
+        "precision": float(np.mean(stats.fake_counts > 0)),
+        "recall": float(np.mean(stats.real_recalled)),
+        "density": float((1.0 / float(k)) * np.mean(stats.fake_counts)),
+        "coverage": float(np.mean(stats.real_covered)),
+    }
+
+
+def precision_coverage(
+    real_features: Any,
+    fake_features: Any,
+    nearest_k: int | None = None,
+    *,
+    real_radii: Any = None,
+    dedupe: Dedupe = "none",
+    device: str | torch.device | None = None,
+    chunk_size: int | None = None,
+    group: str | None = None,
+) -> dict[str, float]:
+    """Precision and coverage only (DIG In's realism and diversity), same numbers as :func:`prdc`.
+
+    Skips the fake set's own radii and resolves only the pairs that can change these two
+    numbers. The reference side can be raw features, raw features with precomputed
+    ``real_radii``, or a :class:`ReferenceManifold`.
+
+    Args:
+        real_features: ``(n_real, dim)`` array/tensor, or a :class:`ReferenceManifold`.
+        fake_features: ``(n_fake, dim)`` generated features, ``n_fake >= 1``.
+        nearest_k: k of the real radii; ``None`` means 3, or the manifold's own ``nearest_k``
+            (giving a different value with a manifold is an error).
+        real_radii: optional ``(n_real,)`` radii of ``real_features`` (e.g. from
+            :func:`real_radii`); they are taken as given and ``nearest_k`` is not used.
+        dedupe: ``"none"`` (default), ``"keep_one"`` or ``"drop_all"``, see :func:`prdc`.
+            Precomputed radii (``real_radii`` or a manifold) fix the reference rows, so then
+            only the fake set is deduplicated; deduplicate the reference when building it.
+        device: torch device; ``None`` picks CUDA when available.
+        chunk_size: rows per block; never changes the result.
+        group: name of the group being scored, quoted in error messages.
+
+    Returns:
+        ``{"precision", "coverage"}`` as Python floats.
+
+    Raises:
+        ValueError: as :func:`prdc`, plus radii of the wrong shape or negative/non-finite radii,
+            or ``real_radii`` given together with a manifold.
+
+    Example:
+        >>> rng = np.random.default_rng(1)
+        >>> real, fake = rng.normal(size=(120, 8)), rng.normal(size=(90, 8))
+        >>> pc = precision_coverage(real, fake, nearest_k=5)
+        >>> full = prdc(real, fake, nearest_k=5)
+        >>> pc == {"precision": full["precision"], "coverage": full["coverage"]}
+        True
+        >>> precision_coverage(real, fake, real_radii=real_radii(real, 5)) == pc
+        True
+    """
+    mode = _check_dedupe(dedupe)
+    opts = _Options.make(device, chunk_size)
+    if isinstance(real_features, ReferenceManifold):
+        manifold = real_features
+        if real_radii is not None:
+            raise ValueError(
+                f"real_radii must be None when real_features is a ReferenceManifold{_in(group)}: "
+                "the manifold carries its own radii"
+            )
+        if nearest_k is not None and _check_nearest_k(nearest_k) != manifold.nearest_k:
+            raise ValueError(
+                f"nearest_k={nearest_k} differs from the manifold's nearest_k="
+                f"{manifold.nearest_k}{_in(group)}; rebuild the manifold or pass nearest_k=None"
+            )
+        real, radii = manifold.features, manifold.radii
+        fake = _as_features(fake_features, "fake_features", group)
+        _check_same_dim(real, fake, group)
+    else:
+        k = _check_nearest_k(DEFAULT_NEAREST_K if nearest_k is None else nearest_k)
+        real = _as_features(real_features, "real_features", group)
+        fake = _as_features(fake_features, "fake_features", group)
+        _check_same_dim(real, fake, group)
+        _check_finite(real, "real_features", group)
+        if real_radii is None:
+            real = _dedupe(real, mode)
+            _check_group_size(real, "real_features", k + 2, k, group, mode)
+            radii = None
+        else:
+            radii = _check_radii(real_radii, real.shape[0], "real_radii", group)
+            _check_group_size(real, "real_features", 1, None, group, None)
+    _check_finite(fake, "fake_features", group)
+    fake = _dedupe(fake, mode)
+    _check_group_size(fake, "fake_features", 1, None, group, mode)
+    with _ieee_matmul():
+        space = _Space(_Frame.make(real, fake), opts, real=real, fake=fake)
+        if radii is None:
+            radii = _radii(real, k, opts, space, "real")
+        stats = _cross(space, radii, None, want_counts=False)
+    return {
+        "precision": float(np.mean(stats.fake_counts > 0)),
+        "coverage": float(np.mean(stats.real_covered)),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Validation (the public boundary)
+# --------------------------------------------------------------------------------------------
+
+
+def _in(group: str | None) -> str:
+    return "" if group is None else f" (group {group!r})"
+
+
+def _check_nearest_k(nearest_k: Any) -> int:
+    if isinstance(nearest_k, (bool, np.bool_)) or not isinstance(nearest_k, (int, np.integer)):
+        raise ValueError(f"nearest_k must be an integer >= 1, got {nearest_k!r}")
+    if nearest_k < 1:
+        raise ValueError(f"nearest_k must be an integer >= 1, got {nearest_k!r}")
+    return int(nearest_k)
+
+
+def _check_dedupe(dedupe: Any) -> str:
+    if dedupe not in DEDUPE_CHOICES:
+        raise ValueError(f"dedupe must be one of {DEDUPE_CHOICES}, got {dedupe!r}")
+    return str(dedupe)
+
+
+def _as_features(x: Any, name: str, group: str | None = None) -> np.ndarray:
+    """A 2-D float32 or float64 numpy view/copy of ``x`` (tensors are detached and moved to CPU)."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach()
+        if x.dtype in (torch.float16, torch.bfloat16):
+            x = x.to(torch.float32)
+        x = x.cpu().numpy()
+    else:
+        x = np.asarray(x)
+    if x.ndim != 2:
+        raise ValueError(
+            f"{name}{_in(group)} must be a 2-D array (n_samples, n_features), got shape {x.shape}"
+        )
+    if x.shape[1] == 0:
+        raise ValueError(f"{name}{_in(group)} has no feature columns, got shape {x.shape}")
+    kind = x.dtype.kind
+    if kind not in "fiub" or (kind == "f" and x.dtype.itemsize > 8):
+        raise ValueError(
+            f"{name}{_in(group)} must hold real numbers (float32/float64/int), got dtype {x.dtype}"
+        )
+    if x.dtype == np.float32 or x.dtype == np.float64:
+        return x
+    if x.dtype == np.float16:
+        return x.astype(np.float32)
+    return x.astype(np.float64)
+
+
+def _check_same_dim(real: np.ndarray, fake: np.ndarray, group: str | None) -> None:
+    if real.shape[1] != fake.shape[1]:
+        raise ValueError(
+            f"real_features and fake_features must have the same number of features{_in(group)}, "
+            f"got shapes {real.shape} and {fake.shape}"
+        )
+
+
+def _check_finite(x: np.ndarray, name: str, group: str | None) -> None:
+    bad = np.zeros(x.shape[0], dtype=bool)
+    big = 0.0
+    for start, stop in _row_blocks(x.shape[0], max(1, _PAIR_BATCH_VALUES // x.shape[1])):
+        block = x[start:stop]
+        bad[start:stop] = ~np.isfinite(block).all(axis=1)
+        if not bad[start:stop].all():
+            big = max(big, float(np.abs(block[~bad[start:stop]]).max(initial=0.0)))
+    if bad.any():
+        rows = np.flatnonzero(bad)
+        raise ValueError(
+            f"{name}{_in(group)} has {rows.size} row(s) with NaN or inf values "
+            f"(of {x.shape[0]}; first at row {rows[0]})"
+        )
+    if big >= _MAX_ABS_FEATURE:
+        raise ValueError(
+            f"{name}{_in(group)} has values as large as {big:.3g}; features must satisfy "
+            f"|x| < {_MAX_ABS_FEATURE:.0e} so that squared distances stay finite"
+        )
+
+
+def _check_group_size(
+    x: np.ndarray,
+    name: str,
+    minimum: int,
+    k: int | None,
+    group: str | None,
+    dedupe: str | None,
+) -> None:
+    n = x.shape[0]
+    if n >= minimum:
+        return
+    after = "" if dedupe in (None, "none") else f" after dedupe={dedupe!r}"
+    why = (
+        f"nearest_k={k} needs at least {minimum} (k-th nearest other point, as prdc requires)"
+        if k is not None
+        else f"at least {minimum} is needed"
+    )
+    raise ValueError(f"{name}{_in(group)} has {n} row(s){after}, but {why}")
+
+
+def _check_radii(radii: Any, n: int, name: str, group: str | None) -> np.ndarray:
+    if isinstance(radii, torch.Tensor):
+        radii = radii.detach().cpu().numpy()
+    r = np.asarray(radii)
+    if r.shape != (n,):
+        raise ValueError(f"{name}{_in(group)} must have shape ({n},), one per real row, got {r.shape}")
+    if r.dtype.kind not in "fiu":
+        raise ValueError(f"{name}{_in(group)} must be real numbers, got dtype {r.dtype}")
+    r = r.astype(np.float64)
+    bad = ~np.isfinite(r) | (r < 0)
+    if bad.any():
+        raise ValueError(
+            f"{name}{_in(group)} must be finite and >= 0; {int(bad.sum())} value(s) are not "
+            f"(first at index {int(np.flatnonzero(bad)[0])}: {r[bad][0]})"
+        )
+    return r
+
+
+def _readonly(x: np.ndarray) -> np.ndarray:
+    view = x.view()
+    view.flags.writeable = False
+    return view
+
+
+@dataclass(frozen=True)
+class _Options:
+    device: torch.device
+    chunk_size: int | None
+
+    @classmethod
+    def make(cls, device: Any, chunk_size: Any) -> "_Options":
+        if chunk_size is not None and (
+            isinstance(chunk_size, (bool, np.bool_))
+            or not isinstance(chunk_size, (int, np.integer))
+            or chunk_size < 1
+        ):
+            raise ValueError(f"chunk_size must be a positive integer or None, got {chunk_size!r}")
+        if device is None:
+            dev = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        else:
+            try:
+                dev = torch.device(device)
+            except (RuntimeError, TypeError) as err:
+                raise ValueError(f"device must be a torch device such as 'cpu' or 'cuda', got {device!r}") from err
+            if dev.type == "cuda" and not torch.cuda.is_available():
+                raise ValueError(f"device={device!r} was requested but CUDA is not available; use 'cpu' or None")
+        return cls(dev, None if chunk_size is None else int(chunk_size))
+
+    def rows_per_block(self, n_cols: int) -> int:
+        if self.chunk_size is not None:
+            return self.chunk_size
+        return max(1, _BLOCK_ELEMENTS // max(1, n_cols))
+
+
+# --------------------------------------------------------------------------------------------
+# Deduplication
+# --------------------------------------------------------------------------------------------
+
+
+def _dedupe(x: np.ndarray, mode: str) -> np.ndarray:
+    if mode == "none" or x.shape[0] < 2:
+        return x
+    key = np.ascontiguousarray(x + x.dtype.type(0.0))  # maps -0.0 to 0.0
+    rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel()
+    _, first, counts = np.unique(rows, return_index=True, return_counts=True)
+    keep = first if mode == "keep_one" else first[counts == 1]
+    return x[np.sort(keep)]
+
+
+# --------------------------------------------------------------------------------------------
+# Engine: error-bounded fast distances, exact float64 rechecks
+# --------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _ieee_matmul() -> Iterator[None]:
+    """Force full-precision float32 matmuls (no TF32/bf16), which the error bound assumes."""
+    backends = [
+        b
+        for b in (getattr(torch.backends.cuda, "matmul", None), getattr(torch.backends.mkldnn, "matmul", None))
+        if b is not None and hasattr(b, "fp32_precision")
+    ]
+    saved = [b.fp32_precision for b in backends]
+    try:
+        for b in backends:
+            b.fp32_precision = "ieee"
+        yield
+    finally:
+        for b, value in zip(backends, saved):
+            b.fp32_precision = value
+
+
+def _row_blocks(n: int, size: int) -> Iterator[tuple[int, int]]:
+    for start in range(0, n, size):
+        yield start, min(n, start + size)
+
+
+def _gamma(n: int, u: float) -> float:
+    """Higham's gamma_n = n u / (1 - n u): relative error bound of an n-term float sum/dot."""
+    if n * u >= 0.5:
+        return math.inf
+    return n * u / (1.0 - n * u)
+
+
+@dataclass(frozen=True)
+class _Tier:
+    dtype: torch.dtype
+    u: float  # unit roundoff
+    tiny: float  # largest absolute error of rounding a value into the subnormal range
+
+
+_F32 = _Tier(torch.float32, 2.0**-24, 2.0**-150)
+_F64 = _Tier(torch.float64, 2.0**-53, 2.0**-1075)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """Common centre and power-of-two scale of the sets compared in one computation.
+
+    Distances are translation invariant and a power-of-two scale is exact, so the working
+    copies ``y = (x - centre) * scale`` keep the identity's cancellation error small. The centre
+    (the mean of all rows) is rounded to float32, so float32 rows are centred in float32 with a
+    single rounding.
+    """
+
+    center: np.ndarray
+    scale: float
+    dim: int
+
+    @classmethod
+    def make(cls, *sets: np.ndarray) -> "_Frame":
+        total = sum(x.sum(axis=0, dtype=np.float64) for x in sets)
+        center = (total / sum(x.shape[0] for x in sets)).astype(np.float32).astype(np.float64)
+        biggest = 0.0
+        for x in sets:  # |x - centre| is largest at a column's extremes
+            for extreme in (x.max(axis=0), x.min(axis=0)):
+                biggest = max(biggest, float(np.abs(extreme.astype(np.float64) - center).max()))
+        scale = 1.0 if biggest == 0.0 else math.ldexp(1.0, -math.frexp(biggest)[1])
+        return cls(center, scale, sets[0].shape[1])
+
+
+@dataclass(frozen=True)
+class _Work:
+    """One feature set in a frame, in a tier's dtype, on the compute device."""
+
+    x: torch.Tensor  # (n, dim) rounded (features - centre) * scale
+    sq: torch.Tensor  # (n,) rounded squared norms of x, same dtype
+    norm: np.ndarray  # (n,) float64 upper bounds of the exact norms of x
+    max_exact_norm: float  # upper bound of ||(features - centre) * scale|| (unrounded)
+
+
+def _prepare(x: np.ndarray, frame: _Frame, tier: _Tier, device: torch.device) -> _Work:
+    n, dim = x.shape
+    # subtract in float32 only when both x and the result are float32 (one rounding)
+    exact_dtype = torch.float32 if x.dtype == np.float32 and tier.dtype == torch.float32 else torch.float64
+    center = torch.from_numpy(frame.center).to(exact_dtype)  # float32-representable
+    out = torch.empty((n, dim), dtype=tier.dtype)
+    norm = torch.empty(n, dtype=torch.float64)
+    for start, stop in _row_blocks(n, max(1, _PAIR_BATCH_VALUES // dim)):
+        # torch.sub makes a new tensor: x itself (whose memory from_numpy shares) is never written
+        block = x[start:stop] if x.flags.writeable else x[start:stop].copy()  # torch wants writable
+        y = torch.sub(torch.from_numpy(block).to(exact_dtype), center).mul_(frame.scale)
+        out[start:stop] = y
+        norm[start:stop] = torch.linalg.vector_norm(out[start:stop], dim=1, dtype=torch.float64)
+    norm = norm.numpy()
+    # float64 norm of the rounded rows: relative error <= gamma_{dim+2}, plus underflow.
+    norm = norm * (1.0 + _gamma(dim + 4, _U64)) + math.sqrt(dim) * 2.0**-537
+    # per-component rounding into the tier: relative u (plus float64 centring) or absolute tiny
+    u1 = tier.u + 2 * _U64
+    alpha = tier.tiny + 2.0**-1075
+    max_exact = (float(norm.max(initial=0.0)) + alpha * math.sqrt(dim)) / (1.0 - u1)
+    xt = out.to(device)
+    return _Work(xt, xt.square().sum(dim=1), norm, max_exact)
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """Rigorous error bounds linking the tier's identity distances to the float64 semantics.
+
+    For rows a, b of two working sets, with ``q`` the tier's ``|a|^2 + |b|^2 - 2 a.b``:
+
+    * ``|q - dhat^2| <= E = 2c (|a|^2 + |b|^2) + qabs`` where ``dhat`` is the exact distance of
+      the rounded rows (every dot/sum of m terms errs by at most gamma_m times its absolute
+      sum, in any summation order, and (|a| + |b|)^2 <= 2|a|^2 + 2|b|^2);
+    * ``|dhat - d * scale| <= e1`` where ``d`` is the exact distance of the original rows
+      (rounding each component into the tier moves a row by at most u |row|);
+    * ``|d64 - d| <= s64 d + eps64`` for the float64 exact-difference distance ``d64`` that
+      defines the semantics (squares and a sum of non-negative terms, then a square root).
+    """
+
+    c: float
+    qabs: float
+    e1: float
+    s64: float
+    eps64: float
+    scale: float
+
+    @classmethod
+    def make(cls, frame: _Frame, tier: _Tier, a: _Work, b: _Work) -> "_Bounds":
+        dim = frame.dim
+        c = 1.0625 * _gamma(2 * dim + 16, tier.u)
+        u1 = tier.u + 2 * _U64
+        alpha = tier.tiny + 2.0**-1075
+        e1 = (u1 * (a.max_exact_norm + b.max_exact_norm) + 2 * alpha * math.sqrt(dim)) * (1 + 2.0**-40)
+        return cls(
+            c=c,
+            qabs=4.0 * (dim + 4) * tier.tiny,
+            e1=e1,
+            s64=1.0625 * _gamma(dim + 4, _U64),
+            eps64=2.0 * math.sqrt(dim * 2.0**-1074),
+            scale=frame.scale,
+        )
+
+    def in_radius(self, r: np.ndarray) -> np.ndarray:
+        """rho with: sqrt(q + E) < rho  implies  d64 < r  (nan where nothing can be sure)."""
+        rho = (r - self.eps64) * self.scale / (1.0 + self.s64) - self.e1
+        return np.where(rho > 0, rho * (1 - 2.0**-44), np.nan)
+
+    def out_radius(self, r: np.ndarray) -> np.ndarray:
+        """rho with: sqrt(max(q - E, 0)) >= rho  implies  d64 >= r."""
+        return ((r + self.eps64) * self.scale / (1.0 - self.s64) + self.e1) * (1 + 2.0**-44)
+
+    def upper_distance(self, q: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """Upper bound of d64 for a pair with identity value q and bound E = e."""
+        hi = (np.sqrt(np.maximum(q, 0.0) + e) + self.e1) * (1.0 + self.s64) / self.scale + self.eps64
+        return hi * (1 + 2.0**-44)
+
+    def lower_distance(self, q: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """Lower bound of d64 for a pair with identity value q and bound E = e."""
+        lo = (np.sqrt(np.maximum(q - e, 0.0)) - self.e1) * (1.0 - self.s64) / self.scale - self.eps64
+        return lo - np.abs(lo) * 2.0**-44
+
+    def lower_distance_threshold(self, d: np.ndarray, e: np.ndarray) -> np.ndarray:
+        """t with: q > t  implies  d64 > d."""
+        rho = ((d + self.eps64) * self.scale / (1.0 - self.s64) + self.e1) * (1 + 2.0**-44)
+        return (rho * rho + e) * (1 + 2.0**-44)
+
+
+def _to_tier(values: np.ndarray, tier: _Tier, device: torch.device, direction: str) -> torch.Tensor:
+    """float64 thresholds rounded into the tier dtype toward -inf ('down') or +inf ('up')."""
+    values = np.asarray(values, dtype=np.float64)
+    if tier.dtype == torch.float64:
+        out = values.copy()
+    else:
+        with np.errstate(over="ignore"):
+            out = values.astype(np.float32)
+        wide = out.astype(np.float64)
+        if direction == "down":
+            fix = wide > values
+            out[fix] = np.nextafter(out[fix], np.float32(-np.inf))
+        else:
+            fix = wide < values
+            out[fix] = np.nextafter(out[fix], np.float32(np.inf))
+    out = np.where(np.isnan(values), -np.inf if direction == "down" else np.inf, out)
+    return torch.from_numpy(np.ascontiguousarray(out)).to(device)
+
+
+def _exact_distances(a: np.ndarray, ia: np.ndarray, b: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """float64 ``sqrt(sum((a[ia] - b[ib]) ** 2))`` per pair: the reference semantics."""
+    out = np.empty(ia.size, dtype=np.float64)
+    step = max(1, min(512, ia.size, _PAIR_BATCH_VALUES // a.shape[1]))
+    buf_a = np.empty((step, a.shape[1]), dtype=a.dtype)
+    buf_b = np.empty((step, b.shape[1]), dtype=b.dtype)
+    diff = np.empty((step, a.shape[1]), dtype=np.float64)
+    for start, stop in _row_blocks(ia.size, step):
+        m = stop - start
+        np.take(a, ia[start:stop], axis=0, out=buf_a[:m])
+        np.take(b, ib[start:stop], axis=0, out=buf_b[:m])
+        np.subtract(buf_a[:m], buf_b[:m], out=diff[:m], dtype=np.float64)
+        np.square(diff[:m], out=diff[:m])
+        diff[:m].sum(axis=1, out=out[start:stop])
+    return np.sqrt(out, out=out)
+
+
+def _identity_block(a: _Work, rows: slice | torch.Tensor, b: _Work) -> torch.Tensor:
+    """q = |a|^2 + |b|^2 - 2 a.b for a[rows] x b, in the tier dtype."""
+    q = torch.addmm(b.sq.unsqueeze(0), a.x[rows], b.x.T, beta=1.0, alpha=-2.0)
+    return q.add_(a.sq[rows].unsqueeze(1))
+
+
+class _Space:
+    """Feature sets sharing one frame, with their working copies made on demand per tier."""
+
+    def __init__(self, frame: _Frame, opts: _Options, **sets: np.ndarray) -> None:
+        self.frame, self.opts, self.sets = frame, opts, sets
+        self._works: dict[tuple[str, torch.dtype], _Work] = {}
+
+    def work(self, name: str, tier: _Tier) -> _Work:
+        key = (name, tier.dtype)
+        if key not in self._works:
+            self._works[key] = _prepare(self.sets[name], self.frame, tier, self.opts.device)
+        return self._works[key]
+
+    def release(self, tier: _Tier) -> None:
+        for key in [key for key in self._works if key[1] == tier.dtype]:
+            del self._works[key]
+
+
+def _radii(x: np.ndarray, k: int, opts: _Options, space: _Space | None = None, name: str = "x") -> np.ndarray:
+    """k-th smallest float64 exact distance from each row of ``x`` to its other rows."""
+    space = _Space(_Frame.make(x), opts, x=x) if space is None else space
+    n = x.shape[0]
+    radii = np.full(n, np.nan)
+    # float32 pass; rows with a suspicious candidate count are redone in float64
+    todo = _radii_pass(x, k, space.work(name, _F32), _F32, space, np.arange(n), radii, limit=4 * k + 32)
+    if todo.size:
+        todo = _radii_pass(x, k, space.work(name, _F64), _F64, space, todo, radii, limit=n)
+        space.release(_F64)
+    for row in todo:  # unreachable unless the bounds are wrong: every distance of the row
+        others = np.delete(np.arange(n), row)
+        d = _exact_distances(x, np.full(others.size, row), x, others)
+        radii[row] = np.partition(d, k - 1)[k - 1]
+    return radii
+
+
+def _radii_pass(
+    x: np.ndarray,
+    k: int,
+    work: _Work,
+    tier: _Tier,
+    space: _Space,
+    rows: np.ndarray,
+    radii: np.ndarray,
+    limit: int,
+) -> np.ndarray:
+    """Fill ``radii[rows]``; return the rows whose candidate count was outside [k, limit].
+
+    Per row: the k-th smallest identity value gives an upper bound of the radius; every other
+    row whose distance may not exceed it is a candidate, and the radius is the k-th smallest
+    exact distance among the candidates.
+    """
+    n = x.shape[0]
+    bounds = _Bounds.make(space.frame, tier, work, work)
+    max_sq = float(work.norm.max()) ** 2
+    redo: list[np.ndarray] = []
+    cand_rows: list[np.ndarray] = []
+    cand_cols: list[np.ndarray] = []
+    cand_q: list[np.ndarray] = []
+    row_e = np.zeros(n)
+    rows_t = torch.from_numpy(rows).to(work.x.device)
+    for start, stop in _row_blocks(rows.size, space.opts.rows_per_block(n)):
+        idx = rows_t[start:stop]
+        block_rows = rows[start:stop]
+        q = _identity_block(work, idx, work)
+        q[torch.arange(stop - start, device=q.device), idx] = math.inf  # not its own neighbour
+        kth = torch.topk(q, k, dim=1, largest=False).values[:, k - 1].double().cpu().numpy()
+        e = 2 * bounds.c * (work.norm[block_rows] ** 2 + max_sq) + bounds.qabs
+        row_e[block_rows] = e
+        radius_hi = bounds.upper_distance(kth, e)
+        t = _to_tier(bounds.lower_distance_threshold(radius_hi, e), tier, q.device, "up")
+        mask = q <= t.unsqueeze(1)
+        counts = torch.count_nonzero(mask, dim=1).cpu().numpy()
+        bad = (counts < k) | (counts > limit)
+        if bad.any():
+            redo.append(block_rows[bad])
+            mask[torch.from_numpy(bad).to(mask.device)] = False
+        local, cols = torch.nonzero(mask, as_tuple=True)
+        cand_q.append(q[local, cols].double().cpu().numpy())
+        cand_rows.append(block_rows[local.cpu().numpy()])
+        cand_cols.append(cols.cpu().numpy())
+        del q, mask
+    ri, ci, qv = np.concatenate(cand_rows), np.concatenate(cand_cols), np.concatenate(cand_q)
+    if ri.size:
+        # Within a row the bounds grow with q. Candidates whose upper bound is below the k-th
+        # smallest lower bound are surely among the k - 1 nearest: count them, skip their
+        # exact distance; the radius is then the (k - m)-th smallest exact distance of the rest.
+        order = np.lexsort((qv, ri))
+        ri, ci, qv = ri[order], ci[order], qv[order]
+        uniq, first = np.unique(ri, return_index=True)
+        e = row_e[ri]
+        kth_lo = bounds.lower_distance(qv[first + k - 1], row_e[uniq])
+        slot = np.searchsorted(uniq, ri)
+        below = bounds.upper_distance(qv, e) < kth_lo[slot]
+        below_count = np.bincount(slot, weights=below, minlength=uniq.size).astype(np.int64)
+        ri, ci, slot = ri[~below], ci[~below], slot[~below]
+        d = _exact_distances(x, ri, x, ci)
+        order = np.lexsort((d, slot))
+        d, slot = d[order], slot[order]
+        rest_first = np.searchsorted(slot, np.arange(uniq.size))
+        radii[uniq] = d[rest_first + k - 1 - below_count]
+    return np.concatenate(redo) if redo else np.empty(0, dtype=np.int64)
+
+
+@dataclass
+class _CrossStats:
+    fake_counts: np.ndarray  # real balls holding each fake point (only > 0 is exact unless counting)
+    real_covered: np.ndarray  # the real ball holds some fake point
+    real_recalled: np.ndarray  # the real point lies in some fake ball (with fake radii only)
+
+
+def _cross(
+    space: _Space,
+    real_r: np.ndarray,
+    fake_r: np.ndarray | None,
+    want_counts: bool,
+) -> _CrossStats:
+    """Membership of fake points in real balls (and of real points in fake balls)."""
+    fake, real = space.sets["fake"], space.sets["real"]
+    n_fake, n_real = fake.shape[0], real.shape[0]
+    stats = _CrossStats(
+        fake_counts=np.zeros(n_fake, dtype=np.int64),
+        real_covered=np.zeros(n_real, dtype=bool),
+        real_recalled=np.zeros(n_real, dtype=bool),
+    )
+    for start, stop in _row_blocks(n_fake, space.opts.rows_per_block(n_real)):
+        rows = slice(start, stop)
+        unsure = None
+        for tier in (_F32, _F64):  # float64 only for a block float32 leaves too unsure
+            fw, rw = space.work("fake", tier), space.work("real", tier)
+            unsure = _cross_block(fw, rw, _Bounds.make(space.frame, tier, fw, rw), tier, rows, real_r, fake_r, stats, want_counts)
+            if unsure is not None:
+                break
+        pairs_f, pairs_r, counted = unsure
+        if pairs_f.size:
+            d = _exact_distances(fake, pairs_f, real, pairs_r)
+            inside = d < real_r[pairs_r]
+            np.add.at(stats.fake_counts, pairs_f[inside & ~counted], 1)
+            stats.real_covered[pairs_r[inside]] = True
+            if fake_r is not None:
+                stats.real_recalled[pairs_r[d < fake_r[pairs_f]]] = True
+    space.release(_F64)
+    return stats
+
+
+def _cross_block(
+    fw: _Work,
+    rw: _Work,
+    bounds: _Bounds,
+    tier: _Tier,
+    rows: slice,
+    real_r: np.ndarray,
+    fake_r: np.ndarray | None,
+    stats: _CrossStats,
+    want_counts: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Decide the sure pairs of one block of fake rows; return the undecided (fake, real) pairs.
+
+    The third array flags pairs already counted as inside their real ball (they are undecided
+    only for recall).
+
+    Returns None (and records nothing) when a float32 block leaves too many pairs undecided,
+    so the caller redoes the block in float64.
+    """
+    device = fw.x.device
+    n_real = rw.x.shape[0]
+    c2 = 2 * bounds.c
+    real_e = c2 * rw.norm**2 + bounds.qabs
+    fake_sq = fw.norm[rows] ** 2
+    t_in = _to_tier(bounds.in_radius(real_r) ** 2 - real_e, tier, device, "down")
+    t_out = _to_tier(bounds.out_radius(real_r) ** 2 + real_e, tier, device, "up")
+    shift = torch.from_numpy(c2 * fake_sq).to(device=device, dtype=tier.dtype).unsqueeze(1)
+
+    q = _identity_block(fw, rows, rw)
+    q.add_(shift)  # q + 2c|a|^2: compared with thresholds that hold 2c|b|^2
+    sure_in = q < t_in.unsqueeze(0)
+    if fake_r is not None:
+        col_e = c2 * float(rw.norm.max()) ** 2 + bounds.qabs
+        rec_in = q < _to_tier(bounds.in_radius(fake_r[rows]) ** 2 - col_e, tier, device, "down").unsqueeze(1)
+    q.sub_(2 * shift)  # q - 2c|a|^2
+    sure_out = q >= t_out.unsqueeze(0)
+    if fake_r is not None:
+        rec_out = q >= _to_tier(bounds.out_radius(fake_r[rows]) ** 2 + col_e, tier, device, "up").unsqueeze(1)
+    del q
+
+    unsure = ~(sure_in | sure_out)
+    fake_any = sure_in.any(dim=1)
+    covered = torch.from_numpy(stats.real_covered).to(device) | sure_in.any(dim=0)
+    if not want_counts:
+        # precision and coverage only: a pair matters if its fake row or its real column is open
+        unsure &= ~fake_any.unsqueeze(1) | ~covered.unsqueeze(0)
+    if fake_r is not None:
+        # recall: a pair matters while its real column is not yet surely recalled
+        recalled = torch.from_numpy(stats.real_recalled).to(device) | rec_in.any(dim=0)
+        unsure |= ~(rec_in | rec_out) & ~recalled.unsqueeze(0)
+    n_unsure = int(torch.count_nonzero(unsure))
+    n_rows = sure_in.shape[0]
+    # exact distances cost about 256x a GEMM entry: beyond that, redo the block in float64
+    if tier is _F32 and n_unsure > max(_FALLBACK_MIN_PAIRS, n_rows * n_real // 256):
+        return None
+    counts = torch.count_nonzero(sure_in, dim=1) if want_counts else fake_any.long()
+    stats.fake_counts[rows] += counts.cpu().numpy()
+    stats.real_covered[:] = covered.cpu().numpy()
+    if fake_r is not None:
+        stats.real_recalled[:] = recalled.cpu().numpy()
+    local_t, cols_t = torch.nonzero(unsure, as_tuple=True)
+    counted = sure_in[local_t, cols_t].cpu().numpy()  # sure for precision, unsure for recall
+    return local_t.cpu().numpy() + rows.start, cols_t.cpu().numpy(), counted
