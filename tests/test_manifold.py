@@ -104,6 +104,14 @@ HARD_CASES = {
         np.concatenate([integer_cloud(3, 8, 4)[:5], integer_cloud(4, 10, 4)]),
         3,
     ),
+    # more tied neighbours than the top-k pass keeps (k + 8) and than the float32 mask pass allows
+    "heavy_duplicates": lambda: (
+        np.repeat(integer_cloud(13, 3, 2), [50, 20, 5], axis=0),
+        np.concatenate([integer_cloud(13, 3, 2)[:2], integer_cloud(14, 20, 2)]),
+        3,
+    ),
+    # lattice line: 12 equidistant neighbours tie for every radius in 1-D with k = 10
+    "equidistant_line": lambda: (np.arange(40.0)[:, None], np.arange(0.5, 30.0, 1.5)[:, None], 10),
     # on a line with spacing 2 and k=1 every radius is 2; fakes at -2 and 10 sit exactly on one
     "exactly_on_radius": lambda: (
         np.array([[0.0], [2.0], [4.0], [6.0], [8.0]]),
@@ -440,7 +448,7 @@ def test_reference_manifold_reuse_and_npz_roundtrip(tmp_path):
     assert mf.precision_coverage(ref, fake) == expected
     assert mf.precision_coverage(ref, fake, nearest_k=4) == expected
     assert mf.precision_coverage(real, fake, real_radii=ref.radii) == expected
-    assert mf.precision_coverage(real, fake, real_radii=torch.from_numpy(ref.radii)) == expected
+    assert mf.precision_coverage(real, fake, real_radii=torch.tensor(ref.radii)) == expected
     path = tmp_path / "africa.npz"
     ref.to_npz(path)
     ref.to_npz(path)  # replaces the previous file
