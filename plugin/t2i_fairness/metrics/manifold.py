@@ -14,7 +14,8 @@ These are the definitions of the ``prdc`` package (``prdc.compute_prdc``), whose
 (k+1)-th smallest distance of a row counting the point itself, i.e. the k-th nearest other point.
 
 Exactness. Every membership decision is the one made on float64 distances computed from exact
-coordinate differences, ``sqrt(sum((a - b) ** 2))`` on the features cast to float64. Distances are
+coordinate differences, numpy's ``np.sqrt(((a - b) ** 2).sum(-1))`` on the features cast to
+float64 (integers too; float16/bfloat16 go through float32 exactly). Distances are
 first computed fast in float32 with the GEMM identity ``|a|^2 + |b|^2 - 2 a.b`` on centred,
 power-of-two-scaled copies; a rigorous bound on the float32 rounding error (from the vector
 norms and the dimension) sends every pair within that margin of a radius to a float64 GEMM and
@@ -39,7 +40,7 @@ import math
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal, Mapping
+from typing import Any, Iterator, Literal
 
 import numpy as np
 import torch
@@ -60,7 +61,7 @@ DEFAULT_NEAREST_K = 3
 _NPZ_FORMAT = 1
 # Rows per block when chunk_size is None: about 2**25 float32 distances (128 MB) per block.
 _BLOCK_ELEMENTS = 2**25
-# Pairs of rows gathered at once for the exact float64 distances (about 64 MB per side).
+# Values per block when converting features (float64: 64 MB).
 _PAIR_BATCH_VALUES = 2**23
 # Features must stay far from float64 overflow, since squared distances are summed.
 _MAX_ABS_FEATURE = 1e150
@@ -904,9 +905,9 @@ def _radii_topk_pass(
                 q[local, local] = math.inf  # a row is not its own neighbour
             values, cols = torch.topk(q, min(keep, c1 - c0), dim=1, largest=False)
             merge(r0, r1, values, cols + c0)
-            if c0 != r0:
-                values, rows = torch.topk(q, min(keep, r1 - r0), dim=0, largest=False)
-                merge(c0, c1, values.T, rows.T + r0)
+            if c0 != r0:  # the same distances seen from the column rows (row-wise top-k is faster)
+                values, rows = torch.topk(q.T.contiguous(), min(keep, r1 - r0), dim=1, largest=False)
+                merge(c0, c1, values, rows + r0)
             del q
 
     bounds = _Bounds.make(space.frame, tier, work, work)
