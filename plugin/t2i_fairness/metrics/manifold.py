@@ -301,6 +301,10 @@ def prdc(
 ) -> dict[str, float]:
     """Precision, recall, density and coverage, equal to ``prdc.compute_prdc``.
 
+    Decisions are exact on the float64 values (module docstring): for float64 features this is
+    ``prdc.compute_prdc(real, fake, nearest_k)``; for float32 features it is ``prdc`` on the same
+    arrays cast to float64 (``prdc`` on float32 arrays rounds distances to float32 first).
+
     Args:
         real_features: ``(n_real, dim)`` numpy array or torch tensor of real features.
         fake_features: ``(n_fake, dim)`` generated features, same ``dim``.
