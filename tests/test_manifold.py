@@ -198,6 +198,24 @@ def test_float32_input_equals_prdc_on_float64_cast():
     assert mf.prdc(real, fake, 4) == package_prdc(real.astype(np.float64), fake.astype(np.float64), 4)
 
 
+@pytest.mark.parametrize("log2_scale", [300, -300])
+def test_extreme_magnitudes(log2_scale):
+    real, fake, k = HARD_CASES["lattice_ties"]()
+    scale = 2.0**log2_scale
+    assert mf.prdc(real * scale, fake * scale, k) == mf.prdc(real, fake, k)
+
+
+def test_mixed_float32_reference_and_float64_fake():
+    """Both sets must be centred on the same value even when only one is float32."""
+    rng = np.random.default_rng(7)
+    real = (1000.0 + rng.normal(size=(80, 16))).astype(np.float32)
+    fake = 1000.0 + rng.normal(size=(70, 16)) * 1.2
+    expected = pc_of(package_prdc(real, fake, 3))
+    assert mf.precision_coverage(real, fake, 3) == expected
+    assert mf.precision_coverage(mf.ReferenceManifold.build(real, 3), fake) == expected
+    assert mf.prdc(real, fake, 3) == package_prdc(real, fake, 3)
+
+
 def test_float32_error_bound_holds():
     """The bound E on |q - dhat^2| is never exceeded and is not absurdly loose."""
     rng = np.random.default_rng(0)

@@ -30,6 +30,9 @@ squared distances are exactly representable (integer-valued features, ties, dupl
 both are exact. For float32 features ``prdc`` rounds its distances to float32, which creates
 extra ties; this module instead gives the result of ``prdc`` on the same array cast to float64.
 
+Features must satisfy |x| < 1e150 (checked). As in any float64 computation, coordinates that
+differ only below about 1e-154 give squared differences that underflow to 0.
+
 Memory is O(chunk_size x N): no N x N matrix is ever built.
 """
 
@@ -667,25 +670,30 @@ class _Frame:
     """Common centre and power-of-two scale of the sets compared in one computation.
 
     Distances are translation invariant and a power-of-two scale is exact, so the working
-    copies ``y = (x - centre) * scale`` keep the identity's cancellation error small. The centre
-    (the mean of all rows) is rounded to float32, so float32 rows are centred in float32 with a
-    single rounding.
+    copies ``y = (x - centre) * scale`` keep the identity's cancellation error small. When every
+    set is float32 the centre (the mean of all rows) is rounded to float32, so rows are centred
+    in float32 with a single rounding; otherwise centring is done in float64. Either way every set
+    is centred on the very same value.
     """
 
     center: np.ndarray
     scale: float
     dim: int
+    center_is_float32: bool
 
     @classmethod
     def make(cls, *sets: np.ndarray) -> "_Frame":
         total = sum(x.sum(axis=0, dtype=np.float64) for x in sets)
-        center = (total / sum(x.shape[0] for x in sets)).astype(np.float32).astype(np.float64)
+        center = total / sum(x.shape[0] for x in sets)
+        as_float32 = all(x.dtype == np.float32 for x in sets)
+        if as_float32:
+            center = center.astype(np.float32).astype(np.float64)
         biggest = 0.0
         for x in sets:  # |x - centre| is largest at a column's extremes
             for extreme in (x.max(axis=0), x.min(axis=0)):
                 biggest = max(biggest, float(np.abs(extreme.astype(np.float64) - center).max()))
         scale = 1.0 if biggest == 0.0 else math.ldexp(1.0, -math.frexp(biggest)[1])
-        return cls(center, scale, sets[0].shape[1])
+        return cls(center, scale, sets[0].shape[1], as_float32)
 
 
 @dataclass(frozen=True)
@@ -700,9 +708,10 @@ class _Work:
 
 def _prepare(x: np.ndarray, frame: _Frame, tier: _Tier, device: torch.device) -> _Work:
     n, dim = x.shape
-    # subtract in float32 only when both x and the result are float32 (one rounding)
-    exact_dtype = torch.float32 if x.dtype == np.float32 and tier.dtype == torch.float32 else torch.float64
-    center = torch.from_numpy(frame.center).to(exact_dtype)  # float32-representable
+    # subtract in float32 only when x, the centre and the result are float32 (one rounding)
+    in_float32 = x.dtype == np.float32 and tier.dtype == torch.float32 and frame.center_is_float32
+    exact_dtype = torch.float32 if in_float32 else torch.float64
+    center = torch.from_numpy(frame.center).to(exact_dtype)  # exact: see _Frame
     out = torch.empty((n, dim), dtype=tier.dtype)
     sq = torch.empty(n, dtype=tier.dtype)
     for start, stop in _row_blocks(n, max(1, _PAIR_BATCH_VALUES // dim)):
