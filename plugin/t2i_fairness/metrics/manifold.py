@@ -14,7 +14,8 @@ These are the definitions of the ``prdc`` package (``prdc.compute_prdc``), whose
 (k+1)-th smallest distance of a row counting the point itself, i.e. the k-th nearest other point.
 
 Exactness. Every membership decision is the one made on float64 distances computed from exact
-coordinate differences, ``sqrt(sum((a - b) ** 2))`` on the features cast to float64. Distances are
+coordinate differences, numpy's ``np.sqrt(((a - b) ** 2).sum(-1))`` on the features cast to
+float64 (integers too; float16/bfloat16 go through float32 exactly). Distances are
 first computed fast in float32 with the GEMM identity ``|a|^2 + |b|^2 - 2 a.b`` on centred,
 power-of-two-scaled copies; a rigorous bound on the float32 rounding error (from the vector
 norms and the dimension) sends every pair within that margin of a radius to a float64 GEMM and
@@ -29,6 +30,9 @@ squared distances are exactly representable (integer-valued features, ties, dupl
 both are exact. For float32 features ``prdc`` rounds its distances to float32, which creates
 extra ties; this module instead gives the result of ``prdc`` on the same array cast to float64.
 
+Features must satisfy |x| < 1e150 (checked). As in any float64 computation, coordinates that
+differ only below about 1e-154 give squared differences that underflow to 0.
+
 Memory is O(chunk_size x N): no N x N matrix is ever built.
 """
 
@@ -39,7 +43,7 @@ import math
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Iterator, Literal, Mapping
+from typing import Any, Iterator, Literal
 
 import numpy as np
 import torch
@@ -60,7 +64,7 @@ DEFAULT_NEAREST_K = 3
 _NPZ_FORMAT = 1
 # Rows per block when chunk_size is None: about 2**25 float32 distances (128 MB) per block.
 _BLOCK_ELEMENTS = 2**25
-# Pairs of rows gathered at once for the exact float64 distances (about 64 MB per side).
+# Values per block when converting features (float64: 64 MB).
 _PAIR_BATCH_VALUES = 2**23
 # Features must stay far from float64 overflow, since squared distances are summed.
 _MAX_ABS_FEATURE = 1e150
@@ -68,6 +72,8 @@ _U64 = 2.0**-53
 # A float32 cross block leaving more undecided pairs than this (and than 1/256 of the block)
 # is redone in float64 rather than resolved pair by pair.
 _FALLBACK_MIN_PAIRS = 4096
+# Boolean masks are turned into index lists this many entries at a time (bounded memory).
+_SLICE_ELEMENTS = 2**22
 
 
 # --------------------------------------------------------------------------------------------
@@ -298,6 +304,10 @@ def prdc(
 ) -> dict[str, float]:
     """Precision, recall, density and coverage, equal to ``prdc.compute_prdc``.
 
+    Decisions are exact on the float64 values (module docstring): for float64 features this is
+    ``prdc.compute_prdc(real, fake, nearest_k)``; for float32 features it is ``prdc`` on the same
+    arrays cast to float64 (``prdc`` on float32 arrays rounds distances to float32 first).
+
     Args:
         real_features: ``(n_real, dim)`` numpy array or torch tensor of real features.
         fake_features: ``(n_fake, dim)`` generated features, same ``dim``.
@@ -501,14 +511,13 @@ def _check_same_dim(real: np.ndarray, fake: np.ndarray, group: str | None) -> No
 
 
 def _check_finite(x: np.ndarray, name: str, group: str | None) -> None:
-    bad = np.zeros(x.shape[0], dtype=bool)
-    big = 0.0
-    for start, stop in _row_blocks(x.shape[0], max(1, _PAIR_BATCH_VALUES // x.shape[1])):
-        block = x[start:stop]
-        bad[start:stop] = ~np.isfinite(block).all(axis=1)
-        if not bad[start:stop].all():
-            big = max(big, float(np.abs(block[~bad[start:stop]]).max(initial=0.0)))
-    if bad.any():
+    if x.size == 0:
+        return
+    low, high = float(x.min()), float(x.max())  # nan propagates, inf shows
+    if math.isfinite(low) and math.isfinite(high):
+        big = max(abs(low), abs(high))
+    else:
+        bad = ~np.isfinite(x).all(axis=1)
         rows = np.flatnonzero(bad)
         raise ValueError(
             f"{name}{_in(group)} has {rows.size} row(s) with NaN or inf values "
@@ -653,7 +662,7 @@ class _Tier:
 
 
 _F32 = _Tier(torch.float32, 2.0**-24, 2.0**-150)
-_F64 = _Tier(torch.float64, 2.0**-53, 2.0**-1075)
+_F64 = _Tier(torch.float64, 2.0**-53, 2.0**-1074)
 
 
 @dataclass(frozen=True)
@@ -661,25 +670,30 @@ class _Frame:
     """Common centre and power-of-two scale of the sets compared in one computation.
 
     Distances are translation invariant and a power-of-two scale is exact, so the working
-    copies ``y = (x - centre) * scale`` keep the identity's cancellation error small. The centre
-    (the mean of all rows) is rounded to float32, so float32 rows are centred in float32 with a
-    single rounding.
+    copies ``y = (x - centre) * scale`` keep the identity's cancellation error small. When every
+    set is float32 the centre (the mean of all rows) is rounded to float32, so rows are centred
+    in float32 with a single rounding; otherwise centring is done in float64. Either way every set
+    is centred on the very same value.
     """
 
     center: np.ndarray
     scale: float
     dim: int
+    center_is_float32: bool
 
     @classmethod
     def make(cls, *sets: np.ndarray) -> "_Frame":
         total = sum(x.sum(axis=0, dtype=np.float64) for x in sets)
-        center = (total / sum(x.shape[0] for x in sets)).astype(np.float32).astype(np.float64)
+        center = total / sum(x.shape[0] for x in sets)
+        as_float32 = all(x.dtype == np.float32 for x in sets)
+        if as_float32:
+            center = center.astype(np.float32).astype(np.float64)
         biggest = 0.0
         for x in sets:  # |x - centre| is largest at a column's extremes
             for extreme in (x.max(axis=0), x.min(axis=0)):
                 biggest = max(biggest, float(np.abs(extreme.astype(np.float64) - center).max()))
         scale = 1.0 if biggest == 0.0 else math.ldexp(1.0, -math.frexp(biggest)[1])
-        return cls(center, scale, sets[0].shape[1])
+        return cls(center, scale, sets[0].shape[1], as_float32)
 
 
 @dataclass(frozen=True)
@@ -694,25 +708,26 @@ class _Work:
 
 def _prepare(x: np.ndarray, frame: _Frame, tier: _Tier, device: torch.device) -> _Work:
     n, dim = x.shape
-    # subtract in float32 only when both x and the result are float32 (one rounding)
-    exact_dtype = torch.float32 if x.dtype == np.float32 and tier.dtype == torch.float32 else torch.float64
-    center = torch.from_numpy(frame.center).to(exact_dtype)  # float32-representable
+    # subtract in float32 only when x, the centre and the result are float32 (one rounding)
+    in_float32 = x.dtype == np.float32 and tier.dtype == torch.float32 and frame.center_is_float32
+    exact_dtype = torch.float32 if in_float32 else torch.float64
+    center = torch.from_numpy(frame.center).to(exact_dtype)  # exact: see _Frame
     out = torch.empty((n, dim), dtype=tier.dtype)
-    norm = torch.empty(n, dtype=torch.float64)
+    sq = torch.empty(n, dtype=tier.dtype)
     for start, stop in _row_blocks(n, max(1, _PAIR_BATCH_VALUES // dim)):
         # torch.sub makes a new tensor: x itself (whose memory from_numpy shares) is never written
-        y = torch.sub(torch.from_numpy(x[start:stop]).to(exact_dtype), center).mul_(frame.scale)
+        block = x[start:stop] if x.flags.writeable else x[start:stop].copy()  # torch wants writable
+        y = torch.sub(torch.from_numpy(block).to(exact_dtype), center).mul_(frame.scale)
         out[start:stop] = y
-        norm[start:stop] = torch.linalg.vector_norm(out[start:stop], dim=1, dtype=torch.float64)
-    norm = norm.numpy()
-    # float64 norm of the rounded rows: relative error <= gamma_{dim+2}, plus underflow.
-    norm = norm * (1.0 + _gamma(dim + 4, _U64)) + math.sqrt(dim) * 2.0**-537
+        sq[start:stop] = out[start:stop].square().sum(dim=1)
+    # |sq - |x|^2| <= gamma_dim |x|^2 + dim * tiny (any summation order), so this bounds |x|:
+    sq64 = sq.double().numpy()
+    norm = np.sqrt((sq64 + dim * tier.tiny) / (1.0 - _gamma(dim, tier.u))) * (1.0 + 4 * _U64)
     # per-component rounding into the tier: relative u (plus float64 centring) or absolute tiny
     u1 = tier.u + 2 * _U64
-    alpha = tier.tiny + 2.0**-1075
+    alpha = tier.tiny + 2.0**-1074
     max_exact = (float(norm.max(initial=0.0)) + alpha * math.sqrt(dim)) / (1.0 - u1)
-    xt = out.to(device)
-    return _Work(xt, xt.square().sum(dim=1), norm, max_exact)
+    return _Work(out.to(device), sq.to(device), norm, max_exact)
 
 
 @dataclass(frozen=True)
@@ -742,7 +757,7 @@ class _Bounds:
         dim = frame.dim
         c = 1.0625 * _gamma(2 * dim + 16, tier.u)
         u1 = tier.u + 2 * _U64
-        alpha = tier.tiny + 2.0**-1075
+        alpha = tier.tiny + 2.0**-1074
         e1 = (u1 * (a.max_exact_norm + b.max_exact_norm) + 2 * alpha * math.sqrt(dim)) * (1 + 2.0**-40)
         return cls(
             c=c,
@@ -797,6 +812,12 @@ def _to_tier(values: np.ndarray, tier: _Tier, device: torch.device, direction: s
     return torch.from_numpy(np.ascontiguousarray(out)).to(device)
 
 
+def _round_tier(values: np.ndarray, tier: _Tier, direction: str) -> np.ndarray:
+    """float64 values rounded to the tier's precision toward -inf ('down') or +inf ('up'); nan
+    becomes -inf ('down') or +inf ('up'). Returned as float64 holding tier-representable values."""
+    return _to_tier(values, tier, torch.device("cpu"), direction).double().numpy()
+
+
 def _exact_distances(a: np.ndarray, ia: np.ndarray, b: np.ndarray, ib: np.ndarray) -> np.ndarray:
     """float64 ``sqrt(sum((a[ia] - b[ib]) ** 2))`` per pair: the reference semantics."""
     out = np.empty(ia.size, dtype=np.float64)
@@ -838,16 +859,24 @@ class _Space:
             del self._works[key]
 
 
+def _tiers(dim: int) -> tuple[_Tier, ...]:
+    """Float32 filtering pays off only while its error bound stays small (dim up to about 7800)."""
+    return (_F32, _F64) if 1.0625 * _gamma(2 * dim + 16, _F32.u) < 1e-3 else (_F64,)
+
+
 def _radii(x: np.ndarray, k: int, opts: _Options, space: _Space | None = None, name: str = "x") -> np.ndarray:
     """k-th smallest float64 exact distance from each row of ``x`` to its other rows."""
     space = _Space(_Frame.make(x), opts, x=x) if space is None else space
     n = x.shape[0]
     radii = np.full(n, np.nan)
-    # float32 pass; rows with a suspicious candidate count are redone in float64
-    todo = _radii_pass(x, k, space.work(name, _F32), _F32, space, np.arange(n), radii, limit=4 * k + 32)
-    if todo.size:
-        todo = _radii_pass(x, k, space.work(name, _F64), _F64, space, todo, radii, limit=n)
-        space.release(_F64)
+    tiers = _tiers(x.shape[1])
+    # top-k pass in the fast tier; rows with many near-equal neighbours get the mask passes
+    todo = _radii_topk_pass(x, k, space.work(name, tiers[0]), tiers[0], space, radii)
+    for tier in tiers:
+        if todo.size:
+            limit = 4 * k + 32 if tier is _F32 else n
+            todo = _radii_mask_pass(x, k, space.work(name, tier), tier, space, todo, radii, limit)
+    space.release(_F64)
     for row in todo:  # unreachable unless the bounds are wrong: every distance of the row
         others = np.delete(np.arange(n), row)
         d = _exact_distances(x, np.full(others.size, row), x, others)
@@ -855,7 +884,60 @@ def _radii(x: np.ndarray, k: int, opts: _Options, space: _Space | None = None, n
     return radii
 
 
-def _radii_pass(
+def _radii_topk_pass(
+    x: np.ndarray, k: int, work: _Work, tier: _Tier, space: _Space, radii: np.ndarray
+) -> np.ndarray:
+    """Radii from the ``k + 8`` smallest identity values per row; return rows needing more.
+
+    Distances are symmetric, so only blocks on and above the diagonal are computed: each block
+    updates the running top-k of its rows (along its rows) and of its columns (along its
+    columns). The k-th smallest value bounds the radius from above; every row whose distance may
+    not exceed that bound is a candidate. If the last kept value is still a candidate the row may
+    have more candidates than kept, and is returned for :func:`_radii_mask_pass`.
+    """
+    n = x.shape[0]
+    keep = min(n - 1, k + 8)
+    device = work.x.device
+    best_v = torch.full((n, keep), math.inf, dtype=tier.dtype, device=device)
+    best_i = torch.zeros((n, keep), dtype=torch.long, device=device)
+
+    def merge(start: int, stop: int, values: torch.Tensor, cols: torch.Tensor) -> None:
+        v = torch.cat([best_v[start:stop], values], dim=1)
+        i = torch.cat([best_i[start:stop], cols], dim=1)
+        v, pos = torch.topk(v, keep, dim=1, largest=False)
+        best_v[start:stop] = v
+        best_i[start:stop] = torch.gather(i, 1, pos)
+
+    blocks = list(_row_blocks(n, space.opts.rows_per_block(n)))
+    for b, (r0, r1) in enumerate(blocks):
+        for c0, c1 in blocks[b:]:
+            q = torch.addmm(work.sq[c0:c1].unsqueeze(0), work.x[r0:r1], work.x[c0:c1].T, beta=1.0, alpha=-2.0)
+            q.add_(work.sq[r0:r1].unsqueeze(1))
+            if c0 == r0:
+                local = torch.arange(r1 - r0, device=device)
+                q[local, local] = math.inf  # a row is not its own neighbour
+            values, cols = torch.topk(q, min(keep, c1 - c0), dim=1, largest=False)
+            merge(r0, r1, values, cols + c0)
+            if c0 != r0:  # the same distances seen from the column rows (row-wise top-k is faster)
+                values, rows = torch.topk(q.T.contiguous(), min(keep, r1 - r0), dim=1, largest=False)
+                merge(c0, c1, values, rows + r0)
+            del q
+
+    bounds = _Bounds.make(space.frame, tier, work, work)
+    max_sq = float(work.norm.max()) ** 2
+    row_e = 2 * bounds.c * (work.norm**2 + max_sq) + bounds.qabs
+    values = best_v.double().cpu().numpy()
+    cols = best_i.cpu().numpy()
+    limit = bounds.lower_distance_threshold(bounds.upper_distance(values[:, k - 1], row_e), row_e)
+    cand = values <= limit[:, None]
+    full = cand[:, -1].copy() if keep < n - 1 else np.zeros(n, dtype=bool)  # copy: cand changes
+    cand[full] = False
+    ri, pos = np.nonzero(cand)
+    _radii_from_candidates(x, k, bounds, ri, cols[ri, pos], values[ri, pos], row_e, radii)
+    return np.flatnonzero(full)
+
+
+def _radii_mask_pass(
     x: np.ndarray,
     k: int,
     work: _Work,
@@ -865,62 +947,67 @@ def _radii_pass(
     radii: np.ndarray,
     limit: int,
 ) -> np.ndarray:
-    """Fill ``radii[rows]``; return the rows whose candidate count was outside [k, limit].
-
-    Per row: the k-th smallest identity value gives an upper bound of the radius; every other
-    row whose distance may not exceed it is a candidate, and the radius is the k-th smallest
-    exact distance among the candidates.
-    """
+    """Radii of ``rows`` from all their candidates; return rows with a count outside [k, limit]."""
     n = x.shape[0]
     bounds = _Bounds.make(space.frame, tier, work, work)
     max_sq = float(work.norm.max()) ** 2
-    redo: list[np.ndarray] = []
-    cand_rows: list[np.ndarray] = []
-    cand_cols: list[np.ndarray] = []
-    cand_q: list[np.ndarray] = []
-    row_e = np.zeros(n)
+    row_e = 2 * bounds.c * (work.norm**2 + max_sq) + bounds.qabs
+    redo, found = [], []
     rows_t = torch.from_numpy(rows).to(work.x.device)
     for start, stop in _row_blocks(rows.size, space.opts.rows_per_block(n)):
         idx = rows_t[start:stop]
         block_rows = rows[start:stop]
         q = _identity_block(work, idx, work)
-        q[torch.arange(stop - start, device=q.device), idx] = math.inf  # not its own neighbour
+        q[torch.arange(stop - start, device=q.device), idx] = math.inf
         kth = torch.topk(q, k, dim=1, largest=False).values[:, k - 1].double().cpu().numpy()
-        e = 2 * bounds.c * (work.norm[block_rows] ** 2 + max_sq) + bounds.qabs
-        row_e[block_rows] = e
-        radius_hi = bounds.upper_distance(kth, e)
-        t = _to_tier(bounds.lower_distance_threshold(radius_hi, e), tier, q.device, "up")
-        mask = q <= t.unsqueeze(1)
-        counts = torch.count_nonzero(mask, dim=1).cpu().numpy()
-        bad = (counts < k) | (counts > limit)
-        if bad.any():
-            redo.append(block_rows[bad])
-            mask[torch.from_numpy(bad).to(mask.device)] = False
+        e = row_e[block_rows]
+        t = bounds.lower_distance_threshold(bounds.upper_distance(kth, e), e)
+        mask = q <= _to_tier(t, tier, q.device, "up").unsqueeze(1)
         local, cols = torch.nonzero(mask, as_tuple=True)
-        cand_q.append(q[local, cols].double().cpu().numpy())
-        cand_rows.append(block_rows[local.cpu().numpy()])
-        cand_cols.append(cols.cpu().numpy())
+        qv = q[local, cols].double().cpu().numpy()
+        local, cols = local.cpu().numpy(), cols.cpu().numpy()
         del q, mask
-    ri, ci, qv = np.concatenate(cand_rows), np.concatenate(cand_cols), np.concatenate(cand_q)
-    if ri.size:
-        # Within a row the bounds grow with q. Candidates whose upper bound is below the k-th
-        # smallest lower bound are surely among the k - 1 nearest: count them, skip their
-        # exact distance; the radius is then the (k - m)-th smallest exact distance of the rest.
-        order = np.lexsort((qv, ri))
-        ri, ci, qv = ri[order], ci[order], qv[order]
-        uniq, first = np.unique(ri, return_index=True)
-        e = row_e[ri]
-        kth_lo = bounds.lower_distance(qv[first + k - 1], row_e[uniq])
-        slot = np.searchsorted(uniq, ri)
-        below = bounds.upper_distance(qv, e) < kth_lo[slot]
-        below_count = np.bincount(slot, weights=below, minlength=uniq.size).astype(np.int64)
-        ri, ci, slot = ri[~below], ci[~below], slot[~below]
-        d = _exact_distances(x, ri, x, ci)
-        order = np.lexsort((d, slot))
-        d, slot = d[order], slot[order]
-        rest_first = np.searchsorted(slot, np.arange(uniq.size))
-        radii[uniq] = d[rest_first + k - 1 - below_count]
+        counts = np.bincount(local, minlength=stop - start)
+        bad = (counts < k) | (counts > limit)
+        redo.append(block_rows[bad])
+        ok = ~bad[local]
+        found.append((block_rows[local[ok]], cols[ok], qv[ok]))
+    if found:
+        ri, ci, qv = (np.concatenate(parts) for parts in zip(*found))
+        _radii_from_candidates(x, k, bounds, ri, ci, qv, row_e, radii)
     return np.concatenate(redo) if redo else np.empty(0, dtype=np.int64)
+
+
+def _radii_from_candidates(
+    x: np.ndarray,
+    k: int,
+    bounds: _Bounds,
+    ri: np.ndarray,
+    ci: np.ndarray,
+    qv: np.ndarray,
+    row_e: np.ndarray,
+    radii: np.ndarray,
+) -> None:
+    """Set ``radii[row]`` to the k-th smallest exact distance among each row's candidates.
+
+    Within a row the bounds grow with q. Candidates whose upper bound is below the k-th smallest
+    lower bound are surely among the k - 1 nearest: they are counted, not measured.
+    """
+    if ri.size == 0:
+        return
+    order = np.lexsort((qv, ri))
+    ri, ci, qv = ri[order], ci[order], qv[order]
+    uniq, first = np.unique(ri, return_index=True)
+    kth_lo = bounds.lower_distance(qv[first + k - 1], row_e[uniq])
+    slot = np.searchsorted(uniq, ri)
+    below = bounds.upper_distance(qv, row_e[ri]) < kth_lo[slot]
+    below_count = np.bincount(slot, weights=below, minlength=uniq.size).astype(np.int64)
+    ri, ci, slot = ri[~below], ci[~below], slot[~below]
+    d = _exact_distances(x, ri, x, ci)
+    order = np.lexsort((d, slot))
+    d, slot = d[order], slot[order]
+    rest_first = np.searchsorted(slot, np.arange(uniq.size))
+    radii[uniq] = d[rest_first + k - 1 - below_count]
 
 
 @dataclass
@@ -930,12 +1017,18 @@ class _CrossStats:
     real_recalled: np.ndarray  # the real point lies in some fake ball (with fake radii only)
 
 
-def _cross(
-    space: _Space,
-    real_r: np.ndarray,
-    fake_r: np.ndarray | None,
-    want_counts: bool,
-) -> _CrossStats:
+@dataclass
+class _BlockResult:
+    sure_f: np.ndarray  # (fake, real) pairs surely inside the real ball
+    sure_r: np.ndarray
+    recalled: np.ndarray  # real columns surely inside some fake ball of this block
+    open_f: np.ndarray  # undecided pairs, with what they are undecided for
+    open_r: np.ndarray
+    open_precision: np.ndarray  # bool: undecided for the real ball (precision/density/coverage)
+    open_recall: np.ndarray  # bool: undecided for the fake ball (recall)
+
+
+def _cross(space: _Space, real_r: np.ndarray, fake_r: np.ndarray | None, want_counts: bool) -> _CrossStats:
     """Membership of fake points in real balls (and of real points in fake balls)."""
     fake, real = space.sets["fake"], space.sets["real"]
     n_fake, n_real = fake.shape[0], real.shape[0]
@@ -944,24 +1037,46 @@ def _cross(
         real_covered=np.zeros(n_real, dtype=bool),
         real_recalled=np.zeros(n_real, dtype=bool),
     )
+    tiers = _tiers(real.shape[1])
     for start, stop in _row_blocks(n_fake, space.opts.rows_per_block(n_real)):
-        rows = slice(start, stop)
-        unsure = None
-        for tier in (_F32, _F64):  # float64 only for a block float32 leaves too unsure
+        for tier in tiers:  # float64 only for a block float32 leaves too undecided
             fw, rw = space.work("fake", tier), space.work("real", tier)
-            unsure = _cross_block(fw, rw, _Bounds.make(space.frame, tier, fw, rw), tier, rows, real_r, fake_r, stats, want_counts)
-            if unsure is not None:
+            bounds = _Bounds.make(space.frame, tier, fw, rw)
+            block = _cross_block(fw, rw, bounds, tier, start, stop, real_r, fake_r, stats, want_counts)
+            if block is not None:
                 break
-        pairs_f, pairs_r, counted = unsure
-        if pairs_f.size:
-            d = _exact_distances(fake, pairs_f, real, pairs_r)
-            inside = d < real_r[pairs_r]
-            np.add.at(stats.fake_counts, pairs_f[inside & ~counted], 1)
-            stats.real_covered[pairs_r[inside]] = True
+        np.add.at(stats.fake_counts, block.sure_f, 1)
+        stats.real_covered[block.sure_r] = True
+        stats.real_recalled[block.recalled] = True
+        if block.open_f.size:
+            pf, pr = block.open_f, block.open_r
+            d = _exact_distances(fake, pf, real, pr)
+            inside = block.open_precision & (d < real_r[pr])
+            np.add.at(stats.fake_counts, pf[inside], 1)
+            stats.real_covered[pr[inside]] = True
             if fake_r is not None:
-                stats.real_recalled[pairs_r[d < fake_r[pairs_f]]] = True
+                stats.real_recalled[pr[block.open_recall & (d < fake_r[pf])]] = True
     space.release(_F64)
     return stats
+
+
+def _nonzero_slices(mask: torch.Tensor, *values: torch.Tensor) -> tuple[np.ndarray, ...]:
+    """Row/column indices of ``mask`` (and the matching entries of ``values``), by row slices."""
+    n_rows, n_cols = mask.shape
+    step = max(1, _SLICE_ELEMENTS // max(1, n_cols))
+    on_cpu = mask.device.type == "cpu"
+    parts = []
+    for start, stop in _row_blocks(n_rows, step):
+        if on_cpu:  # numpy's flatnonzero is several times faster than torch.nonzero on CPU
+            flat = np.flatnonzero(mask[start:stop].numpy())
+            picked = [v[start:stop].numpy().reshape(-1)[flat].astype(np.float64) for v in values]
+        else:
+            flat_t = torch.nonzero(mask[start:stop].reshape(-1)).squeeze(1)
+            picked = [v[start:stop].reshape(-1)[flat_t].double().cpu().numpy() for v in values]
+            flat = flat_t.cpu().numpy()
+        li, cj = np.divmod(flat, n_cols)
+        parts.append((li + start, cj, *picked))
+    return tuple(np.concatenate(p) for p in zip(*parts))
 
 
 def _cross_block(
@@ -969,61 +1084,87 @@ def _cross_block(
     rw: _Work,
     bounds: _Bounds,
     tier: _Tier,
-    rows: slice,
+    start: int,
+    stop: int,
     real_r: np.ndarray,
     fake_r: np.ndarray | None,
     stats: _CrossStats,
     want_counts: bool,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Decide the sure pairs of one block of fake rows; return the undecided (fake, real) pairs.
+) -> _BlockResult | None:
+    """Classify the pairs of fake rows ``start:stop`` x all real rows as inside, outside or open.
 
-    The third array flags pairs already counted as inside their real ball (they are undecided
-    only for recall).
-
-    Returns None (and records nothing) when a float32 block leaves too many pairs undecided,
-    so the caller redoes the block in float64.
+    The GEMM computes ``w = q - A_j`` with a per-real-column offset ``A_j`` chosen so that
+    ``w < 0`` means surely inside ball j and ``w >= width_j`` surely outside (``|w - (dhat^2 -
+    A_j)| <= E_ij + c |A_j|``). One comparison with a scalar therefore finds every pair that is
+    inside or open; sure-outside pairs, nearly all of them, are never listed. Returns None when a
+    float32 block leaves too many pairs open (the caller redoes it in float64).
     """
     device = fw.x.device
-    n_real = rw.x.shape[0]
-    c2 = 2 * bounds.c
-    real_e = c2 * rw.norm**2 + bounds.qabs
-    fake_sq = fw.norm[rows] ** 2
-    t_in = _to_tier(bounds.in_radius(real_r) ** 2 - real_e, tier, device, "down")
-    t_out = _to_tier(bounds.out_radius(real_r) ** 2 + real_e, tier, device, "up")
-    shift = torch.from_numpy(c2 * fake_sq).to(device=device, dtype=tier.dtype).unsqueeze(1)
+    c = bounds.c
+    n_rows, n_real = stop - start, rw.x.shape[0]
+    fake_sq = fw.norm[start:stop] ** 2
+    real_sq = rw.norm**2
+    e_col = 2 * c * (real_sq + float(fake_sq.max())) + bounds.qabs  # >= E_ij in this block
+    x = bounds.in_radius(real_r) ** 2 - e_col
+    offset = np.where(np.isnan(x), -2.0 * e_col, x - 1.02 * c * np.abs(x))  # A_j
+    width = _round_tier(
+        (bounds.out_radius(real_r) ** 2 - offset + e_col + c * np.abs(offset)) * (1 + 2.0**-40), tier, "up"
+    )
+    bias = (rw.sq.double().cpu().numpy() - offset).astype(np.float32 if tier is _F32 else np.float64)
+    w = torch.addmm(torch.from_numpy(bias).to(device).unsqueeze(0), fw.x[start:stop], rw.x.T, beta=1.0, alpha=-2.0)
+    w.add_(fw.sq[start:stop].unsqueeze(1))
 
-    q = _identity_block(fw, rows, rw)
-    q.add_(shift)  # q + 2c|a|^2: compared with thresholds that hold 2c|b|^2
-    sure_in = q < t_in.unsqueeze(0)
-    if fake_r is not None:
-        col_e = c2 * float(rw.norm.max()) ** 2 + bounds.qabs
-        rec_in = q < _to_tier(bounds.in_radius(fake_r[rows]) ** 2 - col_e, tier, device, "down").unsqueeze(1)
-    q.sub_(2 * shift)  # q - 2c|a|^2
-    sure_out = q >= t_out.unsqueeze(0)
-    if fake_r is not None:
-        rec_out = q >= _to_tier(bounds.out_radius(fake_r[rows]) ** 2 + col_e, tier, device, "up").unsqueeze(1)
-    del q
-
-    unsure = ~(sure_in | sure_out)
-    fake_any = sure_in.any(dim=1)
-    covered = torch.from_numpy(stats.real_covered).to(device) | sure_in.any(dim=0)
+    # one scalar threshold for all columns but the widest 1%, which are scanned separately
+    cap = float(np.partition(width, (99 * (n_real - 1)) // 100)[(99 * (n_real - 1)) // 100])
+    wf, wr, wv = _nonzero_slices(w < cap, w)
+    wide = np.flatnonzero(width > cap)
+    if wide.size:
+        wide_t = torch.from_numpy(wide).to(device)
+        sub = w[:, wide_t]
+        lim = torch.from_numpy(width[wide]).to(device=device, dtype=w.dtype)
+        xf, xr, xv = _nonzero_slices((sub >= cap) & (sub < lim.unsqueeze(0)), sub)
+        wf, wr, wv = np.concatenate([wf, xf]), np.concatenate([wr, wide[xr]]), np.concatenate([wv, xv])
+    sure = wv < 0
+    sure_f, sure_r = wf[sure] + start, wr[sure]
+    open_f, open_r = wf[~sure & (wv < width[wr])] + start, wr[~sure & (wv < width[wr])]
     if not want_counts:
         # precision and coverage only: a pair matters if its fake row or its real column is open
-        unsure &= ~fake_any.unsqueeze(1) | ~covered.unsqueeze(0)
+        row_done = np.zeros(n_rows, dtype=bool)
+        row_done[sure_f - start] = True
+        col_done = stats.real_covered.copy()
+        col_done[sure_r] = True
+        keep = ~row_done[open_f - start] | ~col_done[open_r]
+        open_f, open_r = open_f[keep], open_r[keep]
+    open_p = np.ones(open_f.size, dtype=bool)
+    open_rc = np.zeros(open_f.size, dtype=bool)
+    recalled = np.empty(0, dtype=np.int64)
+
     if fake_r is not None:
-        # recall: a pair matters while its real column is not yet surely recalled
-        recalled = torch.from_numpy(stats.real_recalled).to(device) | rec_in.any(dim=0)
-        unsure |= ~(rec_in | rec_out) & ~recalled.unsqueeze(0)
-    n_unsure = int(torch.count_nonzero(unsure))
-    n_rows = sure_in.shape[0]
-    # exact distances cost about 256x a GEMM entry: beyond that, redo the block in float64
-    if tier is _F32 and n_unsure > max(_FALLBACK_MIN_PAIRS, n_rows * n_real // 256):
+        # recall: q' = w + A_j estimates dhat^2 within E_ij + 3c|A_j|; row thresholds
+        a32 = torch.from_numpy(offset.astype(bias.dtype)).to(device)
+        q = w.add_(a32.unsqueeze(0))
+        col_terms = 2 * c * float(real_sq.max()) + bounds.qabs + 3 * c * float(np.abs(offset).max())
+        r_in = _round_tier(bounds.in_radius(fake_r[start:stop]) ** 2 - 2 * c * fake_sq - col_terms, tier, "down")
+        r_out = _round_tier(bounds.out_radius(fake_r[start:stop]) ** 2 + 2 * c * fake_sq + col_terms, tier, "up")
+        r_out_t = torch.from_numpy(r_out).to(device=device, dtype=w.dtype)
+        rf, rr, rv = _nonzero_slices(q < r_out_t.unsqueeze(1), q)
+        sure_rec = rv < r_in[rf]
+        recalled = np.unique(rr[sure_rec])
+        col_done = stats.real_recalled.copy()
+        col_done[recalled] = True
+        keep = ~sure_rec & ~col_done[rr]
+        rec_f, rec_r = rf[keep] + start, rr[keep]
+        # merge the two open lists into unique pairs with flags
+        key_p = open_f.astype(np.int64) * n_real + open_r
+        key_r = rec_f.astype(np.int64) * n_real + rec_r
+        keys, inverse = np.unique(np.concatenate([key_p, key_r]), return_inverse=True)
+        open_p = np.zeros(keys.size, dtype=bool)
+        open_p[inverse[: key_p.size]] = True
+        open_rc = np.zeros(keys.size, dtype=bool)
+        open_rc[inverse[key_p.size :]] = True
+        open_f, open_r = keys // n_real, keys % n_real
+    del w
+
+    if tier is _F32 and open_f.size > max(_FALLBACK_MIN_PAIRS, n_rows * n_real // 256):
         return None
-    counts = torch.count_nonzero(sure_in, dim=1) if want_counts else fake_any.long()
-    stats.fake_counts[rows] += counts.cpu().numpy()
-    stats.real_covered[:] = covered.cpu().numpy()
-    if fake_r is not None:
-        stats.real_recalled[:] = recalled.cpu().numpy()
-    local_t, cols_t = torch.nonzero(unsure, as_tuple=True)
-    counted = sure_in[local_t, cols_t].cpu().numpy()  # sure for precision, unsure for recall
-    return local_t.cpu().numpy() + rows.start, cols_t.cpu().numpy(), counted
+    return _BlockResult(sure_f, sure_r, recalled, open_f, open_r, open_p, open_rc)
