@@ -458,3 +458,26 @@ def test_baseline_model_runs_the_same_prompts_and_reports_paired_differences(pyt
     lenient = project.run("--t2i-baseline-model", "python:fakegen:make", "--t2i-baseline-seed", "7",
                           "--t2i-baseline-delta", "1")
     lenient.assert_outcomes(passed=2 * len(REGIONS))
+
+
+def test_sharding_changes_neither_scores_nor_images(pytester):
+    """-n 0 and -n 2 (separate caches) give the same bounds and byte-identical images, each made once."""
+    import filecmp
+
+    project = Project(pytester)
+    serial = project.run_subprocess("--t2i-update-thresholds")
+    serial.assert_outcomes(passed=len(REGIONS))
+    serial_gates = {k: b.value for k, b in project.gates().items()}
+    serial_cache = project.cache
+    project.thresholds = pytester.path / "t2.yaml"
+    project.cache = pytester.path / "cache2"
+    project.args[project.args.index("--t2i-thresholds") + 1] = str(project.thresholds)
+    project.args[project.args.index("--t2i-cache-dir") + 1] = str(project.cache)
+    sharded = project.run_subprocess("-p", "xdist", "-n", "2", "--t2i-update-thresholds")
+    sharded.assert_outcomes(passed=len(REGIONS))
+    sharded.stdout.fnmatch_lines([f"images: {N_IMAGES} generated, 0 from cache"])
+    assert {k: b.value for k, b in project.gates().items()} == serial_gates
+    a = sorted(p.relative_to(serial_cache / "images") for p in (serial_cache / "images").rglob("*.png"))
+    b = sorted(p.relative_to(project.cache / "images") for p in (project.cache / "images").rglob("*.png"))
+    assert a == b and len(a) == N_IMAGES
+    assert all(filecmp.cmp(serial_cache / "images" / p, project.cache / "images" / p, shallow=False) for p in a)

@@ -37,7 +37,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` gives one worker per accelerator (xdist's CPU count when there is none)."""
+    from .devices import accelerator_count
+
+    return accelerator_count() or None
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if _is_worker(config) and config.getoption("--t2i-device") in ("auto", "cuda"):
+        from .devices import pin_worker
+
+        pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]  # before CUDA initialises
     options = resolve_options(config)
     try:
         config.stash[THRESHOLDS] = ThresholdFile.load(options.thresholds)
