@@ -16,7 +16,7 @@ import pytest
 
 from .gates import Measurement, ThresholdFile, ThresholdFileError, evaluate
 from .options import T2IOptions, add_options, resolve_options
-from .session import PROPERTY, SECTION, GateReport, GateRecord, GateSession
+from .session import ARTIFACT, PROPERTY, SECTION, GateReport, GateRecord, GateSession
 
 OPTIONS = pytest.StashKey[T2IOptions]()
 SESSION = pytest.StashKey[GateSession]()
@@ -169,10 +169,13 @@ class Reporter:
         self._node.user_properties.append((SECTION, {"title": title, "lines": [str(x) for x in lines]}))
 
     def json(self, name: str, obj) -> None:
-        self.artifacts.json(name, obj)
+        self._written(self.artifacts.json(name, obj))
 
     def png(self, name: str, data_or_figure) -> None:
-        self.artifacts.png(name, data_or_figure)
+        self._written(self.artifacts.png(name, data_or_figure))
+
+    def _written(self, path) -> None:  # the controller's HTML report inlines the files of this run
+        self._node.user_properties.append((ARTIFACT, {"nodeid": self._node.nodeid, "path": f"{path.parent.name}/{path.name}"}))
 
 
 @pytest.fixture
@@ -193,6 +196,7 @@ class GateHooks:
     def __init__(self, config: pytest.Config, session: GateSession):
         self.config = config
         self.session = session
+        self.report_path = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":
@@ -201,6 +205,8 @@ class GateHooks:
                     self.session.add(value)
                 elif key == SECTION:
                     self.session.add_section(value)
+                elif key == ARTIFACT:
+                    self.session.add_artifact(value)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
@@ -209,9 +215,14 @@ class GateHooks:
     def pytest_sessionfinish(self) -> None:
         complete = not self.config.getoption("keyword") and not self.config.getoption("markexpr")
         self.session.finish(write_files=not _is_worker(self.config), complete_run=complete)
+        options = self.config.stash[OPTIONS]
+        if options.report is not None and not _is_worker(self.config):
+            from .html_report import write_run_report
+
+            self.report_path = write_run_report(options, self.session)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        lines = GateReport(self.session).lines()
+        lines = GateReport(self.session).lines() + ([f"HTML report: {self.report_path}"] if self.report_path else [])
         if lines:
             terminalreporter.write_sep("=", "t2i-fairness gates")
             for line in lines:
