@@ -109,6 +109,11 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
     config = request.config
     options = config.stash[OPTIONS]
     thresholds = config.stash[THRESHOLDS]
+    from .labels import allure_active, allure_label, allure_measurement
+
+    allure_on = allure_active(config)
+    if allure_on:
+        allure_label(request.node, options)
 
     def check(value: float, *, n: int, higher_is_better: bool = True, interval=None,
               details: dict[str, Any] | None = None, name: str | None = None,
@@ -138,6 +143,8 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
             provenance_changes={k: list(v) for k, v in verdict.provenance_changes.items()}, details=m.details,
         )
         request.node.user_properties.append((PROPERTY, record.to_dict()))
+        if allure_on:
+            allure_measurement(record.to_dict())
         if verdict.provenance_changes:
             fields = ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in verdict.provenance_changes.items())
             warnings.warn(T2IProvenanceWarning(f"gate {m.gate} was set under other settings ({fields})"), stacklevel=2)
