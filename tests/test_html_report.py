@@ -288,3 +288,18 @@ def test_the_browser_check_sees_broken_images_and_script_errors(session, tmp_pat
     assert any("notDefined" in e for e in errors) and any("broken" in e for e in errors)
     assert any("notDefined" in line for line in console)
     assert (page.root["data-images"], page.root["data-images-loaded"]) == ("2", "1")
+
+
+def test_image_grid_outlines_masks_and_checks_lengths():
+    import numpy as np
+
+    from t2i_fairness.grids import OUTLINE, image_grid
+
+    mask = np.zeros((8, 8), bool)
+    mask[2:6, 2:6] = True
+    png = image_grid([Image.new("RGB", (8, 8), "white")] * 2, ["a", "b"], masks=[mask, None], thumb=32)
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    outlined = (pixels == OUTLINE).all(axis=2)
+    assert outlined[:32, :32].any() and not outlined[:32, 32:].any()  # only the masked image is outlined
+    with pytest.raises(ValueError, match="captions must have one entry per image: 1 captions for 2 images"):
+        image_grid([Image.new("RGB", (8, 8))] * 2, ["a"])
