@@ -295,9 +295,9 @@ def test_image_grid_outlines_masks_and_checks_lengths():
 
     from t2i_fairness.grids import OUTLINE, image_grid
 
-    mask = np.zeros((8, 8), bool)
-    mask[2:6, 2:6] = True
-    png = image_grid([Image.new("RGB", (8, 8), "white")] * 2, ["a", "b"], masks=[mask, None], thumb=32)
+    mask = np.zeros((32, 32), bool)
+    mask[8:24, 8:24] = True
+    png = image_grid([Image.new("RGB", (32, 32), "white")] * 2, ["a", "b"], masks=[mask, None], thumb=32)
     pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
     outlined = (pixels == OUTLINE).all(axis=2)
     assert outlined[:32, :32].any() and not outlined[:32, 32:].any()  # only the masked image is outlined

@@ -33,30 +33,33 @@ def mask_outline(mask: np.ndarray) -> np.ndarray:
 
 
 def image_grid(images: Sequence[Image.Image], captions: Sequence[str] = (), masks: Sequence[np.ndarray | None] | None = None,
-               columns: int = 6, thumb: int = 128) -> bytes:
-    """The images as thumbnails in rows of ``columns``, each with its caption below, as PNG bytes.
+               columns: int = 8, thumb: int = 96) -> bytes:
+    """The images as thumbnails (at most ``thumb`` pixels, never enlarged) in rows of ``columns``,
+    each with its caption below, as PNG bytes.
 
     Args:
         images: PIL images (any size; each is resized to ``thumb`` x ``thumb``).
-        captions: one short text per image (e.g. ``"0.213 bag/africa"``); may be empty.
+        captions: one short text per image (e.g. ``"0.213 bag"``), cut to two lines; may be empty.
         masks: one boolean (height, width) array per image, or None per image; outlined in magenta.
 
     Raises:
         ValueError: no images, or captions/masks of another length than images.
 
     Example:
-        >>> png = image_grid([Image.new("RGB", (8, 8))] * 3, ["a", "b", "c"], columns=2, thumb=16)
+        >>> png = image_grid([Image.new("RGB", (64, 64))] * 3, ["a", "b", "c"], columns=2, thumb=16)
         >>> Image.open(io.BytesIO(png)).size
-        (32, 60)
+        (32, 84)
     """
     if not images:
         raise ValueError("image_grid needs at least one image, got none")
     for name, seq in (("captions", captions), ("masks", masks or ())):
         if seq and len(seq) != len(images):
             raise ValueError(f"{name} must have one entry per image: {len(seq)} {name} for {len(images)} images")
+    thumb = min(thumb, max(max(im.size) for im in images))  # never upscale: noise grows the file, not the detail
     columns = max(1, min(columns, len(images)))
     rows = -(-len(images) // columns)
-    label_h = 14 if captions else 0
+    per_line = max(4, thumb // 6)  # PIL's default font is about 6 px a character
+    label_h = 26 if captions else 0
     out = Image.new("RGB", (columns * thumb, rows * (thumb + label_h)), "white")
     draw = ImageDraw.Draw(out)
     for i, im in enumerate(images):
@@ -70,7 +73,9 @@ def image_grid(images: Sequence[Image.Image], captions: Sequence[str] = (), mask
         x, y = (i % columns) * thumb, (i // columns) * (thumb + label_h)
         out.paste(tile, (x, y))
         if captions:
-            draw.text((x + 2, y + thumb + 1), str(captions[i])[: max(4, thumb // 6)], fill=(0, 0, 0))
+            text = str(captions[i])
+            for j, line in enumerate((text[:per_line], text[per_line:2 * per_line])):
+                draw.text((x + 2, y + thumb + 1 + 12 * j), line, fill=(0, 0, 0))
     buf = io.BytesIO()
     out.save(buf, format="PNG", optimize=True)
     return buf.getvalue()

@@ -147,8 +147,13 @@ def write_report(directory: Path, session: GateSession, artifacts_dir: Path, tit
     """Render and write ``directory/index.html`` atomically; returns its path."""
     from .cache import atomic_write_bytes
 
+    import os
+
     path = Path(directory) / REPORT_FILE
     atomic_write_bytes(path, render_report(session, artifacts_dir, title, header, banners).encode("utf-8"))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)  # readable like any file the user writes (the temporary file was 0600)
     return path
 
 
