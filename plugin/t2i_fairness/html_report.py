@@ -203,7 +203,7 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
     for r in records:
         lab = gate_labels(r.nodeid)
         bad = r.status in FAILED
-        name = _e(r.gate)
+        name = _breakable(r.gate)
         if r.nodeid in anchors:
             name = f'<a href="#{anchors[r.nodeid]}">{name}</a>'
         extra = {"details": r.details, "provenance": r.provenance}
@@ -225,7 +225,8 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
         '<section id="gates"><h2>Gates</h2>'
         f'<p class="hint">Estimate with its confidence interval against the bound from {_e(str(session.thresholds_path))}. '
         "In the plot the dot is the estimate, the grey band the interval, the red tick the bound and the "
-        "red shading the side that fails. Failed gates come first.</p>"
+        "red shading the side that fails; its axis runs from 0 to 1 for shares, otherwise over the numbers shown "
+        "(hover for it). Failed gates come first.</p>"
         '<p><label>Filter: <input id="filter" type="search" placeholder="gate, family or verdict" '
         'autocomplete="off"></label> <span id="shown"></span></p>'
         '<table id="gate-table"><thead><tr><th>verdict</th><th>gate</th><th>measured</th><th>interval</th>'
@@ -298,7 +299,7 @@ def _families(session: GateSession, artifacts: dict[str, list[Path]]) -> str:
     for family, nodeids in _family_groups(session, artifacts):
         title = gate_labels("test_" + family).family_title
         tests = []
-        for nodeid in nodeids:
+        for nodeid in sorted(nodeids, key=lambda n: not any(s in FAILED for s in status.get(n, []))):
             sts = status.get(nodeid, [])
             mark = " failed" if any(s in FAILED for s in sts) else ""
             verdict = ", ".join(VERDICTS.get(s, s) for s in sts) or "no gate"
@@ -367,7 +368,12 @@ def _bar(r: GateRecord, width: int = 160, height: int = 18) -> str:
     points = [x for x in (r.value, r.bound, *(r.interval or ())) if _finite(x)]
     if not points:
         return ""
-    lo, hi = min(0.0, *points), max(1.0, *points)
+    lo, hi = min(points), max(points)
+    if not (0.0 <= lo and hi <= 1.0):  # shares and rates on [0, 1]; anything else on its own range
+        margin = 0.25 * (hi - lo) or 0.1 * abs(hi) or 1.0
+        lo, hi = lo - margin, hi + margin
+    else:
+        lo, hi = 0.0, 1.0
     pad = 4
 
     def x(v: float) -> float:
@@ -386,7 +392,7 @@ def _bar(r: GateRecord, width: int = 160, height: int = 18) -> str:
     if _finite(r.value):
         color = "#c00" if r.status in FAILED else "#1a6"
         parts.append(f'<circle cx="{x(r.value)}" cy="{height / 2}" r="4" fill="{color}"/>')
-    label = f"scale {lo:g} to {hi:g}"
+    label = f"axis from {lo:.3g} to {hi:.3g}"
     return (f'<svg width="{width}" height="{height}" viewBox="0 0 {width} {height}" role="img" '
             f'aria-label="{_e(label)}"><title>{_e(label)}</title>{"".join(parts)}</svg>')
 
@@ -400,6 +406,11 @@ def _artifacts_by_test(session: GateSession, root: Path) -> dict[str, list[Path]
         rel = Path(a["path"])
         out.setdefault(a["nodeid"], {})[str(rel)] = rel if rel.is_absolute() else root / rel
     return {k: list(v.values()) for k, v in out.items()}
+
+
+def _breakable(text: str) -> str:
+    """Escaped, with line-break opportunities after ``[`` and ``-`` so long ids wrap between tokens."""
+    return re.sub(r"([\[-])", r"\1<wbr>", _e(text))
 
 
 def _anchor(kind: str, text: str) -> str:
@@ -493,7 +504,7 @@ table.settings th { color: #555; font-weight: 500; padding-right: 1.2em; } table
 td.num { font-variant-numeric: tabular-nums; white-space: nowrap; text-align: right; }
 tr.failed { background: #fff1f1; } tr.failed td.verdict-cell { color: #b00; font-weight: 700; }
 tr.pass td.verdict-cell { color: #086; } tr.written td.verdict-cell { color: #05a; }
-td.gate-name { word-break: break-all; max-width: 30em; } .message { color: #900; font-size: .9em; margin: .2em 0; word-break: normal; }
+td.gate-name { max-width: 32em; overflow-wrap: anywhere; } .message { color: #900; font-size: .9em; margin: .2em 0; word-break: normal; }
 details summary { cursor: pointer; color: #555; font-size: .85em; } pre { background: #f7f7f7; padding: .5em; overflow-x: auto; font-size: .85em; max-height: 30em; }
 pre.section { max-height: none; }
 tr.worse td { color: #a00; }
