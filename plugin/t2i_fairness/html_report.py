@@ -402,7 +402,7 @@ def _bar(r: GateRecord, width: int = 160, height: int = 18) -> str:
 def _artifacts_by_test(session: GateSession, root: Path) -> dict[str, list[Path]]:
     """Artifact files per test node id, in the order written; a file written twice is listed once."""
     out: dict[str, dict[str, Path]] = {}
-    for a in getattr(session, "artifacts", []):
+    for a in session.artifacts:
         rel = Path(a["path"])
         out.setdefault(a["nodeid"], {})[str(rel)] = rel if rel.is_absolute() else root / rel
     return {k: list(v.values()) for k, v in out.items()}
