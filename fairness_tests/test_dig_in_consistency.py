@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 import pytest
 
+from t2i_fairness.grids import image_grid
 from t2i_fairness.metrics.consistency import object_consistency, object_percentiles
 from t2i_fairness.plugin import T2ISmallSampleWarning
 from t2i_fairness.prompts import GEODE_REGIONS
@@ -22,8 +23,12 @@ CASES += [pytest.param(t, r.slug, id=f"{t}-{r.slug}") for t in REGIONAL_TEMPLATE
 
 
 @pytest.mark.parametrize("template, region", CASES)
-def test_object_consistency(template, region, object_clipscores, gate):
+def test_object_consistency(template, region, object_clipscores, gate, t2i_report):
     scored = [s for s in object_clipscores(template) if region is None or s.region == region]
+    lowest = sorted(scored, key=lambda s: s.score)[:8]
+    if lowest and all(s.image is not None for s in lowest):
+        t2i_report.png("lowest_scoring", image_grid([s.image.load() for s in lowest],
+                                                    [f"{s.score:.3f} {s.object}" for s in lowest]))
     by_object: dict[str, list[float]] = {}
     for s in scored:
         by_object.setdefault(s.object, []).append(s.score)

@@ -41,6 +41,7 @@ class T2IOptions:
     bootstrap: int = 200
     confidence: float = 0.95
     dedupe: str = "drop_all"
+    report: Path | None = None
 
 
 def add_options(parser) -> None:
@@ -89,6 +90,8 @@ def add_options(parser) -> None:
         help="duplicated feature vectors before precision/coverage: DIG In's code drops every copy (drop_all, default)")
     add("--t2i-artifacts", default=None, metavar="DIR",
         help="where gates write JSON, plots and image grids (default: t2i-artifacts in the rootdir)")
+    add("--t2i-report", default=None, metavar="DIR",
+        help="write a self-contained HTML report (gate table, plots, images inline) to DIR/index.html")
     add("--t2i-no-progress", action="store_true", help="no progress bars")
 
 
@@ -144,6 +147,7 @@ def resolve_options(config) -> T2IOptions:
         gate_mode=get("--t2i-gate"), baseline_model=get("--t2i-baseline-model"), baseline_seed=get("--t2i-baseline-seed"),
         baseline_delta=_at_least_float(get("--t2i-baseline-delta"), 0.0, "--t2i-baseline-delta"), bootstrap=_at_least(get("--t2i-bootstrap"), 0, "--t2i-bootstrap"),
         confidence=_confidence(get("--t2i-confidence")),
+        report=Path(get("--t2i-report")) if get("--t2i-report") else None,
     )
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from .gates import Measurement, ThresholdFile, ThresholdFileError, evaluate
 from .options import T2IOptions, add_options, resolve_options
-from .session import PROPERTY, SECTION, GateReport, GateRecord, GateSession
+from .session import ARTIFACT, PROPERTY, SECTION, GateReport, GateRecord, GateSession
 
 OPTIONS = pytest.StashKey[T2IOptions]()
 SESSION = pytest.StashKey[GateSession]()
@@ -155,6 +155,11 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
     config = request.config
     options = config.stash[OPTIONS]
     thresholds = config.stash[THRESHOLDS]
+    from .labels import allure_active, allure_label, allure_measurement
+
+    allure_on = allure_active(config)
+    if allure_on:
+        allure_label(request.node, options)
 
     def check(value: float, *, n: int, higher_is_better: bool = True, interval=None,
               details: dict[str, Any] | None = None, name: str | None = None,
@@ -197,6 +202,8 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
             provenance_changes={k: list(v) for k, v in verdict.provenance_changes.items()}, details=m.details,
         )
         request.node.user_properties.append((PROPERTY, record.to_dict()))
+        if allure_on:
+            allure_measurement(record.to_dict())
         if verdict.provenance_changes:
             fields = ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in verdict.provenance_changes.items())
             warnings.warn(T2IProvenanceWarning(f"gate {m.gate} was set under other settings ({fields})"), stacklevel=2)
@@ -264,10 +271,13 @@ class Reporter:
         self._node.user_properties.append((SECTION, {"title": title, "lines": [str(x) for x in lines]}))
 
     def json(self, name: str, obj) -> None:
-        self.artifacts.json(name, obj)
+        self._written(self.artifacts.json(name, obj))
 
     def png(self, name: str, data_or_figure) -> None:
-        self.artifacts.png(name, data_or_figure)
+        self._written(self.artifacts.png(name, data_or_figure))
+
+    def _written(self, path) -> None:  # the controller's HTML report inlines the files of this run
+        self._node.user_properties.append((ARTIFACT, {"nodeid": self._node.nodeid, "path": f"{path.parent.name}/{path.name}"}))
 
 
 @pytest.fixture
@@ -288,6 +298,7 @@ class GateHooks:
     def __init__(self, config: pytest.Config, session: GateSession):
         self.config = config
         self.session = session
+        self.report_path = None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "call":
@@ -296,6 +307,8 @@ class GateHooks:
                     self.session.add(value)
                 elif key == SECTION:
                     self.session.add_section(value)
+                elif key == ARTIFACT:
+                    self.session.add_artifact(value)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
@@ -306,9 +319,14 @@ class GateHooks:
         stopped = bool(session.shouldfail or session.shouldstop) or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
         complete = not self.config.getoption("keyword") and not self.config.getoption("markexpr") and not stopped
         self.session.finish(write_files=not _is_worker(self.config), complete_run=complete)
+        options = self.config.stash[OPTIONS]
+        if options.report is not None and not _is_worker(self.config):
+            from .html_report import write_run_report
+
+            self.report_path = write_run_report(options, self.session)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
-        lines = GateReport(self.session).lines()
+        lines = GateReport(self.session).lines() + ([f"HTML report: {self.report_path}"] if self.report_path else [])
         if lines:
             terminalreporter.write_sep("=", "t2i-fairness gates")
             for line in lines:

@@ -15,6 +15,7 @@ from .gates import Bound, ThresholdFile, proposed_path
 
 PROPERTY = "t2i_gate"
 SECTION = "t2i_section"
+ARTIFACT = "t2i_artifact"
 
 
 @dataclass
@@ -48,12 +49,16 @@ class GateSession:
     proposed: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
     sections: dict[str, list[str]] = field(default_factory=dict)  # title -> lines, printed after the gate table
+    artifacts: list[dict] = field(default_factory=list)  # {"nodeid", "path" relative to --t2i-artifacts}
 
     def add(self, data: dict) -> None:
         self.records.append(GateRecord(**data))
 
     def add_section(self, data: dict) -> None:
         self.sections[data["title"]] = list(data["lines"])
+
+    def add_artifact(self, data: dict) -> None:
+        self.artifacts.append(dict(data))
 
     def merge_cache_stats(self, stats: dict) -> None:
         self.cache.generated += stats.get("generated", 0)

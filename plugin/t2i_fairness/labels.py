@@ -1,0 +1,147 @@
+"""What a gate test is about, read from its name: indicator family, template, regions, languages.
+
+Both reports group by these: the HTML report (:mod:`t2i_fairness.html_report`) by family, Allure by
+feature (family), story (template) and tags (regions, languages). Nothing here knows a particular
+indicator: the family is the test function's name, the rest are tokens of the parameter id that
+name a known template, GeoDE region or language, so new indicators are labelled without new code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from .languages import LANGUAGES
+from .prompts import GEODE_REGIONS, TEMPLATES
+
+_REGIONS = {r.slug for r in GEODE_REGIONS}
+_LANGUAGES = {lang.code.lower(): lang.code for lang in LANGUAGES}
+
+
+@dataclass(frozen=True)
+class GateLabels:
+    """Labels of one test item.
+
+    ``family`` is the test function without ``test_`` (``region_precision``); ``params`` the
+    parameter id (``synthetic-object_in_region-africa``, empty when not parametrized).
+    """
+
+    function: str
+    params: str = ""
+    template: str | None = None
+    regions: tuple[str, ...] = ()
+    languages: tuple[str, ...] = ()  # language codes as written in the registry: hin_Deva
+    other: tuple[str, ...] = field(default=())  # remaining id tokens (reference names, objects)
+
+    @property
+    def family(self) -> str:
+        return self.function[len("test_"):] if self.function.startswith("test_") else self.function
+
+    @property
+    def family_title(self) -> str:
+        """``region_precision`` -> ``Region precision``; acronyms (``clgc``) in capitals."""
+        words = self.family.split("_")
+        if len(words) == 1 and len(words[0]) <= 5:
+            return words[0].upper()
+        text = " ".join(words)
+        return text[:1].upper() + text[1:]
+
+    @property
+    def title(self) -> str:
+        return f"{self.family_title} [{self.params}]" if self.params else self.family_title
+
+    @property
+    def tags(self) -> list[str]:
+        return [f"region:{r}" for r in self.regions] + [f"language:{c}" for c in self.languages]
+
+
+def split_name(name: str) -> tuple[str, str]:
+    """A test name or node id -> (function, parameter id).
+
+    Example:
+        >>> split_name("fairness_tests/test_dig_in_region.py::test_region_precision[synthetic-object-africa]")
+        ('test_region_precision', 'synthetic-object-africa')
+        >>> split_name("test_scal_matrix")
+        ('test_scal_matrix', '')
+    """
+    name = name.rsplit("::", 1)[-1]
+    m = re.fullmatch(r"([^\[]*)(?:\[(.*)\])?", name, flags=re.S)
+    assert m is not None  # the pattern matches every string
+    return m.group(1), m.group(2) or ""
+
+
+def gate_labels(name: str, params: dict[str, Any] | None = None) -> GateLabels:
+    """Labels of a test from its name (or node id) and, when known, its ``callspec.params``.
+
+    Tokens come from the parameter id split on ``-`` plus the string values of ``params``; a
+    ``template`` parameter wins over id tokens.
+
+    Example:
+        >>> lab = gate_labels("test_region_coverage[synthetic-object_in_region-africa]")
+        >>> lab.family, lab.template, lab.regions, lab.other
+        ('region_coverage', 'object_in_region', ('africa',), ('synthetic',))
+        >>> gate_labels("test_clgc[hin_deva]").tags
+        ['language:hin_Deva']
+        >>> gate_labels("test_clgc[hin_deva]").family_title
+        'CLGC'
+    """
+    function, pid = split_name(name)
+    values = [v for v in (params or {}).values() if isinstance(v, str)]
+    tokens = _unique(t for t in pid.split("-") + values if t)
+    template = (params or {}).get("template")
+    if not isinstance(template, str) or template not in TEMPLATES:
+        template = next((t for t in tokens if t in TEMPLATES), None)
+    regions = tuple(t for t in tokens if t in _REGIONS)
+    languages = tuple(_LANGUAGES[t.lower()] for t in tokens if t.lower() in _LANGUAGES)
+    known = set(regions) | {template} | {t for t in tokens if t.lower() in _LANGUAGES}
+    other = tuple(t for t in tokens if t not in known)
+    return GateLabels(function, pid, template, regions, _unique(languages), other)
+
+
+def _unique(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(items))
+
+
+# -- Allure (allure-pytest active with --alluredir) ---------------------------------------------------
+
+# Shown with every gate test but left out of Allure's history id, so a new seed or sample size
+# continues a gate's history instead of starting another one.
+HISTORY_NEUTRAL = ("model", "scorers", "images_per_prompt", "seed")
+
+
+def allure_active(config) -> bool:
+    return config.pluginmanager.hasplugin("allure_pytest") and bool(getattr(config.option, "allure_report_dir", None))
+
+
+def allure_label(node, options) -> None:
+    """Epic (the suite module's first docstring line), feature (family), story (template), tags
+    (regions, languages) and the run's settings as history-neutral parameters; at fixture setup."""
+    import allure
+
+    params = getattr(getattr(node, "callspec", None), "params", {})
+    lab = gate_labels(node.name, params)
+    doc = (getattr(getattr(node, "module", None), "__doc__", None) or "").strip().splitlines()
+    allure.dynamic.epic(doc[0].rstrip(".") if doc else getattr(node, "module", node).__name__)
+    allure.dynamic.feature(lab.family_title)
+    if lab.template:
+        allure.dynamic.story(lab.template)
+    if lab.tags:
+        allure.dynamic.tag(*lab.tags)
+    for name in HISTORY_NEUTRAL:
+        allure.dynamic.parameter(name, str(getattr(options, name)), excluded=True)
+
+
+def allure_measurement(record: dict) -> None:
+    """The gate's title (verdict, estimate, interval, bound) and its measurement as JSON; in the test call."""
+    import json
+
+    import allure
+
+    lab = gate_labels(record["gate"])
+    iv = record.get("interval")
+    interval = f" [{iv[0]:.4f}, {iv[1]:.4f}]" if iv else ""
+    bound = "no bound" if record.get("bound") is None else f"{record['direction']} {record['bound']:.4f}"
+    allure.dynamic.title(f"{lab.title}: {record['value']:.4f}{interval} vs {bound}")
+    allure.attach(json.dumps(record, indent=2, sort_keys=True, default=str), name="measurement.json",
+                  attachment_type=allure.attachment_type.JSON)
