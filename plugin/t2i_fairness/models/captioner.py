@@ -36,6 +36,7 @@ from .sentence import (
     _dtype_kwargs,
     _load_pretrained,
     _resolve_source,
+    _with_commit,
 )
 
 BLIP2_CONFIGS: dict[str, dict[str, Any]] = {
@@ -95,9 +96,7 @@ class _Blip2:
             processor = _load_pretrained(Blip2Processor.from_pretrained, source, "BLIP-2 processor")
             model = _load_pretrained(Blip2ForConditionalGeneration.from_pretrained, source, "BLIP-2 model",
                                      **_dtype_kwargs(dtype))
-            commit = getattr(model.config, "_commit_hash", None)
-            if weights_id.startswith("hub:") and commit:
-                weights_id = f"{weights_id}@{commit[:12]}"
+            weights_id = _with_commit(weights_id, model)
         else:
             if "weights" in options:
                 raise ValueError(f"option 'weights' only applies to profile 'paper', not {profile!r}")

@@ -109,6 +109,14 @@ def to_normalized_array(image: Image.Image, size: int, mean: Sequence[float], st
     return np.ascontiguousarray(pixels.transpose(2, 0, 1))
 
 
+def preprocess_batch(images: Sequence[Image.Image], size: int, mean: Sequence[float], std: Sequence[float]) -> np.ndarray:
+    """Centre-cropped, resized, normalised network input: float32 (n, 3, size, size)."""
+    images = check_images(images)
+    if not images:
+        return np.zeros((0, 3, size, size), np.float32)
+    return np.stack([to_normalized_array(im, size, mean, std) for im in images])
+
+
 def check_images(images: Sequence[Image.Image], argument: str = "images") -> list[Image.Image]:
     """Validate a batch of PIL images at the public boundary (never ``assert`` on user input)."""
     if isinstance(images, Image.Image):
@@ -335,11 +343,7 @@ class InceptionFeatures:
 
     def preprocess(self, images: Sequence[Image.Image]) -> np.ndarray:
         """The network input for ``images``: float32 (n, 3, image_size, image_size)."""
-        images = check_images(images)
-        if not images:
-            return np.zeros((0, 3, self.image_size, self.image_size), np.float32)
-        return np.stack([to_normalized_array(im, self.image_size, self.config["mean"], self.config["std"])
-                         for im in images])
+        return preprocess_batch(images, self.image_size, self.config["mean"], self.config["std"])
 
     def encode_images(self, images: Sequence[Image.Image]) -> np.ndarray:
         """2048-d pool features, float32 (n, 2048)."""

@@ -29,6 +29,7 @@ from .sentence import (
     _dtype_kwargs,
     _load_pretrained,
     _resolve_source,
+    _with_commit,
 )
 
 MLM_CONFIGS: dict[str, dict[str, Any]] = {
@@ -140,9 +141,7 @@ class MaskedLMReplacer:
             tokenizer = _load_pretrained(AutoTokenizer.from_pretrained, source, "masked LM tokenizer")
             model = _load_pretrained(BertForMaskedLM.from_pretrained, source, "masked LM",
                                      **_dtype_kwargs(torch.float32))
-            commit = getattr(model.config, "_commit_hash", None)
-            if weights_id.startswith("hub:") and commit:
-                weights_id = f"{weights_id}@{commit[:12]}"
+            weights_id = _with_commit(weights_id, model)
         else:
             if "weights" in options:
                 raise ValueError(f"option 'weights' only applies to profile 'paper', not {profile!r}")

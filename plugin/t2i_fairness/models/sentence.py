@@ -111,6 +111,12 @@ def _load_pretrained(loader: Callable[..., Any], source: str, what: str, **kwarg
         ) from err
 
 
+def _with_commit(weights_id: str, model: Any) -> str:
+    """Pin a hub id to the commit the weights came from, so a re-uploaded checkpoint changes the fingerprint."""
+    commit = getattr(model.config, "_commit_hash", None)
+    return f"{weights_id}@{commit[:12]}" if weights_id.startswith("hub:") and commit else weights_id
+
+
 def _dtype_kwargs(dtype: Any) -> dict[str, Any]:
     """``from_pretrained`` takes ``dtype`` since transformers 4.56 and ``torch_dtype`` before."""
     import transformers

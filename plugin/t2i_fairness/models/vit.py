@@ -51,6 +51,7 @@ from PIL import Image
 
 from .base import check_profile
 from .inception import (
+    preprocess_batch,
     IMAGENET_MEAN,
     IMAGENET_STD,
     check_images,
@@ -58,7 +59,6 @@ from .inception import (
     config_hash,
     file_digest,
     seeded_init,
-    to_normalized_array,
     torch_dtype,
     weights_unavailable,
 )
@@ -237,11 +237,7 @@ class MaskedViTFeatures:
 
     def preprocess(self, images: Sequence[Image.Image]) -> np.ndarray:
         """Network input: float32 (n, 3, img_size, img_size)."""
-        images = check_images(images)
-        if not images:
-            return np.zeros((0, 3, self.img_size, self.img_size), np.float32)
-        return np.stack([to_normalized_array(im, self.img_size, self.config["mean"], self.config["std"])
-                         for im in images])
+        return preprocess_batch(images, self.img_size, self.config["mean"], self.config["std"])
 
     def object_patches(self, mask: np.ndarray) -> np.ndarray:
         """bool (grid * grid,) in token order: patches holding at least one object pixel of ``mask``
