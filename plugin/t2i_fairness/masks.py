@@ -120,6 +120,22 @@ class MaskStore:
         cache: the session's :class:`~t2i_fairness.cache.Cache`.
         segmenter: anything with ``fingerprint`` and ``segment(image, object_name)`` (LangSAM or FolderMasks).
         progress: ``progress(total, desc)`` context manager yielding ``advance(n)`` (the workbench's).
+
+    Example:
+        >>> import tempfile
+        >>> from t2i_fairness.cache import Cache
+        >>> class Corner:
+        ...     fingerprint = "Corner:v1"
+        ...     def segment(self, image, object_name):
+        ...         mask = np.zeros((image.height, image.width), bool); mask[:2, :2] = True
+        ...         return mask
+        >>> item = MaskedImage("k0", "generated/bag in Africa/0", "bag", "bag", "africa", "bag in Africa #0",
+        ...                    lambda: Image.new("RGB", (8, 8)))
+        >>> with tempfile.TemporaryDirectory() as root:
+        ...     store = MaskStore(Cache(root), Corner())
+        ...     store.ensure([item]); store.ensure([item])
+        ...     int(store.get(item).sum()), store.cache.stats.computed["masks"], store.cache.stats.reused["masks"]
+        (4, 1, 1)
     """
 
     def __init__(self, cache, segmenter, progress=None):
