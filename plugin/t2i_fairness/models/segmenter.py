@@ -408,9 +408,9 @@ class FolderMasks:
             raise FileNotFoundError(f"mask folder {str(self.folder)!r} does not exist or is not a directory")
         self.suffix = suffix
         digest = hashlib.sha256()
-        for path in sorted(self.folder.glob(f"*{suffix}")):
+        for path in sorted(self.folder.rglob(f"*{suffix}")):  # keys may name subfolders: "generated/bag/0"
             stat = path.stat()
-            digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+            digest.update(f"{path.relative_to(self.folder).as_posix()}:{stat.st_size}:{stat.st_mtime_ns};".encode())
         self.fingerprint = f"FolderMasks:{self.folder}:{digest.hexdigest()[:12]}"
 
     @classmethod
@@ -431,7 +431,8 @@ class FolderMasks:
         """
         path = self.path_for(key)
         if not path.is_file():
-            known = sorted(p.stem for p in self.folder.glob(f"*{self.suffix}"))
+            known = sorted(p.relative_to(self.folder).as_posix()[: -len(self.suffix) or None]
+                           for p in self.folder.rglob(f"*{self.suffix}"))
             hint = f" (found {len(known)} masks, e.g. {known[:3]})" if known else " (the folder holds no masks)"
             raise FileNotFoundError(f"no mask for image key {key!r}: expected file {str(path)!r}{hint}")
         with Image.open(path) as im:
