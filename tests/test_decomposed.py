@@ -20,6 +20,7 @@ from t2i_fairness.decomposed import (
     has_features,
     mask_grid,
     mask_outline,
+    sample_membership,
     score_setup,
     select_real,
     spread,
@@ -131,6 +132,10 @@ def test_score_setup_counts_missing_rows_as_misses(data, k, mode):
     assert s.coverage == (inside.any(axis=0).mean() if used.size else 0.0)
     assert (s.n_fake, s.n_used, s.n_missing, s.n_real) == (n_total, used.size, int((~valid).sum()), real.shape[0])
     np.testing.assert_array_equal(s.used, used)
+    # the sample's membership gives the same numbers, so resampling its rows bootstraps them
+    member = sample_membership(m, fake, s)
+    assert member.shape == (n_total, real.shape[0])
+    assert (member.any(axis=1).mean(), member.any(axis=0).mean()) == (s.precision, s.coverage)
     # rescaling: the same rows without the missing ones give precision * n_total / n_used
     if used.size:
         alone = score_setup(m, fake[valid], dedupe=mode)

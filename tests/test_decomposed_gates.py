@@ -127,9 +127,20 @@ def test_decomposed_gates_ids_paper_rules_table1_and_diagnostics(suite):
     second.assert_outcomes(passed=2)
 
 
-def test_masks_option_errors(suite):
+def test_options_and_their_errors(suite):
     result = run(suite, "--t2i-masks", str(suite.path / "nowhere"), "-k", "bg_coverage")
     result.stderr.fnmatch_lines(["*--t2i-masks*not a directory*"])
+    result = run(suite, "--t2i-segmentation-failure-limit", "2", "-k", "bg_coverage")
+    result.stderr.fnmatch_lines(["*--t2i-segmentation-failure-limit must be a fraction in [[]0, 1[]], got 2.0*"])
+    # A looser limit keeps the stoves: 2 failed of 12 is not above 50 %.
+    loose = run(suite, "--t2i-segmentation-failure-limit", "0.5", "-k", "bg_coverage and object_in_region and africa",
+                "--t2i-update-thresholds")
+    loose.stdout.fnmatch_lines([
+        "*classes excluded (> 50% failures, --t2i-segmentation-failure-limit limit): none*",
+        "*{object} in {region}: 12 generated images, 1 without object segmentation*",
+    ])
+    data = json.loads((suite.path / "art" / "test_bg_coverage[mini-object_in_region-africa]" / "decomposed_dig.json").read_text())
+    assert data["templates"]["object_in_region"]["regions"]["africa"]["bg"]["n_real"] == 10  # 6 bags, 4 of 6 stoves
     (suite.path / "masks" / "generated" / "bag in Africa" / "2.png").unlink()
     missing = run(suite, "-k", "bg_coverage and object_in_region and africa")
     missing.stdout.fnmatch_lines(["*--t2i-masks: no mask for image key 'generated/bag in Africa/2'*"])

@@ -63,6 +63,7 @@ __all__ = [
     "has_features",
     "mask_grid",
     "score_setup",
+    "sample_membership",
     "select_real",
     "spread",
     "summarize",
@@ -260,6 +261,27 @@ def score_setup(manifold, fake: Any, *, dedupe: str = "drop_all", device: Any = 
     total = int(used.size) + n_missing
     return SetupScore(inside / total, coverage, total, int(used.size), n_missing, int(rows.size - used.size),
                       int(len(manifold.radii)), used)
+
+
+def sample_membership(manifold, fake: Any, score: SetupScore) -> np.ndarray:
+    """bool (score.n_fake, n_real): the ball membership of every image in the sample total.
+
+    Rows are the ``score.used`` rows of ``fake``, then one all-False row per image without a
+    feature (a miss that covers nothing). ``m.any(1).mean()`` is the score's precision and
+    ``m.any(0).mean()`` its coverage, so resampling rows bootstraps both (generated images are
+    the unit that is drawn).
+
+    Example:
+        >>> from t2i_fairness.metrics.manifold import ReferenceManifold
+        >>> m = ReferenceManifold.build(np.arange(10.0).reshape(5, 2), nearest_k=1)
+        >>> fake = np.array([[0.5, 1.5], [np.nan, np.nan]])
+        >>> member = sample_membership(m, fake, score_setup(m, fake))
+        >>> member.shape, float(member.any(axis=1).mean())
+        ((2, 5), 0.5)
+    """
+    x = np.asarray(fake)
+    inside = ball_membership(manifold.features, manifold.radii, x[score.used])
+    return np.concatenate([inside, np.zeros((score.n_missing, inside.shape[1]), bool)])
 
 
 def _in(group: str | None) -> str:

@@ -185,11 +185,13 @@ class SetupEncoder:
 
     Attributes:
         fingerprint: ``<vit fingerprint>:<setup>:<segmenter fingerprint>``.
+        kind: ``MaskedViTFeatures/obj`` or ``.../bg``, how the cache statistics name these features.
     """
 
     def __init__(self, vit, setup: str, store: MaskStore):
         self.vit, self.setup, self.store = vit, setup, store
         self.fingerprint = f"{vit.fingerprint}:{setup}:{store.fingerprint}"
+        self.kind = f"{type(vit).__name__}/{setup}"  # the label of the workbench's feature counts
 
     def encode_items(self, lookup: dict[str, MaskedImage]) -> Callable[[Sequence[Image.Image]], np.ndarray]:
         """The ``encode`` callable for ``Workbench.features``: masks found through ``image.info``."""
