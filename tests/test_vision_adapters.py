@@ -505,3 +505,13 @@ def test_folder_masks_fingerprint_tracks_the_files(tmp_path):
     Image.fromarray(np.ones((4, 5), np.uint8)).save(tmp_path / "a.png")
     os.utime(tmp_path / "a.png", ns=(1, 1))
     assert FolderMasks(tmp_path).fingerprint != before
+    # masks in subfolders (keys such as "generated/bag/0") count too
+    changed = FolderMasks(tmp_path).fingerprint
+    (tmp_path / "generated").mkdir()
+    Image.fromarray(np.ones((4, 4), np.uint8)).save(tmp_path / "generated" / "0.png")
+    nested = FolderMasks(tmp_path)
+    assert nested.fingerprint != changed and nested.mask_for("generated/0").all()
+    (tmp_path / "generated" / "0.png").unlink()
+    assert FolderMasks(tmp_path).fingerprint == changed
+    with pytest.raises(FileNotFoundError, match="generated/1"):
+        nested.mask_for("generated/1")

@@ -31,6 +31,10 @@ Profiles (settings in ``SEGMENTER_CONFIGS``):
   The tiny detector has 5 queries and ``box_threshold=0.99``: on 30 seeded synthetic scenes (a
   rectangle on a plain background, 64-400 px) 20 got boxes with masks covering 30-100 % of the
   image and 10 got none, so the object, background and "no segmentation" paths all run.
+  A random SAM scatters its mask as fine noise over the whole image, whatever the box, so every
+  ViT patch would hold an object pixel and no image would have a background; the tiny config
+  therefore sets ``masks_within_boxes``, which keeps each SAM mask inside its box (a trained SAM
+  does so by itself; the paper config leaves the key out and keeps LangSAM's masks as they are).
 
 ``FolderMasks`` serves precomputed masks (one PNG per image key) and ``patch_membership`` is the
 pure helper the masked ViT uses to decide which patches are object patches.
@@ -91,6 +95,7 @@ SEGMENTER_CONFIGS: dict[str, dict[str, Any]] = {
         "sam_size": 64,
         "tokenizer": _BUNDLED_TOKENIZER,
         "box_threshold": 0.99,  # random detector: most query scores are > 0.3, see module doc
+        "masks_within_boxes": True,  # random SAM: noise over the whole image, see module doc
         "text_threshold": 0.25,
         "seed": 0,
         "dtype": "float32",
@@ -154,6 +159,20 @@ def patch_membership(mask: np.ndarray, patch_size: int, grid: int | tuple[int, i
     if mask.shape != expected:
         raise ValueError(f"mask has shape {mask.shape} but grid {(gh, gw)} of {patch_size}-px patches needs {expected}")
     return mask.reshape(gh, patch_size, gw, patch_size).any(axis=(1, 3))
+
+
+def box_masks(boxes: np.ndarray, height: int, width: int) -> np.ndarray:
+    """bool (k, height, width): the pixels whose centre lies inside each box (x0, y0, x1, y1).
+
+    Example:
+        >>> box_masks(np.array([[1.0, 0.0, 3.0, 2.0]]), 3, 4)[0].astype(int).tolist()
+        [[0, 1, 1, 0], [0, 1, 1, 0], [0, 0, 0, 0]]
+    """
+    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+    xs, ys = np.arange(width) + 0.5, np.arange(height) + 0.5
+    inside_x = (xs[None, :] >= boxes[:, 0:1]) & (xs[None, :] <= boxes[:, 2:3])
+    inside_y = (ys[None, :] >= boxes[:, 1:2]) & (ys[None, :] <= boxes[:, 3:4])
+    return inside_y[:, :, None] & inside_x[:, None, :]
 
 
 def caption_for(object_name: str) -> str:
@@ -328,7 +347,8 @@ class LangSAMSegmenter:
         return result["boxes"].float().cpu().numpy().reshape(-1, 4)
 
     def masks_for_boxes(self, image: Image.Image, boxes: np.ndarray) -> np.ndarray:
-        """One SAM mask per box (single-mask output, logits > 0): bool (k, H, W)."""
+        """One SAM mask per box (single-mask output, logits > 0): bool (k, H, W); with the config key
+        ``masks_within_boxes`` (tiny), each mask is cut to its box."""
         import torch
 
         image = image.convert("RGB")
@@ -343,7 +363,10 @@ class LangSAMSegmenter:
             outputs = self.sam(**model_inputs, multimask_output=False)
         masks = self.sam_processor.image_processor.post_process_masks(
             outputs.pred_masks.float().cpu(), original_sizes, reshaped_sizes, binarize=True)[0]
-        return masks[:, 0].numpy().astype(bool)
+        masks = masks[:, 0].numpy().astype(bool)
+        if self.config.get("masks_within_boxes"):
+            masks &= box_masks(boxes, image.height, image.width)
+        return masks
 
     def segment(self, image: Image.Image, object_name: str) -> np.ndarray:
         """Union of the SAM masks of all boxes for ``object_name``: bool (H, W); all False if no box."""
@@ -385,9 +408,9 @@ class FolderMasks:
             raise FileNotFoundError(f"mask folder {str(self.folder)!r} does not exist or is not a directory")
         self.suffix = suffix
         digest = hashlib.sha256()
-        for path in sorted(self.folder.glob(f"*{suffix}")):
+        for path in sorted(self.folder.rglob(f"*{suffix}")):  # keys may name subfolders: "generated/bag/0"
             stat = path.stat()
-            digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+            digest.update(f"{path.relative_to(self.folder).as_posix()}:{stat.st_size}:{stat.st_mtime_ns};".encode())
         self.fingerprint = f"FolderMasks:{self.folder}:{digest.hexdigest()[:12]}"
 
     @classmethod
@@ -408,7 +431,8 @@ class FolderMasks:
         """
         path = self.path_for(key)
         if not path.is_file():
-            known = sorted(p.stem for p in self.folder.glob(f"*{self.suffix}"))
+            known = sorted(p.relative_to(self.folder).as_posix()[: -len(self.suffix) or None]
+                           for p in self.folder.rglob(f"*{self.suffix}"))
             hint = f" (found {len(known)} masks, e.g. {known[:3]})" if known else " (the folder holds no masks)"
             raise FileNotFoundError(f"no mask for image key {key!r}: expected file {str(path)!r}{hint}")
         with Image.open(path) as im:

@@ -1,0 +1,177 @@
+"""Decomposed-DIG (Sureddy et al.): geographic disparities in objects and in backgrounds.
+
+Claims gated, for each reference set and prompt template (``{object} in {region}`` and
+``{regional adjective} {object}``): generated objects and backgrounds of each region are realistic
+(precision) and diverse (coverage) against the region's real objects and backgrounds (Obj-only and
+BG-only ViT features, Sec. 3); the worst region's background diversity stays above a floor; the
+spread of per-region values (best minus worst) stays below a ceiling for objects and backgrounds
+(Sec. 4.2); the adjective template is not worse than the original on worst-region background
+coverage (Sec. 5, Table 1). The diagnostics of Sec. 4.3 are written as JSON and image grids.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fixtures.decomposed import (
+    DECOMPOSED,
+    DECOMPOSED_TEMPLATES,
+    diagnostics_grids,
+    diagnostics_report,
+    table1_section,
+)
+from fixtures.dig import references_of
+from t2i_fairness.decomposed import SETUP_NAMES, spread, summarize
+
+
+def pytest_generate_tests(metafunc):
+    refs = references_of(metafunc.config)
+    names = set(metafunc.fixturenames)
+    cases, argnames = [], ["reference"]
+    for name, ref in refs.items():
+        if "template" not in names:
+            cases.append(pytest.param(name, id=name))
+            continue
+        for template in DECOMPOSED_TEMPLATES:
+            if "region" in names:
+                cases += [pytest.param(name, template, r, id=f"{name}-{template}-{r}") for r in ref.regions]
+            elif "setup" in names:
+                cases += [pytest.param(name, template, s, m, id=f"{name}-{template}-{s}-{m}")
+                          for s in ("obj", "bg") for m in ("precision", "coverage")]
+            else:
+                cases.append(pytest.param(name, template, id=f"{name}-{template}"))
+    if "template" in names:
+        argnames.append("template")
+        argnames += ["region"] if "region" in names else ["setup", "metric"] if "setup" in names else []
+    if "reference" in names:
+        metafunc.parametrize(argnames, cases)
+
+
+@pytest.fixture
+def table1(request, pytestconfig, reference_sets, decomposed_real, decomposed_scores, t2i_report):
+    """``table1(reference)``: print the Table 1 block in the terminal summary and attach its JSON.
+
+    It covers the Table 1 templates this run selected for the reference set (both when both are
+    selected, whatever the order or the worker), so ``-k "bg_coverage and africa"`` prints both rows.
+    """
+
+    def emit(reference: str) -> None:
+        selected = set()
+        for item in request.session.items:
+            params = getattr(getattr(item, "callspec", None), "params", {})
+            if params.get("reference") == reference and params.get("template") in DECOMPOSED_TEMPLATES:
+                selected.add(params["template"])
+        templates = [t for t in DECOMPOSED_TEMPLATES if t in selected]
+        by_template = {t: decomposed_scores(reference, t) for t in templates}
+        real = decomposed_real(reference)
+        limit_source = pytestconfig.stash[DECOMPOSED].limit_source
+        lines = table1_section(reference, reference_sets[reference], real, by_template, limit_source)
+        t2i_report.section(f"Decomposed-DIG (Table 1): {reference}", lines)
+        t2i_report.json("decomposed_dig", {
+            "reference": reference,
+            "real_images": real.selection.report(),
+            "templates": {t: dict(sc.report(), summary=summarize(sc.per_region()) if sc.scores else None)
+                          for t, sc in by_template.items()},
+        })
+
+    return emit
+
+
+def _scored(decomposed_scores, reference, template, gate, region=None):
+    """The template's scores (and the region's); a gate that cannot be computed is undefined:
+    skipped while it has no bound, failed once it has one."""
+    sc = decomposed_scores(reference, template)
+    if region is not None and region not in sc.scores:
+        gate.undefined(f"{reference}/{template}/{region}: {sc.skipped.get(region, 'no scores')}")
+    if not sc.scores:
+        gate.undefined(f"{reference}/{template}: no region has scores ({sc.skipped})")
+    return sc
+
+
+def _region_gate(sc, region, setup, metric, gate, t2i):
+    """Gate one region's value, with a bootstrap interval over its generated images (the unit
+    drawn; unsegmented ones stay in as misses)."""
+    s = sc.scores[region][setup]
+    resample = {}
+    if t2i.options.bootstrap > 0:
+        member = sc.membership(region, setup)
+        axis = 1 if metric == "precision" else 0
+        resample = {"resample": lambda idx: float(member[idx].any(axis=axis).mean()), "units": s.n_fake}
+    gate(getattr(s, metric), n=s.n_fake if metric == "precision" else s.n_real,
+         details={"n_fake": s.n_fake, "n_used": s.n_used, "n_missing": s.n_missing, "n_real": s.n_real}, **resample)
+
+
+# -- per region (Sec. 4.1-4.2) -----------------------------------------------------------------
+
+def test_obj_precision(reference, template, region, decomposed_scores, gate, t2i):
+    _region_gate(_scored(decomposed_scores, reference, template, gate, region), region, "obj", "precision", gate, t2i)
+
+
+def test_obj_coverage(reference, template, region, decomposed_scores, gate, t2i):
+    _region_gate(_scored(decomposed_scores, reference, template, gate, region), region, "obj", "coverage", gate, t2i)
+
+
+def test_bg_precision(reference, template, region, decomposed_scores, gate, t2i):
+    _region_gate(_scored(decomposed_scores, reference, template, gate, region), region, "bg", "precision", gate, t2i)
+
+
+def test_bg_coverage(reference, template, region, decomposed_scores, gate, t2i, table1):
+    sc = _scored(decomposed_scores, reference, template, gate, region)
+    table1(reference)
+    _region_gate(sc, region, "bg", "coverage", gate, t2i)
+
+
+# -- across regions ----------------------------------------------------------------------------
+
+def test_worst_region_bg_coverage(reference, template, decomposed_scores, gate, table1):
+    sc = _scored(decomposed_scores, reference, template, gate)
+    values = {r: by["bg"].coverage for r, by in sc.scores.items()}
+    worst = min(values, key=values.get)
+    table1(reference)
+    gate(values[worst], n=sc.scores[worst]["bg"].n_real, details={"worst_region": worst, "by_region": values})
+
+
+def test_region_spread(reference, template, setup, metric, decomposed_scores, gate):
+    """Best minus worst region; the paper finds backgrounds spread about 1.5-2x more than objects."""
+    sc = _scored(decomposed_scores, reference, template, gate)
+    values = {r: getattr(by[setup], metric) for r, by in sc.scores.items()}
+    other = "obj" if setup == "bg" else "bg"
+    other_spread = spread({r: getattr(by[other], metric) for r, by in sc.scores.items()})
+    gate(spread(values), n=len(values), higher_is_better=False,
+         details={"by_region": values, f"{other}_spread": other_spread, "setup": SETUP_NAMES[setup]})
+
+
+def test_template_improvement(reference, decomposed_scores, gate, table1):
+    """``{regional adjective} {object}`` minus ``{object} in {region}`` on worst-region BG-only coverage."""
+    worst = {}
+    for template in DECOMPOSED_TEMPLATES:
+        sc = _scored(decomposed_scores, reference, template, gate)
+        values = {r: by["bg"].coverage for r, by in sc.scores.items()}
+        region = min(values, key=values.get)
+        worst[template] = (values[region], region, sc.scores[region]["bg"].n_real)
+    table1(reference)
+    (old, old_region, n_old), (new, new_region, n_new) = (worst[t] for t in DECOMPOSED_TEMPLATES)
+    gate(new - old, n=min(n_old, n_new), details={
+        "object_in_region": {"worst_bg_coverage": old, "worst_region": old_region},
+        "regional_adjective": {"worst_bg_coverage": new, "worst_region": new_region},
+    })
+
+
+# -- diagnostics (Sec. 4.3): reported, not gated ------------------------------------------------
+
+def test_decomposed_diagnostics(reference, template, decomposed_real, decomposed_scores, decomposed_diagnostics,
+                                decomposed_models, t2i_report):
+    sc = decomposed_scores(reference, template)
+    if not sc.scores:
+        pytest.skip(f"{reference}/{template}: no region has scores ({sc.skipped})")
+    real = decomposed_real(reference)
+    diags = decomposed_diagnostics(reference, template)
+    t2i_report.json("diagnostics", diagnostics_report(real, sc, diags))
+    for kind, png in diagnostics_grids(real, sc, diags, decomposed_models[1]).items():
+        t2i_report.png(kind, png)
+    t2i_report.section(f"Decomposed-DIG diagnostics: {reference} / {template}", [
+        f"{region:<16} low-diversity backgrounds {len(d.low_diversity_backgrounds):>3}  "
+        f"low-diversity objects {len(d.low_diversity_objects):>3}  "
+        f"low-realism backgrounds {len(d.low_realism_backgrounds):>3}/{sc.scores[region]['bg'].n_used}"
+        for region, (d, _) in diags.items()
+    ])

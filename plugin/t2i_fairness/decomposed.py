@@ -1,0 +1,585 @@
+"""Decomposed-DIG (Sureddy et al.): the bookkeeping around object / background precision and coverage.
+
+Pure functions on arrays (no pytest, no models). The suite's fixtures gather features and masks and
+call these; every rule of the paper that is not a feature extractor lives here:
+
+* **Setups** (Sec. 3.2-3.3): ``obj`` (Obj-only), ``bg`` (BG-only) and ``full`` (Full-image) ViT
+  features. A feature row of NaN means "no patch for this setup" (``MaskedViTFeatures`` returns
+  that for an ``obj`` image without object patches and a ``bg`` image without background patches).
+* **Real images** (Sec. 3.1, App. C.2.1): a real image whose segmentation fails is excluded from
+  every setup and counted (:func:`select_real`); an object class whose real images fail more than
+  ``limit`` (10 %) of the time is excluded from the analysis, generated images included, and
+  reported. "Fails" means the mask has no object patch (LangSAM found nothing) or no background
+  patch (the object covers every patch, so there is no BG-only feature); excluding the image from
+  all three setups keeps the three manifolds over the same real images, which the diagnostics
+  compare image by image.
+* **Generated images** (Sec. 3.3): one with no object segmentation stays in the sample total of
+  Obj-only as a miss for precision and adds nothing to coverage; its BG-only feature is the whole
+  image (an empty mask leaves every patch to the background). One whose mask covers every patch
+  has no BG-only feature and is treated the same way in BG-only (a miss for precision); the paper
+  does not meet this case with LangSAM at 14 x 14 patches, but it happens on small images.
+  :func:`score_setup` computes precision on the rows that have features with
+  :func:`~t2i_fairness.metrics.manifold.precision_coverage`, turns it back into a count and divides
+  by the sample total; coverage only uses rows with features.
+* **Table 1** (Sec. 5): average and worst-region precision and coverage for Obj-only and BG-only,
+  per prompt template, with deltas in absolute value and in percent of the original
+  (:func:`summarize`, :func:`table1_lines`).
+* **Diagnostics** (Sec. 4.3, App. D.3) from per-pair ball membership (:func:`ball_membership`,
+  an exact helper since the manifold module reports only totals): real images covered in Obj-only
+  but not in BG-only (low-diversity backgrounds), real images covered in BG-only but neither in
+  Obj-only nor in Full-image (low-diversity objects), generated images whose background falls in
+  no real ball (low-realism backgrounds), and the real backgrounds holding the most generated
+  ones (App. D.3) (:func:`diagnose`).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+SETUPS: tuple[str, ...] = ("obj", "bg", "full")
+SETUP_NAMES: dict[str, str] = {"obj": "Obj-only", "bg": "BG-only", "full": "Full-image"}
+METRICS: tuple[str, ...] = ("precision", "coverage")
+DEFAULT_FAILURE_LIMIT = 0.10  # App. C.2.1: classes with > 100 of 1020 failures were dropped
+TABLE1_SETUPS: tuple[str, ...] = ("obj", "bg")
+TABLE1_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("precision", "avg"), ("precision", "worst"), ("coverage", "avg"), ("coverage", "worst"),
+)
+
+__all__ = [
+    "DEFAULT_FAILURE_LIMIT",
+    "Diagnostics",
+    "RealSelection",
+    "SETUPS",
+    "SETUP_NAMES",
+    "SetupScore",
+    "ball_membership",
+    "dedupe_index",
+    "diagnose",
+    "has_features",
+    "mask_grid",
+    "score_setup",
+    "sample_membership",
+    "select_real",
+    "spread",
+    "summarize",
+    "table1_lines",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Real images: failed segmentations and excluded classes
+# --------------------------------------------------------------------------------------------
+
+
+def has_features(features: Any) -> np.ndarray:
+    """bool (n,): rows that are features, not the NaN row of "no patch in this setup".
+
+    Example:
+        >>> has_features(np.array([[0.0, 1.0], [np.nan, np.nan]])).tolist()
+        [True, False]
+    """
+    x = np.asarray(features, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError(f"features must be 2-D (n_images, dim), got shape {x.shape}")
+    return np.isfinite(x).all(axis=1)
+
+
+@dataclass(frozen=True)
+class RealSelection:
+    """Which real images enter the manifolds, and why the others do not.
+
+    Attributes:
+        failed: bool (n,) the image's segmentation failed (no object or no background patch).
+        excluded_classes: class -> failure rate, for classes above ``limit``.
+        counts: class -> (failed images, images).
+        limit: the failure rate a class may have (exclusive: a class is dropped above it).
+        keep: bool (n,) used in every setup: not failed and of a kept class.
+    """
+
+    failed: np.ndarray
+    excluded_classes: dict[str, float]
+    counts: dict[str, tuple[int, int]]
+    limit: float
+    keep: np.ndarray = field(repr=False)
+
+    def report(self) -> dict:
+        """JSON-ready summary: failures per class, excluded classes, images kept."""
+        return {
+            "limit": self.limit,
+            "failures_by_class": {o: {"failed": f, "images": n, "rate": f / n} for o, (f, n) in self.counts.items()},
+            "excluded_classes": dict(self.excluded_classes),
+            "failed_images": int(self.failed.sum()),
+            "kept_images": int(self.keep.sum()),
+            "images": int(self.failed.size),
+        }
+
+
+def select_real(objects: Sequence[str], has_object: Any, has_background: Any,
+                limit: float = DEFAULT_FAILURE_LIMIT) -> RealSelection:
+    """Apply the paper's rules to the real images of a reference set.
+
+    Args:
+        objects: the object class of each real image.
+        has_object: bool (n,) the image has at least one object patch (its Obj-only feature exists).
+        has_background: bool (n,) the image has at least one background patch.
+        limit: a class is excluded when more than this share of its images fail (paper: 0.10).
+
+    Raises:
+        ValueError: lengths differ, or ``limit`` is not in [0, 1].
+
+    Example:
+        >>> sel = select_real(["bag", "bag", "car", "car"], [True, False, True, True], [True, True, True, True], 0.1)
+        >>> sel.keep.tolist(), sel.excluded_classes
+        ([False, False, True, True], {'bag': 0.5})
+    """
+    objects = list(objects)
+    has_object = np.asarray(has_object, dtype=bool)
+    has_background = np.asarray(has_background, dtype=bool)
+    if not (len(objects) == has_object.shape[0] == has_background.shape[0]) or has_object.ndim != 1 \
+            or has_background.ndim != 1:
+        raise ValueError(f"objects, has_object and has_background must be 1-D of one length, got "
+                         f"{len(objects)}, {has_object.shape} and {has_background.shape}")
+    if not (isinstance(limit, (int, float)) and 0.0 <= float(limit) <= 1.0):
+        raise ValueError(f"limit must be a failure rate in [0, 1], got {limit!r}")
+    failed = ~(has_object & has_background)
+    labels = np.asarray(objects, dtype=object)
+    counts: dict[str, tuple[int, int]] = {}
+    for obj in sorted(set(objects)):
+        rows = labels == obj
+        counts[obj] = (int(failed[rows].sum()), int(rows.sum()))
+    excluded = {o: f / n for o, (f, n) in counts.items() if f / n > limit}
+    keep = ~failed & ~np.isin(labels, list(excluded))
+    return RealSelection(failed, excluded, counts, float(limit), keep)
+
+
+# --------------------------------------------------------------------------------------------
+# Scores of one setup in one region
+# --------------------------------------------------------------------------------------------
+
+
+def dedupe_index(features: Any, dedupe: str = "drop_all") -> np.ndarray:
+    """Row indices :func:`~t2i_fairness.metrics.manifold.deduplicate` keeps, in order.
+
+    ``features[dedupe_index(x, mode)]`` equals ``deduplicate(x, mode)``; knowing which rows stay
+    lets the diagnostics name the images.
+
+    Example:
+        >>> x = np.array([[0.0], [1.0], [0.0], [2.0]])
+        >>> dedupe_index(x, "drop_all").tolist(), dedupe_index(x, "keep_one").tolist()
+        ([1, 3], [0, 1, 3])
+    """
+    if dedupe not in ("none", "keep_one", "drop_all"):
+        raise ValueError(f"dedupe must be one of ('none', 'keep_one', 'drop_all'), got {dedupe!r}")
+    x = np.asarray(features)
+    if x.ndim != 2:
+        raise ValueError(f"features must be 2-D (n_images, dim), got shape {x.shape}")
+    if dedupe == "none" or x.shape[0] < 2:
+        return np.arange(x.shape[0])
+    key = np.ascontiguousarray(x + x.dtype.type(0.0))  # -0.0 == 0.0, as the manifold module
+    rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel()
+    _, first, counts = np.unique(rows, return_index=True, return_counts=True)
+    keep = first if dedupe == "keep_one" else first[counts == 1]
+    return np.sort(keep)
+
+
+@dataclass(frozen=True)
+class SetupScore:
+    """Precision and coverage of one setup in one group.
+
+    Attributes:
+        precision: generated images inside the real manifold / ``n_fake`` (missing rows are misses).
+        coverage: real images whose ball holds a generated image with features / ``n_real``.
+        n_fake: the sample total: rows with features (after dedupe) + rows without.
+        n_used: generated rows with features that entered the computation.
+        n_missing: generated rows without features in this setup (no object, or no background).
+        n_duplicates: rows with features dropped as exact duplicates (``dedupe``).
+        n_real: real images in the manifold.
+        used: indices (into the ``fake`` argument) of the ``n_used`` rows.
+    """
+
+    precision: float
+    coverage: float
+    n_fake: int
+    n_used: int
+    n_missing: int
+    n_duplicates: int
+    n_real: int
+    used: np.ndarray = field(repr=False, compare=False)
+
+    def report(self) -> dict:
+        return {k: getattr(self, k) for k in ("precision", "coverage", "n_fake", "n_used", "n_missing",
+                                             "n_duplicates", "n_real")}
+
+
+def score_setup(manifold, fake: Any, *, dedupe: str = "drop_all", device: Any = None,
+                group: str | None = None) -> SetupScore:
+    """Decomposed precision and coverage of generated ``fake`` rows against a real ``manifold``.
+
+    Rows of NaN (no feature in this setup) count in the sample total as misses for precision and
+    do not take part in coverage; the other rows are deduplicated as ``dedupe`` says and scored
+    with :func:`~t2i_fairness.metrics.manifold.precision_coverage`, whose precision ``p`` over the
+    ``n_used`` rows becomes ``round(p * n_used) / (n_used + n_missing)``.
+
+    Args:
+        manifold: a :class:`~t2i_fairness.metrics.manifold.ReferenceManifold` of real features.
+        fake: (n, dim) generated features, NaN rows for "no feature".
+        dedupe: ``"none"``, ``"keep_one"`` or ``"drop_all"`` (applied to rows with features).
+        device: torch device for the distances.
+        group: quoted in error messages.
+
+    Raises:
+        ValueError: no generated row at all, or shapes that do not match the manifold.
+
+    Example:
+        >>> from t2i_fairness.metrics.manifold import ReferenceManifold
+        >>> m = ReferenceManifold.build(np.arange(10.0).reshape(5, 2), nearest_k=1)
+        >>> s = score_setup(m, np.array([[0.5, 1.5], [np.nan, np.nan], [50.0, 50.0], [np.nan, np.nan]]))
+        >>> s.precision, s.n_fake, s.n_used, s.n_missing
+        (0.25, 4, 2, 2)
+    """
+    from .metrics.manifold import precision_coverage
+
+    x = np.asarray(fake)
+    if x.ndim != 2:
+        raise ValueError(f"fake features{_in(group)} must be 2-D (n_images, dim), got shape {x.shape}")
+    if x.shape[0] == 0:
+        raise ValueError(f"no generated images{_in(group)}: precision needs at least one")
+    valid = has_features(x)
+    rows = np.flatnonzero(valid)
+    used = rows[dedupe_index(x[rows], dedupe)]
+    n_missing = int((~valid).sum())
+    if used.size:
+        pc = precision_coverage(manifold, x[used], dedupe="none", device=device, group=group)
+        inside, coverage = int(round(pc["precision"] * used.size)), float(pc["coverage"])
+    else:
+        inside, coverage = 0, 0.0
+    total = int(used.size) + n_missing
+    return SetupScore(inside / total, coverage, total, int(used.size), n_missing, int(rows.size - used.size),
+                      int(len(manifold.radii)), used)
+
+
+def sample_membership(manifold, fake: Any, score: SetupScore) -> np.ndarray:
+    """bool (score.n_fake, n_real): the ball membership of every image in the sample total.
+
+    Rows are the ``score.used`` rows of ``fake``, then one all-False row per image without a
+    feature (a miss that covers nothing). ``m.any(1).mean()`` is the score's precision and
+    ``m.any(0).mean()`` its coverage, so resampling rows bootstraps both (generated images are
+    the unit that is drawn).
+
+    Example:
+        >>> from t2i_fairness.metrics.manifold import ReferenceManifold
+        >>> m = ReferenceManifold.build(np.arange(10.0).reshape(5, 2), nearest_k=1)
+        >>> fake = np.array([[0.5, 1.5], [np.nan, np.nan]])
+        >>> member = sample_membership(m, fake, score_setup(m, fake))
+        >>> member.shape, float(member.any(axis=1).mean())
+        ((2, 5), 0.5)
+    """
+    x = np.asarray(fake)
+    inside = ball_membership(manifold.features, manifold.radii, x[score.used])
+    return np.concatenate([inside, np.zeros((score.n_missing, inside.shape[1]), bool)])
+
+
+def _in(group: str | None) -> str:
+    return "" if group is None else f" (group {group!r})"
+
+
+# --------------------------------------------------------------------------------------------
+# Ball membership (for the diagnostics)
+# --------------------------------------------------------------------------------------------
+
+_U64 = 2.0**-53
+
+
+def ball_membership(real: Any, radii: Any, fake: Any, *, block_elements: int = 2**24) -> np.ndarray:
+    """bool (n_fake, n_real): whether generated row i lies in the ball of real row j.
+
+    The decision is ``d(i, j) < radii[j]`` with ``d`` the float64 distance from exact coordinate
+    differences, ``sqrt(sum((fake[i] - real[j]) ** 2))``: the rule of
+    :mod:`t2i_fairness.metrics.manifold`, so ``any`` over columns is its precision membership and
+    ``any`` over rows its coverage. (That module returns only the totals; the diagnostics need to
+    know which pairs.) Distances are screened with a float64 matrix product; the pairs within a
+    rigorous error bound of a radius are recomputed from the exact differences.
+
+    Args:
+        real: (n_real, dim) real features (finite).
+        radii: (n_real,) radii of the real balls.
+        fake: (n_fake, dim) generated features (finite).
+        block_elements: pairs per screening block (memory).
+
+    Raises:
+        ValueError: shapes that do not match, or non-finite values.
+
+    Example:
+        >>> ball_membership(np.array([[0.0], [10.0]]), np.array([1.0, 2.0]), np.array([[0.5], [9.0], [5.0]])).tolist()
+        [[True, False], [False, True], [False, False]]
+    """
+    r = np.asarray(real, dtype=np.float64)
+    f = np.asarray(fake, dtype=np.float64)
+    rad = np.asarray(radii, dtype=np.float64)
+    if r.ndim != 2 or f.ndim != 2 or r.shape[1] != f.shape[1]:
+        raise ValueError(f"real and fake must be 2-D with the same width, got {r.shape} and {f.shape}")
+    if rad.shape != (r.shape[0],):
+        raise ValueError(f"radii must have shape ({r.shape[0]},), one per real row, got {rad.shape}")
+    for name, a in (("real", r), ("fake", f), ("radii", rad)):
+        if not np.isfinite(a).all():
+            raise ValueError(f"{name} has NaN or inf values; pass only rows with features")
+    out = np.zeros((f.shape[0], r.shape[0]), dtype=bool)
+    if out.size == 0:
+        return out
+    dim = r.shape[1]
+    gamma = 8.0 * (dim + 4) * _U64  # >= 3 gamma_dim: norms and the dot product, any summation order
+    slack = 2.0 * (dim + 4) * _U64  # exact-difference distance vs the true one
+    r_sq = np.einsum("ij,ij->i", r, r)
+    f_sq = np.einsum("ij,ij->i", f, f)
+    step = max(1, block_elements // max(1, r.shape[0]))
+    for start in range(0, f.shape[0], step):
+        stop = min(f.shape[0], start + step)
+        q = f_sq[start:stop, None] + r_sq[None, :] - 2.0 * (f[start:stop] @ r.T)
+        err = gamma * (f_sq[start:stop, None] + r_sq[None, :]) + 1e-300
+        hi = np.sqrt(q + err) * (1 + slack)
+        lo = np.sqrt(np.maximum(q - err, 0.0)) * (1 - slack)
+        sure_in = hi < rad[None, :]
+        sure_out = lo >= rad[None, :]
+        out[start:stop] = sure_in
+        li, lj = np.nonzero(~(sure_in | sure_out))
+        if li.size:
+            d = np.sqrt(np.square(f[start + li] - r[lj]).sum(axis=1))
+            out[start + li, lj] = d < rad[lj]
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Diagnostics (section 4.3)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Diagnostics:
+    """Indices into one region's real images (``real``) or its generated rows (``generated``).
+
+    Attributes:
+        low_diversity_backgrounds: real images covered in Obj-only but not in BG-only.
+        low_diversity_objects: real images covered in BG-only but neither in Obj-only nor in Full-image.
+        low_realism_backgrounds: generated images whose BG-only feature is in no real ball.
+        crowded_backgrounds: (real image, number of generated BG-only features in its ball), most first.
+        covered_full: per real image of ``low_diversity_backgrounds``, whether Full-image covers it too.
+    """
+
+    low_diversity_backgrounds: list[int]
+    low_diversity_objects: list[int]
+    low_realism_backgrounds: list[int]
+    crowded_backgrounds: list[tuple[int, int]]
+    covered_full: list[bool]
+
+
+def diagnose(member: Mapping[str, np.ndarray], present: Mapping[str, np.ndarray],
+             bg_rows: Sequence[int], top: int = 5) -> Diagnostics:
+    """Select the images behind the paper's three failure modes from membership matrices.
+
+    Args:
+        member: setup -> bool (n_generated_used, n_real) from :func:`ball_membership`, columns in
+            one order for every setup (the region's real images); a real image missing from a
+            setup's manifold (dropped as a duplicate) has an all-False column there.
+        present: setup -> bool (n_real,) the real image is in that setup's manifold.
+        bg_rows: the generated image behind each row of ``member["bg"]``.
+        top: how many crowded backgrounds to list.
+
+    Raises:
+        ValueError: a setup is missing or the shapes disagree.
+
+    Example:
+        >>> m = {"obj": np.array([[1, 0, 0]], bool), "bg": np.array([[0, 1, 0]], bool), "full": np.array([[0, 0, 0]], bool)}
+        >>> p = {s: np.ones(3, bool) for s in m}
+        >>> d = diagnose(m, p, bg_rows=[7])
+        >>> d.low_diversity_backgrounds, d.low_diversity_objects, d.low_realism_backgrounds
+        ([0], [1], [])
+    """
+    missing = [s for s in SETUPS if s not in member or s not in present]
+    if missing:
+        raise ValueError(f"member and present need the setups {list(SETUPS)}; missing {missing}")
+    n_real = len(present["bg"])
+    for s in SETUPS:
+        if member[s].ndim != 2 or member[s].shape[1] != n_real or len(present[s]) != n_real:
+            raise ValueError(f"member[{s!r}] must be (n_generated, {n_real}) and present[{s!r}] ({n_real},), "
+                             f"got {member[s].shape} and {np.shape(present[s])}")
+    if member["bg"].shape[0] != len(bg_rows):
+        raise ValueError(f"bg_rows has {len(bg_rows)} entries for {member['bg'].shape[0]} rows of member['bg']")
+    covered = {s: member[s].any(axis=0) & np.asarray(present[s], bool) for s in SETUPS}
+    here = {s: np.asarray(present[s], bool) for s in SETUPS}
+    ld_bg = np.flatnonzero(here["obj"] & here["bg"] & covered["obj"] & ~covered["bg"])
+    ld_obj = np.flatnonzero(here["obj"] & here["bg"] & here["full"] & covered["bg"] & ~covered["obj"] & ~covered["full"])
+    bg_in = (member["bg"] & here["bg"][None, :]).any(axis=1)
+    lr_bg = [int(bg_rows[i]) for i in np.flatnonzero(~bg_in)]
+    counts = member["bg"].sum(axis=0)
+    order = [int(j) for j in np.argsort(-counts, kind="stable") if counts[j] > 0][:top]
+    return Diagnostics([int(j) for j in ld_bg], [int(j) for j in ld_obj], lr_bg,
+                       [(j, int(counts[j])) for j in order], [bool(covered["full"][j]) for j in ld_bg])
+
+
+# --------------------------------------------------------------------------------------------
+# Summaries: Table 1 and region spreads
+# --------------------------------------------------------------------------------------------
+
+
+def spread(values: Mapping[str, float]) -> float:
+    """Best minus worst value over regions (the paper's span of per-region values, Sec. 4.2).
+
+    Example:
+        >>> spread({"africa": 0.25, "europe": 0.5})
+        0.25
+    """
+    vals = [float(v) for v in values.values()]
+    if not vals:
+        raise ValueError("spread of no values: at least one region is needed")
+    return max(vals) - min(vals)
+
+
+def summarize(per_region: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict:
+    """Average, worst region and spread of each setup's precision and coverage.
+
+    Args:
+        per_region: setup -> region -> {"precision": p, "coverage": c}.
+
+    Returns:
+        setup -> metric -> {"avg", "worst", "worst_region", "best", "spread"}.
+
+    Example:
+        >>> s = summarize({"bg": {"africa": {"precision": 0.4, "coverage": 0.2}, "europe": {"precision": 0.6, "coverage": 0.4}}})
+        >>> s["bg"]["coverage"]["avg"], s["bg"]["coverage"]["worst"], s["bg"]["coverage"]["worst_region"]
+        (0.30000000000000004, 0.2, 'africa')
+    """
+    out: dict = {}
+    for setup, regions in per_region.items():
+        if not regions:
+            raise ValueError(f"setup {setup!r} has no region")
+        out[setup] = {}
+        for metric in METRICS:
+            values = {r: float(v[metric]) for r, v in regions.items()}
+            worst = min(values, key=values.get)
+            out[setup][metric] = {
+                "avg": float(np.mean(list(values.values()))),
+                "worst": values[worst],
+                "worst_region": worst,
+                "best": max(values.values()),
+                "spread": spread(values),
+            }
+    return out
+
+
+def _delta_percent(new: float, old: float) -> str:
+    if old == 0:
+        return "n/a"
+    pct = 100.0 * (new - old) / old
+    return f"{pct:+.0f}%" if math.isfinite(pct) else "n/a"
+
+
+def table1_lines(summaries: Mapping[str, Mapping], original: str, new: str | None = None,
+                 labels: Mapping[str, str] | None = None) -> list[str]:
+    """Table 1 of the paper as text: one row per template, then Delta and Delta (%) rows.
+
+    Args:
+        summaries: template -> :func:`summarize` output (needs the ``obj`` and ``bg`` setups).
+        original: the template of the "Orig." row (``object_in_region``).
+        new: the template of the "New" row (``regional_adjective``), or None for one row only.
+        labels: template -> prompt shown in the legend (e.g. ``{object} in {region}``).
+
+    Example:
+        >>> one = {"obj": {"precision": {"avg": .6, "worst": .5}, "coverage": {"avg": .4, "worst": .3}},
+        ...        "bg": {"precision": {"avg": .5, "worst": .4}, "coverage": {"avg": .4, "worst": .2}}}
+        >>> two = {"obj": one["obj"], "bg": dict(one["bg"], coverage={"avg": .5, "worst": .3})}
+        >>> print("\\n".join(table1_lines({"a": one, "b": two}, "a", "b")[-2:]))
+        Delta     +0.000 +0.000 +0.000 +0.000  +0.000 +0.000 +0.100 +0.100
+        Delta (%)    +0%    +0%    +0%    +0%     +0%    +0%   +25%   +50%
+    """
+    labels = labels or {}
+    rows = [("Orig.", original)] + ([("New", new)] if new is not None else [])
+    for _, template in rows:
+        if template not in summaries:
+            raise ValueError(f"no summary for template {template!r}; have {sorted(summaries)}")
+    width = 6
+    head1 = " " * 10 + "  ".join(f"{SETUP_NAMES[s]:<{4 * (width + 1) - 1}}" for s in TABLE1_SETUPS)
+    names = {("precision", "avg"): "AvgP", ("precision", "worst"): "WrstP",
+             ("coverage", "avg"): "AvgC", ("coverage", "worst"): "WrstC"}
+    head2 = " " * 10 + "  ".join(" ".join(f"{names[c]:>{width}}" for c in TABLE1_COLUMNS) for _ in TABLE1_SETUPS)
+
+    def values(template: str) -> list[list[float]]:
+        return [[float(summaries[template][s][m][stat]) for m, stat in TABLE1_COLUMNS] for s in TABLE1_SETUPS]
+
+    def line(label: str, blocks: list[list[str]]) -> str:
+        return f"{label:<10}" + "  ".join(" ".join(f"{v:>{width}}" for v in block) for block in blocks)
+
+    lines = [head1, head2]
+    for label, template in rows:
+        lines.append(line(label, [[f"{v:.3f}" for v in b] for b in values(template)]))
+    if new is not None:
+        old_v, new_v = values(original), values(new)
+        lines.append(line("Delta", [[f"{n - o:+.3f}" for o, n in zip(ob, nb)] for ob, nb in zip(old_v, new_v)]))
+        lines.append(line("Delta (%)", [[_delta_percent(n, o) for o, n in zip(ob, nb)] for ob, nb in zip(old_v, new_v)]))
+    legend = "; ".join(f"{label} = {labels.get(t, t)}" for label, t in rows)
+    return lines + ([f"  {legend}"] if labels else [])
+
+
+# --------------------------------------------------------------------------------------------
+# Image grids with the mask outlined (Figures 2, 5-7)
+# --------------------------------------------------------------------------------------------
+
+
+def mask_outline(mask: Any) -> np.ndarray:
+    """bool (H, W): object pixels with a 4-neighbour outside the object (or on the image edge).
+
+    Example:
+        >>> m = np.zeros((4, 4), bool); m[1:4, 1:4] = True
+        >>> mask_outline(m).astype(int).tolist()
+        [[0, 0, 0, 0], [0, 1, 1, 1], [0, 1, 0, 1], [0, 1, 1, 1]]
+    """
+    m = np.asarray(mask, dtype=bool)
+    if m.ndim != 2:
+        raise ValueError(f"mask must be 2-D (height, width), got shape {m.shape}")
+    padded = np.pad(m, 1, constant_values=False)
+    inner = padded[:-2, 1:-1] & padded[2:, 1:-1] & padded[1:-1, :-2] & padded[1:-1, 2:]
+    return m & ~inner
+
+
+def mask_grid(rows: Sequence[tuple[str, Sequence[tuple[Any, Any, str]]]], tile: int = 96,
+              colour: tuple[int, int, int] = (255, 0, 0)) -> bytes:
+    """A PNG of labelled rows of images, each with its object mask outlined in ``colour``.
+
+    Args:
+        rows: (row label, [(PIL image, bool mask or None, caption), ...]) per row.
+        tile: side of each square tile in pixels (images are resized, masks with nearest neighbour).
+
+    Example:
+        >>> from PIL import Image
+        >>> m = np.zeros((8, 8), bool); m[2:6, 2:6] = True
+        >>> png = mask_grid([("africa", [(Image.new("RGB", (8, 8), "gray"), m, "bag")])], tile=32)
+        >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+        True
+    """
+    from PIL import Image, ImageDraw
+
+    label_w, caption_h = 110, 12
+    n_cols = max([len(items) for _, items in rows] + [1])
+    sheet = Image.new("RGB", (label_w + n_cols * (tile + 4), max(1, len(rows)) * (tile + caption_h + 6)), "white")
+    draw = ImageDraw.Draw(sheet)
+    for r, (label, items) in enumerate(rows):
+        y = r * (tile + caption_h + 6) + 3
+        draw.text((4, y + tile // 2 - 6), str(label)[:18], fill=(0, 0, 0))
+        for c, (image, mask, caption) in enumerate(items):
+            x = label_w + c * (tile + 4)
+            im = image.convert("RGB").resize((tile, tile), Image.BILINEAR)
+            if mask is not None:
+                small = Image.fromarray(np.asarray(mask, dtype=np.uint8) * 255).resize((tile, tile), Image.NEAREST)
+                edge = mask_outline(np.asarray(small) > 0)
+                pixels = np.asarray(im).copy()
+                pixels[edge] = colour
+                im = Image.fromarray(pixels)
+            sheet.paste(im, (x, y))
+            draw.text((x, y + tile + 1), str(caption)[: max(4, tile // 6)], fill=(0, 0, 0))
+    buf = io.BytesIO()
+    sheet.save(buf, format="PNG")
+    return buf.getvalue()

@@ -1,0 +1,218 @@
+"""Object masks and decomposed ViT features for Decomposed-DIG, cached like every other feature.
+
+Plain classes (no pytest) between the models and the indicators:
+
+* :class:`MaskedImage`: an image to segment and encode (cache key, object, name of its mask file).
+* :class:`MaskStore`: ``segmenter.segment(image, object_name)`` once per (image, object, segmenter),
+  stored bit-packed in the cache (kind ``masks``, namespace from the segmenter's fingerprint).
+* :func:`decomposed_features`: Obj-only, BG-only and Full-image ViT features through
+  ``Workbench.features``; each setup has its own encoder fingerprint (ViT + setup + segmenter),
+  so features of one segmenter are never reused for another.
+
+Mask files for ``FolderMasks`` (``--t2i-masks DIR``) are named after the image: a reference image
+by its path relative to the reference set's folder without the suffix, under ``reference/``
+(``reference/images/bag/0001.png`` for ``images/bag/0001.jpg``); a generated image by its prompt
+and index, under ``generated/`` (``generated/bag in Africa/3.png``). Nonzero pixels are object.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from PIL import Image
+
+from .cache import CorruptEntry, content_key
+
+ITEM_KEY = "t2i_item"  # image.info entry naming the MaskedImage an image was loaded from
+_MASK_MAGIC = b"T2IM"
+
+
+@dataclass(frozen=True)
+class MaskedImage:
+    """An image to segment and encode.
+
+    Attributes:
+        key: cache key of the image's content (as for features).
+        mask_name: name of its mask file in a ``--t2i-masks`` folder (without suffix).
+        object: object code (GeoDE's), for grouping and class exclusion.
+        object_name: words given to the segmenter ("cooking pot").
+        region: region slug.
+        label: what reports show (a prompt and index, or a reference path).
+        opener: returns the PIL image.
+    """
+
+    key: str
+    mask_name: str
+    object: str
+    object_name: str
+    region: str
+    label: str
+    opener: Callable[[], Image.Image]
+
+    def load(self) -> Image.Image:
+        image = self.opener()
+        image.info["key"] = self.mask_name  # how FolderMasks finds the mask
+        image.info[ITEM_KEY] = self.key
+        return image
+
+
+def reference_items(ref, images: Sequence[Any], names: Callable[[str], str]) -> list[MaskedImage]:
+    """:class:`MaskedImage` of each :class:`~t2i_fairness.references.ReferenceImage` of ``ref``.
+
+    ``names`` maps an object code to the words the segmenter gets.
+    """
+    out = []
+    for img in images:
+        rec = img.record
+        if rec.path.startswith("synthetic:"):
+            mask_name = f"reference/{img.key}"
+        else:
+            rel = os.path.relpath(rec.path, ref.root) if ref.root else os.path.basename(rec.path)
+            mask_name = "reference/" + os.path.splitext(rel)[0].replace(os.sep, "/")
+        out.append(MaskedImage(img.key, mask_name, rec.object, names(rec.object), rec.region, rec.path, img.load))
+    return out
+
+
+def generated_items(prompt_images: Sequence[Any], names: Callable[[str], str]) -> list[MaskedImage]:
+    """:class:`MaskedImage` of each generated image of ``(prompt, images)`` pairs (``PromptImages``)."""
+    out = []
+    for item in prompt_images:
+        p = item.prompt
+        for im in item.images:
+            out.append(MaskedImage(im.key, f"generated/{p.text}/{im.index}", p.object, names(p.object),
+                                   p.region or "", f"{p.text} #{im.index}", im.load))
+    return out
+
+
+def encode_mask(mask: np.ndarray) -> bytes:
+    """A bool (H, W) mask as bytes: magic, height and width, then the bits (``np.packbits``).
+
+    Example:
+        >>> m = np.eye(3, dtype=bool)
+        >>> bool((decode_mask(encode_mask(m)) == m).all())
+        True
+    """
+    m = np.asarray(mask, dtype=bool)
+    if m.ndim != 2:
+        raise ValueError(f"mask must be 2-D (height, width), got shape {m.shape}")
+    return _MASK_MAGIC + struct.pack("<II", *m.shape) + np.packbits(m.ravel()).tobytes()
+
+
+def decode_mask(data: bytes) -> np.ndarray:
+    """Inverse of :func:`encode_mask`; raises :class:`~t2i_fairness.cache.CorruptEntry` on bad bytes."""
+    if len(data) < 12 or data[:4] != _MASK_MAGIC:
+        raise CorruptEntry("not a mask entry")
+    height, width = struct.unpack("<II", data[4:12])
+    bits = np.frombuffer(data[12:], dtype=np.uint8)
+    if bits.size != (height * width + 7) // 8:
+        raise CorruptEntry(f"mask of {height}x{width} needs {(height * width + 7) // 8} bytes, got {bits.size}")
+    return np.unpackbits(bits, count=height * width).astype(bool).reshape(height, width)
+
+
+class MaskStore:
+    """Object masks of images, made once per (image, object name, segmenter) and cached.
+
+    Args:
+        cache: the session's :class:`~t2i_fairness.cache.Cache`.
+        segmenter: anything with ``fingerprint`` and ``segment(image, object_name)`` (LangSAM or FolderMasks).
+        progress: ``progress(total, desc)`` context manager yielding ``advance(n)`` (the workbench's).
+
+    Example:
+        >>> import tempfile
+        >>> from t2i_fairness.cache import Cache
+        >>> class Corner:
+        ...     fingerprint = "Corner:v1"
+        ...     def segment(self, image, object_name):
+        ...         mask = np.zeros((image.height, image.width), bool); mask[:2, :2] = True
+        ...         return mask
+        >>> item = MaskedImage("k0", "generated/bag in Africa/0", "bag", "bag", "africa", "bag in Africa #0",
+        ...                    lambda: Image.new("RGB", (8, 8)))
+        >>> with tempfile.TemporaryDirectory() as root:
+        ...     store = MaskStore(Cache(root), Corner())
+        ...     store.ensure([item]); store.ensure([item])
+        ...     int(store.get(item).sum()), store.cache.stats.computed["masks"], store.cache.stats.reused["masks"]
+        (4, 1, 1)
+    """
+
+    def __init__(self, cache, segmenter, progress=None):
+        self.cache = cache
+        self.segmenter = segmenter
+        self.fingerprint = segmenter.fingerprint
+        self.namespace = content_key(segmenter=segmenter.fingerprint)[:16]
+        self.progress = progress
+
+    def path(self, item: MaskedImage):
+        return self.cache.path("masks", content_key(image=item.key, object=item.object_name), ".mask", self.namespace)
+
+    def _make(self, item: MaskedImage) -> np.ndarray:
+        image = item.load()
+        mask = np.asarray(self.segmenter.segment(image, item.object_name), dtype=bool)
+        if mask.shape != (image.height, image.width):
+            raise ValueError(f"segmenter {self.fingerprint.split(':')[0]} returned a mask of shape {mask.shape} "
+                             f"for {item.label} of (height, width) {(image.height, image.width)}")
+        self.cache.write(self.path(item), encode_mask(mask))
+        return mask
+
+    def ensure(self, items: Sequence[MaskedImage], desc: str = "segmenting") -> None:
+        """Make the masks that are not in the cache yet (with a progress bar)."""
+        todo = [it for it in items if not self.path(it).exists()]
+        stats = self.cache.stats
+        stats.reused["masks"] = stats.reused.get("masks", 0) + len(items) - len(todo)
+        if not todo:
+            return
+        if self.progress is None:
+            for it in todo:
+                self._make(it)
+        else:
+            with self.progress(len(todo), desc) as advance:
+                for it in todo:
+                    self._make(it)
+                    advance(1)
+        stats.computed["masks"] = stats.computed.get("masks", 0) + len(todo)
+
+    def get(self, item: MaskedImage) -> np.ndarray:
+        """The mask of ``item``: bool (H, W), from the cache or made now."""
+        mask = self.cache.read(self.path(item), decode_mask)
+        return self._make(item) if mask is None else mask
+
+
+class SetupEncoder:
+    """The feature-cache identity of one Decomposed-DIG setup: ViT + setup + segmenter.
+
+    Attributes:
+        fingerprint: ``<vit fingerprint>:<setup>:<segmenter fingerprint>``.
+        kind: ``MaskedViTFeatures/obj`` or ``.../bg``, how the cache statistics name these features.
+    """
+
+    def __init__(self, vit, setup: str, store: MaskStore):
+        self.vit, self.setup, self.store = vit, setup, store
+        self.fingerprint = f"{vit.fingerprint}:{setup}:{store.fingerprint}"
+        self.kind = f"{type(vit).__name__}/{setup}"  # the label of the workbench's feature counts
+
+    def encode_items(self, lookup: dict[str, MaskedImage]) -> Callable[[Sequence[Image.Image]], np.ndarray]:
+        """The ``encode`` callable for ``Workbench.features``: masks found through ``image.info``."""
+
+        def encode(images: Sequence[Image.Image]) -> np.ndarray:
+            masks = [self.store.get(lookup[im.info[ITEM_KEY]]) for im in images]
+            return self.vit.encode(images, masks, self.setup)
+
+        return encode
+
+
+def decomposed_features(bench, vit, store: MaskStore, items: Sequence[MaskedImage], desc: str) -> dict[str, np.ndarray]:
+    """Obj-only, BG-only and Full-image features of ``items``: setup -> float32 (n, dim), NaN rows
+    where a setup has no patch. Masks are made first (one progress bar), features then cached."""
+    store.ensure(items, desc=f"segmenting {desc}")
+    lookup = {it.key: it for it in items}
+    out = {"full": bench.features(vit, items, desc=f"ViT full {desc}")}
+    for setup in ("obj", "bg"):
+        enc = SetupEncoder(vit, setup, store)
+        out[setup] = bench.features(enc, items, desc=f"ViT {setup} {desc}", encode=enc.encode_items(lookup))
+    dim = getattr(vit, "dim", None)
+    if not items and dim:
+        out = {k: np.zeros((0, dim), np.float32) for k in out}
+    return out
