@@ -618,6 +618,13 @@ def analyse(
                         WordInfluence(word, group, k, values[i], halves[i], boots[i], used, (plan.prompt,))
                     )
     result.words = _averaged(plans, observations, groups, levels, result.per_prompt, confidence, n_resamples, seed)
+    # rows read best with a word's groups side by side: level, then word (first appearance), then group
+    order = {w: i for i, w in enumerate(dict.fromkeys(w for p in plans for w in p.words))}
+    rank = {g: i for i, g in enumerate(groups)}
+    result.words.sort(key=lambda r: (r.k, order[r.word], rank[r.group]))
+    position = {(p.prompt, w): i for p in plans for i, w in reversed(list(enumerate(p.words)))}
+    prompt_rank = {p.prompt: i for i, p in enumerate(plans)}
+    result.per_prompt.sort(key=lambda r: (prompt_rank[r.prompts[0]], r.k, position[(r.prompts[0], r.word)], rank[r.group]))
     return result
 
 
