@@ -6,4 +6,5 @@ pytest_plugins = [
     "fixtures.scores",
     "fixtures.dig",
     "fixtures.indic",
+    "fixtures.word_influence",
 ]
