@@ -7,4 +7,5 @@ pytest_plugins = [
     "fixtures.dig",
     "fixtures.indic",
     "fixtures.decomposed",
+    "fixtures.word_influence",
 ]

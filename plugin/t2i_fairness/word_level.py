@@ -1,0 +1,796 @@
+"""Orchestration of "Word-Level Explanations for Analyzing Bias in Text-to-Image Models" (issue #6).
+
+Plain Python, no pytest and no model: the transmuter (masked LM), the generator and the group
+classifier come in as callables, so the whole pipeline runs on a synthetic generator whose group
+probability per prompt is known.  The math is in :mod:`t2i_fairness.metrics.word_influence`; this
+module decides which prompts to generate, turns per-image group labels into ``p(g | set)`` and
+assembles influences, Hoeffding half-widths and bootstrap intervals per word and per prompt.
+
+The paper's extracted text lost its formulas. The definitions and choices below are THIS
+PROJECT'S (see also the metrics module's docstring):
+
+Distributions
+    For a prompt of ``n`` words and a level ``k``, every set ``T`` of replaced positions of
+    :func:`~t2i_fairness.metrics.word_influence.required_sets` is one *distribution*: the
+    ``m`` prompts ``replace_set(words, T, m)`` (``m`` = masked-LM candidates, the paper's 3),
+    ``N`` images each.  The original prompt (``T = {}``) is one prompt; it gets ``m * N`` images,
+    so every distribution has the same number of images (``--t2i-images-per-prompt``).  Table 1's
+    values are consistent with such a design: every replaced share is a multiple of 1/15 (3
+    candidates x 5 images?), the original's 0.160 = 4/25 one of 1/25.
+
+Levels
+    By default the worked examples run as the paper reports them: k = 1 for "a respected doctor
+    at the hospital" (Table 1), k = 1 and 2 for "the ceo of a fortune 500 company" (Figure 2),
+    k = 1 for the 150 prompts (Figure 3).  ``k`` costs ``C(n, k)`` distributions per prompt.
+
+Group probability
+    ``p(g | T)`` is the share of the distribution's images the classifier puts in group ``g``.
+    With ``N`` images per candidate prompt this estimates the *equal-weight mixture* of the ``m``
+    candidate prompts (the paper samples one image per candidate prompt).  Hoeffding's
+    inequality needs independent bounded images, not identically distributed ones, so the
+    stratified sample keeps Theorem 1's bound.
+
+Word influence (Definition 1, project reading)
+    ``I_k(w_i) = mean over sets S of k-1 other words of [p(g | S + {i}) - p(g | S)]``; ``k = 1``:
+    ``I(w_i) = p(g | {i}) - p(g | {})``.  Positive: replacing the word raises the share of ``g``,
+    i.e. the word pushes images away from ``g`` (Table 1: "doctor", female, +0.373).
+
+Average influence of a word (Figure 3)
+    The mean of the word's influences over the prompts containing it (a word repeated within a
+    prompt is first averaged within it), as
+    :func:`~t2i_fairness.metrics.word_influence.average_word_influence`.
+
+Confidence
+    Every estimate here is a linear combination ``sum_j c_j x_j`` of per-image 0/1 labels
+    ``x_j`` (``c_j`` = the weight ``+-1/C`` of the image's distribution divided by its number of
+    images, summed over every place the image is used).  Images are identified by key, so an image
+    shared by two distributions -- a prompt of the suite that is also a candidate of another
+    prompt -- counts once with its summed coefficient.  Hoeffding's half-width at confidence
+    ``1 - delta`` is ``sqrt(log(2/delta) / 2 * sum_j c_j**2)``; for one prompt it equals
+    :func:`~t2i_fairness.metrics.word_influence.influence_half_widths`.  The bound holds per
+    estimate (use ``delta / n_estimates`` for all at once).  The percentile bootstrap resamples each
+    distribution's images independently (it ignores sharing between prompts) and is approximate
+    for few images; Hoeffding is the one to trust at the tiny sample sizes.
+
+Representation (HEIM's gender imbalance, per prompt)
+    ``|p(g | {}) - 1/|groups||`` with the Hoeffding interval of ``p(g | {})`` carried over.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from .metrics.stats import hoeffding_half_width, hoeffding_half_width_combination, percentile_bootstrap
+from .metrics.word_influence import (
+    WORKED_EXAMPLES,
+    average_word_influence,
+    group_probabilities,
+    influence_bootstrap_intervals,
+    influence_half_widths,
+    influence_scores,
+    influence_weights,
+    large_scale_prompts,
+    prompt_words,
+    representation_gap,
+    required_sets,
+)
+
+__all__ = [
+    "SUITES",
+    "Distribution",
+    "PromptPlan",
+    "Representation",
+    "WordInfluence",
+    "WordLevelResult",
+    "analyse",
+    "check_template",
+    "counts_summary",
+    "observe",
+    "parse_groups",
+    "parse_levels",
+    "plan_prompts",
+    "representation_ids",
+    "representation_lines",
+    "run",
+    "slug",
+    "suite_levels",
+    "suite_prompts",
+    "table_lines",
+    "word_ids",
+    "zero_shot_labels",
+]
+
+#: ``replace_set(words, indices, m) -> up to m prompts as word lists`` (MaskedLMReplacer.replace_set).
+Replacer = Callable[[Sequence[str], Sequence[int], int], Sequence[Sequence[str]]]
+#: ``labeller(texts, n) -> per text, n (image key, group index) pairs``.  Image ``i`` of a text must
+#: be the same image (same key, same label) whatever ``n`` is asked for.
+Labeller = Callable[[Sequence[str], int], Sequence[Sequence[tuple[str, int]]]]
+
+
+def slug(text: str) -> str:
+    """A readable, lower-case id fragment: runs of anything but letters and digits become ``_``.
+
+    Example:
+        >>> slug("a respected doctor at the hospital"), slug("500"), slug("Light-skinned")
+        ('a_respected_doctor_at_the_hospital', '500', 'light_skinned')
+    """
+    out = re.sub(r"[^0-9a-z]+", "_", str(text).lower()).strip("_")
+    return out or "_"
+
+
+def _positive_int(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer, but got {value!r}")
+    return int(value)
+
+
+# ----------------------------------------------------------------------------- settings
+
+#: Prompt suites: the paper's two worked examples (Table 1, Figure 2) and its 150 prompts (Figure 3).
+SUITES: tuple[str, ...] = ("examples", "paper", "all")
+
+
+def suite_prompts(name: str) -> list[str]:
+    """The prompts of a suite: ``examples``, ``paper`` (150 prompts) or ``all`` (both).
+
+    Raises:
+        ValueError: naming the suites.
+
+    Example:
+        >>> suite_prompts("examples")
+        ['a respected doctor at the hospital', 'the ceo of a fortune 500 company']
+        >>> len(suite_prompts("all"))
+        152
+    """
+    if name == "examples":
+        return list(WORKED_EXAMPLES)
+    if name == "paper":
+        return large_scale_prompts()
+    if name == "all":
+        return list(dict.fromkeys([*WORKED_EXAMPLES, *large_scale_prompts()]))
+    raise ValueError(f"unknown prompt suite {name!r}; choose from {', '.join(SUITES)}")
+
+
+#: The levels the paper reports per worked example: Table 1 (k = 1) and Figure 2 (k = 1 and 2).
+WORKED_EXAMPLE_LEVELS: dict[str, tuple[int, ...]] = {WORKED_EXAMPLES[0]: (1,), WORKED_EXAMPLES[1]: (1, 2)}
+
+
+def suite_levels(suite: str, levels: Sequence[int] | None = None) -> dict[str, tuple[int, ...]]:
+    """The influence levels of every prompt of a suite: ``levels`` for all when given, else the paper's.
+
+    Without ``levels``: the worked examples as the paper ran them ("a respected doctor at the
+    hospital" k = 1, Table 1; "the ceo of a fortune 500 company" k = 1 and 2, Figure 2) and k = 1
+    for the 150 prompts (Figure 3).  Levels longer than a prompt are dropped for that prompt.
+
+    Example:
+        >>> suite_levels("examples")
+        {'a respected doctor at the hospital': (1,), 'the ceo of a fortune 500 company': (1, 2)}
+        >>> set(suite_levels("paper", [1, 2]).values())
+        {(1, 2)}
+    """
+    prompts = suite_prompts(suite)
+    if levels is None:
+        return {p: WORKED_EXAMPLE_LEVELS.get(p, (1,)) for p in prompts}
+    chosen = tuple(sorted(set(levels)))
+    return {p: tuple(k for k in chosen if k <= len(prompt_words(p))) for p in prompts}
+
+
+def parse_groups(text: str) -> tuple[str, ...]:
+    """Comma-separated group names, at least two, distinct once made into ids.
+
+    Raises:
+        ValueError: fewer than two groups or two groups with the same id.
+
+    Example:
+        >>> parse_groups(" male, female ")
+        ('male', 'female')
+    """
+    groups = tuple(g.strip() for g in str(text).split(",") if g.strip())
+    if len(groups) < 2:
+        raise ValueError(f"expected at least 2 comma-separated groups (e.g. male,female), got {text!r}")
+    slugs = [slug(g) for g in groups]
+    clash = sorted({g for g, s in zip(groups, slugs) if slugs.count(s) > 1})
+    if clash:
+        raise ValueError(f"groups {clash} give the same test id; name them apart")
+    return groups
+
+
+def check_template(template: str, groups: Sequence[str] = ("female",)) -> str:
+    """A group-label template: must hold ``{group}`` and nothing else in braces.
+
+    Raises:
+        ValueError: without ``{group}`` or with another field.
+
+    Example:
+        >>> check_template("a photo of a {group}")
+        'a photo of a {group}'
+    """
+    if "{group}" not in str(template):
+        raise ValueError(f"the template must contain {{group}}, e.g. 'a photo of a {{group}}', got {template!r}")
+    try:
+        for g in groups:
+            template.format(group=g)
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ValueError(f"the template {template!r} must have {{group}} as its only field ({type(exc).__name__}: {exc})") from None
+    return template
+
+
+def parse_levels(text: str, prompts: Sequence[str]) -> tuple[int, ...]:
+    """Comma-separated influence levels ``k >= 1``; at least one prompt must have ``k`` words.
+
+    Raises:
+        ValueError: a level that is not a positive integer or longer than every prompt.
+
+    Example:
+        >>> parse_levels("2, 1", ["a respected doctor at the hospital"])
+        (1, 2)
+    """
+    try:
+        levels = tuple(sorted({int(x) for x in str(text).split(",") if x.strip()}))
+    except ValueError:
+        raise ValueError(f"expected comma-separated integers >= 1 such as 1,2, got {text!r}") from None
+    if not levels or levels[0] < 1:
+        raise ValueError(f"expected comma-separated integers >= 1 such as 1,2, got {text!r}")
+    longest = max(len(prompt_words(p)) for p in prompts)
+    if levels[-1] > longest:
+        raise ValueError(f"k={levels[-1]} needs prompts of at least {levels[-1]} words; the longest has {longest}")
+    return levels
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """The images behind ``p(g | T)``: ``images_per_text`` images of each of ``texts``."""
+
+    prompt: str
+    replaced: frozenset[int]
+    texts: tuple[str, ...]
+    images_per_text: int
+
+    @property
+    def n_images(self) -> int:
+        return len(self.texts) * self.images_per_text
+
+
+@dataclass(frozen=True)
+class PromptPlan:
+    """What to generate for one prompt: a distribution per replaced set the levels need."""
+
+    prompt: str
+    words: tuple[str, ...]
+    levels: tuple[int, ...]
+    distributions: dict[frozenset[int], Distribution]
+
+
+def plan_prompts(
+    prompts: Sequence[str],
+    levels: Sequence[int] | Mapping[str, Sequence[int]],
+    replace_set: Replacer,
+    m: int,
+    images_per_text: int,
+) -> list[PromptPlan]:
+    """The distributions to generate for every prompt and level.
+
+    A level larger than a prompt's number of words is skipped for that prompt.  The original
+    prompt is always planned (representation needs it, whatever the levels).  Each replaced set
+    gets ``replace_set(words, sorted(T), m)`` (repeated prompts dropped) with ``images_per_text``
+    images each; the original prompt gets ``m * images_per_text`` images.
+
+    Args:
+        prompts: distinct prompts (words split on whitespace).
+        levels: influence levels ``k`` (positive integers), for every prompt or as ``{prompt: levels}``.
+        replace_set: the transmuter.
+        m: candidates per replaced set.
+        images_per_text: images per candidate prompt (``N``).
+
+    Raises:
+        ValueError: on empty or repeated prompts, bad levels / counts, a level no prompt is long
+            enough for, or a replaced set for which the transmuter returned no prompt.
+
+    Example:
+        >>> fake = lambda words, idx, m: [[w + f"~{j}" if i in idx else w for i, w in enumerate(words)] for j in range(m)]
+        >>> plan = plan_prompts(["a nurse"], [1], fake, m=2, images_per_text=3)[0]
+        >>> [(sorted(t), d.texts, d.images_per_text) for t, d in plan.distributions.items()]
+        [([], ('a nurse',), 6), ([0], ('a~0 nurse', 'a~1 nurse'), 3), ([1], ('a nurse~0', 'a nurse~1'), 3)]
+    """
+    m = _positive_int("m", m)
+    images_per_text = _positive_int("images_per_text", images_per_text)
+    prompts = list(prompts)
+    if not prompts:
+        raise ValueError("`prompts` must hold at least one prompt, but got none")
+    repeated = sorted({p for p in prompts if prompts.count(p) > 1})
+    if repeated:
+        raise ValueError(f"`prompts` must be distinct, but got repeats {repeated}")
+    per_prompt = _levels_by_prompt(prompts, levels)
+    plans = []
+    for prompt in prompts:
+        words = tuple(prompt_words(prompt))
+        usable = tuple(k for k in per_prompt[prompt] if k <= len(words))
+        sets: dict[frozenset[int], None] = {frozenset(): None}  # the original, for representation, always
+        for k in usable:
+            sets.update(dict.fromkeys(required_sets(len(words), k)))
+        dists = {}
+        for t in sets:
+            if not t:
+                dists[t] = Distribution(prompt, t, (prompt,), m * images_per_text)
+                continue
+            texts = tuple(dict.fromkeys(" ".join(ws) for ws in replace_set(list(words), sorted(t), m)))
+            if not texts:
+                raise ValueError(f"the transmuter returned no prompt replacing words {sorted(t)} of {prompt!r}")
+            dists[t] = Distribution(prompt, t, texts, images_per_text)
+        plans.append(PromptPlan(prompt, words, usable, dists))
+    if not any(p.levels for p in plans):
+        longest = max(len(p.words) for p in plans)
+        asked = sorted({k for ks in per_prompt.values() for k in ks})
+        raise ValueError(f"`levels` {asked} exceed every prompt's number of words (at most {longest})")
+    return plans
+
+
+def _levels_by_prompt(prompts: Sequence[str], levels) -> dict[str, tuple[int, ...]]:
+    if isinstance(levels, Mapping):
+        missing = [p for p in prompts if p not in levels]
+        if missing:
+            raise ValueError(f"`levels` has no entry for prompt(s) {missing}")
+        out = {p: tuple(sorted({_positive_int("levels[]", k) for k in levels[p]})) for p in prompts}
+    else:
+        chosen = tuple(sorted({_positive_int("levels[]", k) for k in levels}))
+        out = {p: chosen for p in prompts}
+    if not any(out.values()):
+        raise ValueError("`levels` must hold at least one influence level k >= 1, but got none")
+    return out
+
+
+# ----------------------------------------------------------------------------- observing
+
+
+Observations = dict[tuple[str, frozenset[int]], list[tuple[str, int]]]
+
+
+def observe(plans: Sequence[PromptPlan], labeller: Labeller) -> Observations:
+    """Label every image of every distribution: ``{(prompt, T): [(image key, group index), ...]}``.
+
+    The labeller is called once per distinct images-per-text count with every text needing it.
+
+    Raises:
+        ValueError: if the labeller returns the wrong number of texts or images.
+    """
+    wanted: dict[int, list[str]] = defaultdict(list)
+    for plan in plans:
+        for d in plan.distributions.values():
+            wanted[d.images_per_text].extend(d.texts)
+    labelled: dict[tuple[str, int], list[tuple[str, int]]] = {}
+    for n, texts in sorted(wanted.items()):
+        texts = list(dict.fromkeys(texts))
+        rows = labeller(texts, n)
+        if len(rows) != len(texts):
+            raise ValueError(f"the labeller returned {len(rows)} rows for {len(texts)} texts")
+        for text, row in zip(texts, rows):
+            row = [(str(key), int(g)) for key, g in row]
+            if len(row) != n:
+                raise ValueError(f"the labeller returned {len(row)} images for {text!r}, expected {n}")
+            labelled[(text, n)] = row
+    return {
+        (plan.prompt, t): [x for text in d.texts for x in labelled[(text, d.images_per_text)]]
+        for plan in plans
+        for t, d in plan.distributions.items()
+    }
+
+
+def zero_shot_labels(image_features: np.ndarray, group_features: np.ndarray) -> np.ndarray:
+    """CLIP zero-shot group of each image: the group text with the highest cosine similarity.
+
+    Args:
+        image_features: ``(n_images, dim)`` unit rows.
+        group_features: ``(n_groups, dim)`` unit rows, one per group label text.
+
+    Raises:
+        ValueError: if the arrays are not 2-D with the same width, or there are fewer than 2 groups.
+
+    Example:
+        >>> zero_shot_labels(np.array([[1.0, 0.0], [0.6, 0.8]]), np.array([[0.0, 1.0], [1.0, 0.0]])).tolist()
+        [1, 0]
+    """
+    img, grp = np.asarray(image_features, dtype=float), np.asarray(group_features, dtype=float)
+    if img.ndim != 2 or grp.ndim != 2 or img.shape[1] != grp.shape[1]:
+        raise ValueError(
+            f"`image_features` and `group_features` must be 2-D with the same width, but got {img.shape} and {grp.shape}"
+        )
+    if grp.shape[0] < 2:
+        raise ValueError(f"`group_features` must hold at least 2 groups, but got {grp.shape[0]}")
+    return np.argmax(img @ grp.T, axis=1)
+
+
+# ----------------------------------------------------------------------------- analysis
+
+
+@dataclass(frozen=True)
+class WordInfluence:
+    """One influence estimate: of a word in one prompt, or averaged over the prompts holding it.
+
+    ``hoeffding`` is the half-width at the result's confidence; ``bootstrap`` the percentile
+    interval (``None`` when bootstrapping is off); ``n_images`` the distinct images behind the estimate.
+    """
+
+    word: str
+    group: str
+    k: int
+    influence: float
+    hoeffding: float
+    bootstrap: tuple[float, float] | None
+    n_images: int
+    prompts: tuple[str, ...]
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The Hoeffding interval ``influence +- hoeffding``, clipped to [-1, 1]."""
+        return max(-1.0, self.influence - self.hoeffding), min(1.0, self.influence + self.hoeffding)
+
+    @property
+    def abs_interval(self) -> tuple[float, float]:
+        """The Hoeffding interval of ``|influence|`` (what the gate bounds)."""
+        lo, hi = self.interval
+        low = 0.0 if lo <= 0.0 <= hi else min(abs(lo), abs(hi))
+        return low, max(abs(lo), abs(hi))
+
+
+@dataclass(frozen=True)
+class Representation:
+    """``p(g)`` of an original prompt, its distance from parity and the Hoeffding half-width of ``p``."""
+
+    prompt: str
+    group: str
+    p: float
+    gap: float
+    hoeffding: float
+    n_images: int
+    n_groups: int
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The Hoeffding interval of the gap, from ``p +- hoeffding`` clipped to [0, 1]."""
+        lo, hi = max(0.0, self.p - self.hoeffding), min(1.0, self.p + self.hoeffding)
+        parity = 1.0 / self.n_groups
+        low = 0.0 if lo <= parity <= hi else min(abs(lo - parity), abs(hi - parity))
+        return low, max(abs(lo - parity), abs(hi - parity))
+
+
+@dataclass
+class WordLevelResult:
+    """Everything the gates and the report need, as plain data."""
+
+    groups: tuple[str, ...]
+    levels: tuple[int, ...]
+    confidence: float
+    per_prompt: list[WordInfluence] = field(default_factory=list)
+    words: list[WordInfluence] = field(default_factory=list)
+    representation: list[Representation] = field(default_factory=list)
+    probabilities: dict[str, dict[frozenset[int], dict[str, float]]] = field(default_factory=dict)
+    texts: dict[str, dict[frozenset[int], tuple[str, ...]]] = field(default_factory=dict)
+
+    def word(self, word: str, group: str, k: int) -> WordInfluence:
+        """The averaged (Figure 3) row of a word.
+
+        Raises:
+            KeyError: naming the known words, groups and levels.
+        """
+        for row in self.words:
+            if (row.word, row.group, row.k) == (word, group, k):
+                return row
+        raise KeyError(
+            f"no influence for word {word!r}, group {group!r}, k={k}; words: {sorted({r.word for r in self.words})}, "
+            f"groups: {list(self.groups)}, levels: {list(self.levels)}"
+        )
+
+    def prompt_representation(self, prompt: str, group: str) -> Representation:
+        for row in self.representation:
+            if (row.prompt, row.group) == (prompt, group):
+                return row
+        raise KeyError(f"no representation for prompt {prompt!r}, group {group!r}")
+
+    def to_json(self) -> dict:
+        def row(r: WordInfluence) -> dict:
+            return {"word": r.word, "group": r.group, "k": r.k, "influence": r.influence, "hoeffding": r.hoeffding,
+                    "hoeffding_interval": list(r.interval), "bootstrap": None if r.bootstrap is None else list(r.bootstrap),
+                    "n_images": r.n_images,
+                    "prompts": list(r.prompts)}
+
+        return {
+            "groups": list(self.groups),
+            "levels": list(self.levels),
+            "confidence": self.confidence,
+            "words": [row(r) for r in self.words],
+            "per_prompt": [row(r) for r in self.per_prompt],
+            "representation": [
+                {"prompt": r.prompt, "group": r.group, "p": r.p, "gap": r.gap, "hoeffding": r.hoeffding,
+                 "gap_interval": list(r.interval), "n_images": r.n_images}
+                for r in self.representation
+            ],
+            "distributions": {
+                prompt: [
+                    {"replaced": sorted(t), "texts": list(self.texts[prompt][t]), "p": ps}
+                    for t, ps in sets.items()
+                ]
+                for prompt, sets in self.probabilities.items()
+            },
+        }
+
+
+def _indicators(obs: Observations, plan: PromptPlan, g: int) -> dict[frozenset[int], list[float]]:
+    return {t: [1.0 if label == g else 0.0 for _, label in obs[(plan.prompt, t)]] for t in plan.distributions}
+
+
+def _combination(
+    terms: Iterable[tuple[list[tuple[str, int]], float]], g: int, confidence: float, n_resamples: int, seed: int
+) -> tuple[float, float, tuple[float, float] | None, int]:
+    """Value, Hoeffding half-width, bootstrap interval and distinct images of ``sum w * mean(stratum)``."""
+    strata, weights = [], []
+    per_image: dict[str, float] = defaultdict(float)
+    for images, w in terms:
+        strata.append(np.array([1.0 if label == g else 0.0 for _, label in images]))
+        weights.append(w)
+        if w != 0.0:  # zero-weight strata only keep the bootstrap's draws aligned with the metrics module's
+            for key, _ in images:
+                per_image[key] += w / len(images)
+    coef = np.array(weights)
+    value = float(np.array([s.mean() for s in strata]) @ coef)
+    half = hoeffding_half_width_combination(list(per_image.values()), [1] * len(per_image), 1.0 - confidence)
+
+    def stat(*resampled: np.ndarray) -> np.ndarray:
+        return np.stack([r.mean(axis=-1) for r in resampled], axis=-1) @ coef
+
+    boot = None
+    if n_resamples > 0:
+        boot = percentile_bootstrap(strata, stat, n_resamples=n_resamples, confidence=confidence, seed=seed)
+    return value, half, boot, len(per_image)
+
+
+def analyse(
+    plans: Sequence[PromptPlan],
+    observations: Observations,
+    groups: Sequence[str],
+    *,
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> WordLevelResult:
+    """Influences per prompt and per word (averaged, Figure 3), with Hoeffding and bootstrap, and representation.
+
+    Args:
+        plans: from :func:`plan_prompts`.
+        observations: from :func:`observe`; group indices index ``groups``.
+        groups: group names (at least 2).
+        confidence: of the Hoeffding bounds (``delta = 1 - confidence``) and bootstrap intervals.
+        n_resamples: bootstrap resamples; 0 skips the bootstrap.
+        seed: bootstrap seed.
+
+    Raises:
+        ValueError: fewer than 2 groups, a label outside ``range(len(groups))``, ``confidence``
+            outside (0, 1) or a negative ``n_resamples``.
+        KeyError: a distribution of the plans has no observations.
+    """
+    groups = tuple(str(g) for g in groups)
+    if len(groups) < 2 or len(set(groups)) != len(groups):
+        raise ValueError(f"`groups` must hold at least 2 distinct groups, but got {list(groups)}")
+    for plan in plans:
+        for t in plan.distributions:
+            if (plan.prompt, t) not in observations:
+                raise KeyError(f"`observations` has no images for prompt {plan.prompt!r} with words {sorted(t)} replaced")
+            bad = {lab for _, lab in observations[(plan.prompt, t)] if not 0 <= lab < len(groups)}
+            if bad:
+                raise ValueError(f"group labels must be in range({len(groups)}) for groups {list(groups)}, but got {sorted(bad)}")
+    if not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"`confidence` must be in (0, 1), but got {confidence!r}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 0:
+        raise ValueError(f"`n_resamples` must be a non-negative integer, but got {n_resamples!r}")
+    delta = 1.0 - float(confidence)
+    levels = tuple(sorted({k for p in plans for k in p.levels}))
+    result = WordLevelResult(groups, levels, float(confidence))
+    for plan in plans:
+        n = len(plan.words)
+        result.texts[plan.prompt] = {t: d.texts for t, d in plan.distributions.items()}
+        result.probabilities[plan.prompt] = {t: {} for t in plan.distributions}
+        for g, group in enumerate(groups):
+            ind = _indicators(observations, plan, g)
+            probs = group_probabilities(ind)
+            for t, p in probs.items():
+                result.probabilities[plan.prompt][t][group] = p
+            base = ind[frozenset()]
+            result.representation.append(Representation(
+                plan.prompt, group, probs[frozenset()], representation_gap(probs[frozenset()], len(groups)),
+                hoeffding_half_width(len(base), delta), len(base), len(groups),
+            ))
+            for k in plan.levels:
+                counts = {t: len(v) for t, v in ind.items()}
+                values = influence_scores(probs, n, k)
+                halves = influence_half_widths(counts, n, k, delta)
+                boots = (influence_bootstrap_intervals(ind, n, k, confidence=confidence, n_resamples=n_resamples, seed=seed)
+                         if n_resamples > 0 else [None] * n)
+                for i, word in enumerate(plan.words):
+                    used = sum(counts[t] for t in influence_weights(n, k, i))
+                    result.per_prompt.append(
+                        WordInfluence(word, group, k, values[i], halves[i], boots[i], used, (plan.prompt,))
+                    )
+    result.words = _averaged(plans, observations, groups, levels, result.per_prompt, confidence, n_resamples, seed)
+    # rows read best with a word's groups side by side: level, then word (first appearance), then group
+    order = {w: i for i, w in enumerate(dict.fromkeys(w for p in plans for w in p.words))}
+    rank = {g: i for i, g in enumerate(groups)}
+    result.words.sort(key=lambda r: (r.k, order[r.word], rank[r.group]))
+    position = {(p.prompt, w): i for p in plans for i, w in reversed(list(enumerate(p.words)))}
+    prompt_rank = {p.prompt: i for i, p in enumerate(plans)}
+    result.per_prompt.sort(key=lambda r: (prompt_rank[r.prompts[0]], r.k, position[(r.prompts[0], r.word)], rank[r.group]))
+    return result
+
+
+def _averaged(plans, observations, groups, levels, per_prompt, confidence, n_resamples, seed) -> list[WordInfluence]:
+    """Figure 3: each word's influence averaged over the prompts containing it, with its own bounds."""
+    out = []
+    for k in levels:
+        with_k = [p for p in plans if k in p.levels]
+        for g, group in enumerate(groups):
+            rows = [r for r in per_prompt if r.k == k and r.group == group]
+            values = [[r.influence for r in rows if r.prompts == (p.prompt,)] for p in with_k]
+            means = average_word_influence([list(p.words) for p in with_k], values)
+            for word, mean in means.items():
+                holding = [p for p in with_k if word in p.words]
+                weights: dict[tuple[str, frozenset[int]], float] = defaultdict(float)
+                for p in holding:
+                    positions = [i for i, w in enumerate(p.words) if w == word]
+                    for i in positions:
+                        for t, w in influence_weights(len(p.words), k, i).items():
+                            weights[(p.prompt, t)] += w / len(positions) / len(holding)
+                # strata in each prompt's required_sets order, so one prompt reproduces influence_bootstrap_intervals
+                order = [(p.prompt, t) for p in holding for t in required_sets(len(p.words), k)]
+                terms = [(observations[key], weights.get(key, 0.0)) for key in order]
+                _, half, boot, n_img = _combination(terms, g, confidence, n_resamples, seed)
+                out.append(WordInfluence(word, group, k, mean, half, boot, n_img, tuple(p.prompt for p in holding)))
+    return out
+
+
+def run(
+    prompts: Sequence[str],
+    groups: Sequence[str],
+    levels: Sequence[int],
+    replace_set: Replacer,
+    labeller: Labeller,
+    *,
+    m: int = 3,
+    images_per_text: int = 2,
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> WordLevelResult:
+    """The whole pipeline: plan, generate and label, analyse.
+
+    Example:
+        A synthetic generator: replacing "doctor" makes half the images female.
+
+        >>> fake = lambda words, idx, m: [[w + f"~{j}" if i in idx else w for i, w in enumerate(words)] for j in range(m)]
+        >>> def labeller(texts, n):  # group 1 ("female") for every other image when "doctor" is gone
+        ...     return [[(f"{t}#{i}", int("doctor" not in t.split() and i % 2 == 1)) for i in range(n)] for t in texts]
+        >>> res = run(["a doctor"], ["male", "female"], [1], fake, labeller, m=3, images_per_text=2)
+        >>> row = res.word("doctor", "female", 1)
+        >>> row.influence, round(row.hoeffding, 4), row.n_images
+        (0.5, 0.7841, 12)
+        >>> res.word("a", "female", 1).influence
+        0.0
+    """
+    plans = plan_prompts(prompts, levels, replace_set, m, images_per_text)
+    return analyse(plans, observe(plans, labeller), groups, confidence=confidence, n_resamples=n_resamples, seed=seed)
+
+
+def word_ids(
+    prompts: Sequence[str], groups: Sequence[str], levels: Sequence[int] | Mapping[str, Sequence[int]]
+) -> list[tuple[str, str, int, str]]:
+    """``(word, group, k, id)`` of every averaged-word gate, in first-appearance order.
+
+    The id is ``<word>-<group>`` for ``k = 1`` and ``<word>-<group>-k<k>`` otherwise, with
+    :func:`slug` fragments; two words with the same slug get ``_2``, ``_3`` ... suffixes.
+
+    Example:
+        >>> word_ids(["a doctor", "the 500"], ["male", "female"], [1, 2])[:3]
+        [('a', 'male', 1, 'a-male'), ('a', 'female', 1, 'a-female'), ('doctor', 'male', 1, 'doctor-male')]
+        >>> word_ids(["a doctor", "the nurse"], ["female"], {"a doctor": [1], "the nurse": [1, 2]})[-2:]
+        [('the', 'female', 2, 'the-female-k2'), ('nurse', 'female', 2, 'nurse-female-k2')]
+    """
+    out = []
+    per_prompt = _levels_by_prompt(prompts, levels)
+    word_slugs = _unique_slugs(dict.fromkeys(w for p in prompts for w in prompt_words(p)))
+    for k in sorted({k for ks in per_prompt.values() for k in ks}):
+        words = dict.fromkeys(
+            w for p in prompts if k in per_prompt[p] and len(prompt_words(p)) >= k for w in prompt_words(p)
+        )
+        for w in words:
+            for g in groups:
+                out.append((w, g, k, f"{word_slugs[w]}-{slug(g)}" + ("" if k == 1 else f"-k{k}")))
+    return out
+
+
+def _unique_slugs(items: Iterable[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    used: dict[str, int] = {}
+    for item in items:
+        s = slug(item)
+        used[s] = used.get(s, 0) + 1
+        out[item] = s if used[s] == 1 else f"{s}_{used[s]}"
+    return out
+
+
+def representation_ids(prompts: Sequence[str], groups: Sequence[str]) -> list[tuple[str, str, str]]:
+    """``(prompt, group, id)`` of every representation gate: ``<prompt slug>-<group slug>``.
+
+    Example:
+        >>> representation_ids(["a respected doctor at the hospital"], ["female"])
+        [('a respected doctor at the hospital', 'female', 'a_respected_doctor_at_the_hospital-female')]
+    """
+    prompt_slugs = _unique_slugs(prompts)
+    return [(p, g, f"{prompt_slugs[p]}-{slug(g)}") for p in prompts for g in groups]
+
+
+def table_lines(result: WordLevelResult, *, per_prompt: bool = True) -> list[str]:
+    """The per-word table: word, group, k, influence, Hoeffding +-, bootstrap [lo, hi], images, prompts.
+
+    The averaged (gated) rows first; with ``per_prompt``, each prompt's own rows after them.
+    """
+    conf = f"{100 * result.confidence:g}%"
+    head = ("word", "group", "k", "influence", f"hoeffding {conf}", f"bootstrap {conf}", "n", "prompts")
+
+    def fmt(r: WordInfluence) -> tuple[str, ...]:
+        boot = "-" if r.bootstrap is None else f"[{r.bootstrap[0]:+.3f}, {r.bootstrap[1]:+.3f}]"
+        return (r.word, r.group, str(r.k), f"{r.influence:+.3f}", f"+-{r.hoeffding:.3f}", boot, str(r.n_images),
+                str(len(r.prompts)))
+
+    def block(rows: list[tuple[str, ...]]) -> list[str]:
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        lines = []
+        for j, row in enumerate(rows):
+            lines.append("  ".join(c.rjust(widths[i]) if 2 <= i <= 6 else c.ljust(widths[i]) for i, c in enumerate(row)).rstrip())
+            if j == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        return lines
+
+    lines = [
+        "I_k(w) = mean over sets S of k-1 other words of p(g | S and w replaced) - p(g | S replaced);",
+        "positive: replacing w raises the share of g (w pushes images away from g).",
+        "Averaged over the prompts containing each word (Figure 3):",
+    ]
+    lines += block([head] + [fmt(r) for r in result.words])
+    if per_prompt:
+        for prompt in result.probabilities:
+            lines.append("")
+            ps = ", ".join(f"p({g})={result.probabilities[prompt][frozenset()][g]:.3f}" for g in result.groups)
+            lines.append(f"{prompt!r} (original: {ps}):")
+            lines += block([head[:-1]] + [fmt(r)[:-1] for r in result.per_prompt if r.prompts == (prompt,)])
+    return lines
+
+
+def representation_lines(result: WordLevelResult) -> list[str]:
+    """p(g) of each original prompt, its gap from parity and the gap's Hoeffding interval."""
+    conf = f"{100 * result.confidence:g}%"
+    rows = [("prompt", "group", "p(g)", "|p - 1/G|", f"hoeffding {conf}", "n")]
+    for r in result.representation:
+        lo, hi = r.interval
+        rows.append((r.prompt, r.group, f"{r.p:.3f}", f"{r.gap:.3f}", f"[{lo:.3f}, {hi:.3f}]", str(r.n_images)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    out = []
+    for j, row in enumerate(rows):
+        out.append("  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i]) for i, c in enumerate(row)).rstrip())
+        if j == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return out
+
+
+def counts_summary(plans: Sequence[PromptPlan]) -> dict[str, int]:
+    """How much a plan costs: prompts to generate (distinct texts) and images."""
+    pairs = {(text, d.images_per_text) for p in plans for d in p.distributions.values() for text in d.texts}
+    best: dict[str, int] = {}
+    for text, n in pairs:
+        best[text] = max(best.get(text, 0), n)
+    return {"texts": len(best), "images": sum(best.values()),
+            "distributions": sum(len(p.distributions) for p in plans)}
