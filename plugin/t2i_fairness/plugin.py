@@ -99,19 +99,22 @@ def t2i(pytestconfig: pytest.Config):
 def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
     """Check a measured indicator against its bound in the thresholds file.
 
-    ``gate(value, n=..., higher_is_better=True, interval=None, details=None, name=None)``; the gate id
-    is the test's name (``test_object_consistency[object_in_region-africa]``) unless ``name`` is given.
+    ``gate(value, n=..., higher_is_better=True, interval=None, details=None, name=None, provenance=None)``;
+    the gate id is the test's name (``test_object_consistency[object_in_region-africa]``) unless ``name``
+    is given. ``provenance`` adds the settings of the test's own options (e.g. its sample sizes) to the
+    session's, so a bound is never compared silently with a number measured under other settings.
     """
     config = request.config
     options = config.stash[OPTIONS]
     thresholds = config.stash[THRESHOLDS]
 
     def check(value: float, *, n: int, higher_is_better: bool = True, interval=None,
-              details: dict[str, Any] | None = None, name: str | None = None) -> Measurement:
+              details: dict[str, Any] | None = None, name: str | None = None,
+              provenance: dict[str, Any] | None = None) -> Measurement:
         __tracebackhide__ = True
         m = Measurement(name or request.node.name, float(value), int(n), "min" if higher_is_better else "max",
                         tuple(interval) if interval is not None else None, details or {})
-        provenance = t2i.provenance()
+        provenance = {**t2i.provenance(), **(provenance or {})}
         verdict = evaluate(m, thresholds, provenance, update=options.update_thresholds, allow_loosen=options.allow_loosen)
         record = GateRecord(
             gate=m.gate, nodeid=request.node.nodeid, value=m.value, n=m.n, direction=m.direction,
