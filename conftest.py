@@ -8,4 +8,5 @@ pytest_plugins = [
     "fixtures.indic",
     "fixtures.decomposed",
     "fixtures.word_influence",
+    "fixtures.cis",
 ]

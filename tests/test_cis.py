@@ -18,6 +18,9 @@ from t2i_fairness.metrics.cis import (
     degradation_slope,
     detected_subsets,
     extreme_components,
+    frechet_distance,
+    frechet_inception_distance,
+    gaussian_statistics,
     image_scores,
     imagenet_classnames,
     inception_score,
@@ -29,6 +32,7 @@ from t2i_fairness.metrics.cis import (
     order_invariance_test_by_component,
     render_prompt,
     sample_component_prompts,
+    sample_fitting_prompts,
     sample_prompt_suite,
     shuffle_components,
     shuffled_prompts,
@@ -560,3 +564,95 @@ def test_module_has_no_heavy_imports_at_load():
     code = "import sys, t2i_fairness.metrics.cis; print(any(m in sys.modules for m in ('torch', 'open_clip', 'PIL')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# ----------------------------------------------------------------------------- 77-token rule
+
+LONG_POOL = [f"thing{i}" for i in range(20)] + ["a very very long component name indeed", "another long long name"]
+
+
+def test_fitting_prompts_equal_plain_sampling_when_everything_fits():
+    prompts, rejected = sample_fitting_prompts(3, 7, seed=[0, 3], fits=lambda c: True, classnames=LONG_POOL)
+    assert prompts == sample_component_prompts(3, 7, seed=[0, 3], classnames=LONG_POOL)
+    assert rejected == []
+
+
+def test_prompts_that_do_not_fit_are_replaced_by_the_next_draws():
+    fits = lambda comps: all(len(c) < 20 for c in comps)  # noqa: E731
+    prompts, rejected = sample_fitting_prompts(2, 30, seed=5, fits=fits, classnames=LONG_POOL)
+    draws = sample_component_prompts(2, len(prompts) + len(rejected), seed=5, classnames=LONG_POOL)
+    assert rejected and all(not fits(p) for p in rejected)
+    assert prompts == [d for d in draws if fits(d)]  # the first m draws that fit, in draw order
+    assert draws[-1] == prompts[-1]  # and no draw beyond the m-th fitting one
+
+
+def test_fitting_prompts_give_up_naming_a_prompt_that_does_not_fit():
+    with pytest.raises(ValueError, match=r"only 0 of 50 prompts with k=2 .*'a photo of"):
+        sample_fitting_prompts(2, 3, seed=0, fits=lambda c: False, classnames=LONG_POOL, max_draws=50)
+
+
+def test_real_clip_token_counts_with_the_rule():
+    """Eight long ImageNet names exceed CLIP's 77 tokens; the rule keeps only prompts that fit."""
+    from t2i_fairness.models.clip import ClipModel
+
+    clip = ClipModel.from_profile("tiny")
+    long_names = ["Mexican hairless dog (xoloitzcuintli)", "military hat (bearskin or shako)", "sulphur-crested cockatoo",
+                  "shoji screen / room divider", "red-breasted merganser", "desert grassland whiptail lizard",
+                  "black-and-white colobus", "Entlebucher Sennenhund"]
+    assert clip.count_tokens(render_prompt(long_names)) > 77
+    fits = lambda comps: clip.count_tokens(render_prompt(comps)) <= 77  # noqa: E731
+    prompts, rejected = sample_fitting_prompts(8, 30, seed=0, fits=fits, classnames=long_names + ["cat"])
+    assert len(prompts) == 30 and all(fits(p) for p in prompts)
+    assert rejected and all(set(p) == set(long_names) for p in rejected)  # only the all-long draw is too long
+
+
+# ----------------------------------------------------------------------------- FID
+
+
+def brute_force_fid(a, b):
+    """FID as pytorch-fid writes it: scipy.linalg.sqrtm of the product of the covariances."""
+    from scipy import linalg
+
+    mu1, mu2 = a.mean(0), b.mean(0)
+    s1, s2 = np.cov(a, rowvar=False), np.cov(b, rowvar=False)
+    covmean = linalg.sqrtm(s1 @ s2).real
+    return float(((mu1 - mu2) ** 2).sum() + np.trace(s1) + np.trace(s2) - 2 * np.trace(covmean))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fid_matches_the_sqrtm_formula(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(80, 6)) @ rng.normal(size=(6, 6))
+    b = rng.normal(size=(60, 6)) @ rng.normal(size=(6, 6)) + rng.normal(size=6)
+    assert frechet_inception_distance(a, b) == pytest.approx(brute_force_fid(a, b), rel=1e-8, abs=1e-8)
+
+
+def test_fid_is_symmetric_zero_on_itself_and_finite_with_fewer_images_than_dimensions():
+    rng = np.random.default_rng(0)
+    a, b = rng.normal(size=(10, 32)), rng.normal(size=(12, 32)) + 0.5
+    assert frechet_inception_distance(a, b) == pytest.approx(frechet_inception_distance(b, a), rel=1e-6)
+    assert frechet_inception_distance(a, a) == pytest.approx(0.0, abs=1e-9)
+    # singular covariances (10 images in 32 dimensions): still the sqrtm value
+    assert frechet_inception_distance(a, b) == pytest.approx(brute_force_fid(a, b), rel=1e-6)
+
+
+def test_frechet_distance_of_known_gaussians():
+    # 1-D: (m1 - m2)^2 + (s1 - s2)^2 for standard deviations s
+    assert frechet_distance([1.0], [[4.0]], [3.0], [[9.0]]) == pytest.approx(4.0 + 1.0)
+    mu1, s1 = gaussian_statistics([[0.0, 0.0], [2.0, 2.0], [0.0, 2.0], [2.0, 0.0]])
+    assert mu1.tolist() == [1.0, 1.0] and s1 == pytest.approx(np.eye(2) * 4 / 3)
+
+
+@pytest.mark.parametrize("args, match", [
+    (([[1.0, 2.0]], [[1.0, 2.0], [3.0, 4.0]]), r"at least 2 images, but got shape \(1, 2\)"),
+    ((np.ones((3, 2)), np.ones((3, 3))), "same width"),
+    ((np.array([[1.0, np.nan], [0.0, 1.0]]), np.ones((3, 2))), "finite"),
+])
+def test_fid_errors_name_argument_and_shape(args, match):
+    with pytest.raises(ValueError, match=match):
+        frechet_inception_distance(*args)
+
+
+def test_frechet_distance_shape_errors():
+    with pytest.raises(ValueError, match=r"`sigma1` and `sigma2` must have shape \(2, 2\)"):
+        frechet_distance([0.0, 0.0], np.eye(3), [0.0, 0.0], np.eye(2))

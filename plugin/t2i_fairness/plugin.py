@@ -149,8 +149,10 @@ def t2i(request: pytest.FixtureRequest, pytestconfig: pytest.Config):
 def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
     """Check a measured indicator against its bound in the thresholds file.
 
-    ``gate(value, n=..., higher_is_better=True, interval=None, details=None, name=None)``; the gate id
-    is the test's name (``test_object_consistency[object_in_region-africa]``) unless ``name`` is given.
+    ``gate(value, n=..., higher_is_better=True, interval=None, details=None, name=None, provenance=None)``;
+    the gate id is the test's name (``test_object_consistency[object_in_region-africa]``) unless ``name``
+    is given. ``provenance`` adds the settings of the test's own options (e.g. its sample sizes) to the
+    session's, so a bound is never compared silently with a number measured under other settings.
     """
     config = request.config
     options = config.stash[OPTIONS]

@@ -17,6 +17,14 @@ Article rule (a documented heuristic)
     ``a`` otherwise.  It follows spelling, not sound, so it is wrong for words such as
     "unicycle" (-> "an unicycle") or "hourglass" (-> "a hourglass").
 
+Prompts longer than the text encoder's context (CLIP: 77 tokens)
+    :func:`sample_fitting_prompts` draws prompts exactly as :func:`sample_component_prompts`
+    does and replaces a prompt that does not fit by the next draw of the same generator, so the
+    ``m`` prompts are the first ``m`` draws that fit and the number replaced is reported.  With
+    ImageNet names this only happens from K = 8 on (the eight longest names make 83 CLIP
+    tokens); it biases the sample slightly towards shorter names, which is why the count is
+    reported.  Lookup-table entries are subsets of the prompt, never longer than it.
+
 Lookup table order
     The empty string first (count 0), then the non-empty subsets by size, each size in
     ``itertools.combinations`` order of the components' positions (components keep their prompt
@@ -46,6 +54,9 @@ __all__ = [
     "degradation_slope",
     "detected_subsets",
     "extreme_components",
+    "frechet_distance",
+    "frechet_inception_distance",
+    "gaussian_statistics",
     "image_scores",
     "imagenet_classnames",
     "indefinite_article",
@@ -57,6 +68,7 @@ __all__ = [
     "order_invariance_test_by_component",
     "render_prompt",
     "sample_component_prompts",
+    "sample_fitting_prompts",
     "sample_prompt_suite",
     "shuffle_components",
     "shuffled_prompts",
@@ -265,6 +277,69 @@ def sample_prompt_suite(
             raise ValueError(f"`ks` values must be at most {len(pool)} (distinct class names), but got {k}")
         out[k] = sample_component_prompts(k, m, seed=[seed, k], classnames=pool)
     return out
+
+
+def sample_fitting_prompts(
+    k: int,
+    m: int,
+    seed: int | Sequence[int],
+    fits: Callable[[tuple[str, ...]], bool],
+    classnames: Sequence[str] | None = None,
+    max_draws: int | None = None,
+) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
+    """Like :func:`sample_component_prompts`, but a prompt that does not ``fit`` is redrawn.
+
+    The generator is ``numpy.random.default_rng(seed)`` and each draw is
+    ``rng.choice(len(pool), size=k, replace=False)``, as in :func:`sample_component_prompts`;
+    draws for which ``fits(components)`` is false are set aside and the next draw is taken.  When
+    every draw fits, the result equals ``sample_component_prompts(k, m, seed, classnames)``.
+
+    Args:
+        k: components per prompt.
+        m: prompts to return.
+        seed: seed of the generator (the suite uses ``[seed, k]``, as :func:`sample_prompt_suite`).
+        fits: ``components -> bool``, e.g. "the rendered prompt has at most 77 CLIP tokens".
+        classnames: component pool (default: de-duplicated ImageNet class names).
+        max_draws: give up after this many draws (default ``10 * m + 100``).
+
+    Returns:
+        ``(prompts, rejected)``: ``m`` component tuples that fit, and the draws set aside, in
+        draw order.
+
+    Raises:
+        ValueError: if fewer than ``m`` of ``max_draws`` draws fit (the message shows one that
+            did not), or as :func:`sample_component_prompts`.
+
+    Example:
+        >>> pool = ["crab", "macaw", "steel drum", "red butterfly", "sock"]
+        >>> short = lambda comps: sum(len(c) for c in comps) <= 10
+        >>> prompts, rejected = sample_fitting_prompts(2, 3, seed=0, fits=short, classnames=pool)
+        >>> all(short(p) for p in prompts), len(prompts)
+        (True, 3)
+        >>> sample_fitting_prompts(2, 3, 0, lambda c: True, pool)[0] == sample_component_prompts(2, 3, 0, pool)
+        True
+    """
+    k = _check_pos_int("k", k)
+    m = _check_pos_int("m", m)
+    if seed is None:
+        raise TypeError("`seed` must be an integer (or sequence of integers), but got None")
+    limit = 10 * m + 100 if max_draws is None else _check_pos_int("max_draws", max_draws)
+    pool = _classname_pool(classnames)
+    if k > len(pool):
+        raise ValueError(f"`k` must be at most the number of distinct class names ({len(pool)}), but got {k}")
+    rng = np.random.default_rng(seed)
+    kept: list[tuple[str, ...]] = []
+    rejected: list[tuple[str, ...]] = []
+    for _ in range(limit):
+        comps = tuple(pool[int(i)] for i in rng.choice(len(pool), size=k, replace=False))
+        (kept if fits(comps) else rejected).append(comps)
+        if len(kept) == m:
+            return kept, rejected
+    example = render_prompt(rejected[-1]) if rejected else ""
+    raise ValueError(
+        f"only {len(kept)} of {limit} prompts with k={k} components fit (need m={m}); "
+        f"e.g. {example!r} does not: use fewer components"
+    )
 
 
 def check_token_lengths(
@@ -858,3 +933,91 @@ def inception_score(probs: object, splits: int = 1) -> float:
         3.0
     """
     return float(np.mean(inception_score_splits(probs, splits)))
+
+
+def gaussian_statistics(features: object) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of feature rows, as FID fits them (``numpy.cov``, ``ddof=1``, float64).
+
+    Args:
+        features: array ``(images, dim)`` with at least two rows.
+
+    Raises:
+        ValueError: if ``features`` is not 2-D with at least two rows, or is not finite.
+
+    Example:
+        >>> mu, sigma = gaussian_statistics([[0.0, 1.0], [2.0, 3.0]])
+        >>> mu.tolist(), sigma.tolist()
+        ([1.0, 2.0], [[2.0, 2.0], [2.0, 2.0]])
+    """
+    x = np.asarray(features, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 1:
+        raise ValueError(f"`features` must have shape (images, dim) with at least 2 images, but got shape {x.shape}")
+    if not np.all(np.isfinite(x)):
+        raise ValueError("`features` must be finite, but contains NaN or infinity")
+    return x.mean(axis=0), np.atleast_2d(np.cov(x, rowvar=False))
+
+
+def frechet_distance(mu1: object, sigma1: object, mu2: object, sigma2: object) -> float:
+    """Fréchet distance between two Gaussians (Heusel et al. 2017; FID on Inception features).
+
+    ``||mu1 - mu2||^2 + tr(S1) + tr(S2) - 2 tr((S1 S2)^(1/2))``.  The trace of the matrix square
+    root is computed as the sum of square roots of the eigenvalues of ``S1^(1/2) S2 S1^(1/2)``
+    (symmetric positive semi-definite, with the same eigenvalues as ``S1 S2``), which needs no
+    complex arithmetic and stays finite when a covariance is singular (fewer images than
+    dimensions); negative round-off eigenvalues are clipped to 0 and so is the result.
+
+    Args:
+        mu1, mu2: means, shape ``(dim,)``.
+        sigma1, sigma2: covariances, shape ``(dim, dim)``, symmetric positive semi-definite.
+
+    Raises:
+        ValueError: on mismatched shapes or non-finite values.
+
+    Example:
+        >>> import numpy as np
+        >>> frechet_distance([0.0, 0.0], np.eye(2), [3.0, 4.0], np.eye(2))
+        25.0
+        >>> round(frechet_distance([0.0], [[1.0]], [0.0], [[4.0]]), 12)
+        1.0
+    """
+    m1, m2 = np.asarray(mu1, dtype=np.float64), np.asarray(mu2, dtype=np.float64)
+    s1, s2 = np.atleast_2d(np.asarray(sigma1, dtype=np.float64)), np.atleast_2d(np.asarray(sigma2, dtype=np.float64))
+    if m1.ndim != 1 or m1.shape != m2.shape:
+        raise ValueError(f"`mu1` and `mu2` must be 1-D of equal length, but got shapes {m1.shape} and {m2.shape}")
+    d = m1.shape[0]
+    if s1.shape != (d, d) or s2.shape != (d, d):
+        raise ValueError(f"`sigma1` and `sigma2` must have shape ({d}, {d}), but got {s1.shape} and {s2.shape}")
+    if not all(np.all(np.isfinite(a)) for a in (m1, m2, s1, s2)):
+        raise ValueError("means and covariances must be finite")
+    w, v = np.linalg.eigh((s1 + s1.T) / 2)
+    root1 = (v * np.sqrt(np.clip(w, 0.0, None))) @ v.T
+    middle = root1 @ s2 @ root1
+    tr_covmean = float(np.sqrt(np.clip(np.linalg.eigvalsh((middle + middle.T) / 2), 0.0, None)).sum())
+    diff = m1 - m2
+    value = float(diff @ diff + np.trace(s1) + np.trace(s2) - 2.0 * tr_covmean)
+    return max(value, 0.0)
+
+
+def frechet_inception_distance(features_a: object, features_b: object) -> float:
+    """FID between two sets of feature rows (e.g. InceptionV3 2048-d pool features).
+
+    Args:
+        features_a: ``(images_a, dim)``, at least two rows.
+        features_b: ``(images_b, dim)``, at least two rows, same ``dim``.
+
+    Raises:
+        ValueError: as :func:`gaussian_statistics`, or if the widths differ.
+
+    Example:
+        >>> import numpy as np
+        >>> x = np.random.default_rng(0).normal(size=(50, 3))
+        >>> round(frechet_inception_distance(x, x), 9)
+        0.0
+        >>> round(frechet_inception_distance(x, x + [1.0, 0.0, 0.0]), 6)
+        1.0
+    """
+    mu1, s1 = gaussian_statistics(features_a)
+    mu2, s2 = gaussian_statistics(features_b)
+    if mu1.shape != mu2.shape:
+        raise ValueError(f"`features_a` and `features_b` must have the same width, but got {mu1.shape[0]} and {mu2.shape[0]}")
+    return frechet_distance(mu1, s1, mu2, s2)

@@ -1,0 +1,195 @@
+"""The CIS gates end to end: the repository's suite (conftest, fixtures, ``fairness_tests/test_cis.py``)
+in a pytester folder on a fast fake generator, with the tiny offline scorers.
+
+Each run is a subprocess that loads the scorers (a few seconds); four runs cover the update flow,
+the report, the cache, provenance, FID per K, the undefined chi-square and single-K skips.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# ----------------------------------------------------------------------------- the study, without models
+
+
+class StubBench:
+    """Stands in for the Workbench: an image is (prompt, index); records each images() call."""
+
+    class options:
+        seed = 0
+
+    def __init__(self):
+        self.calls = []
+
+    def images(self, prompts, n, desc=""):
+        self.calls.append((list(prompts), n))
+        return [[(p, i) for i in range(n)] for p in prompts]
+
+
+def test_each_occurrence_of_a_prompt_gets_fresh_images():
+    from fixtures.cis import CisOptions, CisStudy
+
+    bench = StubBench()
+    study = CisStudy(bench, CisOptions(images=2))
+    rows = study.images([("crab",), ("sock",), ("crab",), ("crab",)], desc="")
+    assert rows == [
+        [("a photo of a crab.", 0), ("a photo of a crab.", 1)],
+        [("a photo of a sock.", 0), ("a photo of a sock.", 1)],
+        [("a photo of a crab.", 2), ("a photo of a crab.", 3)],
+        [("a photo of a crab.", 4), ("a photo of a crab.", 5)],
+    ]
+    assert bench.calls == [(["a photo of a sock."], 2), (["a photo of a crab."], 6)]
+
+
+def test_drop_interval_brackets_the_least_squares_drop():
+    from fixtures.cis import Scored, drop_interval, slope_weights
+    from t2i_fairness.metrics.cis import degradation_slope
+
+    rng = np.random.default_rng(0)
+    ks = [1, 2, 4, 8]
+    results = [Scored(k, [("x",)] * 30, np.clip(rng.normal(1 - 0.08 * k, 0.1, size=(30, 2)), 0, 1), [], 0) for k in ks]
+    drop = -degradation_slope(ks, [r.cis for r in results])
+    assert float(slope_weights(ks) @ [r.cis for r in results]) == pytest.approx(-drop)
+    low, high = drop_interval(results)
+    assert low < drop < high and 0.06 < drop < 0.1
+
+
+def test_inception_score_splits_rule():
+    from fixtures.cis import is_splits
+
+    assert [is_splits(n) for n in (1, 8, 199, 200, 999, 1000, 30000)] == [1, 1, 1, 2, 9, 10, 10]
+
+
+# ----------------------------------------------------------------------------- the gates end to end
+
+FAKEGEN = '''
+import numpy as np
+from PIL import Image
+
+class Fake:
+    """Noise images from (prompt, seed) only: a deterministic stand-in model."""
+    fingerprint = "cisfake:v1"
+    def generate(self, prompts, seeds):
+        return [Image.fromarray(np.random.default_rng([s, len(p)]).integers(0, 255, (24, 24, 3), dtype=np.uint8))
+                for p, s in zip(prompts, seeds)]
+
+def make():
+    return Fake()
+'''
+
+
+@pytest.fixture
+def suite(pytester):
+    """The repo's suite (conftest, fixtures, the CIS gates) in a temporary folder with a fake model."""
+    shutil.copy(REPO / "conftest.py", pytester.path / "conftest.py")
+    shutil.copytree(REPO / "fixtures", pytester.path / "fixtures", ignore=shutil.ignore_patterns("__pycache__"))
+    (pytester.path / "fairness_tests").mkdir()
+    shutil.copy(REPO / "fairness_tests" / "test_cis.py", pytester.path / "fairness_tests")
+    pytester.makepyfile(cisfake=FAKEGEN)
+    return pytester
+
+
+def run(pytester, *extra):
+    return pytester.runpytest_subprocess(
+        "fairness_tests/test_cis.py", "-p", "no:cacheprovider", "--t2i-model", "python:cisfake:make",
+        "--t2i-thresholds", str(pytester.path / "thr.yaml"), "--t2i-cache-dir", str(pytester.path / "cache"),
+        "--t2i-artifacts", str(pytester.path / "art"), "--t2i-no-progress",
+        "--t2i-cis-k", "1,2,4", "--t2i-cis-prompts", "3", "--t2i-cis-images", "2", *extra,
+    )
+
+
+def test_gates_report_and_update_then_pass(suite):
+    first = run(suite, "--t2i-update-thresholds")
+    first.assert_outcomes(passed=6)
+    out = first.stdout.str()
+    for gate in ("test_cis[k1]", "test_cis[k2]", "test_cis[k4]", "test_cis_drop_per_component",
+                 "test_cis_order_invariance", "test_cis_component_rate_floor"):
+        assert f"  {gate}: new -> " in out, out
+    first.stdout.fnmatch_lines([
+        "t2i-fairness CIS: K=1,2,4; 3 prompts per K, 2 images per prompt*",
+        "*-- CIS: Components Inclusion Score vs K --*",
+        " K  prompts  images  CIS_K  95% CI * ceiling  CIS/ceil  IS * FID",
+        " 1        3       6  *",
+        " 4        3       6  *",
+        "77-token rule: no prompt exceeded CLIP's 77 tokens",
+        "FID not computed: no --t2i-cis-fid-reference",
+        "drop per component: * points of CIS per added component [[]*, *[]] (least-squares slope over K=1,2,4; *",
+        "ceiling drop per component: *",
+        "*-- CIS order invariance (K=4) --*",
+        "K=4: 3 prompts x 2 images per group; * of 3 shuffles left the order unchanged",
+        "chi-square by component *",
+        "*-- CIS per-component generation rate (K=2,4) --*",
+        "most ignored: *",
+        "most prominent: *",
+    ])
+    # images: 3 prompts x 2 images x 3 K + shuffled K=4 + single components for the composites
+    assert "text:cis-tables:" in out
+    art = suite.path / "art"
+    assert (art / "test_cis_drop_per_component" / "cis_vs_k.png").stat().st_size > 1000
+    assert (art / "test_cis[k4]" / "cis_k4.json").exists()
+
+    # Again with another rate floor: nothing is generated or encoded again, every bound still applies,
+    # and the run says they were set under another CIS setting.
+    second = run(suite, "--t2i-cis-rate-min-images", "1")
+    second.assert_outcomes(passed=6)
+    out = second.stdout.str()
+    assert "images: 0 generated" in out and "features:open_clip: 0 computed" in out, out
+    assert "WARNING: 6 gate(s) were set under other settings:" in out and "cis_rate_min_images: 2 -> 1" in out, out
+
+
+def test_fid_per_k_folders_and_an_undefined_chi_square(suite):
+    """FID where DIR/k<K> exists, a reason where it does not; the order test on one prompt with one
+    image per group finds both images in the same column: no degrees of freedom, so the gate is
+    skipped with the reason, never given p = 1. (Deterministic: fake model, seeded tiny CLIP.)"""
+    from PIL import Image
+
+    ref = suite.path / "ref" / "k1"
+    ref.mkdir(parents=True)
+    for i in range(4):
+        Image.new("RGB", (20, 20), (60 * i, 10, 0)).save(ref / f"{i}.png")
+    result = run(suite, "--t2i-cis-k", "1,2", "--t2i-cis-prompts", "2", "--t2i-cis-images", "1",
+                 "--t2i-cis-order-prompts", "1", "--t2i-cis-fid-reference", str(ref.parent),
+                 "--t2i-update-thresholds", "-rs")
+    result.assert_outcomes(passed=4, skipped=1)
+    result.stdout.fnmatch_lines([
+        " 1        2       2  * (ref 4)", " 2        2       2  * -",
+        "FID not computed: needs >= 2 images on each side (0 reference, 2 generated)",
+        "K=2: 1 prompts x 1 images per group; 1 of 1 shuffles left the order unchanged",
+        "chi-square on detected counts: chi-square undefined: all 2 images of both groups show exactly * of 2 "
+        "components (one non-empty column, no degrees of freedom)",
+        "SKIPPED [[]1[]] fairness_tests/test_cis.py:*: chi-square undefined: *",
+    ])
+    table = result.stdout.str().split("t2i-fairness gates")[1].split("gates, ")[0]
+    assert "test_cis_order_invariance" not in table  # no value was recorded for the skipped gate
+
+
+def test_single_k_skips_the_drop_and_order_needs_k_two(suite):
+    result = run(suite, "--t2i-cis-k", "1", "--t2i-cis-prompts", "2", "--t2i-cis-images", "1",
+                 "--t2i-update-thresholds", "-rs")
+    result.assert_outcomes(passed=1, skipped=3)
+    result.stdout.fnmatch_lines([
+        "*the drop per component needs two values of K; --t2i-cis-k gives only K=1*",
+        "*order invariance needs a K >= 2; --t2i-cis-k gives [[]1[]]*",
+        "*per-component rates need a K >= 2*",
+    ])
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--t2i-cis-k", "1,two"), "--t2i-cis-k '1,two': expected comma-separated integers"),
+    (("--t2i-cis-k", "2,13"), "--t2i-cis-k '2,13': K must be between 1 and 12"),
+    (("--t2i-cis-k", "2,2"), "--t2i-cis-k '2,2': a K is repeated"),
+    (("--t2i-cis-prompts", "0"), "--t2i-cis-prompts must be >= 1, got 0"),
+    (("--t2i-cis-images", "-1"), "--t2i-cis-images must be >= 1, got -1"),
+    (("--t2i-cis-fid-reference", "/no/such/folder"), "--t2i-cis-fid-reference '/no/such/folder': not a folder"),
+])
+def test_bad_options_are_usage_errors_naming_the_option(suite, args, message):
+    result = suite.runpytest("fairness_tests/test_cis.py", "--collect-only", "-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert message in result.stderr.str(), result.stderr.str()
