@@ -169,6 +169,10 @@ def test_decomposed_diagnostics(reference, template, decomposed_real, decomposed
     t2i_report.json("diagnostics", diagnostics_report(real, sc, diags))
     for kind, png in diagnostics_grids(real, sc, diags, decomposed_models[1]).items():
         t2i_report.png(kind, png)
+    for region, (d, _) in diags.items():  # each list names real (or generated) images of that region, once
+        for found in (d.low_diversity_backgrounds, d.low_diversity_objects, d.low_realism_backgrounds):
+            assert len(set(found)) == len(found)
+        assert len(d.low_realism_backgrounds) <= sc.scores[region]["bg"].n_used
     t2i_report.section(f"Decomposed-DIG diagnostics: {reference} / {template}", [
         f"{region:<16} low-diversity backgrounds {len(d.low_diversity_backgrounds):>3}  "
         f"low-diversity objects {len(d.low_diversity_objects):>3}  "

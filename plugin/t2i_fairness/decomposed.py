@@ -41,6 +41,8 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from .grids import mask_outline  # noqa: F401  (re-exported: the grids draw it)
+
 SETUPS: tuple[str, ...] = ("obj", "bg", "full")
 SETUP_NAMES: dict[str, str] = {"obj": "Obj-only", "bg": "BG-only", "full": "Full-image"}
 METRICS: tuple[str, ...] = ("precision", "coverage")
@@ -527,22 +529,6 @@ def table1_lines(summaries: Mapping[str, Mapping], original: str, new: str | Non
 # --------------------------------------------------------------------------------------------
 # Image grids with the mask outlined (Figures 2, 5-7)
 # --------------------------------------------------------------------------------------------
-
-
-def mask_outline(mask: Any) -> np.ndarray:
-    """bool (H, W): object pixels with a 4-neighbour outside the object (or on the image edge).
-
-    Example:
-        >>> m = np.zeros((4, 4), bool); m[1:4, 1:4] = True
-        >>> mask_outline(m).astype(int).tolist()
-        [[0, 0, 0, 0], [0, 1, 1, 1], [0, 1, 0, 1], [0, 1, 1, 1]]
-    """
-    m = np.asarray(mask, dtype=bool)
-    if m.ndim != 2:
-        raise ValueError(f"mask must be 2-D (height, width), got shape {m.shape}")
-    padded = np.pad(m, 1, constant_values=False)
-    inner = padded[:-2, 1:-1] & padded[2:, 1:-1] & padded[1:-1, :-2] & padded[1:-1, 2:]
-    return m & ~inner
 
 
 def mask_grid(rows: Sequence[tuple[str, Sequence[tuple[Any, Any, str]]]], tile: int = 96,
