@@ -159,6 +159,12 @@ class ImageFactory:
                 f"generator {self.source.spec!r} returned {len(images)} images for {len(batch)} prompts"
             )
         for r, im in zip(batch, images):
+            if not isinstance(im, Image.Image):
+                raise TypeError(
+                    f"generator {self.source.spec!r} returned {type(im).__name__} instead of a PIL image "
+                    f"for prompt {r.prompt!r} (seed {r.seed}); generate(prompts, seeds) must return PIL images"
+                )
+        for r, im in zip(batch, images):
             if r in todo:
                 self.cache.write(r.path, encode_png(im.convert("RGB")))
         self.cache.stats.generated += len(todo)
