@@ -166,6 +166,9 @@ class ImageFactory:
                 )
         for r, im in zip(batch, images):
             if r in todo:
-                self.cache.write(r.path, encode_png(im.convert("RGB")))
+                rgb = im.convert("RGB")
+                if rgb.getextrema() == ((0, 0), (0, 0), (0, 0)):  # a safety checker's blank, or NaN pixels cast to 0
+                    self.cache.stats.blank.append(f"{r.prompt!r} (seed {r.seed})")
+                self.cache.write(r.path, encode_png(rgb))
         self.cache.stats.generated += len(todo)
         return len(todo)
