@@ -100,10 +100,13 @@ class ImageFactory:
         """``n`` images of each prompt (a list per prompt, in prompt order), generating the missing ones.
 
         Raises:
-            ValueError: ``n`` < 1, or the generator cannot serve a prompt (e.g. a manifest lacks it).
+            ValueError: ``n`` < 1, no prompts, or the generator cannot serve a prompt (e.g. a manifest lacks it).
         """
         if n < 1:
             raise ValueError(f"images per prompt must be >= 1, got {n}")
+        if not prompts:
+            raise ValueError("images() got an empty prompt set: nothing to generate or score; check the objects, "
+                             "regions or languages the test selects (--t2i-objects, the prompt file)")
         refs = [[self.ref(p, i) for i in range(n)] for p in dict.fromkeys(prompts)]
         by_prompt = {row[0].prompt: row for row in refs}
         batches: list[list[ImageRef]] = []
