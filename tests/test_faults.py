@@ -507,3 +507,16 @@ def test_bad_input(project, monkeypatch, case):
     assert all(_decodable(p) for p in after if p.suffix == ".png")
     assert all(decode_array(p.read_bytes()).shape == (3,) for p in after if p.suffix == ".npy")
     assert not [p for p in after if p.name.endswith(".tmp")]
+
+
+def test_black_images_from_xdist_workers_are_merged_into_one_report():
+    from t2i_fairness.session import GateReport, GateSession
+
+    session = GateSession(Path("t.yaml"))
+    session.merge_cache_stats({"generated": 8, "blank": [f"'bag in Africa' (seed {i})" for i in range(7)]})
+    session.merge_cache_stats({"generated": 8, "from_cache": 1, "blank": [f"'car in Europe' (seed {i})" for i in range(5)]})
+    lines = GateReport(session).lines()
+    i = lines.index("12 generated image(s) are entirely black (safety checker? NaN output?); they are scored as they are:")
+    assert lines[i - 1] == "images: 16 generated, 1 from cache"
+    assert lines[i + 1 : i + 12] == [f"  'bag in Africa' (seed {k})" for k in range(7)] + [
+        f"  'car in Europe' (seed {k})" for k in range(3)] + ["  ... and 2 more"]
