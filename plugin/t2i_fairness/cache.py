@@ -97,6 +97,7 @@ class CacheStats:
     generated: int = 0
     from_cache: int = 0
     corrupt: list[str] = field(default_factory=list)  # paths found unreadable and remade
+    blank: list[str] = field(default_factory=list)  # "prompt (seed N)" of generated images that are entirely black
     computed: dict[str, int] = field(default_factory=dict)  # kind -> entries computed (features, masks)
     reused: dict[str, int] = field(default_factory=dict)  # kind -> entries read from cache
 

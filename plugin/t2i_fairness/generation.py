@@ -100,10 +100,13 @@ class ImageFactory:
         """``n`` images of each prompt (a list per prompt, in prompt order), generating the missing ones.
 
         Raises:
-            ValueError: ``n`` < 1, or the generator cannot serve a prompt (e.g. a manifest lacks it).
+            ValueError: ``n`` < 1, no prompts, or the generator cannot serve a prompt (e.g. a manifest lacks it).
         """
         if n < 1:
             raise ValueError(f"images per prompt must be >= 1, got {n}")
+        if not prompts:
+            raise ValueError("images() got an empty prompt set: nothing to generate or score; check the objects, "
+                             "regions or languages the test selects (--t2i-objects, the prompt file)")
         refs = [[self.ref(p, i) for i in range(n)] for p in dict.fromkeys(prompts)]
         by_prompt = {row[0].prompt: row for row in refs}
         batches: list[list[ImageRef]] = []
@@ -159,7 +162,16 @@ class ImageFactory:
                 f"generator {self.source.spec!r} returned {len(images)} images for {len(batch)} prompts"
             )
         for r, im in zip(batch, images):
+            if not isinstance(im, Image.Image):
+                raise TypeError(
+                    f"generator {self.source.spec!r} returned {type(im).__name__} instead of a PIL image "
+                    f"for prompt {r.prompt!r} (seed {r.seed}); generate(prompts, seeds) must return PIL images"
+                )
+        for r, im in zip(batch, images):
             if r in todo:
-                self.cache.write(r.path, encode_png(im.convert("RGB")))
+                rgb = im.convert("RGB")
+                if rgb.getextrema() == ((0, 0), (0, 0), (0, 0)):  # a safety checker's blank, or NaN pixels cast to 0
+                    self.cache.stats.blank.append(f"{r.prompt!r} (seed {r.seed})")
+                self.cache.write(r.path, encode_png(rgb))
         self.cache.stats.generated += len(todo)
         return len(todo)

@@ -125,6 +125,8 @@ def resolve_options(config) -> T2IOptions:
             raise pytest.UsageError(f"{opt} must be >= 1, got {get(opt)}")
     if get("--t2i-allow-loosen") and not get("--t2i-update-thresholds"):
         raise pytest.UsageError("--t2i-allow-loosen only makes sense with --t2i-update-thresholds")
+    if get("--t2i-baseline-seed") is not None and not get("--t2i-baseline-model"):
+        raise pytest.UsageError("--t2i-baseline-seed only makes sense with --t2i-baseline-model")
     device = get("--t2i-device")
     if not (device == "auto" or device == "cpu" or device == "mps" or device == "cuda" or device.startswith("cuda:")):
         raise pytest.UsageError(f"--t2i-device {device!r}: choose cpu, cuda, cuda:N, mps or auto")

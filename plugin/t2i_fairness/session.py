@@ -64,6 +64,7 @@ class GateSession:
         self.cache.generated += stats.get("generated", 0)
         self.cache.from_cache += stats.get("from_cache", 0)
         self.cache.corrupt.extend(stats.get("corrupt", []))
+        self.cache.blank.extend(stats.get("blank", []))
         for attr in ("computed", "reused"):
             mine = getattr(self.cache, attr)
             for k, v in stats.get(attr, {}).items():
@@ -158,6 +159,10 @@ class GateReport:
             out.append("")
         if c.generated or c.from_cache:
             out.append(f"images: {c.generated} generated, {c.from_cache} from cache")
+        if c.blank:
+            out.append(f"{len(c.blank)} generated image(s) are entirely black (safety checker? NaN output?); "
+                       "they are scored as they are:")
+            out += [f"  {b}" for b in c.blank[:10]] + ([f"  ... and {len(c.blank) - 10} more"] if len(c.blank) > 10 else [])
         for kind in sorted(set(c.computed) | set(c.reused)):
             out.append(f"{kind}: {c.computed.get(kind, 0)} computed, {c.reused.get(kind, 0)} from cache")
         if c.corrupt:
