@@ -6,6 +6,7 @@ For each encoder, on the same cached PNG images, interleaved repetitions measure
 
   * bare forward: the model alone on input tensors preprocessed beforehand, same forward batch size;
   * decode + preprocess: reading the PNGs and building the input tensors, no forward;
+  * cache writes: writing one ``.npy`` per image as the cache does (atomic: fsync + rename), no forward;
   * ours, cold: ``Workbench.features`` (the library's own method) on an empty feature cache:
     PNG decode, the adapter's preprocessing, the forward pass, one ``.npy`` per image written
     atomically (fsync + rename);
@@ -124,7 +125,8 @@ def bench_one(side: Side, refs: list, repeats: int, tmp: Path) -> dict[str, list
     tensors = [side.preprocess([r.load() for r in refs[s : s + side.forward_batch]])
                for s in range(0, len(refs), side.forward_batch)]
     side.forward(tensors[0][:2])  # warm up
-    times: dict[str, list[float]] = {"bare forward": [], "decode + preprocess": [], "ours, cold": [], "ours, warm": []}
+    times: dict[str, list[float]] = {"bare forward": [], "decode + preprocess": [], "cache writes": [],
+                                     "ours, cold": [], "ours, warm": []}
     reference = None
 
     def bare():
@@ -139,6 +141,14 @@ def bench_one(side: Side, refs: list, repeats: int, tmp: Path) -> dict[str, list
             side.preprocess([r.load() for r in refs[s : s + WORKBENCH_BATCH]])
         times["decode + preprocess"].append(time.perf_counter() - start)
 
+    def writes(rep: int, feats: np.ndarray):
+        from t2i_fairness.cache import atomic_write_bytes, encode_array
+
+        start = time.perf_counter()
+        for r, f in zip(refs, feats):
+            atomic_write_bytes(tmp / f"writes-{rep}-{id(side)}" / r.key[:2] / f"{r.key}.npy", encode_array(f))
+        times["cache writes"].append(time.perf_counter() - start)
+
     for rep in range(repeats):
         shell = SimpleNamespace(cache=Cache(tmp / f"features-{rep}-{id(side)}"), progress=_no_progress)
 
@@ -150,6 +160,7 @@ def bench_one(side: Side, refs: list, repeats: int, tmp: Path) -> dict[str, list
 
         order = [bare, prep, ours] if rep % 2 == 0 else [ours, prep, bare]
         results = {fn: fn() for fn in order}
+        writes(rep, results[bare])
         start = time.perf_counter()
         warm = Workbench.features(shell, side.encoder, refs, batch_size=WORKBENCH_BATCH)
         times["ours, warm"].append(time.perf_counter() - start)
@@ -190,11 +201,12 @@ def main() -> None:
             print(f"  {side.name}: done, {len(refs)} images x {repeats} reps (load {os.getloadavg()[0]:.2f})")
 
     print(f"\n[features] throughput in images/s (median of interleaved repetitions); overhead = ours cold / bare - 1")
-    print(f"    {'encoder':31s}{'images':>10s}{'bare fwd':>10s}{'decode+pre':>12s}{'ours cold':>11s}"
+    print(f"    {'encoder':31s}{'images':>10s}{'bare fwd':>10s}{'decode+pre':>12s}{'writes':>9s}{'ours cold':>11s}"
           f"{'ours warm':>11s}{'overhead':>10s}")
     for name, n, px, _, med, ratio in rows:
         ips = {k: n / v for k, v in med.items()}
         print(f"    {name:31s}{f'{n}x{px}px':>10s}{ips['bare forward']:10.1f}{ips['decode + preprocess']:12.1f}"
+              f"{ips['cache writes']:9.0f}"
               f"{ips['ours, cold']:11.1f}{ips['ours, warm']:11.0f}{ratio - 1:+10.1%}")
     print(f"    load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
 
