@@ -5,8 +5,9 @@ Run: ``python bench/bench_suite.py [--quick]`` (each pytest run is a subprocess 
 A cold run starts from an empty cache (every image generated, every feature computed); the warm
 run repeats the same command on the cache the cold run filled (nothing generated: no model is
 even loaded for generation). Each repetition is a (cold, warm) pair on a fresh temporary cache, so
-load changes during the benchmark reach both sides alike. Prints wall times, the warm/cold ratio
-and the cache lines of the plugin's summary ("images: N generated, M from cache", features).
+load changes during the benchmark reach both sides alike. A ``--collect-only`` run of the same
+command after each pair measures the fixed cost (interpreter start, imports, collection). Prints
+wall times, the warm/cold ratio (also net of the fixed cost) and the cache lines of the plugin's summary ("images: N generated, M from cache", features).
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ SELECTION = "object_in_region-africa"
 SUMMARY = re.compile(r"^(\S+: \d+ (?:generated|computed), \d+ from cache)", re.M)
 
 
-def run_suite(cache_dir: Path, thresholds: Path, objects: str, images: int) -> tuple[float, str]:
-    cmd = [sys.executable, "-m", "pytest", "fairness_tests", "-k", SELECTION, "--t2i-objects", objects,
+def run_suite(cache_dir: Path, thresholds: Path, objects: str, images: int, collect_only: bool = False) -> tuple[float, str]:
+    cmd = [sys.executable, "-m", "pytest", "fairness_tests", *(["--collect-only"] if collect_only else []), "-k", SELECTION, "--t2i-objects", objects,
            "--t2i-images-per-prompt", str(images), "--t2i-cache-dir", str(cache_dir),
            "--t2i-thresholds", str(thresholds), "--t2i-update-thresholds", "-q", "--t2i-no-progress",
            "-p", "no:cacheprovider"]
@@ -60,7 +61,7 @@ def main() -> None:
     print(f"pytest fairness_tests -k {SELECTION!r} --t2i-objects {sizes['objects']} "
           f"--t2i-images-per-prompt {sizes['images']} (tiny models), {sizes['repeats']} (cold, warm) pair(s)")
 
-    cold, warm, lines = [], [], {}
+    cold, warm, collect, lines = [], [], [], {}
     with tempfile.TemporaryDirectory(prefix="t2i-bench-suite-") as tmp:
         for rep in range(sizes["repeats"]):
             base = Path(tmp) / f"rep{rep}"
@@ -71,13 +72,20 @@ def main() -> None:
                 lines[label] = SUMMARY.findall(output)
                 print(f"  rep {rep} {label}: {seconds:6.1f} s  images {generated} generated, {from_cache} from cache  "
                       f"(load {os.getloadavg()[0]:.2f})")
+            seconds, _ = run_suite(base / "cache", base / "t.yaml", sizes["objects"], sizes["images"], collect_only=True)
+            collect.append(seconds)
+            print(f"  rep {rep} collect only: {seconds:6.1f} s  (interpreter, imports, collection; load {os.getloadavg()[0]:.2f})")
 
     med_cold, med_warm = statistics.median(cold), statistics.median(warm)
     print(f"\n[suite] wall time of the whole pytest process, median of {len(cold)}")
     print(f"    cold (empty cache)   {med_cold:7.1f} s")
     print(f"    warm (same cache)    {med_warm:7.1f} s")
+    med_collect = statistics.median(collect)
+    print(f"    collect only         {med_collect:7.1f} s  (fixed cost: start-up, imports, collection)")
     print(f"    warm/cold {med_warm / med_cold:.2f} (cold is {med_cold / med_warm:.1f}x slower); "
           f"per pair: {', '.join(f'{w / c:.2f}' for c, w in zip(cold, warm))}")
+    print(f"    beyond the fixed cost: cold {med_cold - med_collect:.1f} s, warm {med_warm - med_collect:.1f} s "
+          f"(warm/cold {(med_warm - med_collect) / (med_cold - med_collect):.2f})")
     for label in ("cold", "warm"):
         print(f"    {label} summary: " + "; ".join(lines[label]))
     print(f"    load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
