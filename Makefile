@@ -28,8 +28,13 @@ gate: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest tests plugin/t2i_fairness --doctest-modules $(ARGS)
 
+# Benchmarks (not part of `make test`): each prints ratios measured side by side in one run.
+# `--quick` keeps each under 3 minutes on 2 CPU cores; run a script without it for the full sizes.
 bench: $(STAMP)
-	$(PY) bench/bench_manifold.py
+	$(PY) bench/bench_manifold.py --quick
+	$(PY) bench/bench_generation.py --quick
+	$(PY) bench/bench_suite.py --quick
+	$(PY) bench/bench_features.py --quick
 
 clean-cache:
 	rm -rf .t2i-cache t2i-artifacts
