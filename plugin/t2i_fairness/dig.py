@@ -162,8 +162,8 @@ def membership(real_features, real_radii, fake_features, chunk: int = 2048) -> n
     """
     import torch
 
-    real = torch.as_tensor(np.asarray(real_features, dtype=np.float64))
-    radii = torch.as_tensor(np.asarray(real_radii, dtype=np.float64))
+    real = torch.as_tensor(np.array(real_features, dtype=np.float64))  # a writable copy
+    radii = torch.as_tensor(np.array(real_radii, dtype=np.float64))
     fake = np.asarray(fake_features, dtype=np.float64)
     out = np.zeros((len(fake), len(real)), dtype=bool)
     for start in range(0, len(fake), chunk):
