@@ -404,6 +404,8 @@ def test_under_xdist_only_the_controller_writes(project, monkeypatch):
     """Two workers measure; the controller alone writes the file, once, with every gate and all image counts."""
     log = project.pytester.path / "saves.log"
     monkeypatch.setenv("T2I_SAVE_LOG", str(log))
+    for var in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(var, raising=False)  # when this test itself runs under xdist, the inner controller is not a worker
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(project.pytester.path), os.environ.get("PYTHONPATH", "")]))
     project.pytester.makeconftest(SAVE_LOGGER)
 
