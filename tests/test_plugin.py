@@ -483,3 +483,20 @@ def test_sharding_changes_neither_scores_nor_images(pytester):
     b = sorted(p.relative_to(project.cache / "images") for p in (project.cache / "images").rglob("*.png"))
     assert a == b and len(a) == N_IMAGES
     assert all(filecmp.cmp(serial_cache / "images" / p, project.cache / "images" / p, shallow=False) for p in a)
+
+
+def test_cache_dir_as_fsspec_url_shares_images_across_machines(pytester):
+    """A file:// store behind the local mirror: with the mirror gone (another machine), nothing is made again."""
+    import shutil
+
+    project = Project(pytester)
+    shared = f"file://{pytester.path / 'shared-store'}"
+    project.args[project.args.index("--t2i-cache-dir") + 1] = shared
+    first = project.run_subprocess("--t2i-update-thresholds")
+    first.assert_outcomes(passed=len(REGIONS))
+    first.stdout.fnmatch_lines([f"images: {N_IMAGES} generated, 0 from cache"])
+    assert len(list((pytester.path / "shared-store" / "images").rglob("*.png"))) == N_IMAGES
+    shutil.rmtree(pytester.path / ".t2i-cache-mirror")
+    second = project.run_subprocess()
+    second.assert_outcomes(passed=len(REGIONS))
+    second.stdout.fnmatch_lines([f"images: 0 generated, {N_IMAGES} from cache"])

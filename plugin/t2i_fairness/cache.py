@@ -102,19 +102,63 @@ class CacheStats:
     reused: dict[str, int] = field(default_factory=dict)  # kind -> entries read from cache
 
 
+def is_url(location: str | os.PathLike) -> bool:
+    """Whether ``--t2i-cache-dir`` names an fsspec URL (``s3://``, ``gs://``, ``memory://``, ``file://``)."""
+    return "://" in str(location)
+
+
+class RemoteStore:
+    """A shared second tier in any fsspec filesystem, so CI shards on several machines share one cache.
+
+    Entries are content-addressed and deterministic, so the same key always holds the same bytes:
+    a put is one whole object (object stores write objects atomically; on ``file://`` it is a
+    temporary name then a rename). There is no cross-machine lock: two machines may make the same
+    entry at once and both write identical content. Locks stay per machine, in the local tier.
+    """
+
+    def __init__(self, url: str):
+        import fsspec
+
+        self.url = url.rstrip("/")
+        self.fs, self.base = fsspec.core.url_to_fs(self.url)
+
+    def _remote(self, relative: str) -> str:
+        return f"{self.base.rstrip('/')}/{relative}"
+
+    def get(self, relative: str) -> bytes | None:
+        try:
+            return self.fs.cat_file(self._remote(relative))
+        except (FileNotFoundError, OSError):
+            return None
+
+    def put(self, relative: str, data: bytes) -> None:
+        target = self._remote(relative)
+        parent = target.rsplit("/", 1)[0]
+        self.fs.makedirs(parent, exist_ok=True)
+        if self.fs.protocol in ("file", "local") or "file" in (self.fs.protocol or ()):
+            tmp = f"{target}.{os.getpid()}.tmp"
+            self.fs.pipe_file(tmp, data)
+            self.fs.mv(tmp, target)
+        else:
+            self.fs.pipe_file(target, data)
+
+
 class Cache:
     """Entries live at ``root/<kind>/<namespace>/<key[:2]>/<key><suffix>``.
 
     Args:
         root: the cache folder; created on first write.
+        remote: an fsspec URL of a shared store behind the local folder: a local miss is fetched
+            from it, and every write is also put there.
 
     Raises:
         OSError: the folder cannot be created or written (checked by :meth:`check_writable`).
     """
 
-    def __init__(self, root: str | os.PathLike):
+    def __init__(self, root: str | os.PathLike, remote: str | None = None):
         self.root = Path(root)
         self.stats = CacheStats()
+        self.remote = RemoteStore(remote) if remote else None
 
     def check_writable(self) -> None:
         try:
@@ -136,8 +180,21 @@ class Cache:
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         return FileLock(str(lock_path))
 
+    def fetch(self, path: Path) -> bool:
+        """Make sure a local copy exists, fetching it from the shared store on a miss; True if present."""
+        if path.exists():
+            return True
+        if self.remote is None:
+            return False
+        data = self.remote.get(path.relative_to(self.root).as_posix())
+        if data is None:
+            return False
+        atomic_write_bytes(path, data)
+        return True
+
     def read(self, path: Path, decode: Callable[[bytes], Any]) -> Any | None:
         """The decoded entry, or ``None`` when it is missing; a corrupt entry is reported and removed."""
+        self.fetch(path)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
@@ -154,3 +211,10 @@ class Cache:
 
     def write(self, path: Path, data: bytes) -> None:
         atomic_write_bytes(path, data)
+        if self.remote is not None:
+            self.remote.put(path.relative_to(self.root).as_posix(), data)
+
+    def upload(self, path: Path) -> None:
+        """Put a file written in place (e.g. by ``ReferenceManifold.to_npz``) into the shared store."""
+        if self.remote is not None:
+            self.remote.put(path.relative_to(self.root).as_posix(), path.read_bytes())

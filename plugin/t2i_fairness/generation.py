@@ -114,7 +114,7 @@ class ImageFactory:
         for row in refs:
             for start in range(0, n, self.batch_size):
                 batch = row[start : start + self.batch_size]
-                states = [_image_is_sound(r.path) for r in batch]
+                states = [_image_is_sound(r.path) if self.cache.fetch(r.path) else None for r in batch]
                 for r, st in zip(batch, states):
                     if st is False:
                         self.cache.stats.corrupt.append(str(r.path))

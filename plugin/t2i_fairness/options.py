@@ -26,7 +26,8 @@ class T2IOptions:
     guidance: float | None = None
     height: int | None = None
     width: int | None = None
-    cache_dir: Path = Path(".t2i-cache")
+    cache_dir: Path | str = Path(".t2i-cache")  # a folder, or an fsspec URL of a shared store
+    cache_mirror: Path = Path(".t2i-cache-mirror")  # local tier in front of an fsspec URL
     thresholds: Path = Path("thresholds/tiny.yaml")
     update_thresholds: bool = False
     allow_loosen: bool = False
@@ -65,7 +66,9 @@ def add_options(parser) -> None:
     add("--t2i-guidance", type=float, default=None, metavar="X", help="classifier-free guidance scale (default 7)")
     add("--t2i-height", type=int, default=None, metavar="PX", help="image height (default: 64 for tiny, 512 otherwise)")
     add("--t2i-width", type=int, default=None, metavar="PX", help="image width (default: 64 for tiny, 512 otherwise)")
-    add("--t2i-cache-dir", default=None, metavar="DIR", help="image/feature cache (default: .t2i-cache in the rootdir)")
+    add("--t2i-cache-dir", default=None, metavar="DIR",
+        help="image/feature cache (default: .t2i-cache in the rootdir); an fsspec URL (s3://, gs://, file://, memory://) "
+             "shares one cache across machines through a local mirror")
     add("--t2i-thresholds", default=None, metavar="FILE", help="thresholds YAML (default: thresholds/<model-slug>.yaml in the rootdir)")
     add("--t2i-update-thresholds", action="store_true", help="write measured values as the new bounds and report every change")
     add("--t2i-allow-loosen", action="store_true", help="with --t2i-update-thresholds, allow lowering a min or raising a max")
@@ -136,13 +139,14 @@ def resolve_options(config) -> T2IOptions:
         if not sep or not name or not path:
             raise pytest.UsageError(f"--t2i-reference {item!r}: expected NAME=PATH, e.g. geode=/data/geode")
         refs.append((name, path))
-    cache_dir = Path(get("--t2i-cache-dir") or rootdir / ".t2i-cache")
+    raw_cache = get("--t2i-cache-dir")
+    cache_dir = raw_cache if raw_cache and "://" in raw_cache else Path(raw_cache or rootdir / ".t2i-cache")
     thresholds = Path(get("--t2i-thresholds") or rootdir / "thresholds" / f"{model_slug(model)}.yaml")
     return T2IOptions(
         model=model, scorers=get("--t2i-scorers"), device=device, objects=objects, images_per_prompt=n,
         seed=get("--t2i-seed"), batch_size=get("--t2i-batch-size"), steps=get("--t2i-steps"),
         guidance=get("--t2i-guidance"), height=get("--t2i-height"), width=get("--t2i-width"),
-        cache_dir=cache_dir, thresholds=thresholds, update_thresholds=get("--t2i-update-thresholds"),
+        cache_dir=cache_dir, cache_mirror=rootdir / ".t2i-cache-mirror", thresholds=thresholds, update_thresholds=get("--t2i-update-thresholds"),
         allow_loosen=get("--t2i-allow-loosen"), references=tuple(refs), progress=not get("--t2i-no-progress"),
         artifacts=Path(get("--t2i-artifacts") or rootdir / "t2i-artifacts"),
         nearest_k=_at_least(get("--t2i-nearest-k"), 1, "--t2i-nearest-k"), dedupe=get("--t2i-dedupe"),

@@ -89,7 +89,7 @@ class ReferenceFeatures:
         key = content_key(reference=self.ref.fingerprint, encoder=self.encoder.fingerprint, group=group,
                           records=sorted(r.path for r in records), k=self.nearest_k, dedupe=self.dedupe)
         path = cache.path("manifolds", key, ".npz")
-        if path.exists():
+        if cache.fetch(path):
             try:
                 m = ReferenceManifold.from_npz(path)
                 cache.stats.reused["radii"] = cache.stats.reused.get("radii", 0) + 1
@@ -100,5 +100,6 @@ class ReferenceFeatures:
                                     device=self.bench.device, group=f"{self.ref.name}/{group}")
         path.parent.mkdir(parents=True, exist_ok=True)
         m.to_npz(path)
+        cache.upload(path)
         cache.stats.computed["radii"] = cache.stats.computed.get("radii", 0) + 1
         return m

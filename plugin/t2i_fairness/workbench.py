@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from pathlib import Path
 import re
 from typing import Callable, Sequence
 
@@ -37,7 +38,7 @@ class Workbench:
         self.options = options
         self.fatal = fatal  # called with the message when a model cannot be loaded (the plugin ends the session)
         self.device = resolve_device(options.device)
-        self.cache = Cache(options.cache_dir)
+        self.cache = _make_cache(options.cache_dir, options.cache_mirror)
         self.cache.check_writable()
         self.progress = progress or (tqdm_progress if options.progress else _no_progress)
         settings = GenerationSettings(options.steps, options.guidance, options.height, options.width, options.batch_size)
@@ -149,6 +150,20 @@ def _inception(profile: str, device: str):
 
 
 _BUILDERS: dict[str, Callable[[str, str], object]] = {"clip": _clip, "inception": _inception}
+
+
+def _make_cache(location, mirror_root: Path) -> Cache:
+    """A local folder, or for an fsspec URL a local mirror (``<mirror_root>/<digest>``) in front of it."""
+    from .cache import is_url
+
+    if not is_url(location):
+        return Cache(location)
+    url = str(location)
+    mirror = Path(mirror_root) / content_key(url=url)[:16]
+    try:
+        return Cache(mirror, remote=url)
+    except (ImportError, ValueError) as exc:
+        raise OSError(f"--t2i-cache-dir {url!r}: cannot open this fsspec URL ({exc})") from exc
 
 
 def images_per_prompt_for(template: str, n: int) -> int:
