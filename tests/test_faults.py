@@ -50,23 +50,11 @@ from PIL import Image
 from t2i_fairness.cache import Cache, decode_array, decode_png, encode_array
 from t2i_fairness.gates import ThresholdFile
 
+from demo_gates import GATE_FILE
+
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 
-GATE_FILE = """
-import numpy as np
-import pytest
-
-from t2i_fairness.prompts import GEODE_REGIONS, geode_prompts
-
-
-@pytest.mark.parametrize("region", [r.slug for r in GEODE_REGIONS],
-                         ids=[f"object_in_region-{r.slug}" for r in GEODE_REGIONS])
-def test_brightness(region, t2i, gate):
-    prompts = [p.text for p in geode_prompts("object_in_region", t2i.options.objects, [region])]
-    values = [float(np.asarray(ref.load()).mean()) / 255 for row in t2i.images(prompts) for ref in row]
-    gate(sum(values) / len(values), n=len(values))
-"""
 
 # fakegen's colours, slowed down and logged; SLOWGEN_BLACK / SLOWGEN_NAN make the chosen output.
 SLOWGEN = """

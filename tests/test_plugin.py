@@ -20,6 +20,8 @@ from PIL import Image
 from t2i_fairness.gates import Bound, ThresholdFile, proposed_path
 from t2i_fairness.prompts import GEODE_REGIONS
 
+from demo_gates import GATE_FILE
+
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
 REGIONS = [r.slug for r in GEODE_REGIONS]
@@ -33,20 +35,6 @@ def esc(text: str) -> str:
 IDS = [f"test_brightness[object_in_region-{r}]" for r in REGIONS]
 N_IMAGES = len(REGIONS) * 2 * 3  # regions x objects (bag, car) x images per prompt
 
-GATE_FILE = """
-import numpy as np
-import pytest
-
-from t2i_fairness.prompts import GEODE_REGIONS, geode_prompts
-
-
-@pytest.mark.parametrize("region", [r.slug for r in GEODE_REGIONS],
-                         ids=[f"object_in_region-{r.slug}" for r in GEODE_REGIONS])
-def test_brightness(region, t2i, gate):
-    prompts = [p.text for p in geode_prompts("object_in_region", t2i.options.objects, [region])]
-    values = [float(np.asarray(ref.load()).mean()) / 255 for row in t2i.images(prompts) for ref in row]
-    gate(sum(values) / len(values), n=len(values))
-"""
 
 
 class Project:
