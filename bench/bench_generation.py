@@ -40,7 +40,7 @@ def bare_loop(pipe, prompts: list[str], n: int, batch_size: int, settings, threa
     """What a user would write without the plugin: same batches, same per-image seeds, no cache."""
     import torch
 
-    from t2i_fairness.generation import derive_seed
+    from t2i_fairness.spine.generation import derive_seed
 
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
@@ -69,11 +69,11 @@ def main() -> None:
 
     import torch
 
-    from t2i_fairness.cache import Cache
-    from t2i_fairness.generation import ImageFactory
+    from t2i_fairness.spine.cache import Cache
+    from t2i_fairness.spine.generation import ImageFactory
     from t2i_fairness.generators import GenerationSettings, GeneratorSource
     from t2i_fairness.generators.diffusers_pipe import DiffusersGenerator
-    from t2i_fairness.workbench import _no_progress
+    from t2i_fairness.spine.workbench import _no_progress
 
     n, bs, repeats = sizes["images"], sizes["batch_size"], sizes["repeats"]
     prompts = PROMPTS[: sizes["prompts"]]

@@ -21,7 +21,7 @@ from fixtures.decomposed import (
     table1_section,
 )
 from fixtures.dig import references_of
-from t2i_fairness.decomposed import SETUP_NAMES, spread, summarize
+from t2i_fairness.families.decomposed.rules import SETUP_NAMES, spread, summarize
 
 
 def pytest_generate_tests(metafunc):

@@ -11,10 +11,10 @@ import warnings
 import numpy as np
 import pytest
 
-from t2i_fairness.grids import image_grid
+from t2i_fairness.report.grids import image_grid
 from t2i_fairness.metrics.consistency import object_consistency, object_percentiles
 from t2i_fairness.plugin import T2ISmallSampleWarning
-from t2i_fairness.prompts import GEODE_REGIONS
+from t2i_fairness.vocab.geode import GEODE_REGIONS
 
 REGIONAL_TEMPLATES = ("object_in_region", "object_in_country", "regional_adjective")
 CASES = [pytest.param("object", None, id="object")]

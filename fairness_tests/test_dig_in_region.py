@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from fixtures.dig import DIG_TEMPLATES, references_of, region_bars
-from t2i_fairness.dig import disparity
+from t2i_fairness.references.grouping import disparity
 
 
 def pytest_generate_tests(metafunc):

@@ -10,14 +10,14 @@ Claims gated, for each language l of ``--t2i-indic-prompts`` / ``--t2i-languages
 ``test_scal_matrix`` measures every language, draws Figure 3 and attaches every number as JSON; it
 reports, it does not gate. Each test puts the per-language table, with each language's drop
 relative to English, in the terminal summary. Which model serves which indicator:
-:mod:`t2i_fairness.indic_eval`.
+:mod:`t2i_fairness.families.indic_tti.study`.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from t2i_fairness.languages import ENGLISH
+from t2i_fairness.vocab.languages import ENGLISH
 
 
 def _details(scores, **extra) -> dict:

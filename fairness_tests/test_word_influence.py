@@ -12,7 +12,7 @@ Claims gated, for the prompts of ``--t2i-wi-prompts`` (default: the paper's two 
   ``test_representation[a_respected_doctor_at_the_hospital-female]``.
 
 ``test_word_influence_report`` attaches the numbers (JSON) and Figure 3's bars (PNG); it reports,
-it does not gate.  Definitions (the paper's formulas were lost): :mod:`t2i_fairness.word_level`.
+it does not gate.  Definitions (the paper's formulas were lost): :mod:`t2i_fairness.families.word_influence.study`.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ GATE_FILE = """
 import numpy as np
 import pytest
 
-from t2i_fairness.prompts import GEODE_REGIONS, geode_prompts
+from t2i_fairness.vocab.geode import GEODE_REGIONS, geode_prompts
 
 
 @pytest.mark.parametrize("region", [r.slug for r in GEODE_REGIONS],

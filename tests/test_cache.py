@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from t2i_fairness import cache as cache_module
-from t2i_fairness.cache import (
+from t2i_fairness.spine import cache as cache_module
+from t2i_fairness.spine.cache import (
     Cache,
     CorruptEntry,
     atomic_write_bytes,
@@ -170,9 +170,9 @@ def _make_images(cache_dir: str, n: int, barrier, out) -> None:
     """Child: ask for the same images as the other child; report what it generated."""
     from fakegen import CALLS, FakeGenerator
 
-    from t2i_fairness.generation import ImageFactory
+    from t2i_fairness.spine.generation import ImageFactory
     from t2i_fairness.generators import GenerationSettings, GeneratorSource
-    from t2i_fairness.workbench import _no_progress
+    from t2i_fairness.spine.workbench import _no_progress
 
     CALLS.update(calls=0, images=0)  # forked: start from zero whatever the parent counted
     gen = FakeGenerator(batch_size=2)
@@ -202,7 +202,7 @@ def test_two_processes_generate_each_image_once(tmp_path):
 
 def test_a_batch_locked_by_another_worker_is_not_generated_again(tmp_path, fake_source):
     """Hold the first batch's lock here, let a child make the rest, then finish that batch ourselves."""
-    from t2i_fairness.generation import ImageFactory
+    from t2i_fairness.spine.generation import ImageFactory
 
     cache = Cache(tmp_path)
     factory = ImageFactory(fake_source, cache)

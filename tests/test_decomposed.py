@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from t2i_fairness.cache import Cache, CorruptEntry
-from t2i_fairness.decomposed import (
+from t2i_fairness.spine.cache import Cache, CorruptEntry
+from t2i_fairness.families.decomposed.rules import (
     SETUPS,
     ball_membership,
     dedupe_index,
@@ -27,7 +27,7 @@ from t2i_fairness.decomposed import (
     summarize,
     table1_lines,
 )
-from t2i_fairness.masks import MaskedImage, MaskStore, decode_mask, decomposed_features, encode_mask
+from t2i_fairness.families.decomposed.masks import MaskedImage, MaskStore, decode_mask, decomposed_features, encode_mask
 from t2i_fairness.metrics.manifold import ReferenceManifold, deduplicate, precision_coverage
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

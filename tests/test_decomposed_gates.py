@@ -14,7 +14,7 @@ from PIL import Image
 REPO = Path(__file__).resolve().parents[1]
 
 FAKEGEN = '''
-from t2i_fairness.reference import render_synthetic
+from t2i_fairness.references.sets import render_synthetic
 
 class Fake:
     """Synthetic scenes of the prompt's object and region (another seed than the reference's)."""
@@ -55,7 +55,7 @@ def suite(pytester):
     (pytester.path / "fairness_tests").mkdir()
     shutil.copy(REPO / "fairness_tests" / "test_decomposed_dig.py", pytester.path / "fairness_tests")
     pytester.makepyfile(fakegen=FAKEGEN)
-    from t2i_fairness.reference import render_synthetic
+    from t2i_fairness.references.sets import render_synthetic
 
     ref, masks = pytester.path / "ref", pytester.path / "masks"
     rows = ["path,object,region,country"]

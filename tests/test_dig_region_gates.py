@@ -42,7 +42,7 @@ def suite(pytester):
     (pytester.path / "fairness_tests").mkdir()
     shutil.copy(REPO / "fairness_tests" / "test_dig_in_region.py", pytester.path / "fairness_tests")
     pytester.makepyfile(fakegen=FAKEGEN)
-    from t2i_fairness.reference import render_synthetic
+    from t2i_fairness.references.sets import render_synthetic
 
     ref = pytester.path / "ref"
     rows = ["path,object,region,country"]

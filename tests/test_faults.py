@@ -47,8 +47,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from t2i_fairness.cache import Cache, decode_array, decode_png, encode_array
-from t2i_fairness.gates import ThresholdFile
+from t2i_fairness.spine.cache import Cache, decode_array, decode_png, encode_array
+from t2i_fairness.gating.verdicts import ThresholdFile
 
 from demo_gates import GATE_FILE
 
@@ -135,7 +135,7 @@ def heavy_imports_outside_pytester():
     import torch  # noqa: F401
 
     import t2i_fairness.generators.diffusers_pipe  # noqa: F401
-    import t2i_fairness.workbench  # noqa: F401
+    import t2i_fairness.spine.workbench  # noqa: F401
 
 
 @pytest.fixture
@@ -288,7 +288,7 @@ def case_manifest_missing_file(ctx: Ctx) -> None:
 
 
 def _reference_case(ctx: Ctx, damage: Callable[[Path], None]) -> None:
-    from t2i_fairness.reference import Record, ReferenceSet, open_image
+    from t2i_fairness.references.sets import Record, ReferenceSet, open_image
 
     good, bad = ctx.path / "good.png", ctx.path / "bad.png"
     Image.new("RGB", (32, 32), (10, 200, 30)).save(good)
@@ -333,7 +333,7 @@ def case_thresholds_invalid_yaml(ctx: Ctx) -> None:
 
 def case_gate_unknown_region(ctx: Ctx) -> None:
     ctx.pytester.makepyfile(test_atlantis="""
-        from t2i_fairness.prompts import geode_prompts
+        from t2i_fairness.vocab.geode import geode_prompts
 
         def test_atlantis(t2i, gate):
             prompts = [p.text for p in geode_prompts("object_in_region", t2i.options.objects, ["atlantis"])]
@@ -350,7 +350,7 @@ def case_unknown_object(ctx: Ctx) -> None:
 
 
 def case_prompt_file_unknown_language(ctx: Ctx) -> None:
-    from t2i_fairness.multilingual import PromptFileError, load_prompts
+    from t2i_fairness.families.indic_tti.prompts import PromptFileError, load_prompts
 
     path = ctx.path / "prompts.jsonl"
     path.write_text(json.dumps({"prompt_id": "p1", "lang": "eng_Latn", "text": "a bag"}) + "\n"
@@ -414,7 +414,7 @@ def case_prompt_over_77_tokens(ctx: Ctx) -> None:
 
 
 def case_empty_prompt_set(ctx: Ctx) -> None:
-    from t2i_fairness.multilingual import PromptFileError, load_prompts
+    from t2i_fairness.families.indic_tti.prompts import PromptFileError, load_prompts
 
     ctx.pytester.makepyfile(test_empty="""
         def test_nothing(t2i, gate):
@@ -463,7 +463,7 @@ def _snapshot(root: Path) -> dict[Path, bytes]:
 
 def _prime(project: Project) -> None:
     """Africa's two 'bag' images and their features, as a run of the gate file would cache them."""
-    from t2i_fairness.generation import ImageFactory, derive_seed
+    from t2i_fairness.spine.generation import ImageFactory, derive_seed
     from t2i_fairness.generators import GenerationSettings, resolve_generator
 
     sys.path.insert(0, str(project.pytester.path))
@@ -498,7 +498,7 @@ def test_bad_input(project, monkeypatch, case):
 
 
 def test_black_images_from_xdist_workers_are_merged_into_one_report():
-    from t2i_fairness.session import GateReport, GateSession
+    from t2i_fairness.gating.session import GateReport, GateSession
 
     session = GateSession(Path("t.yaml"))
     session.merge_cache_stats({"generated": 8, "blank": [f"'bag in Africa' (seed {i})" for i in range(7)]})

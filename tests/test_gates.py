@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from t2i_fairness import gates as gates_module
-from t2i_fairness.gates import (
+from t2i_fairness.gating import verdicts as gates_module
+from t2i_fairness.gating.verdicts import (
     Bound,
     Measurement,
     ThresholdFile,

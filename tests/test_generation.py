@@ -15,12 +15,12 @@ import pytest
 from PIL import Image
 
 import fakegen
-from t2i_fairness import generation
-from t2i_fairness.cache import Cache, encode_png
-from t2i_fairness.generation import ImageFactory, derive_seed
+from t2i_fairness.spine import generation
+from t2i_fairness.spine.cache import Cache, encode_png
+from t2i_fairness.spine.generation import ImageFactory, derive_seed
 from t2i_fairness.generators import GenerationSettings, GeneratorSource, ModelLoadError, model_slug, resolve_generator
 from t2i_fairness.generators.manifest import ManifestGenerator
-from t2i_fairness.workbench import _no_progress
+from t2i_fairness.spine.workbench import _no_progress
 
 
 def sha(image: Image.Image) -> str:
@@ -51,7 +51,7 @@ def test_derive_seed_is_a_pure_function_of_prompt_index_and_base_seed():
 
 
 def test_derive_seed_is_the_same_in_another_process(subprocess_env):
-    code = "from t2i_fairness.generation import derive_seed; print(derive_seed('cooking pot in Japan', 3, 7))"
+    code = "from t2i_fairness.spine.generation import derive_seed; print(derive_seed('cooking pot in Japan', 3, 7))"
     out = subprocess.run([sys.executable, "-c", code], env=subprocess_env, capture_output=True, text=True, check=True)
     assert int(out.stdout) == derive_seed("cooking pot in Japan", 3, 7)
 
@@ -61,7 +61,7 @@ def test_derive_seed_is_the_same_in_another_process(subprocess_env):
 DETERMINISM_SCRIPT = """
 import hashlib, torch
 torch.set_num_threads(1)
-from t2i_fairness.cache import encode_png
+from t2i_fairness.spine.cache import encode_png
 from t2i_fairness.generators.diffusers_pipe import DiffusersGenerator
 g = DiffusersGenerator.tiny(device="cpu")
 print(g.fingerprint)

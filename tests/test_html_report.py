@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from t2i_fairness.html_report import SMOKE_BANNER, SYNTHETIC_BANNER, header_for, render_report, write_report
-from t2i_fairness.labels import gate_labels
-from t2i_fairness.options import T2IOptions
-from t2i_fairness.session import GateSession
+from t2i_fairness.report.html import SMOKE_BANNER, SYNTHETIC_BANNER, header_for, render_report, write_report
+from t2i_fairness.report.labels import gate_labels
+from t2i_fairness.spine.options import T2IOptions
+from t2i_fairness.gating.session import GateSession
 
 
 def _png(color=(200, 40, 40), size=(24, 16)) -> bytes:
@@ -293,7 +293,7 @@ def test_the_browser_check_sees_broken_images_and_script_errors(session, tmp_pat
 def test_image_grid_outlines_masks_and_checks_lengths():
     import numpy as np
 
-    from t2i_fairness.grids import OUTLINE, image_grid
+    from t2i_fairness.report.grids import OUTLINE, image_grid
 
     mask = np.zeros((32, 32), bool)
     mask[8:24, 8:24] = True

@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from t2i_fairness import indic_eval, indic_report
-from t2i_fairness.cache import Cache, CacheStats, content_key
-from t2i_fairness.generation import ImageRef
-from t2i_fairness.indic_eval import IndicEvaluation, cached_captions, check_full_grid, select_languages
-from t2i_fairness.indic_report import IndicSummary, scal_heatmap_png, summary_json, summary_lines
+from t2i_fairness.families.indic_tti import report as indic_report, study as indic_eval
+from t2i_fairness.spine.cache import Cache, CacheStats, content_key
+from t2i_fairness.spine.generation import ImageRef
+from t2i_fairness.families.indic_tti.study import IndicEvaluation, cached_captions, check_full_grid, select_languages
+from t2i_fairness.families.indic_tti.report import IndicSummary, scal_heatmap_png, summary_json, summary_lines
 from t2i_fairness.metrics import indic as metrics
-from t2i_fairness.multilingual import load_prompts, load_smoke_sample
+from t2i_fairness.families.indic_tti.prompts import load_prompts, load_smoke_sample
 
 REPO = Path(__file__).resolve().parents[1]
 INDIC_TESTS = REPO / "fairness_tests" / "test_indic_tti.py"
@@ -376,7 +376,7 @@ import os
 
 import numpy as np
 
-from t2i_fairness.indic_eval import IndicEvaluation
+from t2i_fairness.families.indic_tti.study import IndicEvaluation
 from test_indic_gates import FakeBench, FakeEncoder
 
 

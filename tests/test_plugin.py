@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from t2i_fairness.gates import Bound, ThresholdFile, proposed_path
-from t2i_fairness.prompts import GEODE_REGIONS
+from t2i_fairness.gating.verdicts import Bound, ThresholdFile, proposed_path
+from t2i_fairness.vocab.geode import GEODE_REGIONS
 
 from demo_gates import GATE_FILE
 
@@ -85,7 +85,7 @@ def heavy_imports_outside_pytester():
     import torch  # noqa: F401
 
     import t2i_fairness.generators.diffusers_pipe  # noqa: F401
-    import t2i_fairness.workbench  # noqa: F401
+    import t2i_fairness.spine.workbench  # noqa: F401
 
 
 @pytest.fixture
@@ -373,7 +373,7 @@ def test_unwritable_cache_dir_ends_the_session_with_the_option_named(project):
 SAVE_LOGGER = """
 import os
 
-import t2i_fairness.gates as gates
+import t2i_fairness.gating.verdicts as gates
 
 _save = gates.ThresholdFile.save
 

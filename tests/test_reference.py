@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from t2i_fairness import reference
-from t2i_fairness.reference import (
+from t2i_fairness.references import sets as reference
+from t2i_fairness.references.sets import (
     Record,
     ReferenceSet,
     balance_records,

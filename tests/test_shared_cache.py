@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from t2i_fairness.cache import Cache, decode_array, decode_png, encode_array, encode_png
-from t2i_fairness.generation import ImageFactory
+from t2i_fairness.spine.cache import Cache, decode_array, decode_png, encode_array, encode_png
+from t2i_fairness.spine.generation import ImageFactory
 from t2i_fairness.generators import GenerationSettings, GeneratorSource
 
 
@@ -72,7 +72,7 @@ def test_local_paths_never_touch_a_remote(tmp_path):
 
 
 def test_a_bad_url_is_a_clear_error(tmp_path):
-    from t2i_fairness.workbench import _make_cache
+    from t2i_fairness.spine.workbench import _make_cache
 
     with pytest.raises(OSError, match="--t2i-cache-dir 'nosuchproto://x'"):
         _make_cache("nosuchproto://x", tmp_path)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from t2i_fairness.metrics.word_influence import WORKED_EXAMPLES, average_word_influence
-from t2i_fairness.word_level import (
+from t2i_fairness.families.word_influence.study import (
     analyse,
     check_template,
     counts_summary,

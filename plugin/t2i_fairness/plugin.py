@@ -14,9 +14,9 @@ from typing import Any, Callable
 
 import pytest
 
-from .gates import Measurement, ThresholdFile, ThresholdFileError, evaluate
-from .options import T2IOptions, add_options, resolve_options
-from .session import ARTIFACT, PROPERTY, SECTION, GateReport, GateRecord, GateSession
+from t2i_fairness.gating.verdicts import Measurement, ThresholdFile, ThresholdFileError, evaluate
+from t2i_fairness.spine.options import T2IOptions, add_options, resolve_options
+from t2i_fairness.gating.session import ARTIFACT, PROPERTY, SECTION, GateReport, GateRecord, GateSession
 
 OPTIONS = pytest.StashKey[T2IOptions]()
 SESSION = pytest.StashKey[GateSession]()
@@ -40,14 +40,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` gives one worker per accelerator (xdist's CPU count when there is none)."""
-    from .devices import accelerator_count
+    from t2i_fairness.spine.devices import accelerator_count
 
     return accelerator_count() or None
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if _is_worker(config) and config.getoption("--t2i-device") in ("auto", "cuda"):
-        from .devices import pin_worker
+        from t2i_fairness.spine.devices import pin_worker
 
         pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]  # before CUDA initialises
     options = resolve_options(config)
@@ -76,7 +76,7 @@ def _is_worker(config: pytest.Config) -> bool:
 
 def _progress_for(config: pytest.Config):
     """Progress bars that reach the terminal through pytest's output capture."""
-    from .generation import tqdm_progress
+    from t2i_fairness.spine.generation import tqdm_progress
 
     @contextlib.contextmanager
     def progress(total: int, desc: str):
@@ -114,11 +114,11 @@ def _gate_id(name: str) -> str:
 
 @pytest.fixture(scope="session")
 def t2i(request: pytest.FixtureRequest, pytestconfig: pytest.Config):
-    """The session's :class:`~t2i_fairness.workbench.Workbench`: generator, cache and scorers.
+    """The session's :class:`~t2i_fairness.spine.workbench.Workbench`: generator, cache and scorers.
 
     Under ``--t2i-baseline-model`` it is parametrized: ``baseline`` (that model) and ``candidate``.
     """
-    from .workbench import Workbench
+    from t2i_fairness.spine.workbench import Workbench
 
     def fatal(message: str) -> None:
         pytest.exit(f"t2i-fairness: {message}", returncode=pytest.ExitCode.USAGE_ERROR)
@@ -131,7 +131,7 @@ def t2i(request: pytest.FixtureRequest, pytestconfig: pytest.Config):
     try:
         bench = Workbench(options, _progress_for(pytestconfig) if options.progress and not _is_worker(pytestconfig) else None, fatal)
     except Exception as exc:  # a bad model spec or cache folder ends the session with one clear message
-        from .generators import ModelLoadError
+        from t2i_fairness.generators import ModelLoadError
 
         if isinstance(exc, (ModelLoadError, OSError)):
             fatal(str(exc))
@@ -157,7 +157,7 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
     config = request.config
     options = config.stash[OPTIONS]
     thresholds = config.stash[THRESHOLDS]
-    from .labels import allure_active, allure_label, allure_measurement
+    from t2i_fairness.report.labels import allure_active, allure_label, allure_measurement
 
     allure_on = allure_active(config)
     if allure_on:
@@ -174,7 +174,7 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
         gate_id = name or _gate_id(request.node.name)
         seed = _bootstrap_seed(gate_id, options.seed)
         if interval is None and resample is not None and options.bootstrap > 0 and (units or 0) > 0:
-            from .metrics.stats import index_bootstrap
+            from t2i_fairness.metrics.stats import index_bootstrap
 
             interval = index_bootstrap(resample, int(units), strata=strata, n_resamples=options.bootstrap,
                                        confidence=options.confidence, seed=seed)
@@ -226,7 +226,7 @@ def gate(request: pytest.FixtureRequest, t2i) -> Callable[..., Measurement]:
 
 
 def _bootstrap_seed(gate_id: str, base_seed: int) -> int:
-    from .cache import content_key
+    from t2i_fairness.spine.cache import content_key
 
     return int(content_key(gate=gate_id, seed=base_seed)[:8], 16)
 
@@ -243,7 +243,7 @@ def _compare_with_baseline(m: Measurement, baseline, resample, units, strata, op
     delta = m.value - b.value
     interval = None
     if resample is not None and b_resample is not None and units and units == b_units and options.bootstrap > 0:
-        from .metrics.stats import index_bootstrap
+        from t2i_fairness.metrics.stats import index_bootstrap
 
         interval = index_bootstrap(lambda idx: resample(idx) - b_resample(idx), int(units), strata=strata,
                                    n_resamples=options.bootstrap, confidence=options.confidence, seed=seed)
@@ -285,7 +285,7 @@ class Reporter:
 @pytest.fixture
 def t2i_report(request: pytest.FixtureRequest) -> Reporter:
     """Summary tables and artifacts (JSON, PNG) for the current test; attached to Allure when active."""
-    from .artifacts import Artifacts
+    from t2i_fairness.report.artifacts import Artifacts
 
     options = request.config.stash[OPTIONS]
     allure_active = request.config.pluginmanager.hasplugin("allure_pytest") and bool(
@@ -323,7 +323,7 @@ class GateHooks:
         self.session.finish(write_files=not _is_worker(self.config), complete_run=complete)
         options = self.config.stash[OPTIONS]
         if options.report is not None and not _is_worker(self.config):
-            from .html_report import write_run_report
+            from t2i_fairness.report.html import write_run_report
 
             self.report_path = write_run_report(options, self.session)
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..models.base import Generator
-from .base import GenerationSettings, ModelLoadError
+from t2i_fairness.models.base import Generator
+from t2i_fairness.generators.base import GenerationSettings, ModelLoadError
 
 __all__ = ["GenerationSettings", "GeneratorSource", "ModelLoadError", "resolve_generator", "model_slug"]
 
@@ -86,15 +86,15 @@ def resolve_generator(
     Raises:
         ModelLoadError: a local path without a pipeline, an unimportable factory, a bad manifest.
     """
-    from .diffusers_pipe import PAPER_DEFAULTS, DiffusersGenerator, diffusers_fingerprint, tiny_model_name
-    from ..configs import load_model_config
+    from t2i_fairness.generators.diffusers_pipe import PAPER_DEFAULTS, DiffusersGenerator, diffusers_fingerprint, tiny_model_name
+    from t2i_fairness.models.configs import load_model_config
 
     if spec == "tiny":
         resolved = settings.resolved(load_model_config("tiny-sd")["defaults"])
         fp = diffusers_fingerprint(tiny_model_name(), resolved, device)
         return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.tiny(resolved, device))
     if spec.startswith("images:"):
-        from .manifest import ManifestGenerator
+        from t2i_fairness.generators.manifest import ManifestGenerator
 
         try:
             gen = ManifestGenerator(spec[len("images:"):], seed_for)

@@ -9,8 +9,8 @@ from typing import Sequence
 
 from PIL import Image
 
-from ..configs import load_model_config
-from .base import GenerationSettings, ModelLoadError
+from t2i_fairness.models.configs import load_model_config
+from t2i_fairness.generators.base import GenerationSettings, ModelLoadError
 
 
 def _torch_dtype(device: str):
@@ -48,7 +48,7 @@ def build_tiny_pipeline(config_name: str = "tiny-sd"):
     from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel
 
-    from ..models.clip_tokenizer import BOS_ID, EOS_ID, VOCAB_SIZE, offline_clip_tokenizer
+    from t2i_fairness.models.clip_tokenizer import BOS_ID, EOS_ID, VOCAB_SIZE, offline_clip_tokenizer
 
     cfg = load_model_config(config_name)
     with torch.random.fork_rng(devices=[]):
@@ -116,7 +116,7 @@ class DiffusersGenerator:
                 "Point it at a folder saved with pipeline.save_pretrained(), or at a hub id such as "
                 "runwayml/stable-diffusion-v1-5."
             )
-        from ..hub import how_to_fix, offline_unless_reachable
+        from t2i_fairness.spine.hub import how_to_fix, offline_unless_reachable
 
         try:
             with offline_unless_reachable():

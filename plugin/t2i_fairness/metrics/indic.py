@@ -33,7 +33,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from t2i_fairness.languages import ENGLISH
+from t2i_fairness.vocab.languages import ENGLISH
 
 __all__ = [
     "HIGHER_IS_BETTER",

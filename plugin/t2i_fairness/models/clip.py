@@ -14,10 +14,11 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
-from ..configs import load_model_config
-from .base import check_profile
+from t2i_fairness import MODEL_CONFIGS
+from t2i_fairness.models.configs import load_model_config
+from t2i_fairness.models.base import check_profile
 
-_OPEN_CLIP_CONFIGS = Path(__file__).resolve().parent.parent / "model_configs" / "open_clip"
+_OPEN_CLIP_CONFIGS = MODEL_CONFIGS / "open_clip"
 
 
 class ClipModel:
@@ -42,8 +43,8 @@ class ClipModel:
         import open_clip
         import torch
 
-        from ..generators.base import ModelLoadError
-        from ..hub import offline_unless_reachable
+        from t2i_fairness.generators.base import ModelLoadError
+        from t2i_fairness.spine.hub import offline_unless_reachable
 
         cfg = load_model_config(f"clip-{check_profile(profile)}")
         open_clip.add_model_config(_OPEN_CLIP_CONFIGS)
@@ -88,7 +89,7 @@ class ClipModel:
         """Tokens including start and end markers (CLIP's limit is 77)."""
         ids = self.tokenizer([text], context_length=10_000)[0] if _accepts_context(self.tokenizer) else None
         if ids is None:
-            from .clip_tokenizer import offline_clip_tokenizer
+            from t2i_fairness.models.clip_tokenizer import offline_clip_tokenizer
 
             return len(offline_clip_tokenizer()(text)["input_ids"])
         return int((ids != 0).sum())

@@ -43,7 +43,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from PIL import Image
 
-from .base import check_profile
+from t2i_fairness.models.base import check_profile
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)

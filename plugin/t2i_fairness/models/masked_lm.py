@@ -22,8 +22,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .base import check_profile
-from .sentence import (
+from t2i_fairness.models.base import check_profile
+from t2i_fairness.models.sentence import (
     _check_options,
     _config_hash,
     _dtype_kwargs,

@@ -50,8 +50,8 @@ from typing import Any, Mapping
 import numpy as np
 from PIL import Image
 
-from .base import check_profile
-from .inception import (
+from t2i_fairness.models.base import check_profile
+from t2i_fairness.models.inception import (
     center_crop_box,
     check_options,
     config_hash,

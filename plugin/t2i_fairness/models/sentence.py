@@ -23,7 +23,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .base import check_profile
+from t2i_fairness.models.base import check_profile
 
 # A named config per model; a profile only picks a name. "source" is a hub id, a local directory or
 # "package:<module>" (a pip package that ships the weights and has ``get_model_path()``).

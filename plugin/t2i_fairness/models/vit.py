@@ -49,8 +49,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from PIL import Image
 
-from .base import check_profile
-from .inception import (
+from t2i_fairness.models.base import check_profile
+from t2i_fairness.models.inception import (
     preprocess_batch,
     IMAGENET_MEAN,
     IMAGENET_STD,
@@ -62,7 +62,7 @@ from .inception import (
     torch_dtype,
     weights_unavailable,
 )
-from .segmenter import check_mask, patch_membership, resize_mask_like_image
+from t2i_fairness.models.segmenter import check_mask, patch_membership, resize_mask_like_image
 
 MODES = ("full", "obj", "bg")
 

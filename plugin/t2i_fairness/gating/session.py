@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cache import CacheStats
-from .gates import Bound, ThresholdFile, proposed_path
+from t2i_fairness.spine.cache import CacheStats
+from t2i_fairness.gating.verdicts import Bound, ThresholdFile, proposed_path
 
 PROPERTY = "t2i_gate"
 SECTION = "t2i_section"
@@ -81,7 +81,7 @@ class GateSession:
             self.unused = sorted(set(thresholds.gates) - used)
         if not write_files:
             return
-        from .gates import provenance_id
+        from t2i_fairness.gating.verdicts import provenance_id
 
         updates = [r for r in self.records if r.status == "written" and r.write is not None]
         if updates:

@@ -11,9 +11,9 @@ from typing import Sequence
 
 import numpy as np
 
-from .cache import content_key
-from .metrics.manifold import ReferenceManifold
-from .reference import Record, ReferenceSet, open_image, reference_from_option, synthetic_reference
+from t2i_fairness.spine.cache import content_key
+from t2i_fairness.metrics.manifold import ReferenceManifold
+from t2i_fairness.references.sets import Record, ReferenceSet, open_image, reference_from_option, synthetic_reference
 
 SYNTHETIC_NAME = "synthetic"
 SYNTHETIC_PER_GROUP = 10

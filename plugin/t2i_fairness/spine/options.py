@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .prompts import GEODE_OBJECTS
+from t2i_fairness.vocab.geode import GEODE_OBJECTS
 
 # The smoke preset keeps the tiny default fast enough for CI; real models default to the paper's scale.
 SMOKE_OBJECTS = ("bag", "car", "cooking_pot", "dog", "stove", "tree")
@@ -102,7 +102,7 @@ def resolve_options(config) -> T2IOptions:
     """Turn the parsed options into :class:`T2IOptions`; bad values raise ``pytest.UsageError`` naming the option."""
     import pytest
 
-    from .generators import model_slug
+    from t2i_fairness.generators import model_slug
 
     get = config.getoption
     rootdir = Path(config.rootpath)

@@ -15,7 +15,7 @@ from typing import Hashable, Mapping, Sequence, TypeVar
 
 import numpy as np
 
-from .prompts import GEODE_OBJECTS, REGIONS_BY_SLUG, TEMPLATES, Prompt, Region
+from t2i_fairness.vocab.geode import GEODE_OBJECTS, REGIONS_BY_SLUG, TEMPLATES, Prompt, Region
 
 T = TypeVar("T")
 
@@ -109,7 +109,7 @@ def group_generated(
     Args:
         items: (prompt, images) pairs of one template.
         template: the template the items came from.
-        reference: the :class:`~t2i_fairness.reference.ReferenceSet` (for ``{object}``'s mix).
+        reference: the :class:`~t2i_fairness.references.sets.ReferenceSet` (for ``{object}``'s mix).
         by: ``"region"`` -> {region: images}; ``"object_region"`` -> {(object, region): images}.
         seed: for sampling ``{object}`` generations to each region's object mix.
     """

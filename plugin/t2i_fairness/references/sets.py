@@ -37,7 +37,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 from PIL import Image, ImageDraw
 
-from .prompts import GEODE_OBJECTS, GEODE_REGIONS, slugify
+from t2i_fairness.vocab.geode import GEODE_OBJECTS, GEODE_REGIONS, slugify
 
 KINDS = ("geode", "dollarstreet", "manifest", "synthetic")
 
@@ -95,7 +95,9 @@ _MANIFEST_REGION_VALUES: dict[str, str] = {
 
 
 def _read_vocabulary(filename: str) -> tuple[str, ...]:
-    text = (Path(__file__).parent / "data" / filename).read_text(encoding="utf-8")
+    from t2i_fairness import DATA
+
+    text = (DATA / filename).read_text(encoding="utf-8")
     return tuple(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 

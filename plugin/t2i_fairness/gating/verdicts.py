@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import yaml
 
-from .cache import atomic_write_bytes
+from t2i_fairness.spine.cache import atomic_write_bytes
 
 Direction = Literal["min", "max"]
 DECIMALS = 6

@@ -65,8 +65,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .metrics.stats import hoeffding_half_width, hoeffding_half_width_combination, percentile_bootstrap
-from .metrics.word_influence import (
+from t2i_fairness.metrics.stats import hoeffding_half_width, hoeffding_half_width_combination, percentile_bootstrap
+from t2i_fairness.metrics.word_influence import (
     WORKED_EXAMPLES,
     average_word_influence,
     group_probabilities,

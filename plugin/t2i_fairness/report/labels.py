@@ -1,6 +1,6 @@
 """What a gate test is about, read from its name: indicator family, template, regions, languages.
 
-Both reports group by these: the HTML report (:mod:`t2i_fairness.html_report`) by family, Allure by
+Both reports group by these: the HTML report (:mod:`t2i_fairness.report.html`) by family, Allure by
 feature (family), story (template) and tags (regions, languages). Nothing here knows a particular
 indicator: the family is the test function's name, the rest are tokens of the parameter id that
 name a known template, GeoDE region or language, so new indicators are labelled without new code.
@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .languages import LANGUAGES
-from .prompts import GEODE_REGIONS, TEMPLATES
+from t2i_fairness.vocab.languages import LANGUAGES
+from t2i_fairness.vocab.geode import GEODE_REGIONS, TEMPLATES
 
 _REGIONS = {r.slug for r in GEODE_REGIONS}
 _LANGUAGES = {lang.code.lower(): lang.code for lang in LANGUAGES}

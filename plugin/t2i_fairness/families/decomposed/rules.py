@@ -41,7 +41,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .grids import mask_outline  # noqa: F401  (re-exported: the grids draw it)
+from t2i_fairness.report.grids import mask_outline  # noqa: F401  (re-exported: the grids draw it)
 
 SETUPS: tuple[str, ...] = ("obj", "bg", "full")
 SETUP_NAMES: dict[str, str] = {"obj": "Obj-only", "bg": "BG-only", "full": "Full-image"}
@@ -244,7 +244,7 @@ def score_setup(manifold, fake: Any, *, dedupe: str = "drop_all", device: Any = 
         >>> s.precision, s.n_fake, s.n_used, s.n_missing
         (0.25, 4, 2, 2)
     """
-    from .metrics.manifold import precision_coverage
+    from t2i_fairness.metrics.manifold import precision_coverage
 
     x = np.asarray(fake)
     if x.ndim != 2:

@@ -21,7 +21,7 @@ f and c share one BLIP-2. LGC uses CLIP, the alternative the issue allows: the p
 image-text (ITC) features from LAVIS, and the OPT captioning checkpoint has no ITC heads.
 Similarity is cosine throughout (see :mod:`t2i_fairness.metrics.indic`).
 
-Seeds: an image's seed derives from its prompt text (:func:`t2i_fairness.generation.derive_seed`), so
+Seeds: an image's seed derives from its prompt text (:func:`t2i_fairness.spine.generation.derive_seed`), so
 the images of one prompt in two languages never share their initial noise; SCAL therefore averages
 over all n x n cross pairs (``include_same_seed=True``).
 """
@@ -37,11 +37,11 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .cache import CorruptEntry, content_key
-from .generation import ImageRef
-from .languages import ENGLISH, get_language
-from .metrics import indic as metrics
-from .multilingual import MultilingualPromptSet
+from t2i_fairness.spine.cache import CorruptEntry, content_key
+from t2i_fairness.spine.generation import ImageRef
+from t2i_fairness.vocab.languages import ENGLISH, get_language
+from t2i_fairness.metrics import indic as metrics
+from t2i_fairness.families.indic_tti.prompts import MultilingualPromptSet
 
 __all__ = [
     "IndicEvaluation",
@@ -76,7 +76,7 @@ def select_languages(prompts: MultilingualPromptSet, spec: str | None) -> tuple[
             has), or an empty list.
 
     Example:
-        >>> from t2i_fairness.multilingual import load_smoke_sample
+        >>> from t2i_fairness.families.indic_tti.prompts import load_smoke_sample
         >>> select_languages(load_smoke_sample(), "tam_taml, HIN_DEVA")
         ('eng_Latn', 'hin_Deva', 'tam_Taml')
     """
@@ -103,7 +103,7 @@ def check_full_grid(prompts: MultilingualPromptSet) -> None:
         ValueError: (prompt id, language) pairs are missing; the message shows the first few.
 
     Example:
-        >>> from t2i_fairness.multilingual import load_smoke_sample
+        >>> from t2i_fairness.families.indic_tti.prompts import load_smoke_sample
         >>> check_full_grid(load_smoke_sample())
     """
     holes = prompts.missing()
@@ -134,13 +134,13 @@ def indic_images_per_prompt(explicit: int | None, model: str, smoke_default: int
 
 
 def _model_load_error(exc: Exception):
-    from .generators import ModelLoadError
+    from t2i_fairness.generators import ModelLoadError
 
     return ModelLoadError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
 
 
 def _build_captioner(profile: str, device: str):
-    from .models.captioner import Blip2Captioner
+    from t2i_fairness.models.captioner import Blip2Captioner
 
     try:
         return Blip2Captioner.from_profile(profile, device)
@@ -149,7 +149,7 @@ def _build_captioner(profile: str, device: str):
 
 
 def _build_sentence(profile: str, device: str):
-    from .models.sentence import SENTENCE_PROFILES, SentenceEncoder
+    from t2i_fairness.models.sentence import SENTENCE_PROFILES, SentenceEncoder
 
     try:
         return SentenceEncoder.from_profile(profile, device)
@@ -172,7 +172,7 @@ class IndicModels:
     """The models of the six indicators, each built once per session through ``bench.scorer``.
 
     Args:
-        bench: the session's :class:`~t2i_fairness.workbench.Workbench` (or anything with
+        bench: the session's :class:`~t2i_fairness.spine.workbench.Workbench` (or anything with
             ``scorer(name, build)`` and ``options.scorers``).
     """
 
@@ -253,7 +253,7 @@ def cached_captions(bench, captioner, refs: Sequence[ImageRef], desc: str = "cap
     fingerprint (weights, decoding). Unreadable entries are reported and made again.
 
     Args:
-        bench: has ``cache`` (:class:`~t2i_fairness.cache.Cache`) and ``progress(total, desc)``.
+        bench: has ``cache`` (:class:`~t2i_fairness.spine.cache.Cache`) and ``progress(total, desc)``.
         captioner: has ``fingerprint`` and ``caption(images) -> list[str]``.
         refs: the images (``key`` and ``load()``).
     """

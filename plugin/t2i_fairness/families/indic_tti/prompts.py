@@ -11,7 +11,7 @@ field               required   meaning
 ``prompt_id``       yes        the prompt's id, shared by all its languages: letters, digits,
                                ``_ . -`` (it becomes part of test ids); an int is accepted in JSONL
 ``lang``            yes        language code with script, any case: ``hin_Deva``, ``hin_deva``
-                               (one of :data:`t2i_fairness.languages.LANGUAGES`)
+                               (one of :data:`t2i_fairness.vocab.languages.LANGUAGES`)
 ``text``            yes        the prompt in that language, not empty
 ``english``         no         the prompt's English text; when given it must equal the text of the
                                prompt's ``eng_Latn`` row (a check that rows are aligned)
@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from t2i_fairness.languages import ENGLISH, LANGUAGES, get_language, lang_slug
+from t2i_fairness import DATA
+from t2i_fairness.vocab.languages import ENGLISH, LANGUAGES, get_language, lang_slug
 
 __all__ = [
     "FIELDS",
@@ -54,7 +55,7 @@ FORMATS: tuple[str, ...] = (".jsonl", ".csv")
 
 # A SAMPLE for smoke tests: 4 prompts in English and 5 Indic languages, translated by hand by the
 # project and NOT validated by native speakers. Not the IndicTTI prompts; no reference images.
-SMOKE_SAMPLE = Path(__file__).parent / "data" / "indic_smoke.jsonl"
+SMOKE_SAMPLE = DATA / "indic_smoke.jsonl"
 
 _PROMPT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _LANG_ORDER = {lang.code: i for i, lang in enumerate(LANGUAGES)}

@@ -34,8 +34,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-from .labels import gate_labels
-from .session import GateRecord, GateSession
+from t2i_fairness.report.labels import gate_labels
+from t2i_fairness.gating.session import GateRecord, GateSession
 
 REPORT_FILE = "index.html"
 FAILED = ("fail", "missing", "refused")
@@ -55,12 +55,12 @@ def header_for(options, session: GateSession | None = None) -> tuple[dict[str, s
     gate of ``session`` (all gates when ``session`` is None) measured against the synthetic set.
 
     Example:
-        >>> from t2i_fairness.options import T2IOptions
+        >>> from t2i_fairness.spine.options import T2IOptions
         >>> header, banners = header_for(T2IOptions())
         >>> header["model"], len(banners)
         ('tiny', 2)
     """
-    from .references import SYNTHETIC_NAME
+    from t2i_fairness.references.library import SYNTHETIC_NAME
 
     o = options
     header = {
@@ -97,7 +97,7 @@ def render_report(session: GateSession, artifacts_dir: Path, title: str, header:
 
     Example:
         >>> from pathlib import Path
-        >>> from t2i_fairness.session import GateRecord, GateSession
+        >>> from t2i_fairness.gating.session import GateRecord, GateSession
         >>> s = GateSession(Path("t.yaml"))
         >>> s.add(dict(gate="test_x[a]", nodeid="t.py::test_x[a]", value=0.25, n=12, direction="min",
         ...            status="fail", bound=0.5, write=None, message="below", provenance={}, interval=[0.1, 0.4]))
@@ -145,7 +145,7 @@ def render_report(session: GateSession, artifacts_dir: Path, title: str, header:
 def write_report(directory: Path, session: GateSession, artifacts_dir: Path, title: str,
                  header: dict[str, str], banners: Iterable[str] = ()) -> Path:
     """Render and write ``directory/index.html`` atomically; returns its path."""
-    from .cache import atomic_write_bytes
+    from t2i_fairness.spine.cache import atomic_write_bytes
 
     import os
 

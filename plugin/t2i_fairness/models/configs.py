@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-_CONFIG_DIR = Path(__file__).parent / "model_configs"
+from t2i_fairness import MODEL_CONFIGS as _CONFIG_DIR
 _EXTRA: dict[str, Path] = {}
 
 

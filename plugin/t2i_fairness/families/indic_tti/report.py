@@ -3,7 +3,7 @@ SCAL language-pair heatmap (the paper's Figure 3) and a JSON of every number.
 
 Pure functions of an :class:`IndicSummary` (plain data, no models), so they are tested without a
 generator; :meth:`IndicSummary.from_evaluation` reads one off an
-:class:`~t2i_fairness.indic_eval.IndicEvaluation`.
+:class:`~t2i_fairness.families.indic_tti.study.IndicEvaluation`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .languages import ENGLISH, get_language
-from .metrics.indic import mean_relative_to_english, relative_to_english, scal_overall
+from t2i_fairness.vocab.languages import ENGLISH, get_language
+from t2i_fairness.metrics.indic import mean_relative_to_english, relative_to_english, scal_overall
 
 __all__ = ["DROP_METRICS", "TITLE", "IndicSummary", "lang_code_short", "scal_heatmap_png", "summary_json", "summary_lines"]
 

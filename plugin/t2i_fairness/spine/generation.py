@@ -18,8 +18,8 @@ from typing import Callable, ContextManager, Iterator, Sequence
 
 from PIL import Image
 
-from .cache import Cache, content_key, decode_png, encode_png
-from .generators import GeneratorSource
+from t2i_fairness.spine.cache import Cache, content_key, decode_png, encode_png
+from t2i_fairness.generators import GeneratorSource
 
 
 def derive_seed(prompt: str, index: int, base_seed: int = 0) -> int:

@@ -14,11 +14,11 @@ from typing import Callable, Sequence
 import numpy as np
 from PIL import Image
 
-from . import __version__
-from .cache import Cache, content_key, decode_array, encode_array
-from .generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
-from .generators import GenerationSettings, GeneratorSource, ModelLoadError, resolve_generator
-from .options import T2IOptions, resolve_device
+from t2i_fairness import __version__
+from t2i_fairness.spine.cache import Cache, content_key, decode_array, encode_array
+from t2i_fairness.spine.generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
+from t2i_fairness.generators import GenerationSettings, GeneratorSource, ModelLoadError, resolve_generator
+from t2i_fairness.spine.options import T2IOptions, resolve_device
 
 
 @contextlib.contextmanager
@@ -138,13 +138,13 @@ class Workbench:
 
 
 def _clip(profile: str, device: str):
-    from .models.clip import ClipModel
+    from t2i_fairness.models.clip import ClipModel
 
     return ClipModel.from_profile(profile, device)
 
 
 def _inception(profile: str, device: str):
-    from .models.inception import InceptionFeatures
+    from t2i_fairness.models.inception import InceptionFeatures
 
     return InceptionFeatures.from_profile(profile, device)
 
@@ -154,7 +154,7 @@ _BUILDERS: dict[str, Callable[[str, str], object]] = {"clip": _clip, "inception"
 
 def _make_cache(location, mirror_root: Path) -> Cache:
     """A local folder, or for an fsspec URL a local mirror (``<mirror_root>/<digest>``) in front of it."""
-    from .cache import is_url
+    from t2i_fairness.spine.cache import is_url
 
     if not is_url(location):
         return Cache(location)

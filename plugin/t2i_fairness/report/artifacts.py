@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .cache import atomic_write_bytes
+from t2i_fairness.spine.cache import atomic_write_bytes
 
 
 def safe_name(text: str) -> str:
