@@ -24,8 +24,10 @@ install: $(STAMP)
 gate: $(STAMP)
 	$(PY) -m pytest fairness_tests $(ARGS)
 
-# The project's own tests (metrics, cache, plugin through pytester, adapters) and docstring examples.
+# The project's own tests (metrics, cache, plugin through pytester, adapters), docstring examples, and the
+# architecture contracts of pyproject.toml (import-linter).
 test: $(STAMP)
+	$(VENV)/bin/lint-imports
 	$(PY) -m pytest tests plugin/t2i_fairness --doctest-modules $(ARGS)
 
 # Benchmarks (not part of `make test`): each prints ratios measured side by side in one run.

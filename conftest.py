@@ -1,12 +1,3 @@
-"""The suite's fixtures live in ``fixtures/``; the plugin itself (options, ``t2i``, ``gate``) is installed
-as the ``t2i_fairness`` pytest plugin."""
-
-pytest_plugins = [
-    "fixtures.generation",
-    "fixtures.scores",
-    "fixtures.dig",
-    "fixtures.indic",
-    "fixtures.decomposed",
-    "fixtures.word_influence",
-    "fixtures.cis",
-]
+"""The suite's fixtures and options come from the installed ``t2i_fairness`` pytest plugin (its
+``t2i_fairness.fixtures`` are this repository's ``fixtures/``), so the same gates run here, from a
+model team's repository, or with ``pytest --pyargs t2i_fairness`` from any directory."""

@@ -16,7 +16,8 @@ Claims gated:
 
 Reported beside them: the scorer ceiling (section 5.1's self-check on tiled single-component
 images), Inception Score per K and FID per K (section 6.2), the most ignored and most prominent
-components. Rules for sampling, the 77-token limit, the composites and the splits: ``fixtures/cis.py``.
+components. Rules for sampling, the 77-token limit, the composites and the splits:
+:mod:`t2i_fairness.families.cis.study`.
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fixtures.cis import CIS_OPTIONS, EXTREMES, cis_figure, cis_interval, drop_interval, fmt_rate
+from t2i_fairness.families.cis.options import EXTREMES
+from t2i_fairness.families.cis.report import cis_figure, fmt_rate
+from t2i_fairness.families.cis.study import cis_interval, drop_interval
 from t2i_fairness.metrics.cis import (
     component_generation_rates,
     degradation_slope,
@@ -34,12 +37,6 @@ from t2i_fairness.metrics.cis import (
 )
 
 PAPER_DROP = 0.0853  # section 6.3, averaged over the paper's four models
-
-
-def pytest_generate_tests(metafunc):
-    if "cis_k" in metafunc.fixturenames:
-        ks = metafunc.config.stash[CIS_OPTIONS].ks
-        metafunc.parametrize("cis_k", ks, ids=[f"k{k}" for k in ks])
 
 
 def test_cis(cis_k, cis, gate, t2i_report):

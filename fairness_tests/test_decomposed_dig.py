@@ -13,42 +13,13 @@ from __future__ import annotations
 
 import pytest
 
-from fixtures.decomposed import (
-    DECOMPOSED,
-    DECOMPOSED_TEMPLATES,
-    diagnostics_grids,
-    diagnostics_report,
-    table1_section,
-)
-from fixtures.dig import references_of
+from t2i_fairness.families.decomposed.report import diagnostics_grids, diagnostics_report, table1_section
 from t2i_fairness.families.decomposed.rules import SETUP_NAMES, spread, summarize
-
-
-def pytest_generate_tests(metafunc):
-    refs = references_of(metafunc.config)
-    names = set(metafunc.fixturenames)
-    cases, argnames = [], ["reference"]
-    for name, ref in refs.items():
-        if "template" not in names:
-            cases.append(pytest.param(name, id=name))
-            continue
-        for template in DECOMPOSED_TEMPLATES:
-            if "region" in names:
-                cases += [pytest.param(name, template, r, id=f"{name}-{template}-{r}") for r in ref.regions]
-            elif "setup" in names:
-                cases += [pytest.param(name, template, s, m, id=f"{name}-{template}-{s}-{m}")
-                          for s in ("obj", "bg") for m in ("precision", "coverage")]
-            else:
-                cases.append(pytest.param(name, template, id=f"{name}-{template}"))
-    if "template" in names:
-        argnames.append("template")
-        argnames += ["region"] if "region" in names else ["setup", "metric"] if "setup" in names else []
-    if "reference" in names:
-        metafunc.parametrize(argnames, cases)
+from t2i_fairness.families.decomposed.study import DECOMPOSED_TEMPLATES
 
 
 @pytest.fixture
-def table1(request, pytestconfig, reference_sets, decomposed_real, decomposed_scores, t2i_report):
+def table1(request, decomposed, t2i_report):
     """``table1(reference)``: print the Table 1 block in the terminal summary and attach its JSON.
 
     It covers the Table 1 templates this run selected for the reference set (both when both are
@@ -62,10 +33,10 @@ def table1(request, pytestconfig, reference_sets, decomposed_real, decomposed_sc
             if params.get("reference") == reference and params.get("template") in DECOMPOSED_TEMPLATES:
                 selected.add(params["template"])
         templates = [t for t in DECOMPOSED_TEMPLATES if t in selected]
-        by_template = {t: decomposed_scores(reference, t) for t in templates}
-        real = decomposed_real(reference)
-        limit_source = pytestconfig.stash[DECOMPOSED].limit_source
-        lines = table1_section(reference, reference_sets[reference], real, by_template, limit_source)
+        by_template = {t: decomposed.scores(reference, t) for t in templates}
+        real = decomposed.real(reference)
+        lines = table1_section(reference, decomposed.reference_sets[reference], real, by_template,
+                               decomposed.options.limit_source)
         t2i_report.section(f"Decomposed-DIG (Table 1): {reference}", lines)
         t2i_report.json("decomposed_dig", {
             "reference": reference,
@@ -77,10 +48,10 @@ def table1(request, pytestconfig, reference_sets, decomposed_real, decomposed_sc
     return emit
 
 
-def _scored(decomposed_scores, reference, template, gate, region=None):
+def _scored(decomposed, reference, template, gate, region=None):
     """The template's scores (and the region's); a gate that cannot be computed is undefined:
     skipped while it has no bound, failed once it has one."""
-    sc = decomposed_scores(reference, template)
+    sc = decomposed.scores(reference, template)
     if region is not None and region not in sc.scores:
         gate.undefined(f"{reference}/{template}/{region}: {sc.skipped.get(region, 'no scores')}")
     if not sc.scores:
@@ -103,37 +74,37 @@ def _region_gate(sc, region, setup, metric, gate, t2i):
 
 # -- per region (Sec. 4.1-4.2) -----------------------------------------------------------------
 
-def test_obj_precision(reference, template, region, decomposed_scores, gate, t2i):
-    _region_gate(_scored(decomposed_scores, reference, template, gate, region), region, "obj", "precision", gate, t2i)
+def test_obj_precision(reference, template, region, decomposed, gate, t2i):
+    _region_gate(_scored(decomposed, reference, template, gate, region), region, "obj", "precision", gate, t2i)
 
 
-def test_obj_coverage(reference, template, region, decomposed_scores, gate, t2i):
-    _region_gate(_scored(decomposed_scores, reference, template, gate, region), region, "obj", "coverage", gate, t2i)
+def test_obj_coverage(reference, template, region, decomposed, gate, t2i):
+    _region_gate(_scored(decomposed, reference, template, gate, region), region, "obj", "coverage", gate, t2i)
 
 
-def test_bg_precision(reference, template, region, decomposed_scores, gate, t2i):
-    _region_gate(_scored(decomposed_scores, reference, template, gate, region), region, "bg", "precision", gate, t2i)
+def test_bg_precision(reference, template, region, decomposed, gate, t2i):
+    _region_gate(_scored(decomposed, reference, template, gate, region), region, "bg", "precision", gate, t2i)
 
 
-def test_bg_coverage(reference, template, region, decomposed_scores, gate, t2i, table1):
-    sc = _scored(decomposed_scores, reference, template, gate, region)
+def test_bg_coverage(reference, template, region, decomposed, gate, t2i, table1):
+    sc = _scored(decomposed, reference, template, gate, region)
     table1(reference)
     _region_gate(sc, region, "bg", "coverage", gate, t2i)
 
 
 # -- across regions ----------------------------------------------------------------------------
 
-def test_worst_region_bg_coverage(reference, template, decomposed_scores, gate, table1):
-    sc = _scored(decomposed_scores, reference, template, gate)
+def test_worst_region_bg_coverage(reference, template, decomposed, gate, table1):
+    sc = _scored(decomposed, reference, template, gate)
     values = {r: by["bg"].coverage for r, by in sc.scores.items()}
     worst = min(values, key=values.get)
     table1(reference)
     gate(values[worst], n=sc.scores[worst]["bg"].n_real, details={"worst_region": worst, "by_region": values})
 
 
-def test_region_spread(reference, template, setup, metric, decomposed_scores, gate):
+def test_region_spread(reference, template, setup, metric, decomposed, gate):
     """Best minus worst region; the paper finds backgrounds spread about 1.5-2x more than objects."""
-    sc = _scored(decomposed_scores, reference, template, gate)
+    sc = _scored(decomposed, reference, template, gate)
     values = {r: getattr(by[setup], metric) for r, by in sc.scores.items()}
     other = "obj" if setup == "bg" else "bg"
     other_spread = spread({r: getattr(by[other], metric) for r, by in sc.scores.items()})
@@ -141,11 +112,11 @@ def test_region_spread(reference, template, setup, metric, decomposed_scores, ga
          details={"by_region": values, f"{other}_spread": other_spread, "setup": SETUP_NAMES[setup]})
 
 
-def test_template_improvement(reference, decomposed_scores, gate, table1):
+def test_template_improvement(reference, decomposed, gate, table1):
     """``{regional adjective} {object}`` minus ``{object} in {region}`` on worst-region BG-only coverage."""
     worst = {}
     for template in DECOMPOSED_TEMPLATES:
-        sc = _scored(decomposed_scores, reference, template, gate)
+        sc = _scored(decomposed, reference, template, gate)
         values = {r: by["bg"].coverage for r, by in sc.scores.items()}
         region = min(values, key=values.get)
         worst[template] = (values[region], region, sc.scores[region]["bg"].n_real)
@@ -159,15 +130,14 @@ def test_template_improvement(reference, decomposed_scores, gate, table1):
 
 # -- diagnostics (Sec. 4.3): reported, not gated ------------------------------------------------
 
-def test_decomposed_diagnostics(reference, template, decomposed_real, decomposed_scores, decomposed_diagnostics,
-                                decomposed_models, t2i_report):
-    sc = decomposed_scores(reference, template)
+def test_decomposed_diagnostics(reference, template, decomposed, t2i_report):
+    sc = decomposed.scores(reference, template)
     if not sc.scores:
         pytest.skip(f"{reference}/{template}: no region has scores ({sc.skipped})")
-    real = decomposed_real(reference)
-    diags = decomposed_diagnostics(reference, template)
+    real = decomposed.real(reference)
+    diags = decomposed.diagnostics(reference, template)
     t2i_report.json("diagnostics", diagnostics_report(real, sc, diags))
-    for kind, png in diagnostics_grids(real, sc, diags, decomposed_models[1]).items():
+    for kind, png in diagnostics_grids(real, sc, diags, decomposed.models()[1]).items():
         t2i_report.png(kind, png)
     for region, (d, _) in diags.items():  # each list names real (or generated) images of that region, once
         for found in (d.low_diversity_backgrounds, d.low_diversity_objects, d.low_realism_backgrounds):

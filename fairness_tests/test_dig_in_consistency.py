@@ -13,7 +13,7 @@ import pytest
 
 from t2i_fairness.report.grids import image_grid
 from t2i_fairness.metrics.consistency import object_consistency, object_percentiles
-from t2i_fairness.plugin import T2ISmallSampleWarning
+from t2i_fairness.errors import T2ISmallSampleWarning
 from t2i_fairness.vocab.geode import GEODE_REGIONS
 
 REGIONAL_TEMPLATES = ("object_in_region", "object_in_country", "regional_adjective")
@@ -23,8 +23,8 @@ CASES += [pytest.param(t, r.slug, id=f"{t}-{r.slug}") for t in REGIONAL_TEMPLATE
 
 
 @pytest.mark.parametrize("template, region", CASES)
-def test_object_consistency(template, region, object_clipscores, gate, t2i_report):
-    scored = [s for s in object_clipscores(template) if region is None or s.region == region]
+def test_object_consistency(template, region, dig_in, gate, t2i_report):
+    scored = [s for s in dig_in.clipscores(template) if region is None or s.region == region]
     lowest = sorted(scored, key=lambda s: s.score)[:8]
     if lowest and all(s.image is not None for s in lowest):
         t2i_report.png("lowest_scoring", image_grid([s.image.load() for s in lowest],

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import pytest
 
+from t2i_fairness.families.indic_tti.report import show
 from t2i_fairness.vocab.languages import ENGLISH
 
 
@@ -24,46 +25,46 @@ def _details(scores, **extra) -> dict:
     return {"lang": scores.lang, "n_prompts": scores.n_prompts, "images_per_prompt": scores.n_images, **extra}
 
 
-def test_clgc(indic_language, indic, indic_report, gate):
+def test_clgc(indic_language, indic, t2i_report, gate):
     s = indic.scores(indic_language)
-    summary = indic_report()
+    summary = show(indic, t2i_report)
     first = {pid: rows[0] for pid, rows in list(s.captions.items())[:5]}  # a few, for triage
     gate(s.clgc, n=s.n, details=_details(s, sentence_model=summary.sentence_model, first_caption_by_prompt=first))
 
 
-def test_igc(indic_language, indic, indic_report, gate):
+def test_igc(indic_language, indic, t2i_report, gate):
     if not indic.reference_ids:
         pytest.skip(f"IGC needs reference images: no prompt in {indic.prompts.source} sets the field 'reference_image'")
     s = indic.scores(indic_language)
-    indic_report()
+    show(indic, t2i_report)
     gate(s.igc, n=s.igc_prompts * s.n_images, details=_details(s, prompts_with_reference=s.igc_prompts))
 
 
-def test_lgc(indic_language, indic, indic_report, gate):
+def test_lgc(indic_language, indic, t2i_report, gate):
     s = indic.scores(indic_language)
-    indic_report()
+    show(indic, t2i_report)
     gate(s.lgc, n=s.n, details=_details(s))
 
 
-def test_scwl(indic_language, indic, indic_report, gate):
+def test_scwl(indic_language, indic, t2i_report, gate):
     s = indic.scores(indic_language)
-    indic_report()
+    show(indic, t2i_report)
     if s.scwl is None:
         pytest.skip(f"SCWL compares images of the same prompt: needs --t2i-images-per-prompt >= 2, got {s.n_images}")
     gate(s.scwl, n=s.n, details=_details(s))
 
 
-def test_dwl(indic_language, indic, indic_report, gate):
+def test_dwl(indic_language, indic, t2i_report, gate):
     s = indic.scores(indic_language)
-    indic_report()
+    show(indic, t2i_report)
     if s.dwl is None:
         pytest.skip(f"DWL compares images of different prompts: {indic.prompts.source} has 1 prompt id")
     gate(s.dwl, n=s.n, details=_details(s))
 
 
-def test_clgc_vs_english(indic_non_english, indic, indic_report, gate):
+def test_clgc_vs_english(indic_non_english, indic, t2i_report, gate):
     english, s = indic.scores(ENGLISH), indic.scores(indic_non_english)
-    indic_report()
+    show(indic, t2i_report)
     if english.clgc <= 0:
         gate.undefined(f"CLGC(l) / CLGC({ENGLISH}) is undefined: CLGC({ENGLISH}) = {english.clgc:.4f} <= 0 "
                             f"(test_clgc[{ENGLISH.lower()}] gates English itself)")
@@ -71,15 +72,15 @@ def test_clgc_vs_english(indic_non_english, indic, indic_report, gate):
          details=_details(s, clgc=s.clgc, clgc_english=english.clgc, drop=english.clgc - s.clgc))
 
 
-def test_scal_with_english(indic_non_english, indic, indic_report, gate):
+def test_scal_with_english(indic_non_english, indic, t2i_report, gate):
     s = indic.scores(indic_non_english)
     indic.scores(ENGLISH)
     value = indic.scal(ENGLISH, indic_non_english)
-    indic_report()
+    show(indic, t2i_report)
     gate(value, n=s.n, details=_details(s, pair=[ENGLISH, indic_non_english]))
 
 
-def test_scal_matrix(indic, indic_report):
+def test_scal_matrix(indic, t2i_report):
     """Figure 3 and the per-language table over every selected language; a report, not a gate."""
-    summary = indic_report(full=True)
+    summary = show(indic, t2i_report, full=True)
     assert summary.scal_matrix is not None

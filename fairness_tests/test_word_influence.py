@@ -17,12 +17,14 @@ it does not gate.  Definitions (the paper's formulas were lost): :mod:`t2i_fairn
 
 from __future__ import annotations
 
+from t2i_fairness.families.word_influence.report import show
 
-def test_word_influence(word_case, word_influence, word_influence_report, gate):
+
+def test_word_influence(word_case, word_influence, t2i_report, gate):
     word, group, k = word_case
-    row = word_influence.word(word, group, k)
-    word_influence_report()
-    per_prompt = {r.prompts[0]: r.influence for r in word_influence.per_prompt
+    row = word_influence.result.word(word, group, k)
+    show(word_influence, t2i_report)
+    per_prompt = {r.prompts[0]: r.influence for r in word_influence.result.per_prompt
                   if (r.word, r.group, r.k) == (word, group, k)}
     gate(
         abs(row.influence),
@@ -33,27 +35,27 @@ def test_word_influence(word_case, word_influence, word_influence_report, gate):
             "word": word, "group": group, "k": k, "influence": row.influence,
             "hoeffding_half_width": row.hoeffding, "hoeffding_interval": list(row.interval),
             "bootstrap_interval": None if row.bootstrap is None else list(row.bootstrap),
-            "confidence": word_influence.confidence, "influence_by_prompt": per_prompt,
+            "confidence": word_influence.result.confidence, "influence_by_prompt": per_prompt,
         },
     )
 
 
-def test_representation(prompt_case, word_influence, word_influence_report, gate):
+def test_representation(prompt_case, word_influence, t2i_report, gate):
     prompt, group = prompt_case
-    r = word_influence.prompt_representation(prompt, group)
-    word_influence_report()
+    r = word_influence.result.prompt_representation(prompt, group)
+    show(word_influence, t2i_report)
     gate(
         r.gap,
         n=r.n_images,
         higher_is_better=False,
         interval=r.interval,
         details={"prompt": prompt, "group": group, "p": r.p, "parity": 1 / r.n_groups,
-                 "hoeffding_half_width_of_p": r.hoeffding, "confidence": word_influence.confidence},
+                 "hoeffding_half_width_of_p": r.hoeffding, "confidence": word_influence.result.confidence},
     )
 
 
-def test_word_influence_report(word_influence, word_influence_report):
+def test_word_influence_report(word_influence, t2i_report):
     """Figure 3's bars and every number (per prompt, per replaced set); a report, not a gate."""
-    result = word_influence_report(full=True)
+    result = show(word_influence, t2i_report, full=True)
     for row in result.words + result.per_prompt:
         assert -1.0 <= row.influence <= 1.0 and row.hoeffding > 0, row

@@ -1,4 +1,4 @@
-"""The CIS gates end to end: the repository's suite (conftest, fixtures, ``fairness_tests/test_cis.py``)
+"""The CIS gates end to end: the repository's ``fairness_tests/test_cis.py`` (fixtures from the plugin)
 in a pytester folder on a fast fake generator, with the tiny offline scorers.
 
 Each run is a subprocess that loads the scorers (a few seconds); four runs cover the update flow,
@@ -34,7 +34,8 @@ class StubBench:
 
 
 def test_each_occurrence_of_a_prompt_gets_fresh_images():
-    from fixtures.cis import CisOptions, CisStudy
+    from t2i_fairness.families.cis.options import CisOptions
+    from t2i_fairness.families.cis.study import CisStudy
 
     bench = StubBench()
     study = CisStudy(bench, CisOptions(images=2))
@@ -49,7 +50,7 @@ def test_each_occurrence_of_a_prompt_gets_fresh_images():
 
 
 def test_drop_interval_brackets_the_least_squares_drop():
-    from fixtures.cis import Scored, drop_interval, slope_weights
+    from t2i_fairness.families.cis.study import Scored, drop_interval, slope_weights
     from t2i_fairness.metrics.cis import degradation_slope
 
     rng = np.random.default_rng(0)
@@ -62,7 +63,7 @@ def test_drop_interval_brackets_the_least_squares_drop():
 
 
 def test_inception_score_splits_rule():
-    from fixtures.cis import is_splits
+    from t2i_fairness.families.cis.study import is_splits
 
     assert [is_splits(n) for n in (1, 8, 199, 200, 999, 1000, 30000)] == [1, 1, 1, 2, 9, 10, 10]
 
@@ -87,9 +88,7 @@ def make():
 
 @pytest.fixture
 def suite(pytester):
-    """The repo's suite (conftest, fixtures, the CIS gates) in a temporary folder with a fake model."""
-    shutil.copy(REPO / "conftest.py", pytester.path / "conftest.py")
-    shutil.copytree(REPO / "fixtures", pytester.path / "fixtures", ignore=shutil.ignore_patterns("__pycache__"))
+    """The repo's CIS gate file (its fixtures come with the plugin) in a temporary folder with a fake model."""
     (pytester.path / "fairness_tests").mkdir()
     shutil.copy(REPO / "fairness_tests" / "test_cis.py", pytester.path / "fairness_tests")
     pytester.makepyfile(cisfake=FAKEGEN)
@@ -182,12 +181,12 @@ def test_single_k_skips_the_drop_and_order_needs_k_two(suite):
 
 
 @pytest.mark.parametrize("args, message", [
-    (("--t2i-cis-k", "1,two"), "--t2i-cis-k '1,two': expected comma-separated integers"),
-    (("--t2i-cis-k", "2,13"), "--t2i-cis-k '2,13': K must be between 1 and 12"),
-    (("--t2i-cis-k", "2,2"), "--t2i-cis-k '2,2': a K is repeated"),
-    (("--t2i-cis-prompts", "0"), "--t2i-cis-prompts must be >= 1, got 0"),
-    (("--t2i-cis-images", "-1"), "--t2i-cis-images must be >= 1, got -1"),
-    (("--t2i-cis-fid-reference", "/no/such/folder"), "--t2i-cis-fid-reference '/no/such/folder': not a folder"),
+    (("--t2i-cis-k", "1,two"), "--t2i-cis-k: '1,two': expected comma-separated integers"),
+    (("--t2i-cis-k", "2,13"), "--t2i-cis-k: '2,13': K must be between 1 and 12"),
+    (("--t2i-cis-k", "2,2"), "--t2i-cis-k: '2,2': a K is repeated"),
+    (("--t2i-cis-prompts", "0"), "--t2i-cis-prompts: must be >= 1, got 0"),
+    (("--t2i-cis-images", "-1"), "--t2i-cis-images: must be >= 1, got -1"),
+    (("--t2i-cis-fid-reference", "/no/such/folder"), "--t2i-cis-fid-reference: '/no/such/folder': not a folder"),
 ])
 def test_bad_options_are_usage_errors_naming_the_option(suite, args, message):
     result = suite.runpytest("fairness_tests/test_cis.py", "--collect-only", "-p", "no:cacheprovider", *args)

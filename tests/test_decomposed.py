@@ -385,6 +385,7 @@ def test_masks_are_cached_per_segmenter(tmp_path):
     assert seg.calls == 3 and again.cache.stats.reused["masks"] == 3
     assert not again.get(items[1]).any() and again.get(items[0]).sum() == 21 * 21
     other = MaskStore(Cache(tmp_path), EmptyFor())
-    assert other.path(items[0]) != store.path(items[0])  # another segmenter, another namespace
-    store.path(items[0]).write_bytes(b"broken")
+    key = MaskStore.key(items[0])
+    assert other.memo.path(key) != store.memo.path(key)  # another segmenter, another namespace
+    store.memo.path(key).write_bytes(b"broken")
     assert store.get(items[0]).sum() == 21 * 21 and seg.calls == 4  # a corrupt entry is made again

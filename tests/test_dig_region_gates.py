@@ -35,10 +35,7 @@ def model_b():
 
 @pytest.fixture
 def suite(pytester):
-    """The repo's suite (conftest, fixtures, region gates) in a temporary folder, with a manifest reference."""
-    for name in ("conftest.py",):
-        shutil.copy(REPO / name, pytester.path / name)
-    shutil.copytree(REPO / "fixtures", pytester.path / "fixtures")
+    """The repo's region gate file (its fixtures come with the plugin) in a temporary folder, with a manifest reference."""
     (pytester.path / "fairness_tests").mkdir()
     shutil.copy(REPO / "fairness_tests" / "test_dig_in_region.py", pytester.path / "fairness_tests")
     pytester.makepyfile(fakegen=FAKEGEN)

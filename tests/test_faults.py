@@ -439,11 +439,11 @@ def case_unwritable_cache_dir(ctx: Ctx) -> None:
 
 
 def case_allow_loosen_without_update(ctx: Ctx) -> None:
-    _has(ctx.usage_error("--t2i-allow-loosen"), "--t2i-allow-loosen only makes sense with --t2i-update-thresholds")
+    _has(ctx.usage_error("--t2i-allow-loosen"), "--t2i-allow-loosen: only makes sense with --t2i-update-thresholds")
 
 
 def case_baseline_seed_without_baseline(ctx: Ctx) -> None:
-    _has(ctx.usage_error("--t2i-baseline-seed", "7"), "--t2i-baseline-seed only makes sense with --t2i-baseline-model")
+    _has(ctx.usage_error("--t2i-baseline-seed", "7"), "--t2i-baseline-seed: only makes sense with --t2i-baseline-model")
 
 
 def case_baseline_different_prompts(ctx: Ctx) -> None:
@@ -498,7 +498,8 @@ def test_bad_input(project, monkeypatch, case):
 
 
 def test_black_images_from_xdist_workers_are_merged_into_one_report():
-    from t2i_fairness.gating.session import GateReport, GateSession
+    from t2i_fairness.gating.session import GateSession
+    from t2i_fairness.report.terminal import GateReport
 
     session = GateSession(Path("t.yaml"))
     session.merge_cache_stats({"generated": 8, "blank": [f"'bag in Africa' (seed {i})" for i in range(7)]})

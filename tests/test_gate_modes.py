@@ -7,9 +7,8 @@ from pathlib import Path
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from t2i_fairness.references.grouping import membership
 from t2i_fairness.gating.verdicts import Bound, Measurement, ThresholdFile, evaluate
-from t2i_fairness.metrics.manifold import precision_coverage, real_radii
+from t2i_fairness.metrics.manifold import ball_membership as membership, precision_coverage, real_radii
 from t2i_fairness.metrics.stats import index_bootstrap
 
 

@@ -144,12 +144,20 @@ def test_write_report_is_one_file(session, tmp_path):
     assert path == tmp_path / "out" / "index.html" and [p.name for p in path.parent.iterdir()] == ["index.html"]
 
 
-def test_labels_from_names():
-    lab = gate_labels("fairness_tests/test_dig_in_region.py::test_object_region_coverage[mini-object_in_country-stove-africa]")
+def test_labels_from_names_with_the_families_vocabulary():
+    from t2i_fairness.families import FAMILIES
+    from t2i_fairness.report.labels import Vocabulary
+    from t2i_fairness.spine.options import resolve_options
+
+    options = resolve_options(lambda flag: [] if flag == "--t2i-reference" else None, families=FAMILIES)
+    vocab = Vocabulary.from_tokens(f.labels(options, options.family(f.name)) for f in FAMILIES if f.labels)
+    lab = gate_labels("fairness_tests/test_dig_in_region.py::test_object_region_coverage[mini-object_in_country-stove-africa]",
+                      vocabulary=vocab)
     assert (lab.family, lab.template, lab.regions, lab.other) == ("object_region_coverage", "object_in_country", ("africa",), ("mini", "stove"))
-    assert gate_labels("test_scal_with_english[tam_taml]").tags == ["language:tam_Taml"]
-    assert gate_labels("test_x[a]", {"template": "object", "region": "europe"}).tags == ["region:europe"]
-    assert gate_labels("test_object_consistency[object]").template == "object"
+    assert gate_labels("test_scal_with_english[tam_taml]", vocabulary=vocab).tags == ["language:tam_Taml"]
+    assert gate_labels("test_x[a]", {"template": "object", "region": "europe"}, vocab).tags == ["region:europe"]
+    assert gate_labels("test_object_consistency[object]", vocabulary=vocab).template == "object"
+    assert gate_labels("test_scal_with_english[tam_taml]").tags == []  # the report knows no vocabulary of its own
     assert gate_labels("test_scal_matrix").title == "Scal matrix"
 
 

@@ -13,10 +13,12 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from t2i_fairness.families.indic_tti import report as indic_report, study as indic_eval
+from t2i_fairness.errors import IndicModelWarning
+from t2i_fairness.families.indic_tti import options as indic_options, report as indic_report, study as indic_eval
 from t2i_fairness.spine.cache import Cache, CacheStats, content_key
 from t2i_fairness.spine.generation import ImageRef
-from t2i_fairness.families.indic_tti.study import IndicEvaluation, cached_captions, check_full_grid, select_languages
+from t2i_fairness.families.indic_tti.options import check_full_grid, select_languages
+from t2i_fairness.families.indic_tti.study import IndicEvaluation, cached_captions
 from t2i_fairness.families.indic_tti.report import IndicSummary, scal_heatmap_png, summary_json, summary_lines
 from t2i_fairness.metrics import indic as metrics
 from t2i_fairness.families.indic_tti.prompts import load_prompts, load_smoke_sample
@@ -43,10 +45,8 @@ TWO_BY_TWO = [("p1", "eng_Latn", "a red bus"), ("p1", "hin_Deva", "एक ला
 
 @pytest.fixture
 def indic_pytester(pytester: pytest.Pytester, monkeypatch) -> pytest.Pytester:
-    """A pytester project that loads ``fixtures.indic`` as the suite's conftest does."""
+    """A pytester project whose tests ask for the IndicTTI family's parametrized arguments."""
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    pytester.syspathinsert(REPO)
-    pytester.makeconftest('pytest_plugins = ["fixtures.indic"]')
     pytester.makepyfile(test_ids="""
         def test_all(indic_language):
             pass
@@ -269,12 +269,12 @@ def test_paper_sentence_model_falls_back_to_minilm_with_a_warning(monkeypatch):
     def from_profile(profile, device="cpu", **options):
         name = options.get("model", {"paper": "all-mpnet-base-v2", "tiny": "all-MiniLM-L6-v2"}[profile])
         if name == "all-mpnet-base-v2" or options.get("fail"):
-            raise RuntimeError(f"cannot load the sentence model {name!r}: it is not in the local Hugging Face cache")
+            raise ModelLoadError(f"cannot load the sentence model {name!r}: it is not in the local Hugging Face cache")
         built.append(name)
         return type("Encoder", (), {"model_name": name, "fingerprint": f"SentenceEncoder/{name}"})()
 
     monkeypatch.setattr(SentenceEncoder, "from_profile", staticmethod(from_profile))
-    with pytest.warns(indic_eval.IndicModelWarning, match=r"all-mpnet-base-v2 could not be loaded, so all-MiniLM-L6-v2"):
+    with pytest.warns(IndicModelWarning, match=r"all-mpnet-base-v2 could not be loaded, so all-MiniLM-L6-v2"):
         assert indic_eval._build_sentence("paper", "cpu").model_name == "all-MiniLM-L6-v2"
     assert indic_eval._build_sentence("tiny", "cpu").model_name == "all-MiniLM-L6-v2"
     monkeypatch.setattr(SentenceEncoder, "from_profile", staticmethod(lambda *a, **k: from_profile("tiny", fail=True)))
@@ -361,7 +361,7 @@ def test_heatmap_is_a_png_and_checks_its_shape():
         scal_heatmap_png(["eng_Latn", "hin_Deva", "tam_Taml"], np.eye(2))
 
 
-@pytest.mark.parametrize("module", [indic_eval, indic_report])
+@pytest.mark.parametrize("module", [indic_report, indic_options])
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
@@ -389,10 +389,10 @@ class SignedSentences(FakeEncoder):
 
 
 @pytest.fixture(scope="session")
-def indic(indic_selection, tmp_path_factory):
+def indic(t2i_options, tmp_path_factory):
     bench = FakeBench(tmp_path_factory.mktemp("bench"))
     bench.models["indic-sentence-encoder"] = SignedSentences("t")
-    return IndicEvaluation(bench, indic_selection.prompts, 2)
+    return IndicEvaluation(bench, t2i_options.family("indic_tti").prompts, 2)
 """
 
 

@@ -51,7 +51,9 @@ class Project:
                      "--t2i-cache-dir", str(self.cache), "--t2i-objects", "bag,car", "--t2i-images-per-prompt", "3",
                      "--t2i-no-progress", "-p", "no:cacheprovider",
                      # its gc.collect() at exit walks all of torch's objects: ~1 s per in-process run
-                     "-p", "no:unraisableexception"]
+                     "-p", "no:unraisableexception",
+                     # in-process runs import t2i_fairness before the inner session marks the plugin for assertion rewriting
+                     "-W", "ignore::pytest.PytestAssertRewriteWarning"]
 
     def run(self, *extra: str) -> pytest.RunResult:
         return self.pytester.runpytest(*self.args, *extra)
@@ -277,7 +279,7 @@ def test_provenance_mismatch_warns(project):
 
 def test_report_header_names_the_model_and_settings(project):
     result = project.run("--co")
-    result.stdout.fnmatch_lines(["t2i-fairness: model python:fakegen:make; scorers tiny; 2 objects, 3 images/prompt, seed 0; thresholds *t.yaml"])
+    result.stdout.fnmatch_lines(["t2i-fairness: model python:fakegen:make; preset paper; scorers tiny; 2 objects, 3 images/prompt, seed 0; thresholds *t.yaml"])
 
 
 # ------------------------------------------------------------------------------- --t2i-model forms
@@ -336,14 +338,14 @@ def test_a_missing_model_fails_in_seconds_with_a_clear_message(project, monkeypa
 
 @pytest.mark.parametrize("args, message", [
     (["--t2i-objects", "bag,spaceship"], "ERROR: --t2i-objects: unknown object(s) [[]'spaceship'[]]; choose from bag, bicycle, * or 'all'"),
-    (["--t2i-images-per-prompt", "0"], "ERROR: --t2i-images-per-prompt must be >= 1, got 0"),
-    (["--t2i-batch-size", "0"], "ERROR: --t2i-batch-size must be >= 1, got 0"),
-    (["--t2i-steps", "-1"], "ERROR: --t2i-steps must be >= 1, got -1"),
-    (["--t2i-height", "0"], "ERROR: --t2i-height must be >= 1, got 0"),
-    (["--t2i-width", "0"], "ERROR: --t2i-width must be >= 1, got 0"),
-    (["--t2i-allow-loosen"], "ERROR: --t2i-allow-loosen only makes sense with --t2i-update-thresholds"),
-    (["--t2i-device", "tpu"], "ERROR: --t2i-device 'tpu': choose cpu, cuda, cuda:N, mps or auto"),
-    (["--t2i-reference", "geode"], "ERROR: --t2i-reference 'geode': expected NAME=PATH, e.g. geode=/data/geode"),
+    (["--t2i-images-per-prompt", "0"], "ERROR: --t2i-images-per-prompt: must be >= 1, got 0"),
+    (["--t2i-batch-size", "0"], "ERROR: --t2i-batch-size: must be >= 1, got 0"),
+    (["--t2i-steps", "-1"], "ERROR: --t2i-steps: must be >= 1, got -1"),
+    (["--t2i-height", "0"], "ERROR: --t2i-height: must be >= 1, got 0"),
+    (["--t2i-width", "0"], "ERROR: --t2i-width: must be >= 1, got 0"),
+    (["--t2i-allow-loosen"], "ERROR: --t2i-allow-loosen: only makes sense with --t2i-update-thresholds"),
+    (["--t2i-device", "tpu"], "ERROR: --t2i-device: 'tpu': choose cpu, cuda, cuda:N, mps or auto"),
+    (["--t2i-reference", "geode"], "ERROR: --t2i-reference: 'geode': expected NAME=PATH, e.g. geode=/data/geode"),
     (["--t2i-scorers", "huge"], "*argument --t2i-scorers: invalid choice: 'huge' (choose from *tiny*, *paper*)"),
     (["--t2i-images-per-prompt", "many"], "*argument --t2i-images-per-prompt: invalid int value: 'many'"),
 ], ids=lambda v: v[0] if isinstance(v, list) else None)

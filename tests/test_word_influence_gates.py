@@ -29,9 +29,7 @@ def model():
 
 @pytest.fixture
 def suite(pytester):
-    """The repo's suite (conftest, fixtures, the word influence tests) in a temporary folder."""
-    shutil.copy(REPO / "conftest.py", pytester.path / "conftest.py")
-    shutil.copytree(REPO / "fixtures", pytester.path / "fixtures")
+    """The repo's word influence gate file (its fixtures come with the plugin) in a temporary folder."""
     (pytester.path / "fairness_tests").mkdir()
     shutil.copy(REPO / "fairness_tests" / "test_word_influence.py", pytester.path / "fairness_tests")
     pytester.makepyfile(fakegen=FAKEGEN)
@@ -55,8 +53,8 @@ def run(pytester, *extra):
         (["--t2i-wi-template", "a {x} {group}"], "--t2i-wi-template: the template 'a {x} {group}' must have {group} as its only field"),
         (["--t2i-wi-k", "8"], "--t2i-wi-k: k=8 needs prompts of at least 8 words; the longest has 7"),
         (["--t2i-wi-k", "1,x"], "--t2i-wi-k: expected comma-separated integers >= 1"),
-        (["--t2i-wi-replacements", "0"], "--t2i-wi-replacements must be >= 1, got 0"),
-        (["--t2i-wi-images", "0"], "--t2i-wi-images must be >= 1, got 0"),
+        (["--t2i-wi-replacements", "0"], "--t2i-wi-replacements: must be >= 1, got 0"),
+        (["--t2i-wi-images", "0"], "--t2i-wi-images: must be >= 1, got 0"),
         (["--t2i-wi-prompts", "mine"], "argument --t2i-wi-prompts: invalid choice: 'mine'"),
     ],
 )

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from t2i_fairness.metrics.word_influence import WORKED_EXAMPLES, average_word_influence
+from t2i_fairness.families.word_influence.report import representation_lines, table_lines
 from t2i_fairness.families.word_influence.study import (
     analyse,
     check_template,
@@ -27,12 +28,10 @@ from t2i_fairness.families.word_influence.study import (
     parse_levels,
     plan_prompts,
     representation_ids,
-    representation_lines,
     run,
     slug,
     suite_levels,
     suite_prompts,
-    table_lines,
     word_ids,
     zero_shot_labels,
 )

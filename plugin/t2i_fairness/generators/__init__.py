@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from t2i_fairness.models.base import Generator
-from t2i_fairness.generators.base import GenerationSettings, ModelLoadError
+from t2i_fairness.errors import ModelLoadError
+from t2i_fairness.generators.base import GenerationSettings
 
 __all__ = ["GenerationSettings", "GeneratorSource", "ModelLoadError", "resolve_generator", "model_slug"]
 

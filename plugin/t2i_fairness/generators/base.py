@@ -29,5 +29,4 @@ class GenerationSettings:
         return {k: v for k, v in dataclasses.asdict(self).items() if k != "batch_size"}
 
 
-class ModelLoadError(RuntimeError):
-    """A model could not be loaded; the message names it and says how to fix it."""
+from t2i_fairness.errors import ModelLoadError  # noqa: E402,F401  (re-exported for generator code)

@@ -10,7 +10,8 @@ from typing import Sequence
 from PIL import Image
 
 from t2i_fairness.models.configs import load_model_config
-from t2i_fairness.generators.base import GenerationSettings, ModelLoadError
+from t2i_fairness.errors import ModelLoadError
+from t2i_fairness.generators.base import GenerationSettings
 
 
 def _torch_dtype(device: str):

@@ -41,7 +41,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import tempfile
 from dataclasses import dataclass
 from typing import Any, Iterator, Literal
 
@@ -50,8 +49,12 @@ import torch
 
 __all__ = [
     "Dedupe",
+    "Membership",
     "ReferenceManifold",
+    "ball_membership",
+    "dedupe_index",
     "deduplicate",
+    "membership",
     "prdc",
     "precision_coverage",
     "real_radii",
@@ -177,25 +180,35 @@ class ReferenceManifold:
             >>> bool((again.radii == ref.radii).all()), again.nearest_k
             (True, 2)
         """
-        path = os.fspath(path)
-        directory = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".npz")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                np.savez(
-                    handle,
-                    features=self.features,
-                    radii=self.radii,
-                    nearest_k=np.int64(self.nearest_k),
-                    format_version=np.int64(_NPZ_FORMAT),
-                )
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        from t2i_fairness.spine.files import atomic_write_bytes
+
+        atomic_write_bytes(path, self.to_bytes())
+
+    def to_bytes(self) -> bytes:
+        """The ``.npz`` file :meth:`to_npz` writes, as bytes (for a cache entry).
+
+        Example:
+            >>> ref = ReferenceManifold.build(np.arange(12.0).reshape(6, 2), nearest_k=2)
+            >>> ReferenceManifold.from_bytes(ref.to_bytes()).nearest_k
+            2
+        """
+        import io
+
+        buf = io.BytesIO()
+        np.savez(buf, features=self.features, radii=self.radii, nearest_k=np.int64(self.nearest_k),
+                 format_version=np.int64(_NPZ_FORMAT))
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes, name: str = "<bytes>") -> "ReferenceManifold":
+        """Read what :meth:`to_bytes` wrote; ``name`` is quoted in errors.
+
+        Raises:
+            ValueError: not a manifold file, another format version, or inconsistent arrays.
+        """
+        import io
+
+        return cls._from_npz(io.BytesIO(data), name)
 
     @classmethod
     def from_npz(cls, path: str | os.PathLike[str]) -> "ReferenceManifold":
@@ -211,16 +224,20 @@ class ReferenceManifold:
         Example:
             See :meth:`to_npz`.
         """
-        with np.load(os.fspath(path), allow_pickle=False) as data:
+        return cls._from_npz(os.fspath(path), os.fspath(path))
+
+    @classmethod
+    def _from_npz(cls, source, name: str) -> "ReferenceManifold":
+        with np.load(source, allow_pickle=False) as data:
             missing = sorted({"features", "radii", "nearest_k", "format_version"} - set(data.files))
             if missing:
                 raise ValueError(
-                    f"{os.fspath(path)!r} is not a ReferenceManifold file: missing arrays {missing}"
+                    f"{name!r} is not a ReferenceManifold file: missing arrays {missing}"
                 )
             version = int(data["format_version"])
             if version != _NPZ_FORMAT:
                 raise ValueError(
-                    f"{os.fspath(path)!r} has format_version {version}, expected {_NPZ_FORMAT}"
+                    f"{name!r} has format_version {version}, expected {_NPZ_FORMAT}"
                 )
             return cls(data["features"], data["radii"], int(data["nearest_k"]))
 
@@ -450,6 +467,168 @@ def precision_coverage(
         "precision": float(np.mean(stats.fake_counts > 0)),
         "coverage": float(np.mean(stats.real_covered)),
     }
+
+
+# --------------------------------------------------------------------------------------------
+# Which generated image lies in which real ball (bootstraps, diagnostics)
+# --------------------------------------------------------------------------------------------
+
+
+def dedupe_index(features: Any, dedupe: str = "drop_all") -> np.ndarray:
+    """Row indices :func:`deduplicate` keeps, in order.
+
+    ``features[dedupe_index(x, mode)]`` equals ``deduplicate(x, mode)``; knowing which rows stay
+    lets the diagnostics name the images.
+
+    Example:
+        >>> x = np.array([[0.0], [1.0], [0.0], [2.0]])
+        >>> dedupe_index(x, "drop_all").tolist(), dedupe_index(x, "keep_one").tolist()
+        ([1, 3], [0, 1, 3])
+    """
+    if dedupe not in ("none", "keep_one", "drop_all"):
+        raise ValueError(f"dedupe must be one of ('none', 'keep_one', 'drop_all'), got {dedupe!r}")
+    x = np.asarray(features)
+    if x.ndim != 2:
+        raise ValueError(f"features must be 2-D (n_images, dim), got shape {x.shape}")
+    if dedupe == "none" or x.shape[0] < 2:
+        return np.arange(x.shape[0])
+    key = np.ascontiguousarray(x + x.dtype.type(0.0))  # -0.0 == 0.0, as the manifold module
+    rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel()
+    _, first, counts = np.unique(rows, return_index=True, return_counts=True)
+    keep = first if dedupe == "keep_one" else first[counts == 1]
+    return np.sort(keep)
+
+
+_U64 = 2.0**-53
+
+
+def ball_membership(real: Any, radii: Any, fake: Any, *, block_elements: int = 2**24) -> np.ndarray:
+    """bool (n_fake, n_real): whether generated row i lies in the ball of real row j.
+
+    The decision is ``d(i, j) < radii[j]`` with ``d`` the float64 distance from exact coordinate
+    differences, ``sqrt(sum((fake[i] - real[j]) ** 2))``: the rule of
+    :func:`precision_coverage`, so ``any`` over columns is its precision membership and
+    ``any`` over rows its coverage. Distances are screened with a float64 matrix product; the pairs within a
+    rigorous error bound of a radius are recomputed from the exact differences.
+
+    Args:
+        real: (n_real, dim) real features (finite).
+        radii: (n_real,) radii of the real balls.
+        fake: (n_fake, dim) generated features (finite).
+        block_elements: pairs per screening block (memory).
+
+    Raises:
+        ValueError: shapes that do not match, or non-finite values.
+
+    Example:
+        >>> ball_membership(np.array([[0.0], [10.0]]), np.array([1.0, 2.0]), np.array([[0.5], [9.0], [5.0]])).tolist()
+        [[True, False], [False, True], [False, False]]
+    """
+    r = np.asarray(real, dtype=np.float64)
+    f = np.asarray(fake, dtype=np.float64)
+    rad = np.asarray(radii, dtype=np.float64)
+    if r.ndim != 2 or f.ndim != 2 or r.shape[1] != f.shape[1]:
+        raise ValueError(f"real and fake must be 2-D with the same width, got {r.shape} and {f.shape}")
+    if rad.shape != (r.shape[0],):
+        raise ValueError(f"radii must have shape ({r.shape[0]},), one per real row, got {rad.shape}")
+    for name, a in (("real", r), ("fake", f), ("radii", rad)):
+        if not np.isfinite(a).all():
+            raise ValueError(f"{name} has NaN or inf values; pass only rows with features")
+    out = np.zeros((f.shape[0], r.shape[0]), dtype=bool)
+    if out.size == 0:
+        return out
+    dim = r.shape[1]
+    gamma = 8.0 * (dim + 4) * _U64  # >= 3 gamma_dim: norms and the dot product, any summation order
+    slack = 2.0 * (dim + 4) * _U64  # exact-difference distance vs the true one
+    r_sq = np.einsum("ij,ij->i", r, r)
+    f_sq = np.einsum("ij,ij->i", f, f)
+    step = max(1, block_elements // max(1, r.shape[0]))
+    for start in range(0, f.shape[0], step):
+        stop = min(f.shape[0], start + step)
+        q = f_sq[start:stop, None] + r_sq[None, :] - 2.0 * (f[start:stop] @ r.T)
+        err = gamma * (f_sq[start:stop, None] + r_sq[None, :]) + 1e-300
+        hi = np.sqrt(q + err) * (1 + slack)
+        lo = np.sqrt(np.maximum(q - err, 0.0)) * (1 - slack)
+        sure_in = hi < rad[None, :]
+        sure_out = lo >= rad[None, :]
+        out[start:stop] = sure_in
+        li, lj = np.nonzero(~(sure_in | sure_out))
+        if li.size:
+            d = np.sqrt(np.square(f[start + li] - r[lj]).sum(axis=1))
+            out[start + li, lj] = d < rad[lj]
+    return out
+
+
+@dataclass(frozen=True)
+class Membership:
+    """Which generated rows lie in which real k-NN balls, after the generated rows' dedupe.
+
+    Attributes:
+        inside: bool ``(n_kept, n_real)``: kept generated row ``i`` is strictly inside real ball ``j``.
+        kept: indices (into the generated rows given) of the rows that entered, in order.
+
+    ``precision`` and ``coverage`` equal :func:`precision_coverage` on the same inputs;
+    ``precision_of(idx)`` / ``coverage_of(idx)`` recompute them for a resample of the kept rows
+    (indices into ``kept``), which is what a bootstrap over generated images needs.
+    """
+
+    inside: np.ndarray
+    kept: np.ndarray
+
+    @property
+    def n_fake(self) -> int:
+        return int(self.inside.shape[0])
+
+    @property
+    def n_real(self) -> int:
+        return int(self.inside.shape[1])
+
+    @property
+    def precision(self) -> float:
+        return self.precision_of(slice(None))
+
+    @property
+    def coverage(self) -> float:
+        return self.coverage_of(slice(None))
+
+    def precision_of(self, idx: Any) -> float:
+        rows = self.inside[idx]
+        return float(rows.any(axis=1).mean()) if rows.shape[0] else float("nan")
+
+    def coverage_of(self, idx: Any) -> float:
+        rows = self.inside[idx]
+        return float(rows.any(axis=0).mean()) if rows.shape[1] else float("nan")
+
+
+def membership(manifold: "ReferenceManifold", fake_features: Any, *, dedupe: Dedupe = "none",
+               group: str | None = None) -> Membership:
+    """The ball membership of generated rows in a reference manifold, after their ``dedupe``.
+
+    Args:
+        manifold: the real features and radii.
+        fake_features: ``(n_fake, dim)`` generated features.
+        dedupe: ``"none"``, ``"keep_one"`` or ``"drop_all"`` on the generated rows (see :func:`prdc`).
+        group: quoted in error messages.
+
+    Raises:
+        ValueError: shapes that do not match, non-finite values, a bad ``dedupe``.
+
+    Example:
+        >>> m = ReferenceManifold.build(np.arange(10.0).reshape(5, 2), nearest_k=1)
+        >>> fake = np.array([[0.5, 1.5], [0.5, 1.5], [50.0, 50.0]])
+        >>> mem = membership(m, fake, dedupe="keep_one")
+        >>> mem.kept.tolist(), mem.precision, mem.coverage
+        ([0, 2], 0.5, 0.4)
+        >>> mem.precision == precision_coverage(m, fake, dedupe="keep_one")["precision"]
+        True
+    """
+    mode = _check_dedupe(dedupe)
+    fake = _as_features(fake_features, "fake_features", group)
+    _check_same_dim(manifold.features, fake, group)
+    _check_finite(fake, "fake_features", group)
+    kept = dedupe_index(fake, mode)
+    inside = ball_membership(manifold.features, manifold.radii, fake[kept])
+    return Membership(inside, kept)
 
 
 # --------------------------------------------------------------------------------------------

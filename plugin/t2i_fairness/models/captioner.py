@@ -190,7 +190,7 @@ class Blip2Captioner:
 
         Raises:
             ValueError: unknown profile or option.
-            RuntimeError: ``paper`` weights are not available offline (the message says how to get them).
+            ModelLoadError: ``paper`` weights are not available offline (the message says how to get them).
         """
         return cls(_Blip2.load(profile, device, dict(options), "Blip2Captioner.from_profile"))
 
@@ -251,7 +251,7 @@ class Blip2ImageFeatures:
 
         Raises:
             ValueError: unknown profile, option or pooling.
-            RuntimeError: ``paper`` weights are not available offline.
+            ModelLoadError: ``paper`` weights are not available offline.
         """
         options = dict(options)
         pooling = options.pop("pooling", "vision")

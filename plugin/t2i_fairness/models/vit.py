@@ -214,7 +214,7 @@ class MaskedViTFeatures:
 
         Raises:
             ValueError: unknown profile, option or tag.
-            RuntimeError: paper weights not available offline (the message names the hub id).
+            ModelLoadError: paper weights not available offline (the message names the hub id).
         """
         check_profile(profile)
         check_options(options, cls.OPTIONS, f"MaskedViTFeatures ({profile})")

@@ -140,33 +140,39 @@ def group_generated(
     return groups
 
 
-def disparity(values: Mapping[str, float]) -> float:
-    """Best / worst ratio over groups (inf when the worst is 0 and the best is not; 1 when all are 0).
+def images_per_prompt_for(template: str, n: int) -> int:
+    """``{object} in {country}`` spreads an object-region's N images over its three countries (DIG In 3.3).
 
     Example:
-        >>> disparity({"africa": 0.25, "europe": 0.5})
-        2.0
+        >>> images_per_prompt_for("object_in_region", 6), images_per_prompt_for("object_in_country", 6)
+        (6, 2)
     """
-    vals = list(values.values())
-    best, worst = max(vals), min(vals)
-    if worst == 0:
-        return 1.0 if best == 0 else math.inf
-    return best / worst
+    return max(1, math.ceil(n / 3)) if template == "object_in_country" else n
 
 
-def membership(real_features, real_radii, fake_features, chunk: int = 2048) -> np.ndarray:
-    """Boolean (n_fake, n_real): fake i lies strictly inside real j's k-NN ball (float64 distances).
+@dataclass(frozen=True)
+class PromptImages:
+    """A prompt with its generated images."""
 
-    The bootstrap resamples generated images: precision is ``M[idx].any(1).mean()`` and coverage
-    ``M[idx].any(0).mean()``. Memory is n_fake x n_real bits, computed ``chunk`` fakes at a time.
+    prompt: Prompt
+    images: list
+
+
+def prompt_images(bench, template: str, space: PromptSpace | None = None) -> list[PromptImages]:
+    """The images of a template's prompts over ``space`` (default: the run's GeoDE objects and regions).
+
+    Generated on first request (``bench.images``), then shared by every study of the session
+    (DIG In and Decomposed-DIG ask for the same prompts).
     """
-    import torch
+    from t2i_fairness.vocab.geode import GEODE_REGIONS
 
-    real = torch.as_tensor(np.array(real_features, dtype=np.float64))  # a writable copy
-    radii = torch.as_tensor(np.array(real_radii, dtype=np.float64))
-    fake = np.asarray(fake_features, dtype=np.float64)
-    out = np.zeros((len(fake), len(real)), dtype=bool)
-    for start in range(0, len(fake), chunk):
-        d = torch.cdist(torch.as_tensor(fake[start : start + chunk]), real, compute_mode="donot_use_mm_for_euclid_dist")
-        out[start : start + chunk] = (d < radii[None, :]).numpy()
-    return out
+    space = space or PromptSpace({o: GEODE_OBJECTS[o] for o in bench.options.objects}, GEODE_REGIONS)
+    key = ("prompt_images", template, tuple(space.objects.items()), space.regions)
+
+    def make() -> list[PromptImages]:
+        prompts = space.prompts(template)
+        n = images_per_prompt_for(template, bench.options.images_per_prompt)
+        refs = bench.images([p.text for p in prompts], n, desc=f"generating {template}")
+        return [PromptImages(p, r) for p, r in zip(prompts, refs)]
+
+    return bench.shared(key, make)

@@ -85,21 +85,78 @@ class ReferenceFeatures:
 
     def manifold(self, group: str, records: Sequence[Record]) -> ReferenceManifold:
         """The group's manifold (features + radii), read from the cache when it was built before."""
-        cache = self.bench.cache
         key = content_key(reference=self.ref.fingerprint, encoder=self.encoder.fingerprint, group=group,
                           records=sorted(r.path for r in records), k=self.nearest_k, dedupe=self.dedupe)
-        path = cache.path("manifolds", key, ".npz")
-        if cache.fetch(path):
-            try:
-                m = ReferenceManifold.from_npz(path)
-                cache.stats.reused["radii"] = cache.stats.reused.get("radii", 0) + 1
-                return m
-            except Exception:  # unreadable: report and rebuild
-                cache.stats.corrupt.append(str(path))
-        m = ReferenceManifold.build(self.rows(records), self.nearest_k, dedupe=self.dedupe,
-                                    device=self.bench.device, group=f"{self.ref.name}/{group}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        m.to_npz(path)
-        cache.upload(path)
-        cache.stats.computed["radii"] = cache.stats.computed.get("radii", 0) + 1
-        return m
+        return manifold_memo(self.bench).get(key, lambda: ReferenceManifold.build(
+            self.rows(records), self.nearest_k, dedupe=self.dedupe, device=self.bench.device,
+            group=f"{self.ref.name}/{group}"))
+
+
+def manifold_memo(bench):
+    """Cached k-NN manifolds (features + radii); counted as ``radii`` in the summary."""
+    return bench.memo("manifolds", "", ".npz", lambda m: m.to_bytes(), _decode_manifold, label="radii")
+
+
+def _decode_manifold(data: bytes) -> ReferenceManifold:
+    from t2i_fairness.spine.cache import CorruptEntry
+
+    try:
+        return ReferenceManifold.from_bytes(data)
+    except Exception as exc:  # unreadable: reported and rebuilt
+        raise CorruptEntry(f"{type(exc).__name__}: {exc}") from exc
+
+
+def references_for(options) -> dict[str, ReferenceSet]:
+    """The run's reference sets (``--t2i-reference``, else the synthetic one), loaded once per process.
+
+    Raises:
+        OptionError: a set cannot be loaded (the message names the file and the culprit).
+    """
+    from t2i_fairness.errors import OptionError
+
+    try:
+        return load_references(options.references, options.objects)
+    except ValueError as exc:
+        raise OptionError("--t2i-reference", str(exc).removeprefix("--t2i-reference ")) from None
+
+
+def reference_regions(options) -> list[str]:
+    """GeoDE's region slugs and those of the run's reference sets (the report's region labels).
+
+    A reference set that cannot be loaded adds nothing here: the gate tests' collection reports it.
+    """
+    from t2i_fairness.vocab.geode import GEODE_REGIONS
+
+    regions = [r.slug for r in GEODE_REGIONS]
+    try:
+        regions += [r for ref in references_for(options).values() for r in ref.regions]
+    except ValueError:
+        pass
+    return list(dict.fromkeys(regions))
+
+
+class ReferenceLibrary:
+    """The session's reference sets and their features per encoder, shared by every study.
+
+    Args:
+        bench: the session's :class:`~t2i_fairness.spine.workbench.Workbench`.
+    """
+
+    def __init__(self, bench):
+        self.bench = bench
+        self.sets = references_for(bench.options)
+        self._features: dict[tuple[str, str], ReferenceFeatures] = {}
+
+    @classmethod
+    def of(cls, bench) -> "ReferenceLibrary":
+        """The one library of this session."""
+        return bench.shared("reference_library", lambda: cls(bench))
+
+    def features(self, name: str, encoder_name: str = "inception", encoder=None) -> ReferenceFeatures:
+        """Features and manifolds of set ``name`` under a scorer of the session (encoded once, cached)."""
+        key = (name, encoder_name)
+        if key not in self._features:
+            o = self.bench.options
+            enc = encoder if encoder is not None else self.bench.scorer(encoder_name)
+            self._features[key] = ReferenceFeatures(self.bench, self.sets[name], enc, o.nearest_k, o.dedupe)
+        return self._features[key]

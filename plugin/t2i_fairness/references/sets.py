@@ -28,7 +28,6 @@ import io
 import os
 import random
 import re
-import tempfile
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -37,6 +36,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 from PIL import Image, ImageDraw
 
+from t2i_fairness.spine.files import atomic_write_bytes
 from t2i_fairness.vocab.geode import GEODE_OBJECTS, GEODE_REGIONS, slugify
 
 KINDS = ("geode", "dollarstreet", "manifest", "synthetic")
@@ -899,7 +899,7 @@ def synthetic_reference(
                     path = f"{_SYNTHETIC_SCHEME}/{rel}"
                 else:
                     target = root / rel
-                    _write_atomic(target, _png_bytes(render_synthetic(obj, region, i, seed, size)))
+                    atomic_write_bytes(target, skip_if_same=True, data=_png_bytes(render_synthetic(obj, region, i, seed, size)))
                     path = os.path.abspath(target)
                 records.append(Record(path, obj, region, None))
     where = f"written to {root}" if root is not None else "rendered in memory"
@@ -1145,27 +1145,6 @@ def _render_uri(uri: str) -> Image.Image:
             f"rebuild the reference set"
         )
     return render_synthetic(obj, region, int(index), int(seed), int(size))
-
-
-def _write_atomic(target: Path, data: bytes) -> None:
-    """Write ``data`` to ``target`` unless it already holds exactly those bytes."""
-    try:
-        if target.read_bytes() == data:
-            return
-    except OSError:
-        pass
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 __all__ = [

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from t2i_fairness.spine.cache import atomic_write_bytes
+from t2i_fairness.spine.files import atomic_write_bytes
 
 
 def safe_name(text: str) -> str:
@@ -59,3 +59,32 @@ class Artifacts:
 
     def text(self, name: str, text: str) -> Path:
         return self._attach(name if name.endswith(".txt") else name + ".txt", text.encode(), "txt")
+
+
+from t2i_fairness.gating.session import ARTIFACT, SECTION  # noqa: E402  (the report properties' names)
+
+
+class Reporter:
+    """What a test shows people besides its verdict: summary tables and attached artifacts.
+
+    Args:
+        node: the test item (its ``user_properties`` carry the sections and files to the controller).
+        artifacts: the test's :class:`Artifacts`.
+    """
+
+    def __init__(self, node, artifacts: Artifacts):
+        self._node = node
+        self.artifacts = artifacts
+
+    def section(self, title: str, lines: list[str]) -> None:
+        """A block printed in the terminal summary under ``title`` (the last one per title wins)."""
+        self._node.user_properties.append((SECTION, {"title": title, "lines": [str(x) for x in lines]}))
+
+    def json(self, name: str, obj) -> None:
+        self._written(self.artifacts.json(name, obj))
+
+    def png(self, name: str, data_or_figure) -> None:
+        self._written(self.artifacts.png(name, data_or_figure))
+
+    def _written(self, path) -> None:  # the controller's HTML report inlines the files of this run
+        self._node.user_properties.append((ARTIFACT, {"nodeid": self._node.nodeid, "path": f"{path.parent.name}/{path.name}"}))

@@ -201,7 +201,7 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
         return '<section id="gates"><h2>Gates</h2><p>No gate ran in this session.</p></section>'
     rows = []
     for r in records:
-        lab = gate_labels(r.nodeid)
+        lab = gate_labels(r.nodeid, vocabulary=session.vocabulary)
         bad = r.status in FAILED
         name = _breakable(r.gate)
         if r.nodeid in anchors:

@@ -10,13 +10,42 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
-from t2i_fairness.vocab.languages import LANGUAGES
-from t2i_fairness.vocab.geode import GEODE_REGIONS, TEMPLATES
 
-_REGIONS = {r.slug for r in GEODE_REGIONS}
-_LANGUAGES = {lang.code.lower(): lang.code for lang in LANGUAGES}
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """The label tokens gate ids may contain, as the families hand them over (the report imports none).
+
+    Attributes:
+        regions: region slugs (``africa``).
+        languages: lower-case code -> code as written (``hin_deva`` -> ``hin_Deva``).
+        templates: prompt template ids (``object_in_region``).
+    """
+
+    regions: frozenset = frozenset()
+    languages: dict = field(default_factory=dict)
+    templates: frozenset = frozenset()
+
+    @classmethod
+    def from_tokens(cls, tokens: Iterable[Mapping[str, Iterable[str]]]) -> "Vocabulary":
+        """Merge the families' ``{kind: tokens}`` (kinds ``region``, ``language``, ``template``).
+
+        Example:
+            >>> v = Vocabulary.from_tokens([{"region": ["africa"]}, {"language": ["hin_Deva"]}])
+            >>> sorted(v.regions), v.languages
+            (['africa'], {'hin_deva': 'hin_Deva'})
+        """
+        regions, languages, templates = set(), {}, set()
+        for part in tokens:
+            regions.update(part.get("region", ()))
+            languages.update({code.lower(): code for code in part.get("language", ())})
+            templates.update(part.get("template", ()))
+        return cls(frozenset(regions), languages, frozenset(templates))
+
+
+EMPTY = Vocabulary()
 
 
 @dataclass(frozen=True)
@@ -71,30 +100,34 @@ def split_name(name: str) -> tuple[str, str]:
     return m.group(1), m.group(2) or ""
 
 
-def gate_labels(name: str, params: dict[str, Any] | None = None) -> GateLabels:
+def gate_labels(name: str, params: dict[str, Any] | None = None, vocabulary: Vocabulary | None = None) -> GateLabels:
     """Labels of a test from its name (or node id) and, when known, its ``callspec.params``.
 
     Tokens come from the parameter id split on ``-`` plus the string values of ``params``; a
-    ``template`` parameter wins over id tokens.
+    ``template`` parameter wins over id tokens. Which tokens are regions, languages and templates
+    comes from ``vocabulary`` (the families' tokens).
 
     Example:
-        >>> lab = gate_labels("test_region_coverage[synthetic-object_in_region-africa]")
+        >>> v = Vocabulary.from_tokens([{"region": ["africa"], "template": ["object_in_region"]},
+        ...                             {"language": ["hin_Deva"]}])
+        >>> lab = gate_labels("test_region_coverage[synthetic-object_in_region-africa]", vocabulary=v)
         >>> lab.family, lab.template, lab.regions, lab.other
         ('region_coverage', 'object_in_region', ('africa',), ('synthetic',))
-        >>> gate_labels("test_clgc[hin_deva]").tags
+        >>> gate_labels("test_clgc[hin_deva]", vocabulary=v).tags
         ['language:hin_Deva']
         >>> gate_labels("test_clgc[hin_deva]").family_title
         'CLGC'
     """
+    vocab = vocabulary or EMPTY
     function, pid = split_name(name)
     values = [v for v in (params or {}).values() if isinstance(v, str)]
     tokens = _unique(t for t in pid.split("-") + values if t)
     template = (params or {}).get("template")
-    if not isinstance(template, str) or template not in TEMPLATES:
-        template = next((t for t in tokens if t in TEMPLATES), None)
-    regions = tuple(t for t in tokens if t in _REGIONS)
-    languages = tuple(_LANGUAGES[t.lower()] for t in tokens if t.lower() in _LANGUAGES)
-    known = set(regions) | {template} | {t for t in tokens if t.lower() in _LANGUAGES}
+    if not isinstance(template, str) or template not in vocab.templates:
+        template = next((t for t in tokens if t in vocab.templates), None)
+    regions = tuple(t for t in tokens if t in vocab.regions)
+    languages = tuple(vocab.languages[t.lower()] for t in tokens if t.lower() in vocab.languages)
+    known = set(regions) | {template} | {t for t in tokens if t.lower() in vocab.languages}
     other = tuple(t for t in tokens if t not in known)
     return GateLabels(function, pid, template, regions, _unique(languages), other)
 
@@ -114,13 +147,13 @@ def allure_active(config) -> bool:
     return config.pluginmanager.hasplugin("allure_pytest") and bool(getattr(config.option, "allure_report_dir", None))
 
 
-def allure_label(node, options) -> None:
+def allure_label(node, options, vocabulary: Vocabulary | None = None) -> None:
     """Epic (the suite module's first docstring line), feature (family), story (template), tags
     (regions, languages) and the run's settings as history-neutral parameters; at fixture setup."""
     import allure
 
     params = getattr(getattr(node, "callspec", None), "params", {})
-    lab = gate_labels(node.name, params)
+    lab = gate_labels(node.name, params, vocabulary)
     doc = (getattr(getattr(node, "module", None), "__doc__", None) or "").strip().splitlines()
     allure.dynamic.epic(doc[0].rstrip(".") if doc else getattr(node, "module", node).__name__)
     allure.dynamic.feature(lab.family_title)
@@ -132,13 +165,13 @@ def allure_label(node, options) -> None:
         allure.dynamic.parameter(name, str(getattr(options, name)), excluded=True)
 
 
-def allure_measurement(record: dict) -> None:
+def allure_measurement(record: dict, vocabulary: Vocabulary | None = None) -> None:
     """The gate's title (verdict, estimate, interval, bound) and its measurement as JSON; in the test call."""
     import json
 
     import allure
 
-    lab = gate_labels(record["gate"])
+    lab = gate_labels(record["gate"], vocabulary=vocabulary)
     iv = record.get("interval")
     interval = f" [{iv[0]:.4f}, {iv[1]:.4f}]" if iv else ""
     bound = "no bound" if record.get("bound") is None else f"{record['direction']} {record['bound']:.4f}"

@@ -13,7 +13,6 @@ import hashlib
 import io
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -21,6 +20,8 @@ from typing import Any, Callable
 import numpy as np
 from filelock import FileLock
 from PIL import Image
+
+from t2i_fairness.spine.files import atomic_write_bytes  # noqa: F401  (re-exported)
 
 
 def content_key(**parts: Any) -> str:
@@ -32,24 +33,6 @@ def content_key(**parts: Any) -> str:
     """
     blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str).encode("utf-8")
     return hashlib.sha256(blob).hexdigest()[:40]
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file, or the whole new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 class CorruptEntry(Exception):
@@ -213,8 +196,3 @@ class Cache:
         atomic_write_bytes(path, data)
         if self.remote is not None:
             self.remote.put(path.relative_to(self.root).as_posix(), data)
-
-    def upload(self, path: Path) -> None:
-        """Put a file written in place (e.g. by ``ReferenceManifold.to_npz``) into the shared store."""
-        if self.remote is not None:
-            self.remote.put(path.relative_to(self.root).as_posix(), path.read_bytes())

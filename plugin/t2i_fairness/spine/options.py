@@ -1,21 +1,185 @@
-"""The plugin's command-line options, resolved once into a plain dataclass."""
+"""Every ``--t2i-*`` option: declared once, resolved in one pass into one frozen object.
+
+- An :class:`Option` declares a flag, its help and, for defaults that depend on the run's scale,
+  its value under each **preset**: ``smoke`` (the built-in tiny model: fast, offline, meaningless
+  numbers) and ``paper`` (any other model: the papers' sample sizes). ``--t2i-preset`` picks one;
+  by default the built-in model gets ``smoke`` and every other model ``paper``. That is the only
+  place a default depends on the model: :func:`preset_table` prints every such default in one
+  table (the README's "Presets" table is checked against it by a test).
+- :data:`CORE_OPTIONS` are the spine's; each family of :mod:`t2i_fairness.families` declares its
+  own. :func:`add_options` registers them with pytest (or argparse), :func:`resolve_options` turns
+  the parsed values into :class:`T2IOptions` (core fields, plus ``families[name]`` holding each
+  family's frozen options). Bad values raise :class:`~t2i_fairness.errors.OptionError` naming the
+  option; the plugin turns it into ``pytest.UsageError``.
+
+Nothing here imports pytest, torch or a family.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from t2i_fairness.errors import OptionError
 from t2i_fairness.vocab.geode import GEODE_OBJECTS
 
-# The smoke preset keeps the tiny default fast enough for CI; real models default to the paper's scale.
+PRESETS = ("smoke", "paper")
+_UNSET = object()
+
 SMOKE_OBJECTS = ("bag", "car", "cooking_pot", "dog", "stove", "tree")
 SMOKE_IMAGES_PER_PROMPT = 6
 PAPER_IMAGES_PER_PROMPT = 60
 
 
 @dataclass(frozen=True)
+class Option:
+    """One command-line option.
+
+    Args:
+        flag: ``--t2i-...``.
+        help: what it does (the preset defaults are appended).
+        default: the default when no preset value is declared.
+        smoke, paper: the default under each preset (declare both or neither).
+        type, choices, action, metavar: as for ``argparse``.
+        shown: how the preset table shows a default that is a rule rather than a value.
+    """
+
+    flag: str
+    help: str
+    default: Any = None
+    smoke: Any = _UNSET
+    paper: Any = _UNSET
+    type: Callable[[str], Any] | None = None
+    choices: Sequence[str] | None = None
+    action: str | None = None
+    metavar: str | None = None
+    shown: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.flag.startswith("--t2i-"):
+            raise ValueError(f"option flags start with --t2i-, got {self.flag!r}")
+        if (self.smoke is _UNSET) != (self.paper is _UNSET):
+            raise ValueError(f"{self.flag}: declare both smoke and paper defaults, or neither")
+
+    @property
+    def dest(self) -> str:
+        """``--t2i-cis-k`` -> ``t2i_cis_k`` (argparse's attribute name)."""
+        return self.flag[2:].replace("-", "_")
+
+    @property
+    def has_presets(self) -> bool:
+        return self.smoke is not _UNSET
+
+    def preset_default(self, preset: str) -> Any:
+        if not self.has_presets:
+            return self.default
+        return self.smoke if preset == "smoke" else self.paper
+
+    def addoption_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``parser.addoption`` / ``ArgumentParser.add_argument``.
+
+        Options with preset defaults register ``default=None``, so the resolver can tell an
+        explicit value from a preset default.
+        """
+        kwargs: dict[str, Any] = {"help": self.help_text(), "dest": self.dest}
+        if self.action == "store_true":
+            kwargs.update(action="store_true", default=False)
+            return kwargs
+        if self.action == "append":
+            kwargs.update(action="append", default=[])
+        else:
+            kwargs["default"] = None if self.has_presets else self.default
+        if self.type is not None:
+            kwargs["type"] = self.type
+        if self.choices is not None:
+            kwargs["choices"] = tuple(self.choices)
+        if self.metavar is not None:
+            kwargs["metavar"] = self.metavar
+        return kwargs
+
+    def help_text(self) -> str:
+        if not self.has_presets:
+            return self.help
+        return f"{self.help} (default: {self.show('smoke')} with the smoke preset, {self.show('paper')} with paper)"
+
+    def show(self, preset: str) -> str:
+        if self.shown and preset in self.shown:
+            return self.shown[preset]
+        value = self.preset_default(preset)
+        if isinstance(value, (tuple, list)):
+            return ",".join(map(str, value))
+        return str(value)
+
+
+CORE_OPTIONS: tuple[Option, ...] = (
+    Option("--t2i-model", "model under test: 'tiny' (built-in random smoke model, default), a diffusers hub id "
+           "or local folder, images:MANIFEST.csv (pre-generated images) or python:module:factory",
+           default="tiny", metavar="SPEC"),
+    Option("--t2i-preset", "sample sizes and defaults: 'smoke' (fast, offline, meaningless numbers) or 'paper' "
+           "(the papers' sizes); default: smoke for the built-in tiny model, paper for every other model",
+           default="auto", choices=("auto",) + PRESETS),
+    Option("--t2i-scorers", "scorer models: 'paper' loads what the papers used (e.g. OpenAI CLIP ViT-B/32); "
+           "'tiny' builds the same classes offline with random weights (default)",
+           default="tiny", choices=("tiny", "paper")),
+    Option("--t2i-device", "cpu, cuda, cuda:N, mps or auto (default: cuda if available)", default="auto",
+           metavar="DEVICE"),
+    Option("--t2i-objects", "comma-separated GeoDE objects or 'all'", smoke=SMOKE_OBJECTS,
+           paper=tuple(GEODE_OBJECTS), metavar="LIST", shown={"paper": "all 27"}),
+    Option("--t2i-images-per-prompt", "images per prompt ({object} in {country} prompts share an object-region's "
+           "N images among its three countries)", smoke=SMOKE_IMAGES_PER_PROMPT, paper=PAPER_IMAGES_PER_PROMPT,
+           type=int, metavar="N"),
+    Option("--t2i-seed", "base seed; every image seed derives from it, the prompt and the image index", default=0,
+           type=int, metavar="INT"),
+    Option("--t2i-batch-size", "generation batch size (default: the model's)", type=int, metavar="N"),
+    Option("--t2i-steps", "denoising steps (default: the model's; 4 for tiny, 50 for diffusers models)", type=int,
+           metavar="N"),
+    Option("--t2i-guidance", "classifier-free guidance scale (default: the model's, 7)", type=float, metavar="X"),
+    Option("--t2i-height", "image height (default: the model's; 64 for tiny, 512 otherwise)", type=int, metavar="PX"),
+    Option("--t2i-width", "image width (default: the model's; 64 for tiny, 512 otherwise)", type=int, metavar="PX"),
+    Option("--t2i-cache-dir", "image/feature cache (default: .t2i-cache in the rootdir); an fsspec URL (s3://, gs://, "
+           "file://, memory://) shares one cache across machines through a local mirror", metavar="DIR"),
+    Option("--t2i-thresholds", "thresholds YAML (default: thresholds/<model-slug>.yaml in the rootdir)",
+           metavar="FILE"),
+    Option("--t2i-update-thresholds", "write measured values as the new bounds and report every change",
+           action="store_true"),
+    Option("--t2i-allow-loosen", "with --t2i-update-thresholds, allow lowering a min or raising a max",
+           action="store_true"),
+    Option("--t2i-reference", "a real reference data set NAME=PATH (GeoDE folder, DollarStreet CSV, or manifest "
+           "CSV); repeatable (default: a small synthetic set named 'synthetic')", action="append", metavar="NAME=PATH"),
+    Option("--t2i-gate", "point: fail when the estimate misses the bound (default); significant: fail only when the "
+           "whole confidence interval misses it", default="point", choices=("point", "significant")),
+    Option("--t2i-baseline-model", "also run the same prompts and seeds through this model and gate "
+           "candidate >= baseline - delta (paired bootstrap interval on the difference)", metavar="SPEC"),
+    Option("--t2i-baseline-seed", "base seed of the baseline run (default: --t2i-seed); e.g. tiny vs tiny with "
+           "another seed is a null comparison", type=int, metavar="INT"),
+    Option("--t2i-baseline-delta", "how much worse than the baseline a gate may be (default 0)", default=0.0,
+           type=float, metavar="X"),
+    Option("--t2i-bootstrap", "bootstrap resamples for confidence intervals (default 200; 0 turns intervals off)",
+           default=200, type=int, metavar="B"),
+    Option("--t2i-confidence", "confidence level of intervals (default 0.95)", default=0.95, type=float,
+           metavar="X"),
+    Option("--t2i-nearest-k", "k of the k-NN manifold for precision and coverage (default 3, as DIG In and "
+           "Decomposed-DIG)", default=3, type=int, metavar="K"),
+    Option("--t2i-dedupe", "duplicated feature vectors before precision/coverage: DIG In's code drops every copy "
+           "(drop_all, default)", default="drop_all", choices=("none", "keep_one", "drop_all")),
+    Option("--t2i-artifacts", "where gates write JSON, plots and image grids (default: t2i-artifacts in the rootdir)",
+           metavar="DIR"),
+    Option("--t2i-report", "write a self-contained HTML report (gate table, plots, images inline) to DIR/index.html",
+           metavar="DIR"),
+    Option("--t2i-no-progress", "no progress bars", action="store_true"),
+)
+
+
+@dataclass(frozen=True)
 class T2IOptions:
+    """The run's options: the core fields, and ``families[name]`` for each family's own."""
+
     model: str = "tiny"
+    preset: str = "smoke"
     scorers: str = "tiny"
     device: str = "auto"  # resolved by the workbench, so collection never imports torch
     objects: tuple[str, ...] = SMOKE_OBJECTS
@@ -43,151 +207,251 @@ class T2IOptions:
     confidence: float = 0.95
     dedupe: str = "drop_all"
     report: Path | None = None
+    families: Mapping[str, Any] = field(default_factory=lambda: types.MappingProxyType({}), compare=False)
+
+    def family(self, name: str) -> Any:
+        """The frozen options of one family (``KeyError`` naming the registered ones)."""
+        try:
+            return self.families[name]
+        except KeyError:
+            raise KeyError(f"no options for family {name!r}; registered: {sorted(self.families)}") from None
 
 
-def add_options(parser) -> None:
-    group = parser.getgroup("t2i-fairness", "text-to-image fairness gates")
-    add = group.addoption
-    add("--t2i-model", default="tiny", metavar="SPEC",
-        help="model under test: 'tiny' (built-in random smoke model, default), a diffusers hub id or local "
-             "folder, images:MANIFEST.csv (pre-generated images) or python:module:factory")
-    add("--t2i-scorers", default="tiny", choices=("tiny", "paper"),
-        help="scorer models: 'paper' loads what the papers used (e.g. OpenAI CLIP ViT-B/32); "
-             "'tiny' builds the same classes offline with random weights (default)")
-    add("--t2i-device", default="auto", metavar="DEVICE", help="cpu, cuda, cuda:N or auto (default: cuda if available)")
-    add("--t2i-objects", default=None, metavar="LIST",
-        help="comma-separated GeoDE objects or 'all' (default: 6 smoke objects for tiny, all 27 otherwise)")
-    add("--t2i-images-per-prompt", type=int, default=None, metavar="N",
-        help=f"images per prompt (default: {SMOKE_IMAGES_PER_PROMPT} for tiny, {PAPER_IMAGES_PER_PROMPT} otherwise; "
-             "{object} in {country} prompts get N/3 each so every object-region has N)")
-    add("--t2i-seed", type=int, default=0, metavar="INT", help="base seed; every image seed derives from it, the prompt and the image index")
-    add("--t2i-batch-size", type=int, default=None, metavar="N", help="generation batch size (default: the model's)")
-    add("--t2i-steps", type=int, default=None, metavar="N", help="denoising steps (default: 4 for tiny, 50 otherwise)")
-    add("--t2i-guidance", type=float, default=None, metavar="X", help="classifier-free guidance scale (default 7)")
-    add("--t2i-height", type=int, default=None, metavar="PX", help="image height (default: 64 for tiny, 512 otherwise)")
-    add("--t2i-width", type=int, default=None, metavar="PX", help="image width (default: 64 for tiny, 512 otherwise)")
-    add("--t2i-cache-dir", default=None, metavar="DIR",
-        help="image/feature cache (default: .t2i-cache in the rootdir); an fsspec URL (s3://, gs://, file://, memory://) "
-             "shares one cache across machines through a local mirror")
-    add("--t2i-thresholds", default=None, metavar="FILE", help="thresholds YAML (default: thresholds/<model-slug>.yaml in the rootdir)")
-    add("--t2i-update-thresholds", action="store_true", help="write measured values as the new bounds and report every change")
-    add("--t2i-allow-loosen", action="store_true", help="with --t2i-update-thresholds, allow lowering a min or raising a max")
-    add("--t2i-reference", action="append", default=[], metavar="NAME=PATH",
-        help="a real reference data set (GeoDE folder, DollarStreet CSV, or manifest CSV); repeatable")
-    add("--t2i-gate", default="point", choices=("point", "significant"),
-        help="point: fail when the estimate misses the bound (default); significant: fail only when the "
-             "whole confidence interval misses it")
-    add("--t2i-baseline-model", default=None, metavar="SPEC",
-        help="also run the same prompts and seeds through this model and gate candidate >= baseline - delta "
-             "(paired bootstrap interval on the difference)")
-    add("--t2i-baseline-seed", type=int, default=None, metavar="INT",
-        help="base seed of the baseline run (default: --t2i-seed); e.g. tiny vs tiny with another seed is a null comparison")
-    add("--t2i-baseline-delta", type=float, default=0.0, metavar="X",
-        help="how much worse than the baseline a gate may be (default 0)")
-    add("--t2i-bootstrap", type=int, default=200, metavar="B",
-        help="bootstrap resamples for confidence intervals (default 200; 0 turns intervals off)")
-    add("--t2i-confidence", type=float, default=0.95, metavar="X", help="confidence level of intervals (default 0.95)")
-    add("--t2i-nearest-k", type=int, default=3, metavar="K",
-        help="k of the k-NN manifold for precision and coverage (default 3, as DIG In and Decomposed-DIG)")
-    add("--t2i-dedupe", default="drop_all", choices=("none", "keep_one", "drop_all"),
-        help="duplicated feature vectors before precision/coverage: DIG In's code drops every copy (drop_all, default)")
-    add("--t2i-artifacts", default=None, metavar="DIR",
-        help="where gates write JSON, plots and image grids (default: t2i-artifacts in the rootdir)")
-    add("--t2i-report", default=None, metavar="DIR",
-        help="write a self-contained HTML report (gate table, plots, images inline) to DIR/index.html")
-    add("--t2i-no-progress", action="store_true", help="no progress bars")
+class Values:
+    """What a resolver reads: a flag's explicit value, or its default under the run's preset.
+
+    Args:
+        get: the raw parsed value of a flag (``config.getoption`` or an argparse namespace lookup);
+            ``None`` (or ``[]``/``False`` for append/store_true options) means "not given".
+        options: the declared options (for their preset defaults).
+        preset: ``smoke`` or ``paper``.
+        rootdir: where relative defaults (cache, thresholds, artifacts) live.
+        invocation_dir: where relative paths given on the command line are read from.
+
+    Example:
+        >>> v = Values({"--t2i-images-per-prompt": None}.get, CORE_OPTIONS, "paper")
+        >>> v("--t2i-images-per-prompt"), v.given("--t2i-images-per-prompt")
+        (60, False)
+    """
+
+    def __init__(self, get: Callable[[str], Any], options: Iterable[Option], preset: str,
+                 rootdir: Path | str = ".", invocation_dir: Path | str = "."):
+        self._get = get
+        self._options = {o.flag: o for o in options}
+        self.preset = preset
+        self.rootdir = Path(rootdir)
+        self.invocation_dir = Path(invocation_dir)
+
+    def raw(self, flag: str) -> Any:
+        return self._get(flag)
+
+    def given(self, flag: str) -> bool:
+        value = self._get(flag)
+        return value is not None and value is not False and value != []
+
+    def __call__(self, flag: str) -> Any:
+        if self.given(flag):
+            return self._get(flag)
+        option = self._options.get(flag)
+        if option is None:
+            return self._get(flag)
+        return option.preset_default(self.preset)
 
 
-def resolve_options(config) -> T2IOptions:
-    """Turn the parsed options into :class:`T2IOptions`; bad values raise ``pytest.UsageError`` naming the option."""
-    import pytest
+def add_options(addoption: Callable[..., Any], options: Iterable[Option]) -> None:
+    """Register ``options`` with ``addoption`` (pytest's ``group.addoption`` or argparse's ``add_argument``)."""
+    for o in options:
+        addoption(o.flag, **o.addoption_kwargs())
 
+
+def preset_of(model: str, preset: str = "auto") -> str:
+    """``smoke`` for the built-in tiny model, ``paper`` for every other, unless ``--t2i-preset`` says.
+
+    Example:
+        >>> preset_of("tiny"), preset_of("org/sd-2"), preset_of("org/sd-2", "smoke")
+        ('smoke', 'paper', 'smoke')
+    """
+    if preset in PRESETS:
+        return preset
+    if preset != "auto":
+        raise OptionError("--t2i-preset", f"choose from {['auto', *PRESETS]}, got {preset!r}")
+    return "smoke" if model == "tiny" else "paper"
+
+
+def preset_table(options: Iterable[Option]) -> list[tuple[str, str, str]]:
+    """``(flag, smoke default, paper default)`` for every option whose default depends on the preset.
+
+    Example:
+        >>> [row for row in preset_table(CORE_OPTIONS) if row[0] == "--t2i-images-per-prompt"]
+        [('--t2i-images-per-prompt', '6', '60')]
+    """
+    return [(o.flag, o.show("smoke"), o.show("paper")) for o in options if o.has_presets]
+
+
+# ------------------------------------------------------------------------------------- checks
+
+
+def positive(v: Values, flag: str, minimum: int = 1) -> int | None:
+    """The flag's value (explicit or preset) checked ``>= minimum``; ``None`` stays ``None``."""
+    value = v(flag)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise OptionError(flag, f"must be >= {minimum}, got {value!r}")
+    return value
+
+
+def finite(v: Values, flag: str, low: float | None = None, high: float | None = None,
+           open_low: bool = False, open_high: bool = False) -> float | None:
+    """The flag's float value, finite and within the given range (``nan`` and ``inf`` are refused)."""
+    value = v(flag)
+    if value is None:
+        return None
+    value = float(value)
+    ok = math.isfinite(value)
+    if ok and low is not None:
+        ok = value > low if open_low else value >= low
+    if ok and high is not None:
+        ok = value < high if open_high else value <= high
+    if not ok:
+        lo = "" if low is None else f"{'>' if open_low else '>='} {low:g}"
+        hi = "" if high is None else f"{'<' if open_high else '<='} {high:g}"
+        what = " and ".join(x for x in (lo, hi) if x) or "finite"
+        raise OptionError(flag, f"must be a finite number {what}, got {value!r}")
+    return value
+
+
+def comma_list(text: str, flag: str, *, choices: Sequence[str] | None = None, all_value: str | None = None,
+               what: str = "item") -> tuple[str, ...]:
+    """``"a,b"`` -> ``("a", "b")``: empty, repeated and (with ``choices``) unknown items are errors.
+
+    Example:
+        >>> comma_list("bag, car", "--t2i-objects", choices=["bag", "car", "dog"])
+        ('bag', 'car')
+        >>> comma_list("bag,bag", "--t2i-objects")
+        Traceback (most recent call last):
+        ...
+        t2i_fairness.errors.OptionError: --t2i-objects: 'bag' is given twice
+    """
+    if all_value is not None and text.strip() == all_value and choices is not None:
+        return tuple(choices)
+    items = tuple(t.strip() for t in str(text).split(",") if t.strip())
+    if not items:
+        raise OptionError(flag, f"name at least one {what}, got {text!r}")
+    seen = set()
+    for item in items:
+        if item in seen:
+            raise OptionError(flag, f"{item!r} is given twice")
+        seen.add(item)
+    if choices is not None:
+        unknown = [i for i in items if i not in choices]
+        if unknown:
+            extra = f" or {all_value!r}" if all_value else ""
+            raise OptionError(flag, f"unknown {what}(s) {unknown}; choose from {', '.join(choices)}{extra}")
+    return items
+
+
+# ------------------------------------------------------------------------------------- resolve
+
+
+def resolve_core(v: Values) -> dict[str, Any]:
+    """The core fields of :class:`T2IOptions` from the parsed values (a dict, so families can be added)."""
     from t2i_fairness.generators import model_slug
 
-    get = config.getoption
-    rootdir = Path(config.rootpath)
-    model = get("--t2i-model")
-    tiny = model == "tiny"
-    objects_opt = get("--t2i-objects")
-    if objects_opt is None:
-        objects = SMOKE_OBJECTS if tiny else tuple(GEODE_OBJECTS)
-    elif objects_opt.strip() == "all":
-        objects = tuple(GEODE_OBJECTS)
-    else:
-        objects = tuple(o.strip() for o in objects_opt.split(",") if o.strip())
-        unknown = [o for o in objects if o not in GEODE_OBJECTS]
-        if unknown or not objects:
-            raise pytest.UsageError(f"--t2i-objects: unknown object(s) {unknown}; choose from {', '.join(GEODE_OBJECTS)} or 'all'")
-    n = get("--t2i-images-per-prompt")
-    if n is None:
-        n = SMOKE_IMAGES_PER_PROMPT if tiny else PAPER_IMAGES_PER_PROMPT
-    if n < 1:
-        raise pytest.UsageError(f"--t2i-images-per-prompt must be >= 1, got {n}")
-    for opt in ("--t2i-batch-size", "--t2i-steps", "--t2i-height", "--t2i-width"):
-        if get(opt) is not None and get(opt) < 1:
-            raise pytest.UsageError(f"{opt} must be >= 1, got {get(opt)}")
-    if get("--t2i-allow-loosen") and not get("--t2i-update-thresholds"):
-        raise pytest.UsageError("--t2i-allow-loosen only makes sense with --t2i-update-thresholds")
-    if get("--t2i-baseline-seed") is not None and not get("--t2i-baseline-model"):
-        raise pytest.UsageError("--t2i-baseline-seed only makes sense with --t2i-baseline-model")
-    device = get("--t2i-device")
-    if not (device == "auto" or device == "cpu" or device == "mps" or device == "cuda" or device.startswith("cuda:")):
-        raise pytest.UsageError(f"--t2i-device {device!r}: choose cpu, cuda, cuda:N, mps or auto")
-    refs = []
-    for item in get("--t2i-reference"):
+    model = v("--t2i-model")
+    raw_objects = v.raw("--t2i-objects")
+    objects = v("--t2i-objects") if raw_objects is None else comma_list(
+        raw_objects, "--t2i-objects", choices=tuple(GEODE_OBJECTS), all_value="all", what="object")
+    for flag in ("--t2i-batch-size", "--t2i-steps", "--t2i-height", "--t2i-width"):
+        positive(v, flag)
+    if v("--t2i-allow-loosen") and not v("--t2i-update-thresholds"):
+        raise OptionError("--t2i-allow-loosen", "only makes sense with --t2i-update-thresholds")
+    if v.raw("--t2i-baseline-seed") is not None and not v("--t2i-baseline-model"):
+        raise OptionError("--t2i-baseline-seed", "only makes sense with --t2i-baseline-model")
+    device = v("--t2i-device")
+    if not (device in ("auto", "cpu", "mps", "cuda") or (device.startswith("cuda:") and device[5:].isdigit())):
+        raise OptionError("--t2i-device", f"{device!r}: choose cpu, cuda, cuda:N, mps or auto")
+    refs: list[tuple[str, str]] = []
+    for item in v.raw("--t2i-reference") or ():
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
-            raise pytest.UsageError(f"--t2i-reference {item!r}: expected NAME=PATH, e.g. geode=/data/geode")
+            raise OptionError("--t2i-reference", f"{item!r}: expected NAME=PATH, e.g. geode=/data/geode")
+        if any(name == n for n, _ in refs):
+            raise OptionError("--t2i-reference", f"the name {name!r} is given twice ({dict(refs)[name]!r} and {path!r})")
         refs.append((name, path))
-    raw_cache = get("--t2i-cache-dir")
-    cache_dir = raw_cache if raw_cache and "://" in raw_cache else Path(raw_cache or rootdir / ".t2i-cache")
-    thresholds = Path(get("--t2i-thresholds") or rootdir / "thresholds" / f"{model_slug(model)}.yaml")
-    return T2IOptions(
-        model=model, scorers=get("--t2i-scorers"), device=device, objects=objects, images_per_prompt=n,
-        seed=get("--t2i-seed"), batch_size=get("--t2i-batch-size"), steps=get("--t2i-steps"),
-        guidance=get("--t2i-guidance"), height=get("--t2i-height"), width=get("--t2i-width"),
-        cache_dir=cache_dir, cache_mirror=rootdir / ".t2i-cache-mirror", thresholds=thresholds, update_thresholds=get("--t2i-update-thresholds"),
-        allow_loosen=get("--t2i-allow-loosen"), references=tuple(refs), progress=not get("--t2i-no-progress"),
-        artifacts=Path(get("--t2i-artifacts") or rootdir / "t2i-artifacts"),
-        nearest_k=_at_least(get("--t2i-nearest-k"), 1, "--t2i-nearest-k"), dedupe=get("--t2i-dedupe"),
-        gate_mode=get("--t2i-gate"), baseline_model=get("--t2i-baseline-model"), baseline_seed=get("--t2i-baseline-seed"),
-        baseline_delta=_at_least_float(get("--t2i-baseline-delta"), 0.0, "--t2i-baseline-delta"), bootstrap=_at_least(get("--t2i-bootstrap"), 0, "--t2i-bootstrap"),
-        confidence=_confidence(get("--t2i-confidence")),
-        report=Path(get("--t2i-report")) if get("--t2i-report") else None,
+    bootstrap = positive(v, "--t2i-bootstrap", 0)
+    gate_mode = v("--t2i-gate")
+    if gate_mode == "significant" and bootstrap == 0:
+        raise OptionError("--t2i-gate", "significant needs confidence intervals, but --t2i-bootstrap is 0")
+    raw_cache = v.raw("--t2i-cache-dir")
+    cache_dir: Path | str = raw_cache if raw_cache and "://" in raw_cache else Path(raw_cache or v.rootdir / ".t2i-cache")
+    thresholds = Path(v.raw("--t2i-thresholds") or v.rootdir / "thresholds" / f"{model_slug(model)}.yaml")
+    report = v.raw("--t2i-report")
+    return dict(
+        model=model, preset=v.preset, scorers=v("--t2i-scorers"), device=device, objects=tuple(objects),
+        images_per_prompt=positive(v, "--t2i-images-per-prompt"), seed=v("--t2i-seed"),
+        batch_size=v("--t2i-batch-size"), steps=v("--t2i-steps"),
+        guidance=finite(v, "--t2i-guidance", 0.0), height=v("--t2i-height"), width=v("--t2i-width"),
+        cache_dir=cache_dir, cache_mirror=v.rootdir / ".t2i-cache-mirror", thresholds=thresholds,
+        update_thresholds=bool(v("--t2i-update-thresholds")), allow_loosen=bool(v("--t2i-allow-loosen")),
+        references=tuple(refs), progress=not v("--t2i-no-progress"),
+        artifacts=Path(v.raw("--t2i-artifacts") or v.rootdir / "t2i-artifacts"),
+        nearest_k=positive(v, "--t2i-nearest-k"), dedupe=v("--t2i-dedupe"), gate_mode=gate_mode,
+        baseline_model=v("--t2i-baseline-model"), baseline_seed=v.raw("--t2i-baseline-seed"),
+        baseline_delta=finite(v, "--t2i-baseline-delta", 0.0), bootstrap=bootstrap,
+        confidence=finite(v, "--t2i-confidence", 0.0, 1.0, open_low=True, open_high=True),
+        report=Path(report) if report else None,
     )
 
 
-def _at_least(value: int, low: int, option: str) -> int:
-    import pytest
+def resolve_options(get: Callable[[str], Any], *, rootdir: Path | str = ".", invocation_dir: Path | str = ".",
+                    families: Sequence[Any] = ()) -> T2IOptions:
+    """Resolve every option in one pass: the core fields, then each family's part.
 
-    if value < low:
-        raise pytest.UsageError(f"{option} must be >= {low}, got {value}")
-    return value
+    Args:
+        get: the raw parsed value of a flag (``config.getoption``).
+        rootdir: pytest's rootdir (default place of the cache, thresholds and artifacts).
+        invocation_dir: where relative paths given on the command line are read from.
+        families: the registered :class:`~t2i_fairness.families.base.Family` objects.
 
+    Raises:
+        OptionError: a bad value, naming the option.
 
-def _at_least_float(value: float, low: float, option: str) -> float:
-    import pytest
-
-    if not value >= low:
-        raise pytest.UsageError(f"{option} must be >= {low}, got {value}")
-    return value
-
-
-def _confidence(value: float) -> float:
-    import pytest
-
-    if not 0.0 < value < 1.0:
-        raise pytest.UsageError(f"--t2i-confidence must be between 0 and 1, got {value}")
-    return value
+    Example:
+        >>> raw = {"--t2i-model": "org/sd", "--t2i-objects": "bag,car"}
+        >>> o = resolve_options(lambda flag: raw.get(flag, {"--t2i-reference": []}.get(flag)))
+        >>> o.preset, o.objects, o.images_per_prompt, o.thresholds.name
+        ('paper', ('bag', 'car'), 60, 'org-sd.yaml')
+    """
+    declared = list(CORE_OPTIONS) + [o for f in families for o in f.options]
+    model = get("--t2i-model") or "tiny"
+    preset = preset_of(model, get("--t2i-preset") or "auto")
+    v = Values(get, declared, preset, rootdir, invocation_dir)
+    core = T2IOptions(**resolve_core(v))
+    parts = {f.name: (f.resolve(v, core) if f.resolve is not None else None) for f in families}
+    return dataclasses.replace(core, families=types.MappingProxyType(parts))
 
 
 def resolve_device(device: str) -> str:
-    return ("cuda" if _cuda_available() else "cpu") if device == "auto" else device
+    """``auto`` -> ``cuda`` when available, else ``cpu``; a CUDA device the machine lacks is an error.
+
+    Raises:
+        OptionError: ``cuda``/``cuda:N`` on a machine without that device.
+    """
+    if device == "auto":
+        return "cuda" if _cuda_count() > 0 else "cpu"
+    if device.startswith("cuda"):
+        count = _cuda_count()
+        index = int(device.split(":", 1)[1]) if ":" in device else 0
+        if index >= count:
+            have = f"{count} CUDA device(s) (cuda:0..cuda:{count - 1})" if count else "no CUDA device"
+            raise OptionError("--t2i-device", f"{device!r}: this machine has {have}; use cpu or auto")
+    return device
 
 
-def _cuda_available() -> bool:
+def _cuda_count() -> int:
     try:
         import torch
     except ImportError:
-        return False
-    return torch.cuda.is_available()
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0

@@ -6,7 +6,6 @@ Plain Python (no pytest): fixtures hand it to tests; other tools can use it dire
 from __future__ import annotations
 
 import contextlib
-import math
 from pathlib import Path
 import re
 from typing import Callable, Sequence
@@ -15,9 +14,11 @@ import numpy as np
 from PIL import Image
 
 from t2i_fairness import __version__
+from t2i_fairness.errors import ModelLoadError
 from t2i_fairness.spine.cache import Cache, content_key, decode_array, encode_array
+from t2i_fairness.spine.memo import Memo, namespace_of
 from t2i_fairness.spine.generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
-from t2i_fairness.generators import GenerationSettings, GeneratorSource, ModelLoadError, resolve_generator
+from t2i_fairness.generators import GenerationSettings, GeneratorSource, resolve_generator
 from t2i_fairness.spine.options import T2IOptions, resolve_device
 
 
@@ -47,6 +48,7 @@ class Workbench:
         )
         self.factory = ImageFactory(self.source, self.cache, options.seed, self.progress)
         self._scorers: dict[str, object] = {}
+        self._shared: dict = {}
 
     # -- generation ---------------------------------------------------------------------------
     def images(self, prompts: Sequence[str], n: int | None = None, desc: str = "generating") -> list[list[ImageRef]]:
@@ -91,23 +93,24 @@ class Workbench:
         (with a distinct ``kind`` in its fingerprint) to cache a different view.
         """
         encode = encode or encoder.encode_images
-        namespace = content_key(encoder=encoder.fingerprint)[:16]
-        paths = [self.cache.path("features", r.key, ".npy", namespace) for r in refs]
-        rows: list[np.ndarray | None] = [self.cache.read(p, decode_array) for p in paths]
-        todo = [i for i, row in enumerate(rows) if row is None]
         kind = "features:" + getattr(encoder, "kind", re.split(r"[:/]", encoder.fingerprint)[0])
-        self.cache.stats.reused[kind] = self.cache.stats.reused.get(kind, 0) + len(rows) - len(todo)
-        if todo:
-            with self.progress(len(todo), desc) as advance:
-                for start in range(0, len(todo), batch_size):
-                    chunk = todo[start : start + batch_size]
-                    feats = np.asarray(encode([refs[i].load() for i in chunk]), dtype=np.float32)
-                    for i, f in zip(chunk, feats):
-                        self.cache.write(paths[i], encode_array(f))
-                        rows[i] = f
-                    advance(len(chunk))
-            self.cache.stats.computed[kind] = self.cache.stats.computed.get(kind, 0) + len(todo)
+        memo = Memo(self.cache, "features", namespace_of(encoder=encoder.fingerprint), ".npy", encode_array, decode_array, kind)
+
+        def compute(idx: list[int]) -> list[np.ndarray]:
+            return list(np.asarray(encode([refs[i].load() for i in idx]), dtype=np.float32))
+
+        rows = memo.get_many([r.key for r in refs], compute, batch_size=batch_size, progress=self.progress, desc=desc)
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
+
+    def memo(self, kind: str, namespace: str, suffix: str, encode, decode, label: str | None = None) -> Memo:
+        """A :class:`~t2i_fairness.spine.memo.Memo` on this session's cache."""
+        return Memo(self.cache, kind, namespace, suffix, encode, decode, label)
+
+    def shared(self, key, make: Callable[[], object]):
+        """A value made once per session and shared by every study that asks (reference sets, prompt images)."""
+        if key not in self._shared:
+            self._shared[key] = make()
+        return self._shared[key]
 
     def text_features(self, encoder, texts: Sequence[str]) -> np.ndarray:
         """Text embeddings (not cached: texts are few and cheap to encode)."""
@@ -164,8 +167,3 @@ def _make_cache(location, mirror_root: Path) -> Cache:
         return Cache(mirror, remote=url)
     except (ImportError, ValueError) as exc:
         raise OSError(f"--t2i-cache-dir {url!r}: cannot open this fsspec URL ({exc})") from exc
-
-
-def images_per_prompt_for(template: str, n: int) -> int:
-    """``{object} in {country}`` spreads an object-region's N images over its three countries (DIG In 3.3)."""
-    return max(1, math.ceil(n / 3)) if template == "object_in_country" else n

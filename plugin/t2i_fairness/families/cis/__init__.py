@@ -1,0 +1,46 @@
+"""Components Inclusion Score (Foong et al. 2023, "The Challenges of Image Generation Models in Generating
+Multi-Component Images"; shared/papers/components-inclusion-score.txt): CIS_K, the drop per component,
+per-component generation rates, the order-invariance test, Inception Score and FID per K.
+
+Gate tests: ``fairness_tests/test_cis.py``; the study is the ``cis`` fixture
+(:class:`~t2i_fairness.families.cis.study.CisStudy`).
+"""
+
+from __future__ import annotations
+
+from t2i_fairness.families.base import Family, Parameters
+from t2i_fairness.families.cis.options import OPTIONS, resolve
+
+
+def _study(bench, options):
+    from t2i_fairness.families.cis.study import CisStudy
+
+    return CisStudy(bench, options)
+
+
+def _parameters(names: set[str], core, options) -> list[Parameters]:
+    if "cis_k" not in names:
+        return []
+    return [Parameters(("cis_k",), [(k,) for k in options.ks], [f"k{k}" for k in options.ks])]
+
+
+def _header(core, o) -> str:
+    fid = f"FID reference {o.fid_reference}" if o.fid_reference else "no FID reference"
+    return (f"t2i-fairness CIS: K={','.join(map(str, o.ks))}; {o.prompts} prompts per K, {o.images} images per prompt; "
+            f"order test on {o.order_prompts} prompts; {fid}")
+
+
+FAMILY = Family(
+    name="cis",
+    title="Components Inclusion Score",
+    paper="Foong et al. 2023, The Challenges of Image Generation Models in Generating Multi-Component Images "
+          "(shared/papers/components-inclusion-score.txt)",
+    suite_modules=("test_cis",),
+    fixture="cis",
+    study=_study,
+    options=OPTIONS,
+    resolve=resolve,
+    parameters=_parameters,
+    header=_header,
+    doc="The session's Components Inclusion Score study (:class:`~t2i_fairness.families.cis.study.CisStudy`).",
+)

@@ -139,14 +139,17 @@ class MaskStore:
     """
 
     def __init__(self, cache, segmenter, progress=None):
+        from t2i_fairness.spine.memo import Memo, namespace_of
+
         self.cache = cache
         self.segmenter = segmenter
         self.fingerprint = segmenter.fingerprint
-        self.namespace = content_key(segmenter=segmenter.fingerprint)[:16]
         self.progress = progress
+        self.memo = Memo(cache, "masks", namespace_of(segmenter=segmenter.fingerprint), ".mask", encode_mask, decode_mask)
 
-    def path(self, item: MaskedImage):
-        return self.cache.path("masks", content_key(image=item.key, object=item.object_name), ".mask", self.namespace)
+    @staticmethod
+    def key(item: MaskedImage) -> str:
+        return content_key(image=item.key, object=item.object_name)
 
     def _make(self, item: MaskedImage) -> np.ndarray:
         image = item.load()
@@ -154,30 +157,21 @@ class MaskStore:
         if mask.shape != (image.height, image.width):
             raise ValueError(f"segmenter {self.fingerprint.split(':')[0]} returned a mask of shape {mask.shape} "
                              f"for {item.label} of (height, width) {(image.height, image.width)}")
-        self.cache.write(self.path(item), encode_mask(mask))
         return mask
 
+    def masks(self, items: Sequence[MaskedImage], desc: str = "segmenting") -> list[np.ndarray]:
+        """The mask of every item: read from the cache, or made now (with a progress bar) and cached."""
+        return self.memo.get_many([self.key(it) for it in items], lambda idx: [self._make(items[i]) for i in idx],
+                                  batch_size=1, progress=self.progress, desc=desc)
+
     def ensure(self, items: Sequence[MaskedImage], desc: str = "segmenting") -> None:
-        """Make the masks that are not in the cache yet (with a progress bar)."""
-        todo = [it for it in items if not self.path(it).exists()]
-        stats = self.cache.stats
-        stats.reused["masks"] = stats.reused.get("masks", 0) + len(items) - len(todo)
-        if not todo:
-            return
-        if self.progress is None:
-            for it in todo:
-                self._make(it)
-        else:
-            with self.progress(len(todo), desc) as advance:
-                for it in todo:
-                    self._make(it)
-                    advance(1)
-        stats.computed["masks"] = stats.computed.get("masks", 0) + len(todo)
+        """Make the masks that are not in the cache yet."""
+        self.masks(items, desc)
 
     def get(self, item: MaskedImage) -> np.ndarray:
-        """The mask of ``item``: bool (H, W), from the cache or made now."""
-        mask = self.cache.read(self.path(item), decode_mask)
-        return self._make(item) if mask is None else mask
+        """The mask of ``item``: bool (H, W), from the cache (not counted again) or made now."""
+        found = self.memo.lookup([self.key(item)])[0]
+        return found if found is not None else self.masks([item])[0]
 
 
 class SetupEncoder:

@@ -41,6 +41,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from t2i_fairness.metrics.manifold import ball_membership, dedupe_index  # noqa: F401  (re-exported)
 from t2i_fairness.report.grids import mask_outline  # noqa: F401  (re-exported: the grids draw it)
 
 SETUPS: tuple[str, ...] = ("obj", "bg", "full")
@@ -164,31 +165,6 @@ def select_real(objects: Sequence[str], has_object: Any, has_background: Any,
 # --------------------------------------------------------------------------------------------
 
 
-def dedupe_index(features: Any, dedupe: str = "drop_all") -> np.ndarray:
-    """Row indices :func:`~t2i_fairness.metrics.manifold.deduplicate` keeps, in order.
-
-    ``features[dedupe_index(x, mode)]`` equals ``deduplicate(x, mode)``; knowing which rows stay
-    lets the diagnostics name the images.
-
-    Example:
-        >>> x = np.array([[0.0], [1.0], [0.0], [2.0]])
-        >>> dedupe_index(x, "drop_all").tolist(), dedupe_index(x, "keep_one").tolist()
-        ([1, 3], [0, 1, 3])
-    """
-    if dedupe not in ("none", "keep_one", "drop_all"):
-        raise ValueError(f"dedupe must be one of ('none', 'keep_one', 'drop_all'), got {dedupe!r}")
-    x = np.asarray(features)
-    if x.ndim != 2:
-        raise ValueError(f"features must be 2-D (n_images, dim), got shape {x.shape}")
-    if dedupe == "none" or x.shape[0] < 2:
-        return np.arange(x.shape[0])
-    key = np.ascontiguousarray(x + x.dtype.type(0.0))  # -0.0 == 0.0, as the manifold module
-    rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel()
-    _, first, counts = np.unique(rows, return_index=True, return_counts=True)
-    keep = first if dedupe == "keep_one" else first[counts == 1]
-    return np.sort(keep)
-
-
 @dataclass(frozen=True)
 class SetupScore:
     """Precision and coverage of one setup in one group.
@@ -293,67 +269,6 @@ def _in(group: str | None) -> str:
 # --------------------------------------------------------------------------------------------
 # Ball membership (for the diagnostics)
 # --------------------------------------------------------------------------------------------
-
-_U64 = 2.0**-53
-
-
-def ball_membership(real: Any, radii: Any, fake: Any, *, block_elements: int = 2**24) -> np.ndarray:
-    """bool (n_fake, n_real): whether generated row i lies in the ball of real row j.
-
-    The decision is ``d(i, j) < radii[j]`` with ``d`` the float64 distance from exact coordinate
-    differences, ``sqrt(sum((fake[i] - real[j]) ** 2))``: the rule of
-    :mod:`t2i_fairness.metrics.manifold`, so ``any`` over columns is its precision membership and
-    ``any`` over rows its coverage. (That module returns only the totals; the diagnostics need to
-    know which pairs.) Distances are screened with a float64 matrix product; the pairs within a
-    rigorous error bound of a radius are recomputed from the exact differences.
-
-    Args:
-        real: (n_real, dim) real features (finite).
-        radii: (n_real,) radii of the real balls.
-        fake: (n_fake, dim) generated features (finite).
-        block_elements: pairs per screening block (memory).
-
-    Raises:
-        ValueError: shapes that do not match, or non-finite values.
-
-    Example:
-        >>> ball_membership(np.array([[0.0], [10.0]]), np.array([1.0, 2.0]), np.array([[0.5], [9.0], [5.0]])).tolist()
-        [[True, False], [False, True], [False, False]]
-    """
-    r = np.asarray(real, dtype=np.float64)
-    f = np.asarray(fake, dtype=np.float64)
-    rad = np.asarray(radii, dtype=np.float64)
-    if r.ndim != 2 or f.ndim != 2 or r.shape[1] != f.shape[1]:
-        raise ValueError(f"real and fake must be 2-D with the same width, got {r.shape} and {f.shape}")
-    if rad.shape != (r.shape[0],):
-        raise ValueError(f"radii must have shape ({r.shape[0]},), one per real row, got {rad.shape}")
-    for name, a in (("real", r), ("fake", f), ("radii", rad)):
-        if not np.isfinite(a).all():
-            raise ValueError(f"{name} has NaN or inf values; pass only rows with features")
-    out = np.zeros((f.shape[0], r.shape[0]), dtype=bool)
-    if out.size == 0:
-        return out
-    dim = r.shape[1]
-    gamma = 8.0 * (dim + 4) * _U64  # >= 3 gamma_dim: norms and the dot product, any summation order
-    slack = 2.0 * (dim + 4) * _U64  # exact-difference distance vs the true one
-    r_sq = np.einsum("ij,ij->i", r, r)
-    f_sq = np.einsum("ij,ij->i", f, f)
-    step = max(1, block_elements // max(1, r.shape[0]))
-    for start in range(0, f.shape[0], step):
-        stop = min(f.shape[0], start + step)
-        q = f_sq[start:stop, None] + r_sq[None, :] - 2.0 * (f[start:stop] @ r.T)
-        err = gamma * (f_sq[start:stop, None] + r_sq[None, :]) + 1e-300
-        hi = np.sqrt(q + err) * (1 + slack)
-        lo = np.sqrt(np.maximum(q - err, 0.0)) * (1 - slack)
-        sure_in = hi < rad[None, :]
-        sure_out = lo >= rad[None, :]
-        out[start:stop] = sure_in
-        li, lj = np.nonzero(~(sure_in | sure_out))
-        if li.size:
-            d = np.sqrt(np.square(f[start + li] - r[lj]).sum(axis=1))
-            out[start + li, lj] = d < rad[lj]
-    return out
-
 
 # --------------------------------------------------------------------------------------------
 # Diagnostics (section 4.3)

@@ -258,3 +258,15 @@ def lang_code_short(code: str) -> str:
     """``hin_Deva`` -> ``hin (Deva)``, the paper's axis labels."""
     lang, _, script = code.partition("_")
     return f"{lang} ({script})"
+
+
+def show(indic, t2i_report, full: bool = False) -> IndicSummary:
+    """Put the per-language table (languages measured so far) in the terminal summary and return the
+    :class:`IndicSummary`; ``full=True`` measures every language, adds the SCAL matrix and attaches its
+    heatmap (PNG) and all numbers (JSON)."""
+    summary = IndicSummary.from_evaluation(indic, include_matrix=full)
+    t2i_report.section(TITLE, summary_lines(summary))
+    if full:
+        t2i_report.json("indic_tti_metrics", summary_json(summary))
+        t2i_report.png("scal_matrix", scal_heatmap_png(summary.languages, summary.scal_matrix))
+    return summary

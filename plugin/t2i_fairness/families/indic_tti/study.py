@@ -37,6 +37,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from t2i_fairness.errors import IndicModelWarning, ModelLoadError
+from t2i_fairness.families.base import Study
 from t2i_fairness.spine.cache import CorruptEntry, content_key
 from t2i_fairness.spine.generation import ImageRef
 from t2i_fairness.vocab.languages import ENGLISH, get_language
@@ -45,107 +47,21 @@ from t2i_fairness.families.indic_tti.prompts import MultilingualPromptSet
 
 __all__ = [
     "IndicEvaluation",
-    "IndicModelWarning",
     "IndicModels",
     "LanguageScores",
-    "PAPER_INDIC_IMAGES_PER_PROMPT",
     "cached_captions",
-    "check_full_grid",
-    "indic_images_per_prompt",
-    "select_languages",
 ]
 
-# IndicTTI generates 4 images per prompt (Section 3.2); DIG In's 60 would be 15x the paper's work.
-PAPER_INDIC_IMAGES_PER_PROMPT = 4
-
-
-class IndicModelWarning(UserWarning):
-    """An IndicTTI indicator is served by another model than the paper's (e.g. an unavailable download)."""
-
-
 # ---------------------------------------------------------------------------------- selection
-
-
-def select_languages(prompts: MultilingualPromptSet, spec: str | None) -> tuple[str, ...]:
-    """The languages to measure: ``spec`` is ``None``/``"all"`` (every language of the file) or a
-    comma-separated list of codes in any case. English is always included: the relative gates and
-    the drops compare with it. The order is the file's (English first, then IndicTTI's Table 5).
-
-    Raises:
-        ValueError: an unknown code (with near misses), a language the file lacks (listing those it
-            has), or an empty list.
-
-    Example:
-        >>> from t2i_fairness.families.indic_tti.prompts import load_smoke_sample
-        >>> select_languages(load_smoke_sample(), "tam_taml, HIN_DEVA")
-        ('eng_Latn', 'hin_Deva', 'tam_Taml')
-    """
-    present = prompts.languages
-    if spec is None or spec.strip().lower() == "all":
-        wanted = set(present)
-    else:
-        items = [item.strip() for item in spec.split(",") if item.strip()]
-        if not items:
-            raise ValueError(f"no language in {spec!r}; give comma-separated codes such as hin_Deva,tam_Taml, or 'all'")
-        codes = [get_language(item).code for item in items]  # ValueError names the unknown code
-        absent = [c for c in dict.fromkeys(codes) if c not in present]
-        if absent:
-            where = f" {prompts.source}" if prompts.source else ""
-            raise ValueError(f"language(s) {absent} not in the prompt file{where}; it has: {', '.join(present)}")
-        wanted = set(codes) | {ENGLISH}
-    return tuple(code for code in present if code in wanted)
-
-
-def check_full_grid(prompts: MultilingualPromptSet) -> None:
-    """The cross-language indicators compare every prompt id in every language: no holes allowed.
-
-    Raises:
-        ValueError: (prompt id, language) pairs are missing; the message shows the first few.
-
-    Example:
-        >>> from t2i_fairness.families.indic_tti.prompts import load_smoke_sample
-        >>> check_full_grid(load_smoke_sample())
-    """
-    holes = prompts.missing()
-    if holes:
-        shown = ", ".join(f"({pid}, {lang})" for pid, lang in holes[:5])
-        more = f" and {len(holes) - 5} more" if len(holes) > 5 else ""
-        raise ValueError(
-            f"{prompts.source} lacks {len(holes)} (prompt id, language) pair(s): {shown}{more}; the cross-language "
-            "indicators need every prompt id in every measured language: add the rows, or leave the language out "
-            "with --t2i-languages"
-        )
-
-
-def indic_images_per_prompt(explicit: int | None, model: str, smoke_default: int) -> int:
-    """Images per prompt and language: ``--t2i-images-per-prompt`` when given, the smoke default for
-    the tiny model, else the paper's 4.
-
-    Example:
-        >>> indic_images_per_prompt(None, "tiny", 6), indic_images_per_prompt(None, "org/sd", 6), indic_images_per_prompt(2, "org/sd", 6)
-        (6, 4, 2)
-    """
-    if explicit is not None:
-        return int(explicit)
-    return smoke_default if model == "tiny" else PAPER_INDIC_IMAGES_PER_PROMPT
 
 
 # ---------------------------------------------------------------------------------- models
 
 
-def _model_load_error(exc: Exception):
-    from t2i_fairness.generators import ModelLoadError
-
-    return ModelLoadError(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-
-
 def _build_captioner(profile: str, device: str):
     from t2i_fairness.models.captioner import Blip2Captioner
 
-    try:
-        return Blip2Captioner.from_profile(profile, device)
-    except RuntimeError as exc:
-        raise _model_load_error(exc) from exc
+    return Blip2Captioner.from_profile(profile, device)
 
 
 def _build_sentence(profile: str, device: str):
@@ -153,19 +69,16 @@ def _build_sentence(profile: str, device: str):
 
     try:
         return SentenceEncoder.from_profile(profile, device)
-    except RuntimeError as exc:
+    except ModelLoadError as exc:
         fallback = SENTENCE_PROFILES["tiny"]
         if SENTENCE_PROFILES[profile] == fallback:
-            raise _model_load_error(exc) from exc
+            raise
         warnings.warn(IndicModelWarning(
             f"CLGC: the paper's sentence encoder {SENTENCE_PROFILES[profile]} could not be loaded, so "
             f"{fallback} (bundled, offline) is used instead; CLGC values are not comparable with bounds set "
             f"with {SENTENCE_PROFILES[profile]}. ({str(exc).splitlines()[0][:300]})"
         ), stacklevel=2)
-        try:
-            return SentenceEncoder.from_profile(profile, device, model=fallback)
-        except RuntimeError as exc2:
-            raise _model_load_error(exc2) from exc2
+        return SentenceEncoder.from_profile(profile, device, model=fallback)
 
 
 class IndicModels:
@@ -257,27 +170,26 @@ def cached_captions(bench, captioner, refs: Sequence[ImageRef], desc: str = "cap
         captioner: has ``fingerprint`` and ``caption(images) -> list[str]``.
         refs: the images (``key`` and ``load()``).
     """
-    cache = bench.cache
-    namespace = content_key(captioner=captioner.fingerprint)[:16]
-    paths = [cache.path("captions", r.key, ".json", namespace) for r in refs]
-    captions: list[str | None] = [cache.read(p, _decode_caption) for p in paths]
-    todo = [i for i, c in enumerate(captions) if c is None]
-    kind = f"captions:{captioner.fingerprint.split('/')[0]}"
-    cache.stats.reused[kind] = cache.stats.reused.get(kind, 0) + len(refs) - len(todo)
-    if todo:
-        with bench.progress(len(todo), desc) as advance:
-            for start in range(0, len(todo), batch_size):
-                chunk = todo[start:start + batch_size]
-                made = captioner.caption([refs[i].load() for i in chunk])
-                if len(made) != len(chunk):
-                    raise RuntimeError(f"captioner {captioner.fingerprint} returned {len(made)} captions for {len(chunk)} images")
-                for i, caption in zip(chunk, made):
-                    record = {"caption": caption, "image": refs[i].key, "captioner": captioner.fingerprint}
-                    cache.write(paths[i], json.dumps(record, ensure_ascii=False).encode("utf-8"))
-                    captions[i] = caption
-                advance(len(chunk))
-        cache.stats.computed[kind] = cache.stats.computed.get(kind, 0) + len(todo)
-    return [str(c) for c in captions]
+    import json
+
+    def encode(pair) -> bytes:
+        key, caption = pair
+        return json.dumps({"caption": caption, "image": key, "captioner": captioner.fingerprint},
+                          ensure_ascii=False).encode("utf-8")
+
+    from t2i_fairness.spine.memo import Memo, namespace_of
+
+    memo = Memo(bench.cache, "captions", namespace_of(captioner=captioner.fingerprint), ".json", encode,
+                lambda data: (None, _decode_caption(data)), label=f"captions:{captioner.fingerprint.split('/')[0]}")
+
+    def compute(idx: list[int]) -> list:
+        made = captioner.caption([refs[i].load() for i in idx])
+        if len(made) != len(idx):
+            raise RuntimeError(f"captioner {captioner.fingerprint} returned {len(made)} captions for {len(idx)} images")
+        return [(refs[i].key, c) for i, c in zip(idx, made)]
+
+    pairs = memo.get_many([r.key for r in refs], compute, batch_size=batch_size, progress=bench.progress, desc=desc)
+    return [str(c) for _, c in pairs]
 
 
 # ---------------------------------------------------------------------------------- evaluation
@@ -317,7 +229,7 @@ def _file_digest(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-class IndicEvaluation:
+class IndicEvaluation(Study):
     """IndicTTI for one model, computed per language on first need and kept for the session.
 
     Args:
@@ -331,7 +243,7 @@ class IndicEvaluation:
     def __init__(self, bench, prompts: MultilingualPromptSet, n_images: int, models: IndicModels | None = None):
         if n_images < 1:
             raise ValueError(f"n_images must be >= 1, got {n_images}")
-        self.bench = bench
+        super().__init__(bench)
         self.prompts = prompts
         self.n_images = int(n_images)
         self.models = models or IndicModels(bench)
@@ -341,15 +253,9 @@ class IndicEvaluation:
         self.prompt_ids: tuple[str, ...] = prompts.prompt_ids
         self.english = [prompts.get(pid, ENGLISH).text for pid in self.prompt_ids]
         self.reference_ids = tuple(pid for pid in self.prompt_ids if prompts.get(pid, ENGLISH).reference_image)
-        self._memo: dict[tuple, Any] = {}
         self._scores: dict[str, LanguageScores] = {}
 
     # -- plumbing ------------------------------------------------------------------------------
-    def _once(self, key: tuple, make: Callable[[], Any]) -> Any:
-        if key not in self._memo:
-            self._memo[key] = make()
-        return self._memo[key]
-
     def _check(self, lang: str) -> str:
         code = get_language(lang).code
         if code not in self.languages:

@@ -65,6 +65,7 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from t2i_fairness.families.base import Study
 from t2i_fairness.metrics.stats import hoeffding_half_width, hoeffding_half_width_combination, percentile_bootstrap
 from t2i_fairness.metrics.word_influence import (
     WORKED_EXAMPLES,
@@ -86,6 +87,7 @@ __all__ = [
     "PromptPlan",
     "Representation",
     "WordInfluence",
+    "WordInfluenceStudy",
     "WordLevelResult",
     "analyse",
     "check_template",
@@ -95,12 +97,10 @@ __all__ = [
     "parse_levels",
     "plan_prompts",
     "representation_ids",
-    "representation_lines",
     "run",
     "slug",
     "suite_levels",
     "suite_prompts",
-    "table_lines",
     "word_ids",
     "zero_shot_labels",
 ]
@@ -733,59 +733,6 @@ def representation_ids(prompts: Sequence[str], groups: Sequence[str]) -> list[tu
     return [(p, g, f"{prompt_slugs[p]}-{slug(g)}") for p in prompts for g in groups]
 
 
-def table_lines(result: WordLevelResult, *, per_prompt: bool = True) -> list[str]:
-    """The per-word table: word, group, k, influence, Hoeffding +-, bootstrap [lo, hi], images, prompts.
-
-    The averaged (gated) rows first; with ``per_prompt``, each prompt's own rows after them.
-    """
-    conf = f"{100 * result.confidence:g}%"
-    head = ("word", "group", "k", "influence", f"hoeffding {conf}", f"bootstrap {conf}", "n", "prompts")
-
-    def fmt(r: WordInfluence) -> tuple[str, ...]:
-        boot = "-" if r.bootstrap is None else f"[{r.bootstrap[0]:+.3f}, {r.bootstrap[1]:+.3f}]"
-        return (r.word, r.group, str(r.k), f"{r.influence:+.3f}", f"+-{r.hoeffding:.3f}", boot, str(r.n_images),
-                str(len(r.prompts)))
-
-    def block(rows: list[tuple[str, ...]]) -> list[str]:
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        lines = []
-        for j, row in enumerate(rows):
-            lines.append("  ".join(c.rjust(widths[i]) if 2 <= i <= 6 else c.ljust(widths[i]) for i, c in enumerate(row)).rstrip())
-            if j == 0:
-                lines.append("  ".join("-" * w for w in widths))
-        return lines
-
-    lines = [
-        "I_k(w) = mean over sets S of k-1 other words of p(g | S and w replaced) - p(g | S replaced);",
-        "positive: replacing w raises the share of g (w pushes images away from g).",
-        "Averaged over the prompts containing each word (Figure 3):",
-    ]
-    lines += block([head] + [fmt(r) for r in result.words])
-    if per_prompt:
-        for prompt in result.probabilities:
-            lines.append("")
-            ps = ", ".join(f"p({g})={result.probabilities[prompt][frozenset()][g]:.3f}" for g in result.groups)
-            lines.append(f"{prompt!r} (original: {ps}):")
-            lines += block([head[:-1]] + [fmt(r)[:-1] for r in result.per_prompt if r.prompts == (prompt,)])
-    return lines
-
-
-def representation_lines(result: WordLevelResult) -> list[str]:
-    """p(g) of each original prompt, its gap from parity and the gap's Hoeffding interval."""
-    conf = f"{100 * result.confidence:g}%"
-    rows = [("prompt", "group", "p(g)", "|p - 1/G|", f"hoeffding {conf}", "n")]
-    for r in result.representation:
-        lo, hi = r.interval
-        rows.append((r.prompt, r.group, f"{r.p:.3f}", f"{r.gap:.3f}", f"[{lo:.3f}, {hi:.3f}]", str(r.n_images)))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    out = []
-    for j, row in enumerate(rows):
-        out.append("  ".join(c.ljust(widths[i]) if i < 2 else c.rjust(widths[i]) for i, c in enumerate(row)).rstrip())
-        if j == 0:
-            out.append("  ".join("-" * w for w in widths))
-    return out
-
-
 def counts_summary(plans: Sequence[PromptPlan]) -> dict[str, int]:
     """How much a plan costs: prompts to generate (distinct texts) and images."""
     pairs = {(text, d.images_per_text) for p in plans for d in p.distributions.values() for text in d.texts}
@@ -794,3 +741,47 @@ def counts_summary(plans: Sequence[PromptPlan]) -> dict[str, int]:
         best[text] = max(best.get(text, 0), n)
     return {"texts": len(best), "images": sum(best.values()),
             "distributions": sum(len(p.distributions) for p in plans)}
+
+
+class WordInfluenceStudy(Study):
+    """The session's word-level analysis, computed on first use of :attr:`result`.
+
+    Transmuter: ``MaskedLMReplacer`` of the ``--t2i-scorers`` profile; images: ``bench.images``
+    (cached); groups: CLIP zero-shot over ``template.format(group=g)``.
+
+    Args:
+        bench: the session's workbench.
+        settings: :class:`~t2i_fairness.families.word_influence.options.WordInfluenceSettings`.
+    """
+
+    def __init__(self, bench, settings):
+        super().__init__(bench)
+        self.settings = settings
+
+    @property
+    def result(self) -> WordLevelResult:
+        return self._once("result", self._run)
+
+    def _run(self) -> WordLevelResult:
+        s, bench = self.settings, self.bench
+
+        def build_mlm(profile: str, device: str):
+            from t2i_fairness.models.masked_lm import MaskedLMReplacer
+
+            return MaskedLMReplacer.from_profile(profile, device)
+
+        replacer = bench.scorer("masked_lm", build=build_mlm)
+        clip = bench.scorer("clip")
+        group_features = bench.text_features(clip, [s.template.format(group=g) for g in s.groups])
+
+        def labeller(texts, n):
+            refs = bench.images(list(texts), n, desc=f"word influence: {len(texts)} prompts x {n}")
+            flat = [r for row in refs for r in row]
+            labels = zero_shot_labels(bench.features(clip, flat, desc="CLIP word influence"), group_features)
+            it = iter(zip((r.key for r in flat), labels.tolist()))
+            return [[next(it) for _ in row] for row in refs]
+
+        plans = plan_prompts(s.prompts, s.levels, replacer.replace_set, s.m, s.images_per_text)
+        o = bench.options
+        return analyse(plans, observe(plans, labeller), s.groups, confidence=o.confidence, n_resamples=o.bootstrap,
+                       seed=o.seed)

@@ -1,0 +1,94 @@
+"""What a paper family gives the plugin: a :class:`Family` record (plain data, no pytest).
+
+Each family folder has the same shape::
+
+    families/<name>/__init__.py   FAMILY = Family(...)          (this record; imports nothing heavy)
+    families/<name>/options.py    OPTIONS (its --t2i-* flags) and resolve(values, core) -> frozen options
+    families/<name>/study.py      the study: plain Python over a Workbench, computed lazily, once per session
+    families/<name>/report.py     tables, plots and grids for people
+
+and registers with one line in :data:`t2i_fairness.families.FAMILIES`. The plugin turns each
+record into a session fixture (``fixture``, the study), the parametrization of its gate tests
+(``parameters``), a line of the run's header (``header``) and the label tokens the reports group
+and filter by (``labels``). The gate tests themselves live in the suite (``fairness_tests/``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from t2i_fairness.spine.options import Option, T2IOptions, Values
+
+__all__ = ["Family", "Parameters", "Study", "param_id"]
+
+
+@dataclass(frozen=True)
+class Parameters:
+    """One ``metafunc.parametrize`` call, as data: argument names, value tuples and their ids."""
+
+    argnames: tuple[str, ...]
+    values: list[tuple[Any, ...]]
+    ids: list[str]
+
+    def __post_init__(self) -> None:
+        if len(self.values) != len(self.ids):
+            raise ValueError(f"{self.argnames}: {len(self.values)} values but {len(self.ids)} ids")
+
+
+def param_id(*parts: object) -> str:
+    """The id of a parameter set: its parts joined by ``-`` (the gate ids in thresholds files).
+
+    Example:
+        >>> param_id("synthetic", "object_in_region", "africa")
+        'synthetic-object_in_region-africa'
+    """
+    return "-".join(str(p) for p in parts)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A paper family of indicators.
+
+    Attributes:
+        name: the family's id (folder name, ``family_<name>`` marker).
+        title: the paper's short name, for reports.
+        paper: the paper (title, authors, year) and its file in ``shared/papers``.
+        suite_modules: the gate test modules of the suite (``test_cis``) that belong to it.
+        fixture: the name of the session fixture that gives its study.
+        study: ``study(workbench, family_options) -> study object`` (imports lazily).
+        options: its ``--t2i-*`` flags.
+        resolve: ``resolve(values, core_options) -> frozen family options`` (raises ``OptionError``).
+        parameters: ``parameters(fixturenames, core, family_options) -> [Parameters]`` for a gate
+            test that asks for the family's parametrized arguments.
+        header: ``header(core, family_options) -> str | None``: a line of the run's header.
+        labels: ``labels(core, family_options) -> {kind: tokens}``: the regions, languages and
+            templates its gate ids name (``region``: slugs, ``language``: codes such as ``hin_Deva``,
+            ``template``: ids), so reports label gates without importing family vocabularies.
+    """
+
+    name: str
+    title: str
+    paper: str
+    suite_modules: tuple[str, ...]
+    fixture: str
+    study: Callable[[Any, Any], Any]
+    options: tuple[Option, ...] = ()
+    resolve: Callable[[Values, T2IOptions], Any] | None = None
+    parameters: Callable[[set[str], T2IOptions, Any], Sequence[Parameters]] | None = None
+    header: Callable[[T2IOptions, Any], str | None] | None = None
+    labels: Callable[[T2IOptions, Any], Mapping[str, Iterable[str]]] | None = None
+    doc: str = field(default="", compare=False)
+
+
+class Study:
+    """Base of the families' studies: a workbench, and numbers computed once, on first request."""
+
+    def __init__(self, bench):
+        self.bench = bench
+        self._memo: dict = {}
+
+    def _once(self, key, make: Callable[[], Any]) -> Any:
+        if key not in self._memo:
+            self._memo[key] = make()
+        return self._memo[key]

@@ -1,0 +1,78 @@
+"""Decomposed-DIG's report pieces: Table 1, and the diagnostics of Sec. 4.3 as JSON and image grids."""
+
+from __future__ import annotations
+
+from t2i_fairness.families.decomposed.study import TEMPLATE_LABELS, DecomposedReal, DecomposedScores
+
+
+def diagnostics_report(real: DecomposedReal, scores: DecomposedScores, diags: dict) -> dict:
+    """JSON-ready: which images, with their labels, for every region."""
+    report = {}
+    for region, (d, region_rows) in diags.items():
+        def real_entry(j, **extra):
+            it = real.items[int(region_rows[j])]
+            return {"image": it.label, "object": it.object, **extra}
+
+        report[region] = {
+            "low_diversity_backgrounds": [real_entry(j, covered_full=c) for j, c in zip(d.low_diversity_backgrounds, d.covered_full)],
+            "low_diversity_objects": [real_entry(j) for j in d.low_diversity_objects],
+            "low_realism_backgrounds": [{"image": scores.items[i].label, "object": scores.items[i].object}
+                                        for i in d.low_realism_backgrounds],
+            "crowded_backgrounds": [real_entry(j, generated_in_ball=n) for j, n in d.crowded_backgrounds],
+        }
+    return report
+
+
+def diagnostics_grids(real: DecomposedReal, scores: DecomposedScores, diags: dict, store, per_row: int = 6) -> dict[str, bytes]:
+    """One PNG per failure mode: a row per region, images with their object mask outlined in red."""
+    from t2i_fairness.families.decomposed.rules import mask_grid
+
+    def tile(item, note=""):
+        return item.load(), store.get(item), item.object.replace("_", " ") + note
+
+    grids = {}
+    for kind in ("low_diversity_backgrounds", "low_diversity_objects", "low_realism_backgrounds", "crowded_backgrounds"):
+        rows = []
+        for region, (d, region_rows) in diags.items():
+            picked = getattr(d, kind)[:per_row]
+            if kind == "low_realism_backgrounds":
+                tiles = [tile(scores.items[i]) for i in picked]
+            elif kind == "crowded_backgrounds":  # caption: generated backgrounds in the ball
+                tiles = [tile(real.items[int(region_rows[j])], f" ({n})") for j, n in picked]
+            else:
+                tiles = [tile(real.items[int(region_rows[j])]) for j in picked]
+            if tiles:
+                rows.append((region, tiles))
+        if rows:
+            grids[kind] = mask_grid(rows)
+    return grids
+
+
+def table1_section(name: str, ref, real: DecomposedReal, by_template: dict[str, DecomposedScores], limit_source: str) -> list[str]:
+    """The terminal summary block: segmentation bookkeeping, then Table 1."""
+    from t2i_fairness.families.decomposed.rules import summarize, table1_lines
+
+    sel = real.selection
+    lines = []
+    if ref.synthetic:
+        lines.append(f"{name}: SYNTHETIC stand-in reference data; these numbers say nothing about real-world fairness")
+    excluded = ", ".join(f"{o} ({r:.0%})" for o, r in sel.excluded_classes.items()) or "none"
+    lines.append(f"real images: {sel.failed.size}, segmentation failed (excluded): {int(sel.failed.sum())}; "
+                 f"classes excluded (> {sel.limit:.0%} failures, {limit_source} limit): {excluded}")
+    for template, sc in by_template.items():
+        n = sum(len(r) for r in sc.groups.values())
+        dropped = sum(sc.dropped.values())
+        lines.append(f"{TEMPLATE_LABELS.get(template, template)}: {n} generated images"
+                     + (f" ({dropped} more of excluded classes left out)" if dropped else "")
+                     + f", {sum(sc.unsegmented.values())} without object segmentation "
+                     f"(misses in Obj-only, whole image in BG-only)"
+                     + (f"; regions without scores: {', '.join(sc.skipped)}" if sc.skipped else ""))
+    usable = {t: sc for t, sc in by_template.items() if sc.scores}
+    if "object_in_region" not in usable:
+        return lines + ["no Table 1: no region of {object} in {region} has scores"]
+    summaries = {t: summarize(sc.per_region()) for t, sc in usable.items()}
+    new = "regional_adjective" if "regional_adjective" in usable else None
+    lines += table1_lines(summaries, "object_in_region", new, TEMPLATE_LABELS)
+    worst = "; ".join(f"{label} worst BG coverage: {summaries[t]['bg']['coverage']['worst_region']}"
+                      for label, t in (("Orig.", "object_in_region"), ("New", new)) if t)
+    return lines + [f"  {worst}"]

@@ -1,0 +1,252 @@
+"""The Decomposed-DIG study: masks, Obj-only / BG-only / Full ViT features, per-region manifolds and scores.
+
+Plain Python over a :class:`~t2i_fairness.spine.workbench.Workbench`; the rules themselves (which
+real images and classes count, how unsegmented generated images count, Table 1) are in
+:mod:`t2i_fairness.families.decomposed.rules`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from t2i_fairness.families.base import Study
+from t2i_fairness.families.decomposed.options import DecomposedOptions
+from t2i_fairness.families.decomposed.rules import SETUPS
+from t2i_fairness.spine.cache import content_key
+from t2i_fairness.vocab.geode import GEODE_OBJECTS
+
+DECOMPOSED_TEMPLATES = ("object_in_region", "regional_adjective")  # Table 1: Orig. and New
+TEMPLATE_LABELS = {"object_in_region": "{object} in {region}", "regional_adjective": "{regional adjective} {object}"}
+
+
+def object_words(code: str) -> str:
+    return GEODE_OBJECTS.get(code, code.replace("_", " "))
+
+
+@dataclass
+class DecomposedReal:
+    """A reference set's masks, features, segmentation bookkeeping and per-region manifolds."""
+
+    items: list
+    features: dict[str, np.ndarray]
+    selection: object  # RealSelection
+    manifolds: dict[tuple[str, str], tuple[object, np.ndarray]] = field(default_factory=dict)  # (region, setup) -> (manifold, rows)
+    region_rows: dict[str, np.ndarray] = field(default_factory=dict)  # kept real rows per region
+
+
+@dataclass
+class DecomposedScores:
+    """Decomposed-DIG of one template against one reference set."""
+
+    template: str
+    scores: dict[str, dict[str, object]]  # region -> setup -> SetupScore
+    items: list
+    features: dict[str, np.ndarray]
+    groups: dict[str, np.ndarray]  # region -> generated rows (excluded classes removed)
+    unsegmented: dict[str, int]  # region -> generated images without object segmentation
+    dropped: dict[str, int]  # region -> generated images of excluded classes
+    skipped: dict[str, str] = field(default_factory=dict)  # region -> why it has no scores
+    real: DecomposedReal | None = field(default=None, repr=False)
+    _member: dict = field(default_factory=dict, repr=False)
+
+    def membership(self, region: str, setup: str) -> np.ndarray:
+        """bool (n_fake, n_real) of the region's sample total (see ``sample_membership``), computed once."""
+        from t2i_fairness.families.decomposed.rules import sample_membership
+
+        if (region, setup) not in self._member:
+            m, _ = self.real.manifolds[(region, setup)]
+            rows = self.groups[region]
+            self._member[(region, setup)] = sample_membership(m, self.features[setup][rows], self.scores[region][setup])
+        return self._member[(region, setup)]
+
+    def per_region(self) -> dict:
+        """setup -> region -> {"precision", "coverage"} for :func:`~t2i_fairness.families.decomposed.rules.summarize`."""
+        return {s: {r: {"precision": sc[s].precision, "coverage": sc[s].coverage} for r, sc in self.scores.items()}
+                for s in SETUPS}
+
+    def report(self) -> dict:
+        return {
+            "template": self.template,
+            "regions": {r: {s: sc[s].report() for s in SETUPS} for r, sc in self.scores.items()},
+            "generated_without_object_segmentation": self.unsegmented,
+            "generated_of_excluded_classes": self.dropped,
+            "skipped_regions": self.skipped,
+        }
+
+
+class DecomposedStudy(Study):
+    """Decomposed-DIG on one model.
+
+    Args:
+        bench: the session's workbench.
+        options: the family's :class:`~t2i_fairness.families.decomposed.options.DecomposedOptions`.
+    """
+
+    def __init__(self, bench, options: DecomposedOptions):
+        from t2i_fairness.references.library import ReferenceLibrary
+
+        super().__init__(bench)
+        self.options = options
+        self.library = ReferenceLibrary.of(bench)
+
+
+    @property
+    def reference_sets(self):
+        return self.library.sets
+
+    # -- models ----------------------------------------------------------------------------------
+    def models(self):
+        """(ViT, MaskStore): the scorers' ViT-B/16 (tiny: small ViT) and LangSAM or ``--t2i-masks`` masks."""
+
+        def make():
+            from t2i_fairness.families.decomposed.masks import MaskStore
+
+            masks = self.options.masks
+
+            def build_segmenter(profile, device):
+                if masks is not None:
+                    from t2i_fairness.models.segmenter import FolderMasks
+
+                    return FolderMasks(masks)
+                from t2i_fairness.models.segmenter import LangSAMSegmenter
+
+                return LangSAMSegmenter.from_profile(profile, device)
+
+            def build_vit(profile, device):
+                from t2i_fairness.models.vit import MaskedViTFeatures
+
+                return MaskedViTFeatures.from_profile(profile, device)
+
+            vit = self.bench.scorer("decomposed_vit", build=build_vit)
+            segmenter = self.bench.scorer("segmenter", build=build_segmenter)
+            return vit, MaskStore(self.bench.cache, segmenter, self.bench.progress)
+
+        return self._once(("models",), make)
+
+    def _features(self, items, desc: str) -> dict[str, np.ndarray]:
+        from t2i_fairness.families.decomposed.masks import decomposed_features
+
+        vit, store = self.models()
+        try:
+            return decomposed_features(self.bench, vit, store, items, desc)
+        except FileNotFoundError as exc:  # FolderMasks: a mask file is missing
+            from t2i_fairness.errors import OptionError
+
+            raise OptionError("--t2i-masks", str(exc)) from None
+
+    # -- real side -------------------------------------------------------------------------------
+    def _manifold(self, ref, paths, setup, region, rows, feats):
+        from t2i_fairness.families.decomposed.masks import SetupEncoder
+        from t2i_fairness.metrics.manifold import ReferenceManifold, dedupe_index
+        from t2i_fairness.references.library import manifold_memo
+
+        o = self.bench.options
+        k, dedupe = o.nearest_k, o.dedupe
+        keep = rows[dedupe_index(feats[rows], dedupe)]
+        if keep.size < k + 2:
+            return None
+        vit, store = self.models()
+        fingerprint = vit.fingerprint if setup == "full" else SetupEncoder(vit, setup, store).fingerprint
+        key = content_key(reference=ref.fingerprint, encoder=fingerprint, group=f"decomposed:{region}:{setup}",
+                          records=sorted(paths[i] for i in keep), k=k, dedupe=dedupe)
+        m = manifold_memo(self.bench).get(key, lambda: ReferenceManifold.build(
+            feats[keep], k, dedupe="none", device=self.bench.device, group=f"{ref.name}/{region}/{setup}"))
+        return m, keep
+
+    def real(self, name: str) -> DecomposedReal:
+        """The real side of reference set ``name``: masks and features cached, radii cached."""
+
+        def make() -> DecomposedReal:
+            from t2i_fairness.families.decomposed.masks import reference_items
+            from t2i_fairness.families.decomposed.rules import has_features, select_real
+            from t2i_fairness.references.library import reference_images
+
+            ref = self.reference_sets[name]
+            items = reference_items(ref, reference_images(ref), object_words)
+            paths = [it.label for it in items]
+            feats = self._features(items, f"reference {name}")
+            sel = select_real([it.object for it in items], has_features(feats["obj"]), has_features(feats["bg"]),
+                              self.options.failure_limit)
+            real = DecomposedReal(items, feats, sel)
+            regions = np.array([it.region for it in items], dtype=object)
+            for region in ref.regions:
+                rows = np.flatnonzero(sel.keep & (regions == region))
+                real.region_rows[region] = rows
+                for setup in SETUPS:
+                    built = self._manifold(ref, paths, setup, region, rows, feats[setup])
+                    if built is not None:
+                        real.manifolds[(region, setup)] = built
+            return real
+
+        return self._once(("real", name), make)
+
+    # -- generated side and scores ---------------------------------------------------------------
+    def scores(self, name: str, template: str) -> DecomposedScores:
+        """Obj-only, BG-only and Full precision/coverage per region of one template."""
+        return self._once(("scores", name, template), lambda: self._scores(name, template))
+
+    def _scores(self, name: str, template: str) -> DecomposedScores:
+        from t2i_fairness.families.decomposed.masks import generated_items
+        from t2i_fairness.families.decomposed.rules import has_features, score_setup
+        from t2i_fairness.references.grouping import PromptSpace, group_generated, prompt_images
+
+        o = self.bench.options
+        ref = self.reference_sets[name]
+        real = self.real(name)
+        images = prompt_images(self.bench, template, PromptSpace.from_reference(ref, o.objects))
+        items = generated_items(images, object_words)
+        feats = self._features(items, template)
+        row = {it.key: i for i, it in enumerate(items)}
+        pairs = [(p.prompt, [row[im.key] for im in p.images]) for p in images]
+        excluded = set(real.selection.excluded_classes)
+        has_obj = has_features(feats["obj"])
+        out = DecomposedScores(template, {}, items, feats, {}, {}, {}, real=real)
+        for region, rows in group_generated(pairs, template, ref, "region", o.seed).items():
+            rows = np.asarray(rows, dtype=int)
+            keep = np.array([items[i].object not in excluded for i in rows], dtype=bool)
+            out.dropped[region] = int((~keep).sum())
+            rows = rows[keep]
+            out.groups[region] = rows
+            out.unsegmented[region] = int((~has_obj[rows]).sum())
+            missing = [s for s in SETUPS if (region, s) not in real.manifolds]
+            if not rows.size or missing:
+                n_real = real.region_rows[region].size
+                out.skipped[region] = ("no generated image of a kept class" if not rows.size else
+                                       f"{n_real} usable real images; a manifold needs k+2={o.nearest_k + 2}")
+                continue
+            out.scores[region] = {}
+            for setup in SETUPS:
+                m, _ = real.manifolds[(region, setup)]
+                out.scores[region][setup] = score_setup(m, feats[setup][rows], dedupe=o.dedupe,
+                                                        device=self.bench.device, group=f"{name}/{region}/{setup}")
+        return out
+
+    # -- diagnostics (Sec. 4.3) ------------------------------------------------------------------
+    def diagnostics(self, name: str, template: str) -> dict:
+        """region -> (Diagnostics, real rows of the region)."""
+
+        def make() -> dict:
+            from t2i_fairness.families.decomposed.rules import diagnose
+
+            real, scores = self.real(name), self.scores(name, template)
+            out = {}
+            for region, by_setup in scores.scores.items():
+                region_rows = real.region_rows[region]
+                col = {int(r): j for j, r in enumerate(region_rows)}
+                member, present = {}, {}
+                for setup in SETUPS:
+                    _, kept = real.manifolds[(region, setup)]
+                    inside = scores.membership(region, setup)[: by_setup[setup].n_used]
+                    full = np.zeros((inside.shape[0], region_rows.size), bool)
+                    cols = [col[int(r)] for r in kept]
+                    full[:, cols] = inside
+                    member[setup] = full
+                    present[setup] = np.zeros(region_rows.size, bool)
+                    present[setup][cols] = True
+                bg_rows = scores.groups[region][by_setup["bg"].used]
+                out[region] = (diagnose(member, present, bg_rows), region_rows)
+            return out
+
+        return self._once(("diagnostics", name, template), make)

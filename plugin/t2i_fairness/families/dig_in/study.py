@@ -1,0 +1,146 @@
+"""The DIG In study: reference features, per-group manifolds, precision/coverage and CLIP consistency.
+
+Plain Python over a :class:`~t2i_fairness.spine.workbench.Workbench` (no pytest): the ``dig_in``
+fixture is one :class:`DigInStudy` per session, and each number is computed on first request.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import numpy as np
+
+from t2i_fairness.families.base import Study
+from t2i_fairness.metrics.manifold import Membership, membership, precision_coverage
+from t2i_fairness.references.grouping import PromptImages, PromptSpace, group_generated, prompt_images
+from t2i_fairness.references.library import ReferenceLibrary
+from t2i_fairness.spine.generation import ImageRef
+from t2i_fairness.vocab.geode import GEODE_OBJECTS
+
+
+def disparity(values: Mapping[str, float]) -> float:
+    """Best / worst ratio over groups (inf when the worst is 0 and the best is not; 1 when all are 0).
+
+    Example:
+        >>> disparity({"africa": 0.25, "europe": 0.5})
+        2.0
+    """
+    vals = list(values.values())
+    best, worst = max(vals), min(vals)
+    if worst == 0:
+        return 1.0 if best == 0 else math.inf
+    return best / worst
+
+
+@dataclass
+class GroupScore:
+    """Precision and coverage of one group, with the ball membership its bootstrap resamples."""
+
+    precision: float
+    coverage: float
+    n_fake: int  # generated images of the group (before the dedupe of duplicated feature rows)
+    n_real: int
+    member: Membership | None = field(default=None, repr=False)  # None when intervals are off
+
+    def precision_of(self, idx) -> float:
+        return self.member.precision_of(idx)
+
+    def coverage_of(self, idx) -> float:
+        return self.member.coverage_of(idx)
+
+    def report(self) -> dict:
+        return {"precision": self.precision, "coverage": self.coverage, "n_fake": self.n_fake, "n_real": self.n_real}
+
+
+@dataclass
+class DigScores:
+    """Precision and coverage of one template against one reference set."""
+
+    region: dict[str, GroupScore] = field(default_factory=dict)
+    object_region: dict[tuple[str, str], GroupScore] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ScoredImage:
+    object: str
+    region: str | None
+    score: float
+    image: ImageRef | None = field(default=None, compare=False, repr=False)  # for grids of the lowest scores
+
+
+class DigInStudy(Study):
+    """DIG In on one model.
+
+    Args:
+        bench: the session's workbench (generator, cache, scorers).
+    """
+
+    def __init__(self, bench):
+        super().__init__(bench)
+        self.library = ReferenceLibrary.of(bench)
+
+
+    @property
+    def reference_sets(self):
+        return self.library.sets
+
+    def images(self, template: str, space: PromptSpace | None = None) -> list[PromptImages]:
+        """The template's prompts with their images (``space`` defaults to the run's GeoDE objects)."""
+        return prompt_images(self.bench, template, space)
+
+    # -- Region and Object-Region indicators (4.2-4.3) ----------------------------------------------
+    def scores(self, name: str, template: str) -> DigScores:
+        """Precision and coverage of every region and object-region of reference set ``name``."""
+        return self._once(("scores", name, template), lambda: self._scores(name, template))
+
+    def _group(self, m, fake: np.ndarray, group: str) -> GroupScore:
+        o = self.bench.options
+        pc = precision_coverage(m, fake, dedupe=o.dedupe, device=self.bench.device, group=group)
+        member = membership(m, fake, dedupe=o.dedupe, group=group) if o.bootstrap else None
+        return GroupScore(pc["precision"], pc["coverage"], len(fake), len(m.radii), member)
+
+    def _scores(self, name: str, template: str) -> DigScores:
+        o = self.bench.options
+        ref = self.reference_sets[name]
+        real = self.library.features(name, "inception")
+        items = self.images(template, PromptSpace.from_reference(ref, o.objects))
+        refs = [im for it in items for im in it.images]
+        feats = self.bench.features(real.encoder, refs, desc=f"Inception {template}")
+        row = {im.key: i for i, im in enumerate(refs)}
+        pairs = [(it.prompt, [row[im.key] for im in it.images]) for it in items]
+        scores = DigScores()
+        for region, fake_rows in group_generated(pairs, template, ref, "region", o.seed).items():
+            m = real.manifold(f"region:{region}", ref.groups_by_region()[region])
+            scores.region[region] = self._group(m, feats[fake_rows], region)
+        by_pair = ref.groups_by_object_region()
+        for (obj, region), fake_rows in group_generated(pairs, template, ref, "object_region", o.seed).items():
+            records = by_pair[(obj, region)]
+            if len(records) < o.nearest_k + 2:
+                continue  # reported by the test as too small a group
+            m = real.manifold(f"object_region:{obj}:{region}", records)
+            scores.object_region[(obj, region)] = self._group(m, feats[fake_rows], f"{obj}/{region}")
+        return scores
+
+    # -- Object Consistency (4.4) ----------------------------------------------------------------------
+    def clipscores(self, template: str) -> list[ScoredImage]:
+        """One :class:`ScoredImage` per generated image of the template.
+
+        The score is the raw cosine between the image's CLIP embedding and the CLIP embedding of the
+        object name alone ("cooking pot"), as DIG In's consistency indicator uses it.
+        """
+
+        def make() -> list[ScoredImage]:
+            from t2i_fairness.metrics.consistency import cosine_similarities
+
+            clip = self.bench.scorer("clip")
+            items = self.images(template)
+            refs = [r for item in items for r in item.images]
+            labels = [item.prompt for item in items for _ in item.images]
+            image_emb = self.bench.features(clip, refs, desc=f"CLIP {template}")
+            text_emb = self.bench.text_features(clip, [GEODE_OBJECTS[p.object] for p in labels])
+            scores = np.asarray(cosine_similarities(image_emb, text_emb))
+            return [ScoredImage(p.object, p.region, float(s), r) for p, s, r in zip(labels, scores, refs)]
+
+        return self._once(("clipscores", template), make)

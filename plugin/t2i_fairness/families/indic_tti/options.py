@@ -1,0 +1,123 @@
+"""IndicTTI's options: the multilingual prompt file, the languages, images per prompt and language.
+
+- ``--t2i-indic-prompts PATH``: a multilingual prompt file (format: :mod:`t2i_fairness.families.indic_tti.prompts`);
+  default the bundled smoke SAMPLE. Real runs point it at the IndicTTI / COCO-NLLB prompts.
+- ``--t2i-languages LIST``: comma-separated language codes (``hin_Deva``, any case) or ``all``
+  (default: every language of the file). English is always measured: the relative gates need it.
+- ``--t2i-indic-images N``: images per prompt and language: the paper's 4 (paper preset), 6 (smoke);
+  ``--t2i-images-per-prompt`` when that is given and this is not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from t2i_fairness.errors import OptionError
+from t2i_fairness.families.indic_tti.prompts import MultilingualPromptSet
+from t2i_fairness.spine.options import Option, Values, positive
+from t2i_fairness.vocab.languages import ENGLISH, get_language
+
+PAPER_INDIC_IMAGES_PER_PROMPT = 4  # IndicTTI Section 3.2; DIG In's 60 would be 15x the paper's work
+SMOKE_INDIC_IMAGES_PER_PROMPT = 6
+
+OPTIONS = (
+    Option("--t2i-indic-prompts", "IndicTTI multilingual prompt file, .jsonl or .csv (fields prompt_id, lang, text, "
+           "english, reference_image); default: the bundled smoke SAMPLE (4 prompts, 6 languages, not validated)",
+           metavar="PATH"),
+    Option("--t2i-languages", "IndicTTI languages to measure: comma-separated codes such as hin_Deva,tam_Taml (any "
+           "case) or 'all' (default: every language of the prompt file; English is always included)", metavar="LIST"),
+    Option("--t2i-indic-images", "IndicTTI: images per prompt and language (when not given: --t2i-images-per-prompt "
+           "if that is given, else the preset's)", smoke=SMOKE_INDIC_IMAGES_PER_PROMPT,
+           paper=PAPER_INDIC_IMAGES_PER_PROMPT, type=int, metavar="N"),
+)
+
+
+@dataclass(frozen=True)
+class IndicSelection:
+    """What the options select: the prompts (restricted to the languages), the languages, the sample size."""
+
+    prompts: MultilingualPromptSet
+    languages: tuple[str, ...]
+    images_per_prompt: int
+
+    @property
+    def non_english(self) -> tuple[str, ...]:
+        return tuple(code for code in self.languages if code != ENGLISH)
+
+
+def select_languages(prompts: MultilingualPromptSet, spec: str | None) -> tuple[str, ...]:
+    """The languages to measure: ``spec`` is ``None``/``"all"`` (every language of the file) or a
+    comma-separated list of codes in any case. English is always included: the relative gates and
+    the drops compare with it. The order is the file's (English first, then IndicTTI's Table 5).
+
+    Raises:
+        ValueError: an unknown code (with near misses), a language the file lacks (listing those it
+            has), or an empty list.
+
+    Example:
+        >>> from t2i_fairness.families.indic_tti.prompts import load_smoke_sample
+        >>> select_languages(load_smoke_sample(), "tam_taml, HIN_DEVA")
+        ('eng_Latn', 'hin_Deva', 'tam_Taml')
+    """
+    present = prompts.languages
+    if spec is None or spec.strip().lower() == "all":
+        wanted = set(present)
+    else:
+        items = [item.strip() for item in spec.split(",") if item.strip()]
+        if not items:
+            raise ValueError(f"no language in {spec!r}; give comma-separated codes such as hin_Deva,tam_Taml, or 'all'")
+        codes = [get_language(item).code for item in items]  # ValueError names the unknown code
+        absent = [c for c in dict.fromkeys(codes) if c not in present]
+        if absent:
+            where = f" {prompts.source}" if prompts.source else ""
+            raise ValueError(f"language(s) {absent} not in the prompt file{where}; it has: {', '.join(present)}")
+        wanted = set(codes) | {ENGLISH}
+    return tuple(code for code in present if code in wanted)
+
+
+def check_full_grid(prompts: MultilingualPromptSet) -> None:
+    """The cross-language indicators compare every prompt id in every language: no holes allowed.
+
+    Raises:
+        ValueError: (prompt id, language) pairs are missing; the message shows the first few.
+
+    Example:
+        >>> from t2i_fairness.families.indic_tti.prompts import load_smoke_sample
+        >>> check_full_grid(load_smoke_sample())
+    """
+    holes = prompts.missing()
+    if holes:
+        shown = ", ".join(f"({pid}, {lang})" for pid, lang in holes[:5])
+        more = f" and {len(holes) - 5} more" if len(holes) > 5 else ""
+        raise ValueError(
+            f"{prompts.source} lacks {len(holes)} (prompt id, language) pair(s): {shown}{more}; the cross-language "
+            "indicators need every prompt id in every measured language: add the rows, or leave the language out "
+            "with --t2i-languages"
+        )
+
+
+def resolve(v: Values, core) -> IndicSelection:
+    """Load and check the prompt file and the languages; problems raise ``OptionError`` naming the option."""
+    from t2i_fairness.families.indic_tti.prompts import SMOKE_SAMPLE, load_prompts
+
+    raw = v.raw("--t2i-indic-prompts")
+    path = SMOKE_SAMPLE if raw is None else v.invocation_dir / Path(raw).expanduser()
+    try:
+        prompts = load_prompts(path)
+    except (OSError, ValueError) as exc:  # FileNotFoundError, PromptFileError, a wrong extension
+        raise OptionError("--t2i-indic-prompts", str(exc)) from None
+    try:
+        languages = select_languages(prompts, v.raw("--t2i-languages"))
+    except ValueError as exc:
+        raise OptionError("--t2i-languages", str(exc)) from None
+    prompts = prompts.subset(languages=languages)
+    try:
+        check_full_grid(prompts)
+    except ValueError as exc:
+        raise OptionError("--t2i-indic-prompts", str(exc)) from None
+    if v.given("--t2i-indic-images") or not v.given("--t2i-images-per-prompt"):
+        n = positive(v, "--t2i-indic-images")
+    else:
+        n = core.images_per_prompt
+    return IndicSelection(prompts, languages, n)

@@ -1,0 +1,177 @@
+"""Deciding one gate: :func:`judge` (plain, no pytest) and the small :class:`Gate` the ``gate`` fixture is.
+
+``judge`` takes a measurement, the thresholds, the provenance and the run's options and returns the
+:class:`~t2i_fairness.gating.session.GateRecord` that every report reads (verdict, message, bound,
+interval, baseline comparison). The baseline comparison and the project's tests call it directly;
+:class:`Gate` adds what a pytest test needs around it: the bootstrap interval from ``resample``, the
+record attached to the test report, a provenance warning, and ``pytest.fail`` on a failed verdict.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from t2i_fairness.errors import T2IProvenanceWarning
+from t2i_fairness.gating.baseline import BaselineMeasurement, compare_with_baseline
+from t2i_fairness.gating.session import GateRecord
+from t2i_fairness.gating.thresholds import ThresholdFile
+from t2i_fairness.gating.verdicts import Measurement, Verdict, evaluate
+from t2i_fairness.spine.cache import content_key
+
+__all__ = ["Gate", "GateContext", "bootstrap_seed", "judge", "measure"]
+
+
+def bootstrap_seed(gate_id: str, base_seed: int) -> int:
+    """The seed of a gate's bootstrap: a function of the gate id and ``--t2i-seed`` only.
+
+    Example:
+        >>> bootstrap_seed("test_cis[k1]", 0) == bootstrap_seed("test_cis[k1]", 0) != bootstrap_seed("test_cis[k2]", 0)
+        True
+    """
+    return int(content_key(gate=gate_id, seed=base_seed)[:8], 16)
+
+
+def measure(gate_id: str, value: float, *, n: int, higher_is_better: bool = True, interval=None,
+            details: dict | None = None, resample: Callable[[Any], float] | None = None, units: int | None = None,
+            strata=None, bootstrap: int = 0, confidence: float = 0.95, seed: int = 0) -> Measurement:
+    """A :class:`~t2i_fairness.gating.verdicts.Measurement`, with a seeded bootstrap interval over ``units``
+    when ``resample(indices) -> value`` is given and no ``interval`` is."""
+    if interval is None and resample is not None and bootstrap > 0 and (units or 0) > 0:
+        from t2i_fairness.metrics.stats import index_bootstrap
+
+        interval = index_bootstrap(resample, int(units), strata=strata, n_resamples=bootstrap,
+                                   confidence=confidence, seed=bootstrap_seed(gate_id, seed))
+    return Measurement(gate_id, float(value), int(n), "min" if higher_is_better else "max",
+                       tuple(interval) if interval is not None else None, dict(details or {}))
+
+
+def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, *, nodeid: str = "",
+          family: str | None = None, baseline: BaselineMeasurement | None = None, resample=None,
+          units: int | None = None, strata=None) -> tuple[GateRecord, Verdict]:
+    """The verdict on one measurement, as the record every report reads.
+
+    Args:
+        m: the measurement.
+        thresholds: the run's thresholds file.
+        provenance: the settings the value was measured under.
+        options: the run's :class:`~t2i_fairness.spine.options.T2IOptions` (update flow, gate mode,
+            baseline settings, bootstrap).
+        nodeid, family: where the gate comes from, for reports.
+        baseline: the baseline run's measurement of the same gate (``--t2i-baseline-model``).
+        resample, units, strata: the candidate's resampling, for the paired interval.
+
+    Example:
+        >>> from pathlib import Path
+        >>> from t2i_fairness.gating.thresholds import Bound
+        >>> from t2i_fairness.spine.options import T2IOptions
+        >>> t = ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.5)})
+        >>> record, verdict = judge(Measurement("g", 0.4, n=10), t, {}, T2IOptions())
+        >>> record.status, verdict.failed
+        ('fail', True)
+    """
+    comparison = None
+    if options.baseline_model:
+        comparison = compare_with_baseline(
+            m, baseline, model=options.baseline_model, allowed=options.baseline_delta, mode=options.gate_mode,
+            resample=resample, units=units, strata=strata, n_resamples=options.bootstrap,
+            confidence=options.confidence, seed=bootstrap_seed(m.gate, options.seed))
+        m.details["baseline"] = comparison
+    verdict = evaluate(m, thresholds, provenance, update=options.update_thresholds,
+                       allow_loosen=options.allow_loosen, mode=options.gate_mode)
+    if comparison is not None and comparison.get("failed") and not verdict.failed:
+        verdict.status, verdict.message = "fail", f"{verdict.message}; {comparison['message']}"
+    record = GateRecord(
+        gate=m.gate, nodeid=nodeid, value=m.value, n=m.n, direction=m.direction, status=verdict.status,
+        bound=verdict.bound.value if verdict.bound else None, write=verdict.write, message=verdict.message,
+        provenance=provenance, interval=list(m.interval) if m.interval else None,
+        provenance_changes={k: list(v) for k, v in verdict.provenance_changes.items()}, details=m.details,
+        family=family,
+    )
+    return record, verdict
+
+
+@dataclass
+class GateContext:
+    """What a :class:`Gate` needs from its test session (the fixture builds one per test).
+
+    Attributes:
+        gate_id: the test's gate id (its name, the baseline/candidate part removed).
+        nodeid: the test's node id.
+        family: the paper family of the test's module, if any.
+        options: the run's options.
+        thresholds: the run's thresholds file.
+        provenance: the workbench's provenance (settings, versions, device).
+        role: ``candidate``, or ``baseline`` for the baseline model's run of the test.
+        baselines: gate id -> the baseline's measurement, shared by the process.
+        emit: called with every record (the fixture attaches it to the test report, and Allure).
+    """
+
+    gate_id: str
+    nodeid: str
+    family: str | None
+    options: Any
+    thresholds: ThresholdFile
+    provenance: Callable[[], dict]
+    role: str = "candidate"
+    baselines: dict = field(default_factory=dict)
+    emit: Callable[[GateRecord], None] = lambda record: None
+
+
+class Gate:
+    """``gate(value, n=..., ...)`` checks a measured indicator against its bound; ``gate.undefined(reason)``
+    says it cannot be computed here.
+
+    The gate id is the test's name (``test_object_consistency[object_in_region-africa]``) unless
+    ``name`` is given. ``provenance`` adds what this test's number also depends on (its sample
+    sizes, a prompt file digest) to the session's, so a bound is never compared silently with a
+    number measured under other settings.
+    """
+
+    def __init__(self, context: GateContext):
+        self.context = context
+
+    def __call__(self, value: float, *, n: int, higher_is_better: bool = True, interval=None,
+                 details: dict[str, Any] | None = None, name: str | None = None,
+                 resample: Callable[[Any], float] | None = None, units: int | None = None, strata=None,
+                 provenance: dict[str, Any] | None = None) -> Measurement:
+        """``resample(indices) -> value`` with ``units`` (and optional ``strata`` labels) gives a seeded
+        percentile-bootstrap interval over those units (``--t2i-bootstrap`` resamples)."""
+        __tracebackhide__ = True
+        import pytest
+
+        ctx, o = self.context, self.context.options
+        gate_id = name or ctx.gate_id
+        m = measure(gate_id, value, n=n, higher_is_better=higher_is_better, interval=interval, details=details,
+                    resample=resample, units=units, strata=strata, bootstrap=o.bootstrap,
+                    confidence=o.confidence, seed=o.seed)
+        prov = {**ctx.provenance(), **(provenance or {})}
+        if ctx.role == "baseline":
+            ctx.baselines[gate_id] = BaselineMeasurement(m, resample, units, strata)
+            ctx.emit(GateRecord(
+                gate=m.gate, nodeid=ctx.nodeid, value=m.value, n=m.n, direction=m.direction, status="baseline",
+                bound=None, write=None, message=f"{m.gate}: baseline {o.baseline_model} measured {m.value:.4f}",
+                provenance=prov, interval=list(m.interval) if m.interval else None, details=m.details,
+                family=ctx.family))
+            return m
+        record, verdict = judge(m, ctx.thresholds, prov, o, nodeid=ctx.nodeid, family=ctx.family,
+                                baseline=ctx.baselines.get(gate_id), resample=resample, units=units, strata=strata)
+        ctx.emit(record)
+        if verdict.provenance_changes:
+            fields = ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in verdict.provenance_changes.items())
+            warnings.warn(T2IProvenanceWarning(f"gate {m.gate} was set under other settings ({fields})"), stacklevel=2)
+        if verdict.failed:
+            pytest.fail(verdict.message, pytrace=False)
+        return m
+
+    def undefined(self, reason: str, name: str | None = None) -> None:
+        """An indicator that cannot be computed here: skip while the gate has no bound, fail once it has one."""
+        __tracebackhide__ = True
+        import pytest
+
+        gate_id = name or self.context.gate_id
+        thresholds = self.context.thresholds
+        if gate_id in thresholds.gates:
+            pytest.fail(f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass", pytrace=False)
+        pytest.skip(reason)
