@@ -54,6 +54,7 @@ Component names
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import Counter
@@ -212,6 +213,7 @@ def imagenet_classnames() -> tuple[str, ...]:
     return _load_classnames()
 
 
+@functools.lru_cache(maxsize=1)
 def _load_classnames() -> tuple[str, ...]:
     from importlib.resources import files
 
