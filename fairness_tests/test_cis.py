@@ -1,6 +1,6 @@
 """Components Inclusion Score (Foong et al. 2023, arXiv:2311.13620): do models draw every component?
 
-Prompts name K ImageNet classes ("a photo of a crab, a macaw, a steel drum, and a red butterfly.");
+Prompts name K ImageNet classes ("A photo of a crab, a macaw, a steel drum, and a red butterfly.");
 CLIP picks, for each generated image, the best entry of a table holding every subset of the
 components and the empty string; S = components of that entry / K and CIS_K = mean S (section 4).
 

@@ -48,7 +48,7 @@ names = st.lists(st.sampled_from(POOL), min_size=1, max_size=6, unique=True)
 
 
 def ref_table(components):
-    """Every subset via bit masks, rendered independently of the module."""
+    """Every subset via bit masks, rendered independently of the module (prototype punctuation)."""
     k = len(components)
     out = {}
     for mask in range(2**k):
@@ -57,13 +57,8 @@ def ref_table(components):
             out[""] = 0
             continue
         phrases = [("an " if c[0].lower() in "aeiou" else "a ") + c for c in subset]
-        if len(phrases) == 1:
-            body = phrases[0]
-        elif len(phrases) == 2:
-            body = phrases[0] + " and " + phrases[1]
-        else:
-            body = ", ".join(phrases[:-1]) + ", and " + phrases[-1]
-        out["a photo of " + body + "."] = len(subset)
+        body = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + ", and " + phrases[-1]
+        out["A photo of " + body + "."] = len(subset)
     return out
 
 
@@ -95,15 +90,15 @@ def ref_inception_score(probs):
 
 
 def test_render_prompt_follows_the_paper_template():
-    assert render_prompt(["crab"]) == "a photo of a crab."
-    assert render_prompt(["crab", "macaw"]) == "a photo of a crab and a macaw."
+    assert render_prompt(["crab"]) == "A photo of a crab."
+    assert render_prompt(["crab", "macaw"]) == "A photo of a crab, and a macaw."
     assert (
         render_prompt(["crab", "macaw", "steel drum", "red butterfly"])
-        == "a photo of a crab, a macaw, a steel drum, and a red butterfly."
+        == "A photo of a crab, a macaw, a steel drum, and a red butterfly."
     )
     assert (
         render_prompt(["acoustic guitar", "balaclava ski mask", "sock", "vase"])
-        == "a photo of an acoustic guitar, a balaclava ski mask, a sock, and a vase."
+        == "A photo of an acoustic guitar, a balaclava ski mask, a sock, and a vase."
     )
 
 
@@ -192,7 +187,7 @@ def test_check_token_lengths_names_the_offending_prompt():
     long = render_prompt([f"thing{i}" for i in range(40)])
     assert count(long) == 86  # 3 + 40 * 2 + "and" + 2 special tokens
     assert check_token_lengths(["a photo of a crab."], count) == [7]
-    with pytest.raises(ValueError, match=r"text 1 'a photo of a thing0, .*' has 86 tokens, more than the limit of 77"):
+    with pytest.raises(ValueError, match=r"text 1 'A photo of a thing0, .*' has 86 tokens, more than the limit of 77"):
         check_token_lengths(["a photo of a crab.", long], count)
 
 
@@ -201,10 +196,10 @@ def test_check_token_lengths_names_the_offending_prompt():
 
 def test_k3_table_has_eight_entries_with_the_right_counts():
     table = lookup_table(["crab", "egg", "sock"])
-    assert [c for _, c in table] == [0, 1, 1, 1, 2, 2, 2, 3]
-    assert table[0] == ("", 0)
-    assert table[4] == ("a photo of a crab and an egg.", 2)
-    assert table[-1] == ("a photo of a crab, an egg, and a sock.", 3)
+    assert [c for _, c in table] == [1, 1, 1, 2, 2, 2, 3, 0]
+    assert table[-1] == ("", 0)
+    assert table[3] == ("A photo of a crab, and an egg.", 2)
+    assert table[-2] == ("A photo of a crab, an egg, and a sock.", 3)
 
 
 @FAST
@@ -214,7 +209,8 @@ def test_table_is_every_subset_with_its_size(components):
     assert len(table) == 2 ** len(components)
     assert dict(table) == ref_table(components)
     assert len({t for t, _ in table}) == len(table)
-    assert table[-1] == (render_prompt(components), len(components))
+    assert table[-2] == (render_prompt(components), len(components))  # the full prompt, then ""
+    assert table[-1] == ("", 0)
     subsets = lookup_subsets(components)
     assert [len(s) for s in subsets] == [c for _, c in table]
     for s in subsets:  # components keep their prompt order inside an entry
@@ -264,9 +260,9 @@ def test_permuting_images_does_not_change_cis(case, rnd):
 def test_peak_on_full_entry_scores_one_and_on_empty_entry_zero(k):
     counts = [c for _, c in lookup_table([f"thing{i}" for i in range(k)])]
     full = np.zeros((3, 2**k))
-    full[:, -1] = 5.0
+    full[:, -2] = 5.0  # the full prompt is second to last
     empty = np.zeros((3, 2**k))
-    empty[:, 0] = 5.0
+    empty[:, -1] = 5.0  # the empty string is last
     assert components_inclusion_score(full, counts) == 1.0
     assert components_inclusion_score(empty, counts) == 0.0
     assert components_inclusion_score(np.vstack([full, empty]), counts) == 0.5
@@ -275,9 +271,11 @@ def test_peak_on_full_entry_scores_one_and_on_empty_entry_zero(k):
 def test_stacked_prompts_weigh_every_image_equally():
     a, b = ["crab", "egg"], ["sock", "vase"]
     counts = [c for _, c in lookup_table(a)]
-    la = np.array([[0, 9, 0, 0], [0, 0, 0, 9]], dtype=float)  # 1/2, 1
-    lb = np.array([[9, 0, 0, 0], [0, 0, 9, 0]], dtype=float)  # 0, 1/2
+    # table order: [first, second, both, ""]
+    la = np.array([[0, 9, 0, 0], [0, 0, 9, 0]], dtype=float)  # 1/2, 1
+    lb = np.array([[0, 0, 0, 9], [9, 0, 0, 0]], dtype=float)  # 0, 1/2
     assert components_inclusion_score(np.vstack([la, lb]), counts) == pytest.approx((0.5 + 1 + 0 + 0.5) / 4)
+    assert components_inclusion_score(la, counts) == pytest.approx(0.75)
 
 
 @FAST
@@ -587,7 +585,7 @@ def test_prompts_that_do_not_fit_are_replaced_by_the_next_draws():
 
 
 def test_fitting_prompts_give_up_naming_a_prompt_that_does_not_fit():
-    with pytest.raises(ValueError, match=r"only 0 of 50 prompts with k=2 .*'a photo of"):
+    with pytest.raises(ValueError, match=r"only 0 of 50 prompts with k=2 .*'A photo of"):
         sample_fitting_prompts(2, 3, seed=0, fits=lambda c: False, classnames=LONG_POOL, max_draws=50)
 
 
@@ -597,7 +595,7 @@ def test_real_clip_token_counts_with_the_rule():
 
     clip = ClipModel.from_profile("tiny")
     long_names = ["Mexican hairless dog (xoloitzcuintli)", "military hat (bearskin or shako)", "sulphur-crested cockatoo",
-                  "shoji screen / room divider", "red-breasted merganser", "desert grassland whiptail lizard",
+                  "shoji screen or room divider", "red-breasted merganser", "desert grassland whiptail lizard",
                   "black-and-white colobus", "Entlebucher Sennenhund"]
     assert clip.count_tokens(render_prompt(long_names)) > 77
     fits = lambda comps: clip.count_tokens(render_prompt(comps)) <= 77  # noqa: E731

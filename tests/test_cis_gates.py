@@ -41,12 +41,12 @@ def test_each_occurrence_of_a_prompt_gets_fresh_images():
     study = CisStudy(bench, CisOptions(images=2))
     rows = study.images([("crab",), ("sock",), ("crab",), ("crab",)], desc="")
     assert rows == [
-        [("a photo of a crab.", 0), ("a photo of a crab.", 1)],
-        [("a photo of a sock.", 0), ("a photo of a sock.", 1)],
-        [("a photo of a crab.", 2), ("a photo of a crab.", 3)],
-        [("a photo of a crab.", 4), ("a photo of a crab.", 5)],
+        [("A photo of a crab.", 0), ("A photo of a crab.", 1)],
+        [("A photo of a sock.", 0), ("A photo of a sock.", 1)],
+        [("A photo of a crab.", 2), ("A photo of a crab.", 3)],
+        [("A photo of a crab.", 4), ("A photo of a crab.", 5)],
     ]
-    assert bench.calls == [(["a photo of a sock."], 2), (["a photo of a crab."], 6)]
+    assert bench.calls == [(["A photo of a sock."], 2), (["A photo of a crab."], 6)]
 
 
 def test_drop_interval_brackets_the_least_squares_drop():

@@ -4,13 +4,23 @@ A prompt names ``K`` components (ImageNet class names); a lookup table holds eve
 them rendered with the same template, plus the empty string; CLIP scores each generated image
 against the table and the argmax entry tells how many components the image shows.
 
-Prompt template (paper, section 4 and Figure 1)
-    ``a photo of <a|an> <c1>, <a|an> <c2>, ..., and <a|an> <cK>.``  -- lower case, the serial
-    ("Oxford") comma before ``and`` from three components on, and a final period, as in the
-    paper's example "A photo of an acoustic guitar, a balaclava ski mask, a sock, and a vase.".
-    One component: ``a photo of a crab.``; two: ``a photo of a crab and a macaw.`` (the paper
-    shows no one- or two-component prompt; these follow ordinary English list punctuation).
-    The paper capitalises "A"; the lower-case form is used here (CLIP's tokenizer lower-cases).
+Prompt template (paper, sections 1 and 4; the prototype zfoong/imggen_baseline for what the
+paper does not show)
+    ``A photo of <a|an> <c1>, <a|an> <c2>, ..., and <a|an> <cK>.``  One component:
+    ``A photo of a crab.``; two: ``A photo of a crab, and a macaw.``; four:
+    ``A photo of a crab, a macaw, a steel drum, and a red butterfly.``.  The items are joined
+    with ``", "`` and the last one with ``", and "`` from two components on, as the prototype's
+    prompt and lookup builders do (``wordGen.py`` lines 100-104, ``Iclip.py`` lines 56-62, at
+    commit 788217d); the paper shows no one- or two-component prompt.
+    Capitalisation: the paper quotes its prompts verbatim with a capital "A" ("the given prompt
+    is 'A photo of an acoustic guitar, a balaclava ski mask, a sock, and a vase.'", section 4;
+    Figure 1), so prompts start with "A" by default.  The prototype generates from the template
+    ``a photo of {}.`` (lower case, ``template_prompts.txt`` line 1) and scores against
+    ``A photo of {}.`` (``Iclip.py`` line 56): ``render_prompt(..., style="prototype")`` gives its
+    lower-case generation prompt.  Lookup-table entries always start with "A" (paper silent;
+    prototype and default agree).  CLIP's tokenizer lower-cases, so for CLIP text encoders
+    (Stable Diffusion 1.x/2.x, the CIS scorer) the two styles encode identically; they differ
+    for case-sensitive text encoders (T5, closed APIs).
 
 Article rule (a documented heuristic)
     ``an`` when the component's first letter, lower-cased, is a vowel letter (a, e, i, o, u),
@@ -25,17 +35,26 @@ Prompts longer than the text encoder's context (CLIP: 77 tokens)
     tokens); it biases the sample slightly towards shorter names, which is why the count is
     reported.  Lookup-table entries are subsets of the prompt, never longer than it.
 
-Lookup table order
-    The empty string first (count 0), then the non-empty subsets by size, each size in
-    ``itertools.combinations`` order of the components' positions (components keep their prompt
-    order inside an entry), the full prompt last.  The order depends only on ``K``, so ``counts``
-    are identical for every prompt with ``K`` components and the logits of images of different
-    prompts can be stacked row-wise.  ``numpy.argmax`` resolves ties to the first entry, i.e. to
-    the smaller subset.
+Lookup table order (the prototype's, ``Iclip.py`` lines 41-67)
+    The non-empty subsets by size, each size in ``itertools.combinations`` order of the
+    components' positions (components keep their prompt order inside an entry), so the full
+    prompt comes second to last; then the empty string (count 0) last.  The order depends only
+    on ``K``, so ``counts`` are identical for every prompt with ``K`` components and the logits of
+    images of different prompts can be stacked row-wise.  ``numpy.argmax`` resolves exact ties
+    (they happen with fp16 CLIP) to the first entry, as the prototype's ``np.argmax`` does: to
+    the smaller non-empty subset, and to the empty string only when nothing else ties with it.
+    For ``K = 2`` and all logits equal, ``S = 1/2`` (entry "A photo of a crab."), not 0.
+
+Component names
+    :func:`imagenet_classnames` reads ``t2i_fairness/data/imagenet_classnames_cis.txt``: the
+    998 distinct ImageNet names in the wording of the prototype's ``imagenet_label.txt``
+    ("baluster or handrail", where open_clip writes "baluster / handrail"); the file header
+    records how it was made and checked.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import Counter
@@ -46,6 +65,7 @@ import numpy as np
 
 __all__ = [
     "DEFAULT_KS",
+    "PROMPT_STYLES",
     "ChiSquareResult",
     "ComponentRate",
     "check_token_lengths",
@@ -78,7 +98,11 @@ __all__ = [
 #: The component counts the paper evaluates (K = 1, 2, 4, 8).
 DEFAULT_KS: tuple[int, ...] = (1, 2, 4, 8)
 
-_PREFIX = "a photo of "
+#: Prompt prefix per style: the paper's verbatim prompts ("A photo of ...") or the prototype's
+#: generation template ``a photo of {}.``.
+PROMPT_STYLES: dict[str, str] = {"paper": "A photo of ", "prototype": "a photo of "}
+#: Prefix of every lookup-table entry (the prototype's ``Iclip.py`` template ``A photo of {}.``).
+_LOOKUP_PREFIX = "A photo of "
 _VOWELS = frozenset("aeiou")
 
 
@@ -118,64 +142,90 @@ def indefinite_article(word: str) -> str:
     return "an" if word.strip()[0].lower() in _VOWELS else "a"
 
 
-def _render(items: Sequence[str]) -> str:
+def _render(items: Sequence[str], prefix: str = _LOOKUP_PREFIX) -> str:
     phrases = [f"{indefinite_article(c)} {c.strip()}" for c in items]
-    if len(phrases) == 1:
-        listing = phrases[0]
-    elif len(phrases) == 2:
-        listing = f"{phrases[0]} and {phrases[1]}"
-    else:
-        listing = ", ".join(phrases[:-1]) + f", and {phrases[-1]}"
-    return f"{_PREFIX}{listing}."
+    listing = phrases[0] if len(phrases) == 1 else ", ".join(phrases[:-1]) + f", and {phrases[-1]}"
+    return f"{prefix}{listing}."
 
 
-def render_prompt(components: Sequence[str]) -> str:
-    """Render components with the CIS template ``a photo of a X, a Y, and an Z.``.
+def _prompt_prefix(style: str) -> str:
+    if style not in PROMPT_STYLES:
+        raise ValueError(f"`style` must be one of {sorted(PROMPT_STYLES)}, but got {style!r}")
+    return PROMPT_STYLES[style]
+
+
+def render_prompt(components: Sequence[str], style: str = "paper") -> str:
+    """Render components with the CIS template ``A photo of a X, a Y, and an Z.``.
 
     Args:
         components: one or more distinct component names, in prompt order.
+        style: ``"paper"`` (default): "A photo of ...", as the paper quotes its prompts;
+            ``"prototype"``: "a photo of ...", the prototype's generation template.  Both put
+            ``", and "`` before the last of two or more components.
 
     Returns:
         The prompt text (template and article rule in the module docstring).
 
     Raises:
-        ValueError: if ``components`` is empty, holds an empty name, or repeats a name.
+        ValueError: if ``components`` is empty, holds an empty name, or repeats a name, or
+            ``style`` is unknown.
         TypeError: if ``components`` is a single string.
 
     Example:
         >>> render_prompt(["crab"])
-        'a photo of a crab.'
+        'A photo of a crab.'
         >>> render_prompt(["crab", "macaw"])
-        'a photo of a crab and a macaw.'
+        'A photo of a crab, and a macaw.'
         >>> render_prompt(["crab", "macaw", "steel drum", "red butterfly"])
-        'a photo of a crab, a macaw, a steel drum, and a red butterfly.'
-        >>> render_prompt(["acoustic guitar", "sock"])
-        'a photo of an acoustic guitar and a sock.'
+        'A photo of a crab, a macaw, a steel drum, and a red butterfly.'
+        >>> render_prompt(["acoustic guitar", "sock"], style="prototype")
+        'a photo of an acoustic guitar, and a sock.'
     """
+    prefix = _prompt_prefix(style)
     items = _check_components(components)
     if not items:
         raise ValueError("`components` must name at least one component, but got none")
-    return _render(items)
+    return _render(items, prefix)
+
+
+_CLASSNAMES_FILE = "imagenet_classnames_cis.txt"
 
 
 def imagenet_classnames() -> tuple[str, ...]:
-    """open_clip's 1000 ImageNet class names with repeats removed (998 names, first kept).
+    """The 998 distinct ImageNet class names, worded as the CIS prototype's label file.
 
-    ``open_clip.IMAGENET_CLASSNAMES`` lists "missile" and "sunglasses" twice (two ImageNet
-    classes share each name); sampling from the de-duplicated list keeps a prompt from naming
-    one component twice.  open_clip is imported here, lazily.
+    Read from ``t2i_fairness/data/imagenet_classnames_cis.txt`` (lines starting with ``#`` are
+    the file's provenance header).  The names are open_clip's ``IMAGENET_CLASSNAMES`` in class
+    order with the two repeats ("missile", "sunglasses": two classes share each name) removed,
+    first occurrence kept, and five names worded with "or" as the prototype's
+    ``imagenet_label.txt`` has them ("baluster or handrail" for open_clip's
+    "baluster / handrail"); the list equals that file line for line.
 
     Raises:
-        ImportError: if open_clip is not installed (with an install hint).
+        FileNotFoundError: if the package data file is missing (a broken install).
+        ValueError: if the file does not hold 998 distinct non-empty names.
+
+    Example:
+        >>> names = imagenet_classnames()
+        >>> len(names), names[0], names[421]
+        (998, 'tench', 'baluster or handrail')
     """
-    try:
-        import open_clip
-    except ImportError as err:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "imagenet_classnames() needs open_clip: `pip install open_clip_torch`, "
-            "or pass `classnames=` explicitly"
-        ) from err
-    return tuple(dict.fromkeys(open_clip.IMAGENET_CLASSNAMES))
+    return _load_classnames()
+
+
+@functools.lru_cache(maxsize=1)
+def _load_classnames() -> tuple[str, ...]:
+    from importlib.resources import files
+
+    resource = files("t2i_fairness") / "data" / _CLASSNAMES_FILE
+    lines = resource.read_text(encoding="utf-8").splitlines()
+    names = tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
+    if len(names) != 998 or len(set(names)) != len(names):
+        raise ValueError(
+            f"data file {_CLASSNAMES_FILE} must hold 998 distinct class names, but holds "
+            f"{len(names)} ({len(set(names))} distinct): reinstall t2i-fairness"
+        )
+    return names
 
 
 def _check_pos_int(name: str, value: object, minimum: int = 1) -> int:
@@ -213,7 +263,7 @@ def sample_component_prompts(
         m: number of prompts (``>= 1``).
         seed: seed of the generator (an int or a sequence of ints, as ``default_rng`` takes);
             equal arguments give equal prompts.  ``None`` is refused (it would not reproduce).
-        classnames: component pool; default :func:`imagenet_classnames` (open_clip, lazily).
+        classnames: component pool; default :func:`imagenet_classnames` (the package data file).
 
     Returns:
         ``m`` tuples of ``k`` component names, in prompt order.
@@ -389,6 +439,9 @@ def check_token_lengths(
 def lookup_subsets(components: Sequence[str]) -> list[tuple[str, ...]]:
     """The component subset behind each lookup-table entry, in :func:`lookup_table` order.
 
+    Non-empty subsets by size (``itertools.combinations`` order within a size), the empty
+    subset last, as the prototype builds its table.
+
     Args:
         components: the prompt's distinct components, in prompt order.
 
@@ -397,25 +450,27 @@ def lookup_subsets(components: Sequence[str]) -> list[tuple[str, ...]]:
 
     Example:
         >>> lookup_subsets(["crab", "macaw"])
-        [(), ('crab',), ('macaw',), ('crab', 'macaw')]
+        [('crab',), ('macaw',), ('crab', 'macaw'), ()]
     """
     items = _check_components(components)
     if not items:
         raise ValueError("`components` must name at least one component, but got none")
     positions = range(len(items))
-    return [
+    subsets = [
         tuple(items[i] for i in idx)
-        for size in range(len(items) + 1)
+        for size in range(1, len(items) + 1)
         for idx in itertools.combinations(positions, size)
     ]
+    return subsets + [()]
 
 
 def lookup_table(components: Sequence[str]) -> list[tuple[str, int]]:
     """The CIS lookup table of a prompt: ``2**K`` ``(text, component count)`` entries.
 
-    Entry 0 is ``("", 0)`` (no component present); the others render each non-empty subset of
-    the components, in prompt order, with :func:`render_prompt`.  The order is given in the
-    module docstring; :func:`lookup_subsets` gives the subset behind each entry.
+    Every non-empty subset of the components, in prompt order, rendered as
+    ``A photo of <a|an> c1, ..., and <a|an> cj.``, then ``("", 0)`` (no component present)
+    last, in the prototype's order (module docstring), so exact ties go to the first non-empty
+    entry.  :func:`lookup_subsets` gives the subset behind each entry.
 
     Args:
         components: the prompt's distinct components, in prompt order.
@@ -429,12 +484,12 @@ def lookup_table(components: Sequence[str]) -> list[tuple[str, int]]:
     Example:
         >>> for text, count in lookup_table(["crab", "macaw"]):
         ...     print(count, repr(text))
+        1 'A photo of a crab.'
+        1 'A photo of a macaw.'
+        2 'A photo of a crab, and a macaw.'
         0 ''
-        1 'a photo of a crab.'
-        1 'a photo of a macaw.'
-        2 'a photo of a crab and a macaw.'
     """
-    return [(_render(s) if s else "", len(s)) for s in lookup_subsets(components)]
+    return [(_render(s, _LOOKUP_PREFIX) if s else "", len(s)) for s in lookup_subsets(components)]
 
 
 # ----------------------------------------------------------------------------- score
@@ -469,7 +524,7 @@ def image_scores(logits: object, counts: Sequence[int]) -> np.ndarray:
     """Per-image score ``S = counts[argmax(logits)] / K`` with ``K = max(counts)`` (paper Eq. 1).
 
     ``argmax`` of CLIP's softmax equals ``argmax`` of its logits, so logits suffice; ties go to
-    the first entry.
+    the first entry (with :func:`lookup_table` order: the smallest tying non-empty subset).
 
     Args:
         logits: array ``(images, table entries)`` of image-text similarities.
@@ -483,8 +538,10 @@ def image_scores(logits: object, counts: Sequence[int]) -> np.ndarray:
             non-negative integers with a positive maximum.
 
     Example:
-        >>> image_scores([[0.1, 0.2, 0.9, 0.3], [5.0, 1.0, 1.0, 1.0]], [0, 1, 1, 2]).tolist()
-        [0.5, 0.0]
+        >>> image_scores([[0.1, 0.2, 0.9, 0.3], [1.0, 1.0, 1.0, 5.0]], [1, 1, 2, 0]).tolist()
+        [1.0, 0.0]
+        >>> image_scores([[0.3, 0.3, 0.3, 0.3]], [1, 1, 2, 0]).tolist()  # exact tie: first entry
+        [0.5]
     """
     x, c = _check_logits_counts(logits, counts)
     return c[np.argmax(x, axis=1)] / c.max()
@@ -510,7 +567,7 @@ def components_inclusion_score(logits: object, counts: Sequence[int]) -> float:
 
     Example:
         >>> counts = [c for _, c in lookup_table(["crab", "macaw"])]
-        >>> components_inclusion_score([[0, 0, 0, 9], [0, 9, 0, 0], [9, 0, 0, 0]], counts)
+        >>> components_inclusion_score([[0, 0, 9, 0], [9, 0, 0, 0], [0, 0, 0, 9]], counts)
         0.5
     """
     return float(np.mean(image_scores(logits, counts)))
@@ -530,8 +587,8 @@ def detected_subsets(logits: object, components: Sequence[str]) -> list[tuple[st
         ValueError: if ``logits`` does not have ``2**K`` columns, or as :func:`lookup_subsets`.
 
     Example:
-        >>> detected_subsets([[0, 0, 9, 0], [0, 0, 0, 9]], ["crab", "macaw"])
-        [('macaw',), ('crab', 'macaw')]
+        >>> detected_subsets([[0, 9, 0, 0], [0, 0, 9, 0], [0, 0, 0, 9]], ["crab", "macaw"])
+        [('macaw',), ('crab', 'macaw'), ()]
     """
     subsets = lookup_subsets(components)
     x, _ = _check_logits_counts(logits, [len(s) for s in subsets])

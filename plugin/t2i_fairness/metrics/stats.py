@@ -32,8 +32,47 @@ __all__ = [
     "hoeffding_half_width",
     "hoeffding_half_width_combination",
     "hoeffding_half_width_difference",
+    "index_bootstrap",
     "percentile_bootstrap",
 ]
+
+
+def _named(name: str | None) -> str:
+    """Message prefix naming what is bootstrapped (a gate id), or nothing."""
+    return f"{name}: " if name else ""
+
+
+def _percentile_interval(values: np.ndarray, confidence: float, name: str | None) -> tuple[float, float]:
+    """``numpy.quantile`` (linear) at ``(1 -+ confidence) / 2``, defined where values are infinite.
+
+    Linear interpolation between two equal infinities gives ``inf - inf = NaN``; there the
+    quantile is that infinity (both neighbours agree).  Between ``-inf`` and ``+inf`` it is
+    undefined and an error.
+    """
+    alpha = (1.0 - float(confidence)) / 2.0
+    qs = [alpha, 1.0 - alpha]
+    with np.errstate(invalid="ignore"):
+        out = np.quantile(values, qs)
+    for j in np.flatnonzero(np.isnan(out)):
+        below = np.quantile(values, qs[j], method="lower")
+        above = np.quantile(values, qs[j], method="higher")
+        if below != above:
+            raise ValueError(
+                f"{_named(name)}the {qs[j]:.3g} quantile of the resampled statistic lies between "
+                f"{below} and {above}: undefined"
+            )
+        out[j] = below
+    return float(out[0]), float(out[1])
+
+
+def _check_no_nan_statistic(values: np.ndarray, name: str | None) -> None:
+    bad = np.flatnonzero(np.isnan(values))
+    if bad.size:
+        raise ValueError(
+            f"{_named(name)}`statistic` returned NaN on {bad.size} of {values.size} bootstrap "
+            f"resamples (first: resample {int(bad[0])}); the interval would be NaN: make the "
+            "statistic defined on every resample or leave the interval out"
+        )
 
 
 def _check_delta(delta: float) -> float:
@@ -150,6 +189,7 @@ def percentile_bootstrap(
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
+    name: str | None = None,
 ) -> tuple[float, float]:
     """Seeded percentile-bootstrap interval of a statistic of one or more independent samples.
 
@@ -165,13 +205,16 @@ def percentile_bootstrap(
         n_resamples: number of bootstrap resamples.
         confidence: coverage of the interval, in (0, 1).
         seed: seed for ``numpy.random.default_rng``; equal seeds give equal intervals.
+        name: what is bootstrapped (e.g. the gate id), put at the start of error messages.
 
     Returns:
         ``(low, high)`` percentiles of the resampled statistic.
 
     Raises:
-        ValueError: if there are no samples, a sample is empty or not 1-D, ``n_resamples < 1``,
-            ``confidence`` is outside (0, 1), or ``statistic`` returns the wrong shape.
+        ValueError: if there are no samples, a sample is empty or not 1-D, a sample holds NaN
+            (the message names ``name``, the sample and the positions), ``n_resamples < 1``,
+            ``confidence`` is outside (0, 1), or ``statistic`` returns the wrong shape or NaN
+            on some resample (infinities are allowed: a ratio may legitimately be infinite).
 
     Example:
         >>> import numpy as np
@@ -182,6 +225,10 @@ def percentile_bootstrap(
         >>> lo, hi = percentile_bootstrap([x], lambda a: a.mean(axis=-1), seed=1)
         >>> bool(0.3 < lo < 0.5 < hi < 0.7)
         True
+        >>> percentile_bootstrap([[0.5, float("nan")]], lambda a: a.mean(axis=-1), name="test_cis[k2]")
+        Traceback (most recent call last):
+        ...
+        ValueError: test_cis[k2]: `samples[0]` holds NaN at positions [1] (1 of 2 values); the bootstrap interval would be NaN
     """
     if isinstance(samples, np.ndarray) and samples.ndim == 1:
         raise ValueError(
@@ -192,7 +239,14 @@ def percentile_bootstrap(
         raise ValueError("`samples` must contain at least one sample, but got none")
     for i, a in enumerate(arrays):
         if a.ndim != 1 or a.size == 0:
-            raise ValueError(f"`samples[{i}]` must be a non-empty 1-D sample, but got shape {a.shape}")
+            raise ValueError(f"{_named(name)}`samples[{i}]` must be a non-empty 1-D sample, but got shape {a.shape}")
+        bad = np.flatnonzero(np.isnan(a))
+        if bad.size:
+            shown = bad[:10].tolist()
+            raise ValueError(
+                f"{_named(name)}`samples[{i}]` holds NaN at positions {shown}{' ...' if bad.size > 10 else ''} "
+                f"({bad.size} of {a.size} values); the bootstrap interval would be NaN"
+            )
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
         raise ValueError(f"`n_resamples` must be a positive integer, but got {n_resamples!r}")
     if not 0.0 < float(confidence) < 1.0:
@@ -206,9 +260,8 @@ def percentile_bootstrap(
             "`statistic` must reduce over the last axis and return shape "
             f"({int(n_resamples)},), but returned shape {values.shape}"
         )
-    alpha = (1.0 - float(confidence)) / 2.0
-    low, high = np.quantile(values, [alpha, 1.0 - alpha])
-    return float(low), float(high)
+    _check_no_nan_statistic(values, name)
+    return _percentile_interval(values, confidence, name)
 
 
 def index_bootstrap(
@@ -219,6 +272,7 @@ def index_bootstrap(
     n_resamples: int = 200,
     confidence: float = 0.95,
     seed: int = 0,
+    name: str | None = None,
 ) -> tuple[float, float]:
     """Seeded percentile-bootstrap interval of any statistic of a set of units (images, prompts).
 
@@ -233,25 +287,31 @@ def index_bootstrap(
         n_resamples: number of resamples (B).
         confidence: coverage of the interval, in (0, 1).
         seed: equal seeds give equal intervals.
+        name: what is bootstrapped (e.g. the gate id), put at the start of error messages.
 
     Raises:
-        ValueError: ``n_units < 1``, ``n_resamples < 1``, ``confidence`` outside (0, 1), or
-            ``strata`` of the wrong length.
+        ValueError: ``n_units < 1``, ``n_resamples < 1``, ``confidence`` outside (0, 1),
+            ``strata`` of the wrong length, or ``statistic`` returning NaN on some resample
+            (the message names ``name``; infinities are allowed).
 
     Example:
         >>> x = np.r_[np.zeros(50), np.ones(50)]
         >>> lo, hi = index_bootstrap(lambda idx: x[idx].mean(), 100, seed=1)
         >>> bool(0.3 < lo < 0.5 < hi < 0.7)
         True
+        >>> index_bootstrap(lambda idx: float("nan"), 3, n_resamples=5, name="test_region_coverage[x]")
+        Traceback (most recent call last):
+        ...
+        ValueError: test_region_coverage[x]: `statistic` returned NaN on 5 of 5 bootstrap resamples (first: resample 0); the interval would be NaN: make the statistic defined on every resample or leave the interval out
     """
     if n_units < 1:
-        raise ValueError(f"n_units must be >= 1, got {n_units}")
+        raise ValueError(f"{_named(name)}n_units must be >= 1, got {n_units}")
     if n_resamples < 1:
-        raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
+        raise ValueError(f"{_named(name)}n_resamples must be >= 1, got {n_resamples}")
     if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        raise ValueError(f"{_named(name)}confidence must be in (0, 1), got {confidence}")
     if strata is not None and len(strata) != n_units:
-        raise ValueError(f"strata has {len(strata)} labels for {n_units} units")
+        raise ValueError(f"{_named(name)}strata has {len(strata)} labels for {n_units} units")
     rng = np.random.default_rng(seed)
     groups = [np.arange(n_units)]
     if strata is not None:
@@ -261,6 +321,5 @@ def index_bootstrap(
     for b in range(n_resamples):
         idx = np.concatenate([g[rng.integers(0, len(g), len(g))] for g in groups])
         values[b] = statistic(idx)
-    alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(values, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
+    _check_no_nan_statistic(values, name)
+    return _percentile_interval(values, confidence, name)
