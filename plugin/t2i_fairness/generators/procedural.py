@@ -35,16 +35,23 @@ What each prompt family sees (:func:`read_prompt` does the parsing)
     per component, each component included with probability
     ``1 - 0.085 (K - 1) - penalty(component)`` (at least 0.05; the penalty is hashed per class in
     ``[0, 0.15]``, so some classes are ignored more often, as the paper's most ignored
-    components), the included tiles shuffled into a grid; a tile is a render_synthetic image with
-    the class as both object and region (a per-class pattern on a per-class palette). An image
-    with no component left is a plain noisy grey background.
+    components; :meth:`ProceduralGenerator.cis_plan` tells which), the included tiles shuffled
+    into a grid; a tile is a render_synthetic image with the class as object and ``cis:<class>``
+    as region (a per-class pattern on a per-class palette), colour-graded. An image with no
+    component left is a plain noisy grey background. ``a photo of a {group}`` (the word-level
+    group labels) reads as a one-component CIS prompt.
 
     Any other text (word-level explanation prompts, IndicTTI English prompts, prompts in other
     scripts): a render_synthetic image whose object and region are the text itself (a hashed
     pattern on a hashed palette), layout chosen by the seed from 16, with the colour grade.
     With ``multilingual`` given, a non-English text of that prompt set is "understood" with a
     per-language probability (hashed per language code into ``[0.35, 0.95]``): the image is then
-    drawn for its English text with the same seed, otherwise for the text itself.
+    a fresh draw of its English text (same family, its own random stream), otherwise of the text
+    itself.
+
+``--t2i-model procedural`` is :func:`smoke_procedural`: world 1, 64x64 unless ``--t2i-height`` /
+``--t2i-width`` say otherwise, batch 16, and the bundled IndicTTI smoke sample's translations
+understood as above.
 
 Determinism: an image is a pure function of (prompt, seed, size, world, the multilingual set);
 batches never change pixels. Each image's random stream is seeded by a SHA-256 of those, so it
@@ -57,7 +64,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 from PIL import Image
@@ -72,11 +79,12 @@ __all__ = [
     "REGION_STYLES",
     "UNKNOWN_REGION_STYLE",
     "ProceduralGenerator",
-    "cis_keep_probability",
     "PromptReading",
     "RegionStyle",
+    "cis_keep_probability",
     "find_region",
     "read_prompt",
+    "smoke_procedural",
 ]
 
 #: Bumped whenever the generator draws differently; part of the fingerprint (and so of cache keys).
