@@ -272,3 +272,10 @@ def test_resolve_generator_registers_procedural():
     assert small.get().batch_size == 3 and small.get().generate(["dog"], [0])[0].size == (40, 32)
     with pytest.raises(ModelLoadError, match=r"--t2i-model procedural: procedural generator: height must be an integer >= 8.*--t2i-height"):
         resolve_generator("procedural", GenerationSettings(height=4), "cpu", derive_seed)
+
+
+def test_the_region_table_matches_digs_extra_regions():
+    """procedural.REGIONS copies DollarStreet's Asia from dig.EXTRA_REGIONS (to import no paper's code)."""
+    from t2i_fairness.dig import EXTRA_REGIONS
+
+    assert procedural.REGIONS == tuple(GEODE_REGIONS) + tuple(EXTRA_REGIONS.values())

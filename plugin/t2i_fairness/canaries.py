@@ -66,8 +66,8 @@ from typing import Callable, Sequence
 import numpy as np
 from PIL import Image, ImageEnhance, ImageFilter
 
-from .generators.procedural import find_region, read_prompt
-from .prompts import GEODE_OBJECTS, GEODE_REGIONS, Region
+from .generators.procedural import REGIONS, find_region, read_prompt
+from .prompts import GEODE_OBJECTS, Region
 
 __all__ = [
     "CANARIES",
@@ -285,10 +285,8 @@ def _check_call(name: str, prompts: Sequence[str], seeds: Sequence[int]) -> tupl
 
 
 def _region(value: str, what: str) -> Region:
-    from .dig import EXTRA_REGIONS
-
     slug = find_region(value) if isinstance(value, str) else None
-    regions = {r.slug: r for r in (*GEODE_REGIONS, *EXTRA_REGIONS.values())}
+    regions = {r.slug: r for r in REGIONS}
     if slug is None:
         raise ValueError(f"{what}: unknown region {value!r}; {_REGION_CHOICES}")
     return regions[slug]
@@ -296,7 +294,7 @@ def _region(value: str, what: str) -> Region:
 
 _REGION_CHOICES = (
     "give a region slug, name, adjective or country, one of: "
-    + ", ".join(["africa", "americas", "east_asia", "europe", "southeast_asia", "west_asia", "asia"])
+    + ", ".join(r.slug for r in REGIONS)
     + " (e.g. Africa, African, Nigeria)"
 )
 

@@ -69,13 +69,13 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
-from ..dig import EXTRA_REGIONS
 from ..prompts import GEODE_OBJECTS, GEODE_REGIONS, Region
 from ..reference import DOLLARSTREET_OBJECTS, SYNTHETIC_VERSION, render_synthetic
 
 __all__ = [
     "DEFAULT_WORLD",
     "PROCEDURAL_VERSION",
+    "REGIONS",
     "REGION_STYLES",
     "UNKNOWN_REGION_STYLE",
     "ProceduralGenerator",
@@ -146,8 +146,13 @@ def _compact(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
+#: The regions prompts may name: GeoDE's six and DollarStreet's Asia (as ``dig.EXTRA_REGIONS``
+#: spells it; not imported from there so that this module depends on no paper's code).
+REGIONS: tuple[Region, ...] = tuple(GEODE_REGIONS) + (Region("asia", "Asia", "Asian", ()),)
+
+
 def _regions() -> tuple[Region, ...]:
-    return tuple(GEODE_REGIONS) + tuple(EXTRA_REGIONS.values())
+    return REGIONS
 
 
 def _place_table() -> dict[str, tuple[str, str | None]]:
