@@ -2,6 +2,8 @@
 
 Spec forms:
 - ``tiny``: the built-in smoke model (a real StableDiffusionPipeline with random weights).
+- ``procedural``: a seeded simulator of the synthetic reference's world (``generators/procedural.py``),
+  whose values move with the seed, for measuring the gates' statistics; not a model.
 - a hub id or a local diffusers folder: ``DiffusionPipeline.from_pretrained``.
 - ``images:PATH``: a manifest of pre-generated images.
 - ``python:module:factory``: ``factory()`` returns an object with ``fingerprint`` and ``generate``.
@@ -94,6 +96,15 @@ def resolve_generator(
         resolved = settings.resolved(load_model_config("tiny-sd")["defaults"])
         fp = diffusers_fingerprint(tiny_model_name(), resolved, device)
         return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.tiny(resolved, device))
+    if spec == "procedural":
+        from .procedural import smoke_procedural
+
+        resolved = settings.resolved({"height": 64, "width": 64, "batch_size": 16})
+        try:
+            gen = smoke_procedural((resolved.height, resolved.width), resolved.batch_size)
+        except ValueError as exc:
+            raise ModelLoadError(f"--t2i-model procedural: {exc} (see --t2i-height, --t2i-width, --t2i-batch-size)") from None
+        return GeneratorSource(spec, gen.fingerprint, resolved, lambda: gen, gen)
     if spec.startswith("images:"):
         from t2i_fairness.generators.manifest import ManifestGenerator
 
