@@ -28,14 +28,14 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugin"))
 
-from t2i_fairness.dig import PromptSpace, group_generated, membership  # noqa: E402
-from t2i_fairness.generation import derive_seed  # noqa: E402
+from t2i_fairness.references.grouping import PromptSpace, group_generated, membership  # noqa: E402
+from t2i_fairness.spine.generation import derive_seed  # noqa: E402
 from t2i_fairness.generators.procedural import ProceduralGenerator  # noqa: E402
 from t2i_fairness.metrics.manifold import precision_coverage, real_radii  # noqa: E402
 from t2i_fairness.metrics.stats import index_bootstrap  # noqa: E402
-from t2i_fairness.options import SMOKE_IMAGES_PER_PROMPT, SMOKE_OBJECTS  # noqa: E402
-from t2i_fairness.reference import open_image, synthetic_reference  # noqa: E402
-from t2i_fairness.references import SYNTHETIC_PER_GROUP  # noqa: E402
+from t2i_fairness.spine.options import SMOKE_IMAGES_PER_PROMPT, SMOKE_OBJECTS  # noqa: E402
+from t2i_fairness.references.sets import open_image, synthetic_reference  # noqa: E402
+from t2i_fairness.references.library import SYNTHETIC_PER_GROUP  # noqa: E402
 
 
 def pixel_features(images) -> np.ndarray:

@@ -14,7 +14,7 @@ from PIL import Image
 
 import fakegen
 from t2i_fairness import canaries
-from t2i_fairness.cache import Cache, encode_png
+from t2i_fairness.spine.cache import Cache, encode_png
 from t2i_fairness.canaries import (
     CANARIES,
     AnswerLanguage,
@@ -27,13 +27,13 @@ from t2i_fairness.canaries import (
     parse_canary,
     wrap_source,
 )
-from t2i_fairness.generation import ImageFactory
+from t2i_fairness.spine.generation import ImageFactory
 from t2i_fairness.generators import GenerationSettings, GeneratorSource
 from t2i_fairness.generators.procedural import ProceduralGenerator
 from t2i_fairness.metrics.cis import render_prompt
-from t2i_fairness.multilingual import load_smoke_sample
-from t2i_fairness.prompts import TEMPLATES, geode_prompts
-from t2i_fairness.workbench import _no_progress
+from t2i_fairness.vocab.multilingual import load_smoke_sample
+from t2i_fairness.vocab.geode import TEMPLATES, geode_prompts
+from t2i_fairness.spine.memo import no_progress as _no_progress
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -192,7 +192,8 @@ def test_drop_component_leaves_one_component_prompts_alone():
     canary = DropComponent(inner, "crab")
     assert canary.rewrite(render_prompt(["crab"])) is None
     assert images_of(canary, render_prompt(["crab"])) == images_of(inner, render_prompt(["crab"]))
-    assert canary.rewrite("a photo of a crab and a macaw.") == "a photo of a macaw."
+    assert canary.rewrite("a photo of a crab, and a macaw.") == "a photo of a macaw."
+    assert canary.rewrite("A photo of a crab, and a macaw.") == "A photo of a macaw."
 
 
 # ------------------------------------------------------------------------------- answer_language

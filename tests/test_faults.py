@@ -350,7 +350,7 @@ def case_unknown_object(ctx: Ctx) -> None:
 
 
 def case_prompt_file_unknown_language(ctx: Ctx) -> None:
-    from t2i_fairness.families.indic_tti.prompts import PromptFileError, load_prompts
+    from t2i_fairness.vocab.multilingual import PromptFileError, load_prompts
 
     path = ctx.path / "prompts.jsonl"
     path.write_text(json.dumps({"prompt_id": "p1", "lang": "eng_Latn", "text": "a bag"}) + "\n"
@@ -414,7 +414,7 @@ def case_prompt_over_77_tokens(ctx: Ctx) -> None:
 
 
 def case_empty_prompt_set(ctx: Ctx) -> None:
-    from t2i_fairness.families.indic_tti.prompts import PromptFileError, load_prompts
+    from t2i_fairness.vocab.multilingual import PromptFileError, load_prompts
 
     ctx.pytester.makepyfile(test_empty="""
         def test_nothing(t2i, gate):

@@ -21,7 +21,7 @@ from t2i_fairness.families.indic_tti.options import check_full_grid, select_lang
 from t2i_fairness.families.indic_tti.study import IndicEvaluation, cached_captions
 from t2i_fairness.families.indic_tti.report import IndicSummary, scal_heatmap_png, summary_json, summary_lines
 from t2i_fairness.metrics import indic as metrics
-from t2i_fairness.families.indic_tti.prompts import load_prompts, load_smoke_sample
+from t2i_fairness.vocab.multilingual import load_prompts, load_smoke_sample
 
 REPO = Path(__file__).resolve().parents[1]
 INDIC_TESTS = REPO / "fairness_tests" / "test_indic_tti.py"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from t2i_fairness.vocab import languages as languages_module
-from t2i_fairness.families.indic_tti import prompts as multilingual_module
+from t2i_fairness.vocab import multilingual as multilingual_module
 from t2i_fairness.vocab.languages import (
     ENGLISH,
     INDIC_CODES,
@@ -20,7 +20,7 @@ from t2i_fairness.vocab.languages import (
     normalize_language,
     resolve_languages,
 )
-from t2i_fairness.families.indic_tti.prompts import (
+from t2i_fairness.vocab.multilingual import (
     SMOKE_SAMPLE,
     MultilingualPromptSet,
     PromptFileError,

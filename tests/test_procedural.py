@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from t2i_fairness.cache import encode_png
-from t2i_fairness.dig import PromptSpace, group_generated
-from t2i_fairness.generation import derive_seed
+from t2i_fairness.spine.cache import encode_png
+from t2i_fairness.references.grouping import PromptSpace, group_generated
+from t2i_fairness.spine.generation import derive_seed
 from t2i_fairness.generators import GenerationSettings, ModelLoadError, resolve_generator
 from t2i_fairness.generators import procedural
 from t2i_fairness.generators.procedural import (
@@ -26,11 +26,11 @@ from t2i_fairness.generators.procedural import (
 )
 from t2i_fairness.metrics.cis import render_prompt
 from t2i_fairness.metrics.manifold import precision_coverage
-from t2i_fairness.multilingual import load_smoke_sample
-from t2i_fairness.options import SMOKE_IMAGES_PER_PROMPT, SMOKE_OBJECTS
-from t2i_fairness.prompts import GEODE_OBJECTS, GEODE_REGIONS, TEMPLATES, geode_prompts
-from t2i_fairness.reference import GEODE_REGION_SLUGS, open_image, render_synthetic, synthetic_reference
-from t2i_fairness.references import SYNTHETIC_PER_GROUP
+from t2i_fairness.vocab.multilingual import load_smoke_sample
+from t2i_fairness.spine.options import SMOKE_IMAGES_PER_PROMPT, SMOKE_OBJECTS
+from t2i_fairness.vocab.geode import GEODE_OBJECTS, GEODE_REGIONS, TEMPLATES, geode_prompts
+from t2i_fairness.references.sets import GEODE_REGION_SLUGS, open_image, render_synthetic, synthetic_reference
+from t2i_fairness.references.library import SYNTHETIC_PER_GROUP
 
 GEN = ProceduralGenerator()
 
@@ -118,7 +118,7 @@ def test_same_prompt_and_seed_give_the_same_bytes_whatever_the_batch(prompt):
 
 
 def test_the_same_bytes_in_another_process(subprocess_env):
-    code = ("import hashlib; from t2i_fairness.cache import encode_png; "
+    code = ("import hashlib; from t2i_fairness.spine.cache import encode_png; "
             "from t2i_fairness.generators.procedural import ProceduralGenerator; "
             "ims = ProceduralGenerator().generate(['bag in Africa', 'a photo of a crab and a macaw.'], [3, 4]); "
             "print(' '.join(hashlib.sha256(encode_png(im)).hexdigest() for im in ims))")
@@ -276,6 +276,6 @@ def test_resolve_generator_registers_procedural():
 
 def test_the_region_table_matches_digs_extra_regions():
     """procedural.REGIONS copies DollarStreet's Asia from dig.EXTRA_REGIONS (to import no paper's code)."""
-    from t2i_fairness.dig import EXTRA_REGIONS
+    from t2i_fairness.references.grouping import EXTRA_REGIONS
 
     assert procedural.REGIONS == tuple(GEODE_REGIONS) + tuple(EXTRA_REGIONS.values())

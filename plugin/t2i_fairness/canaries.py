@@ -66,8 +66,8 @@ from typing import Callable, Sequence
 import numpy as np
 from PIL import Image, ImageEnhance, ImageFilter
 
-from .generators.procedural import REGIONS, find_region, read_prompt
-from .prompts import GEODE_OBJECTS, Region
+from t2i_fairness.generators.procedural import REGIONS, find_region, read_prompt
+from t2i_fairness.vocab.geode import GEODE_OBJECTS, Region
 
 __all__ = [
     "CANARIES",
@@ -427,8 +427,9 @@ class DegradeRegion(_RegionCanary):
 class DropComponent(Canary):
     """CIS: a named component is left out of every multi-component prompt that names it.
 
-    ``a photo of a crab, a macaw, and a steel drum.`` with component ``macaw`` is generated as
-    ``a photo of a crab and a steel drum.`` (re-rendered by :func:`t2i_fairness.metrics.cis.render_prompt`),
+    ``A photo of a crab, a macaw, and a steel drum.`` with component ``macaw`` is generated as
+    ``A photo of a crab, and a steel drum.`` (re-rendered by :func:`t2i_fairness.metrics.cis.render_prompt`
+    in the prompt's own style),
     with the same seed. One-component prompts are left alone (nothing would remain).
 
     Args:
@@ -442,8 +443,8 @@ class DropComponent(Canary):
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
         >>> canary = DropComponent(ProceduralGenerator(), "macaw")
-        >>> canary.rewrite("a photo of a crab, a macaw, and a steel drum.")
-        'a photo of a crab and a steel drum.'
+        >>> canary.rewrite("A photo of a crab, a macaw, and a steel drum.")
+        'A photo of a crab, and a steel drum.'
         >>> canary.rewrite("a photo of a macaw.") is None
         True
     """
@@ -461,7 +462,7 @@ class DropComponent(Canary):
 
     def rewrite(self, prompt: str) -> str | None:
         """The prompt without the component, or None when the prompt is not in the slice."""
-        from .metrics.cis import render_prompt
+        from t2i_fairness.metrics.cis import PROMPT_STYLES, render_prompt
 
         reading = read_prompt(prompt)
         if reading.family != "cis" or len(reading.components) < 2:
@@ -469,7 +470,9 @@ class DropComponent(Canary):
         kept = [c for c in reading.components if c.casefold() != self.component.casefold()]
         if len(kept) == len(reading.components):
             return None
-        return render_prompt(kept)
+        # re-rendered in the prompt's own style (the paper's "A photo of ...", or the prototype's lower case)
+        style = "prototype" if prompt.startswith(PROMPT_STYLES["prototype"]) else "paper"
+        return render_prompt(kept, style=style)
 
     def targets(self, prompt: str) -> bool:
         return self.rewrite(prompt) is not None
@@ -489,7 +492,7 @@ class AnswerLanguage(Canary):
     Args:
         inner: the generator to wrap.
         language: the answering language code, any case (``hin_Deva``, ``hin_deva``).
-        prompt_set: the run's :class:`~t2i_fairness.multilingual.MultilingualPromptSet`.
+        prompt_set: the run's :class:`~t2i_fairness.vocab.multilingual.MultilingualPromptSet`.
 
     Raises:
         ValueError: an unknown language code or one absent from the prompt set (listing those present).
@@ -497,7 +500,7 @@ class AnswerLanguage(Canary):
 
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> from t2i_fairness.multilingual import load_smoke_sample
+        >>> from t2i_fairness.vocab.multilingual import load_smoke_sample
         >>> canary = AnswerLanguage(ProceduralGenerator(), "hin_deva", load_smoke_sample())
         >>> canary.answer_for("a dog sitting on a wooden bench")
         'लकड़ी की बेंच पर बैठा एक कुत्ता'
@@ -508,7 +511,7 @@ class AnswerLanguage(Canary):
     name = "answer_language"
 
     def __init__(self, inner, language: str, prompt_set):
-        from .languages import get_language
+        from t2i_fairness.vocab.languages import get_language
 
         if prompt_set is None or not hasattr(prompt_set, "prompts"):
             raise TypeError(
@@ -710,7 +713,7 @@ def parse_canary(spec: str, *, option: str = "--t2i-canary") -> CanarySpec:
             raise ValueError(f"{option} {spec!r}: unknown region {slice_!r}; {_REGION_CHOICES}")
         slice_ = slug
     elif info.slice_kind == "language":
-        from .languages import get_language
+        from t2i_fairness.vocab.languages import get_language
 
         try:
             slice_ = get_language(slice_).code
@@ -817,7 +820,7 @@ def wrap_source(source, spec: str | CanarySpec, *, multilingual=None, option: st
         ValueError: as :func:`make_canary`.
 
     Example:
-        >>> from t2i_fairness.generation import derive_seed
+        >>> from t2i_fairness.spine.generation import derive_seed
         >>> from t2i_fairness.generators import GenerationSettings, resolve_generator
         >>> source = resolve_generator("procedural", GenerationSettings(), "cpu", derive_seed)
         >>> wrapped = wrap_source(source, "degrade_region:Egypt:0.3")
@@ -826,7 +829,7 @@ def wrap_source(source, spec: str | CanarySpec, *, multilingual=None, option: st
         >>> type(wrapped.get()).__name__, wrapped.settings == source.settings
         ('DegradeRegion', True)
     """
-    from .generators import GeneratorSource
+    from t2i_fairness.generators import GeneratorSource
 
     parsed = spec if isinstance(spec, CanarySpec) else parse_canary(spec, option=option)
     fingerprint = make_canary(parsed, _FingerprintOnly(source.fingerprint), multilingual=multilingual,

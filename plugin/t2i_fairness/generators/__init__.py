@@ -97,7 +97,7 @@ def resolve_generator(
         fp = diffusers_fingerprint(tiny_model_name(), resolved, device)
         return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.tiny(resolved, device))
     if spec == "procedural":
-        from .procedural import smoke_procedural
+        from t2i_fairness.generators.procedural import smoke_procedural
 
         resolved = settings.resolved({"height": 64, "width": 64, "batch_size": 16})
         try:

@@ -4,7 +4,7 @@ The built-in ``tiny`` model (a diffusers pipeline with random weights) is the sm
 real loading path, but its images barely vary with the seed: gates cannot move on it, so no
 false-alarm rate, interval coverage or power can be measured with it. This generator draws, for
 each (prompt, seed), an image of the same family as the synthetic reference set
-(:func:`t2i_fairness.reference.render_synthetic`: the region sets the background palette, the
+(:func:`t2i_fairness.references.sets.render_synthetic`: the region sets the background palette, the
 object the foreground pattern) with seed-driven variation, so that values move with the seed and
 regions and objects differ the way a real model's do. It is a simulator, not a model: its numbers
 mean nothing about any real model's fairness.
@@ -13,7 +13,7 @@ What each prompt family sees (:func:`read_prompt` does the parsing)
     DIG In / Decomposed-DIG prompts (``{object}``, ``{object} in {region}``, ``{object} in
     {country}``, ``{regional adjective} {object}``; objects are GeoDE's and DollarStreet's, places
     the six GeoDE regions, DollarStreet's ``Asia``, GeoDE's 18 countries and the adjectives):
-    one :func:`~t2i_fairness.reference.render_synthetic` image of the object in the region's
+    one :func:`~t2i_fairness.references.sets.render_synthetic` image of the object in the region's
     palette, chosen by the seed from a pool of layouts, then
 
     * with probability ``1 - fidelity`` (per region, :data:`REGION_STYLES`) drawn in the palette
@@ -69,8 +69,8 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
-from ..prompts import GEODE_OBJECTS, GEODE_REGIONS, Region
-from ..reference import DOLLARSTREET_OBJECTS, SYNTHETIC_VERSION, render_synthetic
+from t2i_fairness.vocab.geode import GEODE_OBJECTS, GEODE_REGIONS, Region
+from t2i_fairness.references.sets import DOLLARSTREET_OBJECTS, SYNTHETIC_VERSION, render_synthetic
 
 __all__ = [
     "DEFAULT_WORLD",
@@ -322,7 +322,7 @@ class ProceduralGenerator:
         world: seed of the simulated model's layouts (``render_synthetic``'s seed); the default
             synthetic reference is drawn with seed 0, so the default 1 never reproduces a
             reference image exactly.
-        multilingual: a :class:`~t2i_fairness.multilingual.MultilingualPromptSet` whose non-English
+        multilingual: a :class:`~t2i_fairness.vocab.multilingual.MultilingualPromptSet` whose non-English
             texts are "understood" (drawn as their English text) with a per-language probability.
         batch_size: the batch size the plugin uses for it (batching never changes an image).
 
@@ -471,6 +471,6 @@ def smoke_procedural(size: int | tuple[int, int] = 64, batch_size: int = 16) -> 
         >>> smoke_procedural().fingerprint.startswith("procedural:v1:world1:64x64")
         True
     """
-    from ..multilingual import load_smoke_sample
+    from t2i_fairness.vocab.multilingual import load_smoke_sample
 
     return ProceduralGenerator(size, 1, load_smoke_sample(), batch_size)

@@ -5,7 +5,6 @@ Plain Python (no pytest): fixtures hand it to tests; other tools can use it dire
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 import re
 from typing import Callable, Sequence
@@ -16,15 +15,10 @@ from PIL import Image
 from t2i_fairness import __version__
 from t2i_fairness.errors import ModelLoadError
 from t2i_fairness.spine.cache import Cache, content_key, decode_array, encode_array
-from t2i_fairness.spine.memo import Memo, namespace_of
+from t2i_fairness.spine.memo import Memo, namespace_of, no_progress
 from t2i_fairness.spine.generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
 from t2i_fairness.generators import GenerationSettings, GeneratorSource, resolve_generator
 from t2i_fairness.spine.options import T2IOptions, resolve_device
-
-
-@contextlib.contextmanager
-def _no_progress(total: int, desc: str):
-    yield lambda n: None
 
 
 class Workbench:
@@ -41,7 +35,7 @@ class Workbench:
         self.device = resolve_device(options.device)
         self.cache = _make_cache(options.cache_dir, options.cache_mirror)
         self.cache.check_writable()
-        self.progress = progress or (tqdm_progress if options.progress else _no_progress)
+        self.progress = progress or (tqdm_progress if options.progress else no_progress)
         settings = GenerationSettings(options.steps, options.guidance, options.height, options.width, options.batch_size)
         self.source: GeneratorSource = resolve_generator(
             options.model, settings, self.device, lambda prompt, index: derive_seed(prompt, index, options.seed)

@@ -1,6 +1,6 @@
 """IndicTTI's options: the multilingual prompt file, the languages, images per prompt and language.
 
-- ``--t2i-indic-prompts PATH``: a multilingual prompt file (format: :mod:`t2i_fairness.families.indic_tti.prompts`);
+- ``--t2i-indic-prompts PATH``: a multilingual prompt file (format: :mod:`t2i_fairness.vocab.multilingual`);
   default the bundled smoke SAMPLE. Real runs point it at the IndicTTI / COCO-NLLB prompts.
 - ``--t2i-languages LIST``: comma-separated language codes (``hin_Deva``, any case) or ``all``
   (default: every language of the file). English is always measured: the relative gates need it.
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from t2i_fairness.errors import OptionError
-from t2i_fairness.families.indic_tti.prompts import MultilingualPromptSet
+from t2i_fairness.vocab.multilingual import MultilingualPromptSet
 from t2i_fairness.spine.options import Option, Values, positive
 from t2i_fairness.vocab.languages import ENGLISH, get_language
 
@@ -56,7 +56,7 @@ def select_languages(prompts: MultilingualPromptSet, spec: str | None) -> tuple[
             has), or an empty list.
 
     Example:
-        >>> from t2i_fairness.families.indic_tti.prompts import load_smoke_sample
+        >>> from t2i_fairness.vocab.multilingual import load_smoke_sample
         >>> select_languages(load_smoke_sample(), "tam_taml, HIN_DEVA")
         ('eng_Latn', 'hin_Deva', 'tam_Taml')
     """
@@ -83,7 +83,7 @@ def check_full_grid(prompts: MultilingualPromptSet) -> None:
         ValueError: (prompt id, language) pairs are missing; the message shows the first few.
 
     Example:
-        >>> from t2i_fairness.families.indic_tti.prompts import load_smoke_sample
+        >>> from t2i_fairness.vocab.multilingual import load_smoke_sample
         >>> check_full_grid(load_smoke_sample())
     """
     holes = prompts.missing()
@@ -99,7 +99,7 @@ def check_full_grid(prompts: MultilingualPromptSet) -> None:
 
 def resolve(v: Values, core) -> IndicSelection:
     """Load and check the prompt file and the languages; problems raise ``OptionError`` naming the option."""
-    from t2i_fairness.families.indic_tti.prompts import SMOKE_SAMPLE, load_prompts
+    from t2i_fairness.vocab.multilingual import SMOKE_SAMPLE, load_prompts
 
     raw = v.raw("--t2i-indic-prompts")
     path = SMOKE_SAMPLE if raw is None else v.invocation_dir / Path(raw).expanduser()

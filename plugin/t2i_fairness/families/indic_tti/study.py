@@ -43,7 +43,7 @@ from t2i_fairness.spine.cache import CorruptEntry, content_key
 from t2i_fairness.spine.generation import ImageRef
 from t2i_fairness.vocab.languages import ENGLISH, get_language
 from t2i_fairness.metrics import indic as metrics
-from t2i_fairness.families.indic_tti.prompts import MultilingualPromptSet
+from t2i_fairness.vocab.multilingual import MultilingualPromptSet
 
 __all__ = [
     "IndicEvaluation",
