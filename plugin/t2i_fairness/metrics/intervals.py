@@ -210,7 +210,7 @@ def _normal(method: str, estimate: float, se: float, confidence: float, n_units:
     q = float(_stats.t.ppf(0.5 + confidence / 2.0, df)) if df is not None and math.isfinite(df) else _z(confidence)
     low, high = estimate - q * se, estimate + q * se
     if clip is not None:
-        low, high = max(low, clip[0]), min(high, clip[1])
+        low, high = (min(max(float(v), clip[0]), clip[1]) for v in (low, high))
     return Interval(float(estimate), float(low), float(high), method, confidence, n_units, float(se), df)
 
 
@@ -248,7 +248,7 @@ def _from_replicates(
     else:  # pragma: no cover - callers check the method
         raise ValueError(f"unknown method {method!r}")
     if clip is not None:
-        low, high = max(float(low), clip[0]), min(float(high), clip[1])
+        low, high = (min(max(float(v), clip[0]), clip[1]) for v in (low, high))
     return Interval(float(estimate), float(low), float(high), method, confidence, n_units)
 
 
@@ -373,7 +373,8 @@ def coverage_interval(
         roots = math.sqrt(m) * (reps - estimate)
         q_low, q_high = np.quantile(roots, [alpha, 1.0 - alpha])
         low, high = estimate - q_high / math.sqrt(n), estimate - q_low / math.sqrt(n)
-        return Interval(estimate, max(float(low), 0.0), min(float(high), 1.0), method, confidence, n)
+        low, high = (min(max(float(v), 0.0), 1.0) for v in (low, high))
+        return Interval(estimate, low, high, method, confidence, n)
     reps = _coverage_of(_bootstrap_counts(rng, n, n_resamples), fmember)
     jack = _coverage_jackknife(member) if method == "bca" else None
     return _from_replicates(method, estimate, reps, confidence, n, jack, clip=(0.0, 1.0))
@@ -404,7 +405,8 @@ def precision_interval(
     never re-resampled and re-deduplicated, which would drop resampled copies of distinct images).
 
     Methods: ``wilson`` (score interval), ``agresti_coull``, ``clopper_pearson`` (exact
-    binomial), ``jeffreys`` (equal-tailed Beta(k + 1/2, n - k + 1/2)), ``wald`` (normal, for
+    binomial), ``jeffreys`` (equal-tailed Beta(k + 1/2, n - k + 1/2), with the end at 0 when
+    ``k = 0`` and at 1 when ``k = n``, Brown, Cai & DasGupta 2001), ``wald`` (normal, for
     comparison) and ``percentile`` (bootstrap of the rows).
 
     Args:
@@ -916,7 +918,7 @@ def stratified_mean_interval(
     sizes = np.bincount(codes, minlength=s_count)
     small = np.flatnonzero(sizes < 2)
     if small.size:
-        raise ValueError(f"stratum {names[small[0]]!r} has {int(sizes[small[0]])} value(s); every stratum needs at least 2")
+        raise ValueError(f"stratum {str(names[small[0]])!r} has {int(sizes[small[0]])} value(s); every stratum needs at least 2")
     means = np.bincount(codes, weights=y, minlength=s_count) / sizes
     weights = np.full(s_count, 1.0 / s_count) if weighting == "stratum" else sizes / sizes.sum()
     estimate = float(weights @ means)
