@@ -29,8 +29,8 @@ Worlds
   cluster statistic   the same through the callable API (cluster_bootstrap_interval): a ratio,
              the share of eligible images (Bernoulli(0.6), independent of the rate) scoring 1.
   cluster    G sampled prompts, m images each (or unequal sizes), per-prompt rate ~ Beta, per-image
-             score = Binomial(3, rate) / 3 (a CIS-like share of components found); truth: the prompt
-             population's mean rate.
+             score = Binomial(3, rate) / 3 (a CIS-like share of components found), or the 0/1 value
+             "at least 2 of 3 found" ("-binary" worlds); truth: the prompt population's mean.
   stratified S fixed prompts, n images each, per-image scores Beta-distributed per prompt (and one
              prompt with scores piled against their bound, Beta(20, 1)); truth: the mean of the
              prompt means. (A 0/1 per-image share is a binomial proportion: precision_interval.)
@@ -255,30 +255,43 @@ def family_p10(reps, b, quick):
     return {"p10 (object consistency)": out}
 
 
-def _cluster_sample(g, n_prompts, m, a, bb, unequal):
+def _cluster_sample(g, n_prompts, m, a, bb, unequal, binary=False):
     rates = g.beta(a, bb, n_prompts)
     sizes = g.integers(1, 2 * m, n_prompts) if unequal else np.full(n_prompts, m)
     labels = np.repeat(np.arange(n_prompts), sizes)
     values = g.binomial(3, rates[labels]) / 3.0
+    if binary:  # a 0/1 per-image value: at least 2 of the 3 components found
+        values = (values > 0.5).astype(float)
     return values, labels
 
 
+def _binary_truth(a, bb):
+    """E P(Binomial(3, r) >= 2) = E[3 r^2 - 2 r^3] for r ~ Beta(a, bb), from the Beta moments."""
+    m2 = a * (a + 1) / ((a + bb) * (a + bb + 1))
+    m3 = m2 * (a + 2) / (a + bb + 2)
+    return 3 * m2 - 2 * m3
+
+
 def family_cluster(reps, b, quick):
-    worlds = [("common", 4.0, 4.0, False), ("rare", 0.6, 4.0, False), ("unequal", 2.0, 3.0, True)]
+    worlds = [("common", 4.0, 4.0, False), ("rare", 0.6, 4.0, False), ("unequal", 2.0, 3.0, True),
+              ("rare-binary", 0.6, 4.0, False), ("common-binary", 4.0, 4.0, False)]
     prompts = (6, 12, 40)
     per = (2, 8)
     if quick:
         prompts, per = (6, 40), (4,)
     methods = iv.CLUSTER_METHODS
     out = {m: Tally() for m in methods}
+    if quick:
+        worlds = worlds[:4]
     for wi, (wname, a, bb, unequal) in enumerate(worlds):
-        truth = a / (a + bb)
+        binary = wname.endswith("binary")
+        truth = _binary_truth(a, bb) if binary else a / (a + bb)
         for g_count in prompts:
             for m in per:
                 seed = 100 * wi + 3 * g_count + m
 
-                def sample(r, g_count=g_count, m=m, a=a, bb=bb, unequal=unequal, seed=seed):
-                    return _cluster_sample(np.random.default_rng([seed, r]), g_count, m, a, bb, unequal)
+                def sample(r, g_count=g_count, m=m, a=a, bb=bb, unequal=unequal, seed=seed, binary=binary):
+                    return _cluster_sample(np.random.default_rng([seed, r]), g_count, m, a, bb, unequal, binary)
 
                 _run_cell(out, methods, reps, sample,
                           lambda x, meth, r: iv.cluster_mean_interval(x[0], x[1], method=meth, n_resamples=b, seed=r),

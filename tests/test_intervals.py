@@ -242,7 +242,7 @@ def test_cluster_t_matches_statsmodels_cluster_robust_se():
     labels = np.repeat(np.arange(15), sizes)
     y = rng.random(labels.size) + 0.3 * rng.random(15)[labels]
     fit = sm.OLS(y, np.ones((y.size, 1))).fit(cov_type="cluster", cov_kwds={"groups": labels})
-    res = cluster_mean_interval(y, labels)
+    res = cluster_mean_interval(y, labels, method="t")
     assert res.estimate == pytest.approx(fit.params[0], rel=1e-12)
     assert res.se == pytest.approx(fit.bse[0], rel=1e-9)  # G/(G-1) correction, (N-1)/(N-K) = 1
     assert res.df == 14
@@ -255,7 +255,7 @@ def test_cluster_weighting_by_prompt_is_the_t_interval_of_prompt_means(g, m, see
     labels = np.repeat(np.arange(g), rng.integers(1, m + 1, g))
     y = rng.random(labels.size)
     means = np.array([y[labels == c].mean() for c in range(g)])
-    res = cluster_mean_interval(y, labels, weighting="cluster")
+    res = cluster_mean_interval(y, labels, weighting="cluster", method="t")
     assert res.estimate == pytest.approx(means.mean(), abs=1e-12)
     assert res.se == pytest.approx(means.std(ddof=1) / math.sqrt(g), rel=1e-9, abs=1e-15)
 
@@ -294,13 +294,22 @@ def test_cluster_bootstrap_resamples_whole_prompts():
 
 @FAST
 @given(st.integers(2, 10), st.integers(0, 2**31 - 1))
-def test_cluster_wilson_is_a_share_interval(g, seed):
+def test_cluster_wilson_is_korn_graubard(g, seed):
     rng = np.random.default_rng(seed)
     labels = np.repeat(np.arange(g), 4)
     y = (rng.random(labels.size) < rng.random()).astype(float)
-    res = cluster_mean_interval(y, labels, method="wilson")
+    res = cluster_mean_interval(y, labels)  # 0/1 values: auto picks wilson
+    t = cluster_mean_interval(y, labels, method="t")
+    assert res.method == "wilson"
     assert 0.0 <= res.low <= res.estimate <= res.high <= 1.0
-    assert 1.0 <= res.n_effective <= labels.size
+    p = res.estimate
+    n_star = labels.size if t.se == 0 else min(labels.size, p * (1 - p) / t.se**2)  # capped for 0/1 values
+    n_star *= (stats.norm.ppf(0.975) / stats.t.ppf(0.975, g - 1)) ** 2
+    assert res.n_effective == pytest.approx(max(n_star, 1.0), rel=1e-9)
+
+
+def test_cluster_auto_picks_t_outside_the_unit_interval():
+    assert cluster_mean_interval([-0.5, 0.2, 0.3, 0.9], ["a", "a", "b", "b"]).method == "t"
 
 
 def test_cluster_refuses_bad_input():
@@ -452,17 +461,38 @@ def test_p10_interval_covers_across_sizes(kind, k, n):
     assert 0.90 <= _p10_rate(kind, k, n, reps=400, seed=k * n) <= 0.99
 
 
-@pytest.mark.parametrize("method, n_prompts", [("t", 12), ("wilson", 12), ("wilson", 6)])
-def test_cluster_interval_covers(method, n_prompts):
-    a, b = 2.0, 3.0
+@pytest.mark.parametrize("method, n_prompts, binary", [("t", 12, False), ("wilson", 12, False), ("wilson", 6, True)])
+def test_cluster_interval_covers(method, n_prompts, binary):
+    a, b = 0.6, 4.0  # rare: most prompts rarely show it
+    truth = a / (a + b)
+    if binary:  # P(Binomial(3, r) >= 2) = E[3 r^2 - 2 r^3], from the Beta moments
+        m2 = a * (a + 1) / ((a + b) * (a + b + 1))
+        truth = 3 * m2 - 2 * m2 * (a + 2) / (a + b + 2)
     hits = 0
     for r in range(500):
         g = np.random.default_rng([n_prompts, r])
         rates = g.beta(a, b, n_prompts)
-        labels = np.repeat(np.arange(n_prompts), 4)
+        labels = np.repeat(np.arange(n_prompts), 4 if not binary else 8)
         y = g.binomial(3, rates[labels]) / 3.0
-        hits += cluster_mean_interval(y, labels, method=method).contains(a / (a + b))
-    assert 0.90 <= hits / 500 <= 0.99
+        if binary:
+            y = (y > 0.5).astype(float)
+        hits += cluster_mean_interval(y, labels, method=method).contains(truth)
+    assert 0.90 <= hits / 500 <= 0.99, hits / 500
+
+
+def test_cluster_t_fails_rare_shares_at_few_prompts_and_wilson_does_not():
+    """Why shares get Korn-Graubard's Wilson: 6 prompts, a rare 0/1 value."""
+    a, b = 0.6, 4.0
+    m2 = a * (a + 1) / ((a + b) * (a + b + 1))
+    truth = 3 * m2 - 2 * m2 * (a + 2) / (a + b + 2)
+    hits = {"t": 0, "wilson": 0}
+    for r in range(400):
+        g = np.random.default_rng([17, r])
+        labels = np.repeat(np.arange(6), 2)
+        y = (g.binomial(3, g.beta(a, b, 6)[labels]) >= 2).astype(float)
+        for method in hits:
+            hits[method] += cluster_mean_interval(y, labels, method=method).contains(truth)
+    assert hits["t"] / 400 < 0.8 and 0.90 <= hits["wilson"] / 400 <= 0.99, hits
 
 
 def test_cluster_statistic_interval_covers():

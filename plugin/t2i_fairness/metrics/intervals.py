@@ -70,7 +70,7 @@ PERCENTILE_METHODS: tuple[str, ...] = (
     "bca",
     "half_sampling",
 )
-CLUSTER_METHODS: tuple[str, ...] = ("t", "wilson", "percentile", "basic", "bootstrap_se", "bca")
+CLUSTER_METHODS: tuple[str, ...] = ("auto", "wilson", "t", "percentile", "basic", "bootstrap_se", "bca")
 CLUSTER_STATISTIC_METHODS: tuple[str, ...] = ("t", "percentile", "basic", "bootstrap_se", "bca")
 STRATIFIED_METHODS: tuple[str, ...] = ("t", "percentile", "basic", "bootstrap_se")
 
@@ -120,6 +120,25 @@ class Interval:
     def contains(self, value: float) -> bool:
         """Whether ``low <= value <= high``."""
         return bool(self.low <= value <= self.high)
+
+    def record(self) -> dict[str, float | int | str | None]:
+        """The fields as plain Python values, for a gate record or report.
+
+        Example:
+            >>> Interval(0.5, 0.4, 0.6, "t", 0.95, 12, se=0.05, df=11).record()["df"]
+            11
+        """
+        return {
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "method": self.method,
+            "confidence": self.confidence,
+            "n_units": self.n_units,
+            "se": self.se,
+            "df": self.df,
+            "n_effective": self.n_effective,
+        }
 
     def se_at(self, value: float) -> float | None:
         """The standard error a test of ``true value == value`` uses: ``se`` for normal and t
@@ -717,7 +736,7 @@ def cluster_mean_interval(
     clusters: object,
     *,
     weighting: str = "image",
-    method: str = "t",
+    method: str = "auto",
     confidence: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
@@ -729,12 +748,14 @@ def cluster_mean_interval(
     ``sum(values) / len(values)`` (a ratio of cluster sums when prompts have unequal numbers of
     images); ``"cluster"`` the mean over prompts of each prompt's mean.
 
-    Methods: ``t`` (cluster-robust standard error, ``sqrt(G / (G - 1))`` times the linearised
+    Methods: ``auto`` (the default) is ``wilson`` when every value lies in [0, 1] and ``t``
+    otherwise; ``t`` (cluster-robust standard error, ``sqrt(G / (G - 1))`` times the linearised
     ratio variance, with a t quantile on ``G - 1`` degrees of freedom); ``wilson`` for values in
-    [0, 1] (Wilson's score interval at the effective sample size ``p (1 - p) / se^2`` of that
-    standard error, capped at the number of images: Korn & Graubard 1998's effective-n idea, which
-    keeps the interval inside [0, 1] and skewed like a share near 0 or 1); ``percentile``,
-    ``basic``, ``bootstrap_se`` and ``bca`` over prompt resamples.
+    [0, 1] (Korn & Graubard 1998: Wilson's score interval at the effective sample size
+    ``p (1 - p) / se^2`` of that standard error, capped at the number of images when the values
+    are 0/1, times ``(z / t_{G-1})^2`` for the few prompts; it stays inside [0, 1] and is skewed
+    like a share near 0 or 1); ``percentile``, ``basic``, ``bootstrap_se`` and ``bca`` over prompt
+    resamples.
 
     Args:
         values: 1-D per-image values (finite).
@@ -755,9 +776,12 @@ def cluster_mean_interval(
 
     Example:
         >>> values = [1.0, 1.0, 0.0, 0.0, 1.0, 0.0]
-        >>> iv = cluster_mean_interval(values, ["a", "a", "b", "b", "c", "c"])
+        >>> iv = cluster_mean_interval(values, ["a", "a", "b", "b", "c", "c"], method="t")
         >>> round(iv.estimate, 4), iv.df, round(iv.se, 4)
         (0.5, 2, 0.2887)
+        >>> iv = cluster_mean_interval(values, ["a", "a", "b", "b", "c", "c"])   # shares: wilson
+        >>> iv.method, round(iv.low, 4), round(iv.high, 4)
+        ('wilson', 0.0546, 0.9454)
     """
     y = _finite_1d("values", values)
     codes, g = _cluster_index(clusters, y.size)
@@ -766,6 +790,8 @@ def cluster_mean_interval(
     if weighting not in ("image", "cluster"):
         raise ValueError(f"unknown `weighting` {weighting!r}; choose from ['image', 'cluster']")
     method = _check_method(method, CLUSTER_METHODS)
+    if method == "auto":
+        method = "wilson" if (y.min() >= 0.0 and y.max() <= 1.0) else "t"
     confidence = _check_confidence(confidence)
     sums = np.bincount(codes, weights=y, minlength=g)
     sizes = np.bincount(codes, minlength=g).astype(np.float64)
@@ -782,7 +808,10 @@ def cluster_mean_interval(
                 f"method 'wilson' needs values in [0, 1] (shares), but `values` range over [{y.min()!r}, {y.max()!r}]"
             )
         n_images = float(y.size)
-        n_eff = n_images if se == 0 else min(n_images, estimate * (1.0 - estimate) / se**2)
+        n_eff = n_images if se == 0 else estimate * (1.0 - estimate) / se**2
+        if np.isin(y, (0.0, 1.0)).all():  # 0/1 values: the Bernoulli variance is the largest possible
+            n_eff = min(n_eff, n_images)
+        n_eff *= (_z(confidence) / float(_stats.t.ppf(0.5 + confidence / 2.0, g - 1))) ** 2
         return _score(method, estimate, max(n_eff, 1.0), confidence, g)
     rng = np.random.default_rng(seed)
     w = _bootstrap_counts(rng, g, _check_resamples(n_resamples)).astype(np.float64)
