@@ -30,7 +30,9 @@ Worlds
              the share of eligible images (Bernoulli(0.6), independent of the rate) scoring 1.
   cluster    G sampled prompts, m images each (or unequal sizes), per-prompt rate ~ Beta, per-image
              score = Binomial(3, rate) / 3 (a CIS-like share of components found), or the 0/1 value
-             "at least 2 of 3 found" ("-binary" worlds); truth: the prompt population's mean.
+             "at least 2 of 3 found" ("-binary" worlds), or a CLIP-like cosine (prompt means
+             N(0.3, 0.04), images N(prompt mean, 0.03), unequal sizes); truth: the prompt
+             population's mean.
   stratified S fixed prompts, n images each, per-image scores Beta-distributed per prompt (and one
              prompt with scores piled against their bound, Beta(20, 1)); truth: the mean of the
              prompt means. (A 0/1 per-image share is a binomial proportion: precision_interval.)
@@ -255,10 +257,12 @@ def family_p10(reps, b, quick):
     return {"p10 (object consistency)": out}
 
 
-def _cluster_sample(g, n_prompts, m, a, bb, unequal, binary=False):
-    rates = g.beta(a, bb, n_prompts)
+def _cluster_sample(g, n_prompts, m, a, bb, unequal, binary=False, cosine=False):
     sizes = g.integers(1, 2 * m, n_prompts) if unequal else np.full(n_prompts, m)
     labels = np.repeat(np.arange(n_prompts), sizes)
+    if cosine:  # a CLIP-like cosine: prompt means N(0.3, 0.04), images N(prompt mean, 0.03)
+        return g.normal(0.3, 0.04, n_prompts)[labels] + g.normal(0.0, 0.03, labels.size), labels
+    rates = g.beta(a, bb, n_prompts)
     values = g.binomial(3, rates[labels]) / 3.0
     if binary:  # a 0/1 per-image value: at least 2 of the 3 components found
         values = (values > 0.5).astype(float)
@@ -274,24 +278,25 @@ def _binary_truth(a, bb):
 
 def family_cluster(reps, b, quick):
     worlds = [("common", 4.0, 4.0, False), ("rare", 0.6, 4.0, False), ("unequal", 2.0, 3.0, True),
-              ("rare-binary", 0.6, 4.0, False), ("common-binary", 4.0, 4.0, False)]
+              ("rare-binary", 0.6, 4.0, False), ("common-binary", 4.0, 4.0, False), ("cosine", 0.0, 0.0, True)]
     prompts = (6, 12, 40)
     per = (2, 8)
     if quick:
         prompts, per = (6, 40), (4,)
-    methods = iv.CLUSTER_METHODS
+    methods = tuple(m for m in iv.CLUSTER_METHODS if m != "auto")  # auto is wilson or t, measured as such
     out = {m: Tally() for m in methods}
     if quick:
         worlds = worlds[:4]
     for wi, (wname, a, bb, unequal) in enumerate(worlds):
-        binary = wname.endswith("binary")
-        truth = _binary_truth(a, bb) if binary else a / (a + bb)
+        binary, cosine = wname.endswith("binary"), wname == "cosine"
+        truth = 0.3 if cosine else _binary_truth(a, bb) if binary else a / (a + bb)
         for g_count in prompts:
             for m in per:
                 seed = 100 * wi + 3 * g_count + m
 
-                def sample(r, g_count=g_count, m=m, a=a, bb=bb, unequal=unequal, seed=seed, binary=binary):
-                    return _cluster_sample(np.random.default_rng([seed, r]), g_count, m, a, bb, unequal, binary)
+                def sample(r, g_count=g_count, m=m, a=a, bb=bb, unequal=unequal, seed=seed, binary=binary,
+                           cosine=cosine):
+                    return _cluster_sample(np.random.default_rng([seed, r]), g_count, m, a, bb, unequal, binary, cosine)
 
                 _run_cell(out, methods, reps, sample,
                           lambda x, meth, r: iv.cluster_mean_interval(x[0], x[1], method=meth, n_resamples=b, seed=r),
@@ -374,6 +379,17 @@ FAMILIES = {
 }
 
 
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or ""
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer cells and repetitions (under 3 minutes on 2 cores)")
@@ -387,7 +403,7 @@ def main(argv=None) -> int:
     t0 = time.time()
     print(f"# interval coverage at {CONFIDENCE:.0%} nominal; {'quick' if args.quick else 'full'} run, "
           f"{reps} repetitions per cell, {b} resamples")
-    print(f"# machine: {platform.machine()} {platform.processor() or ''} {os.cpu_count()} cpus, "
+    print(f"# machine: {platform.machine()} {_cpu_model()} {os.cpu_count()} cpus, "
           f"python {platform.python_version()}, numpy {np.__version__}; load average before {os.getloadavg()}")
     header = f"{'indicator type':<52} {'method':<20} {'coverage':>8} {'mc_se':>6} {'min cell':>8} {'max cell':>8} {'width':>7} {'cells':>5} {'reps':>6}"
     print(header)
