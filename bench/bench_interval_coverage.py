@@ -37,6 +37,70 @@ Worlds
              prompt with scores piled against their bound, Beta(20, 1)); truth: the mean of the
              prompt means. (A 0/1 per-image share is a binomial proportion: precision_interval.)
 
+Full run, 2026-11-23, AMD EPYC, 2 cores shared with other work (load average 4-9), 400
+repetitions per cell, 500 resamples, 2545 s (the cluster family re-run after adding its 0/1 and
+cosine worlds). "coverage" is pooled over the cells, mc_se its Monte-Carlo standard error, "min
+cell"/"max cell" the extremes over the cells (each with an MC SE of about 0.011), width the mean
+interval width. The methods t2i_fairness.metrics.intervals uses: coverage jackknife_wilson,
+precision wilson, p10 jackknife_t, cluster means wilson (values in [0, 1]) or t, cluster
+statistics t, stratified means t.
+
+    indicator type                                       method               coverage  mc_se min cell max cell   width cells   reps
+    --------------------------------------------------------------------------------------------------------------------------------
+    coverage                                             jackknife_wilson        0.972  0.001    0.863    1.000  0.2591    37  14800
+    coverage                                             jackknife               0.824  0.003    0.155    0.995  0.1671    37  14800
+    coverage                                             half_sampling           0.872  0.003    0.352    0.998  0.1408    37  14800
+    coverage                                             subsampling             0.247  0.004    0.000    0.608  0.0737    37  14800
+    coverage                                             bootstrap_se            0.820  0.003    0.330    0.985  0.1216    37  14800
+    coverage                                             percentile              0.367  0.004    0.022    0.750  0.1168    37  14800
+    coverage                                             basic                   0.295  0.004    0.000    0.605  0.0889    37  14800
+    coverage                                             bca                     0.159  0.003    0.000    0.748  0.0223    37  14800
+    coverage (boundary: truth within 0.01 of 0 or 1)     jackknife_wilson        0.990  0.002    0.938    1.000  0.3058     8   3200
+    coverage (boundary: truth within 0.01 of 0 or 1)     jackknife               0.211  0.007    0.000    1.000  0.0084     8   3200
+    coverage (boundary: truth within 0.01 of 0 or 1)     half_sampling           0.679  0.008    0.005    1.000  0.0263     8   3200
+    coverage (boundary: truth within 0.01 of 0 or 1)     subsampling             0.138  0.006    0.000    1.000  0.0009     8   3200
+    coverage (boundary: truth within 0.01 of 0 or 1)     bootstrap_se            0.563  0.009    0.000    1.000  0.0160     8   3200
+    coverage (boundary: truth within 0.01 of 0 or 1)     percentile              0.373  0.009    0.000    1.000  0.0195     8   3200
+    coverage (boundary: truth within 0.01 of 0 or 1)     basic                   0.151  0.006    0.000    1.000  0.0009     8   3200
+    coverage (boundary: truth within 0.01 of 0 or 1)     bca                     0.367  0.009    0.000    1.000  0.0172     8   3200
+    precision                                            wilson                  0.951  0.003    0.927    0.973  0.1396    15   6000
+    precision                                            agresti_coull           0.953  0.003    0.927    0.975  0.1437    15   6000
+    precision                                            clopper_pearson         0.966  0.002    0.940    0.993  0.1498    15   6000
+    precision                                            jeffreys                0.954  0.003    0.930    0.975  0.1376    15   6000
+    precision                                            wald                    0.923  0.003    0.820    0.960  0.1350    15   6000
+    precision                                            percentile              0.928  0.003    0.802    0.973  0.1338    15   6000
+    precision, duplicates removed                        wilson                  0.954  0.002    0.927    0.985  0.2068    24   9600
+    precision, duplicates removed                        agresti_coull           0.956  0.002    0.932    0.990  0.2092    24   9600
+    precision, duplicates removed                        clopper_pearson         0.967  0.002    0.938    0.993  0.2257    24   9600
+    precision, duplicates removed                        percentile              0.939  0.002    0.875    0.963  0.2102    24   9600
+    p10 (object consistency)                             jackknife_t             0.978  0.001    0.935    1.000  0.0631    36  14400
+    p10 (object consistency)                             jackknife               0.904  0.002    0.733    0.985  0.0344    36  14400
+    p10 (object consistency)                             smoothed_se             0.904  0.002    0.777    0.973  0.0281    36  14400
+    p10 (object consistency)                             bootstrap_se            0.918  0.002    0.775    0.988  0.0302    36  14400
+    p10 (object consistency)                             smoothed_percentile     0.902  0.002    0.677    0.990  0.0272    36  14400
+    p10 (object consistency)                             percentile              0.896  0.003    0.550    0.990  0.0288    36  14400
+    p10 (object consistency)                             basic                   0.809  0.003    0.550    0.960  0.0288    36  14400
+    p10 (object consistency)                             bca                     0.831  0.003    0.378    0.958  0.0259    36  14400
+    p10 (object consistency)                             half_sampling           0.896  0.003    0.790    0.975  0.0275    36  14400
+    cluster mean (sampled prompts)                       wilson                  0.951  0.002    0.912    0.988  0.2460    36  14400
+    cluster mean (sampled prompts)                       t                       0.910  0.002    0.608    0.963  0.2566    36  14400
+    cluster mean (sampled prompts)                       percentile              0.876  0.003    0.560    0.955  0.1972    36  14400
+    cluster mean (sampled prompts)                       basic                   0.859  0.003    0.568    0.945  0.1972    36  14400
+    cluster mean (sampled prompts)                       bootstrap_se            0.871  0.003    0.600    0.953  0.2036    36  14400
+    cluster mean (sampled prompts)                       bca                     0.884  0.003    0.560    0.958  0.2061    36  14400
+    cluster statistic (callable, ratio)                  t                       0.940  0.007    0.915    0.965  0.3959     3   1200
+    cluster statistic (callable, ratio)                  percentile              0.904  0.008    0.858    0.953  0.3040     3   1200
+    cluster statistic (callable, ratio)                  basic                   0.883  0.009    0.828    0.938  0.3040     3   1200
+    cluster statistic (callable, ratio)                  bootstrap_se            0.901  0.009    0.848    0.955  0.3109     3   1200
+    cluster statistic (callable, ratio)                  bca                     0.916  0.008    0.877    0.958  0.3074     3   1200
+    stratified mean (fixed prompts)                      t                       0.942  0.003    0.915    0.963  0.1392    12   4800
+    stratified mean (fixed prompts)                      percentile              0.902  0.004    0.800    0.955  0.0973    12   4800
+    stratified mean (fixed prompts)                      basic                   0.892  0.004    0.760    0.953  0.0973    12   4800
+    stratified mean (fixed prompts)                      bootstrap_se            0.903  0.004    0.787    0.965  0.0990    12   4800
+
+The quick run (--quick: 100 repetitions, 200 resamples, the corner cells) took 100 s on the same
+machine at load average 2-4.
+
 Usage:  python bench/bench_interval_coverage.py [--quick] [--reps R] [--resamples B] [--family NAME]
 """
 

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Sequence
+from typing import Sequence
 
 import numpy as np
 from scipy import special as _special
@@ -88,7 +88,6 @@ __all__ = [
     "required_sample_size",
 ]
 
-Direction = Literal["min", "max"]
 DIRECTIONS: tuple[str, ...] = ("min", "max")
 ADJUSTMENTS: tuple[str, ...] = ("holm", "bh", "none")
 VERDICTS: tuple[str, ...] = ("pass", "fail", "inconclusive")
@@ -121,7 +120,7 @@ def _direction(direction: object) -> str:
     return str(direction)
 
 
-def _probability(name: str, value: object, low_open: bool = True) -> float:
+def _probability(name: str, value: object) -> float:
     v = _finite(name, value)
     if not (0.0 < v < 1.0):
         raise ValueError(f"`{name}` must be in (0, 1), but got {value!r}")
