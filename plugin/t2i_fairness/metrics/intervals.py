@@ -1,0 +1,1013 @@
+"""Confidence intervals that cover, one family per kind of indicator (seeded, vectorised, deterministic).
+
+The estimand. A gate speaks about the value the indicator takes *at the run's sample size* on
+a fresh draw of the random units, everything else held fixed: ``theta_n = E[statistic]`` over
+new seeds (new generated images) with the reference set, the fixed prompts and ``n`` unchanged.
+For a mean this is the population mean; for coverage and for a 10th percentile of 6 images it
+depends on ``n`` (coverage grows with ``n``), and it is the quantity a re-run of the same model
+estimates, hence what a bound written from one run and gated on another compares.  Where prompts
+are themselves sampled (CIS, word-level candidates, IndicTTI), the prompt is a random unit too and
+``theta`` is the mean over the prompt population.
+
+Which method for which indicator. Chosen by ``bench/bench_interval_coverage.py`` (full run,
+2026-11-23, 2-core AMD EPYC, 400 repetitions per cell, so a cell's Monte-Carlo SE is about 0.011;
+"pooled" is over every cell of the grid, "cells" how many lie in [0.90, 0.99]). Worlds, sizes and
+truths are described in that script; the project's sizes are 36-360 generated images, 10-200 real
+ones, 6-60 images per object, 6-40 sampled prompts.
+
+* Coverage (DIG In, Decomposed DIG: share of real balls holding a generated image):
+  :func:`coverage_interval`, ``jackknife_wilson``. Pooled 0.972, cells 0.863-1.000, 24 of 37 in
+  range, 1 below (truth 0.988 with only 10 balls), 12 above (conservative); cells whose truth is
+  within 0.01 of 0 or 1: 0.990. Percentile bootstrap 0.367 (cells 0.022-0.750), bootstrap SE
+  0.820, jackknife + normal 0.824 (0.155-0.995), half-sampling 0.872, BCa 0.159.
+* Precision (share of generated images inside the real manifold): :func:`precision_interval`,
+  ``wilson``. Pooled 0.951, cells 0.927-0.973, 15 of 15; with exact duplicates removed
+  (keep_one / drop_all, collapsed modes inside or outside): 0.954, 0.927-0.985, 24 of 24.
+  Percentile bootstrap 0.928 (0.802-0.973), Wald 0.923 (0.820-0.960).
+* Mean over objects of a low percentile (Object Consistency: p10 of 6-60 images per object,
+  2-27 objects): :func:`percentile_mean_interval`, ``jackknife_t``. Pooled 0.978, cells
+  0.935-1.000, 25 of 36, none below, 11 above (normal-shaped scores with 2-6 objects: the floor
+  and t_K make it conservative). Percentile bootstrap 0.896 (0.550-0.990), bootstrap SE 0.918
+  (0.775-0.988), smoothed bootstrap SE 0.904 (0.777-0.973), plain jackknife 0.904 (0.733-0.985).
+* Mean over sampled prompts of values in [0, 1] (CIS image scores, 0/1 indicators, CLIP-like
+  cosines): :func:`cluster_mean_interval`, ``auto`` = ``wilson`` (Korn & Graubard). Pooled
+  0.951, cells 0.912-0.988, 36 of 36 (rare 0/1 values at 6 prompts included). ``t`` 0.910
+  (0.608-0.963: fails for rare shares; 0.915-0.953 on cosines), percentile 0.876 (0.560-0.955).
+  Values outside [0, 1]: ``auto`` = ``t``.
+* Any statistic over sampled prompts (word-level influences, ratios):
+  :func:`cluster_bootstrap_interval`, ``t`` (delete-one-prompt jackknife). Pooled 0.940, cells
+  0.915-0.965, 3 of 3; percentile 0.904 (0.858-0.953).
+* Mean of per-image scores over fixed prompts (LGC, CLGC; SCWL's per-prompt values with the
+  prompt as unit): :func:`stratified_mean_interval`, ``t`` (Welch-Satterthwaite). Pooled 0.942,
+  cells 0.915-0.963, 12 of 12; percentile 0.902 (0.800-0.955).
+
+Why. Coverage: the percentile bootstrap cannot cover (replicates lose distinct images); the
+delete-one jackknife variance is exact and conservative on average (Efron-Stein), but a normal
+interval around it fails at small counts and next to 0 or 1, where the score form (and the floor
+n_eff <= n_real) does not. Precision is a binomial proportion given the reference; Wilson's score
+interval is the standard choice at these sizes (Brown, Cai & DasGupta 2001). A 10th percentile of
+6-60 scores: every resampling method under-covers with few objects (their variance estimates are
+biased low and noisy); the jackknife variance floored at its normal-theory value, with one degree
+of freedom per object, never fell below 0.935, at the price of over-covering well-behaved scores.
+Sampled prompts: resampling prompts is right but percentile intervals are too narrow with 6-12
+prompts; t on G - 1 degrees of freedom fixes that for continuous values, and Korn & Graubard's
+effective-n Wilson also for rare shares. Fixed prompts: a stratified t interval; 0/1 values of a
+single group are a proportion (:func:`precision_interval`).
+
+Inputs. Coverage: the boolean membership matrix ``(n_fake, n_real)`` of the scored generated
+images (after de-duplication; an image without a feature is an all-False row). Precision: that
+matrix or the per-image ``inside`` vector, plus ``n_missing``. Object consistency: object -> the
+per-image CLIP scores. Sampled prompts: per-image values and one prompt label per image (or the
+callable statistic of image indices and the labels). Fixed prompts: per-image values and their
+prompt labels.
+
+Every function returns an :class:`Interval` (estimate, low, high, the standard error and degrees of
+freedom behind it when the method is a normal or t interval, the method and the number of units).
+Resampling methods take ``n_resamples`` and ``seed``; equal arguments give equal intervals.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+from scipy import special as _special
+from scipy import stats as _stats
+
+__all__ = [
+    "CLUSTER_METHODS",
+    "CLUSTER_STATISTIC_METHODS",
+    "COVERAGE_METHODS",
+    "Interval",
+    "PERCENTILE_METHODS",
+    "PRECISION_METHODS",
+    "STRATIFIED_METHODS",
+    "cluster_bootstrap_interval",
+    "cluster_mean_interval",
+    "coverage_interval",
+    "normal_percentile_variance",
+    "percentile_mean_interval",
+    "precision_interval",
+    "stratified_mean_interval",
+]
+
+COVERAGE_METHODS: tuple[str, ...] = (
+    "jackknife_wilson",
+    "jackknife",
+    "half_sampling",
+    "subsampling",
+    "bootstrap_se",
+    "percentile",
+    "basic",
+    "bca",
+)
+PRECISION_METHODS: tuple[str, ...] = ("wilson", "agresti_coull", "clopper_pearson", "jeffreys", "wald", "percentile")
+PERCENTILE_METHODS: tuple[str, ...] = (
+    "jackknife_t",
+    "jackknife",
+    "smoothed_se",
+    "bootstrap_se",
+    "smoothed_percentile",
+    "percentile",
+    "basic",
+    "bca",
+    "half_sampling",
+)
+CLUSTER_METHODS: tuple[str, ...] = ("auto", "wilson", "t", "percentile", "basic", "bootstrap_se", "bca")
+CLUSTER_STATISTIC_METHODS: tuple[str, ...] = ("t", "percentile", "basic", "bootstrap_se", "bca")
+STRATIFIED_METHODS: tuple[str, ...] = ("t", "percentile", "basic", "bootstrap_se")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A two-sided confidence interval and what it was computed from.
+
+    Attributes:
+        estimate: the statistic on the full sample (the gate's measured value).
+        low: lower end of the interval.
+        high: upper end of the interval.
+        method: the method's name (one of the module's ``*_METHODS``).
+        confidence: nominal two-sided coverage, e.g. 0.95.
+        n_units: how many resampled units stand behind it (generated images, images, prompts).
+        se: standard error used by a normal or t interval (``None`` for quantile methods). The
+            one-sided p-value of :func:`t2i_fairness.metrics.decisions.p_value_normal` with this
+            ``se`` and ``df`` agrees with the interval: a bound outside it has ``p < (1 - confidence) / 2``.
+        df: degrees of freedom of the t quantile (``None`` means the normal quantile).
+        n_effective: for score (Wilson-type) intervals of a share, the effective number of
+            independent trials ``estimate (1 - estimate) / variance``; the interval is the set of
+            values ``v`` with ``|estimate - v| <= z sqrt(v (1 - v) / n_effective)``, and
+            :meth:`se_at` gives the standard error at ``v`` that a score test uses.
+
+    Example:
+        >>> iv = Interval(0.5, 0.4, 0.6, "wald", 0.95, 100, se=0.05)
+        >>> iv.as_tuple(), iv.contains(0.45), iv.se_at(0.3)
+        ((0.4, 0.6), True, 0.05)
+        >>> round(Interval(0.5, 0.4, 0.6, "wilson", 0.95, 100, se=0.05, n_effective=100).se_at(0.3), 4)
+        0.0458
+    """
+
+    estimate: float
+    low: float
+    high: float
+    method: str
+    confidence: float
+    n_units: int
+    se: float | None = None
+    df: float | None = None
+    n_effective: float | None = None
+
+    def as_tuple(self) -> tuple[float, float]:
+        """``(low, high)``."""
+        return (self.low, self.high)
+
+    def contains(self, value: float) -> bool:
+        """Whether ``low <= value <= high``."""
+        return bool(self.low <= value <= self.high)
+
+    def record(self) -> dict[str, float | int | str | None]:
+        """The fields as plain Python values, for a gate record or report.
+
+        Example:
+            >>> Interval(0.5, 0.4, 0.6, "t", 0.95, 12, se=0.05, df=11).record()["df"]
+            11
+        """
+        return {
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "method": self.method,
+            "confidence": self.confidence,
+            "n_units": self.n_units,
+            "se": self.se,
+            "df": self.df,
+            "n_effective": self.n_effective,
+        }
+
+    def se_at(self, value: float) -> float | None:
+        """The standard error a test of ``true value == value`` uses: ``se`` for normal and t
+        intervals; ``sqrt(value (1 - value) / n_effective)`` for score intervals (the variance
+        under that hypothesis, which is what makes the test agree with the interval)."""
+        if self.n_effective is not None:
+            v = min(max(float(value), 0.0), 1.0)
+            return math.sqrt(v * (1.0 - v) / self.n_effective)
+        return self.se
+
+
+# --------------------------------------------------------------------------------------------
+# validation
+# --------------------------------------------------------------------------------------------
+
+
+def _check_confidence(confidence: object) -> float:
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)):
+        raise ValueError(f"`confidence` must be a float in (0, 1), but got {confidence!r}")
+    if not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"`confidence` must be in (0, 1), but got {confidence!r}")
+    return float(confidence)
+
+
+def _check_resamples(n_resamples: object, minimum: int = 2) -> int:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < minimum:
+        raise ValueError(f"`n_resamples` must be an integer >= {minimum}, but got {n_resamples!r}")
+    return int(n_resamples)
+
+
+def _check_method(method: object, choices: tuple[str, ...]) -> str:
+    if method not in choices:
+        raise ValueError(f"unknown `method` {method!r}; choose from {list(choices)}")
+    return str(method)
+
+
+def _finite_1d(name: str, values: object, min_size: int = 1) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "biuf":
+        raise ValueError(f"`{name}` must hold real numbers, but got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if arr.ndim != 1 or arr.size < min_size:
+        raise ValueError(f"`{name}` must be 1-D with at least {min_size} value(s), but got shape {arr.shape}")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise ValueError(f"`{name}` holds a non-finite value {arr[bad[0]]!r} at index {int(bad[0])}")
+    return arr
+
+
+def _membership(membership: object, name: str = "membership") -> np.ndarray:
+    m = np.asarray(membership)
+    if m.dtype != bool:
+        if m.dtype.kind not in "biu" or (m.size and not np.isin(m, (0, 1)).all()):
+            raise ValueError(f"`{name}` must be a boolean (n_fake, n_real) matrix, but got dtype {m.dtype}")
+        m = m.astype(bool)
+    if m.ndim != 2:
+        raise ValueError(f"`{name}` must be a 2-D (n_fake, n_real) matrix, but got shape {m.shape}")
+    return m
+
+
+def _z(confidence: float) -> float:
+    return float(_special.ndtri(0.5 + confidence / 2.0))
+
+
+# --------------------------------------------------------------------------------------------
+# shared resampling machinery
+# --------------------------------------------------------------------------------------------
+
+
+def _bootstrap_counts(rng: np.random.Generator, n: int, n_resamples: int) -> np.ndarray:
+    """(B, n) multiplicities of an ordinary bootstrap (n draws with replacement from n units)."""
+    idx = rng.integers(0, n, size=(n_resamples, n))
+    flat = idx + n * np.arange(n_resamples)[:, None]
+    return np.bincount(flat.ravel(), minlength=n_resamples * n).reshape(n_resamples, n)
+
+
+def _subsample_masks(rng: np.random.Generator, n: int, m: int, n_resamples: int) -> np.ndarray:
+    """(B, n) 0/1 masks of ``m`` units drawn without replacement."""
+    keys = rng.random((n_resamples, n))
+    chosen = np.argpartition(keys, m - 1, axis=1)[:, :m] if m < n else np.tile(np.arange(n), (n_resamples, 1))
+    mask = np.zeros((n_resamples, n), dtype=np.float32)
+    np.put_along_axis(mask, chosen, 1.0, axis=1)
+    return mask
+
+
+def _normal(method: str, estimate: float, se: float, confidence: float, n_units: int, df: float | None = None,
+            clip: tuple[float, float] | None = None) -> Interval:
+    q = float(_stats.t.ppf(0.5 + confidence / 2.0, df)) if df is not None and math.isfinite(df) else _z(confidence)
+    low, high = estimate - q * se, estimate + q * se
+    if clip is not None:
+        low, high = (min(max(float(v), clip[0]), clip[1]) for v in (low, high))
+    return Interval(float(estimate), float(low), float(high), method, confidence, n_units, float(se), df)
+
+
+def _score(method: str, estimate: float, n_eff: float, confidence: float, n_units: int) -> Interval:
+    """Wilson's score interval for a proportion ``estimate`` worth ``n_eff`` independent trials."""
+    z = _z(confidence)
+    centre = (estimate + z * z / (2.0 * n_eff)) / (1.0 + z * z / n_eff)
+    half = z / (1.0 + z * z / n_eff) * math.sqrt(estimate * (1.0 - estimate) / n_eff + z * z / (4.0 * n_eff**2))
+    se = math.sqrt(estimate * (1.0 - estimate) / n_eff)
+    # the score interval always holds the estimate; say so exactly at 0 and 1 (rounding)
+    low, high = min(max(centre - half, 0.0), estimate), max(min(centre + half, 1.0), estimate)
+    return Interval(float(estimate), float(low), float(high), method, confidence, n_units, se, None, n_eff)
+
+
+def _from_replicates(
+    method: str,
+    estimate: float,
+    replicates: np.ndarray,
+    confidence: float,
+    n_units: int,
+    jackknife: np.ndarray | None = None,
+    clip: tuple[float, float] | None = None,
+) -> Interval:
+    """percentile / basic / bootstrap_se / bca interval from bootstrap replicates of the statistic."""
+    alpha = (1.0 - confidence) / 2.0
+    if method == "bootstrap_se":
+        return _normal(method, estimate, float(np.std(replicates, ddof=1)), confidence, n_units, clip=clip)
+    if method == "percentile":
+        low, high = np.quantile(replicates, [alpha, 1.0 - alpha])
+    elif method == "basic":
+        q_low, q_high = np.quantile(replicates, [alpha, 1.0 - alpha])
+        low, high = 2.0 * estimate - q_high, 2.0 * estimate - q_low
+    elif method == "bca":
+        low, high = _bca(estimate, replicates, jackknife, alpha)
+    else:  # pragma: no cover - callers check the method
+        raise ValueError(f"unknown method {method!r}")
+    if clip is not None:
+        low, high = (min(max(float(v), clip[0]), clip[1]) for v in (low, high))
+    return Interval(float(estimate), float(low), float(high), method, confidence, n_units)
+
+
+def _bca(estimate: float, replicates: np.ndarray, jackknife: np.ndarray | None, alpha: float) -> tuple[float, float]:
+    """Efron's bias-corrected and accelerated percentile interval (Efron & Tibshirani 1993, ch. 14)."""
+    b = replicates.size
+    share = (np.count_nonzero(replicates < estimate) + 0.5 * np.count_nonzero(replicates == estimate)) / b
+    share = min(max(share, 0.5 / b), 1.0 - 0.5 / b)
+    z0 = float(_special.ndtri(share))
+    acc = 0.0
+    if jackknife is not None and jackknife.size > 1:
+        d = jackknife.mean() - jackknife
+        denom = float(np.sum(d**2)) ** 1.5
+        acc = float(np.sum(d**3)) / (6.0 * denom) if denom > 0 else 0.0
+    levels = []
+    for a in (alpha, 1.0 - alpha):
+        za = float(_special.ndtri(a))
+        levels.append(float(_special.ndtr(z0 + (z0 + za) / (1.0 - acc * (z0 + za)))))
+    low, high = np.quantile(replicates, levels)
+    return float(low), float(high)
+
+
+# --------------------------------------------------------------------------------------------
+# coverage (DIG In / Decomposed DIG: share of real balls holding a generated image)
+# --------------------------------------------------------------------------------------------
+
+
+def _coverage_of(weights: np.ndarray, member: np.ndarray) -> np.ndarray:
+    """Coverage of each weighted resample: weights (B, n_fake) >= 0, member (n_fake, n_real) float32."""
+    return ((weights.astype(np.float32) @ member) > 0).mean(axis=1)
+
+
+def _coverage_jackknife(member: np.ndarray) -> np.ndarray:
+    """Delete-one values: removing fake i uncovers exactly the balls it alone covers."""
+    counts = member.sum(axis=0)
+    alone = member[:, counts == 1].sum(axis=1)
+    return (np.count_nonzero(counts) - alone) / member.shape[1]
+
+
+def coverage_interval(
+    membership: object,
+    *,
+    method: str = "jackknife_wilson",
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Interval:
+    """Interval for coverage, the share of real balls that hold at least one generated image.
+
+    ``coverage = membership.any(axis=0).mean()``; the generated images (rows) are the random
+    units, the real images, their radii and ``n_fake`` are fixed, and the interval is for the
+    coverage a fresh set of ``n_fake`` generated images has in expectation (module docstring).
+    Drawing generated images *with replacement* can only lose distinct images, so bootstrap
+    replicates of coverage sit below the estimate and the percentile interval misses from above.
+
+    Methods: ``jackknife_wilson`` (the default): the delete-one jackknife variance (removing
+    image ``i`` uncovers exactly the balls only it covers, so it is exact and O(n_fake x n_real);
+    by the Efron-Stein inequality its expectation is at least the variance at ``n_fake - 1``)
+    turned into an effective number of balls ``n_eff = c (1 - c) / var``, capped at ``n_real``
+    (a floor on the variance: balls that overlap make coverages of neighbouring balls move
+    together, never more independent than ``n_real`` coin flips), and Wilson's score interval at
+    ``n_eff`` (Korn & Graubard 1998's effective sample size): it stays inside [0, 1], is skewed
+    like a share near 0 or 1, and has width when every covered ball is held twice;
+    ``jackknife`` (the same variance, normal interval);
+    ``half_sampling`` (delete-d jackknife with d = n/2: standard error from subsets of half the
+    images drawn without replacement, normal interval); ``subsampling`` (Politis-Romano: quantiles of
+    ``sqrt(m) (theta_m - theta)`` over subsets of ``m = n/2``, rescaled by ``1/sqrt(n)``);
+    ``bootstrap_se`` (normal with the bootstrap standard error); ``percentile``, ``basic``, ``bca``.
+    Normal intervals are clipped to [0, 1].
+
+    Args:
+        membership: boolean ``(n_fake, n_real)``: generated image ``i`` lies in real ``j``'s ball.
+            Rows are the generated images that were scored; an image without a feature is an
+            all-False row (it covers nothing).
+        method: one of :data:`COVERAGE_METHODS`.
+        confidence: two-sided nominal coverage in (0, 1).
+        n_resamples: resamples for the resampling methods.
+        seed: seed of ``numpy.random.default_rng``.
+
+    Returns:
+        An :class:`Interval` with ``n_units = n_fake``.
+
+    Raises:
+        ValueError: ``membership`` not a 2-D boolean matrix, fewer than 2 rows or no column, an
+            unknown ``method``, ``confidence`` outside (0, 1) or ``n_resamples < 2``.
+
+    Example:
+        >>> m = np.zeros((6, 4), dtype=bool)
+        >>> m[0, 0] = m[1, 1] = m[2, 1] = True       # ball 0 held by image 0 alone, ball 1 twice
+        >>> iv = coverage_interval(m)
+        >>> iv.estimate, round(iv.se, 4), iv.n_effective, iv.method
+        (0.5, 0.25, 4.0, 'jackknife_wilson')
+        >>> round(iv.low, 4), round(iv.high, 4)
+        (0.15, 0.85)
+        >>> coverage_interval(m, method="percentile", seed=1).as_tuple()   # the biased one
+        (0.25, 0.5)
+    """
+    member = _membership(membership)
+    method = _check_method(method, COVERAGE_METHODS)
+    confidence = _check_confidence(confidence)
+    n_resamples = _check_resamples(n_resamples)
+    n, r = member.shape
+    if n < 2 or r < 1:
+        raise ValueError(f"`membership` must have at least 2 generated rows and 1 real column, but got shape {member.shape}")
+    estimate = float(member.any(axis=0).mean())
+    if method in ("jackknife", "jackknife_wilson"):
+        jack = _coverage_jackknife(member)
+        se = math.sqrt((n - 1) / n * float(np.sum((jack - jack.mean()) ** 2)))
+        if method == "jackknife":
+            return _normal(method, estimate, se, confidence, n, clip=(0.0, 1.0))
+        n_eff = float(r) if se == 0 else min(float(r), estimate * (1.0 - estimate) / se**2)
+        return _score(method, estimate, max(n_eff, 1.0), confidence, n)
+    rng = np.random.default_rng(seed)
+    fmember = member.astype(np.float32)
+    if method in ("half_sampling", "subsampling"):
+        m = max(1, n // 2)
+        reps = _coverage_of(_subsample_masks(rng, n, m, n_resamples), fmember)
+        if method == "half_sampling":
+            se = math.sqrt(m / (n - m) * float(np.var(reps, ddof=1)))
+            return _normal(method, estimate, se, confidence, n, clip=(0.0, 1.0))
+        alpha = (1.0 - confidence) / 2.0
+        roots = math.sqrt(m) * (reps - estimate)
+        q_low, q_high = np.quantile(roots, [alpha, 1.0 - alpha])
+        low, high = estimate - q_high / math.sqrt(n), estimate - q_low / math.sqrt(n)
+        low, high = (min(max(float(v), 0.0), 1.0) for v in (low, high))
+        return Interval(estimate, low, high, method, confidence, n)
+    reps = _coverage_of(_bootstrap_counts(rng, n, n_resamples), fmember)
+    jack = _coverage_jackknife(member) if method == "bca" else None
+    return _from_replicates(method, estimate, reps, confidence, n, jack, clip=(0.0, 1.0))
+
+
+# --------------------------------------------------------------------------------------------
+# precision (share of generated images inside the real manifold)
+# --------------------------------------------------------------------------------------------
+
+
+def precision_interval(
+    membership: object,
+    *,
+    n_missing: int = 0,
+    method: str = "wilson",
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Interval:
+    """Interval for precision, the share of generated images inside the real manifold.
+
+    Each scored generated image is inside (some real ball holds it) or not, independently of the
+    others given the reference: a binomial proportion over ``n = rows + n_missing`` images, with
+    ``k`` inside. When exact duplicate generated rows were removed before scoring
+    (``dedupe="keep_one"`` or ``"drop_all"``), pass the rows that were scored: ``n`` is then the
+    number of distinct rows, and the interval is for the expected de-duplicated precision at the
+    run's size (measured to cover in the bench's worlds with duplicated modes; the rows are
+    never re-resampled and re-deduplicated, which would drop resampled copies of distinct images).
+
+    Methods: ``wilson`` (score interval), ``agresti_coull``, ``clopper_pearson`` (exact
+    binomial), ``jeffreys`` (equal-tailed Beta(k + 1/2, n - k + 1/2), with the end at 0 when
+    ``k = 0`` and at 1 when ``k = n``, Brown, Cai & DasGupta 2001), ``wald`` (normal, for
+    comparison) and ``percentile`` (bootstrap of the rows).
+
+    Args:
+        membership: boolean ``(n_scored, n_real)`` membership matrix, or a 1-D boolean vector
+            ``inside`` with one value per scored generated image.
+        n_missing: generated images without a feature; each counts as a miss (outside).
+        method: one of :data:`PRECISION_METHODS`.
+        confidence: two-sided nominal coverage in (0, 1).
+        n_resamples: resamples for ``percentile``.
+        seed: seed for ``percentile``.
+
+    Returns:
+        An :class:`Interval` (``se`` is the binomial standard error at the estimate for
+        ``wilson``, ``agresti_coull`` and ``wald``; ``n_effective = n`` for ``wilson``, whose
+        :meth:`Interval.se_at` is the score test's ``sqrt(v (1 - v) / n)``).
+
+    Raises:
+        ValueError: ``membership`` neither 1-D nor 2-D boolean, no image at all, a negative
+            ``n_missing``, an unknown ``method``, ``confidence`` outside (0, 1).
+
+    Example:
+        >>> inside = np.r_[np.ones(30, bool), np.zeros(10, bool)]
+        >>> iv = precision_interval(inside)
+        >>> iv.estimate, round(iv.low, 4), round(iv.high, 4)
+        (0.75, 0.5981, 0.8581)
+        >>> precision_interval(inside, n_missing=10).estimate
+        0.6
+    """
+    m = np.asarray(membership)
+    if m.ndim == 2:
+        inside = _membership(m).any(axis=1)
+    elif m.ndim == 1:
+        inside = _membership(m[:, None], "membership (1-D inside vector)")[:, 0]
+    else:
+        raise ValueError(f"`membership` must be (n_scored, n_real) or (n_scored,), but got shape {m.shape}")
+    if isinstance(n_missing, bool) or not isinstance(n_missing, (int, np.integer)) or n_missing < 0:
+        raise ValueError(f"`n_missing` must be a non-negative integer, but got {n_missing!r}")
+    method = _check_method(method, PRECISION_METHODS)
+    confidence = _check_confidence(confidence)
+    n = int(inside.size + n_missing)
+    if n < 1:
+        raise ValueError("precision needs at least one generated image, but `membership` has 0 rows and `n_missing` is 0")
+    k = int(np.count_nonzero(inside))
+    p = k / n
+    z = _z(confidence)
+    alpha = 1.0 - confidence
+    if method == "percentile":
+        rng = np.random.default_rng(seed)
+        values = np.r_[inside.astype(np.float64), np.zeros(n_missing)]
+        counts = _bootstrap_counts(rng, n, _check_resamples(n_resamples))
+        reps = counts @ values / n
+        return _from_replicates(method, p, reps, confidence, n)
+    se = math.sqrt(p * (1.0 - p) / n)
+    if method == "wald":
+        return _normal(method, p, se, confidence, n, clip=(0.0, 1.0))
+    if method == "wilson":
+        return _score(method, p, float(n), confidence, n)
+    if method == "agresti_coull":
+        n_t = n + z * z
+        p_t = (k + z * z / 2.0) / n_t
+        half = z * math.sqrt(p_t * (1.0 - p_t) / n_t)
+        low, high = p_t - half, p_t + half
+    elif method == "clopper_pearson":
+        low = float(_special.betaincinv(k, n - k + 1, alpha / 2.0)) if k > 0 else 0.0
+        high = float(_special.betaincinv(k + 1, n - k, 1.0 - alpha / 2.0)) if k < n else 1.0
+    else:  # jeffreys
+        low = float(_special.betaincinv(k + 0.5, n - k + 0.5, alpha / 2.0)) if k > 0 else 0.0
+        high = float(_special.betaincinv(k + 0.5, n - k + 0.5, 1.0 - alpha / 2.0)) if k < n else 1.0
+    low, high = max(low, 0.0), min(high, 1.0)
+    return Interval(p, float(low), float(high), method, confidence, n, se if method == "agresti_coull" else None)
+
+
+# --------------------------------------------------------------------------------------------
+# mean over objects of a low percentile (DIG In's Object Consistency)
+# --------------------------------------------------------------------------------------------
+
+
+def _groups(scores: Mapping[str, object] | Sequence[object], name: str, min_size: int) -> list[np.ndarray]:
+    if isinstance(scores, Mapping):
+        items = [(str(k), v) for k, v in scores.items()]
+    elif isinstance(scores, np.ndarray) and scores.ndim == 2:
+        items = [(str(i), row) for i, row in enumerate(scores)]
+    elif isinstance(scores, (str, bytes)) or not isinstance(scores, Sequence):
+        raise ValueError(f"`{name}` must map group names to 1-D scores (or be a sequence of them), but got {type(scores).__name__}")
+    else:
+        items = [(str(i), v) for i, v in enumerate(scores)]
+    if not items:
+        raise ValueError(f"`{name}` holds no group")
+    return [_finite_1d(f"{name}[{k!r}]", v, min_size) for k, v in items]
+
+
+def _position(n: int, q: float) -> tuple[int, float]:
+    """numpy's linear percentile of n sorted values: ``(1 - g) x[j] + g x[j + 1]`` (0-indexed)."""
+    h = (n - 1) * q / 100.0
+    j = min(int(math.floor(h)), n - 1)
+    return j, h - j
+
+
+def _loo_percentile_variance(sorted_x: np.ndarray, q: float) -> np.ndarray:
+    """Delete-one jackknife variance of ``np.percentile(., q)`` for sorted rows (..., n), exactly.
+
+    Deleting sorted value ``i`` leaves ``n - 1`` values whose percentile sits at ``j, g`` of
+    :func:`_position` (n - 1): it equals ``(1-g) x[j] + g x[j+1]`` when ``i > j + 1``,
+    ``(1-g) x[j] + g x[j+2]`` when ``i == j + 1`` and ``(1-g) x[j+1] + g x[j+2]`` when ``i <= j``.
+    """
+    n = sorted_x.shape[-1]
+    j, g = _position(n - 1, q)
+
+    def at(k: int) -> np.ndarray:
+        return sorted_x[..., min(k, n - 1)]
+
+    values = np.stack([(1 - g) * at(j) + g * at(j + 1), (1 - g) * at(j) + g * at(j + 2),
+                       (1 - g) * at(j + 1) + g * at(j + 2)], axis=-1)
+    counts = np.array([n - j - 2, 1, j + 1], dtype=np.float64)
+    mean = (values * counts).sum(axis=-1) / n
+    return (n - 1) / n * (((values - mean[..., None]) ** 2) * counts).sum(axis=-1)
+
+
+@functools.lru_cache(maxsize=256)
+def normal_percentile_variance(n: int, percentile: float) -> float:
+    """Variance of ``np.percentile(z, percentile)`` for ``n`` i.i.d. standard normal values, exactly.
+
+    The statistic is ``(1 - g) Z_(r) + g Z_(r+1)`` (numpy's linear interpolation between order
+    statistics); its variance comes from the order statistics' densities and the joint density of
+    two adjacent ones, integrated numerically on a fine grid over [-12, 12] (relative error below
+    1e-6). Used as the normal-theory floor of :func:`percentile_mean_interval`.
+
+    Args:
+        n: sample size, at least 1.
+        percentile: in [0, 100].
+
+    Raises:
+        ValueError: ``n < 1`` or ``percentile`` outside [0, 100].
+
+    Example:
+        >>> round(normal_percentile_variance(2, 50.0), 6)    # the mean of two: 1/2
+        0.5
+        >>> round(normal_percentile_variance(1, 10.0), 6)
+        1.0
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"`n` must be a positive integer, but got {n!r}")
+    if not 0.0 <= float(percentile) <= 100.0:
+        raise ValueError(f"`percentile` must be in [0, 100], but got {percentile!r}")
+    j, g = _position(int(n), float(percentile))
+    r = j + 1  # 1-indexed order statistic
+    z = np.linspace(-12.0, 12.0, 48001)
+    dz = z[1] - z[0]
+    phi = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    with np.errstate(divide="ignore"):
+        log_cdf, log_sf = np.log(_special.ndtr(z)), np.log(_special.ndtr(-z))
+
+    def integral(y: np.ndarray) -> float:
+        return float(np.sum(y[1:] + y[:-1]) * 0.5 * dz)
+
+    def density(rr: int) -> np.ndarray:
+        logc = _special.gammaln(n + 1) - _special.gammaln(rr) - _special.gammaln(n - rr + 1)
+        return np.exp(logc + (rr - 1) * log_cdf + (n - rr) * log_sf) * phi
+
+    f1 = density(r)
+    m1 = integral(z * f1)
+    v1 = integral(z * z * f1) - m1 * m1
+    if g == 0.0 or r + 1 > n:
+        return v1
+    f2 = density(r + 1)
+    m2 = integral(z * f2)
+    v2 = integral(z * z * f2) - m2 * m2
+    # E[Z_(r) Z_(r+1)] = c * int x phi(x) Phi(x)^(r-1) H(x) dx,  H(x) = int_x^inf y phi(y) S(y)^(n-r-1) dy
+    inner = z * phi * np.exp((n - r - 1) * log_sf)
+    tail = np.r_[np.cumsum(((inner[1:] + inner[:-1]) * 0.5 * dz)[::-1])[::-1], 0.0]
+    logc = _special.gammaln(n + 1) - _special.gammaln(r) - _special.gammaln(n - r)
+    cross = integral(np.exp(logc + (r - 1) * log_cdf) * z * phi * tail) - m1 * m2
+    return float((1 - g) ** 2 * v1 + g * g * v2 + 2 * g * (1 - g) * cross)
+
+
+def _silverman(x: np.ndarray) -> float:
+    sd = float(np.std(x, ddof=1))
+    iqr = float(np.subtract(*np.percentile(x, [75, 25]))) / 1.349
+    spread = min(sd, iqr) if iqr > 0 else sd
+    return 0.9 * spread * x.size ** (-0.2)
+
+
+def _loo_values(x: np.ndarray, q: float) -> np.ndarray:
+    n = x.size
+    keep = ~np.eye(n, dtype=bool)
+    return np.percentile(np.broadcast_to(x, (n, n))[keep].reshape(n, n - 1), q, axis=1)
+
+
+def percentile_mean_interval(
+    scores: Mapping[str, object] | Sequence[object],
+    *,
+    percentile: float = 10.0,
+    method: str = "jackknife_t",
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Interval:
+    """Interval for the mean over groups of each group's ``percentile`` (DIG In Object Consistency).
+
+    The statistic is ``mean_o percentile(scores[o], percentile)`` (numpy's linear interpolation,
+    as :func:`t2i_fairness.metrics.consistency.object_consistency`); images are the random units
+    within each group (object), groups are fixed. At 6-60 images a group the sample 10th
+    percentile is a weighted mean of two or three of the lowest scores: the ordinary bootstrap
+    piles its replicates on repeats of the minimum (below the estimate, and lumpy), and any
+    variance estimate from so few values is noisy.
+
+    Methods: ``jackknife_t`` (the default): per group, the delete-one jackknife variance
+    (computed exactly from three order statistics; by the Efron-Stein inequality its expectation
+    is at least the variance at ``n - 1``), floored at the variance the same percentile has for
+    normal scores with the group's sample standard deviation
+    (:func:`normal_percentile_variance`, which catches samples whose lowest scores happen to
+    cluster), and a t quantile on one degree of freedom per group (the jackknife variance of a
+    percentile is a function of two spacings, so it carries about one to two degrees of freedom
+    whatever ``n``). ``jackknife`` (the same variance without floor, normal quantile),
+    ``smoothed_se`` (normal interval, standard error from a smoothed bootstrap: Gaussian noise of
+    Silverman's bandwidth, shrunk to keep the variance, Silverman 1986 s. 6.4.1),
+    ``smoothed_percentile``, ``bootstrap_se``, ``percentile``, ``basic``, ``bca`` and
+    ``half_sampling`` (delete-d jackknife, d = n/2) are the measured alternatives.
+
+    Args:
+        scores: group name -> 1-D per-image scores (or a sequence of 1-D arrays), at least 2
+            finite values per group.
+        percentile: in [0, 100].
+        method: one of :data:`PERCENTILE_METHODS`.
+        confidence: two-sided nominal coverage in (0, 1).
+        n_resamples: resamples per group (resampling methods).
+        seed: seed of ``numpy.random.default_rng`` (resampling methods).
+
+    Returns:
+        An :class:`Interval` with ``n_units`` the total number of images (``df`` = the number of
+        groups for ``jackknife_t``).
+
+    Raises:
+        ValueError: no group, a group with fewer than 2 values or a non-finite value (named),
+            ``percentile`` outside [0, 100], an unknown ``method``, ``confidence`` outside (0, 1).
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> scores = {"bag": rng.normal(0.3, 0.02, 12), "stove": rng.normal(0.25, 0.03, 12)}
+        >>> iv = percentile_mean_interval(scores)
+        >>> round(iv.estimate, 4), iv.low < iv.estimate < iv.high, iv.df, iv.n_units
+        (0.2501, True, 2, 24)
+    """
+    arrays = _groups(scores, "scores", 2)
+    if isinstance(percentile, bool) or not isinstance(percentile, (int, float, np.integer, np.floating)) \
+            or not 0.0 <= float(percentile) <= 100.0:
+        raise ValueError(f"`percentile` must be a number in [0, 100], but got {percentile!r}")
+    q = float(percentile)
+    method = _check_method(method, PERCENTILE_METHODS)
+    confidence = _check_confidence(confidence)
+    n_resamples = _check_resamples(n_resamples)
+    k = len(arrays)
+    n_units = int(sum(a.size for a in arrays))
+    estimate = math.fsum(float(np.percentile(a, q)) for a in arrays) / k
+    if method in ("jackknife_t", "jackknife"):
+        var = np.array([float(_loo_percentile_variance(np.sort(a), q)) for a in arrays])
+        if method == "jackknife":
+            return _normal(method, estimate, math.sqrt(var.sum()) / k, confidence, n_units)
+        floor = np.array([float(np.var(a, ddof=1)) * normal_percentile_variance(a.size, q) for a in arrays])
+        return _normal(method, estimate, math.sqrt(np.maximum(var, floor).sum()) / k, confidence, n_units, df=k)
+    rng = np.random.default_rng(seed)
+    if method == "half_sampling":
+        var = 0.0
+        for a in arrays:
+            m = max(1, a.size // 2)
+            keys = rng.random((n_resamples, a.size))
+            sub = np.take_along_axis(np.broadcast_to(a, keys.shape), np.argsort(keys, axis=1)[:, :m], axis=1)
+            var += m / (a.size - m) * float(np.var(np.percentile(sub, q, axis=1), ddof=1))
+        return _normal(method, estimate, math.sqrt(var) / k, confidence, n_units)
+    smooth = method.startswith("smoothed")
+    reps = np.zeros(n_resamples)
+    for a in arrays:
+        draws = a[rng.integers(0, a.size, size=(n_resamples, a.size))]
+        if smooth:
+            h = _silverman(a)
+            s2 = float(np.var(a, ddof=1))
+            if h > 0 and s2 > 0:
+                mean = float(a.mean())
+                draws = mean + (draws - mean + h * rng.standard_normal(draws.shape)) / math.sqrt(1.0 + h * h / s2)
+        reps += np.percentile(draws, q, axis=1)
+    reps /= k
+    if smooth:
+        inner = "bootstrap_se" if method == "smoothed_se" else "percentile"
+        iv = _from_replicates(inner, estimate, reps, confidence, n_units)
+        return Interval(iv.estimate, iv.low, iv.high, method, confidence, n_units, iv.se, iv.df)
+    jack = None
+    if method == "bca":
+        total = estimate * k
+        jack = np.concatenate([(total - float(np.percentile(a, q)) + _loo_values(a, q)) / k for a in arrays])
+    return _from_replicates(method, estimate, reps, confidence, n_units, jack)
+
+
+# --------------------------------------------------------------------------------------------
+# cluster (prompt-level) resampling where prompts are sampled
+# --------------------------------------------------------------------------------------------
+
+
+def _cluster_index(clusters: object, n: int) -> tuple[np.ndarray, int]:
+    labels = np.asarray(clusters)
+    if labels.ndim != 1 or labels.size != n:
+        raise ValueError(f"`clusters` must hold one label per value ({n}), but got shape {labels.shape}")
+    _, codes = np.unique(labels.astype(str) if labels.dtype.kind == "O" else labels, return_inverse=True)
+    return codes.ravel(), int(codes.max()) + 1 if codes.size else 0
+
+
+def cluster_mean_interval(
+    values: object,
+    clusters: object,
+    *,
+    weighting: str = "image",
+    method: str = "auto",
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Interval:
+    """Interval for a mean of per-image values when the prompts (clusters) were sampled.
+
+    The prompts are the independent units: every resample draws prompts with replacement and
+    keeps all their images. ``weighting="image"`` estimates the pooled mean
+    ``sum(values) / len(values)`` (a ratio of cluster sums when prompts have unequal numbers of
+    images); ``"cluster"`` the mean over prompts of each prompt's mean.
+
+    Methods: ``auto`` (the default) is ``wilson`` when every value lies in [0, 1] and ``t``
+    otherwise; ``t`` (cluster-robust standard error, ``sqrt(G / (G - 1))`` times the linearised
+    ratio variance, with a t quantile on ``G - 1`` degrees of freedom); ``wilson`` for values in
+    [0, 1] (Korn & Graubard 1998: Wilson's score interval at the effective sample size
+    ``p (1 - p) / se^2`` of that standard error, capped at the number of images when the values
+    are 0/1, times ``(z / t_{G-1})^2`` for the few prompts; it stays inside [0, 1] and is skewed
+    like a share near 0 or 1); ``percentile``, ``basic``, ``bootstrap_se`` and ``bca`` over prompt
+    resamples.
+
+    Args:
+        values: 1-D per-image values (finite).
+        clusters: one prompt label per value.
+        weighting: ``"image"`` or ``"cluster"``.
+        method: one of :data:`CLUSTER_METHODS`.
+        confidence: two-sided nominal coverage in (0, 1).
+        n_resamples: prompt resamples for the bootstrap methods.
+        seed: seed of ``numpy.random.default_rng``.
+
+    Returns:
+        An :class:`Interval` with ``n_units`` the number of prompts.
+
+    Raises:
+        ValueError: non-finite values, labels of the wrong length, fewer than 2 prompts, an
+            unknown ``weighting`` or ``method``, ``confidence`` outside (0, 1), values outside
+            [0, 1] for ``wilson``.
+
+    Example:
+        >>> values = [1.0, 1.0, 0.0, 0.0, 1.0, 0.0]
+        >>> iv = cluster_mean_interval(values, ["a", "a", "b", "b", "c", "c"], method="t")
+        >>> round(iv.estimate, 4), iv.df, round(iv.se, 4)
+        (0.5, 2, 0.2887)
+        >>> iv = cluster_mean_interval(values, ["a", "a", "b", "b", "c", "c"])   # shares: wilson
+        >>> iv.method, round(iv.low, 4), round(iv.high, 4)
+        ('wilson', 0.0546, 0.9454)
+    """
+    y = _finite_1d("values", values)
+    codes, g = _cluster_index(clusters, y.size)
+    if g < 2:
+        raise ValueError(f"cluster intervals need at least 2 clusters (prompts), but got {g}")
+    if weighting not in ("image", "cluster"):
+        raise ValueError(f"unknown `weighting` {weighting!r}; choose from ['image', 'cluster']")
+    method = _check_method(method, CLUSTER_METHODS)
+    if method == "auto":
+        method = "wilson" if (y.min() >= 0.0 and y.max() <= 1.0) else "t"
+    confidence = _check_confidence(confidence)
+    sums = np.bincount(codes, weights=y, minlength=g)
+    sizes = np.bincount(codes, minlength=g).astype(np.float64)
+    if weighting == "cluster":
+        sums, sizes = sums / sizes, np.ones(g)
+    estimate = float(sums.sum() / sizes.sum())
+    if method in ("t", "wilson"):
+        resid = sums - estimate * sizes
+        se = math.sqrt(g / (g - 1) * float(np.sum(resid**2))) / float(sizes.sum())
+        if method == "t":
+            return _normal(method, estimate, se, confidence, g, df=g - 1)
+        if y.min() < 0.0 or y.max() > 1.0:
+            raise ValueError(
+                f"method 'wilson' needs values in [0, 1] (shares), but `values` range over [{y.min()!r}, {y.max()!r}]"
+            )
+        n_images = float(y.size)
+        n_eff = n_images if se == 0 else estimate * (1.0 - estimate) / se**2
+        if np.isin(y, (0.0, 1.0)).all():  # 0/1 values: the Bernoulli variance is the largest possible
+            n_eff = min(n_eff, n_images)
+        n_eff *= (_z(confidence) / float(_stats.t.ppf(0.5 + confidence / 2.0, g - 1))) ** 2
+        return _score(method, estimate, max(n_eff, 1.0), confidence, g)
+    rng = np.random.default_rng(seed)
+    w = _bootstrap_counts(rng, g, _check_resamples(n_resamples)).astype(np.float64)
+    reps = (w @ sums) / (w @ sizes)
+    jack = None
+    if method == "bca":
+        jack = (sums.sum() - sums) / (sizes.sum() - sizes)
+    return _from_replicates(method, estimate, reps, confidence, g, jack)
+
+
+def cluster_bootstrap_interval(
+    statistic: Callable[[np.ndarray], float],
+    clusters: object,
+    *,
+    method: str = "t",
+    confidence: float = 0.95,
+    n_resamples: int = 200,
+    seed: int = 0,
+) -> Interval:
+    """Interval for any statistic of images grouped by sampled prompts (resample prompts).
+
+    ``statistic(indices)`` receives an int array of image indices (a resample repeats all the
+    images of a prompt drawn twice) and returns a number; ``statistic(arange(n))`` is the
+    estimate. Methods: ``t`` (delete-one-prompt jackknife standard error, t quantile on
+    ``G - 1`` degrees of freedom: G + 1 calls), ``percentile``, ``basic``, ``bootstrap_se``,
+    ``bca`` (``n_resamples`` + G + 1 calls for ``bca``).
+
+    Args:
+        statistic: maps image indices to a float.
+        clusters: one prompt label per image.
+        method: one of :data:`CLUSTER_STATISTIC_METHODS`.
+        confidence: two-sided nominal coverage in (0, 1).
+        n_resamples: prompt resamples for the bootstrap methods.
+        seed: seed of ``numpy.random.default_rng``.
+
+    Returns:
+        An :class:`Interval` with ``n_units`` the number of prompts.
+
+    Raises:
+        ValueError: fewer than 2 prompts, an unknown ``method``, ``confidence`` outside (0, 1),
+            or a non-finite statistic on the full sample.
+
+    Example:
+        >>> y = np.array([1.0, 1.0, 0.0, 0.0, 1.0, 0.0])
+        >>> iv = cluster_bootstrap_interval(lambda idx: y[idx].mean(), ["a", "a", "b", "b", "c", "c"])
+        >>> round(iv.estimate, 4), round(iv.se, 4), iv.df
+        (0.5, 0.2887, 2)
+    """
+    labels = np.asarray(clusters)
+    codes, g = _cluster_index(labels, labels.size)
+    if g < 2:
+        raise ValueError(f"cluster intervals need at least 2 clusters (prompts), but got {g}")
+    method = _check_method(method, CLUSTER_STATISTIC_METHODS)
+    confidence = _check_confidence(confidence)
+    order = np.argsort(codes, kind="stable")
+    members = np.split(order, np.cumsum(np.bincount(codes, minlength=g))[:-1])
+    estimate = float(statistic(np.arange(codes.size)))
+    if not math.isfinite(estimate):
+        raise ValueError(f"`statistic` is not finite on the full sample: {estimate!r}")
+    jack = None
+    if method in ("t", "bca"):
+        jack = np.array([float(statistic(np.concatenate(members[:c] + members[c + 1 :]))) for c in range(g)])
+    if method == "t":
+        se = math.sqrt((g - 1) / g * float(np.sum((jack - jack.mean()) ** 2)))
+        return _normal(method, estimate, se, confidence, g, df=g - 1)
+    rng = np.random.default_rng(seed)
+    n_resamples = _check_resamples(n_resamples)
+    draws = rng.integers(0, g, size=(n_resamples, g))
+    reps = np.array([float(statistic(np.concatenate([members[c] for c in row]))) for row in draws])
+    return _from_replicates(method, estimate, reps, confidence, g, jack)
+
+
+# --------------------------------------------------------------------------------------------
+# stratified means of bounded per-image scores (fixed prompts, images within)
+# --------------------------------------------------------------------------------------------
+
+
+def stratified_mean_interval(
+    values: object,
+    strata: object | None = None,
+    *,
+    weighting: str = "stratum",
+    method: str = "t",
+    confidence: float = 0.95,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Interval:
+    """Interval for a mean of per-image scores over fixed prompts, images resampled within each.
+
+    The prompts (strata) are fixed by the suite; the images of each are the random units.
+    ``weighting="stratum"`` estimates the mean over prompts of each prompt's mean;
+    ``"image"`` the pooled mean (prompt weights ``n_s / N``, fixed).
+
+    Methods: ``t`` (stratified standard error ``sqrt(sum_s w_s^2 s_s^2 / n_s)`` with
+    Welch-Satterthwaite degrees of freedom); ``percentile``, ``basic`` and ``bootstrap_se`` of the
+    stratified bootstrap.
+
+    Args:
+        values: 1-D per-image scores (finite).
+        strata: one prompt label per value; ``None`` means one stratum.
+        weighting: ``"stratum"`` or ``"image"``.
+        method: one of :data:`STRATIFIED_METHODS`.
+        confidence: two-sided nominal coverage in (0, 1).
+        n_resamples: resamples for the bootstrap methods.
+        seed: seed of ``numpy.random.default_rng``.
+
+    Returns:
+        An :class:`Interval` with ``n_units`` the number of images.
+
+    Raises:
+        ValueError: non-finite values, labels of the wrong length, a stratum with fewer than 2
+            images (named), an unknown ``weighting`` or ``method``, ``confidence`` outside (0, 1).
+
+    Example:
+        >>> iv = stratified_mean_interval([0.2, 0.4, 0.6, 0.8], ["p", "p", "q", "q"])
+        >>> round(iv.estimate, 4), round(iv.se, 4), iv.df
+        (0.5, 0.0707, 2.0)
+    """
+    y = _finite_1d("values", values, 2)
+    if strata is None:
+        codes, s_count, names = np.zeros(y.size, dtype=np.int64), 1, np.array(["all"])
+    else:
+        labels = np.asarray(strata)
+        if labels.ndim != 1 or labels.size != y.size:
+            raise ValueError(f"`strata` must hold one label per value ({y.size}), but got shape {labels.shape}")
+        names, codes = np.unique(labels.astype(str), return_inverse=True)
+        codes = codes.ravel()
+        s_count = names.size
+    if weighting not in ("stratum", "image"):
+        raise ValueError(f"unknown `weighting` {weighting!r}; choose from ['stratum', 'image']")
+    method = _check_method(method, STRATIFIED_METHODS)
+    confidence = _check_confidence(confidence)
+    sizes = np.bincount(codes, minlength=s_count)
+    small = np.flatnonzero(sizes < 2)
+    if small.size:
+        raise ValueError(f"stratum {str(names[small[0]])!r} has {int(sizes[small[0]])} value(s); every stratum needs at least 2")
+    means = np.bincount(codes, weights=y, minlength=s_count) / sizes
+    weights = np.full(s_count, 1.0 / s_count) if weighting == "stratum" else sizes / sizes.sum()
+    estimate = float(weights @ means)
+    if method == "t":
+        var_s = np.bincount(codes, weights=(y - means[codes]) ** 2, minlength=s_count) / (sizes - 1)
+        a = weights**2 * var_s / sizes
+        total = float(a.sum())
+        denom = float(np.sum(a**2 / (sizes - 1)))
+        df = total**2 / denom if denom > 0 else math.inf
+        return _normal(method, estimate, math.sqrt(total), confidence, int(y.size), df=df)
+    rng = np.random.default_rng(seed)
+    n_resamples = _check_resamples(n_resamples)
+    reps = np.zeros(n_resamples)
+    for s in range(s_count):
+        ys = y[codes == s]
+        reps += weights[s] * ys[rng.integers(0, ys.size, size=(n_resamples, ys.size))].mean(axis=1)
+    return _from_replicates(method, estimate, reps, confidence, int(y.size))
