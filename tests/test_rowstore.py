@@ -425,6 +425,24 @@ def test_a_live_writers_segment_is_never_compacted(tmp_path):
     assert_rows_correct(got, range(12))
 
 
+@pytest.mark.parametrize("stage", ["fsync", "replace"])
+def test_a_compaction_that_fails_midway_loses_nothing(tmp_path, monkeypatch, stage):
+    for part in (range(0, 5), range(3, 10)):
+        w = RowStore(tmp_path)
+        w.put_many("ns", items(part))
+        w.close()
+    before = {p.name: p.read_bytes() for p in segments(tmp_path / "ns")}
+    real = getattr(os, stage)
+    monkeypatch.setattr(rowstore_module.os, stage, lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    with pytest.raises(OSError, match="No space left"):
+        RowStore(tmp_path).compact("ns")
+    monkeypatch.setattr(rowstore_module.os, stage, real)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "ns").iterdir()} == before  # inputs intact, no temp file
+    got = RowStore(tmp_path).get_many("ns", [key_of(i) for i in range(10)])
+    assert all_found(got)
+    assert_rows_correct(got, range(10))
+
+
 def test_a_reader_with_a_stale_index_finds_rows_after_compaction(tmp_path):
     for part in (range(0, 5), range(5, 10)):
         w = RowStore(tmp_path)

@@ -919,37 +919,42 @@ class RowStore:
                 inputs.sort(key=lambda item: (not item[0].startswith("pack-"), item[0]))
                 tmp = space.path / f".compact-{uuid.uuid4().hex}"
                 out = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
-                digest, seen, size = hashlib.sha256(), set(), 0
                 try:
-                    for name, fd in inputs:
-                        fsize = os.fstat(fd).st_size
-                        report["bytes_before"] += fsize
-                        records, _stop, damage, _g = _scan_file(fd, name, 0, fsize, final=True)
-                        for offset, reason in damage:
-                            report["damaged"] += 1
-                            if not reason.startswith("torn"):
-                                self._report(space, name, offset, reason)
-                        keep = []
-                        for key, loc in records:
-                            if key in seen:
-                                report["duplicates"] += 1
-                            else:
-                                seen.add(key)
-                                keep.append(loc)
-                        for a, b, _idx in _coalesce(_spans(keep, payload_only=False), gap=0, limit=_CHUNK):
-                            blob = os.pread(fd, b - a, a)
-                            _write_all(out, blob)
-                            digest.update(blob)
-                            size += len(blob)
-                    os.fsync(out)
-                finally:
-                    os.close(out)
-                pack = f"pack-{digest.hexdigest()[:40]}.rows"
-                names = {n for n, _ in inputs}
-                if size:
-                    os.replace(tmp, space.path / pack)
-                else:
-                    os.unlink(tmp)
+                    digest, seen, size = hashlib.sha256(), set(), 0
+                    try:
+                        for name, fd in inputs:
+                            fsize = os.fstat(fd).st_size
+                            report["bytes_before"] += fsize
+                            records, _stop, damage, _g = _scan_file(fd, name, 0, fsize, final=True)
+                            for offset, reason in damage:
+                                report["damaged"] += 1
+                                if not reason.startswith("torn"):
+                                    self._report(space, name, offset, reason)
+                            keep = []
+                            for key, loc in records:
+                                if key in seen:
+                                    report["duplicates"] += 1
+                                else:
+                                    seen.add(key)
+                                    keep.append(loc)
+                            for a, b, _idx in _coalesce(_spans(keep, payload_only=False), gap=0, limit=_CHUNK):
+                                blob = os.pread(fd, b - a, a)
+                                _write_all(out, blob)
+                                digest.update(blob)
+                                size += len(blob)
+                        os.fsync(out)
+                    finally:
+                        os.close(out)
+                    pack = f"pack-{digest.hexdigest()[:40]}.rows"
+                    names = {n for n, _ in inputs}
+                    if size:
+                        os.replace(tmp, space.path / pack)
+                    else:
+                        os.unlink(tmp)
+                except BaseException:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(tmp)  # the inputs are all still there
+                    raise
                 _fsync_dir(space.path)
                 for name in names - {pack}:
                     with contextlib.suppress(FileNotFoundError):
