@@ -134,21 +134,39 @@ class RowStoreError(ValueError):
 
 
 # --------------------------------------------------------------------------------------------- records
-@dataclass(frozen=True)
 class _Loc:
-    """Where one record lives: its segment, the record's byte span and its payload."""
+    """Where one record lives: its segment, the record's start and its payload (offset, length, CRC)."""
 
-    seg: str
-    start: int
-    payload_off: int
-    payload_len: int
-    crc: int
-    dtype: str
-    shape: tuple
+    __slots__ = ("seg", "start", "payload_off", "payload_len", "crc", "dtype", "shape")
+
+    def __init__(self, seg: str, start: int, payload_off: int, payload_len: int, crc: int, dtype: str, shape: tuple):
+        self.seg, self.start, self.payload_off, self.payload_len = seg, start, payload_off, payload_len
+        self.crc, self.dtype, self.shape = crc, dtype, shape
 
     @property
     def end(self) -> int:
         return self.payload_off + self.payload_len
+
+    def moved(self, seg: str, shift: int) -> "_Loc":
+        return _Loc(seg, self.start + shift, self.payload_off + shift, self.payload_len, self.crc, self.dtype, self.shape)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _Loc) and (self.seg, self.start) == (other.seg, other.start)
+
+    def __hash__(self) -> int:
+        return hash((self.seg, self.start))
+
+
+_DTYPES: dict[bytes, str] = {}  # dtype text in a header -> numpy's canonical str (parsed once)
+
+
+def _dtype(text: bytes) -> str:
+    got = _DTYPES.get(text)
+    if got is None:
+        got = np.dtype(text.decode("ascii")).str
+        if len(_DTYPES) < 256:
+            _DTYPES[text] = got
+    return got
 
 
 def encode_record(key: str, row) -> bytes:
@@ -243,6 +261,7 @@ def _scan(buf: bytes, base: int, seg: str, final: bool) -> tuple[list, int, list
     out: list = []
     damage: list = []
     pos, n = 0, len(buf)
+    view = memoryview(buf)
 
     def cut_short(pos: int, what: str) -> tuple[int, bool] | None:
         """A record running past the buffer: wait for it (None), or (final) report it and resume."""
@@ -274,7 +293,7 @@ def _scan(buf: bytes, base: int, seg: str, final: bool) -> tuple[list, int, list
             pos = resume[0]
             continue
         (hcrc,) = struct.unpack_from("<I", buf, pos + _HEAD.size)
-        if zlib.crc32(buf[pos + _FIXED : hend], zlib.crc32(buf[pos : pos + _HEAD.size])) != hcrc or plen > MAX_PAYLOAD:
+        if zlib.crc32(view[pos + _FIXED : hend], zlib.crc32(view[pos : pos + _HEAD.size])) != hcrc or plen > MAX_PAYLOAD:
             damage.append((base + pos, "header checksum mismatch"))
             nxt = buf.find(MAGIC, pos + 1)
             if nxt < 0:
@@ -290,10 +309,10 @@ def _scan(buf: bytes, base: int, seg: str, final: bool) -> tuple[list, int, list
         key_end = pos + _FIXED + klen
         try:
             key = buf[pos + _FIXED : key_end].decode("utf-8")
-            dtype = np.dtype(buf[key_end : key_end + dlen].decode("ascii")).str
+            dtype = _dtype(buf[key_end : key_end + dlen])
         except (UnicodeDecodeError, TypeError, ValueError):
             key = None
-        if key is None or zlib.crc32(buf[hend : hend + plen]) != pcrc:
+        if key is None or zlib.crc32(view[hend : hend + plen]) != pcrc:
             what = "undecodable key or dtype" if key is None else f"payload checksum mismatch at byte {base + pos} (key {key!r})"
             damage.append((base + pos, what))
             nxt = buf.find(MAGIC, hend)  # the payload may hold the start of records written after a torn one
@@ -881,8 +900,7 @@ class RowStore:
             raise
         base = w.size
         for key, loc in records:
-            shift = base
-            self._add(space, key, _Loc(w.name, loc.start + shift, loc.payload_off + shift, loc.payload_len, loc.crc, loc.dtype, loc.shape))
+            self._add(space, key, loc.moved(w.name, base))
             base += loc.end - loc.start
         w.size += len(data)
         space.scanned[w.name] = w.size
