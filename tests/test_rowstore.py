@@ -759,3 +759,27 @@ def test_migrate_legacy_features(tmp_path):
         got = rows.get_many(ns, [key_of(i) for i in range(5)])
         assert all_found(got)
         assert_rows_correct(got, range(5))
+
+
+def test_a_failing_shared_tier_is_warned_about_and_rows_stay_local(tmp_path, monkeypatch):
+    url = f"file://{tmp_path / 'shared'}"
+    store = RowStore(tmp_path / "m", url, upload_rows=5)
+
+    def down(*args, **kwargs):
+        raise ConnectionError("bucket unreachable")
+
+    monkeypatch.setattr(store.remote.fs, "pipe_file", down)
+    with pytest.warns(RuntimeWarning, match="upload of the shared tier 'file://.*' failed: ConnectionError: bucket unreachable"):
+        assert store.put_many("ns", items(range(6))) == 6
+    with pytest.warns(RuntimeWarning, match="bucket unreachable"):
+        store.close()
+    assert len(store.stats.remote_errors) == 2
+    with pytest.raises(ConnectionError):
+        store.sync("ns")  # an explicit sync raises
+    monkeypatch.undo()
+    assert all_found(RowStore(tmp_path / "m").get_many("ns", [key_of(i) for i in range(6)]))
+    assert RowStore(tmp_path / "m", url).sync("ns") == 6  # uploaded once the tier is back
+    reader = RowStore(tmp_path / "other", url)
+    monkeypatch.setattr(reader.remote.fs, "cat_file", down)
+    with pytest.warns(RuntimeWarning, match="read of the shared tier"):
+        assert reader.get_many("ns", [key_of(0)]) == [None]

@@ -104,6 +104,7 @@ import struct
 import threading
 import time
 import uuid
+import warnings
 import weakref
 import zlib
 from dataclasses import dataclass, field
@@ -435,6 +436,7 @@ class RowStats:
     objects_put: int = 0  # objects put into the shared tier (packs + indexes)
     compactions: int = 0
     corrupt: list = field(default_factory=list)  # one line per damaged record found
+    remote_errors: list = field(default_factory=list)  # shared-tier failures survived (rows stay local, retried later)
 
 
 class _Writer:
@@ -561,7 +563,11 @@ class RowStore:
                 self._refresh(space)
                 missing = self._read_local(space, keys, out, missing)
             if missing and self.remote is not None:
-                missing = self._fetch_remote(space, keys, out, missing)
+                try:
+                    missing = self._fetch_remote(space, keys, out, missing)
+                except Exception as exc:  # fsspec back ends raise their own types; a miss is recomputed
+                    self._remote_failed("read", exc)
+                    missing = [i for i in missing if out[i] is None]
             self.stats.hits += len(keys) - len(missing)
             self.stats.misses += len(missing)
             return out
@@ -608,7 +614,10 @@ class RowStore:
                 self.stats.written += len(encoded)
                 space.unsynced += len(encoded)
                 if self.remote is not None and space.unsynced >= self.upload_rows:
-                    self._sync(space, blocking=False)
+                    try:
+                        self._sync(space, blocking=False)
+                    except Exception as exc:  # the rows are stored locally; the next sync uploads them
+                        self._remote_failed("upload", exc)
             return len(encoded)
 
     def flush(self) -> None:
@@ -695,6 +704,11 @@ class RowStore:
     def close(self) -> None:
         """Upload what the shared tier lacks, fsync and close this process's segments. Idempotent.
 
+        A failing shared tier does not raise here (nor in ``put_many``'s automatic uploads, nor in
+        ``get_many``, where it reads as a miss): it is warned about and listed in
+        ``stats.remote_errors``; the rows stay local and the next sync on this machine uploads them.
+        Call :meth:`sync` to have such errors raised.
+
         Example:
             >>> import tempfile
             >>> store = RowStore(tempfile.mkdtemp()); store.close(); store.close()
@@ -704,10 +718,18 @@ class RowStore:
                 if self.remote is not None:
                     for space in self._spaces.values():
                         if space.unsynced:
-                            self._sync(space, blocking=True)
+                            try:
+                                self._sync(space, blocking=True)
+                            except Exception as exc:  # the rows are stored locally; the next sync uploads them
+                                self._remote_failed("upload", exc)
             finally:
                 for space in self._spaces.values():
                     self._close_writer(space, fsync=True)
+
+    def _remote_failed(self, what: str, exc: Exception) -> None:
+        line = f"row store: {what} of the shared tier {self.remote.url!r} failed: {type(exc).__name__}: {exc}"
+        self.stats.remote_errors.append(line)
+        warnings.warn(line, RuntimeWarning, stacklevel=3)
 
     def __enter__(self) -> "RowStore":
         return self
