@@ -94,8 +94,6 @@ def row_store(root: Path, keys, rows, fsync_interval: float):
 
 def feature_rows(root: Path, keys, rows):
     """The adapter's whole loop: get_many (all missing), compute (free), put_many per batch, stats."""
-    from types import SimpleNamespace
-
     from t2i_fairness.cache import Cache
     from t2i_fairness.spine.rowstore import FeatureRows
 

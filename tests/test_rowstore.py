@@ -783,3 +783,24 @@ def test_a_failing_shared_tier_is_warned_about_and_rows_stay_local(tmp_path, mon
     monkeypatch.setattr(reader.remote.fs, "cat_file", down)
     with pytest.warns(RuntimeWarning, match="read of the shared tier"):
         assert reader.get_many("ns", [key_of(0)]) == [None]
+
+
+def test_big_syncs_are_split_into_packs_of_pack_bytes(tmp_path, shared_url):
+    store = RowStore(tmp_path / "m", shared_url, pack_bytes=1000)  # about 10 rows of 16 floats a pack
+    store.put_many("ns", items(range(50)))
+    assert store.sync("ns") == 50
+    packs = [o for o in _objects(shared_url) if "/packs/" in o]
+    assert 5 <= len(packs) <= 6 and len(_objects(shared_url)) == 2 * len(packs)
+    got = RowStore(tmp_path / "other", shared_url).get_many("ns", [key_of(i) for i in range(50)])
+    assert all_found(got)
+    assert_rows_correct(got, range(50))
+
+
+def test_feature_rows_check_what_compute_returns(tmp_path):
+    from t2i_fairness.cache import Cache
+
+    rows = FeatureRows(Cache(tmp_path))
+    with pytest.raises(RowStoreError, match="compute returned 1 rows for 2 keys"):
+        rows.rows("enc", ["a", "b"], lambda idx: np.zeros((1, 4)), kind="features:x")
+    with pytest.raises(RowStoreError, match="put_many: 2 keys but 1 rows"):
+        rows.put_many("enc", ["a", "b"], np.zeros((1, 4)))

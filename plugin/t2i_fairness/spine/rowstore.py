@@ -1303,6 +1303,15 @@ class FeatureRows:
     up in the old per-file layout (``features/<namespace>/<kk>/<key>.npy``, locally and in the old
     shared layout) and copied in.
 
+    ``Workbench.features`` becomes (``self.feature_rows = FeatureRows(self.cache)`` in ``__init__``,
+    and ``self.feature_rows.close()`` when the session's Workbench is torn down, in every worker)::
+
+        namespace = content_key(encoder=encoder.fingerprint)[:16]
+        kind = "features:" + getattr(encoder, "kind", re.split(r"[:/]", encoder.fingerprint)[0])
+        return self.feature_rows.rows(namespace, [r.key for r in refs],
+                                      lambda idx: encode([refs[i].load() for i in idx]),
+                                      kind=kind, batch_size=batch_size, progress=self.progress, desc=desc)
+
     Args:
         cache: the session's ``Cache`` (uses its ``root``, ``stats``, ``path``, ``fetch`` and, when
             set, ``remote.url`` / ``remote.fs`` / ``remote.base``).
