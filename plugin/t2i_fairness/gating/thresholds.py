@@ -49,6 +49,8 @@ from ruamel.yaml.constructor import RoundTripConstructor
 from ruamel.yaml.error import CommentMark, YAMLError
 from ruamel.yaml.nodes import MappingNode, ScalarNode
 from ruamel.yaml.representer import RoundTripRepresenter
+from ruamel.yaml.scalarfloat import ScalarFloat
+from ruamel.yaml.scalarint import BinaryInt, DecimalInt, HexCapsInt, HexInt, OctalInt, ScalarInt
 from ruamel.yaml.tokens import CommentToken
 
 Direction = Literal["min", "max"]
@@ -581,8 +583,29 @@ def _read_text(path: Path) -> str | None:
         ) from None
 
 
+class _TextFloat(float):
+    """A float that remembers how it was spelled (ruamel re-spells some floats: 4.676365975342285e+16)."""
+
+    _t2i_text: str
+
+
+class _TextInt(int):
+    _t2i_text: str
+
+
+def _spelled(value: Any, text: str, plain: type) -> Any:
+    if type(value) in (float, int):
+        value = plain(value)
+    try:
+        value._t2i_text = text
+    except AttributeError:
+        pass
+    return value
+
+
 class _Constructor(RoundTripConstructor):
-    """Round-trip constructor that keeps the composed node tree (lines, raw key text, duplicates)."""
+    """Round-trip constructor that keeps the composed node tree (lines, raw key text, duplicates) and
+    the spelling of numbers, so that an untouched number is written back exactly as it was."""
 
     t2i_node: Any = None
 
@@ -590,12 +613,32 @@ class _Constructor(RoundTripConstructor):
         self.t2i_node = node
         return super().construct_document(node)
 
+    def t2i_float(self, node: Any) -> Any:
+        return _spelled(self.construct_yaml_float(node), node.value, _TextFloat)
+
+    def t2i_int(self, node: Any) -> Any:
+        return _spelled(self.construct_yaml_int(node), node.value, _TextInt)
+
+
+_Constructor.add_constructor("tag:yaml.org,2002:float", _Constructor.t2i_float)
+_Constructor.add_constructor("tag:yaml.org,2002:int", _Constructor.t2i_int)
+
 
 class _Representer(RoundTripRepresenter):
-    pass
+    def t2i_number(self, data: Any) -> Any:
+        text = getattr(data, "_t2i_text", None)
+        if text is None:
+            return RoundTripRepresenter.yaml_representers[type(data)](self, data)
+        tag = "tag:yaml.org,2002:float" if isinstance(data, float) else "tag:yaml.org,2002:int"
+        anchor = data.yaml_anchor(any=True) if hasattr(data, "yaml_anchor") else None
+        return self.represent_scalar(tag, text, anchor=anchor)
 
 
 _Representer.add_representer(type(None), lambda r, d: r.represent_scalar("tag:yaml.org,2002:null", "null"))
+for _cls in (ScalarFloat, ScalarInt, BinaryInt, OctalInt, HexInt, HexCapsInt, DecimalInt):
+    _Representer.add_representer(_cls, _Representer.t2i_number)
+_Representer.add_representer(_TextFloat, lambda r, d: r.represent_scalar("tag:yaml.org,2002:float", d._t2i_text))
+_Representer.add_representer(_TextInt, lambda r, d: r.represent_scalar("tag:yaml.org,2002:int", d._t2i_text))
 
 
 def _yaml(indent: int = 2) -> YAML:
