@@ -186,6 +186,16 @@ def test_a_removed_gate_takes_only_its_own_lines(tmp_path):
     assert added == []
 
 
+def test_a_direction_change_or_a_dropped_provenance_keeps_the_gates_comments(tmp_path):
+    t = ThresholdFile.load(write(tmp_path, COMMENTED))
+    t.gates["test_a[africa]"] = Bound("max", 0.25, "6c31840d")
+    t.gates["test_a[europe]"] = Bound("min", 0.001, None)
+    removed, added = changed_lines(COMMENTED, t.dump())
+    assert removed == ["    min: 0.25", "    provenance: 6c31840d"] and added == ["    max: 0.25"]
+    assert "  test_a[africa]:   # lowered for REL-42\n    max: 0.25\n    provenance: 6c31840d\n" in t.dump()
+    assert "  test_a[europe]:\n    min: 1e-3  # policy floor\n\n  # consistency" in t.dump()
+
+
 def test_provenance_no_gate_names_is_dropped_and_a_missing_section_is_added(tmp_path):
     t = ThresholdFile.load(write(tmp_path, "# only a note\ngates:\n  a:  # keep me\n    max: 3\n"))
     t.apply_updates([BoundUpdate("a", "max", 2.5, PROV)])

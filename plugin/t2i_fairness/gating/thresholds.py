@@ -425,6 +425,7 @@ def write_back(thresholds_path: str | Path, records: Iterable[Any]) -> WriteBack
         (['g'], 0.25)
     """
     path = Path(thresholds_path)
+    records = list(records)
     out = WriteBack()
     updates = [_update_from_record(r) for r in records if _get(r, "status") == "written" and _get(r, "write") is not None]
     missing = [_update_from_record(r) for r in records if _get(r, "status") == "missing" and _get(r, "write") is not None]
