@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from t2i_fairness.spine.cache import CacheStats
-from t2i_fairness.gating.thresholds import Bound, ThresholdFile, proposed_path
+from t2i_fairness.gating.thresholds import ThresholdFile
 
 PROPERTY = "t2i_gate"  # test report property: a GateRecord as a dict
 SECTION = "t2i_section"  # a summary block {"title", "lines"}
@@ -50,6 +50,7 @@ class GateSession:
     unused: list[str] = field(default_factory=list)
     sections: dict[str, list[str]] = field(default_factory=dict)  # title -> lines, printed after the gate table
     artifacts: list[dict] = field(default_factory=list)  # {"nodeid", "path" relative to --t2i-artifacts}
+    notes: list[str] = field(default_factory=list)  # what the write-back has to say (refusals, a corrupt proposal file)
     vocabulary: object = None  # report.labels.Vocabulary: the families' label tokens, for the reports
 
     def add(self, data: dict) -> None:
@@ -82,23 +83,9 @@ class GateSession:
             self.unused = sorted(set(thresholds.gates) - used)
         if not write_files:
             return
-        from t2i_fairness.gating.thresholds import provenance_id
+        from t2i_fairness.gating.thresholds import write_back
 
-        updates = [r for r in self.records if r.status == "written" and r.write is not None]
-        if updates:
-            for r in updates:
-                pid = provenance_id(r.provenance)
-                thresholds.provenances[pid] = r.provenance
-                thresholds.gates[r.gate] = Bound(r.direction, r.write, pid)  # type: ignore[arg-type]
-                self.written.append(r.gate)
-            thresholds.save()
-        missing = [r for r in self.records if r.status == "missing" and r.write is not None]
-        target = proposed_path(self.thresholds_path)
-        if missing:
-            proposal = ThresholdFile.load(target) if target.exists() else ThresholdFile(target)
-            for r in missing:
-                pid = provenance_id(r.provenance)
-                proposal.provenances[pid] = r.provenance
-                proposal.gates[r.gate] = Bound(r.direction, r.write, pid)  # type: ignore[arg-type]
-                self.proposed.append(r.gate)
-            proposal.save()
+        result = write_back(self.thresholds_path, self.records)
+        self.written += result.written
+        self.proposed += result.proposed
+        self.notes += result.notes

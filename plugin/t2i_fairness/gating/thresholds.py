@@ -1,27 +1,70 @@
-"""The thresholds YAML: per gate a bound (``min`` or ``max``) and the provenance it was measured under.
+"""The thresholds file: load and validate it (errors name file and line), edit it, write it back.
 
-Loading validates every entry with file:line errors; writing goes through the one atomic write.
-Semantics of a bound, and the verdict on a measurement, are in :mod:`t2i_fairness.gating.verdicts`.
+The file is a YAML 1.2 mapping with two sections::
+
+    gates:
+      test_bg_coverage[synthetic-object_in_region-africa]:   # lowered for REL-42
+        min: 0.25
+        provenance: 6c31840d
+    provenance:
+      6c31840d: {model: ..., seed: 0}
+
+An update keeps what people wrote (the file is reviewed like code): it is edited in place with
+ruamel.yaml's round-trip mode, so every comment, the order of the existing gates, quoting and number
+spelling (``1e-3`` stays ``1e-3``) of untouched values are kept byte for byte. Only these change:
+
+- a bound whose value changed gets the new value and the provenance it was measured under;
+  a bound re-measured at the same value keeps its old provenance;
+- a new gate is inserted in sorted position: before the first existing gate (in file order) whose
+  name sorts after it, else at the end of ``gates``. It goes directly below the entry before it
+  (with that entry's end-of-line comment); comment lines above the following entry stay above it;
+- provenance entries no gate names any more are removed, new ones are inserted like gates.
+  When an entry is removed, comment lines above and below it are kept; only comments on its own
+  lines go with it.
+
+What a bound may be is decided in one place, :func:`bound_problem`: a finite number (YAML 1.2: ``1e-3``
+is a number, ``true`` is not). ``.inf``/``-.inf`` parse but are refused: a bound at infinity never fails.
+
+Writes go through :func:`atomic_write_text`: through a symlink (the link stays a link), keeping an
+existing file's mode and group, a new file with the user's umask.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Iterable, Literal, Mapping
 
-import yaml
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.constructor import RoundTripConstructor
+from ruamel.yaml.error import CommentMark, YAMLError
+from ruamel.yaml.nodes import MappingNode, ScalarNode
+from ruamel.yaml.representer import RoundTripRepresenter
+from ruamel.yaml.scalarfloat import ScalarFloat
+from ruamel.yaml.scalarint import BinaryInt, DecimalInt, HexCapsInt, HexInt, OctalInt, ScalarInt
+from ruamel.yaml.tokens import CommentToken
 
 from t2i_fairness.spine.files import atomic_write_bytes
 
 Direction = Literal["min", "max"]
 
+HEADER = (
+    "# t2i-fairness gates. Review changes to this file like code: a looser bound needs a reason.\n"
+    "# min: the indicator must be at least this; max: at most this. 'provenance' names the settings\n"
+    "# a bound was measured under (model, scorers, sample sizes, versions, device).\n"
+)
+
 
 class ThresholdFileError(ValueError):
-    """The thresholds YAML is malformed; the message names the file and line."""
+    """The thresholds YAML cannot be used; the message names the file (and line where there is one)."""
 
 
 @dataclass
@@ -32,133 +75,773 @@ class Bound:
 
 
 def provenance_id(provenance: dict) -> str:
+    """A short stable id of a settings mapping (the key under ``provenance:``).
+
+    Example:
+        >>> provenance_id({"seed": 0, "model": "m"}) == provenance_id({"model": "m", "seed": 0})
+        True
+    """
     return hashlib.sha256(json.dumps(provenance, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def proposed_path(path: Path) -> Path:
+    """Where the proposals for gates missing from ``path`` go.
+
+    Example:
+        >>> proposed_path(Path("thresholds/tiny.yaml")).as_posix()
+        'thresholds/tiny.proposed.yaml'
+    """
+    return path.with_name(path.stem + ".proposed.yaml")
+
+
+def bound_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a bound, or None if it can. The one place that says what a bound may be.
+
+    Args:
+        value: a loaded YAML value or a number about to be written.
+
+    Example:
+        >>> bound_problem(1e-3) is None, bound_problem(0) is None
+        (True, True)
+        >>> bound_problem(True)
+        'must be a number, got True'
+        >>> bound_problem(float("inf"))
+        'is .inf, not a finite number: a bound at infinity can never fail (or never pass); write a finite bound or delete the gate'
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"must be a number, got {value!r}"
+    try:
+        value = float(value)
+    except OverflowError:
+        return "is too large to be a float"
+    if math.isnan(value):
+        return "must be a number, got nan"
+    if math.isinf(value):
+        return (f"is {'-' if value < 0 else ''}.inf, not a finite number: a bound at infinity can never fail "
+                "(or never pass); write a finite bound or delete the gate")
+    return None
+
+
+@dataclass(frozen=True)
+class BoundUpdate:
+    """A bound to write: the gate, its direction, the value and the settings it was measured under."""
+
+    gate: str
+    direction: Direction
+    value: float
+    provenance: Mapping[str, Any]
+
+
+@dataclass
+class ApplyResult:
+    """What :meth:`ThresholdFile.apply_updates` did.
+
+    ``changed``: new gates and bounds whose value changed (their provenance is the update's).
+    ``unchanged``: the bound already had that value; bound and provenance were left as they were.
+    ``refused``: one message per update not written (a value that cannot be a bound).
+    """
+
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
 
 
 @dataclass
 class ThresholdFile:
+    """A thresholds file in memory: ``gates`` (gate id -> :class:`Bound`), ``provenances`` (id -> settings)
+    and ``lines`` (gate id -> 1-based line of its key, for messages).
+
+    Edit ``gates``/``provenances`` directly or with :meth:`apply_updates`, then :meth:`save`; a file that
+    was loaded is written back with its comments and order (see the module docstring).
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "t.yaml"
+        >>> _ = path.write_text("gates:\\n  a:   # lowered for REL-42\\n    min: 1e-3\\n")
+        >>> t = ThresholdFile.load(path)
+        >>> t.gates["a"], t.lines["a"]
+        (Bound(direction='min', value=0.001, provenance=None), 2)
+        >>> _ = t.apply_updates([BoundUpdate("b", "max", 0.5, {"seed": 1})])
+        >>> print(t.dump())
+        gates:
+          a:   # lowered for REL-42
+            min: 1e-3
+          b:
+            max: 0.5
+            provenance: a4bbadc1
+        provenance:
+          a4bbadc1:
+            seed: 1
+        <BLANKLINE>
+    """
+
     path: Path
     gates: dict[str, Bound] = field(default_factory=dict)
     provenances: dict[str, dict] = field(default_factory=dict)
-    lines: dict[str, int] = field(default_factory=dict)  # gate -> line in the file, for messages
+    lines: dict[str, int] = field(default_factory=dict)
+    _doc: Any = field(default=None, repr=False, compare=False)  # the round-trip document (CommentedMap)
+    _preamble: str | None = field(default=None, repr=False, compare=False)  # a comments-only file's text
+    _indent: int = field(default=2, repr=False, compare=False)
+    _gate_keys: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # name -> doc key
+    _prov_keys: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # id -> doc key
+    _in_doc: dict[str, Bound] = field(default_factory=dict, repr=False, compare=False)  # what the doc says
+
+    # ------------------------------------------------------------------------------ reading
 
     @classmethod
     def load(cls, path: str | Path) -> "ThresholdFile":
         """Read and validate a thresholds file; a missing file is an empty one.
 
+        Args:
+            path: the YAML file (a symlink is followed).
+
         Raises:
-            ThresholdFileError: YAML syntax errors and bad entries, with file and line.
+            ThresholdFileError: the path is a directory or unreadable, the file is not UTF-8, is not valid
+                YAML, repeats a key, or has a bad entry; the message names the file and line.
+
+        Example:
+            >>> ThresholdFile.load("/nonexistent/t.yaml").gates
+            {}
         """
         path = Path(path)
-        if not path.exists():
+        text = _read_text(path)
+        if text is None:
             return cls(path)
-        text = path.read_text(encoding="utf-8")
-        try:
-            root = yaml.compose(text)
-            data = yaml.safe_load(text)
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            where = f"{path}:{mark.line + 1}" if mark else str(path)
-            raise ThresholdFileError(f"{where}: invalid YAML: {exc.problem or exc}") from None
-        if data is None:
-            return cls(path)
-        if not isinstance(data, dict):
-            raise ThresholdFileError(f"{path}:1: expected a mapping with 'gates' (and 'provenance'), got {type(data).__name__}")
-        unknown = set(data) - {"gates", "provenance"}
-        if unknown:
-            raise ThresholdFileError(f"{path}:1: unknown top-level key(s) {sorted(unknown)}; expected 'gates' and 'provenance'")
-        lines = _key_lines(root, "gates")
-        for section in ("gates", "provenance"):
-            dup = _duplicate_key(root, section)
-            if dup:
-                raise ThresholdFileError(f"{path}:{dup[1]}: {dup[0]!r} appears twice under '{section}' (YAML would keep only the last)")
-        gates: dict[str, Bound] = {}
-        entries = data.get("gates") or {}
-        if not isinstance(entries, dict):
+        node, doc = _parse(path, text)
+        if doc is None:
+            comments_only = all(not ln.strip() or ln.lstrip().startswith("#") for ln in text.splitlines())
+            return cls(path, _preamble=text if comments_only and text.strip() else None)
+        if not isinstance(doc, CommentedMap) or not isinstance(node, MappingNode):
             raise ThresholdFileError(
-                f"{path}:{_top_line(root, 'gates')}: 'gates' must be a mapping of gate id -> min/max, got {type(entries).__name__}"
-            )
-        provenances = data.get("provenance") or {}
-        if not isinstance(provenances, dict):
-            raise ThresholdFileError(f"{path}:{_top_line(root, 'provenance')}: 'provenance' must be a mapping of id -> settings")
-        prov_lines = _key_lines(root, "provenance")
-        for pid, settings in provenances.items():
-            if not isinstance(settings, dict):
-                raise ThresholdFileError(
-                    f"{path}:{prov_lines.get(str(pid), '?')}: provenance {pid!r} must be a mapping of setting -> value, got {settings!r}"
-                )
-        for name, entry in entries.items():
-            where = f"{path}:{lines.get(str(name), '?')}"
-            if not isinstance(entry, dict):
-                raise ThresholdFileError(f"{where}: gate {name!r} must be a mapping with 'min' or 'max', got {entry!r}")
-            kinds = [k for k in ("min", "max") if k in entry]
-            extra = set(entry) - {"min", "max", "provenance"}
-            if len(kinds) != 1 or extra:
-                raise ThresholdFileError(
-                    f"{where}: gate {name!r} needs exactly one of 'min' or 'max' (and optionally 'provenance'); got keys {sorted(entry)}"
-                )
-            value = entry[kinds[0]]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-                raise ThresholdFileError(f"{where}: gate {name!r}: {kinds[0]} must be a number, got {value!r}")
-            prov = entry.get("provenance")
-            if prov is not None and str(prov) not in provenances:
-                raise ThresholdFileError(f"{where}: gate {name!r} names provenance {prov!r}, which the file does not define")
-            gates[str(name)] = Bound(kinds[0], float(value), None if prov is None else str(prov))
-        return cls(path, gates, {str(k): v for k, v in provenances.items()}, lines)
+                f"{path}:1: expected a mapping with 'gates' (and 'provenance'), got {type(doc).__name__}")
+        top = _pairs(path, node, doc)
+        unknown = [(raw, kn) for raw, (kn, _, _, _) in top.items() if raw not in ("gates", "provenance")]
+        if unknown:
+            raise ThresholdFileError(
+                f"{path}:{_line(unknown[0][1])}: unknown top-level key(s) {sorted(r for r, _ in unknown)}; "
+                "expected 'gates' and 'provenance'")
+        out = cls(path, _doc=doc, _indent=_guess_indent(node))
+
+        provenances: dict[str, dict] = {}
+        if "provenance" in top:
+            kn, vn, _, section = top["provenance"]
+            if section is not None:
+                if not isinstance(section, CommentedMap):
+                    raise ThresholdFileError(
+                        f"{path}:{_line(kn)}: 'provenance' must be a mapping of id -> settings, got {type(section).__name__}")
+                for pid, (pkn, pvn, dkey, settings) in _pairs(path, vn, section).items():
+                    if not isinstance(settings, dict):
+                        raise ThresholdFileError(
+                            f"{path}:{_line(pkn)}: provenance {pid!r} must be a mapping of setting -> value, got {settings!r}")
+                    provenances[pid] = _plain(settings)
+                    out._prov_keys[pid] = dkey
+        out.provenances = provenances
+
+        if "gates" in top:
+            kn, vn, _, section = top["gates"]
+            if section is not None:
+                if not isinstance(section, CommentedMap):
+                    raise ThresholdFileError(
+                        f"{path}:{_line(kn)}: 'gates' must be a mapping of gate id -> min/max, got {type(section).__name__}")
+                for name, (gkn, gvn, dkey, entry) in _pairs(path, vn, section).items():
+                    where = f"{path}:{_line(gkn)}"
+                    if not isinstance(entry, dict):
+                        raise ThresholdFileError(f"{where}: gate {name!r} must be a mapping with 'min' or 'max', got {entry!r}")
+                    fields = _pairs(path, gvn, entry)
+                    kinds = [k for k in ("min", "max") if k in fields]
+                    extra = set(fields) - {"min", "max", "provenance"}
+                    if len(kinds) != 1 or extra:
+                        raise ThresholdFileError(
+                            f"{where}: gate {name!r} needs exactly one of 'min' or 'max' (and optionally 'provenance'); "
+                            f"got keys {sorted(fields)}")
+                    _, value_node, _, value = fields[kinds[0]]
+                    problem = bound_problem(value)
+                    if problem:
+                        raise ThresholdFileError(f"{path}:{_line(value_node)}: gate {name!r}: {kinds[0]} {problem}")
+                    prov = None
+                    if "provenance" in fields:
+                        _, pnode, _, pval = fields["provenance"]
+                        if pval is not None:
+                            # the text as written: a legacy id such as 1234e567 must not turn into a float
+                            prov = pnode.value if isinstance(pnode, ScalarNode) else str(pval)
+                            if prov not in provenances:
+                                raise ThresholdFileError(
+                                    f"{path}:{_line(pnode)}: gate {name!r} names provenance {prov!r}, which the file does not define")
+                    bound = Bound(kinds[0], float(value), prov)  # type: ignore[arg-type]
+                    out.gates[name] = bound
+                    out._in_doc[name] = copy.copy(bound)
+                    out._gate_keys[name] = dkey
+                    out.lines[name] = _line(gkn)
+        return out
+
+    # ------------------------------------------------------------------------------ editing
+
+    def apply_updates(self, updates: Iterable[BoundUpdate | Mapping[str, Any]]) -> ApplyResult:
+        """Set bounds from measured values; a bound whose value is unchanged keeps its provenance.
+
+        Args:
+            updates: :class:`BoundUpdate` records, or mappings with ``gate``, ``direction``, ``value``
+                and ``provenance`` (the settings dict the value was measured under).
+
+        Returns:
+            An :class:`ApplyResult`. Non-finite values are refused (listed, not written).
+
+        Raises:
+            ValueError: an update lacks a field or has a direction other than ``min``/``max``.
+
+        Example:
+            >>> t = ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.5, "old")}, {"old": {"seed": 0}})
+            >>> r = t.apply_updates([{"gate": "g", "direction": "min", "value": 0.5, "provenance": {"seed": 9}},
+            ...                      {"gate": "h", "direction": "max", "value": float("inf"), "provenance": {}}])
+            >>> t.gates["g"].provenance, r.unchanged, len(r.refused)
+            ('old', ['g'], 1)
+        """
+        result = ApplyResult()
+        for u in updates:
+            u = _as_update(u)
+            problem = bound_problem(u.value)
+            if problem:
+                result.refused.append(f"{u.gate}: {u.direction} {problem}; not written to {self.path}")
+                continue
+            value = float(u.value)
+            old = self.gates.get(u.gate)
+            if old is not None and old.direction == u.direction and old.value == value:
+                result.unchanged.append(u.gate)
+                continue
+            settings = _plain(dict(u.provenance))
+            pid = provenance_id(settings)
+            self.provenances[pid] = settings
+            self.gates[u.gate] = Bound(u.direction, value, pid)
+            result.changed.append(u.gate)
+        return result
+
+    # ------------------------------------------------------------------------------ writing
 
     def dump(self) -> str:
+        """The file's text: the loaded document with the edits applied, or a fresh file.
+
+        Raises:
+            ThresholdFileError: a gate's bound is not finite, or it names a provenance this object lacks.
+        """
+        for name, b in self.gates.items():
+            problem = bound_problem(b.value)
+            if problem:
+                raise ThresholdFileError(f"{self.path}: gate {name!r}: {b.direction} {problem}")
+            if b.direction not in ("min", "max"):
+                raise ThresholdFileError(f"{self.path}: gate {name!r}: direction must be 'min' or 'max', got {b.direction!r}")
+            if b.provenance is not None and b.provenance not in self.provenances:
+                raise ThresholdFileError(f"{self.path}: gate {name!r} names provenance {b.provenance!r}, which is not defined")
+        if self._doc is None:
+            self._doc = CommentedMap()
+            self._doc["gates"] = CommentedMap()
+            self._doc["provenance"] = CommentedMap()
+            self._preamble = self._preamble if self._preamble is not None else HEADER
+        self._sync()
+        return (self._preamble or "") + _emit(self._doc, self._indent)
+
+    def save(self, path: Path | None = None) -> Path:
+        """Write :meth:`dump` atomically to ``path`` (default: where it was loaded from), through symlinks.
+
+        Returns:
+            The file actually written (a symlink's target).
+
+        Raises:
+            ThresholdFileError: as :meth:`dump`, or the file cannot be written (names it).
+        """
+        target = Path(path or self.path)
+        text = self.dump()
+        try:
+            return atomic_write_text(target, text)
+        except OSError as exc:
+            raise ThresholdFileError(f"{target}: cannot write: {exc.strerror or exc}") from exc
+
+    def _sync(self) -> None:
+        """Make the round-trip document say what ``gates``/``provenances`` say, touching only differences."""
+        doc = self._doc
+        gates = _section(doc, "gates", first=True)
+        for name in [n for n in self._gate_keys if n not in self.gates]:
+            _remove(gates, self._gate_keys.pop(name), parent=(doc, "gates"))
+            self._in_doc.pop(name, None)
+        for name in sorted(self.gates):
+            b = self.gates[name]
+            if name in self._gate_keys:
+                _sync_entry(gates[self._gate_keys[name]], self._in_doc[name], b)
+            else:
+                entry = CommentedMap([(b.direction, b.value)] + ([("provenance", b.provenance)] if b.provenance else []))
+                _insert(gates, _sorted_pos(gates, self._gate_keys, name), name, entry, parent=(doc, "gates"))
+                self._gate_keys[name] = name
+            self._in_doc[name] = copy.copy(b)
+
         used = {b.provenance for b in self.gates.values() if b.provenance}
-        doc = {
-            "gates": {
-                name: {b.direction: b.value, **({"provenance": b.provenance} if b.provenance else {})}
-                for name, b in sorted(self.gates.items())
-            },
-            "provenance": {k: v for k, v in sorted(self.provenances.items()) if k in used},
-        }
-        header = (
-            "# t2i-fairness gates. Review changes to this file like code: a looser bound needs a reason.\n"
-            "# min: the indicator must be at least this; max: at most this. 'provenance' names the settings\n"
-            "# a bound was measured under (model, scorers, sample sizes, versions, device).\n"
-        )
-        return header + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=120)
-
-    def save(self, path: Path | None = None) -> None:
-        atomic_write_bytes(Path(path or self.path), self.dump().encode("utf-8"))
+        if not used and "provenance" not in doc:
+            return
+        provs = _section(doc, "provenance", first=False)
+        for pid in [p for p in self._prov_keys if p not in used]:
+            _remove(provs, self._prov_keys.pop(pid), parent=(doc, "provenance"))
+        for pid in sorted(used):
+            settings = self.provenances[pid]
+            if pid in self._prov_keys:
+                if _plain(provs[self._prov_keys[pid]]) != _plain(settings):
+                    provs[self._prov_keys[pid]] = CommentedMap(settings)
+            else:
+                _insert(provs, _sorted_pos(provs, self._prov_keys, pid), pid, CommentedMap(settings), parent=(doc, "provenance"))
+                self._prov_keys[pid] = pid
 
 
-def _top_line(root, section: str) -> int | str:
-    """Line number (1-based) of a top-level key, '?' if absent."""
-    for key, _ in root.value if isinstance(root, yaml.MappingNode) else ():
-        if getattr(key, "value", None) == section:
-            return key.start_mark.line + 1
-    return "?"
+# ---------------------------------------------------------------------------------- session side
 
 
-def _duplicate_key(root, section: str) -> tuple[str, int] | None:
-    """The first key repeated under a top-level mapping key, with the line of its repetition."""
-    seen: set[str] = set()
-    for key, value in root.value if isinstance(root, yaml.MappingNode) else ():
-        if getattr(key, "value", None) == section and isinstance(value, yaml.MappingNode):
-            for k, _ in value.value:
-                if str(k.value) in seen:
-                    return str(k.value), k.start_mark.line + 1
-                seen.add(str(k.value))
-    return None
+@dataclass
+class WriteBack:
+    """What :func:`write_back` wrote: gate ids updated in the thresholds file, gate ids proposed in
+    ``<file>.proposed.yaml``, and lines to show the user (refusals, a corrupt proposal file set aside)."""
+
+    written: list[str] = field(default_factory=list)
+    proposed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
-def _key_lines(root, section: str) -> dict[str, int]:
-    """Line numbers (1-based) of the keys under a top-level mapping key."""
-    out: dict[str, int] = {}
-    if not isinstance(root, yaml.MappingNode):
-        return out
-    for key, value in root.value:
-        if getattr(key, "value", None) == section and isinstance(value, yaml.MappingNode):
-            for k, _ in value.value:
-                out[str(k.value)] = k.start_mark.line + 1
+def write_back(thresholds_path: str | Path, records: Iterable[Any]) -> WriteBack:
+    """Write a run's gate records back: ``written`` records into the thresholds file, ``missing`` ones
+    into ``<file>.proposed.yaml``. The body of ``GateSession.finish`` once ``write_files`` is set.
+
+    Each record is a mapping or an object with ``gate``, ``status``, ``direction``, ``write`` (the value
+    to write, or None) and ``provenance`` (settings dict). A bound re-measured at its current value keeps
+    its provenance. A proposal file that cannot be read is renamed to
+    ``<name>.corrupt-<YYYYmmddTHHMMSS>`` and the run's proposals go to a new one (said in ``notes``).
+
+    Args:
+        thresholds_path: the thresholds file (``--t2i-thresholds``).
+        records: the run's gate records (``GateRecord`` or their dicts).
+
+    Raises:
+        ThresholdFileError: the thresholds file itself cannot be read or written (names it).
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "t.yaml"
+        >>> r = write_back(path, [{"gate": "g", "status": "missing", "direction": "min", "write": 0.25,
+        ...                        "provenance": {"seed": 0}}])
+        >>> r.proposed, ThresholdFile.load(proposed_path(path)).gates["g"].value
+        (['g'], 0.25)
+    """
+    path = Path(thresholds_path)
+    records = list(records)
+    out = WriteBack()
+    updates = [_update_from_record(r) for r in records if _get(r, "status") == "written" and _get(r, "write") is not None]
+    missing = [_update_from_record(r) for r in records if _get(r, "status") == "missing" and _get(r, "write") is not None]
+    if updates:
+        thresholds = ThresholdFile.load(path)
+        result = thresholds.apply_updates(updates)
+        out.notes += result.refused
+        if result.changed:
+            thresholds.save()
+            out.written += result.changed
+    if missing:
+        target = proposed_path(path)
+        try:
+            proposal = ThresholdFile.load(target)
+        except ThresholdFileError as exc:
+            aside = _set_aside(target)
+            out.notes.append(f"{target} could not be read ({exc}); kept it as {aside} and wrote this run's "
+                             f"proposals to a new {target.name}")
+            proposal = ThresholdFile(target)
+        result = proposal.apply_updates(missing)
+        out.notes += result.refused
+        proposal.save()
+        out.proposed += result.changed + result.unchanged
     return out
 
 
-def proposed_path(path: Path) -> Path:
-    return path.with_name(path.stem + ".proposed.yaml")
+def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
+    """Replace a file's content atomically through :func:`t2i_fairness.spine.files.atomic_write_bytes`
+    (symlinks written through, mode and group kept, the user's umask for a new file).
+
+    Example:
+        >>> import tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> (d / "link.yaml").symlink_to("real.yaml")
+        >>> atomic_write_text(d / "link.yaml", "x: 1\\n").name, (d / "link.yaml").is_symlink()
+        ('real.yaml', True)
+    """
+    return atomic_write_bytes(path, text.encode(encoding))
 
 
+# ---------------------------------------------------------------------------------- helpers
+
+
+def _set_aside(path: Path) -> Path:
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    n = 1
+    while aside.exists() or aside.is_symlink():
+        aside = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+        n += 1
+    os.replace(path, aside)
+    return aside
+
+
+def _get(record: Any, name: str) -> Any:
+    return record.get(name) if isinstance(record, Mapping) else getattr(record, name, None)
+
+
+def _update_from_record(record: Any) -> BoundUpdate:
+    return BoundUpdate(str(_get(record, "gate")), _get(record, "direction"), _get(record, "write"),
+                       _get(record, "provenance") or {})
+
+
+def _as_update(u: BoundUpdate | Mapping[str, Any]) -> BoundUpdate:
+    if isinstance(u, Mapping):
+        missing = [k for k in ("gate", "direction", "value", "provenance") if k not in u]
+        if missing:
+            raise ValueError(f"update {dict(u)!r} lacks {missing}")
+        u = BoundUpdate(str(u["gate"]), u["direction"], u["value"], u["provenance"] or {})
+    if u.direction not in ("min", "max"):
+        raise ValueError(f"update for gate {u.gate!r}: direction must be 'min' or 'max', got {u.direction!r}")
+    return u
+
+
+def _read_text(path: Path) -> str | None:
+    """The file's text, None if there is no file; every other failure is a ThresholdFileError naming it."""
+    if path.is_dir():
+        raise ThresholdFileError(f"{path}: is a directory; expected a thresholds YAML file (e.g. {path / 'tiny.yaml'})")
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None  # also a dangling symlink: the first save creates its target
+    except OSError as exc:
+        raise ThresholdFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise ThresholdFileError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); save the file as UTF-8"
+        ) from None
+
+
+class _TextFloat(float):
+    """A float that remembers how it was spelled (ruamel re-spells some floats: 4.676365975342285e+16)."""
+
+    _t2i_text: str
+
+
+class _TextInt(int):
+    _t2i_text: str
+
+
+def _spelled(value: Any, text: str, plain: type) -> Any:
+    if type(value) in (float, int):
+        value = plain(value)
+    try:
+        value._t2i_text = text
+    except AttributeError:
+        pass
+    return value
+
+
+class _Constructor(RoundTripConstructor):
+    """Round-trip constructor that keeps the composed node tree (lines, raw key text, duplicates) and
+    the spelling of numbers, so that an untouched number is written back exactly as it was."""
+
+    t2i_node: Any = None
+
+    def construct_document(self, node: Any) -> Any:
+        self.t2i_node = node
+        return super().construct_document(node)
+
+    def t2i_float(self, node: Any) -> Any:
+        return _spelled(self.construct_yaml_float(node), node.value, _TextFloat)
+
+    def t2i_int(self, node: Any) -> Any:
+        return _spelled(self.construct_yaml_int(node), node.value, _TextInt)
+
+
+_Constructor.add_constructor("tag:yaml.org,2002:float", _Constructor.t2i_float)
+_Constructor.add_constructor("tag:yaml.org,2002:int", _Constructor.t2i_int)
+
+
+class _Representer(RoundTripRepresenter):
+    def t2i_number(self, data: Any) -> Any:
+        text = getattr(data, "_t2i_text", None)
+        if text is None:
+            return RoundTripRepresenter.yaml_representers[type(data)](self, data)
+        tag = "tag:yaml.org,2002:float" if isinstance(data, float) else "tag:yaml.org,2002:int"
+        anchor = data.yaml_anchor(any=True) if hasattr(data, "yaml_anchor") else None
+        return self.represent_scalar(tag, text, anchor=anchor)
+
+
+_Representer.add_representer(type(None), lambda r, d: r.represent_scalar("tag:yaml.org,2002:null", "null"))
+for _cls in (ScalarFloat, ScalarInt, BinaryInt, OctalInt, HexInt, HexCapsInt, DecimalInt):
+    _Representer.add_representer(_cls, _Representer.t2i_number)
+_Representer.add_representer(_TextFloat, lambda r, d: r.represent_scalar("tag:yaml.org,2002:float", d._t2i_text))
+_Representer.add_representer(_TextInt, lambda r, d: r.represent_scalar("tag:yaml.org,2002:int", d._t2i_text))
+
+
+def _yaml(indent: int = 2) -> YAML:
+    y = YAML(typ="rt")
+    y.Constructor = _Constructor
+    y.Representer = _Representer
+    y.allow_duplicate_keys = True  # found on the node tree with both lines, see _check_duplicates
+    y.preserve_quotes = True
+    y.allow_unicode = True
+    y.width = 1 << 16  # never fold long gate ids
+    y.indent(mapping=indent, sequence=indent, offset=0)
+    return y
+
+
+def _parse(path: Path, text: str) -> tuple[Any, Any]:
+    y = _yaml()
+    try:
+        doc = y.load(text)
+    except YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise ThresholdFileError(f"{where}: invalid YAML: {getattr(exc, 'problem', None) or exc}") from None
+    except (ValueError, TypeError, OverflowError) as exc:  # e.g. a timestamp-looking value that is no date
+        raise ThresholdFileError(f"{path}: invalid YAML value: {exc}") from None
+    node = y.constructor.t2i_node
+    if node is not None:
+        _check_duplicates(path, node)
+    return node, doc
+
+
+def _line(node: Any) -> int:
+    return node.start_mark.line + 1
+
+
+def _raw(path: Path, key_node: Any) -> str:
+    if not isinstance(key_node, ScalarNode):
+        raise ThresholdFileError(f"{path}:{_line(key_node)}: keys must be plain text, got a {type(key_node).__name__}")
+    return key_node.value
+
+
+def _context(trail: list[str]) -> str:
+    if not trail:
+        return "at the top level"
+    if len(trail) == 2 and trail[0] == "gates":
+        return f"in gate {trail[1]!r}"
+    if len(trail) == 2 and trail[0] == "provenance":
+        return f"in provenance {trail[1]!r}"
+    return "under " + " -> ".join(repr(t) for t in trail)
+
+
+def _check_duplicates(path: Path, node: Any, trail: list[str] | None = None, seen: set | None = None) -> None:
+    """A key repeated in any mapping is an error naming both lines (YAML readers silently keep one)."""
+    trail = trail or []
+    seen = seen if seen is not None else set()
+    if id(node) in seen:
+        return
+    seen.add(id(node))
+    if isinstance(node, MappingNode):
+        first: dict[str, int] = {}
+        for k, v in node.value:
+            raw = k.value if isinstance(k, ScalarNode) else repr(k)
+            if raw in first:
+                what = "under 'gates'" if trail == ["gates"] else _context(trail)
+                raise ThresholdFileError(
+                    f"{path}:{_line(k)}: {raw!r} appears twice {what} (first at line {first[raw]}); YAML would keep "
+                    "only one of them and an update would delete the other's entries: merge them into one")
+            first[raw] = _line(k)
+            _check_duplicates(path, v, trail + [raw], seen)
+    elif isinstance(getattr(node, "value", None), list):
+        for item in node.value:
+            _check_duplicates(path, item, trail, seen)
+
+
+def _pairs(path: Path, node: Any, mapping: Any) -> dict[str, tuple[Any, Any, Any, Any]]:
+    """raw key text -> (key node, value node, key in the document, value), in file order."""
+    if not isinstance(node, MappingNode) or len(node.value) != len(mapping):
+        raise ThresholdFileError(f"{path}:{_line(node)}: YAML merge keys ('<<') are not supported in a thresholds file")
+    return {_raw(path, kn): (kn, vn, dk, mapping[dk]) for (kn, vn), dk in zip(node.value, mapping)}
+
+
+def _guess_indent(root: MappingNode) -> int:
+    """The file's mapping indent: the column of the first key nested one level down (2 if none)."""
+    for _, v in root.value:
+        if isinstance(v, MappingNode) and v.value and not v.flow_style:
+            return max(1, v.value[0][0].start_mark.column)
+    return 2
+
+
+def _plain(x: Any) -> Any:
+    """Round-trip values (CommentedMap, ScalarFloat, ...) as plain Python values."""
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_plain(v) for v in x]
+    if isinstance(x, bool) or type(x).__name__ == "ScalarBoolean":
+        return bool(x)
+    if isinstance(x, int):
+        return int(x)
+    if isinstance(x, float):
+        return float(x)
+    if isinstance(x, str):
+        return str(x)
+    return x
+
+
+def _emit(doc: Any, indent: int) -> str:
+    import io
+
+    buf = io.StringIO()
+    _yaml(indent).dump(doc, buf)
+    return buf.getvalue()
+
+
+def _section(doc: CommentedMap, name: str, *, first: bool) -> CommentedMap:
+    """The document's ``gates``/``provenance`` mapping, created (block style) if absent or empty."""
+    if name not in doc:
+        if first:
+            doc.insert(0, name, CommentedMap())
+        else:
+            doc[name] = CommentedMap()
+    elif doc[name] is None:
+        doc[name] = CommentedMap()
+    section = doc[name]
+    if not section:
+        section.fa.set_block_style()
+    return section
+
+
+def _sorted_pos(mapping: CommentedMap, keys: dict[str, Any], name: str) -> int:
+    """Index of the first entry (file order) whose id sorts after ``name``; the end if none does."""
+    raw_of = {dk: raw for raw, dk in keys.items()}
+    for i, dk in enumerate(mapping):
+        if raw_of.get(dk, str(dk)) > name:
+            return i
+    return len(mapping)
+
+
+def _sync_entry(entry: CommentedMap, was: Bound, now: Bound) -> None:
+    """Edit one gate's mapping from ``was`` to ``now``, keeping its comments."""
+    if was.direction != now.direction:
+        pos = list(entry).index(was.direction)
+        ca = entry.ca.items.pop(was.direction, None)
+        del entry[was.direction]
+        entry.insert(pos, now.direction, now.value)
+        if ca is not None:
+            entry.ca.items[now.direction] = ca
+    elif float(entry[now.direction]) != now.value:
+        entry[now.direction] = now.value
+    if was.provenance != now.provenance:
+        if now.provenance is None:
+            _remove(entry, "provenance", parent=None)
+        elif "provenance" in entry:
+            entry["provenance"] = now.provenance
+        else:
+            _insert(entry, len(entry), "provenance", now.provenance, parent=None)
+
+
+# Comments in ruamel's round-trip document: the comment lines between two entries hang on the
+# *previous* entry's last value (after its end-of-line comment), or sit in the next key's "before"
+# slot; those above a mapping's first key sit in the parent's slot for that mapping. The helpers
+# below move them so that comment lines stay above the entry they were above.
+
+
+def _tail_slot(container: Any, key: Any) -> tuple[dict, Any, int]:
+    """(comment items, key, index) of the comment after the last line of ``container[key]``."""
+    value = container[key]
+    if isinstance(value, (CommentedMap, CommentedSeq)) and len(value) and not value.fa.flow_style():
+        last = list(value)[-1] if isinstance(value, CommentedMap) else len(value) - 1
+        return _tail_slot(value, last)
+    return container.ca.items, key, (0 if isinstance(container, CommentedSeq) else 2)
+
+
+def _token(text: str) -> CommentToken:
+    """A comment token holding whole lines ``text`` (its first line's indentation becomes its column)."""
+    if text.startswith("\n"):
+        return CommentToken(text, CommentMark(0), None)
+    stripped = text.lstrip(" ")
+    return CommentToken(stripped, CommentMark(len(text) - len(stripped)), None)
+
+
+def _text(tok: CommentToken) -> str:
+    value = tok.value
+    return value if value.startswith("\n") else " " * tok.start_mark.column + value
+
+
+def _split_tail(container: Any, key: Any) -> str:
+    """Detach and return the whole comment lines (and blank lines) below ``container[key]``."""
+    items, k, idx = _tail_slot(container, key)
+    slot = items.get(k)
+    if not slot or len(slot) <= idx or slot[idx] is None:
+        return ""
+    head, _, rest = slot[idx].value.partition("\n")
+    if not rest:
+        return ""
+    slot[idx].value = head + "\n"
+    return rest
+
+
+def _pre(mapping: CommentedMap, key: Any) -> list:
+    slot = mapping.ca.items.setdefault(key, [None, None, None, None])
+    if slot[1] is None:
+        slot[1] = []
+    return slot[1]
+
+
+def _take_first_comments(mapping: CommentedMap, parent: tuple[CommentedMap, Any] | None) -> list:
+    """Detach the comment lines above a mapping's first key (kept in the parent's slot)."""
+    tokens: list = []
+    if parent is not None:
+        pslot = parent[0].ca.items.get(parent[1])
+        if pslot and len(pslot) > 3 and pslot[3]:
+            tokens = list(pslot[3])
+            pslot[3] = None
+    if mapping.ca.comment and len(mapping.ca.comment) > 1:
+        mapping.ca.comment[1] = None
+    return tokens
+
+
+def _insert(mapping: CommentedMap, pos: int, key: Any, value: Any, parent: tuple[CommentedMap, Any] | None) -> None:
+    """Insert ``key: value`` at ``pos``, directly below the previous entry (and its end-of-line comment)."""
+    keys = list(mapping)
+    if pos < len(keys):
+        nxt = keys[pos]
+        if pos == 0:
+            moved = _take_first_comments(mapping, parent)
+        else:
+            rest = _split_tail(mapping, keys[pos - 1])
+            moved = [_token(rest)] if rest else []
+        if moved:
+            pre = _pre(mapping, nxt)
+            pre[:0] = moved
+        mapping.insert(pos, key, value)
+        return
+    rest = _split_tail(mapping, keys[-1]) if keys else ""
+    mapping.insert(pos, key, value)
+    if rest:
+        items, k, idx = _tail_slot(mapping, key)
+        items.setdefault(k, [None, None] if idx == 0 else [None, None, None, None])[idx] = _token("\n" + rest)
+
+
+def _remove(mapping: CommentedMap, key: Any, parent: tuple[CommentedMap, Any] | None) -> None:
+    """Delete an entry; comment lines above and below it stay (only those on its own lines go)."""
+    keys = list(mapping)
+    i = keys.index(key)
+    below = _split_tail(mapping, key)
+    slot = mapping.ca.items.pop(key, None)
+    keep = [t for t in (slot[1] if slot and len(slot) > 1 and slot[1] else [])]
+    if below:
+        keep.append(_token(below))
+    del mapping[key]
+    if not keep:
+        return
+    if i < len(keys) - 1:
+        nxt = keys[i + 1]
+        if i == 0 and parent is not None:  # the next entry becomes the first: comments go in the parent's slot
+            pslot = parent[0].ca.items.setdefault(parent[1], [None, None, None, None])
+            pslot[3] = (pslot[3] or []) + keep + _pre(mapping, nxt)
+            mapping.ca.items[nxt][1] = None
+        else:
+            _pre(mapping, nxt)[:0] = keep
+    elif i > 0:
+        items, k, idx = _tail_slot(mapping, keys[i - 1])
+        slot_prev = items.setdefault(k, [None, None] if idx == 0 else [None, None, None, None])
+        head = slot_prev[idx].value if slot_prev[idx] is not None else "\n"
+        slot_prev[idx] = CommentToken(head + "".join(_text(t) for t in keep),
+                                      slot_prev[idx].start_mark if slot_prev[idx] is not None else CommentMark(0), None)
+    # an entry that was alone takes its comments with it

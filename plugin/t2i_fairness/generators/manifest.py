@@ -4,23 +4,72 @@ from __future__ import annotations
 
 import csv
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+import numpy as np
 from PIL import Image
 
 MANIFEST_NAMES = ("manifest.csv", "images.csv")
+SEED_RANGE = 2**32  # the suite's seeds are 32-bit (t2i_fairness.spine.generation.derive_seed)
+_SIXTEEN_BIT = ("I;16", "I;16B", "I;16L", "I;16N")
+
+
+def to_rgb8(image: Image.Image, what: str = "image") -> Image.Image:
+    """An 8-bit RGB copy of a decoded still image, rescaling 16-bit grey instead of clipping it.
+
+    PIL's ``convert("RGB")`` clips 16-bit grey (mode ``I;16``, e.g. a 16-bit greyscale PNG) at 255, so
+    a mid-grey 16-bit image turns almost white; here each value v becomes ``round(v / 257)``. 16-bit
+    RGB(A) and grey+alpha PNGs are already reduced to 8 bits by PIL (high byte) and only converted.
+
+    Args:
+        image: a loaded PIL image.
+        what: how to name the image in an error (file, manifest and line).
+
+    Raises:
+        ValueError: 32-bit integer or float pixels (mode ``I`` outside PNG, ``F``), whose range is unknown.
+
+    Example:
+        >>> grey16 = Image.fromarray(np.full((2, 2), 32896, dtype=np.uint16))  # 50% grey, 16 bits
+        >>> grey16.convert("RGB").getpixel((0, 0)), to_rgb8(grey16).getpixel((0, 0))
+        ((255, 255, 255), (128, 128, 128))
+    """
+    mode = image.mode
+    if mode in _SIXTEEN_BIT or (mode == "I" and image.format == "PNG"):
+        values = np.asarray(image, dtype=np.float64)
+        if values.size and (values.min() < 0 or values.max() > 65535):
+            raise ValueError(f"{what}: 16-bit pixels outside 0..65535 (mode {mode})")
+        grey = np.rint(values / 257.0).astype(np.uint8)
+        return Image.fromarray(grey).convert("RGB")
+    if mode in ("I", "F"):
+        raise ValueError(
+            f"{what}: {'32-bit integer' if mode == 'I' else 'floating-point'} pixels (mode {mode}) have no fixed range; "
+            "save it as an 8- or 16-bit PNG or JPEG"
+        )
+    return image.convert("RGB")
+
+
+@dataclass(frozen=True)
+class _Row:
+    file: Path
+    line: int
+    written: str  # the path as the manifest wrote it
 
 
 class ManifestGenerator:
     """Serves images listed in a manifest CSV with columns ``prompt``, ``seed`` or ``index``, ``path``.
 
     A row with ``index`` stands for the image the suite would have made with that index, i.e. the
-    seed ``seed_for(prompt, index)``; paths are relative to the manifest's folder.
+    seed ``seed_for(prompt, index)``; paths are relative to the manifest's folder. Each row is one still
+    image: an animated GIF/PNG or a multi-page TIFF is refused (which frame is meant is not ours to guess).
+    16-bit images are rescaled to 8 bits (:func:`to_rgb8`).
 
     Raises:
-        ValueError: the manifest is missing, lacks a column, names a missing file, or lacks
-            prompts that the suite asks for (listed).
+        ValueError: the manifest is missing or lacks a column; a row is short or long, has an empty
+            prompt or path, a seed/index that is not an integer or a seed outside 0..2**32-1; two rows
+            name one (prompt, seed); files are missing or empty. Each names the manifest and line. At
+            ``generate``, a file that is not a readable still image (names manifest, line and file).
     """
 
     def __init__(self, path: str | Path, seed_for: Callable[[str, int], int]):
@@ -36,22 +85,66 @@ class ManifestGenerator:
         data = path.read_bytes()
         self.fingerprint = f"images:{hashlib.sha256(data).hexdigest()[:16]}"
         self._by_key: dict[tuple[str, int], Path] = {}
-        rows = csv.DictReader(data.decode("utf-8-sig").splitlines())
+        self._rows: dict[tuple[str, int], _Row] = {}
+        try:
+            text = data.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise ValueError(f"{path}, line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); save the manifest as UTF-8") from None
+        rows = csv.DictReader(text.splitlines())
         cols = set(rows.fieldnames or [])
         if not {"prompt", "path"} <= cols or not cols & {"seed", "index"}:
             raise ValueError(
                 f"{path}: manifest needs columns prompt, path and seed or index; found {sorted(cols)}"
             )
+        header = list(rows.fieldnames or [])
         missing_files = []
-        for line, row in enumerate(rows, start=2):
-            file = (path.parent / row["path"]).resolve()
-            if not file.exists():
-                missing_files.append(f"line {line}: {row['path']}")
+        end = rows.line_num
+        for row in rows:
+            line, end = end + 1, rows.line_num  # a quoted field may span lines: the row starts after the last one
+            where = f"{path}, line {line}"
+            got = [v for k, v in row.items() if k is not None and v is not None] + list(row.get(None) or [])
+            if len(got) != len(header):
+                raise ValueError(
+                    f"{where}: the row has {len(got)} field(s), the header {len(header)} ({', '.join(header)}): {got!r}"
+                )
+            prompt, written = row["prompt"], row["path"].strip()
+            if not prompt.strip():
+                raise ValueError(f"{where}: empty prompt")
+            if not written:
+                raise ValueError(f"{where}: empty path")
+            seed_text, index_text = (row.get("seed") or "").strip(), (row.get("index") or "").strip()
+            if not seed_text and not index_text:
+                raise ValueError(f"{where}: the row has neither a seed nor an index")
             try:
-                seed = int(row["seed"]) if row.get("seed") not in (None, "") else seed_for(row["prompt"], int(row["index"]))
+                seed = int(seed_text) if seed_text else None
+                index = None if seed_text else int(index_text)
             except ValueError as exc:
-                raise ValueError(f"{path}, line {line}: seed/index must be an integer ({exc})") from None
-            self._by_key[(row["prompt"], seed)] = file
+                raise ValueError(f"{where}: seed/index must be an integer ({exc})") from None
+            if index is not None:
+                if index < 0:
+                    raise ValueError(f"{where}: index {index} is negative; indices count images from 0")
+                seed = seed_for(prompt, index)
+            if not 0 <= seed < SEED_RANGE:
+                raise ValueError(
+                    f"{where}: seed {seed_text} is outside the suite's seeds 0..{SEED_RANGE - 1} (32-bit, see "
+                    "t2i_fairness.spine.generation.derive_seed), so no test can ask for it; a spreadsheet may have "
+                    "mangled a long number. Give the suite's seed, or the image's index"
+                )
+            key = (prompt, seed)
+            if key in self._rows:
+                first = self._rows[key]
+                raise ValueError(
+                    f"{where}: prompt {prompt!r} with seed {seed} is already listed at line {first.line} "
+                    f"({first.written} and {written}); one row per image"
+                )
+            file = (path.parent / written).resolve()
+            if not file.is_file():
+                missing_files.append(f"line {line}: {written}")
+            elif file.stat().st_size == 0:
+                missing_files.append(f"line {line}: {written} (empty file)")
+            self._by_key[key] = file
+            self._rows[key] = _Row(file, line, written)
         if missing_files:
             shown = "; ".join(missing_files[:5])
             raise ValueError(f"{path}: {len(missing_files)} image file(s) not found: {shown}")
@@ -68,8 +161,23 @@ class ManifestGenerator:
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
         self.check_available(prompts, seeds)
-        out = []
-        for p, s in zip(prompts, seeds):
-            with Image.open(self._by_key[(p, s)]) as im:
-                out.append(im.convert("RGB"))
-        return out
+        return [self._open(self._rows[(p, s)]) for p, s in zip(prompts, seeds)]
+
+    def _open(self, row: _Row) -> Image.Image:
+        what = f"{self.manifest}, line {row.line}: {row.written} ({row.file})"
+        try:
+            im = Image.open(row.file)
+        except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:  # UnidentifiedImageError is an OSError
+            raise ValueError(f"{what} is not a readable image: {exc}") from None
+        with im:
+            frames = getattr(im, "n_frames", 1)
+            if frames > 1:
+                raise ValueError(
+                    f"{what} has {frames} frames ({im.format}); a row is one still image: export the frame "
+                    "you mean (e.g. as PNG)"
+                )
+            try:
+                im.load()
+            except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+                raise ValueError(f"{what} is not a readable image: {exc}") from None
+            return to_rgb8(im, what)

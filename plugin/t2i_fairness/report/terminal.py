@@ -82,6 +82,7 @@ class GateReport:
                     out.append(f"  {r.gate}: {old} -> {r.direction} {r.write:g}")
         if s.proposed:
             out.append(f"{len(s.proposed)} gate(s) missing; proposed bounds written to {proposed_path(s.thresholds_path)}")
+        out += s.notes
         refused = [r for r in s.records if r.status == "refused"]
         if refused:
             out.append(f"refused to loosen {len(refused)} gate(s) (use --t2i-allow-loosen after review):")
