@@ -28,6 +28,7 @@ import pytest
 from t2i_fairness.families.cis.options import EXTREMES
 from t2i_fairness.families.cis.report import cis_figure, fmt_rate
 from t2i_fairness.families.cis.study import cis_interval, drop_interval
+from t2i_fairness.metrics.intervals import precision_interval
 from t2i_fairness.metrics.cis import (
     component_generation_rates,
     degradation_slope,
@@ -41,13 +42,14 @@ PAPER_DROP = 0.0853  # section 6.3, averaged over the paper's four models
 
 def test_cis(cis_k, cis, gate, t2i_report):
     r = cis.scores(cis_k)
-    low, high = cis_interval(r, seed=cis.t2i.options.seed)
+    interval = cis_interval(r, cis.t2i.options.confidence)
+    low, high = interval.as_tuple()
     t2i_report.json(f"cis_k{cis_k}", {
         "k": cis_k, "cis": r.cis, "interval95": [low, high], "redrawn_77_tokens": r.redrawn,
         "prompts": [{"components": list(p), "scores": s.tolist(), "detected": [list(d) for d in det]}
                     for p, s, det in zip(r.prompts, r.scores, r.detected)],
     })
-    gate(r.cis, n=r.n_images, interval=(low, high), provenance=cis.provenance(),
+    gate(r.cis, n=r.n_images, interval=interval, provenance=cis.provenance(),
          details={"prompts": len(r.prompts), "images_per_prompt": int(r.scores.shape[1]),
                   "mean_components_detected": float(np.mean(r.counts)), "redrawn_77_tokens": r.redrawn})
 
@@ -62,7 +64,7 @@ def test_cis_drop_per_component(cis, gate, t2i_report):
     lines = [f"{'K':>2}  {'prompts':>7}  {'images':>6}  {'CIS_K':>5}  {'95% CI':<15}  {'ceiling':>7}  "
              f"{'CIS/ceil':>8}  {'IS':<24}  FID"]
     for k, r, c, s, (fid, n_real, _) in zip(ks, model, ceiling, inception, fids):
-        lo, hi = cis_interval(r, seed=cis.t2i.options.seed)
+        lo, hi = cis_interval(r, cis.t2i.options.confidence).as_tuple()
         ratio = f"{r.cis / c.cis:8.2f}" if c.cis > 0 else f"{'-':>8}"
         is_text = (f"{s.mean:.2f} ± {s.std:.2f} ({s.splits} splits)" if s.splits > 1 else f"{s.mean:.2f} (1 split)")
         fid_text = f"{fid:.2f} (ref {n_real})" if fid is not None else "-"
@@ -88,14 +90,14 @@ def test_cis_drop_per_component(cis, gate, t2i_report):
 
     drop = -degradation_slope(ks, summary["cis"])
     ceiling_drop = -degradation_slope(ks, summary["ceiling"])
-    interval = drop_interval(model, seed=cis.t2i.options.seed)
+    interval = drop_interval(model, cis.t2i.options.confidence)
     is_change = degradation_slope(ks, [s.mean for s in inception], relative_to="mean")
     lines.append(f"drop per component: {100 * drop:.2f} points of CIS per added component "
-                 f"[{100 * interval[0]:.2f}, {100 * interval[1]:.2f}] (least-squares slope over K={','.join(map(str, ks))}; "
+                 f"[{100 * interval.low:.2f}, {100 * interval.high:.2f}] (least-squares slope over K={','.join(map(str, ks))}; "
                  f"paper: {100 * PAPER_DROP:.2f}% across its models)")
     lines.append(f"ceiling drop per component: {100 * ceiling_drop:.2f} points (what the scorer alone loses)")
     lines.append(f"Inception Score change per component: {100 * is_change:+.2f}% of its mean (paper: -15.91% over K=1..8)")
-    summary.update(drop_per_component=drop, drop_interval95=list(interval), ceiling_drop_per_component=ceiling_drop,
+    summary.update(drop_per_component=drop, drop_interval95=list(interval.as_tuple()), ceiling_drop_per_component=ceiling_drop,
                    inception_score_change_per_component=is_change)
     if all(f[0] is not None for f in fids):
         fid_change = degradation_slope(ks, [f[0] for f in fids], relative_to="mean")
@@ -159,6 +161,7 @@ def test_cis_order_invariance(cis, gate, t2i_report):
     })
     if test.dof == 0:
         pytest.skip(reason)
+    # The gated value is the test's own p-value against a floor: it is compared as measured (no interval).
     gate(test.pvalue, n=n_total, provenance=cis.provenance(),
          details={"statistic": test.statistic, "dof": test.dof, "cis_original": orig.cis, "cis_shuffled": shuf.cis,
                   "unchanged_shuffles": study.unchanged})
@@ -193,6 +196,7 @@ def test_cis_component_rate_floor(cis, gate, t2i_report):
         pytest.skip(f"no component was requested in >= {floor} images (the most: {most}); "
                     "lower --t2i-cis-rate-min-images or raise --t2i-cis-prompts")
     worst = ignored[0]
-    gate(worst.rate, n=worst.requested,
+    hits = np.r_[np.ones(worst.detected, bool), np.zeros(worst.requested - worst.detected, bool)]
+    gate(worst.rate, n=worst.requested, interval=precision_interval(hits, confidence=cis.t2i.options.confidence),
          provenance=cis.provenance(),
          details={"component": worst.component, "detected": worst.detected, "components_counted": counted})

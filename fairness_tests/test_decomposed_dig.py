@@ -59,17 +59,31 @@ def _scored(decomposed, reference, template, gate, region=None):
     return sc
 
 
+def _interval(sc, region, setup, metric, confidence):
+    """The region's interval over its generated images (the unit drawn; unsegmented ones stay in as
+    misses): Wilson's for precision, the jackknife-Wilson interval for coverage."""
+    from t2i_fairness.metrics.intervals import coverage_interval, precision_interval
+
+    member = sc.membership(region, setup)
+    if metric == "precision":
+        return precision_interval(member, confidence=confidence)
+    return coverage_interval(member, confidence=confidence)
+
+
+def _difference(a, b, confidence, method):
+    """``a - b`` of two independent estimates (their standard errors added in quadrature)."""
+    from t2i_fairness.metrics.intervals import linear_combination_interval
+
+    return linear_combination_interval(a.estimate - b.estimate, [(1.0, a), (-1.0, b)], confidence=confidence,
+                                       method=method)
+
+
 def _region_gate(sc, region, setup, metric, gate, t2i):
-    """Gate one region's value, with a bootstrap interval over its generated images (the unit
-    drawn; unsegmented ones stay in as misses)."""
+    """Gate one region's value with its interval."""
     s = sc.scores[region][setup]
-    resample = {}
-    if t2i.options.bootstrap > 0:
-        member = sc.membership(region, setup)
-        axis = 1 if metric == "precision" else 0
-        resample = {"resample": lambda idx: float(member[idx].any(axis=axis).mean()), "units": s.n_fake}
     gate(getattr(s, metric), n=s.n_fake if metric == "precision" else s.n_real,
-         details={"n_fake": s.n_fake, "n_used": s.n_used, "n_missing": s.n_missing, "n_real": s.n_real}, **resample)
+         interval=_interval(sc, region, setup, metric, t2i.options.confidence),
+         details={"n_fake": s.n_fake, "n_used": s.n_used, "n_missing": s.n_missing, "n_real": s.n_real})
 
 
 # -- per region (Sec. 4.1-4.2) -----------------------------------------------------------------
@@ -94,35 +108,44 @@ def test_bg_coverage(reference, template, region, decomposed, gate, t2i, table1)
 
 # -- across regions ----------------------------------------------------------------------------
 
-def test_worst_region_bg_coverage(reference, template, decomposed, gate, table1):
+def test_worst_region_bg_coverage(reference, template, decomposed, gate, table1, t2i):
     sc = _scored(decomposed, reference, template, gate)
     values = {r: by["bg"].coverage for r, by in sc.scores.items()}
     worst = min(values, key=values.get)
     table1(reference)
-    gate(values[worst], n=sc.scores[worst]["bg"].n_real, details={"worst_region": worst, "by_region": values})
+    gate(values[worst], n=sc.scores[worst]["bg"].n_real, interval=_interval(sc, worst, "bg", "coverage", t2i.options.confidence),
+         details={"worst_region": worst, "by_region": values})
 
 
-def test_region_spread(reference, template, setup, metric, decomposed, gate):
+def test_region_spread(reference, template, setup, metric, decomposed, gate, t2i):
     """Best minus worst region; the paper finds backgrounds spread about 1.5-2x more than objects."""
     sc = _scored(decomposed, reference, template, gate)
     values = {r: getattr(by[setup], metric) for r, by in sc.scores.items()}
     other = "obj" if setup == "bg" else "bg"
     other_spread = spread({r: getattr(by[other], metric) for r, by in sc.scores.items()})
-    gate(spread(values), n=len(values), higher_is_better=False,
-         details={"by_region": values, f"{other}_spread": other_spread, "setup": SETUP_NAMES[setup]})
+    best, worst = max(values, key=values.get), min(values, key=values.get)
+    conf = t2i.options.confidence
+    interval = _difference(_interval(sc, best, setup, metric, conf), _interval(sc, worst, setup, metric, conf), conf,
+                           "difference of two regions (normal)")
+    gate(spread(values), n=len(values), higher_is_better=False, interval=interval,
+         details={"by_region": values, f"{other}_spread": other_spread, "setup": SETUP_NAMES[setup],
+                  "best": best, "worst": worst})
 
 
-def test_template_improvement(reference, decomposed, gate, table1):
+def test_template_improvement(reference, decomposed, gate, table1, t2i):
     """``{regional adjective} {object}`` minus ``{object} in {region}`` on worst-region BG-only coverage."""
-    worst = {}
+    worst, intervals = {}, {}
     for template in DECOMPOSED_TEMPLATES:
         sc = _scored(decomposed, reference, template, gate)
         values = {r: by["bg"].coverage for r, by in sc.scores.items()}
         region = min(values, key=values.get)
         worst[template] = (values[region], region, sc.scores[region]["bg"].n_real)
+        intervals[template] = _interval(sc, region, "bg", "coverage", t2i.options.confidence)
     table1(reference)
     (old, old_region, n_old), (new, new_region, n_new) = (worst[t] for t in DECOMPOSED_TEMPLATES)
-    gate(new - old, n=min(n_old, n_new), details={
+    interval = _difference(*(intervals[t] for t in reversed(DECOMPOSED_TEMPLATES)), t2i.options.confidence,
+                           "difference of two templates' worst regions (normal)")
+    gate(new - old, n=min(n_old, n_new), interval=interval, details={
         "object_in_region": {"worst_bg_coverage": old, "worst_region": old_region},
         "regional_adjective": {"worst_bg_coverage": new, "worst_region": new_region},
     })

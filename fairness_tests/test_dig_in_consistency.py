@@ -1,18 +1,21 @@
 """DIG In, section 4.4: Object Consistency Indicator.
 
 Claim gated: the 10th-percentile CLIPScore between generated images and the object they were
-asked for, averaged over objects, stays above its bound, overall and for each region.
+asked for, averaged over objects, stays above its bound, overall and for each region. Its interval:
+the per-object jackknife variance floored at normal theory, t on one degree of freedom per object
+(:func:`t2i_fairness.metrics.intervals.percentile_mean_interval`; a bootstrap of a 10th percentile of
+6 images covers badly).
 """
 
 from __future__ import annotations
 
 import warnings
 
-import numpy as np
 import pytest
 
 from t2i_fairness.report.grids import image_grid
 from t2i_fairness.metrics.consistency import object_consistency, object_percentiles
+from t2i_fairness.metrics.intervals import percentile_mean_interval
 from t2i_fairness.errors import T2ISmallSampleWarning
 from t2i_fairness.vocab.geode import GEODE_REGIONS
 
@@ -32,15 +35,6 @@ def test_object_consistency(template, region, dig_in, gate, t2i_report):
     by_object: dict[str, list[float]] = {}
     for s in scored:
         by_object.setdefault(s.object, []).append(s.score)
-    objects = [s.object for s in scored]
-    values = np.array([s.score for s in scored])
-
-    def resample(idx):
-        groups: dict[str, list[float]] = {}
-        for i in idx:
-            groups.setdefault(objects[i], []).append(values[i])
-        return object_consistency(groups)
-
     small = {o: len(v) for o, v in by_object.items() if len(v) < 10}
     if small:
         warnings.warn(T2ISmallSampleWarning(
@@ -48,8 +42,6 @@ def test_object_consistency(template, region, dig_in, gate, t2i_report):
     gate(
         object_consistency(by_object),
         n=len(scored),
-        resample=resample,
-        units=len(scored),
-        strata=objects,
+        interval=percentile_mean_interval(by_object, confidence=dig_in.bench.options.confidence),
         details={"p10_by_object": object_percentiles(by_object), "images_by_object": {k: len(v) for k, v in by_object.items()}},
     )

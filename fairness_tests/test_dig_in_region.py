@@ -4,59 +4,86 @@ Claims gated, for each reference set and prompt template (``{object}``, ``{objec
 ``{object} in {country}``): generated images of each region (and each object in each region)
 are realistic (precision: share of generated images inside the k-NN manifold of that region's
 real images) and diverse (coverage: share of real images whose k-NN ball holds a generated
-image); the worst region stays above a floor, and the best/worst ratio below a ceiling.
+image); the worst region stays above a floor, and the worst/best ratio (parity) above a floor.
+
+Every value carries the interval of its indicator type (:mod:`t2i_fairness.metrics.intervals`):
+Wilson's for precision, the jackknife-Wilson interval for coverage (generated images are the unit
+drawn; the percentile bootstrap of coverage is biased low), the delta method for the ratio.
 """
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from t2i_fairness.families.dig_in.report import region_bars, region_lines
-from t2i_fairness.families.dig_in.study import disparity
+from t2i_fairness.families.dig_in.study import disparity, parity
 
 
-def _bootstrap(score, metric):
-    """Resample generated images (the unit DIG In draws) for a percentile interval."""
-    if score.member is None:
-        return {}
-    return {"resample": getattr(score, f"{metric}_of"), "units": score.member.n_fake}
+def _gate_group(s, metric, gate, confidence, **extra):
+    """Gate one group's precision or coverage with its interval; a collapsed group's undefined precision
+    is that gate's failure (once it has a bound), never its neighbours'."""
+    value = getattr(s, metric)
+    if math.isnan(value):
+        gate.undefined(s.note or f"{metric} is undefined")
+    gate(value, n=s.n_fake if metric == "precision" else s.n_real, interval=s.interval(metric, confidence),
+         details={"n_real": s.n_real, "n_fake": s.n_fake, "n_scored": s.member.n_fake, **extra,
+                  **({"note": s.note} if s.note else {})})
+
+
+def _worst(scores, metric, gate, confidence, **extra):
+    undefined = [g for g, s in scores.items() if math.isnan(getattr(s, metric))]
+    if undefined:
+        gate.undefined(f"{metric} is undefined for {', '.join(map(str, undefined))}: "
+                       + "; ".join(scores[g].note for g in undefined if scores[g].note))
+    worst = min(scores, key=lambda g: getattr(scores[g], metric))
+    s = scores[worst]
+    gate(getattr(s, metric), n=s.n_fake if metric == "precision" else s.n_real, interval=s.interval(metric, confidence),
+         details={"worst": worst, "by_group": {str(g): getattr(v, metric) for g, v in scores.items()}, **extra})
+
+
+def _parity(scores, metric, gate, confidence):
+    """Worst / best ratio (1 = every group alike); the best/worst disparity of the paper's figures is in the details."""
+    values = {g: getattr(s, metric) for g, s in scores.items()}
+    undefined = [g for g, v in values.items() if math.isnan(v)]
+    if undefined:
+        gate.undefined(f"{metric} is undefined for {', '.join(map(str, undefined))}")
+    iv, worst, best = parity({g: s.interval(metric, confidence) for g, s in scores.items()}, confidence)
+    gate(iv.estimate, n=len(scores), interval=iv,
+         details={"worst": str(worst), "best": str(best), "best_over_worst": disparity(values),
+                  "by_group": {str(g): v for g, v in values.items()}})
 
 
 # -- Region Indicator (4.2) -------------------------------------------------------------------------
 
-def test_region_precision(reference, template, region, dig_in, gate):
-    s = dig_in.scores(reference, template).region[region]
-    gate(s.precision, n=s.n_fake, details={"n_real": s.n_real, "n_fake": s.n_fake}, **_bootstrap(s, "precision"))
+def test_region_precision(reference, template, region, dig_in, gate, t2i):
+    _gate_group(dig_in.scores(reference, template).region[region], "precision", gate, t2i.options.confidence)
 
 
-def test_region_coverage(reference, template, region, dig_in, gate):
-    s = dig_in.scores(reference, template).region[region]
-    gate(s.coverage, n=s.n_real, details={"n_real": s.n_real, "n_fake": s.n_fake}, **_bootstrap(s, "coverage"))
+def test_region_coverage(reference, template, region, dig_in, gate, t2i):
+    _gate_group(dig_in.scores(reference, template).region[region], "coverage", gate, t2i.options.confidence)
 
 
-def test_worst_region_precision(reference, template, dig_in, gate, t2i_report):
+def test_worst_region_precision(reference, template, dig_in, gate, t2i, t2i_report):
     scores = dig_in.scores(reference, template).region
-    worst = min(scores, key=lambda r: scores[r].precision)
     t2i_report.png("region_precision_coverage", region_bars(f"{reference}: {template}", scores))
     t2i_report.json("regions", {r: s.report() for r, s in scores.items()})
-    gate(scores[worst].precision, n=scores[worst].n_fake, details={"worst_region": worst})
+    _worst(scores, "precision", gate, t2i.options.confidence)
 
 
-def test_worst_region_coverage(reference, template, dig_in, gate, t2i_report):
+def test_worst_region_coverage(reference, template, dig_in, gate, t2i, t2i_report):
     scores = dig_in.scores(reference, template).region
-    worst = min(scores, key=lambda r: scores[r].coverage)
     t2i_report.section(f"DIG In Region Indicator: {reference} / {template}", region_lines(scores))
-    gate(scores[worst].coverage, n=scores[worst].n_real, details={"worst_region": worst})
+    _worst(scores, "coverage", gate, t2i.options.confidence)
 
 
-def test_region_disparity_precision(reference, template, dig_in, gate):
-    scores = dig_in.scores(reference, template).region
-    gate(disparity({r: s.precision for r, s in scores.items()}), n=len(scores), higher_is_better=False)
+def test_region_disparity_precision(reference, template, dig_in, gate, t2i):
+    _parity(dig_in.scores(reference, template).region, "precision", gate, t2i.options.confidence)
 
 
-def test_region_disparity_coverage(reference, template, dig_in, gate):
-    scores = dig_in.scores(reference, template).region
-    gate(disparity({r: s.coverage for r, s in scores.items()}), n=len(scores), higher_is_better=False)
+def test_region_disparity_coverage(reference, template, dig_in, gate, t2i):
+    _parity(dig_in.scores(reference, template).region, "coverage", gate, t2i.options.confidence)
 
 
 # -- Object-Region Indicator (4.3) -----------------------------------------------------------------
@@ -70,34 +97,28 @@ def _object_region(dig_in, reference, template, object, region, k):
 
 def test_object_region_precision(reference, template, object, region, dig_in, gate, t2i):
     s = _object_region(dig_in, reference, template, object, region, t2i.options.nearest_k)
-    gate(s.precision, n=s.n_fake, details={"n_real": s.n_real}, **_bootstrap(s, "precision"))
+    _gate_group(s, "precision", gate, t2i.options.confidence)
 
 
 def test_object_region_coverage(reference, template, object, region, dig_in, gate, t2i):
     s = _object_region(dig_in, reference, template, object, region, t2i.options.nearest_k)
-    gate(s.coverage, n=s.n_real, details={"n_fake": s.n_fake}, **_bootstrap(s, "coverage"))
+    _gate_group(s, "coverage", gate, t2i.options.confidence)
 
 
-def _per_region(dig_in, reference, template, object, metric):
-    scores = dig_in.scores(reference, template).object_region
-    values = {r: getattr(s, metric) for (o, r), s in scores.items() if o == object}
-    if not values:
+def _per_region(dig_in, reference, template, object):
+    scores = {r: s for (o, r), s in dig_in.scores(reference, template).object_region.items() if o == object}
+    if not scores:
         pytest.skip(f"{reference}: no region has enough real images of {object}")
-    return values
+    return scores
 
 
-def test_object_worst_region_precision(reference, template, object, dig_in, gate):
-    values = _per_region(dig_in, reference, template, object, "precision")
-    worst = min(values, key=values.get)
-    gate(values[worst], n=len(values), details={"worst_region": worst, "by_region": values})
+def test_object_worst_region_precision(reference, template, object, dig_in, gate, t2i):
+    _worst(_per_region(dig_in, reference, template, object), "precision", gate, t2i.options.confidence)
 
 
-def test_object_worst_region_coverage(reference, template, object, dig_in, gate):
-    values = _per_region(dig_in, reference, template, object, "coverage")
-    worst = min(values, key=values.get)
-    gate(values[worst], n=len(values), details={"worst_region": worst, "by_region": values})
+def test_object_worst_region_coverage(reference, template, object, dig_in, gate, t2i):
+    _worst(_per_region(dig_in, reference, template, object), "coverage", gate, t2i.options.confidence)
 
 
-def test_object_region_disparity_coverage(reference, template, object, dig_in, gate):
-    values = _per_region(dig_in, reference, template, object, "coverage")
-    gate(disparity(values), n=len(values), higher_is_better=False, details={"by_region": values})
+def test_object_region_disparity_coverage(reference, template, object, dig_in, gate, t2i):
+    _parity(_per_region(dig_in, reference, template, object), "coverage", gate, t2i.options.confidence)

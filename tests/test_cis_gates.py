@@ -58,7 +58,7 @@ def test_drop_interval_brackets_the_least_squares_drop():
     results = [Scored(k, [("x",)] * 30, np.clip(rng.normal(1 - 0.08 * k, 0.1, size=(30, 2)), 0, 1), [], 0) for k in ks]
     drop = -degradation_slope(ks, [r.cis for r in results])
     assert float(slope_weights(ks) @ [r.cis for r in results]) == pytest.approx(-drop)
-    low, high = drop_interval(results)
+    low, high = drop_interval(results).as_tuple()
     assert low < drop < high and 0.06 < drop < 0.1
 
 

@@ -16,16 +16,38 @@ def _thresholds(direction, value):
     return ThresholdFile(Path("t.yaml"), {"g": Bound(direction, value)})
 
 
-def test_significant_mode_fails_only_when_the_whole_interval_misses():
+def test_three_verdicts_pass_inconclusive_fail_and_point_mode_has_two():
+    t = _thresholds("min", 0.5)
+    straddles = Measurement("g", 0.45, n=30, interval=(0.40, 0.55))  # misses, but not significantly
+    below = Measurement("g", 0.45, n=30, interval=(0.40, 0.49))  # the interval misses too: p < 0.025
+    meets = Measurement("g", 0.55, n=30, interval=(0.40, 0.70))
+    assert evaluate(straddles, t, {}).status == "inconclusive"
+    assert evaluate(straddles, t, {}, mode="point").status == "fail"  # no statistics: the estimate alone
+    assert evaluate(below, t, {}).status == "fail"
+    assert evaluate(meets, t, {}).status == "pass"
+    tmax = _thresholds("max", 2.0)
+    assert evaluate(Measurement("g", 2.2, n=6, direction="max", interval=(1.8, 2.6)), tmax, {}).status == "inconclusive"
+    assert evaluate(Measurement("g", 2.2, n=6, direction="max", interval=(2.1, 2.3)), tmax, {}).status == "fail"
+
+
+def test_inconclusive_passes_with_a_warning_unless_asked_to_fail():
     t = _thresholds("min", 0.5)
     straddles = Measurement("g", 0.45, n=30, interval=(0.40, 0.55))
-    below = Measurement("g", 0.45, n=30, interval=(0.40, 0.49))
-    assert evaluate(straddles, t, {}).status == "fail"  # point mode: the estimate misses
-    assert evaluate(straddles, t, {}, mode="significant").status == "pass"
-    assert evaluate(below, t, {}, mode="significant").status == "fail"
-    tmax = _thresholds("max", 2.0)
-    assert evaluate(Measurement("g", 2.2, n=6, direction="max", interval=(1.8, 2.6)), tmax, {}, mode="significant").status == "pass"
-    assert evaluate(Measurement("g", 2.2, n=6, direction="max", interval=(2.1, 2.6)), tmax, {}, mode="significant").status == "fail"
+    warned = evaluate(straddles, t, {})
+    assert (warned.status, warned.failed) == ("inconclusive", False) and "INCONCLUSIVE" in warned.message
+    blocked = evaluate(straddles, t, {}, inconclusive="fail")
+    assert (blocked.status, blocked.failed) == ("inconclusive", True)
+
+
+def test_the_run_time_level_is_alpha_over_the_number_of_gates():
+    # se 0.02: z = (0.45 - 0.5) / 0.02 = -2.5, p = 0.0062: significant alone, not among 10 gates (0.005)
+    t = _thresholds("min", 0.5)
+    m = Measurement("g", 0.45, n=100, interval=(0.45 - 1.959964 * 0.02, 0.45 + 1.959964 * 0.02))
+    assert evaluate(m, t, {}, family_size=1).status == "fail"
+    assert evaluate(m, t, {}, family_size=10).status == "inconclusive"
+    assert evaluate(m, t, {}, family_size=10, multiplicity="none").status == "fail"
+    v = evaluate(m, t, {}, family_size=10)
+    assert abs(v.p_value - 0.00621) < 1e-4 and v.threshold == 0.005
 
 
 def test_failure_message_shows_estimate_interval_bound_and_n():

@@ -16,7 +16,6 @@ from t2i_fairness.gating.verdicts import (
     ThresholdFile,
     ThresholdFileError,
     evaluate,
-    passes,
     proposed_path,
     provenance_id,
     safe_round,
@@ -140,14 +139,15 @@ def test_pass_and_fail(direction, bound, value, status):
     assert v.message.endswith("FAILED") == (status == "fail")
 
 
-def test_a_missing_gate_fails_and_proposes_the_measured_value():
+def test_a_missing_gate_fails_and_proposes_a_bound_from_the_measurement():
+    # no uncertainty known: the bound sits the float margin (1e-4) on the passing side of the value
     v = evaluate(Measurement("g", 0.12345678, n=42), thresholds(), PROV)
-    assert (v.status, v.failed, v.write) == ("missing", True, 0.123456)
+    assert (v.status, v.failed, v.write) == ("missing", True, 0.123356)
     assert "no gate in thresholds/tiny.yaml; measured 0.1235 (n=42)" in v.message
-    assert "Proposed `min: 0.123456` in thresholds/tiny.proposed.yaml" in v.message
+    assert "Proposed `min: 0.123356` (margin 0.0001008 at level 0.99) in thresholds/tiny.proposed.yaml" in v.message
     assert "--t2i-update-thresholds" in v.message
     v = evaluate(Measurement("g", 0.12345612, n=42, direction="max"), thresholds(), PROV)
-    assert v.write == 0.123457
+    assert v.write == 0.123557
 
 
 def test_a_missing_gate_measured_as_nan_proposes_nothing():
@@ -159,15 +159,24 @@ def test_a_missing_gate_measured_as_nan_proposes_nothing():
 
 def test_update_writes_new_and_tighter_gates():
     v = evaluate(Measurement("g", 0.7, n=5), thresholds(), PROV, update=True)
-    assert (v.status, v.failed, v.write) == ("written", False, 0.7)
+    assert (v.status, v.failed, v.write, v.write_margin, v.write_level) == ("written", False, 0.6999, 0.0001, 0.99)
     v = evaluate(Measurement("g", 0.7, n=5), thresholds(g=Bound("min", 0.5)), PROV, update=True)
-    assert (v.status, v.failed, v.write) == ("written", False, 0.7)
-    assert "bound 0.5 -> 0.7" in v.message
+    assert (v.status, v.failed, v.write) == ("written", False, 0.6999)
+    assert "bound 0.5 -> 0.6999" in v.message
     v = evaluate(Measurement("g", 0.3, n=5, direction="max"), thresholds(g=Bound("max", 0.5)), PROV, update=True)
-    assert (v.status, v.write) == ("written", 0.3)
-    # Unchanged value and provenance: nothing to write.
-    v = evaluate(Measurement("g", 0.5, n=5), thresholds(g=Bound("min", 0.5)), PROV, update=True)
+    assert (v.status, v.write) == ("written", 0.3001)
+    # The same measurement again: the bound it would write is the one in the file, nothing to write.
+    v = evaluate(Measurement("g", 0.5, n=5), thresholds(g=Bound("min", 0.4999)), PROV, update=True)
     assert (v.status, v.write) == ("pass", None)
+
+
+def test_a_written_bound_sits_z_sqrt2_standard_errors_from_the_estimate():
+    # se 0.05 from the interval's width; level 0.99: z = 2.3263, margin = z * sqrt(2) * se = 0.1645
+    m = Measurement("g", 0.6, n=50, interval=(0.6 - 1.959964 * 0.05, 0.6 + 1.959964 * 0.05))
+    v = evaluate(m, thresholds(), PROV, update=True)
+    assert v.write == pytest.approx(0.6 - 2.326348 * 2 ** 0.5 * 0.05, abs=2e-6) and v.write_margin == pytest.approx(0.1645, abs=1e-4)
+    v = evaluate(m, thresholds(), PROV, update=True, bound_level=0.95)
+    assert v.write == pytest.approx(0.6 - 1.644854 * 2 ** 0.5 * 0.05, abs=2e-6)
 
 
 @pytest.mark.parametrize("direction, bound, value", [("min", 0.5, 0.4), ("max", 0.5, 0.6)])
@@ -175,21 +184,22 @@ def test_update_refuses_to_loosen_unless_allowed(direction, bound, value):
     t = thresholds(g=Bound(direction, bound))
     m = Measurement("g", value, n=5, direction=direction)
     v = evaluate(m, t, PROV, update=True)
+    written = value - 1e-4 if direction == "min" else value + 1e-4
     assert (v.status, v.failed, v.write) == ("refused", True, None)
-    assert f"refusing to loosen the gate to {value:g} without --t2i-allow-loosen" in v.message
+    assert f"refusing to loosen the gate to {written:g} without --t2i-allow-loosen" in v.message
     v = evaluate(m, t, PROV, update=True, allow_loosen=True)
-    assert (v.status, v.failed, v.write) == ("written", False, value)
+    assert (v.status, v.failed) == ("written", False) and v.write == pytest.approx(written)
     # Without --t2i-update-thresholds, allow_loosen changes nothing: a plain failure.
     assert evaluate(m, t, PROV, allow_loosen=True).status == "fail"
 
 
-def test_update_rewrites_a_bound_set_under_other_settings():
+def test_an_update_that_would_not_change_the_bound_keeps_its_provenance():
     pid = provenance_id({**PROV, "seed": 1})
-    t = ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.5, pid)}, {pid: {**PROV, "seed": 1}})
+    t = ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.4999, pid)}, {pid: {**PROV, "seed": 1}})
     v = evaluate(Measurement("g", 0.5, n=5), t, PROV)
     assert (v.status, v.provenance_changes) == ("pass", {"seed": (1, 0)})
     v = evaluate(Measurement("g", 0.5, n=5), t, PROV, update=True)
-    assert (v.status, v.write) == ("written", 0.5)  # same value, new provenance
+    assert (v.status, v.write) == ("pass", None)  # the bound stays as it was measured (and says so)
 
 
 def test_provenance_changes_list_every_differing_field():
@@ -214,12 +224,12 @@ def test_interval_is_shown():
 @given(finite, st.sampled_from(["min", "max"]))
 def test_safe_round_never_fails_the_measured_value(value, direction):
     bound = safe_round(value, direction)
-    assert passes(value, Bound(direction, bound))
+    assert value >= bound if direction == "min" else value <= bound
     if abs(value) < 1e6:
         assert abs(bound - value) <= 1e-6 + 1e-12 and round(bound, 6) == bound
     # and the written number reads back as the same number
     t = ThresholdFile(Path("t.yaml"), {"g": Bound(direction, bound)})
-    assert evaluate(Measurement("g", value, n=1, direction=direction), t, {}, update=True).status in ("pass", "written")
+    assert evaluate(Measurement("g", value, n=1, direction=direction), t, {}).status == "pass"
 
 
 @settings(max_examples=100, deadline=None)

@@ -20,7 +20,7 @@ from t2i_fairness.spine.cache import Cache, encode_png
 from t2i_fairness.spine.generation import ImageFactory, derive_seed
 from t2i_fairness.generators import GenerationSettings, GeneratorSource, ModelLoadError, model_slug, resolve_generator
 from t2i_fairness.generators.manifest import ManifestGenerator
-from t2i_fairness.spine.workbench import _no_progress
+from t2i_fairness.spine.memo import no_progress as _no_progress
 
 
 def sha(image: Image.Image) -> str:

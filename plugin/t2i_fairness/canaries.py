@@ -838,3 +838,59 @@ def wrap_source(source, spec: str | CanarySpec, *, multilingual=None, option: st
         source.spec, fingerprint, source.settings,
         lambda: make_canary(parsed, source.get(), multilingual=multilingual, option=option),
     )
+
+
+def slice_of(spec: str | CanarySpec) -> CanarySlice:
+    """The slice a canary string targets, without a generator (for summaries).
+
+    Example:
+        >>> slice_of("collapse_region:africa").gate_role("test_region_coverage[synthetic-object_in_region-africa]")
+        'slice'
+    """
+    parsed = spec if isinstance(spec, CanarySpec) else parse_canary(spec)
+    return CanarySlice(CANARIES[parsed.name].slice_kind, parsed.slice)
+
+
+def catch_report(spec: str | CanarySpec, records) -> tuple[list[str], dict]:
+    """Which gates caught a canary: ``(summary lines, counts)``.
+
+    A gate "caught" it when its verdict is ``fail`` (or a blocking ``inconclusive``); gates of the
+    slice should, gates of other slices should not (a failure there is a false alarm); gates that pool
+    the slice with others (``aggregate``) are listed but not counted either way.
+
+    Args:
+        spec: the run's ``--t2i-canary`` string.
+        records: the run's gate records (objects or dicts with ``gate`` and ``status``).
+
+    Example:
+        >>> lines, counts = catch_report("collapse_region:africa", [
+        ...     {"gate": "test_region_coverage[s-object_in_region-africa]", "status": "fail"},
+        ...     {"gate": "test_region_coverage[s-object_in_region-europe]", "status": "pass"}])
+        >>> counts["slice_caught"], counts["slice_gates"], counts["false_alarms"]
+        (1, 1, 0)
+    """
+    parsed = spec if isinstance(spec, CanarySpec) else parse_canary(spec)
+    sl = slice_of(parsed)
+
+    def get(r, name):
+        return r.get(name) if isinstance(r, dict) else getattr(r, name, None)
+
+    roles: dict[str, list[tuple[str, bool]]] = {"slice": [], "aggregate": [], "other": []}
+    for r in records:
+        status = get(r, "status")
+        if status in (None, "baseline"):
+            continue
+        caught = status in ("fail", "missing", "refused") or (status == "inconclusive" and bool(get(r, "blocking")))
+        roles[sl.gate_role(get(r, "gate"))].append((get(r, "gate"), caught))
+    counts = {
+        "slice_gates": len(roles["slice"]), "slice_caught": sum(c for _, c in roles["slice"]),
+        "other_gates": len(roles["other"]), "false_alarms": sum(c for _, c in roles["other"]),
+        "aggregate_gates": len(roles["aggregate"]), "aggregate_caught": sum(c for _, c in roles["aggregate"]),
+    }
+    lines = [f"canary {parsed} ({sl.kind} {sl.value}): caught by {counts['slice_caught']} of {counts['slice_gates']} "
+             f"gate(s) of its slice; {counts['false_alarms']} false alarm(s) among {counts['other_gates']} gate(s) of "
+             f"other slices; {counts['aggregate_caught']} of {counts['aggregate_gates']} pooled gate(s) failed"]
+    lines += [f"  caught: {g}" for g, c in roles["slice"] if c]
+    lines += [f"  missed: {g}" for g, c in roles["slice"] if not c]
+    lines += [f"  false alarm: {g}" for g, c in roles["other"] if c]
+    return lines, counts

@@ -16,6 +16,7 @@ __all__ = [
     "ModelLoadError",
     "OptionError",
     "T2IError",
+    "T2IInconclusiveWarning",
     "T2IProvenanceWarning",
     "T2ISmallSampleWarning",
 ]
@@ -56,6 +57,10 @@ class OptionError(T2IError, ValueError):
 
 class T2IProvenanceWarning(UserWarning):
     """A gate's bound was set under other settings (model, scorers, sample sizes, versions, device)."""
+
+
+class T2IInconclusiveWarning(UserWarning):
+    """A gate's estimate misses its bound, but the evidence does not decide at this sample size."""
 
 
 class T2ISmallSampleWarning(UserWarning):

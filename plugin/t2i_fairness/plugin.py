@@ -26,6 +26,7 @@ OPTIONS = pytest.StashKey[T2IOptions]()
 SESSION = pytest.StashKey[GateSession]()
 THRESHOLDS = pytest.StashKey[ThresholdFile]()
 BASELINES = pytest.StashKey[dict]()  # gate id -> the baseline's measurement (same process)
+FAMILY_SIZE = pytest.StashKey[int]()  # gates selected in this run: the m of the multiplicity adjustment
 ROLES = ("baseline", "candidate")
 
 
@@ -105,8 +106,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("t2i", ROLES, indirect=True, scope="session", ids=ROLES)
 
 
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection: count the gates this run selected
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep a test's baseline and candidate runs together (same xdist worker with --dist loadgroup)."""
+    """Count the run's gates (the adjustment's m: every worker collects the same items) and keep a
+    test's baseline and candidate runs together (same xdist worker with --dist loadgroup)."""
+    gates = [item for item in items if "gate" in getattr(item, "fixturenames", ())]
+    config.stash[FAMILY_SIZE] = len({gate_id_of(item.name) for item in gates}) or 1
     if config.stash[OPTIONS].baseline_model:
         for item in items:
             if "t2i" in getattr(item, "fixturenames", ()):
@@ -180,8 +185,15 @@ class GateHooks:
         # A run cut short (-x, --maxfail, pytest.exit, Ctrl-C) did not reach every gate: no "unused" report.
         stopped = bool(session.shouldfail or session.shouldstop) or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
         complete = not self.config.getoption("keyword") and not self.config.getoption("markexpr") and not stopped
-        self.session.finish(write_files=not is_worker(self.config), complete_run=complete)
+        self.session.finish(write_files=not is_worker(self.config), complete_run=complete,
+                            options=self.config.stash[OPTIONS])
+        if self.session.escalated and not is_worker(self.config) and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the step-down across the run rejected more gates
         options = self.config.stash[OPTIONS]
+        if self.session.records and not is_worker(self.config):
+            from t2i_fairness.report.results import write_results
+
+            write_results(self.session, options.artifacts, session.exitstatus)
         if options.report is not None and not is_worker(self.config):
             from t2i_fairness.report.html import write_run_report
 

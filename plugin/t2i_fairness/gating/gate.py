@@ -13,7 +13,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from t2i_fairness.errors import T2IProvenanceWarning
+from t2i_fairness.errors import T2IInconclusiveWarning, T2IProvenanceWarning
 from t2i_fairness.gating.baseline import BaselineMeasurement, compare_with_baseline
 from t2i_fairness.gating.session import GateRecord
 from t2i_fairness.gating.thresholds import ThresholdFile
@@ -36,20 +36,34 @@ def bootstrap_seed(gate_id: str, base_seed: int) -> int:
 def measure(gate_id: str, value: float, *, n: int, higher_is_better: bool = True, interval=None,
             details: dict | None = None, resample: Callable[[Any], float] | None = None, units: int | None = None,
             strata=None, bootstrap: int = 0, confidence: float = 0.95, seed: int = 0) -> Measurement:
-    """A :class:`~t2i_fairness.gating.verdicts.Measurement`, with a seeded bootstrap interval over ``units``
-    when ``resample(indices) -> value`` is given and no ``interval`` is."""
+    """A :class:`~t2i_fairness.gating.verdicts.Measurement` with its uncertainty.
+
+    ``interval`` is a :class:`~t2i_fairness.metrics.intervals.Interval` (the indicator's own method:
+    its standard error and degrees of freedom give the gate's p-value) or a ``(low, high)`` pair (its
+    width gives a normal standard error). Without one, ``resample(indices) -> value`` over ``units``
+    (within ``strata``) gives a seeded percentile-bootstrap interval and its replicates (a shift
+    p-value); without either, the estimate is taken as exact.
+    """
+    from t2i_fairness.metrics.intervals import Interval
+
+    uncertainty = replicates = None
+    if isinstance(interval, Interval):
+        uncertainty, interval = interval, interval.as_tuple()
+        confidence = uncertainty.confidence
     if interval is None and resample is not None and bootstrap > 0 and (units or 0) > 0:
         from t2i_fairness.metrics.stats import index_bootstrap
 
-        interval = index_bootstrap(resample, int(units), strata=strata, n_resamples=bootstrap,
-                                   confidence=confidence, seed=bootstrap_seed(gate_id, seed))
+        interval, replicates = index_bootstrap(resample, int(units), strata=strata, n_resamples=bootstrap,
+                                               confidence=confidence, seed=bootstrap_seed(gate_id, seed),
+                                               name=gate_id, return_replicates=True)
     return Measurement(gate_id, float(value), int(n), "min" if higher_is_better else "max",
-                       tuple(interval) if interval is not None else None, dict(details or {}))
+                       tuple(interval) if interval is not None else None, dict(details or {}),
+                       uncertainty=uncertainty, replicates=replicates, confidence=confidence)
 
 
 def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, *, nodeid: str = "",
           family: str | None = None, baseline: BaselineMeasurement | None = None, resample=None,
-          units: int | None = None, strata=None) -> tuple[GateRecord, Verdict]:
+          units: int | None = None, strata=None, family_size: int = 1) -> tuple[GateRecord, Verdict]:
     """The verdict on one measurement, as the record every report reads.
 
     Args:
@@ -61,15 +75,16 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
         nodeid, family: where the gate comes from, for reports.
         baseline: the baseline run's measurement of the same gate (``--t2i-baseline-model``).
         resample, units, strata: the candidate's resampling, for the paired interval.
+        family_size: the number of gates in the run (the adjustment's ``m``).
 
     Example:
         >>> from pathlib import Path
         >>> from t2i_fairness.gating.thresholds import Bound
         >>> from t2i_fairness.spine.options import T2IOptions
         >>> t = ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.5)})
-        >>> record, verdict = judge(Measurement("g", 0.4, n=10), t, {}, T2IOptions())
-        >>> record.status, verdict.failed
-        ('fail', True)
+        >>> record, verdict = judge(Measurement("g", 0.4, n=10, interval=(0.35, 0.45)), t, {}, T2IOptions())
+        >>> record.status, verdict.failed, record.p_value < 1e-4
+        ('fail', True, True)
     """
     comparison = None
     if options.baseline_model:
@@ -79,7 +94,9 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
             confidence=options.confidence, seed=bootstrap_seed(m.gate, options.seed))
         m.details["baseline"] = comparison
     verdict = evaluate(m, thresholds, provenance, update=options.update_thresholds,
-                       allow_loosen=options.allow_loosen, mode=options.gate_mode)
+                       allow_loosen=options.allow_loosen, mode=options.gate_mode, alpha=options.alpha,
+                       family_size=family_size, multiplicity=options.multiplicity,
+                       inconclusive=options.inconclusive, bound_level=options.bound_level)
     if comparison is not None and comparison.get("failed") and not verdict.failed:
         verdict.status, verdict.message = "fail", f"{verdict.message}; {comparison['message']}"
     record = GateRecord(
@@ -87,9 +104,38 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
         bound=verdict.bound.value if verdict.bound else None, write=verdict.write, message=verdict.message,
         provenance=provenance, interval=list(m.interval) if m.interval else None,
         provenance_changes={k: list(v) for k, v in verdict.provenance_changes.items()}, details=m.details,
-        family=family,
+        family=family, p_value=verdict.p_value, threshold=verdict.threshold,
+        mde=minimum_detectable(m, verdict.bound.value if verdict.bound else m.value, options, family_size),
+        uncertainty=uncertainty_record(m), write_margin=verdict.write_margin, write_level=verdict.write_level,
+        blocking=verdict.blocking_inconclusive,
     )
     return record, verdict
+
+
+def minimum_detectable(m: Measurement, at: float, options, family_size: int) -> float | None:
+    """The smallest shift of the true value beyond ``at`` the gate detects with 80% power at the run's level."""
+    import math
+
+    from t2i_fairness.metrics.decisions import minimum_detectable_effect
+
+    se = m.se_at(at)
+    if not math.isfinite(se) or se <= 0:
+        return None
+    size = family_size if options.multiplicity in ("holm", "bh") else 1
+    return float(minimum_detectable_effect(se, alpha=options.alpha, power=0.8, family_size=max(1, size)))
+
+
+def uncertainty_record(m: Measurement) -> dict | None:
+    """What the gate's p-value rests on, for reports: the interval method, standard error, units."""
+    if m.uncertainty is not None:
+        return m.uncertainty.record()
+    if m.replicates is not None:
+        return {"method": "percentile bootstrap", "replicates": int(len(m.replicates)), "se": m.se_at(m.value),
+                "confidence": m.confidence}
+    if m.interval is not None:
+        return {"method": "interval (normal approximation from its width)", "se": m.se_at(m.value),
+                "confidence": m.confidence}
+    return {"method": "none: the estimate is taken as exact", "se": 0.0}
 
 
 @dataclass
@@ -117,6 +163,7 @@ class GateContext:
     role: str = "candidate"
     baselines: dict = field(default_factory=dict)
     emit: Callable[[GateRecord], None] = lambda record: None
+    family_size: int = 1  # the number of gates in the run
 
 
 class Gate:
@@ -156,13 +203,16 @@ class Gate:
                 family=ctx.family))
             return m
         record, verdict = judge(m, ctx.thresholds, prov, o, nodeid=ctx.nodeid, family=ctx.family,
-                                baseline=ctx.baselines.get(gate_id), resample=resample, units=units, strata=strata)
+                                baseline=ctx.baselines.get(gate_id), resample=resample, units=units, strata=strata,
+                                family_size=ctx.family_size)
         ctx.emit(record)
         if verdict.provenance_changes:
             fields = ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in verdict.provenance_changes.items())
             warnings.warn(T2IProvenanceWarning(f"gate {m.gate} was set under other settings ({fields})"), stacklevel=2)
         if verdict.failed:
             pytest.fail(verdict.message, pytrace=False)
+        if verdict.status == "inconclusive":
+            warnings.warn(T2IInconclusiveWarning(verdict.message), stacklevel=2)
         return m
 
     def undefined(self, reason: str, name: str | None = None) -> None:
@@ -173,5 +223,12 @@ class Gate:
         gate_id = name or self.context.gate_id
         thresholds = self.context.thresholds
         if gate_id in thresholds.gates:
-            pytest.fail(f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass", pytrace=False)
+            bound = thresholds.gates[gate_id]
+            message = f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass"
+            # recorded like any failed gate, so the summary, gates.json and a canary's tally count it
+            self.context.emit(GateRecord(
+                gate=gate_id, nodeid=self.context.nodeid, value=float("nan"), n=0, direction=bound.direction,
+                status="fail", bound=bound.value, write=None, message=message, provenance=self.context.provenance(),
+                family=self.context.family, details={"undefined": reason}))
+            pytest.fail(message, pytrace=False)
         pytest.skip(reason)

@@ -69,9 +69,16 @@ class ThresholdFileError(ValueError):
 
 @dataclass
 class Bound:
+    """A gate's bound. ``margin`` and ``level``: how far the update flow put it from the measured value
+    (the measurement's uncertainty) and the probability that an equivalent model passes it; ``policy``:
+    a hand-set floor or ceiling that the update flow never rewrites."""
+
     direction: Direction
     value: float
     provenance: str | None = None
+    margin: float | None = None
+    level: float | None = None
+    policy: bool = False
 
 
 def provenance_id(provenance: dict) -> str:
@@ -130,6 +137,8 @@ class BoundUpdate:
     direction: Direction
     value: float
     provenance: Mapping[str, Any]
+    margin: float | None = None
+    level: float | None = None
 
 
 @dataclass
@@ -160,7 +169,7 @@ class ThresholdFile:
         >>> _ = path.write_text("gates:\\n  a:   # lowered for REL-42\\n    min: 1e-3\\n")
         >>> t = ThresholdFile.load(path)
         >>> t.gates["a"], t.lines["a"]
-        (Bound(direction='min', value=0.001, provenance=None), 2)
+        (Bound(direction='min', value=0.001, provenance=None, margin=None, level=None, policy=False), 2)
         >>> _ = t.apply_updates([BoundUpdate("b", "max", 0.5, {"seed": 1})])
         >>> print(t.dump())
         gates:
@@ -249,11 +258,12 @@ class ThresholdFile:
                         raise ThresholdFileError(f"{where}: gate {name!r} must be a mapping with 'min' or 'max', got {entry!r}")
                     fields = _pairs(path, gvn, entry)
                     kinds = [k for k in ("min", "max") if k in fields]
-                    extra = set(fields) - {"min", "max", "provenance"}
+                    extra = set(fields) - {"min", "max", "provenance", *GATE_EXTRA_KEYS}
                     if len(kinds) != 1 or extra:
                         raise ThresholdFileError(
-                            f"{where}: gate {name!r} needs exactly one of 'min' or 'max' (and optionally 'provenance'); "
-                            f"got keys {sorted(fields)}")
+                            f"{where}: gate {name!r} needs exactly one of 'min' or 'max' (and optionally "
+                            f"'provenance', {', '.join(repr(k) for k in GATE_EXTRA_KEYS)}); got keys {sorted(fields)}")
+                    extras = _gate_extras(path, name, fields)
                     _, value_node, _, value = fields[kinds[0]]
                     problem = bound_problem(value)
                     if problem:
@@ -267,7 +277,7 @@ class ThresholdFile:
                             if prov not in provenances:
                                 raise ThresholdFileError(
                                     f"{path}:{_line(pnode)}: gate {name!r} names provenance {prov!r}, which the file does not define")
-                    bound = Bound(kinds[0], float(value), prov)  # type: ignore[arg-type]
+                    bound = Bound(kinds[0], float(value), prov, **extras)  # type: ignore[arg-type]
                     out.gates[name] = bound
                     out._in_doc[name] = copy.copy(bound)
                     out._gate_keys[name] = dkey
@@ -305,13 +315,17 @@ class ThresholdFile:
                 continue
             value = float(u.value)
             old = self.gates.get(u.gate)
+            if old is not None and old.policy:
+                result.refused.append(f"{u.gate}: a policy bound ({old.direction} {old.value:g}) is hand-set; the update "
+                                      f"flow never rewrites it (edit {self.path} to change it)")
+                continue
             if old is not None and old.direction == u.direction and old.value == value:
                 result.unchanged.append(u.gate)
                 continue
             settings = _plain(dict(u.provenance))
             pid = provenance_id(settings)
             self.provenances[pid] = settings
-            self.gates[u.gate] = Bound(u.direction, value, pid)
+            self.gates[u.gate] = Bound(u.direction, value, pid, u.margin, u.level)
             result.changed.append(u.gate)
         return result
 
@@ -367,7 +381,8 @@ class ThresholdFile:
             if name in self._gate_keys:
                 _sync_entry(gates[self._gate_keys[name]], self._in_doc[name], b)
             else:
-                entry = CommentedMap([(b.direction, b.value)] + ([("provenance", b.provenance)] if b.provenance else []))
+                entry = CommentedMap([(b.direction, b.value)] + ([("provenance", b.provenance)] if b.provenance else [])
+                                     + [(k, v) for k, v in _extras_of(b).items()])
                 _insert(gates, _sorted_pos(gates, self._gate_keys, name), name, entry, parent=(doc, "gates"))
                 self._gate_keys[name] = name
             self._in_doc[name] = copy.copy(b)
@@ -486,8 +501,14 @@ def _get(record: Any, name: str) -> Any:
 
 
 def _update_from_record(record: Any) -> BoundUpdate:
+    margin = _get(record, "write_margin") if _has(record, "write_margin") else None
+    level = _get(record, "write_level") if _has(record, "write_level") else None
     return BoundUpdate(str(_get(record, "gate")), _get(record, "direction"), _get(record, "write"),
-                       _get(record, "provenance") or {})
+                       _get(record, "provenance") or {}, margin, level)
+
+
+def _has(record: Any, name: str) -> bool:
+    return name in record if isinstance(record, Mapping) else hasattr(record, name)
 
 
 def _as_update(u: BoundUpdate | Mapping[str, Any]) -> BoundUpdate:
@@ -495,7 +516,7 @@ def _as_update(u: BoundUpdate | Mapping[str, Any]) -> BoundUpdate:
         missing = [k for k in ("gate", "direction", "value", "provenance") if k not in u]
         if missing:
             raise ValueError(f"update {dict(u)!r} lacks {missing}")
-        u = BoundUpdate(str(u["gate"]), u["direction"], u["value"], u["provenance"] or {})
+        u = BoundUpdate(str(u["gate"]), u["direction"], u["value"], u["provenance"] or {}, u.get("margin"), u.get("level"))
     if u.direction not in ("min", "max"):
         raise ValueError(f"update for gate {u.gate!r}: direction must be 'min' or 'max', got {u.direction!r}")
     return u
@@ -715,6 +736,45 @@ def _sorted_pos(mapping: CommentedMap, keys: dict[str, Any], name: str) -> int:
     return len(mapping)
 
 
+GATE_EXTRA_KEYS = ("margin", "level", "policy")
+
+
+def _extras_of(b: Bound) -> dict[str, Any]:
+    """The optional keys of a gate's entry, in file order, as they are written."""
+    out: dict[str, Any] = {}
+    if b.margin is not None:
+        out["margin"] = b.margin
+    if b.level is not None:
+        out["level"] = b.level
+    if b.policy:
+        out["policy"] = True
+    return out
+
+
+def _gate_extras(path: Path, name: str, fields: dict) -> dict[str, Any]:
+    """Validate ``margin`` (finite, >= 0), ``level`` (in (0, 1)) and ``policy`` (a bool) with file:line errors."""
+    out: dict[str, Any] = {}
+    for key in GATE_EXTRA_KEYS:
+        if key not in fields:
+            continue
+        _, node, _, value = fields[key]
+        where = f"{path}:{_line(node)}: gate {name!r}: {key}"
+        if key == "policy":
+            if not isinstance(value, bool):
+                raise ThresholdFileError(f"{where} must be true or false, got {value!r}")
+            out[key] = value
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+            raise ThresholdFileError(f"{where} must be a finite number, got {value!r}")
+        value = float(value)
+        if key == "margin" and value < 0:
+            raise ThresholdFileError(f"{where} must be >= 0, got {value!r}")
+        if key == "level" and not 0.0 < value < 1.0:
+            raise ThresholdFileError(f"{where} must be a probability in (0, 1), got {value!r}")
+        out[key] = value
+    return out
+
+
 def _sync_entry(entry: CommentedMap, was: Bound, now: Bound) -> None:
     """Edit one gate's mapping from ``was`` to ``now``, keeping its comments."""
     if was.direction != now.direction:
@@ -733,6 +793,15 @@ def _sync_entry(entry: CommentedMap, was: Bound, now: Bound) -> None:
             entry["provenance"] = now.provenance
         else:
             _insert(entry, len(entry), "provenance", now.provenance, parent=None)
+    before, after = _extras_of(was), _extras_of(now)
+    for key in GATE_EXTRA_KEYS:
+        if key in before and key not in after:
+            _remove(entry, key, parent=None)
+        elif key in after and before.get(key) != after[key]:
+            if key in entry:
+                entry[key] = after[key]
+            else:
+                _insert(entry, len(entry), key, after[key], parent=None)
 
 
 # Comments in ruamel's round-trip document: the comment lines between two entries hang on the

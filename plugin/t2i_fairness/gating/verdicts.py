@@ -1,11 +1,25 @@
-"""Threshold gates: the YAML file, the verdict on one measurement, and what to write back.
+"""The verdict on one measurement against its bound, and the bound the update flow writes.
 
-Semantics follow pytest-regressions and syrupy: nothing new passes silently.
-- A gate missing from the file fails, and its measured value is proposed in ``<file>.proposed.yaml``.
-- ``--t2i-update-thresholds`` writes measured values and reports each change, but refuses to loosen
-  a gate (lower a ``min``, raise a ``max``) unless ``--t2i-allow-loosen`` is given.
-- Every gate records the provenance it was set under; a measurement made under other settings
-  warns, so a bound is never silently compared with a number it was not meant for.
+A gate is a decision procedure (:mod:`t2i_fairness.metrics.decisions` has the arithmetic):
+
+* H0 is "the model meets the bound"; the measurement's uncertainty (its interval's standard error,
+  or bootstrap replicates) gives a one-sided p-value against the bound.
+* ``fail``: the estimate misses the bound and the p-value is significant at the run's level, which
+  in the run-time decision is ``alpha / m`` for ``m`` gates in the run (Holm's and
+  Benjamini-Hochberg's first step; the session completes the step-down at its end: a gate that
+  only a later step rejects fails the run, see :mod:`t2i_fairness.gating.session`).
+* ``pass``: the estimate meets the bound (no evidence of a regression).
+* ``inconclusive``: the estimate misses the bound without significant evidence at this sample
+  size; ``--t2i-inconclusive warn`` (default) passes with a warning, ``fail`` fails.
+* ``--t2i-gate point``: no statistics, the estimate alone against the bound (pass / fail).
+
+Nothing new passes silently: a gate missing from the file fails and its bound is proposed in
+``<file>.proposed.yaml``. ``--t2i-update-thresholds`` writes bounds *from the measurement's
+uncertainty*: ``estimate - z * sqrt(2) * se`` for a ``min`` gate (``+`` for ``max``), so an
+equivalent model (the same model, new seeds) passes it with probability ``--t2i-bound-level``;
+the margin and level are recorded beside the bound. It refuses to loosen a gate unless
+``--t2i-allow-loosen`` is given, never writes a non-finite bound, and never rewrites a ``policy``
+bound (a hand-set floor: the gate fails only on evidence that the true value is beyond it).
 """
 
 from __future__ import annotations
@@ -20,6 +34,7 @@ from t2i_fairness.gating.thresholds import (  # noqa: F401  (re-exported: the ga
     Direction,
     ThresholdFile,
     ThresholdFileError,
+    bound_problem,
     proposed_path,
     provenance_id,
 )
@@ -41,11 +56,40 @@ class Measurement:
     direction: Direction = "min"
     interval: tuple[float, float] | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    uncertainty: Any = field(default=None, repr=False)  # a metrics.intervals.Interval (se, df, n_effective)
+    replicates: Any = field(default=None, repr=False)  # bootstrap replicates (when no Interval is known)
+    confidence: float = 0.95  # of ``interval``
 
     def to_dict(self) -> dict:
-        d = asdict(self)
+        d = {k: v for k, v in asdict(self).items() if k not in ("uncertainty", "replicates")}
         d["interval"] = list(self.interval) if self.interval is not None else None
         return d
+
+    def se_at(self, value: float) -> float:
+        """The standard error a test of ``true value == value`` uses (0 when nothing says otherwise)."""
+        if self.uncertainty is not None:
+            se = self.uncertainty.se_at(value)
+            if se is not None:
+                return float(se)
+        if self.replicates is not None and len(self.replicates) > 1:
+            import numpy as np
+
+            return float(np.std(self.replicates, ddof=1))
+        if self.interval is not None:
+            from scipy.stats import norm
+
+            return max(0.0, (self.interval[1] - self.interval[0]) / (2 * norm.ppf(0.5 + self.confidence / 2)))
+        return 0.0
+
+    def p_value(self, bound: float) -> float:
+        """One-sided p-value of H0 "the true value meets ``bound``" (small: evidence it does not)."""
+        from t2i_fairness.metrics import decisions
+
+        if self.uncertainty is not None and self.uncertainty.se_at(bound) is not None:
+            return decisions.p_value_interval(self.uncertainty, bound, self.direction)
+        if self.replicates is not None and len(self.replicates) > 1:
+            return decisions.p_value_bootstrap(self.value, self.replicates, bound, self.direction)
+        return decisions.p_value_normal(self.value, self.se_at(bound), bound, self.direction)
 
 
 def safe_round(value: float, direction: Direction) -> float:
@@ -93,19 +137,57 @@ def provenance_diff(stored: dict | None, current: dict) -> dict[str, tuple[Any, 
 class Verdict:
     """What the gate decided and what the controller should write."""
 
-    status: Literal["pass", "fail", "missing", "written", "refused"]
+    status: Literal["pass", "fail", "inconclusive", "missing", "written", "refused"]
     bound: Bound | None
     message: str
     write: float | None = None  # new bound to write (update mode) or propose (missing)
     provenance_changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    p_value: float | None = None  # one-sided, against the bound (None: no bound, or point mode)
+    threshold: float | None = None  # the run-time significance level it was held to
+    write_margin: float | None = None  # how far the written/proposed bound is from the estimate
+    write_level: float | None = None  # the probability that an equivalent model passes it
+    blocking_inconclusive: bool = False  # --t2i-inconclusive fail
 
     @property
     def failed(self) -> bool:
-        return self.status in ("fail", "missing", "refused")
+        return self.status in ("fail", "missing", "refused") or (self.status == "inconclusive" and self.blocking_inconclusive)
 
 
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.4f}"
+
+
+#: The floor of a written bound's margin, relative to max(1, |estimate|): a value with no measured
+#: uncertainty (a deterministic score) still differs in the 5th decimal between CPUs and batch
+#: compositions, which must never fail a gate.
+FLOAT_MARGIN = 1e-4
+
+
+def bound_for(m: Measurement, direction: Direction, level: float) -> tuple[float | None, float, str | None]:
+    """The bound the update flow writes for ``m``: ``(bound, margin, problem)``.
+
+    ``bound = estimate - margin`` for a ``min`` gate (``+`` for ``max``) with
+    ``margin = max(z_level * sqrt(2) * se, FLOAT_MARGIN * max(1, |estimate|))``, rounded towards
+    passing; ``problem`` says why no bound can be written (a non-finite estimate or standard error).
+
+    Example:
+        >>> b, margin, problem = bound_for(Measurement("g", 0.8, n=100, interval=(0.7, 0.9)), "min", 0.99)
+        >>> round(b, 4), round(margin, 4), problem
+        (0.6321, 0.1679, None)
+    """
+    from t2i_fairness.metrics.decisions import bound_from_estimate
+
+    if not math.isfinite(m.value):
+        return None, 0.0, f"the measured value is {m.value}, not a finite number"
+    se = m.se_at(m.value)
+    if not math.isfinite(se):
+        return None, 0.0, f"its standard error is {se}"
+    ub = bound_from_estimate(m.value, se, direction, pass_probability=level)
+    margin = max(abs(m.value - ub.bound), FLOAT_MARGIN * max(1.0, abs(m.value)))
+    raw = m.value - margin if direction == "min" else m.value + margin
+    bound = safe_round(raw, direction)
+    problem = bound_problem(bound)
+    return (None, margin, problem) if problem else (bound, float(f"{abs(m.value - bound):.6g}"), None)
 
 
 def evaluate(
@@ -115,16 +197,38 @@ def evaluate(
     *,
     update: bool = False,
     allow_loosen: bool = False,
-    mode: str = "point",
+    mode: str = "significant",
+    alpha: float = 0.05,
+    family_size: int = 1,
+    multiplicity: str = "holm",
+    inconclusive: str = "warn",
+    bound_level: float = 0.99,
 ) -> Verdict:
-    """Decide one gate.
+    """Decide one gate at run time.
+
+    Args:
+        m: the measurement (with its uncertainty).
+        thresholds: the run's thresholds file.
+        provenance: the settings ``m`` was measured under.
+        update, allow_loosen: the update flow (``--t2i-update-thresholds``, ``--t2i-allow-loosen``).
+        mode: ``significant`` (p-values, three verdicts) or ``point`` (the estimate alone).
+        alpha: the run's error level (family-wise for ``holm``).
+        family_size: the number of gates in the run (``m`` of the adjustment).
+        multiplicity: ``holm``, ``bh`` or ``none``: the run-time level is ``alpha / family_size``
+            for the first two (their first step), ``alpha`` for ``none``.
+        inconclusive: ``warn`` or ``fail``: what an inconclusive verdict does to the test.
+        bound_level: the probability that an equivalent model passes a bound the update flow writes.
 
     Example:
         >>> t = ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.5)})
-        >>> evaluate(Measurement("g", 0.6, n=10), t, {}).status
+        >>> evaluate(Measurement("g", 0.6, n=10, interval=(0.5, 0.7)), t, {}).status
         'pass'
-        >>> evaluate(Measurement("g", 0.4, n=10), t, {}, update=True).status
-        'refused'
+        >>> evaluate(Measurement("g", 0.45, n=10, interval=(0.3, 0.6)), t, {}).status
+        'inconclusive'
+        >>> evaluate(Measurement("g", 0.2, n=100, interval=(0.15, 0.25)), t, {}).status
+        'fail'
+        >>> evaluate(Measurement("g", 0.45, n=10, interval=(0.3, 0.6)), t, {}, mode="point").status
+        'fail'
     """
     bound = thresholds.gates.get(m.gate)
     stored = thresholds.provenances.get(bound.provenance) if bound and bound.provenance else None
@@ -132,26 +236,53 @@ def evaluate(
     interval = f" [{_fmt(m.interval[0])}, {_fmt(m.interval[1])}]" if m.interval else ""
     measured = f"measured {_fmt(m.value)}{interval} (n={m.n})"
     where = f"{thresholds.path}"
+    level = float(bound_level)
     if bound is None:
-        proposal = None if math.isnan(m.value) else safe_round(m.value, m.direction)
-        if update and proposal is not None:
-            return Verdict("written", None, f"{m.gate}: new gate {m.direction}: {proposal} written to {where}", proposal)
-        if proposal is None:
-            return Verdict("missing", None, f"{m.gate}: no gate in {where}; {measured}: not a finite number, nothing to propose.")
+        proposal, margin, problem = bound_for(m, m.direction, level)
+        if problem is not None:
+            return Verdict("missing", None, f"{m.gate}: no gate in {where}; {measured}: {problem}, nothing to propose.")
+        note = f" (margin {margin:.4g} at level {level:g})"
+        if update:
+            return Verdict("written", None, f"{m.gate}: new gate {m.direction}: {proposal}{note} written to {where}",
+                           proposal, write_margin=margin, write_level=level)
         return Verdict(
-            "missing",
-            None,
-            f"{m.gate}: no gate in {where}; {measured}. Proposed `{m.direction}: {proposal}` in "
+            "missing", None,
+            f"{m.gate}: no gate in {where}; {measured}. Proposed `{m.direction}: {proposal}`{note} in "
             f"{proposed_path(thresholds.path)}: review it and copy it over, or run with --t2i-update-thresholds.",
-            proposal,
+            proposal, write_margin=margin, write_level=level,
         )
-    ok = passes(m.value, bound, m.interval, mode)
-    text = f"{m.gate}: {measured}, bound {bound.direction} {bound.value:g}" + (" (significant mode)" if mode == "significant" else "")
-    if update and not math.isnan(m.value):
-        new = safe_round(m.value, bound.direction)
+    meets = not math.isnan(m.value) and (m.value >= bound.value if bound.direction == "min" else m.value <= bound.value)
+    text = f"{m.gate}: {measured}, bound {bound.direction} {bound.value:g}"
+    if update and not bound.policy:
+        new, margin, problem = bound_for(m, bound.direction, level)
+        if problem is not None:
+            return Verdict("refused", bound, f"{text}: cannot write a bound: {problem}", None, changes)
         if loosens(new, bound) and not allow_loosen:
-            return Verdict("refused", bound, f"{text}: refusing to loosen the gate to {new:g} without --t2i-allow-loosen", None, changes)
-        if new != bound.value or changes:
-            return Verdict("written", bound, f"{text}: bound {bound.value:g} -> {new:g}", new, changes)
-        return Verdict("pass", bound, text, None, changes)
-    return Verdict("pass" if ok else "fail", bound, text + ("" if ok else " FAILED"), None, changes)
+            return Verdict("refused", bound, f"{text}: refusing to loosen the gate to {new:g} without --t2i-allow-loosen",
+                           None, changes)
+        if new != bound.value:
+            return Verdict("written", bound, f"{text}: bound {bound.value:g} -> {new:g} (margin {margin:.4g} at level "
+                           f"{level:g})", new, changes, write_margin=margin, write_level=level)
+    if mode == "point" or math.isnan(m.value):
+        return Verdict("pass" if meets else "fail", bound, text + ("" if meets else " FAILED"), None, changes)
+    from t2i_fairness.metrics.decisions import decide
+
+    threshold = alpha / max(1, int(family_size)) if multiplicity in ("holm", "bh") else alpha
+    p = m.p_value(bound.value)
+    status = decide(m.value, bound.value, bound.direction, p, threshold)
+    stats = f"; p = {p:.3g} (one-sided, vs {threshold:.3g}: {_level_text(alpha, family_size, multiplicity)})"
+    if status == "fail":
+        return Verdict("fail", bound, f"{text}{stats} FAILED", None, changes, p, threshold)
+    if status == "inconclusive":
+        blocking = inconclusive == "fail"
+        tail = " INCONCLUSIVE" + (" (--t2i-inconclusive fail)" if blocking else ": the estimate misses the bound but "
+                                  "the evidence does not decide at this sample size")
+        return Verdict("inconclusive", bound, f"{text}{stats}{tail}", None, changes, p, threshold,
+                       blocking_inconclusive=blocking)
+    return Verdict("pass", bound, text + stats, None, changes, p, threshold)
+
+
+def _level_text(alpha: float, family_size: int, multiplicity: str) -> str:
+    if multiplicity == "none":
+        return f"alpha {alpha:g}, no adjustment"
+    return f"alpha {alpha:g} over {family_size} gate(s), {multiplicity} first step"

@@ -273,7 +273,8 @@ def index_bootstrap(
     confidence: float = 0.95,
     seed: int = 0,
     name: str | None = None,
-) -> tuple[float, float]:
+    return_replicates: bool = False,
+) -> tuple[float, float] | tuple[tuple[float, float], np.ndarray]:
     """Seeded percentile-bootstrap interval of any statistic of a set of units (images, prompts).
 
     Each resample draws ``n_units`` unit indices with replacement (within each stratum when
@@ -288,6 +289,7 @@ def index_bootstrap(
         confidence: coverage of the interval, in (0, 1).
         seed: equal seeds give equal intervals.
         name: what is bootstrapped (e.g. the gate id), put at the start of error messages.
+        return_replicates: also return the ``n_resamples`` replicate values (for a bootstrap p-value).
 
     Raises:
         ValueError: ``n_units < 1``, ``n_resamples < 1``, ``confidence`` outside (0, 1),
@@ -322,4 +324,5 @@ def index_bootstrap(
         idx = np.concatenate([g[rng.integers(0, len(g), len(g))] for g in groups])
         values[b] = statistic(idx)
     _check_no_nan_statistic(values, name)
-    return _percentile_interval(values, confidence, name)
+    interval = _percentile_interval(values, confidence, name)
+    return (interval, values) if return_replicates else interval

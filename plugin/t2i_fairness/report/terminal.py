@@ -9,6 +9,16 @@ from t2i_fairness.gating.session import GateSession
 from t2i_fairness.gating.thresholds import proposed_path
 
 
+VERDICTS = {"pass": "ok", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "missing": "MISSING", "written": "written",
+            "refused": "REFUSED"}
+
+
+def _p(r) -> str:
+    if r.p_value is None:
+        return "-"
+    return f"{r.p_value:.2g}" + (f" ({r.p_adjusted:.2g})" if r.p_adjusted is not None else "")
+
+
 def _num(x: float | None) -> str:
     if x is None:
         return "-"
@@ -24,13 +34,15 @@ class GateReport:
     session: GateSession
 
     def table(self) -> list[str]:
-        rows = [("gate", "measured", "bound", "n", "verdict")]
+        rows = [("gate", "measured", "bound", "n", "p (adj.)", "verdict")]
         for r in sorted((r for r in self.session.records if r.status != "baseline"), key=lambda r: r.gate):
             interval = f" [{_num(r.interval[0])}, {_num(r.interval[1])}]" if r.interval else ""
             bound = "-" if r.bound is None else f"{r.direction} {_num(r.bound)}"
-            verdict = {"pass": "ok", "fail": "FAIL", "missing": "MISSING", "written": "written", "refused": "REFUSED"}[r.status]
-            rows.append((r.gate, _num(r.value) + interval, bound, str(r.n), verdict))
-        widths = [max(len(row[i]) for row in rows) for i in range(5)]
+            verdict = VERDICTS.get(r.status, r.status.upper())
+            if r.gate in self.session.escalated:
+                verdict += " (run FAILED: step-down)"
+            rows.append((r.gate, _num(r.value) + interval, bound, str(r.n), _p(r), verdict))
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         out = []
         for j, row in enumerate(rows):
             out.append("  ".join(cell.ljust(widths[i]) if i != 1 else cell.rjust(widths[i]) for i, cell in enumerate(row)).rstrip())
@@ -44,8 +56,11 @@ class GateReport:
         if s.records:
             out += self.table()
             gated = [r for r in s.records if r.status != "baseline"]
-            failed = sum(r.status in ("fail", "missing", "refused") for r in gated)
-            out.append(f"{len(gated)} gates, {failed} failed ({s.thresholds_path})")
+            failed = sum(r.status in ("fail", "missing", "refused") or r.blocking for r in gated)
+            inconclusive = sum(r.status == "inconclusive" and not r.blocking for r in gated)
+            out.append(f"{len(gated)} gates, {failed} failed" + (f", {inconclusive} inconclusive" if inconclusive else "")
+                       + f" ({s.thresholds_path})")
+            out += self.decision_lines()
         deltas = [r for r in s.records if r.status != "baseline" and isinstance(r.details.get("baseline"), dict)
                   and "delta" in r.details["baseline"]]
         if deltas:
@@ -99,4 +114,22 @@ class GateReport:
         if s.unused:
             out.append(f"{len(s.unused)} gate(s) in {s.thresholds_path} were not used by any test:")
             out += [f"  {g}" for g in s.unused[:20]] + ([f"  ... and {len(s.unused) - 20} more"] if len(s.unused) > 20 else [])
+        return out
+
+    def decision_lines(self) -> list[str]:
+        """How the run decided: the adjustment, what only the whole step-down rejected, canary and sample-size lines."""
+        s = self.session
+        out: list[str] = []
+        tested = [r for r in s.records if r.p_value is not None and r.status != "baseline"]
+        if s.multiplicity and tested:
+            names = {"holm": "Holm (family-wise error)", "bh": "Benjamini-Hochberg (false discovery rate)",
+                     "none": "no adjustment"}
+            out.append(f"decisions: one-sided p-values against the bounds, {names.get(s.multiplicity, s.multiplicity)} "
+                       f"across {len(tested)} gates at alpha {s.alpha:g}; inconclusive = the estimate misses its bound "
+                       "without significant evidence")
+        if s.escalated:
+            out.append(f"FAILED by the {s.multiplicity} step-down across the run: {len(s.escalated)} gate(s) inconclusive "
+                       "on their own are significant together:")
+            out += [f"  {g}" for g in s.escalated]
+        out += s.canary_lines + s.plan_lines
         return out

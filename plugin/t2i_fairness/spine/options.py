@@ -31,6 +31,7 @@ PRESETS = ("smoke", "paper")
 _UNSET = object()
 
 SMOKE_OBJECTS = ("bag", "car", "cooking_pot", "dog", "stove", "tree")
+SMOKE_MODELS = ("tiny", "procedural")  # the built-in models: the smoke preset by default
 SMOKE_IMAGES_PER_PROMPT = 6
 PAPER_IMAGES_PER_PROMPT = 60
 
@@ -150,8 +151,26 @@ CORE_OPTIONS: tuple[Option, ...] = (
            action="store_true"),
     Option("--t2i-reference", "a real reference data set NAME=PATH (GeoDE folder, DollarStreet CSV, or manifest "
            "CSV); repeatable (default: a small synthetic set named 'synthetic')", action="append", metavar="NAME=PATH"),
-    Option("--t2i-gate", "point: fail when the estimate misses the bound (default); significant: fail only when the "
-           "whole confidence interval misses it", default="point", choices=("point", "significant")),
+    Option("--t2i-gate", "significant (default): a one-sided test of each gate against its bound, adjusted across the "
+           "run (--t2i-multiplicity), with three verdicts: pass, fail (significant evidence of a miss), inconclusive; "
+           "point: the estimate alone against the bound, no statistics", default="significant",
+           choices=("significant", "point")),
+    Option("--t2i-alpha", "error level of the run's gate decisions: the chance that a run of an equivalent model fails "
+           "any gate, under holm (default 0.05)", default=0.05, type=float, metavar="X"),
+    Option("--t2i-multiplicity", "adjustment of the gates' p-values across the run: holm (family-wise, default), bh "
+           "(Benjamini-Hochberg, false discovery rate) or none", default="holm", choices=("holm", "bh", "none")),
+    Option("--t2i-inconclusive", "what an inconclusive gate (the estimate misses its bound without significant "
+           "evidence) does: warn (default: the test passes with a warning) or fail", default="warn",
+           choices=("warn", "fail")),
+    Option("--t2i-bound-level", "with --t2i-update-thresholds: the probability that an equivalent model (same model, "
+           "new seeds) passes a written bound; the bound is the estimate minus z * sqrt(2) * its standard error "
+           "(default 0.99)", default=0.99, type=float, metavar="P"),
+    Option("--t2i-canary", "run the suite against a planted regression in one slice: NAME:SLICE[:PARAM], e.g. "
+           "collapse_region:africa, degrade_region:africa:0.5, drop_component:macaw, answer_language:eng_Latn, "
+           "shift_group_share:doctor:female=0.5 (t2i_fairness.canaries); the summary says which gates caught it",
+           metavar="NAME:SLICE"),
+    Option("--t2i-plan-samples", "print, per gate, the images per prompt needed to detect a change of DELTA (in the "
+           "indicator's units) with 80%% power at the run's level", type=float, metavar="DELTA"),
     Option("--t2i-baseline-model", "also run the same prompts and seeds through this model and gate "
            "candidate >= baseline - delta (paired bootstrap interval on the difference)", metavar="SPEC"),
     Option("--t2i-baseline-seed", "base seed of the baseline run (default: --t2i-seed); e.g. tiny vs tiny with "
@@ -199,7 +218,13 @@ class T2IOptions:
     progress: bool = True
     artifacts: Path = Path("t2i-artifacts")
     nearest_k: int = 3
-    gate_mode: str = "point"
+    gate_mode: str = "significant"
+    alpha: float = 0.05
+    multiplicity: str = "holm"
+    inconclusive: str = "warn"
+    bound_level: float = 0.99
+    canary: str | None = None
+    plan_samples: float | None = None
     baseline_model: str | None = None
     baseline_delta: float = 0.0
     baseline_seed: int | None = None
@@ -265,17 +290,18 @@ def add_options(addoption: Callable[..., Any], options: Iterable[Option]) -> Non
 
 
 def preset_of(model: str, preset: str = "auto") -> str:
-    """``smoke`` for the built-in tiny model, ``paper`` for every other, unless ``--t2i-preset`` says.
+    """``smoke`` for the built-in models (``tiny``, ``procedural``), ``paper`` for every other, unless
+    ``--t2i-preset`` says.
 
     Example:
-        >>> preset_of("tiny"), preset_of("org/sd-2"), preset_of("org/sd-2", "smoke")
-        ('smoke', 'paper', 'smoke')
+        >>> preset_of("tiny"), preset_of("procedural"), preset_of("org/sd-2"), preset_of("org/sd-2", "smoke")
+        ('smoke', 'smoke', 'paper', 'smoke')
     """
     if preset in PRESETS:
         return preset
     if preset != "auto":
         raise OptionError("--t2i-preset", f"choose from {['auto', *PRESETS]}, got {preset!r}")
-    return "smoke" if model == "tiny" else "paper"
+    return "smoke" if model in SMOKE_MODELS else "paper"
 
 
 def preset_table(options: Iterable[Option]) -> list[tuple[str, str, str]]:
@@ -381,8 +407,14 @@ def resolve_core(v: Values) -> dict[str, Any]:
         refs.append((name, path))
     bootstrap = positive(v, "--t2i-bootstrap", 0)
     gate_mode = v("--t2i-gate")
-    if gate_mode == "significant" and bootstrap == 0:
-        raise OptionError("--t2i-gate", "significant needs confidence intervals, but --t2i-bootstrap is 0")
+    canary = v("--t2i-canary")
+    if canary is not None:
+        from t2i_fairness.canaries import parse_canary
+
+        try:
+            parse_canary(canary)
+        except ValueError as exc:
+            raise OptionError("--t2i-canary", str(exc).removeprefix("--t2i-canary").lstrip(": ")) from None
     raw_cache = v.raw("--t2i-cache-dir")
     cache_dir: Path | str = raw_cache if raw_cache and "://" in raw_cache else Path(raw_cache or v.rootdir / ".t2i-cache")
     thresholds = Path(v.raw("--t2i-thresholds") or v.rootdir / "thresholds" / f"{model_slug(model)}.yaml")
@@ -400,6 +432,10 @@ def resolve_core(v: Values) -> dict[str, Any]:
         baseline_model=v("--t2i-baseline-model"), baseline_seed=v.raw("--t2i-baseline-seed"),
         baseline_delta=finite(v, "--t2i-baseline-delta", 0.0), bootstrap=bootstrap,
         confidence=finite(v, "--t2i-confidence", 0.0, 1.0, open_low=True, open_high=True),
+        alpha=finite(v, "--t2i-alpha", 0.0, 1.0, open_low=True, open_high=True), multiplicity=v("--t2i-multiplicity"),
+        inconclusive=v("--t2i-inconclusive"),
+        bound_level=finite(v, "--t2i-bound-level", 0.5, 1.0, open_high=True), canary=canary,
+        plan_samples=finite(v, "--t2i-plan-samples", 0.0, open_low=True),
         report=Path(report) if report else None,
     )
 

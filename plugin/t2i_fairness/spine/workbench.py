@@ -27,9 +27,12 @@ class Workbench:
     Args:
         options: resolved plugin options.
         progress: progress display for long work (a tqdm bar by default).
+        fatal: called with the message when a model cannot be loaded (the plugin ends the session).
+        wrap: wraps the generator source (``--t2i-canary``).
     """
 
-    def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None):
+    def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None,
+                 wrap: Callable[[GeneratorSource], GeneratorSource] | None = None):
         self.options = options
         self.fatal = fatal  # called with the message when a model cannot be loaded (the plugin ends the session)
         self.device = resolve_device(options.device)
@@ -40,6 +43,8 @@ class Workbench:
         self.source: GeneratorSource = resolve_generator(
             options.model, settings, self.device, lambda prompt, index: derive_seed(prompt, index, options.seed)
         )
+        if wrap is not None:  # e.g. a canary (t2i_fairness.canaries): its fingerprint keeps its images apart
+            self.source = wrap(self.source)
         self.factory = ImageFactory(self.source, self.cache, options.seed, self.progress)
         self._scorers: dict[str, object] = {}
         self._shared: dict = {}

@@ -23,6 +23,9 @@ from t2i_fairness.vocab.geode import GEODE_OBJECTS
 def disparity(values: Mapping[str, float]) -> float:
     """Best / worst ratio over groups (inf when the worst is 0 and the best is not; 1 when all are 0).
 
+    Reported, not gated: it is unbounded (a region at 0 makes it infinite), so no bound could gate it;
+    :func:`parity` is its gated form.
+
     Example:
         >>> disparity({"africa": 0.25, "europe": 0.5})
         2.0
@@ -34,6 +37,37 @@ def disparity(values: Mapping[str, float]) -> float:
     return best / worst
 
 
+def parity(intervals: Mapping[str, "object"], confidence: float = 0.95):
+    """Worst / best ratio over groups, in [0, 1] (1: every group scores the same; 1 when all are 0),
+    with a delta-method interval from the two groups' own intervals (independent images).
+
+    Args:
+        intervals: group -> :class:`~t2i_fairness.metrics.intervals.Interval` of its value.
+        confidence: of the returned interval.
+
+    Returns:
+        ``(Interval of the ratio, worst group, best group)``.
+
+    Example:
+        >>> from t2i_fairness.metrics.intervals import Interval
+        >>> iv, worst, best = parity({"africa": Interval(0.25, 0.2, 0.3, "t", 0.95, 50, se=0.025),
+        ...                           "europe": Interval(0.5, 0.4, 0.6, "t", 0.95, 50, se=0.05)})
+        >>> iv.estimate, worst, best, round(iv.se, 4)
+        (0.5, 'africa', 'europe', 0.0707)
+    """
+    from t2i_fairness.metrics.intervals import Interval, linear_combination_interval
+
+    worst = min(intervals, key=lambda g: intervals[g].estimate)
+    best = max(intervals, key=lambda g: intervals[g].estimate)
+    w, b = intervals[worst].estimate, intervals[best].estimate
+    if b <= 0:
+        units = min(iv.n_units for iv in intervals.values())
+        return Interval(1.0, 1.0, 1.0, "exact: every group is 0", confidence, units, se=0.0), worst, best
+    terms = [(1.0 / b, intervals[worst]), (-w / b**2, intervals[best])]
+    return linear_combination_interval(w / b, terms, confidence=confidence, method="delta method (worst/best)",
+                                       low=0.0, high=1.0), worst, best
+
+
 @dataclass
 class GroupScore:
     """Precision and coverage of one group, with the ball membership its bootstrap resamples."""
@@ -42,16 +76,30 @@ class GroupScore:
     coverage: float
     n_fake: int  # generated images of the group (before the dedupe of duplicated feature rows)
     n_real: int
-    member: Membership | None = field(default=None, repr=False)  # None when intervals are off
+    member: Membership | None = field(default=None, repr=False)
+    note: str = ""  # why a value is degenerate (a collapsed group)
 
-    def precision_of(self, idx) -> float:
-        return self.member.precision_of(idx)
+    def precision_interval(self, confidence: float = 0.95):
+        """Wilson's interval over the scored generated images (:mod:`t2i_fairness.metrics.intervals`)."""
+        from t2i_fairness.metrics.intervals import precision_interval
 
-    def coverage_of(self, idx) -> float:
-        return self.member.coverage_of(idx)
+        return precision_interval(self.member.inside, confidence=confidence)
+
+    def coverage_interval(self, confidence: float = 0.95):
+        """The jackknife-Wilson interval of coverage (generated images are the resampled unit); exactly
+        ``[0, 0]`` when no generated image is left."""
+        from t2i_fairness.metrics.intervals import Interval, coverage_interval
+
+        if self.member.n_fake == 0:
+            return Interval(0.0, 0.0, 0.0, "exact: no generated image", confidence, 0, se=0.0)
+        return coverage_interval(self.member.inside, confidence=confidence)
+
+    def interval(self, metric: str, confidence: float = 0.95):
+        return self.precision_interval(confidence) if metric == "precision" else self.coverage_interval(confidence)
 
     def report(self) -> dict:
-        return {"precision": self.precision, "coverage": self.coverage, "n_fake": self.n_fake, "n_real": self.n_real}
+        return {"precision": self.precision, "coverage": self.coverage, "n_fake": self.n_fake, "n_real": self.n_real,
+                "n_scored": self.member.n_fake if self.member is not None else None, "note": self.note}
 
 
 @dataclass
@@ -96,9 +144,20 @@ class DigInStudy(Study):
         return self._once(("scores", name, template), lambda: self._scores(name, template))
 
     def _group(self, m, fake: np.ndarray, group: str) -> GroupScore:
+        """One group's precision and coverage, and the ball membership its intervals come from.
+
+        A group whose generated images are all duplicates of each other (a collapsed region: the
+        regression the gate exists for) keeps nothing under ``--t2i-dedupe drop_all``: its coverage
+        is 0 (no generated image reaches a real ball) and its precision undefined (no distinct
+        image to judge), never an error that would take the neighbouring groups down with it.
+        """
         o = self.bench.options
+        member = membership(m, fake, dedupe=o.dedupe, group=group)
+        if member.n_fake == 0:
+            return GroupScore(float("nan"), 0.0, len(fake), len(m.radii), member,
+                              note=f"all {len(fake)} generated images are exact duplicates; --t2i-dedupe {o.dedupe} "
+                                   "left none: coverage is 0 and precision undefined")
         pc = precision_coverage(m, fake, dedupe=o.dedupe, device=self.bench.device, group=group)
-        member = membership(m, fake, dedupe=o.dedupe, group=group) if o.bootstrap else None
         return GroupScore(pc["precision"], pc["coverage"], len(fake), len(m.radii), member)
 
     def _scores(self, name: str, template: str) -> DigScores:

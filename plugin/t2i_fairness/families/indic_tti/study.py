@@ -342,6 +342,72 @@ class IndicEvaluation(Study):
             captions={pid: row for pid, row in zip(self.prompt_ids, captions)},
         )
 
+    # -- intervals (prompts are the sampled unit: a prompt's images move together) ------------------
+    def _prompts_of(self, idx: np.ndarray) -> np.ndarray:
+        """The prompts of a resample of image indices (whole prompts, in blocks of ``n_images``)."""
+        return np.asarray(idx).reshape(-1, self.n_images)[:, 0] // self.n_images
+
+    def _jackknife(self, statistic, confidence: float):
+        from t2i_fairness.metrics.intervals import cluster_bootstrap_interval
+
+        if len(self.prompt_ids) < 2:
+            return None  # one prompt: nothing to resample; the gate compares the value as measured
+        clusters = np.repeat(np.arange(len(self.prompt_ids)), self.n_images)
+        return cluster_bootstrap_interval(lambda idx: statistic(self._prompts_of(idx)), clusters, method="t",
+                                          confidence=confidence)
+
+    def interval(self, lang: str, metric: str, confidence: float = 0.95):
+        """The interval of one indicator of ``lang`` (delete-one-prompt jackknife, t on prompts - 1 degrees of
+        freedom: :func:`t2i_fairness.metrics.intervals.cluster_bootstrap_interval`), or None with one prompt.
+
+        ``metric``: ``clgc``, ``igc``, ``lgc``, ``scwl``, ``dwl``, ``clgc_ratio`` (CLGC(lang) / CLGC(English),
+        paired by prompt) or ``scal`` (SCAL(English, lang)).
+        """
+        code = self._check(lang)
+        if (metric == "dwl" and len(self.prompt_ids) < 3) or (metric == "igc" and len(self.reference_ids) < 2):
+            return None  # a delete-one replicate would leave the statistic undefined
+        key = ("interval", code, metric, confidence)
+        return self._once(key, lambda: self._jackknife(self._statistic(code, metric), confidence))
+
+    def _statistic(self, code: str, metric: str):
+        """``statistic(prompt indices) -> value``: the indicator on a subset of prompts (repeats allowed)."""
+        if metric in ("clgc", "clgc_ratio"):
+            def clgc_of(lang):
+                sentence = self.models.sentence
+                prompt_t = self.bench.text_features(sentence, self.english)
+                captions = self.captions(lang)
+                caption_t = self._grid(self.bench.text_features(sentence, [c for row in captions for c in row]))
+                return lambda pi: metrics.clgc(prompt_t[pi], caption_t[pi])
+
+            mine = clgc_of(code)
+            if metric == "clgc":
+                return mine
+            english = clgc_of(ENGLISH)
+            return lambda pi: mine(pi) / english(pi)
+        if metric == "lgc":
+            prompt_clip = self.bench.text_features(self.models.image_text, self.english)
+            feats = self.image_text_features(code)
+            return lambda pi: metrics.lgc(prompt_clip[pi], feats[pi])
+        f = self.image_features(code)
+        if metric == "scwl":
+            return lambda pi: metrics.scwl(f[pi])
+        if metric == "dwl":
+            return lambda pi: metrics.dwl(f[pi])
+        if metric == "scal":
+            g = self.image_features(ENGLISH)
+            return lambda pi: metrics.scal(g[pi], f[pi])
+        if metric == "igc":
+            index = np.array([self.prompt_ids.index(pid) for pid in self.reference_ids])
+            refs = self.reference_features()
+            pos = {int(i): j for j, i in enumerate(index)}
+
+            def igc(pi):
+                kept = [int(i) for i in pi if int(i) in pos]
+                return metrics.igc(refs[[pos[i] for i in kept]], f[kept])
+
+            return igc
+        raise ValueError(f"unknown IndicTTI metric {metric!r}; choose clgc, igc, lgc, scwl, dwl, clgc_ratio or scal")
+
     def scal(self, lang_a: str, lang_b: str) -> float:
         """SCAL of a language pair (mean over prompts of the mean cosine over the n x n cross pairs)."""
         a, b = self._check(lang_a), self._check(lang_b)

@@ -1,0 +1,163 @@
+"""Gate decisions that mean what they say (issue #13), end to end through pytester:
+bounds an equivalent model passes, three verdicts, error control across the run, a collapsed slice
+failing only its own gates, canaries, power and sample-size plans."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from scipy.stats import norm
+
+from t2i_fairness.gating.thresholds import ThresholdFile
+
+REPO = Path(__file__).resolve().parents[1]
+
+DECISION_GATES = """
+import pytest
+
+# (estimate, se) per gate against a min bound of 0.5: p = Phi((estimate - 0.5) / se)
+CASES = {CASES!r}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_decision(name, gate):
+    estimate, se = CASES[name]
+    gate(estimate, n=100, interval=(estimate - 1.959963984540054 * se, estimate + 1.959963984540054 * se))
+"""
+
+
+def _cases(p_values: dict[str, float], se: float = 0.01) -> dict[str, tuple[float, float]]:
+    return {name: (0.5 + float(norm.ppf(p)) * se, se) for name, p in p_values.items()}
+
+
+def _decision_project(pytester, p_values):
+    pytester.makepyfile(test_decisions=DECISION_GATES.replace("{CASES!r}", repr(_cases(p_values))))
+    lines = ["gates:"] + [f"  test_decision[{name}]:\n    min: 0.5" for name in sorted(p_values)]
+    (pytester.path / "t.yaml").write_text("\n".join(lines) + "\n")
+    return ["--t2i-thresholds", str(pytester.path / "t.yaml"), "--t2i-model", "python:nomodel:none",
+            "--t2i-cache-dir", str(pytester.path / "cache"), "--t2i-artifacts", str(pytester.path / "art"),
+            "-p", "no:cacheprovider", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+
+
+@pytest.fixture
+def nomodel(pytester):
+    pytester.makepyfile(nomodel="class M:\n    fingerprint = 'none:v1'\n    def generate(self, p, s):\n        raise AssertionError\n\n"
+                                "def none():\n    return M()\n")
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_each_gate_is_held_to_alpha_over_the_run_s_gates_and_inconclusive_warns(nomodel):
+    # 10 gates: run-time level 0.05 / 10 = 0.005. 'a' p=0.001 fails; 'b' p=0.02 misses without evidence
+    p_values = {"a": 0.001, "b": 0.02, **{f"ok{i}": 0.9 for i in range(8)}}
+    result = nomodel.runpytest(*_decision_project(nomodel, p_values))
+    result.assert_outcomes(passed=9, failed=1, warnings=1)
+    result.stdout.fnmatch_lines([
+        "*test_decision?a?: measured 0.4691*, bound min 0.5; p = 0.001 (one-sided, vs 0.005: alpha 0.05 over 10 gate(s), holm first step) FAILED",
+        "*T2IInconclusiveWarning: test_decision?b?: *INCONCLUSIVE*",
+        "test_decision?b? *0.02 (0.18)*INCONCLUSIVE",
+        "10 gates, 1 failed, 1 inconclusive*",
+        "decisions: one-sided p-values against the bounds, Holm (family-wise error) across 10 gates at alpha 0.05*",
+    ])
+    records = {r["gate"]: r for r in json.loads((nomodel.path / "art" / "gates.json").read_text())["records"]}
+    assert math.isclose(records["test_decision[a]"]["p_adjusted"], 0.01, rel_tol=1e-6)  # Holm: 10 * 0.001
+    assert records["test_decision[b]"]["mde"] > 0 and records["test_decision[b]"]["uncertainty"]["se"] > 0
+
+
+def test_inconclusive_fail_makes_the_inconclusive_gate_fail(nomodel):
+    result = nomodel.runpytest(*_decision_project(nomodel, {"b": 0.2}), "--t2i-inconclusive", "fail")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*INCONCLUSIVE (--t2i-inconclusive fail)*"])
+
+
+def test_holm_s_later_steps_fail_the_run_for_gates_inconclusive_on_their_own(nomodel):
+    # m = 10: 'a' (p 0.001 < 0.005) fails at run time; 'b' (p 0.0052 >= 0.005) is inconclusive on its own,
+    # but Holm's second step holds it to 0.05 / 9 = 0.00556: the step-down rejects it, and the run fails.
+    p_values = {"a": 0.001, "b": 0.0052, **{f"ok{i}": 0.9 for i in range(8)}}
+    result = nomodel.runpytest(*_decision_project(nomodel, p_values))
+    result.assert_outcomes(passed=9, failed=1, warnings=1)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "test_decision?b? *INCONCLUSIVE (run FAILED: step-down)",
+        "FAILED by the holm step-down across the run: 1 gate(s) inconclusive on their own are significant together:",
+        "  test_decision[[]b[]]",
+    ])
+    # without an adjustment each gate is held to alpha itself; Benjamini-Hochberg rejects both too
+    nomodel.runpytest(*_decision_project(nomodel, p_values), "--t2i-multiplicity", "none").assert_outcomes(
+        passed=8, failed=2)
+    bh = nomodel.runpytest(*_decision_project(nomodel, p_values), "--t2i-multiplicity", "bh")
+    assert bh.ret == pytest.ExitCode.TESTS_FAILED
+    bh.stdout.fnmatch_lines(["FAILED by the bh step-down across the run: 1 gate(s)*"])
+
+
+def test_point_mode_decides_on_the_estimate_alone(nomodel):
+    result = nomodel.runpytest(*_decision_project(nomodel, {"b": 0.2, "c": 0.9}), "--t2i-gate", "point")
+    result.assert_outcomes(passed=1, failed=1)
+
+
+# ----------------------------------------------------------------------------------- the real suite
+
+PROCEDURAL = ["--t2i-model", "procedural", "--t2i-objects", "bag,stove", "--t2i-no-progress", "-p", "no:cacheprovider",
+              "-k", "test_region_coverage and object_in_region or test_region_precision and object_in_region"]
+
+
+def _suite(pytester, *extra):
+    args = ["fairness_tests/test_dig_in_region.py", *PROCEDURAL, "--t2i-thresholds", str(pytester.path / "t.yaml"),
+            "--t2i-cache-dir", str(pytester.path / "cache"), "--t2i-artifacts", str(pytester.path / "art"), *extra]
+    return pytester.runpytest_subprocess(*args, timeout=900)
+
+
+@pytest.fixture
+def region_suite(pytester):
+    (pytester.path / "fairness_tests").mkdir()
+    (pytester.path / "fairness_tests" / "test_dig_in_region.py").write_text(
+        (REPO / "fairness_tests" / "test_dig_in_region.py").read_text())
+    return pytester
+
+
+def test_bounds_written_at_one_seed_pass_at_other_seeds_of_the_same_model(region_suite):
+    written = _suite(region_suite, "--t2i-update-thresholds")
+    written.assert_outcomes(passed=12)
+    t = ThresholdFile.load(region_suite.path / "t.yaml")
+    assert len(t.gates) == 12 and all(b.margin > 0 and b.level == 0.99 for b in t.gates.values())
+    for seed in ("1", "2"):
+        again = _suite(region_suite, "--t2i-seed", seed)
+        assert again.ret == pytest.ExitCode.OK, again.stdout.str()[-3000:]
+        again.stdout.fnmatch_lines(["12 gates, 0 failed*"])
+        values = [r["value"] for r in json.loads((region_suite.path / "art" / "gates.json").read_text())["records"]]
+        assert len(set(values)) > 2  # the procedural world moves with the seed: these are real re-runs
+
+
+def test_a_collapsed_region_fails_its_own_coverage_gates_with_a_value_and_only_them(region_suite):
+    _suite(region_suite, "--t2i-update-thresholds").assert_outcomes(passed=12)
+    run = _suite(region_suite, "--t2i-canary", "collapse_region:africa")
+    out = run.stdout.str()
+    assert "ValueError" not in out and "0 row(s) after dedupe" not in out
+    run.stdout.fnmatch_lines([
+        "*test_region_coverage?synthetic-object_in_region-africa?: measured 0.0000 [[]0.0000, 0.0000[]]*FAILED",
+        "canary collapse_region:africa (region africa): caught by 2 of 2 gate(s) of its slice; 0 false alarm(s) among 10*",
+    ])
+    records = {r["gate"]: r for r in json.loads((region_suite.path / "art" / "gates.json").read_text())["records"]}
+    africa = [g for g in records if g.endswith("-africa]")]
+    others = [g for g in records if g not in africa]
+    assert {records[g]["status"] for g in africa} == {"fail"}  # precision is undefined: fails once it has a bound
+    assert records["test_region_coverage[synthetic-object_in_region-africa]"]["value"] == 0.0
+    assert {records[g]["status"] for g in others} <= {"pass", "inconclusive"}
+
+
+def test_plan_samples_prints_images_per_prompt_for_a_change(region_suite):
+    _suite(region_suite, "--t2i-update-thresholds").assert_outcomes(passed=12)
+    run = _suite(region_suite, "--t2i-plan-samples", "0.05")
+    run.stdout.fnmatch_lines([
+        "images per prompt to detect a change of 0.05 with 80% power (alpha 0.05 over 12 gate(s)); the run used 6:",
+        "  test_region_coverage?synthetic-object_in_region-africa?: * (now se *, detectable now *)",
+    ])
+
+
+def test_the_committed_tiny_thresholds_hold_only_finite_bounds_with_their_margin():
+    t = ThresholdFile.load(REPO / "thresholds" / "tiny.yaml")
+    assert t.gates and all(math.isfinite(b.value) for b in t.gates.values())
+    assert all(b.margin is not None and b.level is not None for b in t.gates.values() if not b.policy)
