@@ -333,8 +333,12 @@ class LangSAMSegmenter:
         side = int(config["sam_size"])
         sam_processor = SamProcessor(image_processor=SamImageProcessor(
             size={"longest_edge": side}, pad_size={"height": side, "width": side}))
+        from t2i_fairness.models.sentence import _resolve_source
+
+        tokenizer_id = _resolve_source(config["tokenizer"])[1]  # the package's version and files' digest
         return cls(detector, detector_processor, sam, sam_processor, config=config, profile=profile,
-                   weights_id=f"random:seed{seed}@{init_identity('torch', 'transformers')}", device=device)
+                   weights_id=f"random:seed{seed}@{init_identity('torch', 'transformers')}/tokenizer:{tokenizer_id}",
+                   device=device)
 
     # -- public API ---------------------------------------------------------------------------
 
