@@ -165,7 +165,8 @@ def test_inception_tiny_fingerprint_stable_seeded_and_rng_untouched(inception):
     assert torch.equal(state, torch.random.get_rng_state())
     assert again.fingerprint == inception.fingerprint
     assert again.encode_images(noise_images(1)).tobytes() == inception.encode_images(noise_images(1)).tobytes()
-    assert inception.fingerprint.startswith("InceptionFeatures:tiny:torchvision.inception_v3:random:kaiming_fan_in:seed0:")
+    assert inception.fingerprint.startswith("InceptionFeatures:tiny:torchvision.inception_v3:random:kaiming_fan_in:seed0@init-")
+    assert ":float32:cpu:" in inception.fingerprint  # dtype and device class
     assert "resize75" in inception.fingerprint
     other = InceptionFeatures.from_profile("tiny", seed=1)
     assert other.fingerprint != inception.fingerprint
@@ -337,7 +338,7 @@ def test_vit_deterministic_fingerprint_and_rng(vit):
     assert torch.equal(state, torch.random.get_rng_state())
     assert again.fingerprint == vit.fingerprint
     assert again.encode(images, masks, "obj").tobytes() == vit.encode(images, masks, "obj").tobytes()
-    assert vit.fingerprint.startswith("MaskedViTFeatures:tiny:vit_base_patch16_224:random:seed0:")
+    assert vit.fingerprint.startswith("MaskedViTFeatures:tiny:vit_base_patch16_224:random:seed0@init-")
     assert "nearest" in vit.fingerprint
     config = dict(VIT_CONFIGS["paper"])  # what from_profile('paper') fingerprints, on a cheap model
     paper_like = MaskedViTFeatures(build_vit(dict(VIT_CONFIGS["tiny"]))[0], config=dict(config, img_size=64),
@@ -392,7 +393,7 @@ def test_vit_paper_loader_reads_a_local_file_and_the_hub_cache(tmp_path):
     (repo / "snapshots" / ("0" * 40)).mkdir(parents=True)
     os.link(path, repo / "snapshots" / ("0" * 40) / "model.safetensors")
     cached, weights_id = build_vit(config, cache_dir=str(tmp_path / "cache"))
-    assert weights_id == "timm:vit_base_patch16_224.augreg_in21k_ft_in1k"
+    assert weights_id == "timm:vit_base_patch16_224.augreg_in21k_ft_in1k@hub:timm/vit_base_patch16_224.augreg_in21k_ft_in1k@" + "0" * 12  # the snapshot loaded
     assert all(torch.equal(a, b) for a, b in zip(tiny.state_dict().values(), cached.state_dict().values()))
 
 
@@ -441,7 +442,8 @@ def test_langsam_fingerprint_and_rng(langsam):
     again = LangSAMSegmenter.from_profile("tiny")
     assert torch.equal(state, torch.random.get_rng_state())
     assert again.fingerprint == langsam.fingerprint
-    assert langsam.fingerprint.startswith("LangSAMSegmenter:tiny:random:seed0:box0.99:text0.25:")
+    assert langsam.fingerprint.startswith("LangSAMSegmenter:tiny:random:seed0@init-")
+    assert ":box0.99:text0.25:float32:cpu:" in langsam.fingerprint
     assert "grounding-dino" not in langsam.fingerprint
 
 

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -829,14 +829,18 @@ def wrap_source(source, spec: str | CanarySpec, *, multilingual=None, option: st
         >>> type(wrapped.get()).__name__, wrapped.settings == source.settings
         ('DegradeRegion', True)
     """
-    from t2i_fairness.generators import GeneratorSource
-
     parsed = spec if isinstance(spec, CanarySpec) else parse_canary(spec, option=option)
     fingerprint = make_canary(parsed, _FingerprintOnly(source.fingerprint), multilingual=multilingual,
                               option=option).fingerprint
-    return GeneratorSource(
-        source.spec, fingerprint, source.settings,
-        lambda: make_canary(parsed, source.get(), multilingual=multilingual, option=option),
+    suffix = fingerprint[len(source.fingerprint):]  # "+canary:NAME:SLICE:PARAM:vN"
+    item_key = None
+    if source.item_key is not None:  # per-file image keys (a manifest): the canary's pixels keep their own keys
+        def item_key(prompt: str, index: int, _inner=source.item_key) -> str | None:
+            key = _inner(prompt, index)
+            return None if key is None else key + suffix
+    return replace(
+        source, fingerprint=fingerprint, _generator=None, item_key=item_key,
+        _load=lambda: make_canary(parsed, source.get(), multilingual=multilingual, option=option),
     )
 
 

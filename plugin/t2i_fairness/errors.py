@@ -6,7 +6,7 @@
 - :class:`OptionError`: a bad option value; the plugin turns it into ``pytest.UsageError`` and the
   ``t2i-fairness`` command line into exit status 2. Its message starts with the option's name.
 - Warnings a run can emit: :class:`T2IProvenanceWarning`, :class:`T2ISmallSampleWarning`,
-  :class:`IndicModelWarning`.
+  :class:`IndicModelWarning`, :class:`T2IIdentityWarning`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ __all__ = [
     "ModelLoadError",
     "OptionError",
     "T2IError",
+    "T2IIdentityWarning",
     "T2IInconclusiveWarning",
     "T2IProvenanceWarning",
     "T2ISmallSampleWarning",
@@ -69,3 +70,8 @@ class T2ISmallSampleWarning(UserWarning):
 
 class IndicModelWarning(UserWarning):
     """An IndicTTI model fell back to another one (say, the sentence encoder), so values are not comparable."""
+
+
+class T2IIdentityWarning(UserWarning):
+    """A model's identity cannot be trusted to change with its weights (a ``python:`` factory whose
+    fingerprint is a method, or names no version), so the cache may serve another model's images."""

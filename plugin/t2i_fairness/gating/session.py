@@ -81,10 +81,11 @@ class GateSession:
         self.cache.from_cache += stats.get("from_cache", 0)
         self.cache.corrupt.extend(stats.get("corrupt", []))
         self.cache.blank.extend(stats.get("blank", []))
-        for attr in ("computed", "reused"):
+        for attr in ("computed", "reused", "digests"):
             mine = getattr(self.cache, attr)
             for k, v in stats.get(attr, {}).items():
                 mine[k] = mine.get(k, 0) + v
+        self.cache.identity.extend(n for n in stats.get("identity", []) if n not in self.cache.identity)  # workers say it alike
 
     def adjust(self, method: str, alpha: float) -> None:
         """Adjust the p-values of the run's gates across the run (``holm``, ``bh`` or ``none``) and list the

@@ -8,14 +8,19 @@ Spec forms:
 - ``images:PATH``: a manifest of pre-generated images.
 - ``python:module:factory``: ``factory()`` returns an object with ``fingerprint`` and ``generate``.
 
-A warm cache never loads the model: the fingerprint (part of every image key) is known without it.
+A warm cache never loads the model: the fingerprint (part of every image key) is known without it,
+and it names the weights (:mod:`t2i_fairness.spine.identity`): a local folder by the digest of the
+files that decide its pixels, a hub id by the commit its revision points to (the commit is then
+the revision loaded), a manifest by the digest of its rows and of the listed files, the tiny model
+by its config and the libraries that initialise it, a ``python:`` factory by its own fingerprint.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -23,7 +28,7 @@ from t2i_fairness.models.base import Generator
 from t2i_fairness.errors import ModelLoadError
 from t2i_fairness.generators.base import GenerationSettings
 
-__all__ = ["GenerationSettings", "GeneratorSource", "ModelLoadError", "resolve_generator", "model_slug"]
+__all__ = ["GenerationSettings", "GeneratorSource", "ModelLoadError", "factory_fingerprint", "resolve_generator", "model_slug"]
 
 
 def model_slug(spec: str) -> str:
@@ -40,11 +45,30 @@ def model_slug(spec: str) -> str:
 
 @dataclass
 class GeneratorSource:
+    """A model spec resolved: its fingerprint now, the model itself on first :meth:`get`.
+
+    Attributes:
+        spec: ``--t2i-model`` as given.
+        fingerprint: what every image key names (model, weights, settings, precision, device class).
+        settings: the resolved generation settings (batch size included).
+        subject: how the run's notes name the model (``model /data/ckpt``); with ``weights``, what
+            :func:`t2i_fairness.spine.identity.remember` records, to say when the weights changed.
+        weights: the weights' identity alone (a digest, a commit), or ``None``.
+        item_key: for sources whose images each have their own identity (a manifest's files), the
+            identity of one (prompt, seed), or ``None`` when it has none; image keys then use it
+            instead of ``fingerprint``, so replacing one file re-reads that image alone.
+        notes: what resolving found worth saying (an unversioned fingerprint).
+    """
+
     spec: str
     fingerprint: str
     settings: GenerationSettings  # resolved; batch_size included
     _load: Callable[[], Generator]
     _generator: Generator | None = None
+    subject: str | None = None
+    weights: str | None = None
+    item_key: Callable[[str, int], str | None] | None = None
+    notes: list[str] = field(default_factory=list)
 
     def get(self) -> Generator:
         if self._generator is None:
@@ -78,24 +102,123 @@ def _python_factory(spec: str) -> Generator:
     return gen
 
 
+_DEFAULT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
+
+
+def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
+    """The fingerprint of a ``python:`` factory's generator, and what is worth warning about it.
+
+    A string is taken as it is. A method or other callable (``def fingerprint(self)``) is called once
+    with no arguments and must return a string; the generator then works, with a warning to make it
+    an attribute. A fingerprint that names no version, date, commit or digest
+    (:func:`~t2i_fairness.spine.identity.looks_versioned`) gets a warning: when the weights behind
+    it change, the cache serves the old model's images.
+
+    Args:
+        spec: ``--t2i-model`` (named in messages).
+        gen: what the factory returned.
+
+    Raises:
+        ModelLoadError: the fingerprint is empty, not a string, the callable fails or returns no
+            string, or it is an object's default ``repr`` (``<... at 0x...>``), new in every process.
+
+    Example:
+        >>> class Gen:
+        ...     def fingerprint(self): return "my-model@1a2b3c4d"
+        >>> fp, notes = factory_fingerprint("python:m:make", Gen())
+        >>> fp, "is a method" in notes[0]
+        ('my-model@1a2b3c4d', True)
+        >>> factory_fingerprint("python:m:make", type("G", (), {"fingerprint": "my-model"})())[1][0][:60]
+        "--t2i-model 'python:m:make': its fingerprint 'my-model' name"
+    """
+    from t2i_fairness.spine.identity import looks_versioned
+
+    raw = gen.fingerprint
+    notes = []
+    if callable(raw):
+        try:
+            value = raw()
+        except Exception as exc:
+            raise ModelLoadError(
+                f"--t2i-model {spec!r}: its `fingerprint` is a callable, and calling it with no arguments raised "
+                f"{type(exc).__name__}: {exc}; make it a string attribute naming the model and its weights version"
+            ) from exc
+        if not isinstance(value, str):
+            raise ModelLoadError(
+                f"--t2i-model {spec!r}: its `fingerprint` is a callable returning {type(value).__name__}, not a string; "
+                "make it a string attribute naming the model and its weights version"
+            )
+        notes.append(f"--t2i-model {spec!r}: its `fingerprint` is a method; it was called once and gave {value!r}. "
+                     "Make it a string attribute (the protocol's form)")
+        raw = value
+    if not isinstance(raw, str):
+        raise ModelLoadError(
+            f"--t2i-model {spec!r}: its `fingerprint` is a {type(raw).__name__} ({raw!r:.80}), not a string; "
+            "give a string naming the model and its weights version, e.g. f\"my-model@{weights_digest(folder)}\" "
+            "(t2i_fairness.spine.identity.weights_digest)"
+        )
+    if not raw.strip():
+        raise ModelLoadError(f"--t2i-model {spec!r}: its `fingerprint` is empty; name the model and its weights version")
+    if _DEFAULT_REPR.search(raw):
+        raise ModelLoadError(
+            f"--t2i-model {spec!r}: its `fingerprint` {raw!r} holds a memory address, different in every process, "
+            "so no image would ever be found in the cache; name the model and its weights version instead"
+        )
+    if not looks_versioned(raw):
+        notes.append(
+            f"--t2i-model {spec!r}: its fingerprint {raw!r} names no version, date, commit or digest, so when its "
+            "weights change the cache serves the old model's images. Put the weights' version in it, e.g. "
+            "f\"{raw}@{{weights_digest('/path/to/weights')}}\" (t2i_fairness.spine.identity.weights_digest) or a release tag"
+        )
+    return raw, notes
+
+
 def resolve_generator(
     spec: str,
     settings: GenerationSettings,
     device: str,
     seed_for: Callable[[str, int], int],
+    revision: str | None = None,
 ) -> GeneratorSource:
-    """Check the spec cheaply and return a lazy source; errors name the option and the fix.
+    """Check the spec cheaply and return a lazy source whose fingerprint names the weights.
+
+    Args:
+        spec: ``--t2i-model``.
+        settings: generation settings from the options (unset ones take the model's defaults).
+        device: the resolved device (its class and precision enter the fingerprint).
+        seed_for: ``(prompt, index) -> seed`` (manifests list an index instead of a seed).
+        revision: ``--t2i-model-revision``: for a hub id, the branch, tag or commit to use.
 
     Raises:
-        ModelLoadError: a local path without a pipeline, an unimportable factory, a bad manifest.
-    """
-    from t2i_fairness.generators.diffusers_pipe import PAPER_DEFAULTS, DiffusersGenerator, diffusers_fingerprint, tiny_model_name
-    from t2i_fairness.models.configs import load_model_config
+        ModelLoadError: a local path without a pipeline, an unimportable factory, a bad manifest,
+            a hub id whose commit can be told neither by the hub nor by the local cache, a
+            revision for a model that is not a hub id.
 
+    Example:
+        >>> from t2i_fairness.spine.generation import derive_seed
+        >>> src = resolve_generator("tiny", GenerationSettings(), "cpu", derive_seed)
+        >>> src.fingerprint.startswith("diffusers:tiny-sd-") and "@init-" in src.fingerprint, src.loaded
+        (True, False)
+    """
+    from t2i_fairness.generators.diffusers_pipe import (PAPER_DEFAULTS, DiffusersGenerator, diffusers_fingerprint,
+                                                        tiny_model_name, tiny_weights)
+    from t2i_fairness.models.configs import load_model_config
+    from t2i_fairness.spine import identity
+
+    local = Path(spec).expanduser()
+    is_local = spec.startswith((".", "/", "~")) or (local.exists() and not spec.startswith(("images:", "python:")))
+    hub = not (spec in ("tiny", "procedural") or spec.startswith(("images:", "python:")) or is_local)
+    if revision is not None and not hub:
+        raise ModelLoadError(
+            f"--t2i-model-revision {revision!r} applies to a hub id; --t2i-model {spec!r} is not one "
+            "(a local folder is named by the digest of its files)"
+        )
     if spec == "tiny":
         resolved = settings.resolved(load_model_config("tiny-sd")["defaults"])
-        fp = diffusers_fingerprint(tiny_model_name(), resolved, device)
-        return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.tiny(resolved, device))
+        weights = tiny_weights()
+        fp = diffusers_fingerprint(tiny_model_name(), resolved, device, weights)
+        return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.tiny(resolved, device),
+                               subject="model tiny", weights=weights)
     if spec == "procedural":
         from t2i_fairness.generators.procedural import smoke_procedural
 
@@ -113,19 +236,50 @@ def resolve_generator(
         except ValueError as exc:
             raise ModelLoadError(str(exc)) from None
         resolved = settings.resolved({"batch_size": 32})
-        return GeneratorSource(spec, gen.fingerprint, resolved, lambda: gen, gen)
+        return GeneratorSource(spec, gen.fingerprint, resolved, lambda: gen, gen, subject=f"images {gen.manifest}",
+                               weights=gen.fingerprint.rpartition("@")[2], item_key=gen.item_key)
     if spec.startswith("python:"):
         gen = _python_factory(spec)
+        fp, notes = factory_fingerprint(spec, gen)
+        from t2i_fairness.errors import T2IIdentityWarning
+
+        for note in notes:
+            warnings.warn(T2IIdentityWarning(note), stacklevel=2)
         resolved = settings.resolved({"batch_size": getattr(gen, "batch_size", 8)})
-        return GeneratorSource(spec, str(gen.fingerprint), resolved, lambda: gen, gen)
-    local = Path(spec).expanduser()
-    if spec.startswith((".", "/", "~")) or local.exists():
+        return GeneratorSource(spec, fp, resolved, lambda: gen, gen, notes=notes)
+    resolved = settings.resolved(PAPER_DEFAULTS)
+    if is_local:
         if not (local / "model_index.json").exists():
             raise ModelLoadError(
                 f"--t2i-model {spec!r}: no diffusers pipeline at {local.resolve()} (model_index.json not found). "
                 "Point it at a folder saved with pipeline.save_pretrained(), or use a hub id, "
                 "images:MANIFEST, python:module:factory, or tiny."
             )
-    resolved = settings.resolved(PAPER_DEFAULTS)
-    fp = diffusers_fingerprint(spec, resolved, device)
-    return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.from_pretrained(spec, resolved, device))
+        folder = local.resolve()
+        try:
+            weights = identity.weights_digest(folder)
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"--t2i-model {spec!r}: cannot read the pipeline's files to identify its weights ({exc})") from exc
+        name = folder.name
+        fp = diffusers_fingerprint(name, resolved, device, weights)
+        index = identity.active_index()  # the run's: loading happens later, outside the workbench's block
+
+        def load_local() -> DiffusersGenerator:
+            gen = DiffusersGenerator.from_pretrained(str(folder), resolved, device, name=name, weights=weights)
+            with identity.using(index):
+                now = identity.weights_digest(folder)
+            if now != weights:  # written while this run was going on: its images would carry the wrong key
+                raise ModelLoadError(
+                    f"--t2i-model {spec!r}: the weights changed while this run was going on ({weights} when it "
+                    f"started, {now} after loading); run again once the folder is written"
+                )
+            return gen
+
+        return GeneratorSource(spec, fp, resolved, load_local, subject=f"model {folder}", weights=weights)
+    commit = identity.hub_commit(spec, revision)
+    fp = diffusers_fingerprint(spec, resolved, device, commit[:12])
+    return GeneratorSource(
+        spec, fp, resolved,
+        lambda: DiffusersGenerator.from_pretrained(spec, resolved, device, revision=commit, weights=commit[:12]),
+        subject=f"model {spec}" + (f" ({revision})" if revision else ""), weights=commit[:12],
+    )

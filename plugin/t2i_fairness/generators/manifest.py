@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
@@ -65,6 +66,12 @@ class ManifestGenerator:
     image: an animated GIF/PNG or a multi-page TIFF is refused (which frame is meant is not ours to guess).
     16-bit images are rescaled to 8 bits (:func:`to_rgb8`).
 
+    Identity: each listed file is digested (SHA-256 of its bytes, remembered per file by
+    :mod:`t2i_fairness.spine.identity`, so a later run reads only files that changed). ``fingerprint``
+    covers the rows and every file's digest, so images replaced behind an unchanged manifest make a
+    new fingerprint; :meth:`item_key` is one image's own identity, so the cache re-reads only the
+    images that were replaced.
+
     Raises:
         ValueError: the manifest is missing or lacks a column; a row is short or long, has an empty
             prompt or path, a seed/index that is not an integer or a seed outside 0..2**32-1; two rows
@@ -83,7 +90,6 @@ class ManifestGenerator:
             raise ValueError(f"--t2i-model images:{path}: manifest not found")
         self.manifest = path
         data = path.read_bytes()
-        self.fingerprint = f"images:{hashlib.sha256(data).hexdigest()[:16]}"
         self._by_key: dict[tuple[str, int], Path] = {}
         self._rows: dict[tuple[str, int], _Row] = {}
         try:
@@ -148,6 +154,34 @@ class ManifestGenerator:
         if missing_files:
             shown = "; ".join(missing_files[:5])
             raise ValueError(f"{path}: {len(missing_files)} image file(s) not found: {shown}")
+        from t2i_fairness.spine.identity import file_digest
+
+        self._digests: dict[tuple[str, int], str] = {}
+        for key, row in self._rows.items():
+            try:
+                self._digests[key] = file_digest(row.file)
+            except OSError as exc:
+                raise ValueError(f"{path}, line {row.line}: cannot read {row.written} ({exc})") from None
+        listing = sorted(f"{p}\0{s}\0{d}\n" for (p, s), d in self._digests.items())
+        content = hashlib.sha256("".join(listing).encode("utf-8")).hexdigest()
+        self.fingerprint = f"images:{path.parent.name or 'manifest'}@sha256-{content[:16]}"
+
+    DECODE = "rgb8-v1"  # how a file becomes the cached image (to_rgb8); a change here re-reads every file
+
+    def item_key(self, prompt: str, seed: int) -> str | None:
+        """The identity of the image listed for (prompt, seed): its file's digest; ``None`` if not listed.
+
+        Example:
+            >>> import tempfile, pathlib
+            >>> with tempfile.TemporaryDirectory() as d:
+            ...     Image.new("RGB", (4, 4), "red").save(f"{d}/a.png")
+            ...     _ = pathlib.Path(d, "manifest.csv").write_text("prompt,seed,path\\nbag,1,a.png\\n")
+            ...     gen = ManifestGenerator(d, lambda p, i: i)
+            ...     gen.item_key("bag", 1).startswith("images:file:sha256-"), gen.item_key("bag", 2)
+            (True, None)
+        """
+        digest = self._digests.get((prompt, seed))
+        return None if digest is None else f"images:file:sha256-{digest}:{self.DECODE}"
 
     def check_available(self, prompts: Sequence[str], seeds: Sequence[int]) -> None:
         missing = sorted({p for p, s in zip(prompts, seeds) if (p, s) not in self._by_key})
@@ -161,12 +195,19 @@ class ManifestGenerator:
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
         self.check_available(prompts, seeds)
-        return [self._open(self._rows[(p, s)]) for p, s in zip(prompts, seeds)]
+        return [self._open(self._rows[(p, s)], self._digests.get((p, s))) for p, s in zip(prompts, seeds)]
 
-    def _open(self, row: _Row) -> Image.Image:
+    def _open(self, row: _Row, digest: str | None = None) -> Image.Image:
         what = f"{self.manifest}, line {row.line}: {row.written} ({row.file})"
         try:
-            im = Image.open(row.file)
+            data = row.file.read_bytes()
+        except OSError as exc:
+            raise ValueError(f"{what} cannot be read: {exc}") from None
+        if digest is not None and hashlib.sha256(data).hexdigest() != digest:
+            raise ValueError(f"{what} changed while this run was going on (its digest is not the one the run started "
+                             "with); run again once the images are written")
+        try:
+            im = Image.open(io.BytesIO(data))
         except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:  # UnidentifiedImageError is an OSError
             raise ValueError(f"{what} is not a readable image: {exc}") from None
         with im:

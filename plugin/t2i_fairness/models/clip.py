@@ -2,12 +2,17 @@
 
 ``paper``: OpenAI CLIP ViT-B/32, as the papers used. ``tiny``: the same open_clip ``CLIP`` class
 from a small config with seeded random weights, built offline.
+
+The fingerprint (in every feature key) names the weights: the digest of a local checkpoint file,
+the hub snapshot of a pretrained tag's file, or for random weights the config, seed and the
+versions of the libraries that initialise them; then the precision and the device class.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Sequence
 
@@ -17,6 +22,7 @@ from PIL import Image
 from t2i_fairness import MODEL_CONFIGS
 from t2i_fairness.models.configs import load_model_config
 from t2i_fairness.models.base import check_profile
+from t2i_fairness.spine import identity
 
 _OPEN_CLIP_CONFIGS = MODEL_CONFIGS / "open_clip"
 
@@ -55,7 +61,7 @@ class ClipModel:
                 model, _, preprocess = open_clip.create_model_and_transforms(name, pretrained=None)
             arch = json.loads((_OPEN_CLIP_CONFIGS / f"{name}.json").read_text())
             digest = hashlib.sha256(json.dumps([arch, cfg.get("seed", 0)], sort_keys=True).encode()).hexdigest()[:12]
-            fingerprint = f"open_clip:{name}:random-{digest}"
+            fingerprint = f"open_clip:{name}:random-{digest}@{identity.init_identity('torch', 'open_clip_torch')}:fp32"
         else:
             precision = "fp16" if device.startswith("cuda") else "fp32"
             try:
@@ -71,7 +77,9 @@ class ClipModel:
                     f"pretrained='{pretrained}')\") and point HF_HOME at that cache, or set the config's "
                     "pretrained to a local checkpoint file."
                 ) from exc
-            fingerprint = f"open_clip:{name}:{pretrained}"
+            weights = _checkpoint_identity(open_clip, name, pretrained)
+            fingerprint = f"open_clip:{name}:{Path(pretrained).name if os.path.isfile(pretrained) else pretrained}@{weights}:{precision}"
+        fingerprint += f":{identity.device_class(device)}"
         tokenizer = open_clip.get_tokenizer(name)
         return cls(model, preprocess, tokenizer, fingerprint, device)
 
@@ -108,6 +116,30 @@ class ClipModel:
             feats = self.model.encode_text(tokens)
         feats = feats.float()
         return (feats / feats.norm(dim=-1, keepdim=True)).cpu().numpy().astype(np.float32)
+
+
+def _checkpoint_identity(open_clip, name: str, pretrained: str) -> str:
+    """The identity of the checkpoint open_clip loaded for ``pretrained``: a local file's digest, or the
+    hub snapshot (or digest) of the file a pretrained tag resolves to.
+
+    Raises:
+        ModelLoadError: the tag's file cannot be found again (it was just loaded, so rarely).
+    """
+    from t2i_fairness.errors import ModelLoadError
+    from t2i_fairness.spine.hub import offline_unless_reachable
+
+    if os.path.isfile(pretrained):
+        return identity.weights_digest(pretrained)
+    try:
+        with offline_unless_reachable():
+            path = open_clip.pretrained.download_pretrained(open_clip.get_pretrained_cfg(name, pretrained))
+    except Exception as exc:
+        raise ModelLoadError(f"CLIP {name} (pretrained={pretrained!r}): its checkpoint file cannot be found to identify "
+                             f"its weights ({type(exc).__name__}: {exc})") from exc
+    if not path or not os.path.isfile(path):
+        raise ModelLoadError(f"CLIP {name} (pretrained={pretrained!r}): open_clip names no checkpoint file ({path!r}) "
+                             "to identify its weights; set the config's pretrained to a local file")
+    return identity.file_identity(path)
 
 
 def _accepts_context(tokenizer) -> bool:

@@ -42,6 +42,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from t2i_fairness.spine.identity import device_class, init_identity
 from t2i_fairness.errors import ModelLoadError
 from PIL import Image
 
@@ -143,12 +144,11 @@ def config_hash(config: Mapping[str, Any]) -> str:
 
 def file_digest(path: str | os.PathLike) -> str:
     """First 12 hex digits of the file's SHA-256: local weight files enter fingerprints by content,
-    so two different files with the same name never share cached features (~0.2 s per 100 MB)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()[:12]
+    so two different files with the same name never share cached features (~0.2 s per 100 MB, read
+    once: :mod:`t2i_fairness.spine.identity` remembers it until the file changes)."""
+    from t2i_fairness.spine.identity import file_digest as remembered_digest
+
+    return remembered_digest(path)[:12]
 
 
 def torch_dtype(name: str) -> Any:
@@ -268,7 +268,9 @@ class InceptionFeatures:
     """InceptionV3 2048-d pool features (DIG In's feature space) and ImageNet class probabilities.
 
     Attributes:
-        fingerprint: architecture, weights id, preprocessing, dtype and profile; a cache key.
+        fingerprint: architecture, weights id (a file's digest, torchvision's hash-named checkpoint,
+            or the seed and initialising library versions of random weights), preprocessing, dtype,
+            device class and profile; a cache key.
         dim: feature width (2048).
         image_size: side of the square network input.
 
@@ -301,7 +303,7 @@ class InceptionFeatures:
         preprocessing = (f"centercrop-long-edge,resize{self.image_size}-bilinear,"
                          f"mean{tuple(config['mean'])},std{tuple(config['std'])}")
         self.fingerprint = (f"InceptionFeatures:{profile}:{config['arch']}:{weights_id}:{preprocessing}:"
-                            f"{config['dtype']}:{config_hash(self.config)}")
+                            f"{config['dtype']}:{device_class(device)}:{config_hash(self.config)}")
 
     @classmethod
     def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "InceptionFeatures":
@@ -337,7 +339,7 @@ class InceptionFeatures:
             if "weights" in options or "allow_download" in options:
                 raise ValueError("weights= and allow_download= only apply to profile='paper'")
             model = _build_random_inception(config["init"], int(config["seed"]))
-            weights_id = f"random:{config['init']}:seed{config['seed']}"
+            weights_id = f"random:{config['init']}:seed{config['seed']}@{init_identity('torch', 'torchvision')}"
         return cls(model, config=config, profile=profile, weights_id=weights_id, device=device,
                    batch_size=options.get("batch_size", 16))
 

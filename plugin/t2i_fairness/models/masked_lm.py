@@ -150,9 +150,13 @@ class MaskedLMReplacer:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(cfg["seed"])
                 model = BertForMaskedLM(BertConfig(**cfg["bert"]))
-            weights_id = f"random-seed{cfg['seed']}-{_config_hash(cfg)}/tokenizer:{tok_id}"
+            from t2i_fairness.spine.identity import init_identity
+
+            weights_id = f"random-seed{cfg['seed']}-{_config_hash(cfg)}@{init_identity('torch', 'transformers')}/tokenizer:{tok_id}"
         model.to(device).eval()
-        fingerprint = f"MaskedLMReplacer/{type(model).__name__}/{profile}/{weights_id}/whole-word-v1"
+        from t2i_fairness.spine.identity import device_class
+
+        fingerprint = f"MaskedLMReplacer/{type(model).__name__}/{profile}/{weights_id}/whole-word-v1/{device_class(device)}"
         return cls(model, tokenizer, fingerprint=fingerprint, device=device, stop_tokens=stop)
 
     # -- core ------------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from t2i_fairness.spine.identity import active_index, device_class, init_identity, weights_digest
 from t2i_fairness.errors import ModelLoadError
 from PIL import Image
 
@@ -206,6 +207,14 @@ def _load_hf(loader: Any, source: str, what: str, *, allow_download: bool, cache
         ) from err
 
 
+def _hf_identity(source: str, model: Any) -> str:
+    """A loaded checkpoint's identity: a local folder's digest, or the hub id at the commit loaded."""
+    if os.path.isdir(source):
+        return f"{os.path.basename(os.path.normpath(source))}@{weights_digest(source)}"
+    commit = getattr(getattr(model, "config", None), "_commit_hash", None)
+    return f"{source}@{commit[:12]}" if commit else source
+
+
 def _bundled_tokenizer() -> Any:
     from transformers import BertTokenizerFast
 
@@ -246,7 +255,7 @@ class LangSAMSegmenter:
         self.box_threshold = float(config["box_threshold"])
         self.text_threshold = float(config["text_threshold"])
         self.fingerprint = (f"LangSAMSegmenter:{profile}:{weights_id}:box{self.box_threshold}:text{self.text_threshold}:"
-                            f"{config['dtype']}:{config_hash(self.config)}")
+                            f"{config['dtype']}:{device_class(device)}:{config_hash(self.config)}")
 
     @classmethod
     def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "LangSAMSegmenter":
@@ -293,8 +302,9 @@ class LangSAMSegmenter:
         detector = _load_hf(GroundingDinoForObjectDetection, det_id, "Grounding DINO detector", **kw)
         sam_processor = _load_hf(SamProcessor, sam_id, "SAM processor", **kw)
         sam = _load_hf(SamModel, sam_id, "SAM model", **kw)
+        weights_id = f"{_hf_identity(det_id, detector)}+{_hf_identity(sam_id, sam)}"
         return cls(detector, detector_processor, sam, sam_processor, config=config, profile=profile,
-                   weights_id=f"{det_id}+{sam_id}", device=device)
+                   weights_id=weights_id, device=device)
 
     @classmethod
     def _tiny(cls, config: dict, profile: str, device: str) -> "LangSAMSegmenter":
@@ -323,8 +333,12 @@ class LangSAMSegmenter:
         side = int(config["sam_size"])
         sam_processor = SamProcessor(image_processor=SamImageProcessor(
             size={"longest_edge": side}, pad_size={"height": side, "width": side}))
+        from t2i_fairness.models.sentence import _resolve_source
+
+        tokenizer_id = _resolve_source(config["tokenizer"])[1]  # the package's version and files' digest
         return cls(detector, detector_processor, sam, sam_processor, config=config, profile=profile,
-                   weights_id=f"random:seed{seed}", device=device)
+                   weights_id=f"random:seed{seed}@{init_identity('torch', 'transformers')}/tokenizer:{tokenizer_id}",
+                   device=device)
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -393,8 +407,9 @@ class FolderMasks:
     the file the image was opened from. The object name is not used (one mask per image).
 
     Attributes:
-        fingerprint: class, resolved folder and a digest of the PNG names, sizes and mtimes, so
-            replacing a mask invalidates cached features.
+        fingerprint: class, resolved folder and a digest of the PNGs' names and contents (each
+            file read once and remembered until it changes, :mod:`t2i_fairness.spine.identity`),
+            so replacing a mask, even with its old size and time kept, invalidates cached features.
 
     Example:
         >>> import tempfile
@@ -409,11 +424,9 @@ class FolderMasks:
         if not self.folder.is_dir():
             raise FileNotFoundError(f"mask folder {str(self.folder)!r} does not exist or is not a directory")
         self.suffix = suffix
-        digest = hashlib.sha256()
-        for path in sorted(self.folder.rglob(f"*{suffix}")):  # keys may name subfolders: "generated/bag/0"
-            stat = path.stat()
-            digest.update(f"{path.relative_to(self.folder).as_posix()}:{stat.st_size}:{stat.st_mtime_ns};".encode())
-        self.fingerprint = f"FolderMasks:{self.folder}:{digest.hexdigest()[:12]}"
+        masks = sorted(self.folder.rglob(f"*{suffix}"))  # keys may name subfolders: "generated/bag/0"
+        digest = active_index().files(masks, self.folder) if masks else hashlib.sha256(b"").hexdigest()
+        self.fingerprint = f"FolderMasks:{self.folder}:{digest[:12]}"
 
     @classmethod
     def from_profile(cls, profile: str, device: str = "cpu", *, folder: str | os.PathLike,

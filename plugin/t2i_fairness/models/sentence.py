@@ -78,13 +78,21 @@ def _bundled_version() -> str:
 
 
 def _resolve_source(source: str) -> tuple[str, str]:
-    """Return (path or hub id to load, stable weights id for the fingerprint)."""
+    """Return (path or hub id to load, stable weights id for the fingerprint).
+
+    A folder (a local copy, or the files a package ships) is named by the digest of its files
+    (:func:`t2i_fairness.spine.identity.weights_digest`, remembered until they change), so weights
+    replaced in place change the fingerprint; a hub id gets its commit once loaded (:func:`_with_commit`).
+    """
+    from t2i_fairness.spine.identity import weights_digest
+
     if source.startswith("package:"):
         if source != f"package:{_BUNDLED_PACKAGE}":
             raise ValueError(f"unknown weights package {source!r}; choose from ['package:{_BUNDLED_PACKAGE}']")
-        return _bundled_minilm_path(), f"{_BUNDLED_DIST}=={_bundled_version()}"
+        path = _bundled_minilm_path()
+        return path, f"{_BUNDLED_DIST}=={_bundled_version()}@{weights_digest(path)}"
     if os.path.isdir(source):
-        return source, f"local:{os.path.basename(os.path.normpath(source))}"
+        return source, f"local:{os.path.basename(os.path.normpath(source))}@{weights_digest(source)}"
     return source, f"hub:{source}"
 
 
@@ -163,8 +171,10 @@ class SentenceEncoder:
         self.device = device
         self.batch_size = int(batch_size)
         self.dim = int(model.config.hidden_size)
+        from t2i_fairness.spine.identity import device_class
+
         self.fingerprint = (
-            f"SentenceEncoder/{model_name}/{weights_id}/mean-pool/l2/max{self.max_seq_length}"
+            f"SentenceEncoder/{model_name}/{weights_id}/mean-pool/l2/max{self.max_seq_length}/{device_class(device)}"
         )
 
     @classmethod

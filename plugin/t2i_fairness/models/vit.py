@@ -49,6 +49,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from PIL import Image
 
+from t2i_fairness.spine.identity import device_class, file_identity, init_identity
 from t2i_fairness.models.base import check_profile
 from t2i_fairness.models.inception import (
     preprocess_batch,
@@ -107,7 +108,7 @@ def build_vit(config: Mapping[str, Any], *, weights: str | None = None, allow_do
     if config.get("tag") is None:
         with seeded_init(int(config.get("seed", 0))):
             model = _create_timm(config, pretrained=False)
-        return model, f"random:seed{config.get('seed', 0)}"
+        return model, f"random:seed{config.get('seed', 0)}@{init_identity('torch', 'timm')}"
 
     from timm.models import get_pretrained_cfg
 
@@ -152,6 +153,17 @@ def build_vit(config: Mapping[str, Any], *, weights: str | None = None, allow_do
         raise weights_unavailable("ViT", hub_id, where="timm could not load the pretrained weights",
                                   how="check the file, or download it again on a connected machine.",
                                   cause=err) from err
+    if weights is None:
+        if cached is None and pretrained_cfg.hf_hub_id:  # just downloaded: find the file it loaded
+            from huggingface_hub import try_to_load_from_cache
+
+            for filename in _WEIGHT_FILES:
+                found = try_to_load_from_cache(pretrained_cfg.hf_hub_id, filename, cache_dir=cache_dir)
+                if isinstance(found, str):
+                    cached = found
+                    break
+        # the hub snapshot the file came from, or its digest (a timm URL download, a copied file)
+        weights_id += f"@{file_identity(cached)}" if cached else "@unidentified"
     return model, weights_id
 
 
@@ -198,7 +210,7 @@ class MaskedViTFeatures:
         preprocessing = (f"centercrop-long-edge,resize{self.img_size}-bilinear,mean{tuple(config['mean'])},"
                          f"std{tuple(config['std'])};mask:same-crop,nearest,any-pixel-per-{self.patch_size}px-patch")
         self.fingerprint = (f"MaskedViTFeatures:{profile}:{config['architecture']}:{weights_id}:{preprocessing}:"
-                            f"{config['dtype']}:{config_hash(self.config)}")
+                            f"{config['dtype']}:{device_class(device)}:{config_hash(self.config)}")
 
     @classmethod
     def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "MaskedViTFeatures":

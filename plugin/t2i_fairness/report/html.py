@@ -6,7 +6,8 @@ opens from disk in any browser, with neither a server nor Java, and can be maile
 What it shows, in order:
 
 - banners that say when numbers must not be read as findings (the random-weight smoke model, a
-  synthetic reference set), and the run's settings;
+  synthetic reference set), what changed (settings since the bounds were set, listed once; model
+  weights since the last run with the cache: :mod:`t2i_fairness.report.changes`), and the run's settings;
 - the gate table: verdict, measured value with its confidence interval, bound and sample size, with
   a small plot of where the estimate and interval sit against the bound; failures first, and a
   text box that filters rows;
@@ -16,7 +17,7 @@ What it shows, in order:
 - per indicator family (the test function's name), every PNG and JSON artifact the run's tests wrote
   through ``t2i_report``: DIG In's region bars, the SCAL heatmap and any plot a new indicator adds
   appear without code here;
-- cache statistics, updated and proposed bounds, settings changes and unused gates.
+- cache statistics, the time spent on weights digests, updated and proposed bounds and unused gates.
 
 :func:`render_report` is pure (data in, HTML string out) apart from reading the artifact files;
 :func:`write_report` writes it atomically. The plugin calls them at session end on the controller
@@ -35,6 +36,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from t2i_fairness.report.labels import gate_labels
+from t2i_fairness.report.changes import changes_html, digest_line
 from t2i_fairness.gating.session import GateRecord, GateSession
 
 REPORT_FILE = "index.html"
@@ -113,6 +115,7 @@ def render_report(session: GateSession, artifacts_dir: Path, title: str, header:
         f"<header><h1>{_e(title)}</h1>",
         _verdict_line(records, failed),
         *(f'<p class="banner" role="note"><strong>Note:</strong> {_e(b)}</p>' for b in banners),
+        changes_html(session),
         _kv_table(header, "settings"),
         _nav(session, artifacts),
         "</header>",
@@ -346,9 +349,7 @@ def _run_notes(session: GateSession) -> str:
             notes.append(f"bound updated: {g}: {old} -> {r.direction} {r.write:g}")
     if session.proposed:
         notes.append(f"{len(session.proposed)} gate(s) had no bound; proposed bounds were written next to {session.thresholds_path}")
-    for r in session.records:
-        for k, (old, new) in r.provenance_changes.items():
-            notes.append(f"settings changed since {r.gate}'s bound was set: {k}: {old} -> {new}")
+    notes += [line for line in [digest_line(session)] if line]  # settings and identities that changed: at the top
     if session.unused:
         notes.append(f"{len(session.unused)} gate(s) in {session.thresholds_path} were not used by any test: "
                      + ", ".join(session.unused[:20]) + (" ..." if len(session.unused) > 20 else ""))

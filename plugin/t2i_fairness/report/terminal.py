@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from t2i_fairness.gating.session import GateSession
 from t2i_fairness.gating.thresholds import proposed_path
+from t2i_fairness.report.changes import change_lines, digest_line
 
 
 VERDICTS = {"pass": "ok", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "missing": "MISSING", "written": "written",
@@ -52,7 +53,9 @@ class GateReport:
 
     def lines(self) -> list[str]:
         s = self.session
-        out: list[str] = []
+        out: list[str] = change_lines(s)  # once, at the top: settings and identities that changed
+        if out and s.records:
+            out.append("")
         if s.records:
             out += self.table()
             gated = [r for r in s.records if r.status != "baseline"]
@@ -86,6 +89,7 @@ class GateReport:
             out += [f"  {b}" for b in c.blank[:10]] + ([f"  ... and {len(c.blank) - 10} more"] if len(c.blank) > 10 else [])
         for kind in sorted(set(c.computed) | set(c.reused)):
             out.append(f"{kind}: {c.computed.get(kind, 0)} computed, {c.reused.get(kind, 0)} from cache")
+        out += [line for line in [digest_line(s)] if line]
         if c.corrupt:
             out.append(f"{len(c.corrupt)} unreadable cache entr{'y' if len(c.corrupt) == 1 else 'ies'} found and made again:")
             out += [f"  {p}" for p in c.corrupt[:10]]
@@ -102,15 +106,6 @@ class GateReport:
         if refused:
             out.append(f"refused to loosen {len(refused)} gate(s) (use --t2i-allow-loosen after review):")
             out += [f"  {r.gate}: {r.direction} {r.bound:g} -> {r.value:.6f}" for r in refused]
-        changed = {}
-        for r in s.records:
-            for k, (old, new) in r.provenance_changes.items():
-                changed.setdefault(k, set()).add((str(old), str(new)))
-        if changed:
-            n = sum(1 for r in s.records if r.provenance_changes)
-            out.append(f"WARNING: {n} gate(s) were set under other settings:")
-            for k, pairs in sorted(changed.items()):
-                out.append(f"  {k}: " + "; ".join(f"{a} -> {b}" for a, b in sorted(pairs)))
         if s.unused:
             out.append(f"{len(s.unused)} gate(s) in {s.thresholds_path} were not used by any test:")
             out += [f"  {g}" for g in s.unused[:20]] + ([f"  ... and {len(s.unused) - 20} more"] if len(s.unused) > 20 else [])

@@ -83,6 +83,8 @@ class CacheStats:
     blank: list[str] = field(default_factory=list)  # "prompt (seed N)" of generated images that are entirely black
     computed: dict[str, int] = field(default_factory=dict)  # kind -> entries computed (features, masks)
     reused: dict[str, int] = field(default_factory=dict)  # kind -> entries read from cache
+    identity: list[str] = field(default_factory=list)  # weights that changed since the last run, unversioned fingerprints
+    digests: dict[str, float] = field(default_factory=dict)  # weights digests: seconds, files, read, bytes (spine.identity)
 
 
 def is_url(location: str | os.PathLike) -> bool:

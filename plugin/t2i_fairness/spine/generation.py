@@ -1,6 +1,7 @@
 """Lazy, batched, cached image generation with seeds that do not depend on how work is split.
 
-An image is identified by (generator fingerprint, prompt, seed, settings). Its seed comes from
+An image is identified by (generator fingerprint, prompt, seed, settings); the fingerprint names the
+weights (a digest or a commit), precision and device class. Its seed comes from
 (prompt, image index, base seed) alone, and its batch is canonical: the images of one prompt with
 indices ``[b * batch_size, (b + 1) * batch_size)`` (cut at the number of images per prompt). Batched
 kernels change a few pixel values with batch composition, so canonical batches are what makes the
@@ -92,8 +93,17 @@ class ImageFactory:
         self.batch_size = max(1, int(source.settings.batch_size or 1))
 
     def ref(self, prompt: str, index: int) -> ImageRef:
+        """The cache entry of one image: its key names everything that decides its pixels.
+
+        The generator's fingerprint (model, weights digest or commit, settings, precision, device
+        class; see :mod:`t2i_fairness.generators`), or for a source whose images each have their own
+        identity (a manifest's files) that image's; then the prompt, the seed and the settings. New
+        weights give new keys, so nothing cached under the old ones is touched.
+        """
         seed = derive_seed(prompt, index, self.base_seed)
-        key = content_key(generator=self.source.fingerprint, prompt=prompt, seed=seed, settings=self.source.settings.key())
+        item = self.source.item_key(prompt, seed) if self.source.item_key is not None else None
+        key = content_key(generator=item or self.source.fingerprint, prompt=prompt, seed=seed,
+                          settings=self.source.settings.key())
         return ImageRef(key, self.cache.path("images", key, ".png"), prompt, index, seed)
 
     def images(self, prompts: Sequence[str], n: int, desc: str = "generating") -> list[list[ImageRef]]:

@@ -120,6 +120,9 @@ CORE_OPTIONS: tuple[Option, ...] = (
     Option("--t2i-model", "model under test: 'tiny' (built-in random smoke model, default), a diffusers hub id "
            "or local folder, images:MANIFEST.csv (pre-generated images) or python:module:factory",
            default="tiny", metavar="SPEC"),
+    Option("--t2i-model-revision", "for a hub id: the branch, tag or commit to load (default: main, resolved to "
+           "its commit when the run starts; the commit is in every image key and in the bounds' provenance)",
+           metavar="REV"),
     Option("--t2i-preset", "sample sizes and defaults: 'smoke' (fast, offline, meaningless numbers) or 'paper' "
            "(the papers' sizes); default: smoke for the built-in tiny model, paper for every other model",
            default="auto", choices=("auto",) + PRESETS),
@@ -198,6 +201,7 @@ class T2IOptions:
     """The run's options: the core fields, and ``families[name]`` for each family's own."""
 
     model: str = "tiny"
+    model_revision: str | None = None  # a hub id's branch, tag or commit (--t2i-model-revision)
     preset: str = "smoke"
     scorers: str = "tiny"
     device: str = "auto"  # resolved by the workbench, so collection never imports torch
@@ -390,6 +394,14 @@ def resolve_core(v: Values) -> dict[str, Any]:
         raw_objects, "--t2i-objects", choices=tuple(GEODE_OBJECTS), all_value="all", what="object")
     for flag in ("--t2i-batch-size", "--t2i-steps", "--t2i-height", "--t2i-width"):
         positive(v, flag)
+    revision = v.raw("--t2i-model-revision")
+    if revision is not None:
+        revision = str(revision).strip()
+        if not revision or any(c.isspace() for c in revision):
+            raise OptionError("--t2i-model-revision", f"expected a branch, tag or commit, got {v.raw('--t2i-model-revision')!r}")
+        if model in ("tiny", "procedural") or str(model).startswith(("images:", "python:", ".", "/", "~")):
+            raise OptionError("--t2i-model-revision", f"applies to a hub id; --t2i-model {model!r} is not one "
+                              "(a local folder is named by the digest of its files)")
     if v("--t2i-allow-loosen") and not v("--t2i-update-thresholds"):
         raise OptionError("--t2i-allow-loosen", "only makes sense with --t2i-update-thresholds")
     if v.raw("--t2i-baseline-seed") is not None and not v("--t2i-baseline-model"):
@@ -420,7 +432,7 @@ def resolve_core(v: Values) -> dict[str, Any]:
     thresholds = Path(v.raw("--t2i-thresholds") or v.rootdir / "thresholds" / f"{model_slug(model)}.yaml")
     report = v.raw("--t2i-report")
     return dict(
-        model=model, preset=v.preset, scorers=v("--t2i-scorers"), device=device, objects=tuple(objects),
+        model=model, model_revision=revision, preset=v.preset, scorers=v("--t2i-scorers"), device=device, objects=tuple(objects),
         images_per_prompt=positive(v, "--t2i-images-per-prompt"), seed=v("--t2i-seed"),
         batch_size=v("--t2i-batch-size"), steps=v("--t2i-steps"),
         guidance=finite(v, "--t2i-guidance", 0.0), height=v("--t2i-height"), width=v("--t2i-width"),

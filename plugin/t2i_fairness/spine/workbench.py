@@ -14,8 +14,11 @@ from PIL import Image
 
 from t2i_fairness import __version__
 from t2i_fairness.errors import ModelLoadError
+from t2i_fairness.spine import identity
 from t2i_fairness.spine.cache import Cache, content_key, decode_array, encode_array
 from t2i_fairness.spine.memo import Memo, namespace_of, no_progress
+
+_no_progress = no_progress  # the name the project's tests import
 from t2i_fairness.spine.generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
 from t2i_fairness.generators import GenerationSettings, GeneratorSource, resolve_generator
 from t2i_fairness.spine.options import T2IOptions, resolve_device
@@ -40,14 +43,35 @@ class Workbench:
         self.cache.check_writable()
         self.progress = progress or (tqdm_progress if options.progress else no_progress)
         settings = GenerationSettings(options.steps, options.guidance, options.height, options.width, options.batch_size)
-        self.source: GeneratorSource = resolve_generator(
-            options.model, settings, self.device, lambda prompt, index: derive_seed(prompt, index, options.seed)
-        )
-        if wrap is not None:  # e.g. a canary (t2i_fairness.canaries): its fingerprint keeps its images apart
-            self.source = wrap(self.source)
+        # Weights digests are remembered in the cache (identity/), so a warm run reads no weights;
+        # the summary reports their cost and any identity that changed since the last run.
+        self.digests = identity.DigestIndex(self.cache.root / "identity")
+        self.cache.stats.digests = self.digests.stats
+        with identity.using(self.digests):
+            self.source: GeneratorSource = resolve_generator(
+                options.model, settings, self.device, lambda prompt, index: derive_seed(prompt, index, options.seed),
+                revision=getattr(options, "model_revision", None),
+            )
+            if wrap is not None:  # e.g. a canary (t2i_fairness.canaries): its fingerprint keeps its images apart
+                self.source = wrap(self.source)
+            if self.source.spec.startswith("images:"):
+                self._note(self.source.subject, self.source.weights, "images whose files changed are read anew",
+                           "what was cached under them is used again", what="images")
+            else:
+                self._note(self.source.subject, self.source.weights, "its images are generated anew",
+                           "what was cached under them is used again")
+        self.cache.stats.identity.extend(self.source.notes)
         self.factory = ImageFactory(self.source, self.cache, options.seed, self.progress)
         self._scorers: dict[str, object] = {}
         self._shared: dict = {}
+        self._versions = identity.library_versions()
+
+    def _note(self, subject: str | None, ident: str | None, made_anew: str, reused: str, what: str = "weights") -> None:
+        """Record ``subject``'s identity in the cache; a change since the last run becomes a summary note."""
+        if subject and ident:
+            note = identity.remember(subject, ident).note(made_anew, reused, what)
+            if note:
+                self.cache.stats.identity.append(note)
 
     # -- generation ---------------------------------------------------------------------------
     def images(self, prompts: Sequence[str], n: int | None = None, desc: str = "generating") -> list[list[ImageRef]]:
@@ -70,7 +94,12 @@ class Workbench:
             if builder is None:
                 raise ValueError(f"unknown scorer {name!r}; known: {sorted(_BUILDERS)} (or pass build=)")
             try:
-                self._scorers[name] = builder(self.options.scorers, self.device)
+                with identity.using(self.digests):
+                    scorer = builder(self.options.scorers, self.device)
+                    fingerprint = getattr(scorer, "fingerprint", None)
+                    self._note(f"scorer {name} ({self.options.scorers})", fingerprint if isinstance(fingerprint, str) else None,
+                               "its features are computed anew", "its cached features are used again")
+                self._scorers[name] = scorer
             except ModelLoadError as exc:
                 if self.fatal:
                     self.fatal(str(exc))
@@ -119,7 +148,13 @@ class Workbench:
 
     # -- provenance ---------------------------------------------------------------------------
     def provenance(self) -> dict:
-        """The settings a measured value depends on; stored with every bound."""
+        """The settings a measured value depends on; stored with every bound.
+
+        The model's fingerprint names its weights (digest or commit), precision and device class,
+        which decide the pixels and are in every image key. What may move the numbers without
+        being in a key is recorded here too: the device class, the GPU's name, and the versions of
+        the libraries that generate and score (a bound measured under others warns).
+        """
         try:
             import torch
 
@@ -127,6 +162,7 @@ class Workbench:
         except ImportError:
             torch_version = None
         o = self.options
+        versions = {k: v for k, v in self._versions.items() if k != "torch"}
         return {
             "model": self.source.fingerprint,
             "scorers": o.scorers,
@@ -135,8 +171,15 @@ class Workbench:
             "seed": o.seed,
             "t2i_fairness": __version__,
             "torch": torch_version,
-            "device": self.device.split(":")[0],
+            **versions,
+            "device": identity.device_class(self.device),
+            "gpu": self._gpu(),
         }
+
+    def _gpu(self) -> str | None:
+        if not hasattr(self, "_gpu_name"):
+            self._gpu_name = identity.gpu_name(self.device)
+        return self._gpu_name
 
 
 def _clip(profile: str, device: str):
