@@ -24,14 +24,19 @@ def _bootstrap(score, metric):
 
 # -- Region Indicator (4.2) -------------------------------------------------------------------------
 
+def _sizes(s) -> dict:
+    """Group sizes: generated images scored (after de-duplication, the bootstrap's units) and before it."""
+    return {"n_real": s.n_real, "n_fake": s.n_fake, "n_generated": s.n_generated, "n_duplicates": s.n_duplicates}
+
+
 def test_region_precision(reference, template, region, dig_in, gate):
     s = dig_in.scores(reference, template).region[region]
-    gate(s.precision, n=s.n_fake, details={"n_real": s.n_real, "n_fake": s.n_fake}, **_bootstrap(s, "precision"))
+    gate(s.precision, n=s.n_fake, details=_sizes(s), **_bootstrap(s, "precision"))
 
 
 def test_region_coverage(reference, template, region, dig_in, gate):
     s = dig_in.scores(reference, template).region[region]
-    gate(s.coverage, n=s.n_real, details={"n_real": s.n_real, "n_fake": s.n_fake}, **_bootstrap(s, "coverage"))
+    gate(s.coverage, n=s.n_real, details=_sizes(s), **_bootstrap(s, "coverage"))
 
 
 def test_worst_region_precision(reference, template, dig_in, gate, t2i_report):
@@ -45,7 +50,8 @@ def test_worst_region_precision(reference, template, dig_in, gate, t2i_report):
 def test_worst_region_coverage(reference, template, dig_in, gate, t2i_report):
     scores = dig_in.scores(reference, template).region
     worst = min(scores, key=lambda r: scores[r].coverage)
-    t2i_report.section(f"DIG In Region Indicator: {reference} / {template}", region_lines(scores))
+    t2i_report.section(f"DIG In Region Indicator: {reference} / {template}",
+                       region_lines(scores, dig_in.scores(reference, template).truncation))
     gate(scores[worst].coverage, n=scores[worst].n_real, details={"worst_region": worst})
 
 

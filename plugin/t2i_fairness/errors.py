@@ -6,7 +6,7 @@
 - :class:`OptionError`: a bad option value; the plugin turns it into ``pytest.UsageError`` and the
   ``t2i-fairness`` command line into exit status 2. Its message starts with the option's name.
 - Warnings a run can emit: :class:`T2IProvenanceWarning`, :class:`T2ISmallSampleWarning`,
-  :class:`IndicModelWarning`.
+  :class:`IndicModelWarning`, :class:`T2ITruncationWarning`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ __all__ = [
     "T2IError",
     "T2IProvenanceWarning",
     "T2ISmallSampleWarning",
+    "T2ITruncationWarning",
 ]
 
 
@@ -64,3 +65,7 @@ class T2ISmallSampleWarning(UserWarning):
 
 class IndicModelWarning(UserWarning):
     """An IndicTTI model fell back to another one (say, the sentence encoder), so values are not comparable."""
+
+
+class T2ITruncationWarning(UserWarning):
+    """The generator's tokenizer truncates prompts: some images come from part of their prompt."""

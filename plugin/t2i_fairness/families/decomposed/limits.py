@@ -41,9 +41,9 @@ def parse_failure_limit(value: Any, argument: str = "limit") -> Fraction:
                 limit = Fraction(text)
         except (ValueError, ZeroDivisionError):
             raise ValueError(f"{argument} must be FAILURES/IMAGES (e.g. 100/1020) or a rate such as 0.1, "
-                             f"got {value!r}") from None
+                             f"got {value!r}".lstrip()) from None
     if not 0 <= limit <= 1:
-        raise ValueError(f"{argument} must be a failure rate in [0, 1], got {value!r}")
+        raise ValueError(f"{argument} must be a failure rate in [0, 1], got {value!r}".lstrip())
     return limit
 
 

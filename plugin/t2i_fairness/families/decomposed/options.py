@@ -61,7 +61,7 @@ def resolve(v: Values, core) -> DecomposedOptions:
             raise OptionError("--t2i-masks", f"{raw!r}: not a directory")
     text = str(v("--t2i-segmentation-failure-limit")).strip()
     try:
-        limit = parse_failure_limit(text, "the limit")
+        limit = parse_failure_limit(text, "")
     except ValueError as exc:
         raise OptionError("--t2i-segmentation-failure-limit", str(exc)) from None
     source = "--t2i-segmentation-failure-limit" if v.given("--t2i-segmentation-failure-limit") else f"{v.preset} preset"

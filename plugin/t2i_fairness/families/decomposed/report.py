@@ -74,6 +74,10 @@ def table1_section(name: str, ref, real: DecomposedReal, by_template: dict[str, 
                      + (f", {sum(sc.bg_short.values())} with fewer than {sel.min_bg_patches} background patches "
                         "(BG-only misses)" if sel.min_bg_patches > 1 else "")
                      + (f"; regions without scores: {', '.join(sc.skipped)}" if sc.skipped else ""))
+        if sc.truncation is not None and (not sc.truncation.counted or sc.truncation.truncated):
+            from t2i_fairness.references.grouping import truncation_line
+
+            lines.append(f"  {truncation_line(sc.truncation)}")
     usable = {t: sc for t, sc in by_template.items() if sc.scores}
     if "object_in_region" not in usable:
         return lines + ["no Table 1: no region of {object} in {region} has scores"]

@@ -51,6 +51,7 @@ class DecomposedScores:
     real: DecomposedReal | None = field(default=None, repr=False)
     bg_short: dict[str, int] = field(default_factory=dict)  # region -> BG-only misses for too few background patches
     bg_unsegmented: str = "whole"  # how unsegmented generated images count in BG-only
+    truncation: object = None  # the generator's truncation of the template's prompts (metrics.truncation.Truncation)
     _member: dict = field(default_factory=dict, repr=False)
 
     def membership(self, region: str, setup: str) -> np.ndarray:
@@ -76,6 +77,7 @@ class DecomposedScores:
             "unsegmented_in_bg_only": self.bg_unsegmented,
             "generated_below_bg_min_patches": self.bg_short,
             "generated_of_excluded_classes": self.dropped,
+            "truncation": self.truncation.details() if self.truncation is not None else None,
             "skipped_regions": self.skipped,
         }
 
@@ -210,7 +212,7 @@ class DecomposedStudy(Study):
         from t2i_fairness.families.decomposed.masks import background_patch_counts, generated_items
         from t2i_fairness.families.decomposed.rules import background_misses, has_features, score_setup
         from t2i_fairness.metrics.manifold import dedupe_index
-        from t2i_fairness.references.grouping import PromptSpace, group_generated, prompt_images
+        from t2i_fairness.references.grouping import PromptSpace, group_generated, prompt_images, template_truncation
 
         o = self.bench.options
         ref = self.reference_sets[name]
@@ -240,7 +242,8 @@ class DecomposedStudy(Study):
                 gone[cand] = True
                 gone[cand[dedupe_index(feats[setup][cand], mode, groups=labels[cand])]] = False
                 duplicates[setup] = gone
-        out = DecomposedScores(template, {}, items, feats, {}, {}, {}, real=real, bg_unsegmented=unsegmented)
+        out = DecomposedScores(template, {}, items, feats, {}, {}, {}, real=real, bg_unsegmented=unsegmented,
+                               truncation=template_truncation(self.bench, template, PromptSpace.from_reference(ref, o.objects)))
         for region, rows in group_generated(pairs, template, ref, "region", o.seed).items():
             rows = np.asarray(rows, dtype=int)
             keep = np.array([items[i].object not in excluded for i in rows], dtype=bool)

@@ -14,7 +14,7 @@ import numpy as np
 
 from t2i_fairness.families.base import Study
 from t2i_fairness.metrics.manifold import Membership, dedupe_index, membership, precision_coverage
-from t2i_fairness.references.grouping import PromptImages, PromptSpace, group_generated, prompt_images
+from t2i_fairness.references.grouping import PromptImages, PromptSpace, group_generated, prompt_images, template_truncation
 from t2i_fairness.references.library import ReferenceLibrary
 from t2i_fairness.spine.generation import ImageRef
 from t2i_fairness.vocab.geode import GEODE_OBJECTS
@@ -118,6 +118,7 @@ class DigScores:
 
     region: dict[str, GroupScore] = field(default_factory=dict)
     object_region: dict[tuple[str, str], GroupScore] = field(default_factory=dict)
+    truncation: object = None  # the generator's truncation of the template's prompts (metrics.truncation.Truncation)
 
 
 @dataclass(frozen=True)
@@ -182,7 +183,7 @@ class DigInStudy(Study):
             kept = [r for r in fake_rows if alive[r]]
             return self._group(m, feats[kept], group, n_generated=len(fake_rows))
 
-        scores = DigScores()
+        scores = DigScores(truncation=template_truncation(self.bench, template, PromptSpace.from_reference(ref, o.objects)))
         for region, fake_rows in group_generated(pairs, template, ref, "region", o.seed).items():
             m = real.manifold(f"region:{region}", ref.groups_by_region()[region])
             scores.region[region] = score(m, fake_rows, region)
