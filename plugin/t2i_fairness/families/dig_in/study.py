@@ -108,6 +108,10 @@ def score_group(m, fake: np.ndarray, *, dedupe: str = "drop_all", bootstrap: boo
     rows = np.asarray(fake)[kept]
     pc = precision_coverage(m, rows, dedupe="none", device=device, group=group)
     member = membership(m, rows, dedupe="none", group=group) if bootstrap else None
+    if member is not None and (member.precision, member.coverage) != (pc["precision"], pc["coverage"]):
+        raise RuntimeError(f"group {group!r}: the bootstrap's ball membership gives precision {member.precision} and "
+                           f"coverage {member.coverage}, the estimate {pc['precision']} and {pc['coverage']}; the "
+                           "two membership rules disagree on a boundary pair (a bug: please report it)")
     total = len(fake) if n_generated is None else int(n_generated)
     return GroupScore(pc["precision"], pc["coverage"], int(kept.size), len(m.radii), member, total)
 
