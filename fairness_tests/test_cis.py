@@ -51,7 +51,8 @@ def test_cis(cis_k, cis, gate, t2i_report):
     })
     gate(r.cis, n=r.n_images, interval=interval, provenance=cis.provenance(),
          details={"prompts": len(r.prompts), "images_per_prompt": int(r.scores.shape[1]),
-                  "mean_components_detected": float(np.mean(r.counts)), "redrawn_77_tokens": r.redrawn})
+                  "mean_components_detected": float(np.mean(r.counts)), "redrawn_77_tokens": r.redrawn,
+                  "generator_truncation": cis.truncation(cis_k).details()})
 
 
 def test_cis_drop_per_component(cis, gate, t2i_report):
@@ -73,6 +74,9 @@ def test_cis_drop_per_component(cis, gate, t2i_report):
     redrawn = {k: r.redrawn for k, r in zip(ks, model) if r.redrawn}
     lines.append("77-token rule: " + (", ".join(f"K={k}: {n} prompt(s) redrawn" for k, n in redrawn.items())
                                       if redrawn else "no prompt exceeded CLIP's 77 tokens"))
+    cut = {k: cis.truncation(k) for k in ks}
+    lines.append("generator's tokenizer: " + ("not counted (" + cut[ks[0]].encoder + ")" if not cut[ks[0]].counted else
+                 ", ".join(f"K={k}: {t.cell()} prompts truncated" for k, t in cut.items()) + f" ({cut[ks[0]].encoder})"))
     missing = {k: f[2] for k, f in zip(ks, fids) if f[0] is None}
     if missing:
         reasons = set(missing.values())

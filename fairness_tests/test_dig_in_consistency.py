@@ -13,6 +13,7 @@ import warnings
 
 import pytest
 
+from t2i_fairness.families.dig_in.report import lowest_scoring
 from t2i_fairness.report.grids import image_grid
 from t2i_fairness.metrics.consistency import object_consistency, object_percentiles
 from t2i_fairness.metrics.intervals import percentile_mean_interval
@@ -28,7 +29,7 @@ CASES += [pytest.param(t, r.slug, id=f"{t}-{r.slug}") for t in REGIONAL_TEMPLATE
 @pytest.mark.parametrize("template, region", CASES)
 def test_object_consistency(template, region, dig_in, gate, t2i_report):
     scored = [s for s in dig_in.clipscores(template) if region is None or s.region == region]
-    lowest = sorted(scored, key=lambda s: s.score)[:8]
+    lowest = lowest_scoring(scored)
     if lowest and all(s.image is not None for s in lowest):
         t2i_report.png("lowest_scoring", image_grid([s.image.load() for s in lowest],
                                                     [f"{s.score:.3f} {s.object}" for s in lowest]))

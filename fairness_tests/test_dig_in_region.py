@@ -28,7 +28,7 @@ def _gate_group(s, metric, gate, confidence, **extra):
     if math.isnan(value):
         gate.undefined(s.note or f"{metric} is undefined")
     gate(value, n=s.n_fake if metric == "precision" else s.n_real, interval=s.interval(metric, confidence),
-         details={"n_real": s.n_real, "n_fake": s.n_fake, "n_scored": s.member.n_fake, **extra,
+         details={**_sizes(s), "n_scored": s.member.n_fake, **extra,
                   **({"note": s.note} if s.note else {})})
 
 
@@ -57,6 +57,11 @@ def _parity(scores, metric, gate, confidence):
 
 # -- Region Indicator (4.2) -------------------------------------------------------------------------
 
+def _sizes(s) -> dict:
+    """Group sizes: generated images scored (after de-duplication, the bootstrap's units) and before it."""
+    return {"n_real": s.n_real, "n_fake": s.n_fake, "n_generated": s.n_generated, "n_duplicates": s.n_duplicates}
+
+
 def test_region_precision(reference, template, region, dig_in, gate, t2i):
     _gate_group(dig_in.scores(reference, template).region[region], "precision", gate, t2i.options.confidence)
 
@@ -74,7 +79,7 @@ def test_worst_region_precision(reference, template, dig_in, gate, t2i, t2i_repo
 
 def test_worst_region_coverage(reference, template, dig_in, gate, t2i, t2i_report):
     scores = dig_in.scores(reference, template).region
-    t2i_report.section(f"DIG In Region Indicator: {reference} / {template}", region_lines(scores))
+    t2i_report.section(f"DIG In Region Indicator: {reference} / {template}", region_lines(scores, dig_in.scores(reference, template).truncation))
     _worst(scores, "coverage", gate, t2i.options.confidence)
 
 

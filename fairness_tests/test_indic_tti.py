@@ -25,8 +25,10 @@ def _conf(indic) -> float:
     return indic.bench.options.confidence
 
 
-def _details(scores, **extra) -> dict:
-    return {"lang": scores.lang, "n_prompts": scores.n_prompts, "images_per_prompt": scores.n_images, **extra}
+def _details(scores, indic, **extra) -> dict:
+    """The language's sample and how the generator's tokenizer truncated its prompts (issue #15, finding 11)."""
+    return {"lang": scores.lang, "n_prompts": scores.n_prompts, "images_per_prompt": scores.n_images,
+            "truncation": indic.truncation(scores.lang).details(), **extra}
 
 
 def test_clgc(indic_language, indic, t2i_report, gate):
@@ -34,7 +36,7 @@ def test_clgc(indic_language, indic, t2i_report, gate):
     summary = show(indic, t2i_report)
     first = {pid: rows[0] for pid, rows in list(s.captions.items())[:5]}  # a few, for triage
     gate(s.clgc, n=s.n, interval=indic.interval(indic_language, "clgc", _conf(indic)),
-         details=_details(s, sentence_model=summary.sentence_model, first_caption_by_prompt=first))
+         details=_details(s, indic, sentence_model=summary.sentence_model, first_caption_by_prompt=first))
 
 
 def test_igc(indic_language, indic, t2i_report, gate):
@@ -43,13 +45,13 @@ def test_igc(indic_language, indic, t2i_report, gate):
     s = indic.scores(indic_language)
     show(indic, t2i_report)
     gate(s.igc, n=s.igc_prompts * s.n_images, interval=indic.interval(indic_language, "igc", _conf(indic)),
-         details=_details(s, prompts_with_reference=s.igc_prompts))
+         details=_details(s, indic, prompts_with_reference=s.igc_prompts))
 
 
 def test_lgc(indic_language, indic, t2i_report, gate):
     s = indic.scores(indic_language)
     show(indic, t2i_report)
-    gate(s.lgc, n=s.n, interval=indic.interval(indic_language, "lgc", _conf(indic)), details=_details(s))
+    gate(s.lgc, n=s.n, interval=indic.interval(indic_language, "lgc", _conf(indic)), details=_details(s, indic))
 
 
 def test_scwl(indic_language, indic, t2i_report, gate):
@@ -57,7 +59,7 @@ def test_scwl(indic_language, indic, t2i_report, gate):
     show(indic, t2i_report)
     if s.scwl is None:
         pytest.skip(f"SCWL compares images of the same prompt: needs --t2i-images-per-prompt >= 2, got {s.n_images}")
-    gate(s.scwl, n=s.n, interval=indic.interval(indic_language, "scwl", _conf(indic)), details=_details(s))
+    gate(s.scwl, n=s.n, interval=indic.interval(indic_language, "scwl", _conf(indic)), details=_details(s, indic))
 
 
 def test_dwl(indic_language, indic, t2i_report, gate):
@@ -65,7 +67,7 @@ def test_dwl(indic_language, indic, t2i_report, gate):
     show(indic, t2i_report)
     if s.dwl is None:
         pytest.skip(f"DWL compares images of different prompts: {indic.prompts.source} has 1 prompt id")
-    gate(s.dwl, n=s.n, interval=indic.interval(indic_language, "dwl", _conf(indic)), details=_details(s))
+    gate(s.dwl, n=s.n, interval=indic.interval(indic_language, "dwl", _conf(indic)), details=_details(s, indic))
 
 
 def test_clgc_vs_english(indic_non_english, indic, t2i_report, gate):
@@ -75,7 +77,7 @@ def test_clgc_vs_english(indic_non_english, indic, t2i_report, gate):
         gate.undefined(f"CLGC(l) / CLGC({ENGLISH}) is undefined: CLGC({ENGLISH}) = {english.clgc:.4f} <= 0 "
                             f"(test_clgc[{ENGLISH.lower()}] gates English itself)")
     gate(s.clgc / english.clgc, n=s.n, interval=indic.interval(indic_non_english, "clgc_ratio", _conf(indic)),
-         details=_details(s, clgc=s.clgc, clgc_english=english.clgc, drop=english.clgc - s.clgc))
+         details=_details(s, indic, clgc=s.clgc, clgc_english=english.clgc, drop=english.clgc - s.clgc))
 
 
 def test_scal_with_english(indic_non_english, indic, t2i_report, gate):
@@ -84,7 +86,7 @@ def test_scal_with_english(indic_non_english, indic, t2i_report, gate):
     value = indic.scal(ENGLISH, indic_non_english)
     show(indic, t2i_report)
     gate(value, n=s.n, interval=indic.interval(indic_non_english, "scal", _conf(indic)),
-         details=_details(s, pair=[ENGLISH, indic_non_english]))
+         details=_details(s, indic, pair=[ENGLISH, indic_non_english]))
 
 
 def test_scal_matrix(indic, t2i_report):

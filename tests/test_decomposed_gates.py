@@ -96,7 +96,7 @@ def test_decomposed_gates_ids_paper_rules_table1_and_diagnostics(suite):
         "*test_worst_region_bg_coverage[[]mini-object_in_region[]]*written*",
         "*test_template_improvement[[]mini[]]*written*",
         "*Decomposed-DIG (Table 1): mini*",
-        "*real images: 24, segmentation failed (excluded): 2; classes excluded (> 10% failures, paper preset limit): stove (17%)*",
+        "*real images: 24, segmentation failed (excluded): 2; classes excluded (more than 100/1020 = 9.8% failures, paper preset limit): stove (17%)*",
         "*{object} in {region}: 6 generated images (6 more of excluded classes left out), 1 without object segmentation*",
         "*{regional adjective} {object}: 6 generated images (6 more of excluded classes left out), 0 without object*",
         "Orig.*", "New*", "Delta*", "Delta (%)*",
@@ -129,12 +129,12 @@ def test_options_and_their_errors(suite):
     result = run(suite, "--t2i-masks", str(suite.path / "nowhere"), "-k", "bg_coverage")
     result.stderr.fnmatch_lines(["*--t2i-masks*not a directory*"])
     result = run(suite, "--t2i-segmentation-failure-limit", "2", "-k", "bg_coverage")
-    result.stderr.fnmatch_lines(["*--t2i-segmentation-failure-limit: must be a finite number >= 0 and <= 1, got 2.0*"])
+    result.stderr.fnmatch_lines(["*--t2i-segmentation-failure-limit: must be a failure rate in [[]0, 1[]], got '2'*"])
     # A looser limit keeps the stoves: 2 failed of 12 is not above 50 %.
     loose = run(suite, "--t2i-segmentation-failure-limit", "0.5", "-k", "bg_coverage and object_in_region and africa",
                 "--t2i-update-thresholds")
     loose.stdout.fnmatch_lines([
-        "*classes excluded (> 50% failures, --t2i-segmentation-failure-limit limit): none*",
+        "*classes excluded (more than 0.5 = 50.0% failures, --t2i-segmentation-failure-limit limit): none*",
         "*{object} in {region}: 12 generated images, 1 without object segmentation*",
     ])
     data = json.loads((suite.path / "art" / "test_bg_coverage[mini-object_in_region-africa]" / "decomposed_dig.json").read_text())

@@ -6,7 +6,8 @@
 - :class:`OptionError`: a bad option value; the plugin turns it into ``pytest.UsageError`` and the
   ``t2i-fairness`` command line into exit status 2. Its message starts with the option's name.
 - Warnings a run can emit: :class:`T2IProvenanceWarning`, :class:`T2ISmallSampleWarning`,
-  :class:`IndicModelWarning`, :class:`T2IIdentityWarning`.
+  :class:`IndicModelWarning`, :class:`T2IIdentityWarning`, :class:`T2ITruncationWarning`,
+  :class:`T2IInconclusiveWarning`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "T2IInconclusiveWarning",
     "T2IProvenanceWarning",
     "T2ISmallSampleWarning",
+    "T2ITruncationWarning",
 ]
 
 
@@ -75,3 +77,7 @@ class IndicModelWarning(UserWarning):
 class T2IIdentityWarning(UserWarning):
     """A model's identity cannot be trusted to change with its weights (a ``python:`` factory whose
     fingerprint is a method, or names no version), so the cache may serve another model's images."""
+
+
+class T2ITruncationWarning(UserWarning):
+    """The generator's tokenizer truncates prompts: some images come from part of their prompt."""

@@ -209,3 +209,125 @@ class DiffusersGenerator:
                 output_type="pil",
             )
         return list(out.images)
+
+    # -- tokens (counting never changes an image; see TokenCounter below) ------------------------
+    def token_counter(self) -> "TokenCounter | None":
+        """The pipeline's own tokenizers and their limits (``None`` when it has none)."""
+        if not hasattr(self, "_tokens"):
+            self._tokens = TokenCounter.of_pipeline(self.pipe)
+        return self._tokens
+
+    def count_tokens(self, prompts: Sequence[str]) -> dict[str, list[int]]:
+        """attribute -> full token count of each prompt with the pipeline's own tokenizers ({} without any)."""
+        counter = self.token_counter()
+        return counter.count(prompts) if counter is not None else {}
+
+
+# ------------------------------------------------------------------------------------- tokens
+# Kept apart from the fingerprint and generation code above: counting tokens never changes an image.
+
+TOKENIZER_ATTRIBUTES = ("tokenizer", "tokenizer_2", "tokenizer_3")
+T5_MAX_SEQUENCE_LENGTH = 256  # diffusers' SD3 default `max_sequence_length` for its T5 tokenizer_3
+
+
+class TokenCounter:
+    """The tokenizers a diffusers pipeline sends a prompt through, with the length each one truncates at.
+
+    ``StableDiffusionPipeline.encode_prompt`` tokenizes with ``truncation=True`` at
+    ``tokenizer.model_max_length`` (77 for CLIP) and only logs what it drops; SDXL does the same with
+    ``tokenizer_2``; SD3 truncates its T5 ``tokenizer_3`` at ``max_sequence_length`` (256). Counting
+    the full length with the same tokenizer tells which prompts lose tokens, and how many
+    (:func:`t2i_fairness.metrics.truncation.truncation_report`).
+
+    Args:
+        tokenizers: attribute name -> (tokenizer, limit in tokens).
+
+    Example:
+        >>> from t2i_fairness.models.clip_tokenizer import offline_clip_tokenizer
+        >>> counter = TokenCounter({"tokenizer": (offline_clip_tokenizer(), 77)})
+        >>> counter.count(["a photo of a cat", " ".join(["बस"] * 60)])
+        {'tokenizer': [7, 182]}
+        >>> counter.report(["a photo of a cat", " ".join(["बस"] * 60)])["tokenizer"].max_lost
+        105
+    """
+
+    def __init__(self, tokenizers: dict):
+        if not tokenizers:
+            raise ValueError("TokenCounter needs at least one tokenizer")
+        self.tokenizers = dict(tokenizers)
+
+    @classmethod
+    def of_pipeline(cls, pipe, max_sequence_length: int = T5_MAX_SEQUENCE_LENGTH) -> "TokenCounter | None":
+        """The counter of a loaded pipeline's own tokenizers (``None`` when it has none)."""
+        found = {}
+        for attr in TOKENIZER_ATTRIBUTES:
+            tok = getattr(pipe, attr, None)
+            if tok is not None:
+                found[attr] = (tok, max_sequence_length if attr == "tokenizer_3" else int(tok.model_max_length))
+        return cls(found) if found else None
+
+    @classmethod
+    def from_pretrained(cls, model: str, max_sequence_length: int = T5_MAX_SEQUENCE_LENGTH) -> "TokenCounter":
+        """The tokenizers of a hub id or local diffusers folder, without loading the pipeline's weights.
+
+        Raises:
+            ModelLoadError: no ``model_index.json`` or a tokenizer that cannot be loaded (offline and not cached).
+        """
+        from transformers import AutoTokenizer
+
+        from t2i_fairness.spine.hub import how_to_fix, offline_unless_reachable
+
+        local = Path(model).expanduser()
+        try:
+            with offline_unless_reachable():
+                if (local / "model_index.json").exists():
+                    index = json.loads((local / "model_index.json").read_text())
+                    source = str(local)
+                else:
+                    from huggingface_hub import hf_hub_download
+
+                    index = json.loads(Path(hf_hub_download(model, "model_index.json")).read_text())
+                    source = model
+                found = {}
+                for attr in TOKENIZER_ATTRIBUTES:
+                    spec = index.get(attr)
+                    if isinstance(spec, list) and spec and spec[0] is not None:
+                        tok = AutoTokenizer.from_pretrained(source, subfolder=attr)
+                        found[attr] = (tok, max_sequence_length if attr == "tokenizer_3" else int(tok.model_max_length))
+        except Exception as exc:  # the hub client raises many types; all mean "cannot load"
+            raise ModelLoadError(f"the tokenizers of {model!r} could not be loaded ({type(exc).__name__}: "
+                                 f"{str(exc).splitlines()[0][:200] if str(exc) else ''}); " + how_to_fix(model)) from exc
+        if not found:
+            raise ModelLoadError(f"{model!r}: model_index.json names no tokenizer")
+        return cls(found)
+
+    @property
+    def limits(self) -> dict[str, int]:
+        return {name: limit for name, (_, limit) in self.tokenizers.items()}
+
+    def names(self) -> dict[str, str]:
+        """attribute -> ``tokenizer (CLIPTokenizer, 77)``, as reports name it."""
+        return {name: f"{name} ({type(tok).__name__}, {limit})" for name, (tok, limit) in self.tokenizers.items()}
+
+    def count(self, prompts: Sequence[str]) -> dict[str, list[int]]:
+        """attribute -> full token count of each prompt, special tokens included (nothing truncated)."""
+        out = {}
+        for name, (tok, _) in self.tokenizers.items():
+            ids = tok(list(prompts), truncation=False, add_special_tokens=True, verbose=False)["input_ids"]
+            out[name] = [len(x) for x in ids]
+        return out
+
+    def specials(self, name: str) -> int:
+        """Special tokens the tokenizer adds to every prompt (2 for CLIP's BOS/EOS, 1 for T5's EOS)."""
+        tok, _ = self.tokenizers[name]
+        return len(tok("", add_special_tokens=True)["input_ids"])
+
+    def report(self, prompts: Sequence[str]) -> dict:
+        """attribute -> :class:`~t2i_fairness.metrics.truncation.Truncation` of ``prompts``."""
+        from t2i_fairness.metrics.truncation import truncation_report
+
+        names = self.names()
+        return {name: truncation_report(counts, self.limits[name], list(prompts), specials=self.specials(name),
+                                        encoder=names[name])
+                for name, counts in self.count(prompts).items()}
+

@@ -474,29 +474,53 @@ def precision_coverage(
 # --------------------------------------------------------------------------------------------
 
 
-def dedupe_index(features: Any, dedupe: str = "drop_all") -> np.ndarray:
+def dedupe_index(features: Any, dedupe: str = "drop_all", groups: Any = None) -> np.ndarray:
     """Row indices :func:`deduplicate` keeps, in order.
 
     ``features[dedupe_index(x, mode)]`` equals ``deduplicate(x, mode)``; knowing which rows stay
     lets the diagnostics name the images.
 
+    With ``groups`` (one label per row, e.g. the region), ``keep_one`` follows DIG In's
+    ``utils.get_df_deduped(keep_one=True)``: the first copy of a repeated row is kept only when
+    every copy has the same label, otherwise every copy goes. ``drop_all`` and ``none`` ignore it.
+
+    Args:
+        features: ``(n, dim)`` rows.
+        dedupe: ``"none"``, ``"keep_one"`` or ``"drop_all"``.
+        groups: optional label per row (see above).
+
+    Raises:
+        ValueError: ``dedupe`` is not a choice, ``features`` is not 2-D, or ``groups`` has another length.
+
     Example:
         >>> x = np.array([[0.0], [1.0], [0.0], [2.0]])
         >>> dedupe_index(x, "drop_all").tolist(), dedupe_index(x, "keep_one").tolist()
         ([1, 3], [0, 1, 3])
+        >>> dedupe_index(x, "keep_one", groups=["africa", "africa", "europe", "africa"]).tolist()
+        [1, 3]
     """
     if dedupe not in ("none", "keep_one", "drop_all"):
         raise ValueError(f"dedupe must be one of ('none', 'keep_one', 'drop_all'), got {dedupe!r}")
     x = np.asarray(features)
     if x.ndim != 2:
         raise ValueError(f"features must be 2-D (n_images, dim), got shape {x.shape}")
+    if groups is not None and len(groups) != x.shape[0]:
+        raise ValueError(f"groups has {len(groups)} labels for {x.shape[0]} feature rows")
     if dedupe == "none" or x.shape[0] < 2:
         return np.arange(x.shape[0])
     key = np.ascontiguousarray(x + x.dtype.type(0.0))  # -0.0 == 0.0, as the manifold module
     rows = key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))).ravel()
-    _, first, counts = np.unique(rows, return_index=True, return_counts=True)
-    keep = first if dedupe == "keep_one" else first[counts == 1]
-    return np.sort(keep)
+    _, first, inverse, counts = np.unique(rows, return_index=True, return_inverse=True, return_counts=True)
+    if dedupe == "drop_all":
+        return np.sort(first[counts == 1])
+    if groups is None:
+        return np.sort(first)
+    labels = np.asarray([str(g) for g in groups], dtype=object)
+    inverse = np.asarray(inverse).ravel()
+    mixed = np.zeros(first.size, bool)
+    for u in np.flatnonzero(counts > 1):
+        mixed[u] = len(set(labels[inverse == u])) > 1
+    return np.sort(first[~mixed])
 
 
 _U64 = 2.0**-53

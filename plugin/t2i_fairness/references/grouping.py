@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Hashable, Mapping, Sequence, TypeVar
@@ -140,14 +139,32 @@ def group_generated(
     return groups
 
 
-def images_per_prompt_for(template: str, n: int) -> int:
-    """``{object} in {country}`` spreads an object-region's N images over its three countries (DIG In 3.3).
+def images_per_prompt_for(template: str, n: int, country_index: int = 0, countries: int = 3) -> int:
+    """Images of one prompt when an object-region gets ``n`` (``--t2i-images-per-prompt``).
+
+    ``{object} in {country}`` spreads the object-region's ``n`` images over its countries (DIG In 3.3:
+    "we balance the prompt across the top three countries") as DIG In's prompt file does
+    (``geode_prompts_countries_fulldataset.csv``: within each object-region the countries take turns
+    in the file's country order): image ``j`` goes to country ``j % countries``, so country ``i`` gets
+    ``(n - i + countries - 1) // countries`` images and the region exactly ``n``.
+
+    Args:
+        template: the template id.
+        n: images per object-region.
+        country_index: the country's position in its region's country list.
+        countries: how many countries the region has.
 
     Example:
         >>> images_per_prompt_for("object_in_region", 6), images_per_prompt_for("object_in_country", 6)
         (6, 2)
+        >>> [images_per_prompt_for("object_in_country", 4, i) for i in range(3)]
+        [2, 1, 1]
     """
-    return max(1, math.ceil(n / 3)) if template == "object_in_country" else n
+    if template != "object_in_country":
+        return n
+    if not 0 <= country_index < countries:
+        raise ValueError(f"country_index must be in [0, {countries}), got {country_index}")
+    return (n - country_index + countries - 1) // countries
 
 
 @dataclass(frozen=True)
@@ -171,8 +188,57 @@ def prompt_images(bench, template: str, space: PromptSpace | None = None) -> lis
 
     def make() -> list[PromptImages]:
         prompts = space.prompts(template)
-        n = images_per_prompt_for(template, bench.options.images_per_prompt)
-        refs = bench.images([p.text for p in prompts], n, desc=f"generating {template}")
-        return [PromptImages(p, r) for p, r in zip(prompts, refs)]
+        countries = {r.slug: r.countries for r in space.regions}
+        counts = [images_per_prompt_for(template, bench.options.images_per_prompt,
+                                        countries[p.region].index(p.country), len(countries[p.region]))
+                  if p.country else images_per_prompt_for(template, bench.options.images_per_prompt)
+                  for p in prompts]
+        refs: dict[int, list] = {}
+        for n in sorted(set(counts), reverse=True):  # one request per image count (country prompts differ by one)
+            idx = [i for i, c in enumerate(counts) if c == n]
+            made = bench.images([prompts[i].text for i in idx], n, desc=f"generating {template}") if n else [[] for _ in idx]
+            refs.update(zip(idx, made))
+        return [PromptImages(p, refs[i]) for i, p in enumerate(prompts)]
 
     return bench.shared(key, make)
+
+
+def template_truncation(bench, template: str, space: PromptSpace | None = None):
+    """How the generator's tokenizer truncates a template's prompts
+    (:class:`~t2i_fairness.metrics.truncation.Truncation`; GeoDE prompts are short, so 0 is expected),
+    counted once per session and warned about (:class:`~t2i_fairness.errors.T2ITruncationWarning`) when
+    any prompt is truncated. Shared by DIG In and Decomposed-DIG, which send the same prompts."""
+    from t2i_fairness.vocab.geode import GEODE_REGIONS
+
+    space = space or PromptSpace({o: GEODE_OBJECTS[o] for o in bench.options.objects}, GEODE_REGIONS)
+    key = ("template_truncation", template, tuple(space.objects.items()), space.regions)
+
+    def make():
+        from t2i_fairness.generators.tokens import prompt_truncation, warn_truncation
+        from t2i_fairness.metrics.truncation import Truncation
+
+        texts = list(dict.fromkeys(p.text for p in space.prompts(template)))
+        source = getattr(bench, "source", None)
+        if source is None:
+            return Truncation.not_counted("no generator source", len(texts))
+        found = prompt_truncation(source, texts)
+        warn_truncation(found, f"template {template}")
+        return found
+
+    return bench.shared(key, make)
+
+
+def truncation_line(truncation) -> str:
+    """One report line: ``generator's tokenizer: 0/12 prompts truncated (tokenizer (CLIPTokenizer, 77))``.
+
+    Example:
+        >>> from t2i_fairness.metrics.truncation import Truncation, truncation_report
+        >>> truncation_line(truncation_report([9, 80], 77, encoder="tokenizer (CLIPTokenizer, 77)"))
+        "generator's tokenizer: 1/2 prompts truncated (tokenizer (CLIPTokenizer, 77)), up to 3 tokens lost"
+        >>> truncation_line(Truncation.not_counted("images:m.csv: the generator exposes no tokenizer"))
+        "generator's tokenizer: truncation not counted (images:m.csv: the generator exposes no tokenizer)"
+    """
+    if not truncation.counted:
+        return f"generator's tokenizer: truncation not counted ({truncation.encoder})"
+    lost = f", up to {truncation.max_lost} tokens lost" if truncation.truncated else ""
+    return f"generator's tokenizer: {truncation.cell()} prompts truncated ({truncation.encoder}){lost}"

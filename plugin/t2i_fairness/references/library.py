@@ -43,8 +43,15 @@ def reference_images(ref: ReferenceSet, records: Sequence[Record] | None = None)
 
 
 @functools.lru_cache(maxsize=8)
-def load_references(references: tuple[tuple[str, str], ...], objects: tuple[str, ...]) -> dict[str, ReferenceSet]:
+def load_references(references: tuple[tuple[str, str], ...], objects: tuple[str, ...],
+                    per_group: int | None = None, seed: int = 0, sampler: str = "dig_in") -> dict[str, ReferenceSet]:
     """``--t2i-reference`` sets by name; with none given, a small synthetic GeoDE-labelled set (named so).
+
+    Args:
+        references: ``(name, path)`` pairs.
+        objects: the run's GeoDE objects (GeoDE-labelled sets keep only these).
+        per_group, seed, sampler: GeoDE's balancing (``--t2i-balance-per-group``, ``--t2i-balance-seed``,
+            ``--t2i-balance-sampler``); DollarStreet and manifests are not balanced (as in DIG In).
 
     Raises:
         ValueError: a set cannot be loaded (the message names the option, file and culprit).
@@ -52,9 +59,16 @@ def load_references(references: tuple[tuple[str, str], ...], objects: tuple[str,
     if not references:
         ref = synthetic_reference(list(objects), None, per_group=SYNTHETIC_PER_GROUP, seed=0, name=SYNTHETIC_NAME)
         return {SYNTHETIC_NAME: ref}
+    from t2i_fairness.references.sets import detect_kind
+
     out = {}
     for name, path in references:
-        ref = reference_from_option(f"{name}={path}", seed=0)
+        try:
+            geode = detect_kind(path) == "geode"
+        except ValueError:
+            geode = False  # reference_from_option reports it
+        balance = dict(per_group=per_group, seed=seed, sampler=sampler) if geode else dict(seed=0)
+        ref = reference_from_option(f"{name}={path}", **balance)
         if ref.kind != "dollarstreet":
             keep = [r for r in ref.records if r.object in objects]
             if not keep:
@@ -65,14 +79,24 @@ def load_references(references: tuple[tuple[str, str], ...], objects: tuple[str,
 
 
 class ReferenceFeatures:
-    """Features and manifolds of one reference set under one encoder, computed once and cached."""
+    """Features and manifolds of one reference set under one encoder, computed once and cached.
 
-    def __init__(self, bench, ref: ReferenceSet, encoder, nearest_k: int = 3, dedupe: str = "drop_all"):
+    ``scope="set"`` (DIG In's code, ``compute_metrics.py``): duplicated feature vectors are removed
+    from the whole set once, before grouping (a copy shared by two regions leaves both), with
+    ``keep_one`` keeping the first copy only when every copy is of one region; ``scope="group"``:
+    each group's manifold de-duplicates its own rows.
+    """
+
+    def __init__(self, bench, ref: ReferenceSet, encoder, nearest_k: int = 3, dedupe: str = "drop_all",
+                 scope: str = "set"):
+        if scope not in ("set", "group"):
+            raise ValueError(f"scope must be 'set' or 'group', got {scope!r}")
         self.bench, self.ref, self.encoder = bench, ref, encoder
-        self.nearest_k, self.dedupe = nearest_k, dedupe
+        self.nearest_k, self.dedupe, self.scope = nearest_k, dedupe, scope
         self.images = reference_images(ref)
         self._row = {img.record: i for i, img in enumerate(self.images)}
         self._features: np.ndarray | None = None
+        self._survivors: set | None = None
 
     @property
     def features(self) -> np.ndarray:
@@ -83,12 +107,35 @@ class ReferenceFeatures:
     def rows(self, records: Sequence[Record]) -> np.ndarray:
         return self.features[[self._row[r] for r in records]]
 
+    @property
+    def survivors(self) -> set:
+        """The records left after the set-level de-duplication (``scope="set"``); every record otherwise."""
+        if self._survivors is None:
+            records = [img.record for img in self.images]
+            if self.scope == "set" and records:
+                from t2i_fairness.metrics.manifold import dedupe_index
+
+                keep = dedupe_index(self.features, self.dedupe, groups=[r.region for r in records])
+                self._survivors = {records[i] for i in keep}
+            else:
+                self._survivors = set(records)
+        return self._survivors
+
+    def kept(self, records: Sequence[Record]) -> list[Record]:
+        """``records`` without those the set-level de-duplication removed (order kept)."""
+        alive = self.survivors
+        return [r for r in records if r in alive]
+
     def manifold(self, group: str, records: Sequence[Record]) -> ReferenceManifold:
         """The group's manifold (features + radii), read from the cache when it was built before."""
+        if self.scope == "set":
+            records, dedupe = self.kept(records), "none"  # duplicates already left the whole set
+        else:
+            dedupe = self.dedupe
         key = content_key(reference=self.ref.fingerprint, encoder=self.encoder.fingerprint, group=group,
-                          records=sorted(r.path for r in records), k=self.nearest_k, dedupe=self.dedupe)
+                          records=sorted(r.path for r in records), k=self.nearest_k, dedupe=dedupe)
         return manifold_memo(self.bench).get(key, lambda: ReferenceManifold.build(
-            self.rows(records), self.nearest_k, dedupe=self.dedupe, device=self.bench.device,
+            self.rows(records), self.nearest_k, dedupe=dedupe, device=self.bench.device,
             group=f"{self.ref.name}/{group}"))
 
 
@@ -115,7 +162,8 @@ def references_for(options) -> dict[str, ReferenceSet]:
     from t2i_fairness.errors import OptionError
 
     try:
-        return load_references(options.references, options.objects)
+        return load_references(options.references, options.objects, getattr(options, "balance_per_group", None),
+                               getattr(options, "balance_seed", 0), getattr(options, "balance_sampler", "dig_in"))
     except ValueError as exc:
         raise OptionError("--t2i-reference", str(exc).removeprefix("--t2i-reference ")) from None
 
@@ -158,5 +206,6 @@ class ReferenceLibrary:
         if key not in self._features:
             o = self.bench.options
             enc = encoder if encoder is not None else self.bench.scorer(encoder_name)
-            self._features[key] = ReferenceFeatures(self.bench, self.sets[name], enc, o.nearest_k, o.dedupe)
+            self._features[key] = ReferenceFeatures(self.bench, self.sets[name], enc, o.nearest_k, o.dedupe,
+                                                    getattr(o, "dedupe_scope", "set"))
         return self._features[key]

@@ -241,17 +241,15 @@ class ReferenceSet:
                 counts[rec.object] = counts.get(rec.object, 0) + 1
         return dict(sorted(counts.items()))
 
-    def balanced(self, per_group: int | None = None, seed: int = 0) -> "ReferenceSet":
+    def balanced(self, per_group: int | None = None, seed: int = 0, sampler: str = "dig_in") -> "ReferenceSet":
         """A copy with the same number of images in every (object, region) group.
 
-        See :func:`balance_records`; the description records the balancing.
+        See :func:`balance_records` (over the records in their present order); the description
+        records the balancing.
         """
-        records = balance_records(self.records, per_group=per_group, seed=seed)
-        n = len(records) // max(1, len(self.groups_by_object_region()))
-        note = f"balanced to {n} per object-region (seed {seed})"
-        return ReferenceSet(
-            self.name, records, self.synthetic, f"{self.description}; {note}", self.kind, self.root
-        )
+        records = balance_records(self.records, per_group=per_group, seed=seed, sampler=sampler)
+        note = _balance_note(records, seed, sampler)
+        return ReferenceSet(self.name, records, self.synthetic, f"{self.description}; {note}", self.kind, self.root)
 
     @cached_property
     def fingerprint(self) -> str:
@@ -403,6 +401,7 @@ def load_reference(
     balance: bool | None = None,
     per_group: int | None = None,
     seed: int = 0,
+    sampler: str = "dig_in",
     check_files: bool = True,
 ) -> ReferenceSet:
     """Load reference data of any kind, detected from PATH unless ``kind`` is given.
@@ -417,6 +416,7 @@ def load_reference(
             Giving ``per_group`` turns it on. Synthetic sets are balanced by construction.
         per_group: images per object-region when balancing; default the smallest group.
         seed: seed of the balancing (and of the synthetic images).
+        sampler: how a group is sampled when balancing (see :func:`balance_records`).
         check_files: check that every listed image exists.
 
     Raises:
@@ -435,7 +435,8 @@ def load_reference(
             synth_kwargs["name"] = name
         return synthetic_reference(**synth_kwargs)
     loader = {"geode": load_geode, "dollarstreet": load_dollarstreet, "manifest": load_manifest}[kind]
-    kwargs: dict = dict(objects=objects, regions=regions, per_group=per_group, seed=seed, check_files=check_files)
+    kwargs: dict = dict(objects=objects, regions=regions, per_group=per_group, seed=seed, sampler=sampler,
+                        check_files=check_files)
     if balance is not None:
         kwargs["balance"] = balance
     if name is not None:
@@ -468,6 +469,7 @@ def load_geode(
     balance: bool = True,
     per_group: int | None = None,
     seed: int = 0,
+    sampler: str = "dig_in",
     check_files: bool = True,
 ) -> ReferenceSet:
     """Load GeoDE as released: ``index.csv`` (one row per image) and the ``images/`` folder.
@@ -483,7 +485,8 @@ def load_geode(
         path: the GeoDE folder or its index CSV.
         objects: GeoDE object codes; default DIG In's 27.
         regions: region slugs; default all six.
-        balance, per_group, seed: see :func:`balance_records`.
+        balance, per_group, seed, sampler: see :func:`balance_records` (balancing draws from each group's
+            rows in ``index.csv`` order, as DIG In's ``sample_df`` draws from its DataFrame's order).
         check_files: check that every listed image exists.
 
     Raises:
@@ -520,8 +523,8 @@ def load_geode(
     )
     if skipped:
         note += f"; skipped {sum(skipped.values())} images of {len(skipped)} objects DIG In does not use"
-    ref = ReferenceSet(name, _sorted(records), False, note, "geode", os.path.abspath(csv_path.parent))
-    return ref.balanced(per_group, seed) if (balance or per_group is not None) else ref
+    return _finish(name, records, note, "geode", os.path.abspath(csv_path.parent), balance or per_group is not None,
+                   per_group, seed, sampler)
 
 
 def load_dollarstreet(
@@ -533,6 +536,7 @@ def load_dollarstreet(
     balance: bool = False,
     per_group: int | None = None,
     seed: int = 0,
+    sampler: str = "dig_in",
     require_all_regions: bool = True,
     check_files: bool = True,
 ) -> ReferenceSet:
@@ -551,7 +555,7 @@ def load_dollarstreet(
         path: the folder holding ``images_v2.csv`` or the CSV itself.
         objects: topic slugs to keep; default :data:`DOLLARSTREET_OBJECTS`.
         regions: slugs among ``africa``, ``americas``, ``asia``, ``europe``; default all four.
-        balance, per_group, seed: see :func:`balance_records`.
+        balance, per_group, seed, sampler: see :func:`balance_records` (rows in file order).
         require_all_regions: drop objects without images in every selected region.
         check_files: check that every kept image exists.
 
@@ -623,8 +627,8 @@ def load_dollarstreet(
     )
     if dropped:
         note += f", {len(dropped)} objects not in every region"
-    ref = ReferenceSet(name, _sorted(resolved), False, note, "dollarstreet", os.path.abspath(csv_path.parent))
-    return ref.balanced(per_group, seed) if (balance or per_group is not None) else ref
+    return _finish(name, resolved, note, "dollarstreet", os.path.abspath(csv_path.parent),
+                   balance or per_group is not None, per_group, seed, sampler)
 
 
 def load_manifest(
@@ -636,6 +640,7 @@ def load_manifest(
     balance: bool = False,
     per_group: int | None = None,
     seed: int = 0,
+    sampler: str = "dig_in",
     check_files: bool = True,
 ) -> ReferenceSet:
     """Load a manifest CSV with columns ``path,object,region[,country]``.
@@ -648,7 +653,7 @@ def load_manifest(
         path: the CSV, or a folder holding ``manifest.csv``.
         name: name of the set; default the CSV's file stem.
         objects, regions: keep only these; each must have images.
-        balance, per_group, seed: see :func:`balance_records`.
+        balance, per_group, seed, sampler: see :func:`balance_records` (rows in file order).
         check_files: check that every listed image exists.
 
     Raises:
@@ -697,42 +702,57 @@ def load_manifest(
         f"{len({r.region for r in records})} regions, {len(records)} images"
     )
     root = os.path.abspath(csv_path.parent)
-    ref = ReferenceSet(name or csv_path.stem, _sorted(records), False, note, "manifest", root)
-    return ref.balanced(per_group, seed) if (balance or per_group is not None) else ref
+    return _finish(name or csv_path.stem, records, note, "manifest", root, balance or per_group is not None,
+                   per_group, seed, sampler)
 
 
 # ---------------------------------------------------------------------------------------------
 # Balancing
 
 
-def balance_records(records: Sequence[Record], per_group: int | None = None, seed: int = 0) -> list[Record]:
+BALANCE_SAMPLERS = ("dig_in", "project")
+
+
+def balance_records(records: Sequence[Record], per_group: int | None = None, seed: int = 0,
+                    sampler: str = "dig_in") -> list[Record]:
     """Sample the same number of records from every (object, region) group, without replacement.
 
     This is DIG In's balancing of GeoDE (``utils.sample_df``): a fixed number of images per
-    object-region, so that object and region are not correlated. Each group is sampled with its
-    own RNG seeded from ``seed`` and the group's labels, over the group sorted by path; the result
-    does not depend on the input order or on which other groups exist. The chosen records keep
-    their input order.
+    object-region, so that object and region are not correlated. Two samplers:
+
+    * ``"dig_in"`` (default): DIG In's code, ``random.seed(seed); random.sample(list(hold.index), n)``
+      per group, i.e. ``random.Random(seed).sample(rows, n)`` over the group's rows **in the order
+      given** (a loader passes its file order, as DIG In's DataFrame order). The choice depends on
+      that order and on the seed only (DIG In reseeds per group).
+    * ``"project"``: each group with its own RNG seeded from ``seed`` and the group's labels, over
+      the group sorted by path; the result does not depend on the input order.
+
+    The chosen records keep their input order.
 
     Args:
         records: the records to balance.
         per_group: images per group; default the size of the smallest group.
         seed: the sampling seed.
+        sampler: ``"dig_in"`` or ``"project"``.
 
     Returns:
         A subset of ``records`` with exactly ``per_group`` records in every group.
 
     Raises:
-        ValueError: ``records`` is empty, ``per_group`` is not a positive integer, or some group
-            has fewer than ``per_group`` records (the message names them).
+        ValueError: ``records`` is empty, ``per_group`` is not a positive integer, some group
+            has fewer than ``per_group`` records (the message names them), or an unknown sampler.
 
     Example:
-        >>> recs = [Record(f"/a/{i}.png", "bag", "africa") for i in range(5)]
+        >>> recs = [Record(f"/a/p{i}.png", "bag", "africa") for i in range(5)]
+        >>> [r.path for r in balance_records(recs, per_group=3, seed=42)]  # DIG In's draw: p0, p4, p2
+        ['/a/p0.png', '/a/p2.png', '/a/p4.png']
         >>> recs += [Record(f"/e/{i}.png", "bag", "europe") for i in range(3)]
         >>> out = balance_records(recs, seed=1)
         >>> [r.region for r in out].count("africa"), len(out)
         (3, 6)
     """
+    if sampler not in BALANCE_SAMPLERS:
+        raise ValueError(f"sampler must be one of {BALANCE_SAMPLERS}, got {sampler!r}")
     records = list(records)
     if not records:
         raise ValueError("balance_records: no records to balance")
@@ -750,14 +770,33 @@ def balance_records(records: Sequence[Record], per_group: int | None = None, see
         more = f" and {len(short) - _SHOW} more" if len(short) > _SHOW else ""
         raise ValueError(
             f"per_group={per_group} is more than {len(short)} object-region group(s) hold: {listed}{more}; "
-            f"use per_group <= {smallest} (the smallest group) or leave it unset"
+            f"use per_group <= {smallest} (the smallest group) or leave it unset "
+            f"(--t2i-balance-per-group smallest)"
         )
     chosen: set[int] = set()
     for (obj, region), idx in groups.items():
-        idx = sorted(idx, key=lambda i: (records[i].path, i))
-        rng = random.Random(_stable_int("balance", seed, obj, region))
-        chosen.update(rng.sample(idx, per_group))
+        if sampler == "dig_in":
+            chosen.update(random.Random(seed).sample(idx, per_group))
+        else:
+            idx = sorted(idx, key=lambda i: (records[i].path, i))
+            rng = random.Random(_stable_int("balance", seed, obj, region))
+            chosen.update(rng.sample(idx, per_group))
     return [rec for i, rec in enumerate(records) if i in chosen]
+
+
+def _balance_note(records: Sequence[Record], seed: int, sampler: str) -> str:
+    groups = {(r.object, r.region) for r in records}
+    n = len(records) // max(1, len(groups))
+    return f"balanced to {n} per object-region (seed {seed}, {sampler} sampler)"
+
+
+def _finish(name: str, records: list[Record], note: str, kind: str, root: str | None, balance: bool,
+            per_group: int | None, seed: int, sampler: str) -> ReferenceSet:
+    """The loaded set: balanced over the records in file order when asked, then sorted."""
+    if balance:
+        records = balance_records(records, per_group=per_group, seed=seed, sampler=sampler)
+        note = f"{note}; {_balance_note(records, seed, sampler)}"
+    return ReferenceSet(name, _sorted(records), False, note, kind, root)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -186,8 +186,23 @@ CORE_OPTIONS: tuple[Option, ...] = (
            metavar="X"),
     Option("--t2i-nearest-k", "k of the k-NN manifold for precision and coverage (default 3, as DIG In and "
            "Decomposed-DIG)", default=3, type=int, metavar="K"),
-    Option("--t2i-dedupe", "duplicated feature vectors before precision/coverage: DIG In's code drops every copy "
-           "(drop_all, default)", default="drop_all", choices=("none", "keep_one", "drop_all")),
+    Option("--t2i-dedupe", "duplicated real feature vectors before precision/coverage: DIG In's code drops every "
+           "copy (drop_all, default); keep_one keeps the first copy when every copy is of one region (DIG In's "
+           "keep_one)", default="drop_all", choices=("none", "keep_one", "drop_all")),
+    Option("--t2i-fake-dedupe", "duplicated generated feature vectors: 'auto' (default) does what each paper's public "
+           "code does: DIG In as --t2i-dedupe, Decomposed-DIG none (its fork never de-duplicates generated images)",
+           default="auto", choices=("auto", "none", "keep_one", "drop_all")),
+    Option("--t2i-dedupe-scope", "where duplicates are looked for: 'set' (default, DIG In's code): the whole real set, "
+           "and all generated images of a template, before grouping by region; 'group': within each region or "
+           "object-region group", default="set", choices=("set", "group")),
+    Option("--t2i-balance-per-group", "GeoDE reference: images per object-region after balancing; the paper's 180 "
+           "(default) or 'smallest' (the smallest group's size); a smaller group is an error", default="180",
+           metavar="N|smallest"),
+    Option("--t2i-balance-seed", "seed of the GeoDE balancing sample (default 42, DIG In's code)", default=42,
+           type=int, metavar="INT"),
+    Option("--t2i-balance-sampler", "how a group's images are drawn: 'dig_in' (default; DIG In's utils.sample_df: "
+           "random.seed(seed); random.sample(rows in file order, n)) or 'project' (a seed per group, rows sorted by "
+           "path: the same images whatever the file order)", default="dig_in", choices=("dig_in", "project")),
     Option("--t2i-artifacts", "where gates write JSON, plots and image grids (default: t2i-artifacts in the rootdir)",
            metavar="DIR"),
     Option("--t2i-report", "write a self-contained HTML report (gate table, plots, images inline) to DIR/index.html",
@@ -235,6 +250,11 @@ class T2IOptions:
     bootstrap: int = 200
     confidence: float = 0.95
     dedupe: str = "drop_all"
+    fake_dedupe: str = "auto"
+    dedupe_scope: str = "set"
+    balance_per_group: int | None = 180  # None: the smallest group
+    balance_seed: int = 42
+    balance_sampler: str = "dig_in"
     report: Path | None = None
     families: Mapping[str, Any] = field(default_factory=lambda: types.MappingProxyType({}), compare=False)
 
@@ -381,6 +401,29 @@ def comma_list(text: str, flag: str, *, choices: Sequence[str] | None = None, al
     return items
 
 
+def balance_size(value: Any, flag: str = "--t2i-balance-per-group") -> int | None:
+    """``"180"`` -> 180, ``"smallest"`` -> ``None`` (balance to the smallest group).
+
+    Example:
+        >>> balance_size("180"), balance_size("smallest")
+        (180, None)
+        >>> balance_size("0")
+        Traceback (most recent call last):
+        ...
+        t2i_fairness.errors.OptionError: --t2i-balance-per-group: must be a positive integer or 'smallest', got '0'
+    """
+    text = str(value).strip()
+    if text == "smallest":
+        return None
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise OptionError(flag, f"must be a positive integer or 'smallest', got {value!r}")
+    return n
+
+
 # ------------------------------------------------------------------------------------- resolve
 
 
@@ -441,6 +484,9 @@ def resolve_core(v: Values) -> dict[str, Any]:
         references=tuple(refs), progress=not v("--t2i-no-progress"),
         artifacts=Path(v.raw("--t2i-artifacts") or v.rootdir / "t2i-artifacts"),
         nearest_k=positive(v, "--t2i-nearest-k"), dedupe=v("--t2i-dedupe"), gate_mode=gate_mode,
+        fake_dedupe=v("--t2i-fake-dedupe"), dedupe_scope=v("--t2i-dedupe-scope"),
+        balance_per_group=balance_size(v("--t2i-balance-per-group")), balance_seed=v("--t2i-balance-seed"),
+        balance_sampler=v("--t2i-balance-sampler"),
         baseline_model=v("--t2i-baseline-model"), baseline_seed=v.raw("--t2i-baseline-seed"),
         baseline_delta=finite(v, "--t2i-baseline-delta", 0.0), bootstrap=bootstrap,
         confidence=finite(v, "--t2i-confidence", 0.0, 1.0, open_low=True, open_high=True),

@@ -47,7 +47,7 @@ class Region:
     slug: str  # id used in test ids and thresholds: lower case, underscores
     name: str  # as it reads after "in": "the Americas"
     adjective: str  # Decomposed-DIG's regional adjective: "African"
-    countries: tuple[str, ...]  # DIG In: the top three GeoDE countries of the region
+    countries: tuple[str, ...]  # DIG In: the top three GeoDE countries of the region, in its prompt file's order
 
 
 GEODE_REGIONS: tuple[Region, ...] = (
@@ -55,8 +55,8 @@ GEODE_REGIONS: tuple[Region, ...] = (
     Region("americas", "the Americas", "American", ("Colombia", "Argentina", "Mexico")),
     Region("east_asia", "East Asia", "East Asian", ("Japan", "South Korea", "China")),
     Region("europe", "Europe", "European", ("Italy", "Spain", "the United Kingdom")),
-    Region("southeast_asia", "Southeast Asia", "Southeast Asian", ("Indonesia", "Thailand", "the Philippines")),
-    Region("west_asia", "West Asia", "West Asian", ("Turkey", "Saudi Arabia", "the United Arab Emirates")),
+    Region("southeast_asia", "Southeast Asia", "Southeast Asian", ("Indonesia", "the Philippines", "Thailand")),
+    Region("west_asia", "West Asia", "West Asian", ("Turkey", "the United Arab Emirates", "Saudi Arabia")),
 )
 REGIONS_BY_SLUG = {r.slug: r for r in GEODE_REGIONS}
 

@@ -51,8 +51,10 @@ def _parameters(names: set[str], core, options) -> list[Parameters]:
 
 def _header(core, options) -> str:
     masks = f"masks from {options.masks}" if options.masks else "LangSAM masks"
-    return (f"t2i-fairness Decomposed-DIG: {masks}; classes with more than {options.failure_limit:.0%} failed "
-            f"segmentations excluded ({options.limit_source})")
+    bg = (f"; BG-only needs {options.bg_min_patches} background patches" if options.bg_min_patches > 1 else "")
+    bg += "; unsegmented generated images are BG-only misses" if options.bg_unsegmented == "miss" else ""
+    return (f"t2i-fairness Decomposed-DIG: {masks}; classes with more than {options.limit_text} failed "
+            f"segmentations excluded ({options.limit_source}){bg}")
 
 
 def _labels(core, options) -> dict:

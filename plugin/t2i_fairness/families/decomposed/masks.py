@@ -210,3 +210,14 @@ def decomposed_features(bench, vit, store: MaskStore, items: Sequence[MaskedImag
     if not items and dim:
         out = {k: np.zeros((0, dim), np.float32) for k in out}
     return out
+
+
+def background_patch_counts(vit, store: MaskStore, items: Sequence[MaskedImage]) -> np.ndarray:
+    """int (n,): background patches of each item's ViT input, ``grid**2`` minus its object patches.
+
+    An image without an object mask has every patch as background. The counts come from the
+    cached masks (made first if missing) and the ViT's own patch rule (``vit.object_patches``).
+    """
+    store.ensure(items, desc="segmenting")
+    total = int(vit.grid) * int(vit.grid)
+    return np.array([total - int(np.asarray(vit.object_patches(store.get(it))).sum()) for it in items], dtype=int)

@@ -58,15 +58,26 @@ def table1_section(name: str, ref, real: DecomposedReal, by_template: dict[str, 
         lines.append(f"{name}: SYNTHETIC stand-in reference data; these numbers say nothing about real-world fairness")
     excluded = ", ".join(f"{o} ({r:.0%})" for o, r in sel.excluded_classes.items()) or "none"
     lines.append(f"real images: {sel.failed.size}, segmentation failed (excluded): {int(sel.failed.sum())}; "
-                 f"classes excluded (> {sel.limit:.0%} failures, {limit_source} limit): {excluded}")
+                 f"classes excluded (more than {sel.limit_text} = {float(sel.limit):.1%} failures, {limit_source} "
+                 f"limit): {excluded}")
+    below = int(sel.below_bg_min.sum())
+    if sel.min_bg_patches > 1:
+        lines.append(f"real images with fewer than {sel.min_bg_patches} background patches (left out of BG-only): {below}")
     for template, sc in by_template.items():
         n = sum(len(r) for r in sc.groups.values())
         dropped = sum(sc.dropped.values())
+        whole = "whole image in BG-only" if sc.bg_unsegmented == "whole" else "misses in BG-only too"
         lines.append(f"{TEMPLATE_LABELS.get(template, template)}: {n} generated images"
                      + (f" ({dropped} more of excluded classes left out)" if dropped else "")
                      + f", {sum(sc.unsegmented.values())} without object segmentation "
-                     f"(misses in Obj-only, whole image in BG-only)"
+                     f"(misses in Obj-only, {whole})"
+                     + (f", {sum(sc.bg_short.values())} with fewer than {sel.min_bg_patches} background patches "
+                        "(BG-only misses)" if sel.min_bg_patches > 1 else "")
                      + (f"; regions without scores: {', '.join(sc.skipped)}" if sc.skipped else ""))
+        if sc.truncation is not None and (not sc.truncation.counted or sc.truncation.truncated):
+            from t2i_fairness.references.grouping import truncation_line
+
+            lines.append(f"  {truncation_line(sc.truncation)}")
     usable = {t: sc for t, sc in by_template.items() if sc.scores}
     if "object_in_region" not in usable:
         return lines + ["no Table 1: no region of {object} in {region} has scores"]

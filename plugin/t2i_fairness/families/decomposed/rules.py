@@ -7,20 +7,31 @@ call these; every rule of the paper that is not a feature extractor lives here:
   features. A feature row of NaN means "no patch for this setup" (``MaskedViTFeatures`` returns
   that for an ``obj`` image without object patches and a ``bg`` image without background patches).
 * **Real images** (Sec. 3.1, App. C.2.1): a real image whose segmentation fails is excluded from
-  every setup and counted (:func:`select_real`); an object class whose real images fail more than
-  ``limit`` (10 %) of the time is excluded from the analysis, generated images included, and
-  reported. "Fails" means the mask has no object patch (LangSAM found nothing) or no background
-  patch (the object covers every patch, so there is no BG-only feature); excluding the image from
-  all three setups keeps the three manifolds over the same real images, which the diagnostics
-  compare image by image.
+  every setup and counted (:func:`select_real`); an object class with more than 100 failures per
+  1,020 real images (the paper's words: "over 100 segmentation failures out of 1020 images";
+  :func:`exceeds_failure_limit`, exact in integers, proportional for other sizes) is excluded from
+  the analysis, generated images included, and reported. "Fails" means the mask has no object
+  patch (LangSAM found nothing) or no background patch (the object covers every patch, so there
+  is no BG-only feature); excluding the image from all three setups keeps the three manifolds over
+  the same real images, which the diagnostics compare image by image.
+* **Background patches** (Sec. 3.2): any patch without an object pixel is a background patch, so
+  one is enough for a BG-only feature (``min_bg_patches=1``, the paper). The fork's code
+  (``compute_metrics_decomposed_dig.py``) keeps only images with ``patches_considered > 25``, the
+  CLS token counted, i.e. at least 25 background patches: ``min_bg_patches=25`` reproduces it. A
+  real image below the minimum leaves the BG-only manifold only (the fork's runs are per setup); a
+  generated one becomes a BG-only miss (:func:`background_misses`).
 * **Generated images** (Sec. 3.3): one with no object segmentation stays in the sample total of
   Obj-only as a miss for precision and adds nothing to coverage; its BG-only feature is the whole
-  image (an empty mask leaves every patch to the background). One whose mask covers every patch
-  has no BG-only feature and is treated the same way in BG-only (a miss for precision); the paper
-  does not meet this case with LangSAM at 14 x 14 patches, but it happens on small images.
-  :func:`score_setup` computes precision on the rows that have features with
+  image (an empty mask leaves every patch to the background; the paper: "included in their
+  entirety"; the fork instead makes it a BG-only miss: ``unsegmented="miss"``). One whose mask
+  covers every patch has no BG-only feature and is treated the same way in BG-only (a miss for
+  precision); the paper does not meet this case with LangSAM at 14 x 14 patches, but it happens on
+  small images. :func:`score_setup` computes precision on the rows that have features with
   :func:`~t2i_fairness.metrics.manifold.precision_coverage`, turns it back into a count and divides
-  by the sample total; coverage only uses rows with features.
+  by the sample total; coverage only uses rows with features. Generated rows are not
+  de-duplicated by default (the paper is silent; the fork never de-duplicates them and divides by
+  every generated image); real rows are, over the whole set before grouping (the fork's
+  ``get_df_deduped`` on the whole real set).
 * **Table 1** (Sec. 5): average and worst-region precision and coverage for Obj-only and BG-only,
   per prompt template, with deltas in absolute value and in percent of the original
   (:func:`summarize`, :func:`table1_lines`).
@@ -37,17 +48,25 @@ from __future__ import annotations
 import io
 import math
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from t2i_fairness.families.decomposed.limits import (  # noqa: F401  (re-exported)
+    DEFAULT_FAILURE_LIMIT,
+    FORK_MIN_BG_PATCHES,
+    PAPER_FAILURE_LIMIT_TEXT,
+    UNSEGMENTED_CHOICES,
+    exceeds_failure_limit,
+    parse_failure_limit,
+)
 from t2i_fairness.metrics.manifold import ball_membership, dedupe_index  # noqa: F401  (re-exported)
 from t2i_fairness.report.grids import mask_outline  # noqa: F401  (re-exported: the grids draw it)
 
 SETUPS: tuple[str, ...] = ("obj", "bg", "full")
 SETUP_NAMES: dict[str, str] = {"obj": "Obj-only", "bg": "BG-only", "full": "Full-image"}
 METRICS: tuple[str, ...] = ("precision", "coverage")
-DEFAULT_FAILURE_LIMIT = 0.10  # App. C.2.1: classes with > 100 of 1020 failures were dropped
 TABLE1_SETUPS: tuple[str, ...] = ("obj", "bg")
 TABLE1_COLUMNS: tuple[tuple[str, str], ...] = (
     ("precision", "avg"), ("precision", "worst"), ("coverage", "avg"), ("coverage", "worst"),
@@ -55,6 +74,9 @@ TABLE1_COLUMNS: tuple[tuple[str, str], ...] = (
 
 __all__ = [
     "DEFAULT_FAILURE_LIMIT",
+    "background_misses",
+    "exceeds_failure_limit",
+    "parse_failure_limit",
     "Diagnostics",
     "RealSelection",
     "SETUPS",
@@ -100,45 +122,70 @@ class RealSelection:
         failed: bool (n,) the image's segmentation failed (no object or no background patch).
         excluded_classes: class -> failure rate, for classes above ``limit``.
         counts: class -> (failed images, images).
-        limit: the failure rate a class may have (exclusive: a class is dropped above it).
+        limit: the limit as an exact fraction (a class is dropped above it, see :func:`exceeds_failure_limit`).
         keep: bool (n,) used in every setup: not failed and of a kept class.
+        keep_bg: bool (n,) used in BG-only: ``keep`` and at least ``min_bg_patches`` background patches.
+        min_bg_patches: the background patches an image needs for BG-only.
+        limit_text: the limit as it was given (``100/1020``, ``0.1``).
     """
 
     failed: np.ndarray
     excluded_classes: dict[str, float]
     counts: dict[str, tuple[int, int]]
-    limit: float
+    limit: Fraction
     keep: np.ndarray = field(repr=False)
+    keep_bg: np.ndarray | None = field(default=None, repr=False)
+    min_bg_patches: int = 1
+    limit_text: str = PAPER_FAILURE_LIMIT_TEXT
+
+    def __post_init__(self) -> None:
+        if self.keep_bg is None:
+            object.__setattr__(self, "keep_bg", self.keep)
+
+    @property
+    def below_bg_min(self) -> np.ndarray:
+        """bool (n,): kept images left out of BG-only for too few background patches."""
+        return self.keep & ~self.keep_bg
 
     def report(self) -> dict:
         """JSON-ready summary: failures per class, excluded classes, images kept."""
         return {
-            "limit": self.limit,
+            "limit": self.limit_text,
+            "limit_rate": float(self.limit),
             "failures_by_class": {o: {"failed": f, "images": n, "rate": f / n} for o, (f, n) in self.counts.items()},
             "excluded_classes": dict(self.excluded_classes),
             "failed_images": int(self.failed.sum()),
             "kept_images": int(self.keep.sum()),
             "images": int(self.failed.size),
+            "min_bg_patches": self.min_bg_patches,
+            "real_below_bg_min_patches": int(self.below_bg_min.sum()),
         }
 
 
 def select_real(objects: Sequence[str], has_object: Any, has_background: Any,
-                limit: float = DEFAULT_FAILURE_LIMIT) -> RealSelection:
+                limit: Any = DEFAULT_FAILURE_LIMIT, *, bg_patches: Any = None,
+                min_bg_patches: int = 1) -> RealSelection:
     """Apply the paper's rules to the real images of a reference set.
 
     Args:
         objects: the object class of each real image.
         has_object: bool (n,) the image has at least one object patch (its Obj-only feature exists).
         has_background: bool (n,) the image has at least one background patch.
-        limit: a class is excluded when more than this share of its images fail (paper: 0.10).
+        limit: the class-exclusion limit (:func:`exceeds_failure_limit`); default the paper's 100/1020.
+        bg_patches: int (n,) background patches per image; needed when ``min_bg_patches > 1``.
+        min_bg_patches: background patches an image needs to enter BG-only (paper: 1; fork: 25).
 
     Raises:
-        ValueError: lengths differ, or ``limit`` is not in [0, 1].
+        ValueError: lengths differ, ``limit`` is not a rate in [0, 1], or ``min_bg_patches > 1``
+            without ``bg_patches``.
 
     Example:
         >>> sel = select_real(["bag", "bag", "car", "car"], [True, False, True, True], [True, True, True, True], 0.1)
         >>> sel.keep.tolist(), sel.excluded_classes
         ([False, False, True, True], {'bag': 0.5})
+        >>> sel = select_real(["car"] * 3, [True] * 3, [True] * 3, bg_patches=[100, 24, 25], min_bg_patches=25)
+        >>> sel.keep.tolist(), sel.keep_bg.tolist()
+        ([True, True, True], [True, False, True])
     """
     objects = list(objects)
     has_object = np.asarray(has_object, dtype=bool)
@@ -147,17 +194,65 @@ def select_real(objects: Sequence[str], has_object: Any, has_background: Any,
             or has_background.ndim != 1:
         raise ValueError(f"objects, has_object and has_background must be 1-D of one length, got "
                          f"{len(objects)}, {has_object.shape} and {has_background.shape}")
-    if not (isinstance(limit, (int, float)) and 0.0 <= float(limit) <= 1.0):
-        raise ValueError(f"limit must be a failure rate in [0, 1], got {limit!r}")
+    text = str(limit) if isinstance(limit, str) else (
+        PAPER_FAILURE_LIMIT_TEXT if limit == DEFAULT_FAILURE_LIMIT else
+        (f"{limit.numerator}/{limit.denominator}" if isinstance(limit, Fraction) else repr(limit)))
+    fraction = parse_failure_limit(limit)
+    if isinstance(min_bg_patches, bool) or not isinstance(min_bg_patches, (int, np.integer)) or min_bg_patches < 1:
+        raise ValueError(f"min_bg_patches must be an integer >= 1, got {min_bg_patches!r}")
     failed = ~(has_object & has_background)
     labels = np.asarray(objects, dtype=object)
     counts: dict[str, tuple[int, int]] = {}
     for obj in sorted(set(objects)):
         rows = labels == obj
         counts[obj] = (int(failed[rows].sum()), int(rows.sum()))
-    excluded = {o: f / n for o, (f, n) in counts.items() if f / n > limit}
+    excluded = {o: f / n for o, (f, n) in counts.items() if exceeds_failure_limit(f, n, fraction)}
     keep = ~failed & ~np.isin(labels, list(excluded))
-    return RealSelection(failed, excluded, counts, float(limit), keep)
+    keep_bg = keep
+    if min_bg_patches > 1:
+        if bg_patches is None:
+            raise ValueError(f"min_bg_patches={min_bg_patches} needs bg_patches (background patches per image)")
+        n_bg = np.asarray(bg_patches)
+        if n_bg.shape != has_object.shape:
+            raise ValueError(f"bg_patches must have shape {has_object.shape}, got {n_bg.shape}")
+        keep_bg = keep & (n_bg >= min_bg_patches)
+    return RealSelection(failed, excluded, counts, fraction, keep, keep_bg, int(min_bg_patches), text)
+
+
+def background_misses(has_object: Any, bg_patches: Any = None, min_bg_patches: int = 1,
+                      unsegmented: str = "whole") -> np.ndarray:
+    """bool (n,): generated images whose BG-only feature counts as a miss (set to NaN before scoring).
+
+    Args:
+        has_object: bool (n,) the image has an object segmentation.
+        bg_patches: int (n,) background patches per image; needed when ``min_bg_patches > 1``.
+        min_bg_patches: fewer background patches than this is "no background" (paper: 1; the fork: 25).
+        unsegmented: ``"whole"`` (paper Sec. 3.3: an image without an object mask is used whole in
+            BG-only) or ``"miss"`` (the fork: its ``masked`` flag is 0, so it is a miss).
+
+    Raises:
+        ValueError: an unknown ``unsegmented``, or ``min_bg_patches > 1`` without ``bg_patches``.
+
+    Example:
+        >>> background_misses([True, True, False], [150, 10, 196], 25).tolist()
+        [False, True, False]
+        >>> background_misses([True, True, False], unsegmented="miss").tolist()
+        [False, False, True]
+    """
+    if unsegmented not in UNSEGMENTED_CHOICES:
+        raise ValueError(f"unsegmented must be one of {UNSEGMENTED_CHOICES}, got {unsegmented!r}")
+    has_object = np.asarray(has_object, dtype=bool)
+    miss = np.zeros(has_object.shape, bool)
+    if unsegmented == "miss":
+        miss |= ~has_object
+    if min_bg_patches > 1:
+        if bg_patches is None:
+            raise ValueError(f"min_bg_patches={min_bg_patches} needs bg_patches (background patches per image)")
+        n_bg = np.asarray(bg_patches)
+        if n_bg.shape != has_object.shape:
+            raise ValueError(f"bg_patches must have shape {has_object.shape}, got {n_bg.shape}")
+        miss |= has_object & (n_bg < min_bg_patches)  # an unsegmented image is the whole image: all patches
+    return miss
 
 
 # --------------------------------------------------------------------------------------------
@@ -194,14 +289,15 @@ class SetupScore:
                                              "n_duplicates", "n_real")}
 
 
-def score_setup(manifold, fake: Any, *, dedupe: str = "drop_all", device: Any = None,
-                group: str | None = None) -> SetupScore:
+def score_setup(manifold, fake: Any, *, dedupe: str = "none", device: Any = None,
+                group: str | None = None, duplicates: Any = None) -> SetupScore:
     """Decomposed precision and coverage of generated ``fake`` rows against a real ``manifold``.
 
     Rows of NaN (no feature in this setup) count in the sample total as misses for precision and
     do not take part in coverage; the other rows are deduplicated as ``dedupe`` says and scored
     with :func:`~t2i_fairness.metrics.manifold.precision_coverage`, whose precision ``p`` over the
-    ``n_used`` rows becomes ``round(p * n_used) / (n_used + n_missing)``.
+    ``n_used`` rows becomes ``round(p * n_used) / (n_used + n_missing)``. The default ``none`` is
+    the fork's (it never de-duplicates generated images: every one is in the denominator).
 
     Args:
         manifold: a :class:`~t2i_fairness.metrics.manifold.ReferenceManifold` of real features.
@@ -209,6 +305,8 @@ def score_setup(manifold, fake: Any, *, dedupe: str = "drop_all", device: Any = 
         dedupe: ``"none"``, ``"keep_one"`` or ``"drop_all"`` (applied to rows with features).
         device: torch device for the distances.
         group: quoted in error messages.
+        duplicates: bool (n,) rows already found to be duplicates over a larger set
+            (``--t2i-dedupe-scope set``); they leave the sample like rows ``dedupe`` drops.
 
     Raises:
         ValueError: no generated row at all, or shapes that do not match the manifold.
@@ -228,7 +326,15 @@ def score_setup(manifold, fake: Any, *, dedupe: str = "drop_all", device: Any = 
     if x.shape[0] == 0:
         raise ValueError(f"no generated images{_in(group)}: precision needs at least one")
     valid = has_features(x)
-    rows = np.flatnonzero(valid)
+    if duplicates is not None:
+        gone = np.asarray(duplicates, dtype=bool)
+        if gone.shape != valid.shape:
+            raise ValueError(f"duplicates must have shape {valid.shape}{_in(group)}, got {gone.shape}")
+        dropped_before = int((valid & gone).sum())
+        rows = np.flatnonzero(valid & ~gone)
+    else:
+        dropped_before = 0
+        rows = np.flatnonzero(valid)
     used = rows[dedupe_index(x[rows], dedupe)]
     n_missing = int((~valid).sum())
     if used.size:
@@ -237,8 +343,10 @@ def score_setup(manifold, fake: Any, *, dedupe: str = "drop_all", device: Any = 
     else:
         inside, coverage = 0, 0.0
     total = int(used.size) + n_missing
-    return SetupScore(inside / total, coverage, total, int(used.size), n_missing, int(rows.size - used.size),
-                      int(len(manifold.radii)), used)
+    if total == 0:
+        raise ValueError(f"every generated image{_in(group)} was dropped as a duplicate: precision needs one")
+    return SetupScore(inside / total, coverage, total, int(used.size), n_missing,
+                      int(rows.size - used.size) + dropped_before, int(len(manifold.radii)), used)
 
 
 def sample_membership(manifold, fake: Any, score: SetupScore) -> np.ndarray:

@@ -49,6 +49,9 @@ class DecomposedScores:
     dropped: dict[str, int]  # region -> generated images of excluded classes
     skipped: dict[str, str] = field(default_factory=dict)  # region -> why it has no scores
     real: DecomposedReal | None = field(default=None, repr=False)
+    bg_short: dict[str, int] = field(default_factory=dict)  # region -> BG-only misses for too few background patches
+    bg_unsegmented: str = "whole"  # how unsegmented generated images count in BG-only
+    truncation: object = None  # the generator's truncation of the template's prompts (metrics.truncation.Truncation)
     _member: dict = field(default_factory=dict, repr=False)
 
     def membership(self, region: str, setup: str) -> np.ndarray:
@@ -71,7 +74,10 @@ class DecomposedScores:
             "template": self.template,
             "regions": {r: {s: sc[s].report() for s in SETUPS} for r, sc in self.scores.items()},
             "generated_without_object_segmentation": self.unsegmented,
+            "unsegmented_in_bg_only": self.bg_unsegmented,
+            "generated_below_bg_min_patches": self.bg_short,
             "generated_of_excluded_classes": self.dropped,
+            "truncation": self.truncation.details() if self.truncation is not None else None,
             "skipped_regions": self.skipped,
         }
 
@@ -137,13 +143,18 @@ class DecomposedStudy(Study):
             raise OptionError("--t2i-masks", str(exc)) from None
 
     # -- real side -------------------------------------------------------------------------------
-    def _manifold(self, ref, paths, setup, region, rows, feats):
+    def fake_dedupe(self) -> str:
+        """``--t2i-fake-dedupe``; ``auto`` is the fork's code: generated images are never de-duplicated."""
+        mode = getattr(self.bench.options, "fake_dedupe", "auto")
+        return "none" if mode == "auto" else mode
+
+    def _manifold(self, ref, paths, setup, region, rows, feats, dedupe):
         from t2i_fairness.families.decomposed.masks import SetupEncoder
         from t2i_fairness.metrics.manifold import ReferenceManifold, dedupe_index
         from t2i_fairness.references.library import manifold_memo
 
         o = self.bench.options
-        k, dedupe = o.nearest_k, o.dedupe
+        k = o.nearest_k
         keep = rows[dedupe_index(feats[rows], dedupe)]
         if keep.size < k + 2:
             return None
@@ -159,25 +170,35 @@ class DecomposedStudy(Study):
         """The real side of reference set ``name``: masks and features cached, radii cached."""
 
         def make() -> DecomposedReal:
-            from t2i_fairness.families.decomposed.masks import reference_items
+            from t2i_fairness.families.decomposed.masks import background_patch_counts, reference_items
             from t2i_fairness.families.decomposed.rules import has_features, select_real
+            from t2i_fairness.metrics.manifold import dedupe_index
             from t2i_fairness.references.library import reference_images
 
+            o = self.bench.options
             ref = self.reference_sets[name]
             items = reference_items(ref, reference_images(ref), object_words)
             paths = [it.label for it in items]
             feats = self._features(items, f"reference {name}")
+            n_min = self.options.bg_min_patches
+            bg_patches = background_patch_counts(self.models()[0], self.models()[1], items) if n_min > 1 else None
             sel = select_real([it.object for it in items], has_features(feats["obj"]), has_features(feats["bg"]),
-                              self.options.failure_limit)
+                              self.options.limit_text, bg_patches=bg_patches, min_bg_patches=n_min)
             real = DecomposedReal(items, feats, sel)
             regions = np.array([it.region for it in items], dtype=object)
-            for region in ref.regions:
-                rows = np.flatnonzero(sel.keep & (regions == region))
-                real.region_rows[region] = rows
-                for setup in SETUPS:
-                    built = self._manifold(ref, paths, setup, region, rows, feats[setup])
+            scope = getattr(o, "dedupe_scope", "set")
+            for setup in SETUPS:
+                kept = np.flatnonzero(sel.keep_bg if setup == "bg" else sel.keep)
+                if scope == "set":  # the fork: drop-all over the whole real set, before grouping
+                    kept = kept[dedupe_index(feats[setup][kept], o.dedupe, groups=regions[kept])]
+                for region in ref.regions:
+                    rows = kept[regions[kept] == region]
+                    built = self._manifold(ref, paths, setup, region, rows, feats[setup],
+                                           "none" if scope == "set" else o.dedupe)
                     if built is not None:
                         real.manifolds[(region, setup)] = built
+            for region in ref.regions:
+                real.region_rows[region] = np.flatnonzero(sel.keep & (regions == region))
             return real
 
         return self._once(("real", name), make)
@@ -188,21 +209,41 @@ class DecomposedStudy(Study):
         return self._once(("scores", name, template), lambda: self._scores(name, template))
 
     def _scores(self, name: str, template: str) -> DecomposedScores:
-        from t2i_fairness.families.decomposed.masks import generated_items
-        from t2i_fairness.families.decomposed.rules import has_features, score_setup
-        from t2i_fairness.references.grouping import PromptSpace, group_generated, prompt_images
+        from t2i_fairness.families.decomposed.masks import background_patch_counts, generated_items
+        from t2i_fairness.families.decomposed.rules import background_misses, has_features, score_setup
+        from t2i_fairness.metrics.manifold import dedupe_index
+        from t2i_fairness.references.grouping import PromptSpace, group_generated, prompt_images, template_truncation
 
         o = self.bench.options
         ref = self.reference_sets[name]
         real = self.real(name)
         images = prompt_images(self.bench, template, PromptSpace.from_reference(ref, o.objects))
         items = generated_items(images, object_words)
-        feats = self._features(items, template)
+        feats = dict(self._features(items, template))
         row = {it.key: i for i, it in enumerate(items)}
         pairs = [(p.prompt, [row[im.key] for im in p.images]) for p in images]
         excluded = set(real.selection.excluded_classes)
         has_obj = has_features(feats["obj"])
-        out = DecomposedScores(template, {}, items, feats, {}, {}, {}, real=real)
+        n_min, unsegmented = self.options.bg_min_patches, self.options.bg_unsegmented
+        bg_patches = background_patch_counts(self.models()[0], self.models()[1], items) if n_min > 1 and items else None
+        miss = background_misses(has_obj, bg_patches, n_min, unsegmented)
+        short = miss & has_obj  # misses for too few background patches (not for a missing segmentation)
+        if miss.any():  # paper: any background patch counts and unsegmented images are used whole; fork: misses
+            feats["bg"] = feats["bg"].copy()
+            feats["bg"][miss] = np.nan
+        mode, scope = self.fake_dedupe(), getattr(o, "dedupe_scope", "set")
+        duplicates = {s: None for s in SETUPS}
+        if mode != "none" and scope == "set":  # duplicates over the whole template, before grouping
+            labels = np.array([it.region for it in items], dtype=object)
+            of_kept = np.array([it.object not in excluded for it in items], dtype=bool)
+            for setup in SETUPS:
+                cand = np.flatnonzero(has_features(feats[setup]) & of_kept) if items else np.zeros(0, int)
+                gone = np.zeros(len(items), bool)
+                gone[cand] = True
+                gone[cand[dedupe_index(feats[setup][cand], mode, groups=labels[cand])]] = False
+                duplicates[setup] = gone
+        out = DecomposedScores(template, {}, items, feats, {}, {}, {}, real=real, bg_unsegmented=unsegmented,
+                               truncation=template_truncation(self.bench, template, PromptSpace.from_reference(ref, o.objects)))
         for region, rows in group_generated(pairs, template, ref, "region", o.seed).items():
             rows = np.asarray(rows, dtype=int)
             keep = np.array([items[i].object not in excluded for i in rows], dtype=bool)
@@ -210,6 +251,7 @@ class DecomposedStudy(Study):
             rows = rows[keep]
             out.groups[region] = rows
             out.unsegmented[region] = int((~has_obj[rows]).sum())
+            out.bg_short[region] = int(short[rows].sum())
             missing = [s for s in SETUPS if (region, s) not in real.manifolds]
             if not rows.size or missing:
                 n_real = real.region_rows[region].size
@@ -219,8 +261,10 @@ class DecomposedStudy(Study):
             out.scores[region] = {}
             for setup in SETUPS:
                 m, _ = real.manifolds[(region, setup)]
-                out.scores[region][setup] = score_setup(m, feats[setup][rows], dedupe=o.dedupe,
-                                                        device=self.bench.device, group=f"{name}/{region}/{setup}")
+                dup = duplicates[setup]
+                out.scores[region][setup] = score_setup(
+                    m, feats[setup][rows], dedupe="none" if dup is not None else mode, device=self.bench.device,
+                    group=f"{name}/{region}/{setup}", duplicates=None if dup is None else dup[rows])
         return out
 
     # -- diagnostics (Sec. 4.3) ------------------------------------------------------------------

@@ -13,8 +13,8 @@ from typing import Mapping
 import numpy as np
 
 from t2i_fairness.families.base import Study
-from t2i_fairness.metrics.manifold import Membership, membership, precision_coverage
-from t2i_fairness.references.grouping import PromptImages, PromptSpace, group_generated, prompt_images
+from t2i_fairness.metrics.manifold import Membership, dedupe_index, membership, precision_coverage
+from t2i_fairness.references.grouping import PromptImages, PromptSpace, group_generated, prompt_images, template_truncation
 from t2i_fairness.references.library import ReferenceLibrary
 from t2i_fairness.spine.generation import ImageRef
 from t2i_fairness.vocab.geode import GEODE_OBJECTS
@@ -68,16 +68,44 @@ def parity(intervals: Mapping[str, "object"], confidence: float = 0.95):
                                        low=0.0, high=1.0), worst, best
 
 
+def fake_dedupe(options) -> str:
+    """How DIG In de-duplicates generated feature rows: ``--t2i-fake-dedupe``, where ``auto`` is DIG In's
+    code (``get_features_inceptionv3.py`` applies to generated features the ``get_df_deduped`` it applies
+    to real ones, so ``--t2i-dedupe``'s mode).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> fake_dedupe(SimpleNamespace(fake_dedupe="auto", dedupe="drop_all")), fake_dedupe(SimpleNamespace(fake_dedupe="none", dedupe="drop_all"))
+        ('drop_all', 'none')
+    """
+    mode = getattr(options, "fake_dedupe", "auto")
+    return options.dedupe if mode == "auto" else mode
+
+
 @dataclass
 class GroupScore:
-    """Precision and coverage of one group, with the ball membership its bootstrap resamples."""
+    """Precision and coverage of one group, with the ball membership its bootstrap resamples.
+
+    ``n_fake`` counts the generated rows the estimate is computed on (after de-duplication): the
+    bootstrap resamples exactly these (``member.n_fake == n_fake``), so its interval is about the
+    gated value. ``n_generated`` is the group's images before de-duplication.
+    """
 
     precision: float
     coverage: float
-    n_fake: int  # generated images of the group (before the dedupe of duplicated feature rows)
+    n_fake: int  # generated rows scored (after the dedupe of duplicated feature rows)
     n_real: int
     member: Membership | None = field(default=None, repr=False)
+    n_generated: int | None = None  # the group's generated images, before the dedupe
     note: str = ""  # why a value is degenerate (a collapsed group)
+
+    def __post_init__(self) -> None:
+        if self.n_generated is None:
+            self.n_generated = self.n_fake
+
+    @property
+    def n_duplicates(self) -> int:
+        return int(self.n_generated - self.n_fake)
 
     def precision_interval(self, confidence: float = 0.95):
         """Wilson's interval over the scored generated images (:mod:`t2i_fairness.metrics.intervals`)."""
@@ -99,7 +127,44 @@ class GroupScore:
 
     def report(self) -> dict:
         return {"precision": self.precision, "coverage": self.coverage, "n_fake": self.n_fake, "n_real": self.n_real,
-                "n_scored": self.member.n_fake if self.member is not None else None, "note": self.note}
+                "n_generated": self.n_generated, "n_duplicates": self.n_duplicates, "note": self.note}
+
+
+def score_group(m, fake: np.ndarray, *, dedupe: str = "drop_all", bootstrap: bool = True, device=None,
+                group: str | None = None, n_generated: int | None = None) -> GroupScore:
+    """Precision and coverage of generated ``fake`` rows against manifold ``m``, with the membership the
+    bootstrap resamples built from the same de-duplicated rows (finding 8 of issue #15).
+
+    Args:
+        m: the group's :class:`~t2i_fairness.metrics.manifold.ReferenceManifold`.
+        fake: (n, dim) generated features of the group.
+        dedupe: ``none``, ``keep_one`` or ``drop_all`` on ``fake``.
+        bootstrap: build the membership (intervals on).
+        device: torch device for the distances.
+        group: quoted in error messages.
+        n_generated: the group's images before an earlier (set-level) de-duplication; default ``len(fake)``.
+
+    Example:
+        >>> from t2i_fairness.metrics.manifold import ReferenceManifold
+        >>> m = ReferenceManifold.build(np.array([[0.0], [1.0], [5.0], [6.0]]), nearest_k=1)
+        >>> s = score_group(m, np.array([[0.2], [0.2], [5.5], [20.0], [30.0]]))
+        >>> round(s.precision, 3), s.coverage, s.n_fake, s.n_duplicates, s.member.n_fake == s.n_fake
+        (0.333, 0.5, 3, 2, True)
+    """
+    kept = dedupe_index(fake, dedupe)
+    rows = np.asarray(fake)[kept]
+    total = len(fake) if n_generated is None else int(n_generated)
+    if kept.size == 0:  # a collapsed group (every image a duplicate): coverage 0, precision undefined, no error
+        return GroupScore(float("nan"), 0.0, 0, len(m.radii), membership(m, rows, dedupe="none", group=group), total,
+                          note=f"all {total} generated images are exact duplicates; --t2i-dedupe {dedupe} left none: "
+                               "coverage is 0 and precision undefined")
+    pc = precision_coverage(m, rows, dedupe="none", device=device, group=group)
+    member = membership(m, rows, dedupe="none", group=group) if bootstrap else None
+    if member is not None and (member.precision, member.coverage) != (pc["precision"], pc["coverage"]):
+        raise RuntimeError(f"group {group!r}: the bootstrap's ball membership gives precision {member.precision} and "
+                           f"coverage {member.coverage}, the estimate {pc['precision']} and {pc['coverage']}; the "
+                           "two membership rules disagree on a boundary pair (a bug: please report it)")
+    return GroupScore(pc["precision"], pc["coverage"], int(kept.size), len(m.radii), member, total)
 
 
 @dataclass
@@ -108,6 +173,7 @@ class DigScores:
 
     region: dict[str, GroupScore] = field(default_factory=dict)
     object_region: dict[tuple[str, str], GroupScore] = field(default_factory=dict)
+    truncation: object = None  # the generator's truncation of the template's prompts (metrics.truncation.Truncation)
 
 
 @dataclass(frozen=True)
@@ -143,8 +209,9 @@ class DigInStudy(Study):
         """Precision and coverage of every region and object-region of reference set ``name``."""
         return self._once(("scores", name, template), lambda: self._scores(name, template))
 
-    def _group(self, m, fake: np.ndarray, group: str) -> GroupScore:
-        """One group's precision and coverage, and the ball membership its intervals come from.
+    def _group(self, m, fake: np.ndarray, group: str, n_generated: int | None = None) -> GroupScore:
+        """One group's score and the ball membership its intervals come from; with ``--t2i-dedupe-scope set``
+        the caller has already removed duplicates.
 
         A group whose generated images are all duplicates of each other (a collapsed region: the
         regression the gate exists for) keeps nothing under ``--t2i-dedupe drop_all``: its coverage
@@ -152,13 +219,9 @@ class DigInStudy(Study):
         image to judge), never an error that would take the neighbouring groups down with it.
         """
         o = self.bench.options
-        member = membership(m, fake, dedupe=o.dedupe, group=group)
-        if member.n_fake == 0:
-            return GroupScore(float("nan"), 0.0, len(fake), len(m.radii), member,
-                              note=f"all {len(fake)} generated images are exact duplicates; --t2i-dedupe {o.dedupe} "
-                                   "left none: coverage is 0 and precision undefined")
-        pc = precision_coverage(m, fake, dedupe=o.dedupe, device=self.bench.device, group=group)
-        return GroupScore(pc["precision"], pc["coverage"], len(fake), len(m.radii), member)
+        mode = "none" if getattr(o, "dedupe_scope", "set") == "set" and n_generated is not None else fake_dedupe(o)
+        return score_group(m, fake, dedupe=mode, bootstrap=True, device=self.bench.device, group=group,
+                           n_generated=n_generated)
 
     def _scores(self, name: str, template: str) -> DigScores:
         o = self.bench.options
@@ -169,17 +232,30 @@ class DigInStudy(Study):
         feats = self.bench.features(real.encoder, refs, desc=f"Inception {template}")
         row = {im.key: i for i, im in enumerate(refs)}
         pairs = [(it.prompt, [row[im.key] for im in it.images]) for it in items]
-        scores = DigScores()
+        alive = None
+        if getattr(o, "dedupe_scope", "set") == "set":
+            # DIG In (get_features_inceptionv3.py): duplicates over all of the template's images, before grouping
+            labels = [it.prompt.region or "-" for it in items for _ in it.images]
+            alive = np.zeros(len(refs), bool)
+            alive[dedupe_index(feats, fake_dedupe(o), groups=labels) if len(refs) else []] = True
+
+        def score(m, fake_rows, group):
+            if alive is None:
+                return self._group(m, feats[fake_rows], group)
+            kept = [r for r in fake_rows if alive[r]]
+            return self._group(m, feats[kept], group, n_generated=len(fake_rows))
+
+        scores = DigScores(truncation=template_truncation(self.bench, template, PromptSpace.from_reference(ref, o.objects)))
         for region, fake_rows in group_generated(pairs, template, ref, "region", o.seed).items():
             m = real.manifold(f"region:{region}", ref.groups_by_region()[region])
-            scores.region[region] = self._group(m, feats[fake_rows], region)
+            scores.region[region] = score(m, fake_rows, region)
         by_pair = ref.groups_by_object_region()
         for (obj, region), fake_rows in group_generated(pairs, template, ref, "object_region", o.seed).items():
             records = by_pair[(obj, region)]
-            if len(records) < o.nearest_k + 2:
+            if len(real.kept(records)) < o.nearest_k + 2:
                 continue  # reported by the test as too small a group
             m = real.manifold(f"object_region:{obj}:{region}", records)
-            scores.object_region[(obj, region)] = self._group(m, feats[fake_rows], f"{obj}/{region}")
+            scores.object_region[(obj, region)] = score(m, fake_rows, f"{obj}/{region}")
         return scores
 
     # -- Object Consistency (4.4) ----------------------------------------------------------------------

@@ -40,6 +40,8 @@ class IndicSummary:
         models: role -> fingerprint of the model that served it.
         sentence_model: the sentence model used for CLGC.
         igc_note: why IGC is not measured, or ``None``.
+        truncation: language -> the generator's truncation of its prompts
+            (:meth:`~t2i_fairness.metrics.truncation.Truncation.details`), for the measured languages.
     """
 
     source: str
@@ -54,6 +56,7 @@ class IndicSummary:
     sentence_model: str | None = None
     note: str = ""
     igc_note: str | None = None
+    truncation: dict[str, dict] = field(default_factory=dict)
 
     @classmethod
     def from_evaluation(cls, ev, include_matrix: bool = False) -> "IndicSummary":
@@ -80,7 +83,7 @@ class IndicSummary:
             scores={code: ev.scores(code).as_dict() for code in measured},
             scal_with_english=scal_en, scal_matrix=matrix, models=dict(ev.models.used),
             sentence_model=ev.models.sentence_model, note=ev.prompts.comments[0] if ev.prompts.comments else "",
-            igc_note=igc_note,
+            igc_note=igc_note, truncation={code: ev.truncation(code).details() for code in measured},
         )
 
     # -- derived numbers -----------------------------------------------------------------------
@@ -167,7 +170,10 @@ def summary_lines(s: IndicSummary) -> list[str]:
         ratio = ratios.get(code)
         ratio_cell = "-" if code == ENGLISH else ("undef" if code in ratios and ratio is None else _cell(ratio))
         rows.append([_label(code), *[_cell(values.get(k)) for k, _ in COLUMNS], _cell(scal), ratio_cell])
-    lines += _table(["language", *[name for _, name in COLUMNS], "SCAL(en,l)", "CLGC/en"], rows)
+        if s.truncation:
+            rows[-1] += _truncation_cells(s.truncation.get(code))
+    extra = ["trunc", "lost max"] if s.truncation else []
+    lines += _table(["language", *[name for _, name in COLUMNS], "SCAL(en,l)", "CLGC/en", *extra], rows)
 
     drops = s.drops()
     if drops:
@@ -191,6 +197,7 @@ def summary_lines(s: IndicSummary) -> list[str]:
         notes.append(f"CLGC/en undefined: CLGC(English) = {s.scores[ENGLISH]['clgc']:.4f} <= 0")
     if s.igc_note:
         notes.append(s.igc_note)
+    notes += _truncation_notes(s.truncation)
     unmeasured = [c for c in s.languages if c not in s.scores]
     if unmeasured:
         notes.append(f"not measured in this run (no selected gate needed them): {', '.join(unmeasured)}")
@@ -199,6 +206,31 @@ def summary_lines(s: IndicSummary) -> list[str]:
     if s.models:
         lines += ["models:", *[f"  {role}: {fp}" for role, fp in sorted(s.models.items())]]
     return lines
+
+
+def _truncation_cells(t: dict | None) -> list[str]:
+    if not t:
+        return ["-", "-"]
+    if "truncated_prompts" not in t:
+        return ["n/c", "-"]
+    return [f"{t['truncated_prompts']}/{t['prompts']}", str(t["max_lost_tokens"]) if t["truncated_prompts"] else "0"]
+
+
+def _truncation_notes(truncation: dict[str, dict]) -> list[str]:
+    """What the trunc / lost max columns mean, and which tokenizer counted."""
+    if not truncation:
+        return []
+    counted = [t for t in truncation.values() if "truncated_prompts" in t]
+    if not counted:
+        why = next(iter(truncation.values())).get("tokenizer", "")
+        return [f"trunc: prompts the generator's tokenizer truncates: not counted ({why})"]
+    hit = {c: t for c, t in truncation.items() if t.get("truncated_prompts")}
+    line = (f"trunc: prompts longer than the generator's context ({counted[0]['tokenizer']}), whose images come "
+            "from a truncated prompt; lost max: the most tokens dropped from one prompt")
+    if hit:
+        worst = min(hit, key=lambda c: hit[c]["min_kept_fraction"])
+        line += f"; worst {worst}: {hit[worst]['min_kept_fraction']:.0%} of a prompt kept"
+    return [line]
 
 
 def summary_json(s: IndicSummary) -> dict[str, Any]:

@@ -272,6 +272,27 @@ class IndicEvaluation(Study):
         texts = [self.prompts.get(pid, code).text for pid in self.prompt_ids]
         return self._once(("images", code), lambda: self.bench.images(texts, self.n_images, desc=f"IndicTTI {code}"))
 
+    def truncation(self, lang: str):
+        """How the generator's tokenizer truncates the prompts of ``lang``
+        (:class:`~t2i_fairness.metrics.truncation.Truncation`); a :class:`~t2i_fairness.errors.T2ITruncationWarning`
+        names the language when any prompt is truncated (byte-level BPE spends many tokens on Indic scripts,
+        so its images may come from part of a prompt; the paper says nothing about it)."""
+        code = self._check(lang)
+
+        def make():
+            from t2i_fairness.generators.tokens import prompt_truncation, warn_truncation
+            from t2i_fairness.metrics.truncation import Truncation
+
+            texts = [self.prompts.get(pid, code).text for pid in self.prompt_ids]
+            source = getattr(self.bench, "source", None)
+            if source is None:
+                return Truncation.not_counted("no generator source", len(texts))
+            found = prompt_truncation(source, texts)
+            warn_truncation(found, code)
+            return found
+
+        return self._once(("truncation", code), make)
+
     def _flat(self, lang: str) -> list[ImageRef]:
         return [r for row in self.images(lang) for r in row]
 

@@ -71,11 +71,14 @@ def show(study, t2i_report, full: bool = False) -> WordLevelResult:
     lines = [f"{s.suite}: {len(s.prompts)} prompts, {s.m} replacements per set, {s.images_per_text} images per "
              f"candidate prompt ({s.images_per_distribution} per distribution), groups by CLIP {s.template!r}"]
     lines += table_lines(result, per_prompt=len(s.prompts) <= PER_PROMPT_TABLES_UP_TO)
+    cut = study.truncation
+    lines.append(f"generator's tokenizer: {cut.cell()} prompts truncated ({cut.encoder})" if cut.counted else
+                 f"generator's tokenizer: truncation not counted ({cut.encoder})")
     t2i_report.section(TITLE, lines)
     t2i_report.section(REPRESENTATION_TITLE, representation_lines(result))
     if full:
         settings = vars(s) | {"prompts": list(s.prompts), "levels": {p: list(k) for p, k in s.levels.items()}}
-        t2i_report.json("word_influence", {"settings": settings, **result.to_json()})
+        t2i_report.json("word_influence", {"settings": settings, **result.to_json(), "truncation": cut.details()})
         t2i_report.png("word_influence", influence_bars(result))
     return result
 

@@ -762,6 +762,25 @@ class WordInfluenceStudy(Study):
     def result(self) -> WordLevelResult:
         return self._once("result", self._run)
 
+    @property
+    def truncation(self):
+        """How the generator's tokenizer truncates every prompt sent to it (originals and candidates;
+        :class:`~t2i_fairness.metrics.truncation.Truncation`), warned about when any is truncated."""
+
+        def make():
+            from t2i_fairness.generators.tokens import prompt_truncation, warn_truncation
+            from t2i_fairness.metrics.truncation import Truncation
+
+            texts = list(dict.fromkeys(t for by_set in self.result.texts.values() for ts in by_set.values() for t in ts))
+            source = getattr(self.bench, "source", None)
+            if source is None:
+                return Truncation.not_counted("no generator source", len(texts))
+            found = prompt_truncation(source, texts)
+            warn_truncation(found, "word influence")
+            return found
+
+        return self._once("truncation", make)
+
     def _run(self) -> WordLevelResult:
         s, bench = self.settings, self.bench
 

@@ -1,0 +1,80 @@
+"""Which prompts the generator under test truncates, counted with the generator's own tokenizers.
+
+:func:`prompt_truncation` is what the families call with the texts they send to the generator. The
+tokenizers come from the generator when it is loaded (``DiffusersGenerator.count_tokens``, or a
+``python:`` factory's object with ``token_counter()``), else without loading any weights: the built-in
+``tiny`` model's tokenizer (the offline OpenAI CLIP BPE its pipeline is built with) or a diffusers
+checkpoint's tokenizer subfolders. Generators without a tokenizer (``images:``, ``procedural``, a
+factory without one) give a :class:`~t2i_fairness.metrics.truncation.Truncation` that says
+"not counted" and why.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Sequence
+
+from t2i_fairness.errors import ModelLoadError, T2ITruncationWarning
+from t2i_fairness.metrics.truncation import Truncation, worst_truncation
+
+__all__ = ["prompt_truncation", "token_counter_for", "warn_truncation"]
+
+_COUNTERS: dict[str, tuple[object | None, str]] = {}
+
+
+def token_counter_for(source) -> tuple[object | None, str]:
+    """``(counter, why)`` for a :class:`~t2i_fairness.generators.GeneratorSource`: a
+    :class:`~t2i_fairness.generators.diffusers_pipe.TokenCounter` (or ``None`` and the reason).
+
+    Made once per generator fingerprint and process.
+    """
+    key = str(source.fingerprint)
+    if key not in _COUNTERS:
+        _COUNTERS[key] = _make_counter(source)
+    return _COUNTERS[key]
+
+
+def _make_counter(source) -> tuple[object | None, str]:
+    from t2i_fairness.generators.diffusers_pipe import TokenCounter
+
+    spec = str(source.spec)
+    if getattr(source, "loaded", False) or spec.startswith(("python:", "images:", "procedural")):
+        gen = source.get()
+        counter = getattr(gen, "token_counter", None)
+        if callable(counter) and counter() is not None:
+            return counter(), ""
+        return None, f"{spec}: the generator exposes no tokenizer (token_counter())"
+    if spec == "tiny":
+        from t2i_fairness.models.clip_tokenizer import CONTEXT_LENGTH, offline_clip_tokenizer
+
+        return TokenCounter({"tokenizer": (offline_clip_tokenizer(), CONTEXT_LENGTH)}), ""
+    try:
+        return TokenCounter.from_pretrained(spec), ""
+    except ModelLoadError as exc:
+        return None, str(exc)
+
+
+def prompt_truncation(source, texts: Sequence[str]) -> Truncation:
+    """How the generator's tokenizers truncate ``texts``: the worst of its encoders (SDXL has two),
+    or a "not counted" :class:`~t2i_fairness.metrics.truncation.Truncation` saying why.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> tiny = SimpleNamespace(spec="tiny", fingerprint="doctest-tiny", loaded=False)
+        >>> prompt_truncation(tiny, ["a photo of a cat", " ".join(["बस"] * 60)]).cell()
+        '1/2'
+    """
+    texts = list(texts)
+    counter, why = token_counter_for(source)
+    if counter is None:
+        return Truncation.not_counted(why, len(texts))
+    if not texts:
+        name, limit = next(iter(counter.names().items()))
+        return Truncation(limit, counter.limits[name], 0)
+    return worst_truncation(counter.report(texts))
+
+
+def warn_truncation(truncation: Truncation, what: str) -> None:
+    """One :class:`~t2i_fairness.errors.T2ITruncationWarning` when any prompt of ``what`` is truncated."""
+    if truncation.counted and truncation.truncated:
+        warnings.warn(T2ITruncationWarning(truncation.message(what)), stacklevel=2)

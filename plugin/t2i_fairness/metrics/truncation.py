@@ -1,0 +1,138 @@
+"""How much of each prompt a generator's text encoder never sees: token counts in, truncation figures out.
+
+diffusers' ``StableDiffusionPipeline.encode_prompt`` tokenizes with ``truncation=True`` at
+``tokenizer.model_max_length`` (77 for CLIP): the text encoder gets BOS, the first 75 content tokens
+and EOS, and the rest of the prompt is dropped with only a logger warning. IndicTTI's prompts in
+Indic scripts spend many byte-level BPE tokens per character, so a language's images may come from
+half a prompt. Given the full token count ``n`` of each prompt (special tokens included, as
+``tokenizer(text).input_ids`` counts them) and the encoder's ``limit``:
+
+* truncated: ``n > limit`` (a prompt of exactly ``limit`` tokens is whole);
+* lost: ``n - limit`` tokens dropped (0 when whole);
+* kept fraction: ``(limit - specials) / (n - specials)`` of the content tokens (1 when whole), with
+  ``specials`` the special tokens the tokenizer adds (2 for CLIP: BOS and EOS; 1 for T5: EOS).
+
+Pure Python and numpy; no tokenizer is imported here (the generator counts, see
+:meth:`t2i_fairness.generators.diffusers_pipe.TokenCounter.count`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+__all__ = ["Truncation", "truncation_report", "worst_truncation"]
+
+
+@dataclass(frozen=True)
+class Truncation:
+    """Truncation of a set of prompts by one text encoder of a generator.
+
+    Attributes:
+        encoder: which tokenizer (``tokenizer (CLIPTokenizer, 77)``), or why nothing was counted.
+        limit: the encoder's context in tokens (special tokens included); 0 when not counted.
+        prompts: prompts counted.
+        truncated: prompts longer than ``limit``.
+        max_lost: the most tokens dropped from one prompt.
+        min_kept_fraction: the smallest share of a prompt's content tokens the encoder saw.
+        lost_by_prompt: prompt -> tokens lost, for the truncated prompts.
+        counted: False when the generator has no tokenizer to count with (``encoder`` says why).
+    """
+
+    encoder: str
+    limit: int
+    prompts: int
+    truncated: int = 0
+    max_lost: int = 0
+    min_kept_fraction: float = 1.0
+    lost_by_prompt: dict[str, int] = field(default_factory=dict)
+    counted: bool = True
+
+    @classmethod
+    def not_counted(cls, why: str, prompts: int = 0) -> "Truncation":
+        """A placeholder for a generator without a tokenizer (``images:``, a python factory, ...).
+
+        Example:
+            >>> Truncation.not_counted("images: pre-generated images", 4).cell()
+            'not counted'
+        """
+        return cls(why, 0, prompts, counted=False)
+
+    def cell(self) -> str:
+        """``3/40`` (truncated of prompts), or ``not counted``."""
+        return f"{self.truncated}/{self.prompts}" if self.counted else "not counted"
+
+    def details(self) -> dict[str, Any]:
+        """The figures a gate's details carry."""
+        if not self.counted:
+            return {"truncation": "not counted", "tokenizer": self.encoder}
+        return {"truncated_prompts": self.truncated, "prompts": self.prompts, "max_lost_tokens": self.max_lost,
+                "min_kept_fraction": self.min_kept_fraction, "tokenizer": self.encoder}
+
+    def message(self, what: str) -> str:
+        """The warning for ``what`` (``tel_Telu``, ``CIS K=8``) when prompts are truncated.
+
+        Example:
+            >>> t = truncation_report([182, 10], 77, ["long", "short"], encoder="tokenizer (CLIPTokenizer, 77)")
+            >>> t.message("hin_Deva")
+            "hin_Deva: 1 of 2 prompts exceed the generator's 77-token context (tokenizer (CLIPTokenizer, 77)); up to 105 tokens (58% of a prompt) dropped: these images come from truncated prompts"
+        """
+        return (f"{what}: {self.truncated} of {self.prompts} prompts exceed the generator's {self.limit}-token context "
+                f"({self.encoder}); up to {self.max_lost} tokens ({1 - self.min_kept_fraction:.0%} of a prompt) "
+                "dropped: these images come from truncated prompts")
+
+
+def truncation_report(counts: Sequence[int], limit: int, texts: Sequence[str] | None = None, *,
+                      specials: int = 2, encoder: str = "tokenizer") -> Truncation:
+    """Truncation figures of prompts whose full token counts are ``counts``.
+
+    Args:
+        counts: tokens per prompt, special tokens included (``len(tokenizer(text).input_ids)``).
+        limit: the encoder's maximum length (``tokenizer.model_max_length``; 77 for CLIP).
+        texts: the prompts (keys of ``lost_by_prompt``); default their positions.
+        specials: special tokens each count includes (2 for CLIP's BOS and EOS).
+        encoder: named in reports.
+
+    Raises:
+        ValueError: ``limit <= specials``, a count below ``specials``, or ``texts`` of another length.
+
+    Example:
+        >>> t = truncation_report([77, 78, 182, 10], 77)
+        >>> t.truncated, t.max_lost, round(t.min_kept_fraction, 3), t.lost_by_prompt
+        (2, 105, 0.417, {'1': 1, '2': 105})
+    """
+    counts = [int(c) for c in counts]
+    limit = int(limit)
+    if limit <= specials:
+        raise ValueError(f"limit must exceed the {specials} special tokens, got {limit}")
+    if texts is not None and len(texts) != len(counts):
+        raise ValueError(f"texts has {len(texts)} prompts for {len(counts)} counts")
+    bad = [c for c in counts if c < specials]
+    if bad:
+        raise ValueError(f"a token count includes the {specials} special tokens, so it is >= {specials}; got {bad[:5]}")
+    names = [str(i) for i in range(len(counts))] if texts is None else [str(t) for t in texts]
+    lost = {name: c - limit for name, c in zip(names, counts) if c > limit}
+    kept = [min(1.0, (limit - specials) / (c - specials)) if c > specials else 1.0 for c in counts]
+    return Truncation(encoder, limit, len(counts), len(lost), max(lost.values(), default=0),
+                      min(kept, default=1.0), lost)
+
+
+def worst_truncation(reports: Mapping[str, Truncation] | Sequence[Truncation]) -> Truncation:
+    """One figure from several encoders of one generator (SDXL has two CLIP tokenizers): the encoder
+    that truncates the most prompts, then drops the most tokens.
+
+    Raises:
+        ValueError: no report.
+
+    Example:
+        >>> a, b = truncation_report([80, 10], 77, encoder="a"), truncation_report([90, 10], 77, encoder="b")
+        >>> worst_truncation([a, b]).encoder
+        'b'
+    """
+    items = list(reports.values()) if isinstance(reports, Mapping) else list(reports)
+    if not items:
+        raise ValueError("worst_truncation needs at least one report")
+    counted = [t for t in items if t.counted]
+    if not counted:
+        return items[0]
+    return max(counted, key=lambda t: (t.truncated, t.max_lost))
