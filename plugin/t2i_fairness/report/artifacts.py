@@ -78,7 +78,7 @@ class Reporter:
 
     def section(self, title: str, lines: list[str]) -> None:
         """A block printed in the terminal summary under ``title`` (the last one per title wins)."""
-        self._node.user_properties.append((SECTION, {"title": title, "lines": [str(x) for x in lines]}))
+        self._node.user_properties.append((SECTION, json.dumps({"title": title, "lines": [str(x) for x in lines]})))
 
     def json(self, name: str, obj) -> None:
         self._written(self.artifacts.json(name, obj))
@@ -87,4 +87,4 @@ class Reporter:
         self._written(self.artifacts.png(name, data_or_figure))
 
     def _written(self, path) -> None:  # the controller's HTML report inlines the files of this run
-        self._node.user_properties.append((ARTIFACT, {"nodeid": self._node.nodeid, "path": f"{path.parent.name}/{path.name}"}))
+        self._node.user_properties.append((ARTIFACT, json.dumps({"nodeid": self._node.nodeid, "path": f"{path.parent.name}/{path.name}"})))

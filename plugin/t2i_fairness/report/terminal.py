@@ -17,6 +17,9 @@ def _num(x: float | None) -> str:
     return f"{x:.4f}"
 
 
+VERDICTS = {"pass": "ok", "fail": "FAIL", "missing": "MISSING", "written": "written", "refused": "REFUSED"}
+
+
 @dataclass
 class GateReport:
     """The terminal summary as lines (printed by the hook, asserted by tests)."""
@@ -28,7 +31,7 @@ class GateReport:
         for r in sorted((r for r in self.session.records if r.status != "baseline"), key=lambda r: r.gate):
             interval = f" [{_num(r.interval[0])}, {_num(r.interval[1])}]" if r.interval else ""
             bound = "-" if r.bound is None else f"{r.direction} {_num(r.bound)}"
-            verdict = {"pass": "ok", "fail": "FAIL", "missing": "MISSING", "written": "written", "refused": "REFUSED"}[r.status]
+            verdict = VERDICTS.get(r.status, r.status)  # a status this table does not know shows as itself
             rows.append((r.gate, _num(r.value) + interval, bound, str(r.n), verdict))
         widths = [max(len(row[i]) for row in rows) for i in range(5)]
         out = []
@@ -38,9 +41,25 @@ class GateReport:
                 out.append("  ".join("-" * w for w in widths))
         return out
 
+    def outcome_lines(self, limit: int = 20) -> list[str]:
+        """The run's verdict as pytest decided it (never PASSED when a test crashed, errored, or the run
+        was interrupted or stopped), the selection, and each test that produced no gate and did not pass."""
+        s, o = self.session, self.session.outcome
+        if not s.records and not o.selection.gate_tests:
+            return []  # not a gate run (the project's own tests, a team's unrelated tests)
+        records = [r for r in s.records if r.status != "baseline"]
+        v = o.verdict(records)
+        out = [f"verdict: {v.headline}", f"selection: {o.selection.line()}"]
+        odd = o.without_gate(records)
+        for t in odd[:limit]:
+            out.append(f"  {o.kind(t, records)}: {t.nodeid}" + (f": {t.message}" if t.message else ""))
+        if len(odd) > limit:
+            out.append(f"  ... and {len(odd) - limit} more")
+        return out + [""]
+
     def lines(self) -> list[str]:
         s = self.session
-        out: list[str] = []
+        out: list[str] = self.outcome_lines()
         if s.records:
             out += self.table()
             gated = [r for r in s.records if r.status != "baseline"]
