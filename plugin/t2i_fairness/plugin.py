@@ -51,7 +51,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     from t2i_fairness.errors import OptionError
-    from t2i_fairness.report.labels import Vocabulary
+    from t2i_fairness.report.labels import Vocabulary, marker_lines
 
     if is_worker(config) and config.getoption("--t2i-device") in ("auto", "cuda"):
         from t2i_fairness.spine.devices import pin_worker
@@ -71,6 +71,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[BASELINES] = {}
     session = GateSession(options.thresholds)
     session.vocabulary = Vocabulary.from_tokens(labels)
+    for line in marker_lines(session.vocabulary, [(f.name, f.title) for f in FAMILIES]):
+        config.addinivalue_line("markers", line)
     config.stash[SESSION] = session
     config.pluginmanager.register(GateHooks(config, session), "t2i-fairness-gates")
 
@@ -107,8 +109,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("t2i", ROLES, indirect=True, scope="session", ids=ROLES)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -k/-m deselect, so that -m sees the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep a test's baseline and candidate runs together (same xdist worker with --dist loadgroup)."""
+    """Mark each test with its family, regions, languages and template (``-m "region_africa and
+    family_dig_in"``); keep a test's baseline and candidate runs together (same xdist worker with
+    --dist loadgroup)."""
+    from t2i_fairness.report.labels import gate_labels, markers_of
+
+    vocabulary = config.stash[SESSION].vocabulary
+    for item in items:
+        family = family_of_module(getattr(getattr(item, "module", None), "__name__", "") or "")
+        params = getattr(getattr(item, "callspec", None), "params", None)
+        for name in markers_of(gate_labels(item.name, params, vocabulary), family.name if family else None):
+            item.add_marker(name)
     if config.stash[OPTIONS].baseline_model:
         for item in items:
             if "t2i" in getattr(item, "fixturenames", ()):

@@ -192,7 +192,8 @@ def write_run_outputs(session, options, rootdir, thresholds, allure_dir: str | N
     from t2i_fairness.spine.files import atomic_write_bytes
 
     env = os.environ if environ is None else environ
-    if not session.records and not session.outcome.selection.gate_tests and options.report is None:
+    gate_run = session.records or (session.outcome.selection.gate_tests and session.outcome.tests)
+    if not gate_run and options.report is None:
         return []
     written = []
     try:

@@ -132,6 +132,53 @@ def gate_labels(name: str, params: dict[str, Any] | None = None, vocabulary: Voc
     return GateLabels(function, pid, template, regions, _unique(languages), other)
 
 
+# -- markers (``-m "region_africa and family_dig_in"``) ------------------------------------------------
+
+def marker_token(text: str) -> str:
+    """A label as a marker-name part: lower case, anything but letters, digits and ``_`` as ``_``.
+
+    Example:
+        >>> marker_token("hin_Deva"), marker_token("object-in region")
+        ('hin_deva', 'object_in_region')
+    """
+    return re.sub(r"[^0-9a-z_]+", "_", text.lower()).strip("_")
+
+
+def markers_of(labels: GateLabels, family: str | None = None) -> list[str]:
+    """The marker names of a gate test: ``family_<name>``, ``region_<slug>``, ``language_<code>``,
+    ``template_<id>`` (exact names, so ``-m region_east_asia`` never selects ``southeast_asia``).
+
+    Example:
+        >>> v = Vocabulary.from_tokens([{"region": ["africa"], "template": ["object_in_region"]}])
+        >>> markers_of(gate_labels("test_region_coverage[synthetic-object_in_region-africa]", vocabulary=v), "dig_in")
+        ['family_dig_in', 'region_africa', 'template_object_in_region']
+    """
+    out = [f"family_{marker_token(family)}"] if family else []
+    out += [f"region_{marker_token(r)}" for r in labels.regions]
+    out += [f"language_{marker_token(c)}" for c in labels.languages]
+    if labels.template:
+        out.append(f"template_{marker_token(labels.template)}")
+    return out
+
+
+def marker_lines(vocabulary: Vocabulary, families: Iterable[tuple[str, str]] = ()) -> list[str]:
+    """``markers`` ini lines that register every marker :func:`markers_of` can give (``pytest --markers``).
+
+    Args:
+        vocabulary: the families' label tokens.
+        families: (name, title) of each registered family.
+
+    Example:
+        >>> marker_lines(Vocabulary.from_tokens([{"region": ["africa"]}]), [("cis", "CIS")])
+        ['family_cis: gates of the CIS family (t2i-fairness)', 'region_africa: gates about region africa (t2i-fairness)']
+    """
+    out = [f"family_{marker_token(n)}: gates of the {t} family (t2i-fairness)" for n, t in families]
+    out += [f"region_{marker_token(r)}: gates about region {r} (t2i-fairness)" for r in sorted(vocabulary.regions)]
+    out += [f"language_{marker_token(c)}: gates about language {c} (t2i-fairness)" for c in sorted(vocabulary.languages.values())]
+    out += [f"template_{marker_token(t)}: gates of prompt template {t} (t2i-fairness)" for t in sorted(vocabulary.templates)]
+    return list(dict.fromkeys(out))
+
+
 def _unique(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 

@@ -45,8 +45,8 @@ class GateReport:
         """The run's verdict as pytest decided it (never PASSED when a test crashed, errored, or the run
         was interrupted or stopped), the selection, and each test that produced no gate and did not pass."""
         s, o = self.session, self.session.outcome
-        if not s.records and not o.selection.gate_tests:
-            return []  # not a gate run (the project's own tests, a team's unrelated tests)
+        if not s.records and not (o.selection.gate_tests and (o.tests or o.interrupted)):
+            return []  # not a gate run (the project's own tests, a team's unrelated tests, --collect-only)
         records = [r for r in s.records if r.status != "baseline"]
         v = o.verdict(records)
         out = [f"verdict: {v.headline}", f"selection: {o.selection.line()}"]
