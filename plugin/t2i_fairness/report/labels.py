@@ -186,30 +186,48 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
 # -- Allure (allure-pytest active with --alluredir) ---------------------------------------------------
 
 # Shown with every gate test but left out of Allure's history id, so a new seed or sample size
-# continues a gate's history instead of starting another one.
-HISTORY_NEUTRAL = ("model", "scorers", "images_per_prompt", "seed")
+# continues a gate's history instead of starting another one. The model is shown and kept in the
+# history id: two models gated into one Allure history would read as one gate's ups and downs.
+HISTORY_NEUTRAL = ("scorers", "images_per_prompt", "seed")
+HISTORY_KEPT = ("model",)
+
+
+class _Bare:
+    """A parameter value Allure shows as it is (allure-commons quotes every ``str`` it is given)."""
+
+    def __init__(self, text: str):
+        self.text = str(text)
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def allure_active(config) -> bool:
     return config.pluginmanager.hasplugin("allure_pytest") and bool(getattr(config.option, "allure_report_dir", None))
 
 
-def allure_label(node, options, vocabulary: Vocabulary | None = None) -> None:
-    """Epic (the suite module's first docstring line), feature (family), story (template), tags
-    (regions, languages) and the run's settings as history-neutral parameters; at fixture setup."""
+def allure_label(node, options, vocabulary: Vocabulary | None = None, family: str | None = None) -> None:
+    """Labels of a gate test, at fixture setup: epic (the suite module's first docstring line), feature
+    (the paper family's title, ``family``: one feature per paper, not per test function), story (the
+    indicator: the test function), tags (regions, languages, template); the test's parameters unquoted,
+    and the run's settings as parameters (the model in the history id, the rest out of it)."""
     import allure
 
     params = getattr(getattr(node, "callspec", None), "params", {})
     lab = gate_labels(node.name, params, vocabulary)
     doc = (getattr(getattr(node, "module", None), "__doc__", None) or "").strip().splitlines()
     allure.dynamic.epic(doc[0].rstrip(".") if doc else getattr(node, "module", node).__name__)
-    allure.dynamic.feature(lab.family_title)
-    if lab.template:
-        allure.dynamic.story(lab.template)
-    if lab.tags:
-        allure.dynamic.tag(*lab.tags)
+    allure.dynamic.feature(family or lab.family_title)
+    allure.dynamic.story(lab.family_title)
+    tags = lab.tags + ([f"template:{lab.template}"] if lab.template else [])
+    if tags:
+        allure.dynamic.tag(*tags)
+    for name, value in params.items():  # allure-pytest would add them as repr(): 'africa' in quotes
+        allure.dynamic.parameter(name, _Bare(value) if isinstance(value, str) else value)
+    for name in HISTORY_KEPT:
+        allure.dynamic.parameter(name, _Bare(getattr(options, name)))
     for name in HISTORY_NEUTRAL:
-        allure.dynamic.parameter(name, str(getattr(options, name)), excluded=True)
+        allure.dynamic.parameter(name, _Bare(getattr(options, name)), excluded=True)
 
 
 def allure_measurement(record: dict, vocabulary: Vocabulary | None = None) -> None:
