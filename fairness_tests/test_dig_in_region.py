@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from t2i_fairness.families.dig_in.report import region_bars, region_lines
+from t2i_fairness.families.dig_in.evidence import evidence
+from t2i_fairness.families.dig_in.report import region_bars, region_bounds, region_intervals, region_lines
 from t2i_fairness.families.dig_in.study import disparity
 
 
@@ -24,20 +25,26 @@ def _bootstrap(score, metric):
 
 # -- Region Indicator (4.2) -------------------------------------------------------------------------
 
-def test_region_precision(reference, template, region, dig_in, gate):
+def test_region_precision(reference, template, region, dig_in, gate, t2i_report):
     s = dig_in.scores(reference, template).region[region]
+    t2i_report.on_failure(evidence(dig_in, reference, template, "precision", region))
     gate(s.precision, n=s.n_fake, details={"n_real": s.n_real, "n_fake": s.n_fake}, **_bootstrap(s, "precision"))
 
 
-def test_region_coverage(reference, template, region, dig_in, gate):
+def test_region_coverage(reference, template, region, dig_in, gate, t2i_report):
     s = dig_in.scores(reference, template).region[region]
+    t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", region))
     gate(s.coverage, n=s.n_real, details={"n_real": s.n_real, "n_fake": s.n_fake}, **_bootstrap(s, "coverage"))
 
 
 def test_worst_region_precision(reference, template, dig_in, gate, t2i_report):
     scores = dig_in.scores(reference, template).region
     worst = min(scores, key=lambda r: scores[r].precision)
-    t2i_report.png("region_precision_coverage", region_bars(f"{reference}: {template}", scores))
+    o = dig_in.bench.options
+    t2i_report.png("region_precision_coverage", region_bars(
+        f"{reference}: {template}", scores, intervals=region_intervals(scores, o.bootstrap, o.confidence, o.seed),
+        bounds=region_bounds(gate, reference, template, scores), confidence=o.confidence))
+    t2i_report.on_failure(evidence(dig_in, reference, template, "precision", worst))
     t2i_report.json("regions", {r: s.report() for r, s in scores.items()})
     gate(scores[worst].precision, n=scores[worst].n_fake, details={"worst_region": worst})
 
@@ -45,17 +52,20 @@ def test_worst_region_precision(reference, template, dig_in, gate, t2i_report):
 def test_worst_region_coverage(reference, template, dig_in, gate, t2i_report):
     scores = dig_in.scores(reference, template).region
     worst = min(scores, key=lambda r: scores[r].coverage)
+    t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", worst))
     t2i_report.section(f"DIG In Region Indicator: {reference} / {template}", region_lines(scores))
     gate(scores[worst].coverage, n=scores[worst].n_real, details={"worst_region": worst})
 
 
-def test_region_disparity_precision(reference, template, dig_in, gate):
+def test_region_disparity_precision(reference, template, dig_in, gate, t2i_report):
     scores = dig_in.scores(reference, template).region
+    t2i_report.on_failure(evidence(dig_in, reference, template, "precision", min(scores, key=lambda r: scores[r].precision)))
     gate(disparity({r: s.precision for r, s in scores.items()}), n=len(scores), higher_is_better=False)
 
 
-def test_region_disparity_coverage(reference, template, dig_in, gate):
+def test_region_disparity_coverage(reference, template, dig_in, gate, t2i_report):
     scores = dig_in.scores(reference, template).region
+    t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", min(scores, key=lambda r: scores[r].coverage)))
     gate(disparity({r: s.coverage for r, s in scores.items()}), n=len(scores), higher_is_better=False)
 
 
@@ -68,13 +78,15 @@ def _object_region(dig_in, reference, template, object, region, k):
     return scores[(object, region)]
 
 
-def test_object_region_precision(reference, template, object, region, dig_in, gate, t2i):
+def test_object_region_precision(reference, template, object, region, dig_in, gate, t2i, t2i_report):
     s = _object_region(dig_in, reference, template, object, region, t2i.options.nearest_k)
+    t2i_report.on_failure(evidence(dig_in, reference, template, "precision", region, object))
     gate(s.precision, n=s.n_fake, details={"n_real": s.n_real}, **_bootstrap(s, "precision"))
 
 
-def test_object_region_coverage(reference, template, object, region, dig_in, gate, t2i):
+def test_object_region_coverage(reference, template, object, region, dig_in, gate, t2i, t2i_report):
     s = _object_region(dig_in, reference, template, object, region, t2i.options.nearest_k)
+    t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", region, object))
     gate(s.coverage, n=s.n_real, details={"n_fake": s.n_fake}, **_bootstrap(s, "coverage"))
 
 
@@ -86,18 +98,21 @@ def _per_region(dig_in, reference, template, object, metric):
     return values
 
 
-def test_object_worst_region_precision(reference, template, object, dig_in, gate):
+def test_object_worst_region_precision(reference, template, object, dig_in, gate, t2i_report):
     values = _per_region(dig_in, reference, template, object, "precision")
     worst = min(values, key=values.get)
+    t2i_report.on_failure(evidence(dig_in, reference, template, "precision", worst, object))
     gate(values[worst], n=len(values), details={"worst_region": worst, "by_region": values})
 
 
-def test_object_worst_region_coverage(reference, template, object, dig_in, gate):
+def test_object_worst_region_coverage(reference, template, object, dig_in, gate, t2i_report):
     values = _per_region(dig_in, reference, template, object, "coverage")
     worst = min(values, key=values.get)
+    t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", worst, object))
     gate(values[worst], n=len(values), details={"worst_region": worst, "by_region": values})
 
 
-def test_object_region_disparity_coverage(reference, template, object, dig_in, gate):
+def test_object_region_disparity_coverage(reference, template, object, dig_in, gate, t2i_report):
     values = _per_region(dig_in, reference, template, object, "coverage")
+    t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", min(values, key=values.get), object))
     gate(disparity(values), n=len(values), higher_is_better=False, details={"by_region": values})

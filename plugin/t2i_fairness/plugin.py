@@ -63,6 +63,9 @@ def pytest_configure(config: pytest.Config) -> None:
         labels = [f.labels(options, options.family(f.name)) for f in FAMILIES if f.labels]
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
+    from t2i_fairness.generators import add_factory_paths
+
+    add_factory_paths([options.model, options.baseline_model], [config.rootpath, config.invocation_params.dir])
     try:
         config.stash[THRESHOLDS] = ThresholdFile.load(options.thresholds)
     except ThresholdFileError as exc:

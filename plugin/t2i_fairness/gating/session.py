@@ -125,6 +125,7 @@ class GateSession:
     def merge_cache_stats(self, stats: dict) -> None:
         self.cache.generated += stats.get("generated", 0)
         self.cache.from_cache += stats.get("from_cache", 0)
+        self.cache.regenerated += stats.get("regenerated", 0)
         self.cache.corrupt.extend(stats.get("corrupt", []))
         self.cache.blank.extend(stats.get("blank", []))
         for attr in ("computed", "reused"):

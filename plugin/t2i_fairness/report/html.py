@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from t2i_fairness.report.labels import gate_labels
+from t2i_fairness.report.terminal import regenerated_note
 from t2i_fairness.gating.session import GateRecord, GateSession
 
 REPORT_FILE = "index.html"
@@ -383,7 +384,7 @@ def _run_notes(session: GateSession) -> str:
     c = session.cache
     notes = []
     if c.generated or c.from_cache:
-        notes.append(f"images: {c.generated} generated, {c.from_cache} from cache")
+        notes.append(f"images: {c.generated} generated, {c.from_cache} from cache" + regenerated_note(c))
     for kind in sorted(set(c.computed) | set(c.reused)):
         notes.append(f"{kind}: {c.computed.get(kind, 0)} computed, {c.reused.get(kind, 0)} from cache")
     if c.corrupt:

@@ -9,6 +9,21 @@ from t2i_fairness.gating.session import GateSession
 from t2i_fairness.gating.thresholds import proposed_path
 
 
+def regenerated_note(cache) -> str:
+    """Why ``generated`` can exceed the images that were missing: batches are made whole.
+
+    Example:
+        >>> from t2i_fairness.spine.cache import CacheStats
+        >>> regenerated_note(CacheStats(generated=68, regenerated=32))
+        ' (32 of the generated were still cached: their canonical batch was made again whole, as a paid API bills it; the cached copies were kept)'
+    """
+    r = getattr(cache, "regenerated", 0)
+    if not r:
+        return ""
+    return (f" ({r} of the generated were still cached: their canonical batch was made again whole, "
+            "as a paid API bills it; the cached copies were kept)")
+
+
 def _num(x: float | None) -> str:
     if x is None:
         return "-"
@@ -83,7 +98,7 @@ class GateReport:
         if s.sections:
             out.append("")
         if c.generated or c.from_cache:
-            out.append(f"images: {c.generated} generated, {c.from_cache} from cache")
+            out.append(f"images: {c.generated} generated, {c.from_cache} from cache" + regenerated_note(c))
         if c.blank:
             out.append(f"{len(c.blank)} generated image(s) are entirely black (safety checker? NaN output?); "
                        "they are scored as they are:")
