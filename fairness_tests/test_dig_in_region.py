@@ -17,7 +17,8 @@ import math
 
 import pytest
 
-from t2i_fairness.families.dig_in.report import region_bars, region_lines
+from t2i_fairness.families.dig_in.evidence import evidence
+from t2i_fairness.families.dig_in.report import region_bars, region_bounds, region_intervals, region_lines
 from t2i_fairness.families.dig_in.study import disparity, parity
 
 
@@ -30,6 +31,11 @@ def _gate_group(s, metric, gate, confidence, **extra):
     gate(value, n=s.n_fake if metric == "precision" else s.n_real, interval=s.interval(metric, confidence),
          details={**_sizes(s), "n_scored": s.member.n_fake, **extra,
                   **({"note": s.note} if s.note else {})})
+
+
+def _lowest(scores, metric):
+    """The group with the lowest value (an undefined value first): the one whose images the evidence shows."""
+    return min(scores, key=lambda g: (not math.isnan(getattr(scores[g], metric)), getattr(scores[g], metric)))
 
 
 def _worst(scores, metric, gate, confidence, **extra):
@@ -62,17 +68,23 @@ def _sizes(s) -> dict:
     return {"n_real": s.n_real, "n_fake": s.n_fake, "n_generated": s.n_generated, "n_duplicates": s.n_duplicates}
 
 
-def test_region_precision(reference, template, region, dig_in, gate, t2i):
+def test_region_precision(reference, template, region, dig_in, gate, t2i, t2i_report):
+    t2i_report.on_failure(evidence(dig_in, reference, template, "precision", region))
     _gate_group(dig_in.scores(reference, template).region[region], "precision", gate, t2i.options.confidence)
 
 
-def test_region_coverage(reference, template, region, dig_in, gate, t2i):
+def test_region_coverage(reference, template, region, dig_in, gate, t2i, t2i_report):
+    t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", region))
     _gate_group(dig_in.scores(reference, template).region[region], "coverage", gate, t2i.options.confidence)
 
 
 def test_worst_region_precision(reference, template, dig_in, gate, t2i, t2i_report):
     scores = dig_in.scores(reference, template).region
-    t2i_report.png("region_precision_coverage", region_bars(f"{reference}: {template}", scores))
+    o = dig_in.bench.options
+    t2i_report.png("region_precision_coverage", region_bars(
+        f"{reference}: {template}", scores, intervals=region_intervals(scores, o.confidence),
+        bounds=region_bounds(gate, reference, template, scores), confidence=o.confidence))
+    t2i_report.on_failure(evidence(dig_in, reference, template, "precision", _lowest(scores, "precision")))
     t2i_report.json("regions", {r: s.report() for r, s in scores.items()})
     _worst(scores, "precision", gate, t2i.options.confidence)
 
@@ -80,15 +92,20 @@ def test_worst_region_precision(reference, template, dig_in, gate, t2i, t2i_repo
 def test_worst_region_coverage(reference, template, dig_in, gate, t2i, t2i_report):
     scores = dig_in.scores(reference, template).region
     t2i_report.section(f"DIG In Region Indicator: {reference} / {template}", region_lines(scores, dig_in.scores(reference, template).truncation))
+    t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", _lowest(scores, "coverage")))
     _worst(scores, "coverage", gate, t2i.options.confidence)
 
 
-def test_region_disparity_precision(reference, template, dig_in, gate, t2i):
-    _parity(dig_in.scores(reference, template).region, "precision", gate, t2i.options.confidence)
+def test_region_disparity_precision(reference, template, dig_in, gate, t2i, t2i_report):
+    scores = dig_in.scores(reference, template).region
+    t2i_report.on_failure(evidence(dig_in, reference, template, "precision", _lowest(scores, "precision")))
+    _parity(scores, "precision", gate, t2i.options.confidence)
 
 
-def test_region_disparity_coverage(reference, template, dig_in, gate, t2i):
-    _parity(dig_in.scores(reference, template).region, "coverage", gate, t2i.options.confidence)
+def test_region_disparity_coverage(reference, template, dig_in, gate, t2i, t2i_report):
+    scores = dig_in.scores(reference, template).region
+    t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", _lowest(scores, "coverage")))
+    _parity(scores, "coverage", gate, t2i.options.confidence)
 
 
 # -- Object-Region Indicator (4.3) -----------------------------------------------------------------
@@ -100,13 +117,15 @@ def _object_region(dig_in, reference, template, object, region, k):
     return scores[(object, region)]
 
 
-def test_object_region_precision(reference, template, object, region, dig_in, gate, t2i):
+def test_object_region_precision(reference, template, object, region, dig_in, gate, t2i, t2i_report):
     s = _object_region(dig_in, reference, template, object, region, t2i.options.nearest_k)
+    t2i_report.on_failure(evidence(dig_in, reference, template, "precision", region, object))
     _gate_group(s, "precision", gate, t2i.options.confidence)
 
 
-def test_object_region_coverage(reference, template, object, region, dig_in, gate, t2i):
+def test_object_region_coverage(reference, template, object, region, dig_in, gate, t2i, t2i_report):
     s = _object_region(dig_in, reference, template, object, region, t2i.options.nearest_k)
+    t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", region, object))
     _gate_group(s, "coverage", gate, t2i.options.confidence)
 
 
@@ -117,13 +136,19 @@ def _per_region(dig_in, reference, template, object):
     return scores
 
 
-def test_object_worst_region_precision(reference, template, object, dig_in, gate, t2i):
-    _worst(_per_region(dig_in, reference, template, object), "precision", gate, t2i.options.confidence)
+def test_object_worst_region_precision(reference, template, object, dig_in, gate, t2i, t2i_report):
+    scores = _per_region(dig_in, reference, template, object)
+    t2i_report.on_failure(evidence(dig_in, reference, template, "precision", _lowest(scores, "precision"), object))
+    _worst(scores, "precision", gate, t2i.options.confidence)
 
 
-def test_object_worst_region_coverage(reference, template, object, dig_in, gate, t2i):
-    _worst(_per_region(dig_in, reference, template, object), "coverage", gate, t2i.options.confidence)
+def test_object_worst_region_coverage(reference, template, object, dig_in, gate, t2i, t2i_report):
+    scores = _per_region(dig_in, reference, template, object)
+    t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", _lowest(scores, "coverage"), object))
+    _worst(scores, "coverage", gate, t2i.options.confidence)
 
 
-def test_object_region_disparity_coverage(reference, template, object, dig_in, gate, t2i):
-    _parity(_per_region(dig_in, reference, template, object), "coverage", gate, t2i.options.confidence)
+def test_object_region_disparity_coverage(reference, template, object, dig_in, gate, t2i, t2i_report):
+    scores = _per_region(dig_in, reference, template, object)
+    t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", _lowest(scores, "coverage"), object))
+    _parity(scores, "coverage", gate, t2i.options.confidence)

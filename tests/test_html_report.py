@@ -235,13 +235,49 @@ def test_report_end_to_end_under_xdist_with_allure(pytester):
     results = [json.loads(p.read_text()) for p in (pytester.path / "allure").glob("*-result.json")]
     africa = next(r for r in results if "africa" in r["name"] or "africa" in r["fullName"] + str(r["parameters"]))
     labels = {(lab["name"], lab["value"]) for lab in africa["labels"]}
-    assert {("feature", "Toy precision"), ("story", "object_in_region"), ("tag", "region:africa"),
+    assert {("feature", "Toy precision"), ("story", "Toy precision"), ("tag", "region:africa"), ("tag", "template:object_in_region"),
             ("epic", "Toy indicators: a grid of generated images, a summary, and gates that pass and fail")} <= labels
     assert africa["name"] == "Toy precision [object_in_region-africa]: 0.2500 [0.1250, 0.3750] vs min 0.5000"
     params = {p["name"]: p for p in africa["parameters"]}
-    assert params["seed"].get("excluded") and params["model"].get("excluded") and not params["region"].get("excluded")
+    assert params["seed"].get("excluded") and not params["model"].get("excluded") and not params["region"].get("excluded")
+    assert (params["region"]["value"], params["template"]["value"], params["model"]["value"]) == (
+        "africa", "object_in_region", "python:fakegen:make")  # unquoted; the model is part of the history id
     names = {a["name"] for a in africa["attachments"]}
     assert {"measurement.json", "lowest_scoring.png", "scores.json"} <= names
+
+
+CIS_LIKE = '''
+"""A module named like a family's suite module: its tests belong to that paper family."""
+import pytest
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_cis(k, gate):
+    gate(0.75, n=4)
+
+def test_cis_drop_per_component(gate):
+    gate(0.1, n=4, higher_is_better=False)
+'''
+
+
+def test_allure_feature_is_the_paper_family_and_the_model_keeps_its_own_history(pytester):
+    pytester.makepyfile(fakegen=FAKEGEN + "\nmake2 = make\n", test_cis=CIS_LIKE)
+    (pytester.path / "thr.yaml").write_text("gates:\n  test_cis[1]: {min: 0.5}\n  test_cis[2]: {min: 0.5}\n"
+                                             "  test_cis_drop_per_component: {max: 0.5}\n")
+    history = {}
+    for model, seed in [("python:fakegen:make", "0"), ("python:fakegen:make2", "0"), ("python:fakegen:make", "7")]:
+        out = f"allure-{model[-5:]}-{seed}"
+        result = pytester.runpytest_subprocess("test_cis.py", "-p", "no:cacheprovider", "--t2i-model", model, "--t2i-seed", seed,
+                                               "--t2i-thresholds", "thr.yaml", "--t2i-cache-dir", "cache", "--alluredir", out)
+        result.assert_outcomes(passed=3)
+        results = [json.loads(p.read_text()) for p in (pytester.path / out).glob("*-result.json")]
+        features = {lab["value"] for r in results for lab in r["labels"] if lab["name"] == "feature"}
+        stories = {lab["value"] for r in results for lab in r["labels"] if lab["name"] == "story"}
+        assert features == {"Components Inclusion Score"} and stories == {"CIS", "Cis drop per component"}
+        k1 = next(r for r in results if r["name"].startswith("CIS [1]"))
+        assert {p["name"]: p["value"] for p in k1["parameters"]}["k"] == "1"
+        history[(model, seed)] = k1["historyId"]
+    assert history[("python:fakegen:make", "0")] != history[("python:fakegen:make2", "0")]  # another model
+    assert history[("python:fakegen:make", "0")] == history[("python:fakegen:make", "7")]  # another seed: same history
 
 
 # -- in a browser ------------------------------------------------------------------------------------

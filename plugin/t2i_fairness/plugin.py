@@ -10,12 +10,14 @@ reports in :mod:`t2i_fairness.report`, each paper in :mod:`t2i_fairness.families
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 
 import pytest
 
 from t2i_fairness.errors import T2IProvenanceWarning, T2ISmallSampleWarning  # noqa: F401  (public names)
 from t2i_fairness.families import FAMILIES, family_of_module
+from t2i_fairness.gating.outcome import first_line
 from t2i_fairness.gating.session import ARTIFACT, PROPERTY, SECTION, GateSession
 from t2i_fairness.gating.thresholds import ThresholdFile, ThresholdFileError
 from t2i_fairness.spine.options import CORE_OPTIONS, T2IOptions, add_options, resolve_options
@@ -50,7 +52,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     from t2i_fairness.errors import OptionError
-    from t2i_fairness.report.labels import Vocabulary
+    from t2i_fairness.report.labels import Vocabulary, marker_lines
 
     if is_worker(config) and config.getoption("--t2i-device") in ("auto", "cuda"):
         from t2i_fairness.spine.devices import pin_worker
@@ -62,6 +64,9 @@ def pytest_configure(config: pytest.Config) -> None:
         labels = [f.labels(options, options.family(f.name)) for f in FAMILIES if f.labels]
     except OptionError as exc:
         raise pytest.UsageError(str(exc)) from None
+    from t2i_fairness.generators import add_factory_paths
+
+    add_factory_paths([options.model, options.baseline_model], [config.rootpath, config.invocation_params.dir])
     try:
         config.stash[THRESHOLDS] = ThresholdFile.load(options.thresholds)
     except ThresholdFileError as exc:
@@ -70,6 +75,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[BASELINES] = {}
     session = GateSession(options.thresholds)
     session.vocabulary = Vocabulary.from_tokens(labels)
+    for line in marker_lines(session.vocabulary, [(f.name, f.title) for f in FAMILIES]):
+        config.addinivalue_line("markers", line)
     config.stash[SESSION] = session
     config.pluginmanager.register(GateHooks(config, session), "t2i-fairness-gates")
 
@@ -106,12 +113,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("t2i", ROLES, indirect=True, scope="session", ids=ROLES)
 
 
-@pytest.hookimpl(trylast=True)  # after -k/-m deselection: count the gates this run selected
+@pytest.hookimpl(tryfirst=True)  # before -k/-m deselect, so that -m sees the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Count the run's gates (the adjustment's m: every worker collects the same items) and keep a
-    test's baseline and candidate runs together (same xdist worker with --dist loadgroup)."""
-    gates = [item for item in items if "gate" in getattr(item, "fixturenames", ())]
-    config.stash[FAMILY_SIZE] = len({gate_id_of(item.name) for item in gates}) or 1
+    """Mark each test with its family, regions, languages and template (``-m "region_africa and
+    family_dig_in"``); keep a test's baseline and candidate runs together (same xdist worker with
+    --dist loadgroup)."""
+    from t2i_fairness.report.labels import gate_labels, markers_of
+
+    vocabulary = config.stash[SESSION].vocabulary
+    for item in items:
+        family = family_of_module(getattr(getattr(item, "module", None), "__name__", "") or "")
+        params = getattr(getattr(item, "callspec", None), "params", None)
+        for name in markers_of(gate_labels(item.name, params, vocabulary), family.name if family else None):
+            item.add_marker(name)
     if config.stash[OPTIONS].baseline_model:
         for item in items:
             if "t2i" in getattr(item, "fixturenames", ()):
@@ -159,6 +173,13 @@ def progress_for(config: pytest.Config):
     return progress
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Count the run's gates after -k/-m deselection (the adjustment's m: every worker collects the
+    same items, so each counts the same)."""
+    gates = [item for item in session.items if "gate" in getattr(item, "fixturenames", ())]
+    session.config.stash[FAMILY_SIZE] = len({gate_id_of(item.name) for item in gates}) or 1
+
+
 class GateHooks:
     """Hooks that need the session state: registered per config, as pytest's junitxml does."""
 
@@ -166,40 +187,88 @@ class GateHooks:
         self.config = config
         self.session = session
         self.report_path = None
+        self.deselected: list[str] = []
+
+    # -- what pytest decides (the reports follow it: gating/outcome.py) ----------------------------------
+    def pytest_deselected(self, items) -> None:
+        self.deselected += [item.name for item in items]
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        sel = self.session.outcome.selection
+        sel.selected = len(session.items)
+        sel.collected = sel.selected + len(self.deselected)
+        sel.how, sel.partial_args = selectors(self.config)
+        sel.functions = sorted({split_function(item.name) for item in session.items} | {split_function(n) for n in self.deselected})
+        sel.gate_tests = sum("gate" in getattr(item, "fixturenames", ()) for item in session.items)
+        if is_worker(self.config):
+            self.config.workeroutput["t2i_selection"] = {  # type: ignore[attr-defined]
+                "collected": sel.collected, "selected": sel.selected, "functions": sel.functions,
+                "gate_tests": sel.gate_tests}
+
+    def pytest_collectreport(self, report) -> None:
+        if report.failed:
+            self.session.outcome.add(report.nodeid or "<collection>", "collect", "failed", failure_message(report))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when == "call":
+        path, line = (report.location[0], report.location[1] + 1) if report.location and report.location[1] is not None else (None, None)
+        self.session.outcome.add(report.nodeid, report.when, report.outcome, failure_message(report),
+                                 xfail=hasattr(report, "wasxfail"), path=path, line=line)
+        if report.when in ("call", "teardown"):  # teardown: what a fixture's finaliser attached (evidence)
             for key, value in report.user_properties:
-                if key == PROPERTY:
+                if key == PROPERTY and report.when == "call":
                     self.session.add(value)
                 elif key == SECTION:
                     self.session.add_section(value)
                 elif key == ARTIFACT:
                     self.session.add_artifact(value)
 
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        if excinfo.typename == "Exit":  # pytest.exit(reason): a fatal setup problem, or the user's own
+            self.session.outcome.interrupted = f"pytest.exit: {first_line(excinfo.value)}"
+        else:
+            self.session.outcome.interrupted = f"{excinfo.typename} (Ctrl-C or SIGINT)"
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
-        self.session.merge_cache_stats(getattr(node, "workeroutput", {}).get("t2i_cache") or {})
+        out = getattr(node, "workeroutput", {})
+        self.session.merge_cache_stats(out.get("t2i_cache") or {})
+        self.session.outcome.selection.merge(out.get("t2i_selection") or {})
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        # A run cut short (-x, --maxfail, pytest.exit, Ctrl-C) did not reach every gate: no "unused" report.
-        stopped = bool(session.shouldfail or session.shouldstop) or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)
-        complete = not self.config.getoption("keyword") and not self.config.getoption("markexpr") and not stopped
-        self.session.finish(write_files=not is_worker(self.config), complete_run=complete,
-                            options=self.config.stash[OPTIONS])
-        if self.session.escalated and not is_worker(self.config) and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # the step-down across the run rejected more gates
+        outcome = self.session.outcome
+        outcome.selection.how, outcome.selection.partial_args = selectors(self.config)  # (xdist's controller collects nothing)
+        stopped = session.shouldfail or session.shouldstop
+        outcome.finish(int(exitstatus), stopped=str(stopped) if stopped else None)
+        # The unused-gate check needs a run that selected the whole suite and reached every test.
+        complete = (outcome.selection.whole and not stopped and not outcome.interrupted
+                    and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED))
+        functions = outcome.selection.functions if outcome.selection.partial_args else None
+        ran = {gate_id_of(nodeid.rsplit("::", 1)[-1]) for nodeid in outcome.tests}
         options = self.config.stash[OPTIONS]
-        if self.session.records and not is_worker(self.config):
-            from t2i_fairness.report.results import write_results
+        self.session.finish(write_files=not is_worker(self.config), complete_run=complete, options=options,
+                            functions=functions, tests=ran)
+        if is_worker(self.config):
+            return
+        if self.session.escalated:  # the step-down across the run rejected more gates than each run-time test
+            outcome.escalated = list(self.session.escalated)
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                outcome.finish(int(session.exitstatus))
+        from t2i_fairness.report.ci import write_run_outputs
+        from t2i_fairness.report.results import write_results
 
+        if self.session.records:
             write_results(self.session, options.artifacts, session.exitstatus)
-        if options.report is not None and not is_worker(self.config):
+        write_run_outputs(self.session, options, self.config.rootpath, self.config.stash[THRESHOLDS],
+                          allure_dir=getattr(self.config.option, "allure_report_dir", None))
+        if options.report is not None:
             from t2i_fairness.report.html import write_run_report
 
             self.report_path = write_run_report(options, self.session)
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
+        from t2i_fairness.report.ci import github_annotations
         from t2i_fairness.report.terminal import GateReport
 
         lines = GateReport(self.session).lines() + ([f"HTML report: {self.report_path}"] if self.report_path else [])
@@ -207,3 +276,45 @@ class GateHooks:
             terminalreporter.write_sep("=", "t2i-fairness gates")
             for line in lines:
                 terminalreporter.write_line(line)
+        if os.environ.get("GITHUB_ACTIONS") == "true" and not is_worker(self.config) and self.session.records:
+            for line in github_annotations(self.session, self.config.rootpath, self.config.stash[THRESHOLDS].lines):
+                terminalreporter.write_line(line)
+
+
+def selectors(config: pytest.Config) -> tuple[list[str], bool]:
+    """The command line's test selectors, as a person typed them, and whether file or node-id
+    arguments named part of the suite."""
+    how = []
+    if config.getoption("keyword", None):
+        how.append(f"-k {config.getoption('keyword')}")
+    if config.getoption("markexpr", None):
+        how.append(f"-m {config.getoption('markexpr')}")
+    if config.getoption("deselect", None):
+        how.append(f"--deselect ({len(config.getoption('deselect'))})")
+    for flag, name in (("lf", "--lf"), ("failedfirst", "--ff"), ("stepwise", "--sw"), ("newfirst", None)):
+        if name and config.getoption(flag, False):
+            how.append(name)
+    args = [str(a) for a in config.args]
+    node_ids = [a for a in args if "::" in a]
+    if node_ids:
+        how.append(f"{len(node_ids)} node id{'s' if len(node_ids) != 1 else ''}")
+    partial = bool(node_ids) or any(a.endswith(".py") for a in args)
+    return how, partial
+
+
+def split_function(name: str) -> str:
+    """A test's function name (its parameters removed): ``test_cis[k1]`` -> ``test_cis``."""
+    return name.split("[", 1)[0]
+
+
+def failure_message(report) -> str:
+    """The one line that says what went wrong (the skip reason for a skip)."""
+    longrepr = report.longrepr
+    if longrepr is None:
+        return ""
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, "Skipped: reason")
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None and getattr(crash, "message", None):
+        return str(crash.message)
+    return first_line(str(longrepr))

@@ -6,15 +6,70 @@ report property; only the controller writes threshold files.
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterable, Mapping
 
+from t2i_fairness.gating.outcome import RunOutcome
 from t2i_fairness.spine.cache import CacheStats
 from t2i_fairness.gating.thresholds import ThresholdFile
 
-PROPERTY = "t2i_gate"  # test report property: a GateRecord as a dict
-SECTION = "t2i_section"  # a summary block {"title", "lines"}
-ARTIFACT = "t2i_artifact"  # a file a test wrote {"nodeid", "path" relative to --t2i-artifacts}
+PROPERTY = "t2i_gate"  # test report property: a GateRecord as strict JSON text (report.ci.record_json)
+SECTION = "t2i_section"  # a summary block {"title", "lines"}, as JSON text
+ARTIFACT = "t2i_artifact"  # a file a test wrote {"nodeid", "path" relative to --t2i-artifacts}, as JSON text
+# (JSON text, not dicts: pytest's --junitxml writes str() of each property, and CI parses it with json.loads)
+
+
+_FLOATS = ("value", "bound", "write")
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+
+
+def strict(obj: Any) -> Any:
+    """``obj`` with non-finite floats replaced by ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (strict JSON).
+
+    Example:
+        >>> strict({"a": [1.0, float("inf")], "b": float("nan")})
+        {'a': [1.0, 'Infinity'], 'b': 'NaN'}
+    """
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
+        obj = obj.tolist()  # numpy scalars and arrays
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return "NaN" if math.isnan(obj) else ("Infinity" if obj > 0 else "-Infinity")
+    if isinstance(obj, Mapping):
+        return {str(k): strict(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return [strict(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj
+
+
+def record_json(record: Mapping[str, Any]) -> str:
+    """A gate record as strict JSON text (what ``json.loads`` and every other JSON reader accept).
+
+    Example:
+        >>> record_json({"gate": "g", "value": float("nan"), "n": 3})
+        '{"gate": "g", "value": "NaN", "n": 3}'
+    """
+    return json.dumps(strict(record), allow_nan=False, default=str)
+
+
+def record_from_json(text: str | Mapping[str, Any]) -> dict:
+    """The record back from :func:`record_json` (numbers restored; a dict is passed through).
+
+    Example:
+        >>> record_from_json(record_json({"value": float("inf"), "interval": [0.1, float("nan")]}))
+        {'value': inf, 'interval': [0.1, nan]}
+    """
+    data = dict(text) if isinstance(text, Mapping) else json.loads(text)
+    for key in _FLOATS:
+        if isinstance(data.get(key), str) and data[key] in _NONFINITE:
+            data[key] = _NONFINITE[data[key]]
+    if isinstance(data.get("interval"), list):
+        data["interval"] = [_NONFINITE.get(v, v) if isinstance(v, str) else v for v in data["interval"]]
+    return data
 
 
 @dataclass
@@ -66,19 +121,25 @@ class GateSession:
     plan_lines: list[str] = field(default_factory=list)  # --t2i-plan-samples: images per prompt needed per gate
     canary_counts: dict = field(default_factory=dict)
     vocabulary: object = None  # report.labels.Vocabulary: the families' label tokens, for the reports
+    outcome: RunOutcome = field(default_factory=RunOutcome)  # what pytest decided: tests, selection, interruption
 
-    def add(self, data: dict) -> None:
-        self.records.append(GateRecord(**data))
+    def add(self, data: dict | str) -> None:
+        """A gate record (a dict, or the JSON text of the report property)."""
+        self.records.append(GateRecord(**record_from_json(data)))
 
-    def add_section(self, data: dict) -> None:
+    def add_section(self, data: dict | str) -> None:
+        data = json.loads(data) if isinstance(data, str) else data
         self.sections[data["title"]] = list(data["lines"])
 
-    def add_artifact(self, data: dict) -> None:
-        self.artifacts.append(dict(data))
+    def add_artifact(self, data: dict | str) -> None:
+        data = json.loads(data) if isinstance(data, str) else data
+        if dict(data) not in self.artifacts:
+            self.artifacts.append(dict(data))
 
     def merge_cache_stats(self, stats: dict) -> None:
         self.cache.generated += stats.get("generated", 0)
         self.cache.from_cache += stats.get("from_cache", 0)
+        self.cache.regenerated += stats.get("regenerated", 0)
         self.cache.corrupt.extend(stats.get("corrupt", []))
         self.cache.blank.extend(stats.get("blank", []))
         for attr in ("computed", "reused", "digests"):
@@ -104,9 +165,20 @@ class GateSession:
             if r.status == "inconclusive" and r.p_adjusted <= alpha and method != "none":
                 self.escalated.append(r.gate)
 
-    def finish(self, write_files: bool, complete_run: bool, options=None) -> None:
+    def finish(self, write_files: bool, complete_run: bool, options=None, functions: list[str] | None = None,
+               tests: Iterable[str] = ()) -> None:
         """Adjust the p-values across the run, write updates and proposals (controller only) and find
-        gates no test used."""
+        gates no test used.
+
+        Args:
+            write_files: write bounds and proposals (the controller; workers only read).
+            complete_run: the run selected the whole suite and reached every test; only then are
+                gates the file has and no test used listed as unused.
+            options: the run's options (multiplicity, alpha, canary, plan samples).
+            functions: when file arguments named part of the suite, the test functions collected:
+                only gates of those functions can be called unused.
+            tests: gate ids of the tests that ran (a test that crashed before its gate still used it).
+        """
         if options is not None and write_files:
             self.adjust(options.multiplicity, options.alpha)
             if options.canary:
@@ -119,9 +191,12 @@ class GateSession:
             thresholds = ThresholdFile.load(self.thresholds_path)
         except ValueError:
             return  # reported at configure time
-        used = {r.gate for r in self.records if r.status != "baseline"}
-        if complete_run and used:  # a run without gates (e.g. the project's own tests) says nothing
-            self.unused = sorted(set(thresholds.gates) - used)
+        used = {r.gate for r in self.records if r.status != "baseline"} | set(tests)
+        if complete_run and any(r.status != "baseline" for r in self.records):  # a run without gates (e.g. the project's own tests) says nothing
+            unused = set(thresholds.gates) - used
+            if functions is not None:
+                unused = {g for g in unused if g.split("[", 1)[0] in set(functions)}
+            self.unused = sorted(unused)
         if not write_files:
             return
         from t2i_fairness.gating.thresholds import write_back

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +79,36 @@ class GeneratorSource:
     @property
     def loaded(self) -> bool:
         return self._generator is not None
+
+
+def add_factory_paths(specs, directories) -> list[str]:
+    """Make ``python:module:factory`` modules of the project importable however pytest was started.
+
+    ``python -m pytest`` puts the current directory first on ``sys.path``; the ``pytest`` script
+    (``.venv/bin/pytest``) does not, so ``python:mygen:make`` with ``mygen.py`` in the project root
+    imported with one and not the other. For runs with such a spec, the rootdir and the invocation
+    directory are appended to ``sys.path`` (after the installed packages, so they shadow nothing).
+
+    Args:
+        specs: the run's model specs (``--t2i-model``, ``--t2i-baseline-model``); None entries are ignored.
+        directories: the folders to make importable, in order.
+
+    Returns:
+        the folders added.
+
+    Example:
+        >>> add_factory_paths(["tiny"], ["/nonexistent"])
+        []
+    """
+    if not any(str(s).startswith("python:") for s in specs if s):
+        return []
+    added = []
+    for d in directories:
+        d = str(Path(d).resolve())
+        if d not in sys.path and d not in added:
+            sys.path.append(d)
+            added.append(d)
+    return added
 
 
 def _python_factory(spec: str) -> Generator:

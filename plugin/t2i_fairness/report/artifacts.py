@@ -10,7 +10,7 @@ import io
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from t2i_fairness.spine.files import atomic_write_bytes
 
@@ -75,10 +75,31 @@ class Reporter:
     def __init__(self, node, artifacts: Artifacts):
         self._node = node
         self.artifacts = artifacts
+        self._evidence: list[Callable[[], Mapping[str, bytes]]] = []
+
+    def on_failure(self, make: Callable[[], Mapping[str, bytes]]) -> None:
+        """Evidence drawn only if this test's gate fails: ``make()`` returns ``{file name: PNG bytes}``
+        (or a JSON-able object for a ``.json`` name)
+        (the gate calls :meth:`draw_evidence` before it fails the test), attached like :meth:`png`."""
+        self._evidence.append(make)
+
+    def draw_evidence(self) -> list[str]:
+        """Draw and attach the registered evidence (once); returns the names written. A drawing that
+        raises is recorded as ``evidence_error.json`` and never hides the gate's own failure."""
+        makers, self._evidence = self._evidence, []
+        names = []
+        for make in makers:
+            try:
+                for name, data in make().items():
+                    (self.json if name.endswith(".json") else self.png)(name, data)
+                    names.append(name)
+            except Exception as exc:  # noqa: BLE001  (evidence is a courtesy; the verdict stands without it)
+                self.json("evidence_error", {"error": f"{type(exc).__name__}: {exc}"})
+        return names
 
     def section(self, title: str, lines: list[str]) -> None:
         """A block printed in the terminal summary under ``title`` (the last one per title wins)."""
-        self._node.user_properties.append((SECTION, {"title": title, "lines": [str(x) for x in lines]}))
+        self._node.user_properties.append((SECTION, json.dumps({"title": title, "lines": [str(x) for x in lines]})))
 
     def json(self, name: str, obj) -> None:
         self._written(self.artifacts.json(name, obj))
@@ -87,4 +108,4 @@ class Reporter:
         self._written(self.artifacts.png(name, data_or_figure))
 
     def _written(self, path) -> None:  # the controller's HTML report inlines the files of this run
-        self._node.user_properties.append((ARTIFACT, {"nodeid": self._node.nodeid, "path": f"{path.parent.name}/{path.name}"}))
+        self._node.user_properties.append((ARTIFACT, json.dumps({"nodeid": self._node.nodeid, "path": f"{path.parent.name}/{path.name}"})))

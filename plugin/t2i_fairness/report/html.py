@@ -37,12 +37,14 @@ from typing import Any, Iterable
 
 from t2i_fairness.report.labels import gate_labels
 from t2i_fairness.report.changes import changes_html, digest_line
+from t2i_fairness.report.terminal import regenerated_note
 from t2i_fairness.gating.session import GateRecord, GateSession
 
 REPORT_FILE = "index.html"
 FAILED = ("fail", "missing", "refused")
-VERDICTS = {"pass": "ok", "fail": "FAIL", "missing": "MISSING", "written": "written", "refused": "REFUSED"}
-_ORDER = {"fail": 0, "refused": 1, "missing": 2, "written": 3, "pass": 4}
+VERDICTS = {"pass": "ok", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "missing": "MISSING", "written": "written",
+            "refused": "REFUSED"}
+_ORDER = {"fail": 0, "refused": 1, "missing": 2, "inconclusive": 3, "written": 4, "pass": 5}
 MAX_JSON_CHARS = 40_000
 SMOKE_BANNER = ("Built-in smoke model with random weights: these numbers mean nothing about fairness. "
                 "They show that the gates run end to end; gate a real model with --t2i-model.")
@@ -110,10 +112,9 @@ def render_report(session: GateSession, artifacts_dir: Path, title: str, header:
     records = sorted((r for r in session.records if r.status != "baseline"), key=lambda r: (_ORDER.get(r.status, 9), r.gate))
     artifacts = _artifacts_by_test(session, Path(artifacts_dir))
     anchors = {nodeid: _anchor("test", nodeid) for nodeid in artifacts}
-    failed = [r for r in records if r.status in FAILED]
     body = [
         f"<header><h1>{_e(title)}</h1>",
-        _verdict_line(records, failed),
+        _outcome_block(session, records),
         *(f'<p class="banner" role="note"><strong>Note:</strong> {_e(b)}</p>' for b in banners),
         changes_html(session),
         _kv_table(header, "settings"),
@@ -175,16 +176,21 @@ def write_run_report(options, session: GateSession) -> str:
 
 # -- parts --------------------------------------------------------------------------------------------
 
-def _verdict_line(records: list[GateRecord], failed: list[GateRecord]) -> str:
-    if not records:
-        return '<p class="verdict none">No gate ran.</p>'
-    counts = {}
-    for r in records:
-        counts[VERDICTS.get(r.status, r.status)] = counts.get(VERDICTS.get(r.status, r.status), 0) + 1
-    parts = ", ".join(f"{n} {v}" for v, n in counts.items())
-    if failed:
-        return f'<p class="verdict bad" id="verdict">FAILED: {len(failed)} of {len(records)} gates ({parts})</p>'
-    return f'<p class="verdict good" id="verdict">PASSED: {len(records)} gates ({parts})</p>'
+def _outcome_block(session: GateSession, records: list[GateRecord]) -> str:
+    """The verdict as pytest decided it (gating/outcome.py), the selection, and what went wrong besides
+    failed gates: crashes before ``gate()``, errors, skips with their reasons, an interruption, a stop."""
+    o = session.outcome
+    v = o.verdict(records)
+    css = "good" if v.passed else ("none" if v.word == "NO GATES" else "bad")
+    out = [f'<p class="verdict {css}" id="verdict" data-verdict="{_e(v.word)}">{_e(v.headline)}</p>',
+           f'<p class="selection" id="selection">{_e(o.selection.line())}</p>']
+    if o.interrupted:
+        out.append(f'<p class="banner interrupted" role="alert"><strong>Interrupted:</strong> {_e(o.interrupted)}. '
+                   "Gates after the interruption did not run; this report is partial.</p>")
+    if o.stopped:
+        out.append(f'<p class="banner interrupted" role="alert"><strong>Stopped early:</strong> {_e(o.stopped)}. '
+                   "Gates after the stop did not run.</p>")
+    return "".join(out)
 
 
 def _nav(session: GateSession, artifacts: dict) -> str:
@@ -200,23 +206,30 @@ def _nav(session: GateSession, artifacts: dict) -> str:
 
 
 def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: GateSession) -> str:
-    if not records:
+    odd = session.outcome.without_gate(records)
+    if not records and not odd:
         return '<section id="gates"><h2>Gates</h2><p>No gate ran in this session.</p></section>'
-    rows = []
+    rows = _outcome_rows(session, records, odd, anchors)
     for r in records:
         lab = gate_labels(r.nodeid, vocabulary=session.vocabulary)
-        bad = r.status in FAILED
+        test = session.outcome.tests.get(r.nodeid)
+        bad = r.status in FAILED or (test is not None and test.bad)
         name = _breakable(r.gate)
         if r.nodeid in anchors:
             name = f'<a href="#{anchors[r.nodeid]}">{name}</a>'
         extra = {"details": r.details, "provenance": r.provenance}
         if r.provenance_changes:
             extra["provenance_changes"] = r.provenance_changes
+        verdict = VERDICTS.get(r.status, r.status)
+        message = r.message if (bad or r.status not in ("pass",)) else ""
+        if test is not None and test.bad and r.status not in FAILED:
+            message = f"{session.outcome.kind(test, records)}: {test.message}"
         rows.append(
-            f'<tr class="gate {"failed" if bad else r.status}" data-status="{_e(r.status)}" data-family="{_e(lab.family)}">'
-            f'<td class="verdict-cell">{"&#10007; " if bad else ""}{_e(VERDICTS.get(r.status, r.status))}</td>'
+            f'<tr class="gate {"failed" if bad else _e(r.status)}" data-status="{_e(r.status)}" '
+            f'data-search="{_e(_search_text(r.gate, lab, r.family, verdict, r.status))}">'
+            f'<td class="verdict-cell">{"&#10007; " if bad else ""}{_e(verdict)}</td>'
             f'<td class="gate-name">{name}'
-            + (f'<div class="message">{_e(r.message)}</div>' if bad or r.status == "written" else "")
+            + (f'<div class="message">{_e(message)}</div>' if message else "")
             + f'<details><summary>details</summary><pre>{_e(_json(extra))}</pre></details></td>'
             f'<td class="num measured">{_num(r.value)}</td>'
             f'<td class="num interval">{_interval(r.interval)}</td>'
@@ -224,18 +237,57 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
             f'<td class="num n">{r.n}</td>'
             f'<td class="plot">{_bar(r)}</td></tr>'
         )
+    statuses = list(dict.fromkeys(_status_of(row) for row in rows))
+    boxes = "".join(f'<label class="status"><input type="checkbox" class="status-box" value="{_e(st)}" checked> '
+                    f'{_e(VERDICTS.get(st, st))}</label> ' for st in statuses)
     return (
         '<section id="gates"><h2>Gates</h2>'
         f'<p class="hint">Estimate with its confidence interval against the bound from {_e(str(session.thresholds_path))}. '
         "In the plot the dot is the estimate, the grey band the interval, the red tick the bound and the "
         "red shading the side that fails; its axis runs from 0 to 1 for shares, otherwise over the numbers shown "
         "(hover for it). Failed gates come first.</p>"
-        '<p><label>Filter: <input id="filter" type="search" placeholder="gate, family or verdict" '
-        'autocomplete="off"></label> <span id="shown"></span></p>'
+        '<p class="filters"><label>Filter: <input id="filter" type="search" placeholder="gate id, family or verdict" '
+        f'autocomplete="off"></label> <span id="status-boxes">{boxes}</span> <span id="shown"></span></p>'
         '<table id="gate-table"><thead><tr><th>verdict</th><th>gate</th><th>measured</th><th>interval</th>'
         "<th>bound</th><th>n</th><th>estimate vs bound</th></tr></thead><tbody>"
         + "".join(rows) + "</tbody></table></section>"
     )
+
+
+def _outcome_rows(session: GateSession, records: list[GateRecord], odd, anchors: dict[str, str]) -> list[str]:
+    """Gate-table rows for tests that produced no gate record: crashed before ``gate()``, errors,
+    skips (with the reason), a test the interruption cut off. They come first: pytest counted them."""
+    rows = []
+    order = {"failed": 0, "error": 0, "running": 1, "xpassed": 2, "skipped": 3, "xfailed": 4}
+    for t in sorted(odd, key=lambda t: (order.get(t.outcome, 5), t.nodeid)):
+        kind = session.outcome.kind(t, records)
+        name = t.nodeid.rsplit("::", 1)[-1]
+        lab = gate_labels(t.nodeid, vocabulary=session.vocabulary)
+        shown = _breakable(name)
+        if t.nodeid in anchors:
+            shown = f'<a href="#{anchors[t.nodeid]}">{shown}</a>'
+        status = {"failed": "crashed", "running": "interrupted"}.get(t.outcome, t.outcome)
+        rows.append(
+            f'<tr class="gate {"failed" if t.bad or t.outcome == "running" else "other"}" data-status="{_e(status)}" '
+            f'data-search="{_e(_search_text(name, lab, None, kind, status))}">'
+            f'<td class="verdict-cell">{"&#10007; " if t.bad or t.outcome == "running" else ""}{_e(kind)}</td>'
+            f'<td class="gate-name">{shown}<div class="message">{_e(t.message or kind)}</div>'
+            f'<div class="nodeid">{_e(t.nodeid)}</div></td>'
+            '<td class="num measured">-</td><td class="num interval">-</td><td class="num bound">-</td>'
+            '<td class="num n">-</td><td class="plot"></td></tr>'
+        )
+    return rows
+
+
+def _status_of(row: str) -> str:
+    m = re.search(r'data-status="([^"]*)"', row)
+    return html.unescape(m.group(1)) if m else ""
+
+
+def _search_text(name: str, lab, family: str | None, verdict: str, status: str) -> str:
+    """What the filter box matches: the id, the paper family and indicator, the verdict (not the details)."""
+    parts = [name, lab.family, lab.family_title, family or "", verdict, status]
+    return " ".join(p for p in parts if p).lower()
 
 
 def _baseline(r: GateRecord) -> dict | None:
@@ -336,7 +388,7 @@ def _run_notes(session: GateSession) -> str:
     c = session.cache
     notes = []
     if c.generated or c.from_cache:
-        notes.append(f"images: {c.generated} generated, {c.from_cache} from cache")
+        notes.append(f"images: {c.generated} generated, {c.from_cache} from cache" + regenerated_note(c))
     for kind in sorted(set(c.computed) | set(c.reused)):
         notes.append(f"{kind}: {c.computed.get(kind, 0)} computed, {c.reused.get(kind, 0)} from cache")
     if c.corrupt:
@@ -471,17 +523,45 @@ _ERRORS_JS = """
 
 _PAGE_JS = """
 (function () {
+  // The filter matches each row's id, family, indicator and verdict (data-search), never the text of its
+  // collapsed details; every word typed must match. The status boxes hide whole verdicts. The state lives
+  // in the URL (#gates?q=africa&hide=ok) so a filtered view can be linked.
   var box = document.getElementById("filter"), shown = document.getElementById("shown");
   var rows = Array.prototype.slice.call(document.querySelectorAll("#gate-table tbody tr"));
-  function apply() {
-    var q = box ? box.value.trim().toLowerCase() : "", n = 0;
+  var boxes = Array.prototype.slice.call(document.querySelectorAll("input.status-box"));
+  function hidden() { return boxes.filter(function (b) { return !b.checked; }).map(function (b) { return b.value; }); }
+  function apply(save) {
+    var words = box ? box.value.trim().toLowerCase().split(/\\s+/).filter(Boolean) : [], n = 0, off = hidden();
     rows.forEach(function (tr) {
-      var hit = !q || tr.textContent.toLowerCase().indexOf(q) >= 0 || tr.getAttribute("data-family").indexOf(q) >= 0;
+      var text = tr.getAttribute("data-search") || "";
+      var hit = off.indexOf(tr.getAttribute("data-status")) < 0 && words.every(function (w) { return text.indexOf(w) >= 0; });
       tr.hidden = !hit; if (hit) { n += 1; }
     });
-    if (shown) { shown.textContent = n + " of " + rows.length + " gates shown"; }
+    if (shown) { shown.textContent = n + " of " + rows.length + " rows shown"; }
+    if (save) {
+      var parts = [];
+      if (box && box.value.trim()) { parts.push("q=" + encodeURIComponent(box.value.trim())); }
+      if (off.length) { parts.push("hide=" + off.map(encodeURIComponent).join(",")); }
+      var target = parts.length ? "#gates?" + parts.join("&") : "#gates";
+      if (window.history && history.replaceState) { try { history.replaceState(null, "", target); return; } catch (e) {} }
+      window.location.hash = target;
+    }
   }
-  if (box) { box.addEventListener("input", apply); apply(); }
+  function restore() {
+    var h = window.location.hash, i = h.indexOf("?");
+    if (i < 0) { return false; }
+    h.slice(i + 1).split("&").forEach(function (kv) {
+      var k = kv.split("=")[0], v = decodeURIComponent(kv.slice(k.length + 1));
+      if (k === "q" && box) { box.value = v; }
+      if (k === "hide") { var off = v.split(","); boxes.forEach(function (b) { b.checked = off.indexOf(b.value) < 0; }); }
+    });
+    return true;
+  }
+  var restored = restore();
+  if (box) { box.addEventListener("input", function () { apply(true); }); }
+  boxes.forEach(function (b) { b.addEventListener("change", function () { apply(true); }); });
+  apply(false);
+  if (restored) { var g = document.getElementById("gates"); if (g && g.scrollIntoView) { g.scrollIntoView(); } }
   window.addEventListener("load", function () {
     var imgs = Array.prototype.slice.call(document.images), ok = imgs.filter(function (i) { return i.complete && i.naturalWidth > 0; });
     var root = document.documentElement;
@@ -504,7 +584,7 @@ table.settings th { color: #555; font-weight: 500; padding-right: 1.2em; } table
 #gate-table thead th, #baseline-table thead th { background: #f4f4f4; position: sticky; top: 0; }
 td.num { font-variant-numeric: tabular-nums; white-space: nowrap; text-align: right; }
 tr.failed { background: #fff1f1; } tr.failed td.verdict-cell { color: #b00; font-weight: 700; }
-tr.pass td.verdict-cell { color: #086; } tr.written td.verdict-cell { color: #05a; }
+tr.pass td.verdict-cell { color: #086; } tr.inconclusive { background: #fff8e6; } tr.inconclusive td.verdict-cell { color: #a60; font-weight: 700; } tr.written td.verdict-cell { color: #05a; }
 td.gate-name { max-width: 32em; overflow-wrap: anywhere; } .message { color: #900; font-size: .9em; margin: .2em 0; word-break: normal; }
 details summary { cursor: pointer; color: #555; font-size: .85em; } pre { background: #f7f7f7; padding: .5em; overflow-x: auto; font-size: .85em; max-height: 30em; }
 pre.section { max-height: none; }
@@ -516,4 +596,7 @@ article.test.failed { border-color: #e99; }
 figure { display: inline-block; margin: .4em .8em .4em 0; vertical-align: top; } figure img { max-width: 100%; border: 1px solid #eee; }
 figcaption { font-size: .8em; color: #666; } footer { margin: 2em 0 1em; color: #888; font-size: .85em; }
 .hint { color: #555; font-size: .9em; } input#filter { width: 22em; }
+.selection { color: #444; margin: .3em 0; } .banner.interrupted { background: #fde8e8; border-left-color: #c00; }
+label.status { font-size: .9em; margin-right: .4em; white-space: nowrap; } .nodeid { color: #777; font-size: .8em; }
+tr.other td.verdict-cell { color: #666; }
 """.strip()

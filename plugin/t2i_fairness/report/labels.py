@@ -132,6 +132,53 @@ def gate_labels(name: str, params: dict[str, Any] | None = None, vocabulary: Voc
     return GateLabels(function, pid, template, regions, _unique(languages), other)
 
 
+# -- markers (``-m "region_africa and family_dig_in"``) ------------------------------------------------
+
+def marker_token(text: str) -> str:
+    """A label as a marker-name part: lower case, anything but letters, digits and ``_`` as ``_``.
+
+    Example:
+        >>> marker_token("hin_Deva"), marker_token("object-in region")
+        ('hin_deva', 'object_in_region')
+    """
+    return re.sub(r"[^0-9a-z_]+", "_", text.lower()).strip("_")
+
+
+def markers_of(labels: GateLabels, family: str | None = None) -> list[str]:
+    """The marker names of a gate test: ``family_<name>``, ``region_<slug>``, ``language_<code>``,
+    ``template_<id>`` (exact names, so ``-m region_east_asia`` never selects ``southeast_asia``).
+
+    Example:
+        >>> v = Vocabulary.from_tokens([{"region": ["africa"], "template": ["object_in_region"]}])
+        >>> markers_of(gate_labels("test_region_coverage[synthetic-object_in_region-africa]", vocabulary=v), "dig_in")
+        ['family_dig_in', 'region_africa', 'template_object_in_region']
+    """
+    out = [f"family_{marker_token(family)}"] if family else []
+    out += [f"region_{marker_token(r)}" for r in labels.regions]
+    out += [f"language_{marker_token(c)}" for c in labels.languages]
+    if labels.template:
+        out.append(f"template_{marker_token(labels.template)}")
+    return out
+
+
+def marker_lines(vocabulary: Vocabulary, families: Iterable[tuple[str, str]] = ()) -> list[str]:
+    """``markers`` ini lines that register every marker :func:`markers_of` can give (``pytest --markers``).
+
+    Args:
+        vocabulary: the families' label tokens.
+        families: (name, title) of each registered family.
+
+    Example:
+        >>> marker_lines(Vocabulary.from_tokens([{"region": ["africa"]}]), [("cis", "CIS")])
+        ['family_cis: gates of the CIS family (t2i-fairness)', 'region_africa: gates about region africa (t2i-fairness)']
+    """
+    out = [f"family_{marker_token(n)}: gates of the {t} family (t2i-fairness)" for n, t in families]
+    out += [f"region_{marker_token(r)}: gates about region {r} (t2i-fairness)" for r in sorted(vocabulary.regions)]
+    out += [f"language_{marker_token(c)}: gates about language {c} (t2i-fairness)" for c in sorted(vocabulary.languages.values())]
+    out += [f"template_{marker_token(t)}: gates of prompt template {t} (t2i-fairness)" for t in sorted(vocabulary.templates)]
+    return list(dict.fromkeys(out))
+
+
 def _unique(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
@@ -139,30 +186,48 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
 # -- Allure (allure-pytest active with --alluredir) ---------------------------------------------------
 
 # Shown with every gate test but left out of Allure's history id, so a new seed or sample size
-# continues a gate's history instead of starting another one.
-HISTORY_NEUTRAL = ("model", "scorers", "images_per_prompt", "seed")
+# continues a gate's history instead of starting another one. The model is shown and kept in the
+# history id: two models gated into one Allure history would read as one gate's ups and downs.
+HISTORY_NEUTRAL = ("scorers", "images_per_prompt", "seed")
+HISTORY_KEPT = ("model",)
+
+
+class _Bare:
+    """A parameter value Allure shows as it is (allure-commons quotes every ``str`` it is given)."""
+
+    def __init__(self, text: str):
+        self.text = str(text)
+
+    def __repr__(self) -> str:
+        return self.text
 
 
 def allure_active(config) -> bool:
     return config.pluginmanager.hasplugin("allure_pytest") and bool(getattr(config.option, "allure_report_dir", None))
 
 
-def allure_label(node, options, vocabulary: Vocabulary | None = None) -> None:
-    """Epic (the suite module's first docstring line), feature (family), story (template), tags
-    (regions, languages) and the run's settings as history-neutral parameters; at fixture setup."""
+def allure_label(node, options, vocabulary: Vocabulary | None = None, family: str | None = None) -> None:
+    """Labels of a gate test, at fixture setup: epic (the suite module's first docstring line), feature
+    (the paper family's title, ``family``: one feature per paper, not per test function), story (the
+    indicator: the test function), tags (regions, languages, template); the test's parameters unquoted,
+    and the run's settings as parameters (the model in the history id, the rest out of it)."""
     import allure
 
     params = getattr(getattr(node, "callspec", None), "params", {})
     lab = gate_labels(node.name, params, vocabulary)
     doc = (getattr(getattr(node, "module", None), "__doc__", None) or "").strip().splitlines()
     allure.dynamic.epic(doc[0].rstrip(".") if doc else getattr(node, "module", node).__name__)
-    allure.dynamic.feature(lab.family_title)
-    if lab.template:
-        allure.dynamic.story(lab.template)
-    if lab.tags:
-        allure.dynamic.tag(*lab.tags)
+    allure.dynamic.feature(family or lab.family_title)
+    allure.dynamic.story(lab.family_title)
+    tags = lab.tags + ([f"template:{lab.template}"] if lab.template else [])
+    if tags:
+        allure.dynamic.tag(*tags)
+    for name, value in params.items():  # allure-pytest would add them as repr(): 'africa' in quotes
+        allure.dynamic.parameter(name, _Bare(value) if isinstance(value, str) else value)
+    for name in HISTORY_KEPT:
+        allure.dynamic.parameter(name, _Bare(getattr(options, name)))
     for name in HISTORY_NEUTRAL:
-        allure.dynamic.parameter(name, str(getattr(options, name)), excluded=True)
+        allure.dynamic.parameter(name, _Bare(getattr(options, name)), excluded=True)
 
 
 def allure_measurement(record: dict, vocabulary: Vocabulary | None = None) -> None:

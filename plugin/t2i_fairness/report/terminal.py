@@ -20,12 +20,30 @@ def _p(r) -> str:
     return f"{r.p_value:.2g}" + (f" ({r.p_adjusted:.2g})" if r.p_adjusted is not None else "")
 
 
+def regenerated_note(cache) -> str:
+    """Why ``generated`` can exceed the images that were missing: batches are made whole.
+
+    Example:
+        >>> from t2i_fairness.spine.cache import CacheStats
+        >>> regenerated_note(CacheStats(generated=68, regenerated=32))
+        ' (32 of the generated were still cached: their canonical batch was made again whole, as a paid API bills it; the cached copies were kept)'
+    """
+    r = getattr(cache, "regenerated", 0)
+    if not r:
+        return ""
+    return (f" ({r} of the generated were still cached: their canonical batch was made again whole, "
+            "as a paid API bills it; the cached copies were kept)")
+
+
 def _num(x: float | None) -> str:
     if x is None:
         return "-"
     if isinstance(x, float) and math.isnan(x):
         return "nan"
     return f"{x:.4f}"
+
+
+VERDICTS = {"pass": "ok", "fail": "FAIL", "missing": "MISSING", "written": "written", "refused": "REFUSED"}
 
 
 @dataclass
@@ -51,11 +69,27 @@ class GateReport:
                 out.append("  ".join("-" * w for w in widths))
         return out
 
+    def outcome_lines(self, limit: int = 20) -> list[str]:
+        """The run's verdict as pytest decided it (never PASSED when a test crashed, errored, or the run
+        was interrupted or stopped), the selection, and each test that produced no gate and did not pass."""
+        s, o = self.session, self.session.outcome
+        if not s.records and not (o.selection.gate_tests and (o.tests or o.interrupted)):
+            return []  # not a gate run (the project's own tests, a team's unrelated tests, --collect-only)
+        records = [r for r in s.records if r.status != "baseline"]
+        v = o.verdict(records)
+        out = [f"verdict: {v.headline}", f"selection: {o.selection.line()}"]
+        odd = o.without_gate(records)
+        for t in odd[:limit]:
+            out.append(f"  {o.kind(t, records)}: {t.nodeid}" + (f": {t.message}" if t.message else ""))
+        if len(odd) > limit:
+            out.append(f"  ... and {len(odd) - limit} more")
+        return out + [""]
+
     def lines(self) -> list[str]:
         s = self.session
-        out: list[str] = change_lines(s)  # once, at the top: settings and identities that changed
-        if out and s.records:
-            out.append("")
+        out: list[str] = self.outcome_lines()
+        changes = change_lines(s)  # once, near the top: settings and identities that changed
+        out += changes + ([""] if changes and s.records else [])
         if s.records:
             out += self.table()
             gated = [r for r in s.records if r.status != "baseline"]
@@ -82,7 +116,7 @@ class GateReport:
         if s.sections:
             out.append("")
         if c.generated or c.from_cache:
-            out.append(f"images: {c.generated} generated, {c.from_cache} from cache")
+            out.append(f"images: {c.generated} generated, {c.from_cache} from cache" + regenerated_note(c))
         if c.blank:
             out.append(f"{len(c.blank)} generated image(s) are entirely black (safety checker? NaN output?); "
                        "they are scored as they are:")

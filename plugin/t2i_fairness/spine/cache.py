@@ -5,6 +5,10 @@
   sees half a file, and a run killed mid-write leaves only a stray ``*.tmp`` that is ignored.
 - A per-key file lock lets concurrent workers make each entry once.
 - An entry that cannot be read back (truncated, corrupt) is reported, removed and made again.
+  Images are PNGs (whose chunks carry CRCs, and whose end is checked); every other entry (masks,
+  captions, tables, manifolds, features kept one file per entry) carries a CRC-32 trailer
+  (:func:`add_checksum`), so flipped data bytes are detected too.
+- Per-batch lock files are removed by their last holder (:class:`EntryLock`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import hashlib
 import io
 import json
 import os
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -37,6 +42,76 @@ def content_key(**parts: Any) -> str:
 
 class CorruptEntry(Exception):
     """A cache entry exists but cannot be decoded."""
+
+
+CHECKSUM_TAG = b"\nt2i-crc32:"  # a checksummed entry ends with this tag and 8 hex digits of the CRC-32 of what precedes it
+
+
+def add_checksum(data: bytes) -> bytes:
+    """``data`` with a CRC-32 trailer, so flipped or lost bytes are detected when it is read back.
+
+    Example:
+        >>> strip_checksum(add_checksum(b"abc"))
+        b'abc'
+    """
+    return data + CHECKSUM_TAG + f"{zlib.crc32(data) & 0xFFFFFFFF:08x}".encode("ascii")
+
+
+def strip_checksum(data: bytes) -> bytes:
+    """The payload of :func:`add_checksum`'s output.
+
+    Raises:
+        CorruptEntry: no trailer (a truncated entry, or one written before entries carried checksums),
+            or a payload whose CRC-32 differs (flipped bytes).
+
+    Example:
+        >>> bad = bytearray(add_checksum(b"abcdef")); bad[2] ^= 1
+        >>> strip_checksum(bytes(bad))
+        Traceback (most recent call last):
+        ...
+        t2i_fairness.spine.cache.CorruptEntry: checksum mismatch: CRC-32 of 6 bytes is 7a2e8f49, the entry says 4b8330ab
+    """
+    n = len(CHECKSUM_TAG) + 8
+    if len(data) < n or data[-n:-8] != CHECKSUM_TAG:
+        raise CorruptEntry(f"no checksum trailer ({len(data)} bytes: truncated, or written before entries carried checksums)")
+    payload, want = data[:-n], data[-8:].decode("ascii", "replace")
+    got = f"{zlib.crc32(payload) & 0xFFFFFFFF:08x}"
+    if got != want:
+        raise CorruptEntry(f"checksum mismatch: CRC-32 of {len(payload)} bytes is {got}, the entry says {want}")
+    return payload
+
+
+class EntryLock:
+    """A per-entry file lock whose file is removed by its last holder.
+
+    The file is unlinked while the lock is still held, then released. A process that was waiting on
+    the old file then holds a lock on an unlinked file while a newcomer may lock a new one: both may
+    make the entry, which costs time but never correctness, because every writer re-checks the cache
+    under its lock and writes atomically identical bytes. Without the removal the ``locks/`` folder
+    grows by one file per batch ever generated.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._lock = FileLock(str(self.path))
+
+    def acquire(self, timeout: float = -1) -> "EntryLock":
+        self._lock.acquire(timeout=timeout)
+        return self
+
+    def release(self) -> None:
+        if self._lock.lock_counter == 1:  # the outermost release: remove the file while still holding it
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass  # already gone, or a platform that cannot unlink an open file
+        self._lock.release()
+
+    def __enter__(self) -> "EntryLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
 
 
 def encode_png(image: Image.Image) -> bytes:
@@ -77,8 +152,9 @@ def decode_array(data: bytes) -> np.ndarray:
 class CacheStats:
     """Counts the terminal summary reports."""
 
-    generated: int = 0
+    generated: int = 0  # images the generator made (whole canonical batches: what a paid API bills)
     from_cache: int = 0
+    regenerated: int = 0  # of ``generated``, images the cache still had (made again to complete their batch)
     corrupt: list[str] = field(default_factory=list)  # paths found unreadable and remade
     blank: list[str] = field(default_factory=list)  # "prompt (seed N)" of generated images that are entirely black
     computed: dict[str, int] = field(default_factory=dict)  # kind -> entries computed (features, masks)
@@ -160,10 +236,11 @@ class Cache:
             base = base / namespace
         return base / key[:2] / f"{key}{suffix}"
 
-    def lock(self, path: Path) -> FileLock:
+    def lock(self, path: Path) -> EntryLock:
+        """The lock of one entry (or batch): ``root/locks/<name>.lock``, removed by its last holder."""
         lock_path = self.root / "locks" / f"{path.name}.lock"
         lock_path.parent.mkdir(parents=True, exist_ok=True)
-        return FileLock(str(lock_path))
+        return EntryLock(lock_path)
 
     def fetch(self, path: Path) -> bool:
         """Make sure a local copy exists, fetching it from the shared store on a miss; True if present."""
@@ -177,15 +254,19 @@ class Cache:
         atomic_write_bytes(path, data)
         return True
 
-    def read(self, path: Path, decode: Callable[[bytes], Any]) -> Any | None:
-        """The decoded entry, or ``None`` when it is missing; a corrupt entry is reported and removed."""
+    def read(self, path: Path, decode: Callable[[bytes], Any], checksum: bool = False) -> Any | None:
+        """The decoded entry, or ``None`` when it is missing; a corrupt entry is reported and removed.
+
+        With ``checksum`` the entry must end with :func:`add_checksum`'s trailer and match it (entries
+        written with ``write(..., checksum=True)``); flipped bytes make it corrupt, so it is made again.
+        """
         self.fetch(path)
         try:
             data = path.read_bytes()
         except FileNotFoundError:
             return None
         try:
-            return decode(data)
+            return decode(strip_checksum(data) if checksum else data)
         except CorruptEntry:
             self.stats.corrupt.append(str(path))
             try:
@@ -194,7 +275,10 @@ class Cache:
                 pass
             return None
 
-    def write(self, path: Path, data: bytes) -> None:
+    def write(self, path: Path, data: bytes, checksum: bool = False) -> None:
+        """Write an entry atomically (and to the shared store); ``checksum`` appends a CRC-32 trailer."""
+        if checksum:
+            data = add_checksum(data)
         atomic_write_bytes(path, data)
         if self.remote is not None:
             self.remote.put(path.relative_to(self.root).as_posix(), data)

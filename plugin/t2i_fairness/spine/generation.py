@@ -183,5 +183,6 @@ class ImageFactory:
                 if rgb.getextrema() == ((0, 0), (0, 0), (0, 0)):  # a safety checker's blank, or NaN pixels cast to 0
                     self.cache.stats.blank.append(f"{r.prompt!r} (seed {r.seed})")
                 self.cache.write(r.path, encode_png(rgb))
-        self.cache.stats.generated += len(todo)
+        self.cache.stats.generated += len(batch)  # the generator made (and a paid API bills) the whole batch
+        self.cache.stats.regenerated += len(batch) - len(todo)
         return len(todo)

@@ -4,6 +4,8 @@ Features, masks, captions, text tables and k-NN radii are all cached the same wa
 key under ``<cache>/<kind>/<namespace>/``, read through the shared store when ``--t2i-cache-dir``
 is an fsspec URL, computed in batches when missing, written back (locally and to the shared
 store), and counted as reused or computed in the run's summary. :class:`Memo` is that loop, once.
+Every entry carries a CRC-32 trailer (:meth:`Cache.write` with ``checksum=True``): an entry with
+flipped bytes, or one written before entries had checksums, is reported and computed again.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ class Memo:
 
     def lookup(self, keys: Sequence[str]) -> list[Any | None]:
         """The cached value of each key, or ``None`` (nothing is computed or counted)."""
-        return [self.cache.read(self.path(k), self.decode) for k in keys]
+        return [self.cache.read(self.path(k), self.decode, checksum=True) for k in keys]
 
     def get_many(
         self,
@@ -112,7 +114,7 @@ class Memo:
                 if len(made) != len(part):
                     raise RuntimeError(f"{self.label}: computing {len(part)} value(s) returned {len(made)}")
                 for i, value in zip(part, made):
-                    self.cache.write(self.path(keys[i]), self.encode(value))
+                    self.cache.write(self.path(keys[i]), self.encode(value), checksum=True)
                     values[i] = value
                 advance(len(part))
         self._count("computed", len(todo))

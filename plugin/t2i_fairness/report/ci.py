@@ -1,0 +1,233 @@
+"""Results a CI system reads: JUnit properties as JSON, GitHub Actions annotations and step summary, run JSON.
+
+- Every gate test's JUnit ``<properties>`` (``--junitxml``) hold the gate's record as strict JSON
+  (``t2i_gate``; non-finite numbers as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``) and flat
+  ``value``, ``bound``, ``n``, ``direction``, ``verdict``, ``interval`` and ``thresholds`` (the
+  thresholds file and the line of the gate's key: ``thresholds/tiny.yaml:120``).
+- Under GitHub Actions (``GITHUB_ACTIONS=true``) each failing gate becomes an
+  ``::error file=thresholds/....yaml,line=N::`` annotation on its bound, each crashed test one on
+  the test, and ``$GITHUB_STEP_SUMMARY`` gets the verdict, the selection and a gate table.
+- ``run.json`` in ``--t2i-artifacts``: the verdict, selection, gate records and tests without a gate.
+
+Everything here is plain (no pytest); the plugin calls it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any, Mapping
+
+from t2i_fairness.gating.outcome import OK_STATUSES
+from t2i_fairness.gating.session import record_from_json, record_json, strict  # noqa: F401  (re-exported)
+
+__all__ = ["github_annotations", "junit_properties", "record_from_json", "record_json", "relative",
+           "run_json", "step_summary", "strict"]
+
+def relative(path: str | os.PathLike, root: str | os.PathLike | None) -> str:
+    """``path`` relative to ``root`` when it lies under it (POSIX separators), else as given.
+
+    Example:
+        >>> relative("/repo/thresholds/tiny.yaml", "/repo"), relative("/elsewhere/t.yaml", "/repo")
+        ('thresholds/tiny.yaml', '/elsewhere/t.yaml')
+    """
+    p = Path(path)
+    if root is not None:
+        try:
+            return p.resolve().relative_to(Path(root).resolve()).as_posix()
+        except (ValueError, OSError):
+            pass
+    return p.as_posix()
+
+
+def junit_properties(record: Mapping[str, Any], thresholds: str | None = None) -> list[tuple[str, str]]:
+    """The JUnit properties of one gate: the record as JSON, then the flat fields CI dashboards chart.
+
+    Args:
+        record: the gate record (``GateRecord.to_dict()``).
+        thresholds: ``file:line`` of the gate's bound (or the file alone when it has no entry yet).
+
+    Example:
+        >>> props = dict(junit_properties({"gate": "g", "value": 0.25, "bound": 0.5, "n": 12, "status": "fail",
+        ...                                "direction": "min", "interval": [0.1, 0.4]}, "t.yaml:3"))
+        >>> props["value"], props["bound"], props["n"], props["verdict"], props["thresholds"]
+        ('0.25', '0.5', '12', 'fail', 't.yaml:3')
+    """
+    flat = strict(record)
+    props = [("t2i_gate", record_json(record))]
+    for key in ("value", "bound", "n", "direction"):
+        props.append((key, json.dumps(flat.get(key)) if not isinstance(flat.get(key), str) else flat[key]))
+    props.append(("verdict", str(record.get("status"))))
+    props.append(("interval", json.dumps(flat.get("interval"))))
+    if thresholds:
+        props.append(("thresholds", thresholds))
+    return props
+
+
+def thresholds_ref(thresholds, gate: str, rootdir: str | os.PathLike | None = None) -> str:
+    """``file:line`` of a gate's key in a :class:`~t2i_fairness.gating.thresholds.ThresholdFile`
+    (the file alone when the gate has no entry yet), the file relative to ``rootdir``.
+
+    Example:
+        >>> from t2i_fairness.gating.thresholds import ThresholdFile
+        >>> t = ThresholdFile(Path("/repo/thresholds/t.yaml"), {}, lines={"g": 3})
+        >>> thresholds_ref(t, "g", "/repo"), thresholds_ref(t, "h", "/repo")
+        ('thresholds/t.yaml:3', 'thresholds/t.yaml')
+    """
+    path = relative(thresholds.path, rootdir)
+    line = thresholds.lines.get(gate)
+    return f"{path}:{line}" if line else path
+
+
+# -- GitHub Actions ---------------------------------------------------------------------------------
+
+def _escape_data(text: str) -> str:
+    return str(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(level: str, message: str, file: str | None = None, line: int | None = None, title: str | None = None) -> str:
+    """One GitHub Actions workflow command (``::error file=...,line=...,title=...::message``).
+
+    Example:
+        >>> annotation("error", "measured 0.2, bound min 0.5", "thresholds/tiny.yaml", 12, "gate g[a]")
+        '::error file=thresholds/tiny.yaml,line=12,title=gate g[a]::measured 0.2, bound min 0.5'
+    """
+    props = [(k, v) for k, v in (("file", file), ("line", line), ("title", title)) if v not in (None, "")]
+    head = ",".join(f"{k}={_escape_property(str(v))}" for k, v in props)
+    return f"::{level}{' ' + head if head else ''}::{_escape_data(message)}"
+
+
+def github_annotations(session, rootdir: str | os.PathLike | None, lines: Mapping[str, int] | None = None) -> list[str]:
+    """Annotations for a run: each failing gate on its bound's line, each crashed or erroring test on the test.
+
+    Args:
+        session: the run's :class:`~t2i_fairness.gating.session.GateSession`.
+        rootdir: paths are written relative to it (GitHub wants paths from the repository root).
+        lines: gate id -> line of its key in the thresholds file.
+    """
+    lines = lines or {}
+    thresholds = relative(session.thresholds_path, rootdir)
+    out = []
+    records = [r for r in session.records if r.status != "baseline"]
+    for r in records:
+        if r.status == "inconclusive":  # not a failure unless blocking (--t2i-inconclusive fail) or escalated
+            level = "error" if (r.blocking or r.gate in session.escalated) else "warning"
+            out.append(annotation(level, r.message or f"{r.gate}: inconclusive", thresholds, lines.get(r.gate),
+                                  f"t2i gate inconclusive: {r.gate}"))
+            continue
+        if r.status in OK_STATUSES:
+            continue
+        out.append(annotation("error", r.message or f"{r.gate}: {r.status}", thresholds, lines.get(r.gate),
+                              f"t2i gate {r.status}: {r.gate}"))
+    for t in session.outcome.tests.values():
+        if t.bad and not any(r.nodeid == t.nodeid for r in records):
+            kind = session.outcome.kind(t, records)
+            out.append(annotation("error", t.message or kind, t.path, t.line, f"{kind}: {t.nodeid}"))
+    v = session.outcome.verdict(records)
+    if not v.passed:
+        out.append(annotation("error" if v.word != "NO GATES" else "warning", v.headline, title="t2i-fairness"))
+    return out
+
+
+def step_summary(session, limit: int = 150) -> str:
+    """The Markdown GitHub shows on the run's page: verdict, selection, tests without a gate, gate table."""
+    records = sorted((r for r in session.records if r.status != "baseline"),
+                     key=lambda r: (r.status in OK_STATUSES, r.gate))
+    v = session.outcome.verdict(records)
+    icon = "✅" if v.passed else "❌"
+    out = [f"### {icon} t2i-fairness: {v.headline}", "", session.outcome.selection.line() + f"; bounds from `{session.thresholds_path}`", ""]
+    odd = session.outcome.without_gate(records)
+    if odd:
+        out += ["| test | what happened |", "|---|---|"]
+        out += [f"| `{t.nodeid}` | {_md(session.outcome.kind(t, records))}{': ' + _md(t.message) if t.message else ''} |" for t in odd[:limit]]
+        out.append("")
+    if records:
+        out += ["| verdict | gate | measured | interval | bound | n |", "|---|---|---:|---:|---:|---:|"]
+        for r in records[:limit]:
+            iv = f"[{_num(r.interval[0])}, {_num(r.interval[1])}]" if r.interval else "-"
+            bound = "-" if r.bound is None else f"{r.direction} {_num(r.bound)}"
+            mark = "" if r.status in OK_STATUSES else "❌ "
+            out.append(f"| {mark}{r.status} | `{r.gate}` | {_num(r.value)} | {iv} | {bound} | {r.n} |")
+        if len(records) > limit:
+            out.append(f"\n... and {len(records) - limit} more gates (the JUnit XML and the HTML report have all)")
+    return "\n".join(out) + "\n"
+
+
+def run_json(session) -> dict:
+    """The run as JSON: verdict and selection (from pytest's outcome), gate records, tests without a gate."""
+    records = [r for r in session.records if r.status != "baseline"]
+    data = session.outcome.to_dict(records)
+    data["thresholds"] = str(session.thresholds_path)
+    data["gates"] = [strict(r.to_dict()) for r in records]
+    return data
+
+
+def _num(x: Any) -> str:
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return "nan" if isinstance(x, float) and math.isnan(x) else f"{x:.4f}"
+    return "-" if x is None else str(x)
+
+
+def _md(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def write_github_summary(text: str, environ: Mapping[str, str] | None = None) -> Path | None:
+    """Append ``text`` to ``$GITHUB_STEP_SUMMARY`` when it is set; returns the file or None."""
+    env = os.environ if environ is None else environ
+    target = env.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return None
+    with open(target, "a", encoding="utf-8") as fh:
+        fh.write(text)
+    return Path(target)
+
+
+def write_run_outputs(session, options, rootdir, thresholds, allure_dir: str | None = None,
+                      environ: Mapping[str, str] | None = None) -> list[Path]:
+    """At session end (controller): ``run.json`` in ``--t2i-artifacts``, the GitHub step summary, and
+    Allure's ``environment.properties`` with the run's verdict. Nothing for a run without gates and
+    without ``--t2i-report`` (the project's own tests, a team's unrelated tests). Returns the files written."""
+    from t2i_fairness.spine.files import atomic_write_bytes
+
+    env = os.environ if environ is None else environ
+    gate_run = session.records or (session.outcome.selection.gate_tests and session.outcome.tests)
+    if not gate_run and options.report is None:
+        return []
+    written = []
+    try:
+        path = Path(options.artifacts) / "run.json"
+        atomic_write_bytes(path, (json.dumps(run_json(session), indent=1, allow_nan=False, default=str) + "\n").encode())
+        written.append(path)
+    except OSError:
+        pass  # the HTML report and the terminal still say everything
+    if env.get("GITHUB_ACTIONS") == "true" and session.records:
+        target = write_github_summary(step_summary(session), env)
+        if target is not None:
+            written.append(target)
+    if allure_dir and session.records:
+        records = [r for r in session.records if r.status != "baseline"]
+        v = session.outcome.verdict(records)
+        props = {"t2i.verdict": v.headline, "t2i.selection": session.outcome.selection.line(),
+                 "t2i.model": options.model, "t2i.thresholds": relative(session.thresholds_path, rootdir)}
+        text = "".join(f"{k}={_escape_properties_value(v)}\n" for k, v in props.items())
+        try:
+            path = Path(allure_dir) / "environment.properties"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(path, text.encode("utf-8"))
+            written.append(path)
+        except OSError:
+            pass
+    return written
+
+
+def _escape_properties_value(text: str) -> str:
+    """A Java .properties value: backslashes, newlines and non-Latin-1 characters escaped."""
+    out = str(text).replace("\\", "\\\\").replace("\n", "\\n")
+    return "".join(c if ord(c) < 256 else f"\\u{ord(c):04x}" for c in out)
