@@ -2,7 +2,7 @@
 
 Runs a reduced suite on the procedural smoke world (``--t2i-model procedural``: a seeded simulator of
 the synthetic reference's world whose values move with the seed, unlike the tiny diffusion model's),
-through pytest itself, one subprocess per run, and reads each run's ``gates.json``:
+through pytest itself, one subprocess per run, and reads each run's ``run.json``:
 
 1. **Bounds**: one run at a reference seed with ``--t2i-update-thresholds`` (bounds from the
    measurement's uncertainty, ``--t2i-bound-level``) into a fresh thresholds file.
@@ -75,7 +75,8 @@ def run(work: Path, seed: int, *extra: str, thresholds: Path, label: str) -> dic
     env.pop("PYTEST_ADDOPTS", None)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=3600)
-    data = json.loads((artifacts / "gates.json").read_text())
+    data = json.loads((artifacts / "run.json").read_text())
+    data["records"] = data["gates"]
     data["seconds"] = time.perf_counter() - t0
     data["returncode"] = proc.returncode
     if proc.returncode not in (0, 1):
@@ -172,7 +173,8 @@ def main(argv=None) -> int:
         print(f"  null seed {i}: {sum(map(failed, nulls[-1]['records']))} failed, "
               f"{sum(r['status'] == 'inconclusive' for r in nulls[-1]['records'])} inconclusive "
               f"({nulls[-1]['seconds']:.0f} s)", flush=True)
-    runs_with_alarm = sum(any(map(failed, r["records"])) for r in nulls)
+    # a run raises an alarm when a gate fails, or the step-down across the run fails an inconclusive one
+    runs_with_alarm = sum(any(map(failed, r["records"])) or bool(r["decisions"]["escalated"]) for r in nulls)
     gate_runs = sum(len(r["records"]) for r in nulls)
     gate_alarms = sum(sum(map(failed, r["records"])) for r in nulls)
     inconclusive = sum(sum(x["status"] == "inconclusive" for x in r["records"]) for r in nulls)

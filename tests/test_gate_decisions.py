@@ -62,7 +62,7 @@ def test_each_gate_is_held_to_alpha_over_the_run_s_gates_and_inconclusive_warns(
         "10 gates, 1 failed, 1 inconclusive*",
         "decisions: one-sided p-values against the bounds, Holm (family-wise error) across 10 gates at alpha 0.05*",
     ])
-    records = {r["gate"]: r for r in json.loads((nomodel.path / "art" / "gates.json").read_text())["records"]}
+    records = {r["gate"]: r for r in json.loads((nomodel.path / "art" / "run.json").read_text())["gates"]}
     assert math.isclose(records["test_decision[a]"]["p_adjusted"], 0.01, rel_tol=1e-6)  # Holm: 10 * 0.001
     assert records["test_decision[b]"]["mde"] > 0 and records["test_decision[b]"]["uncertainty"]["se"] > 0
 
@@ -127,7 +127,7 @@ def test_bounds_written_at_one_seed_pass_at_other_seeds_of_the_same_model(region
         again = _suite(region_suite, "--t2i-seed", seed)
         assert again.ret == pytest.ExitCode.OK, again.stdout.str()[-3000:]
         again.stdout.fnmatch_lines(["12 gates, 0 failed*"])
-        values = [r["value"] for r in json.loads((region_suite.path / "art" / "gates.json").read_text())["records"]]
+        values = [r["value"] for r in json.loads((region_suite.path / "art" / "run.json").read_text())["gates"]]
         assert len(set(values)) > 2  # the procedural world moves with the seed: these are real re-runs
 
 
@@ -140,7 +140,7 @@ def test_a_collapsed_region_fails_its_own_coverage_gates_with_a_value_and_only_t
         "*test_region_coverage?synthetic-object_in_region-africa?: measured 0.0000 [[]0.0000, 0.0000[]]*FAILED",
         "canary collapse_region:africa (region africa): caught by 2 of 2 gate(s) of its slice; 0 false alarm(s) among 10*",
     ])
-    records = {r["gate"]: r for r in json.loads((region_suite.path / "art" / "gates.json").read_text())["records"]}
+    records = {r["gate"]: r for r in json.loads((region_suite.path / "art" / "run.json").read_text())["gates"]}
     africa = [g for g in records if g.endswith("-africa]")]
     others = [g for g in records if g not in africa]
     assert {records[g]["status"] for g in africa} == {"fail"}  # precision is undefined: fails once it has a bound

@@ -61,6 +61,11 @@ def perturb_safetensors(path: Path, tensor: str, delta: float) -> None:
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # as `cp -p` would: only the status-change time tells
 
 
+
+def _measured(bound) -> float:
+    """The measurement a written bound was set from: the bound sits its recorded margin below it (``min``)."""
+    return bound.value + bound.margin if bound.direction == "min" else bound.value - bound.margin
+
 class Project:
     def __init__(self, pytester: pytest.Pytester, *model: str):
         self.pytester = pytester
@@ -82,7 +87,7 @@ class Project:
         """Run, writing the measured value as the bound (whichever way it moved), and return it."""
         result = self.run("--t2i-update-thresholds", "--t2i-allow-loosen", *extra)
         result.assert_outcomes(passed=1, deselected=5)
-        return result, ThresholdFile.load(self.thresholds).gates[GATE].value
+        return result, _measured(ThresholdFile.load(self.thresholds).gates[GATE])
 
     def pngs(self) -> int:
         return len(list((self.cache / "images").rglob("*.png")))
@@ -92,7 +97,9 @@ def summary(result: pytest.RunResult) -> list[str]:
     """The lines of the plugin's terminal summary."""
     lines = result.stdout.lines
     start = next(i for i, line in enumerate(lines) if "t2i-fairness gates" in line)
-    return lines[start + 1:]
+    out = lines[start + 1:]
+    assert out[0].startswith("verdict: ") and out[1].startswith("selection: ") and out[2] == ""  # pytest's verdict first
+    return out[3:]  # then the changes, once, above the gate table
 
 
 @pytest.fixture
@@ -174,7 +181,7 @@ def test_a_scorer_checkpoint_changed_in_place_re_encodes_its_images(pytester, cl
     first = measured()
     first.assert_outcomes(passed=1)
     first.stdout.fnmatch_lines(["images: 2 generated, 0 from cache", "features:open_clip: 2 computed, 0 from cache"])
-    before = ThresholdFile.load(project.thresholds).gates[GATE].value
+    before = _measured(ThresholdFile.load(project.thresholds).gates[GATE])
 
     state = torch.load(checkpoint)
     original = checkpoint.read_bytes()
@@ -185,13 +192,13 @@ def test_a_scorer_checkpoint_changed_in_place_re_encodes_its_images(pytester, cl
         "scorer clip (paper): new weights sha256-* (the last run with this cache had sha256-*): its features are "
         "computed anew; what was cached under sha256-* stays",
         "images: 0 generated, 2 from cache", "features:open_clip: 2 computed, 0 from cache"])
-    assert ThresholdFile.load(project.thresholds).gates[GATE].value == pytest.approx(-before, abs=2e-6)  # bounds keep 6 decimals
+    assert _measured(ThresholdFile.load(project.thresholds).gates[GATE]) == pytest.approx(-before, abs=2e-6)  # bounds keep 6 decimals
 
     checkpoint.write_bytes(original)
     third = measured()
     third.stdout.fnmatch_lines(["scorer clip (paper): back to weights sha256-* (last seen *): its cached features "
                                 "are used again", "features:open_clip: 0 computed, 2 from cache"])
-    assert ThresholdFile.load(project.thresholds).gates[GATE].value == before
+    assert _measured(ThresholdFile.load(project.thresholds).gates[GATE]) == before
 
 
 def test_a_hub_id_whose_main_moves_is_run_again_and_a_pinned_revision_is_warm(
@@ -238,7 +245,7 @@ def test_images_replaced_behind_an_unchanged_manifest_are_read_again(pytester, c
     Image.new("RGB", (8, 8), (240, 240, 240)).save(folder / "1.png")  # new content under the same name
     second, after = project.measured()
     second.stdout.fnmatch_lines([f"images {folder / 'manifest.csv'}: new images sha256-* (the last run with this cache "
-                                 "had sha256-*): images whose files changed are read anew*", "images: 1 generated, 1 from cache"])
+                                 "had sha256-*): images whose files changed are read anew*", "images: 2 generated, 1 from cache (1 of the generated were still cached*"])
     assert after == pytest.approx((40 + 240) / 2 / 255, abs=2e-6)  # bounds keep 6 decimals
     assert before == pytest.approx(40 / 255, abs=2e-6)
 

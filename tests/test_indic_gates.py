@@ -176,7 +176,7 @@ class FakeBench:
 
     def __init__(self, root: Path):
         self.cache = Cache(root / "cache")
-        self.options = type("Options", (), {"scorers": "tiny"})()
+        self.options = type("Options", (), {"scorers": "tiny", "confidence": 0.95})()
         self.models = {
             "indic-blip2-captioner": FakeCaptioner(),
             "indic-blip2-image-features": FakeEncoder("f"),

@@ -256,10 +256,7 @@ class GateHooks:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 outcome.finish(int(session.exitstatus))
         from t2i_fairness.report.ci import write_run_outputs
-        from t2i_fairness.report.results import write_results
 
-        if self.session.records:
-            write_results(self.session, options.artifacts, session.exitstatus)
         write_run_outputs(self.session, options, self.config.rootpath, self.config.stash[THRESHOLDS],
                           allure_dir=getattr(self.config.option, "allure_report_dir", None))
         if options.report is not None:

@@ -225,7 +225,7 @@ class Gate:
         if gate_id in thresholds.gates:
             bound = thresholds.gates[gate_id]
             message = f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass"
-            # recorded like any failed gate, so the summary, gates.json and a canary's tally count it
+            # recorded like any failed gate, so the summary, run.json and a canary's tally count it
             self.context.emit(GateRecord(
                 gate=gate_id, nodeid=self.context.nodeid, value=float("nan"), n=0, direction=bound.direction,
                 status="fail", bound=bound.value, write=None, message=message, provenance=self.context.provenance(),

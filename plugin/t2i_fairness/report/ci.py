@@ -7,7 +7,8 @@
 - Under GitHub Actions (``GITHUB_ACTIONS=true``) each failing gate becomes an
   ``::error file=thresholds/....yaml,line=N::`` annotation on its bound, each crashed test one on
   the test, and ``$GITHUB_STEP_SUMMARY`` gets the verdict, the selection and a gate table.
-- ``run.json`` in ``--t2i-artifacts``: the verdict, selection, gate records and tests without a gate.
+- ``run.json`` in ``--t2i-artifacts``: the verdict, selection, gate records, tests without a gate and how
+  the run decided (``decisions``: multiplicity method, alpha, gates the step-down failed, a canary's tally).
 
 Everything here is plain (no pytest); the plugin calls it.
 """
@@ -165,6 +166,9 @@ def run_json(session) -> dict:
     data = session.outcome.to_dict(records)
     data["thresholds"] = str(session.thresholds_path)
     data["gates"] = [strict(r.to_dict()) for r in records]
+    data["decisions"] = strict({  # how the run decided (#13): the adjustment across gates, a canary's tally
+        "multiplicity": session.multiplicity, "alpha": session.alpha, "escalated": list(session.escalated),
+        "canary": dict(session.canary_counts)})
     return data
 
 

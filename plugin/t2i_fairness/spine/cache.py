@@ -69,7 +69,7 @@ def strip_checksum(data: bytes) -> bytes:
         >>> strip_checksum(bytes(bad))
         Traceback (most recent call last):
         ...
-        t2i_fairness.spine.cache.CorruptEntry: checksum mismatch: CRC-32 of 6 bytes is 7a2e8f49, the entry says 4b8330ab
+        t2i_fairness.spine.cache.CorruptEntry: checksum mismatch: CRC-32 of 6 bytes is f3325e8a, the entry says 4b8e39ef
     """
     n = len(CHECKSUM_TAG) + 8
     if len(data) < n or data[-n:-8] != CHECKSUM_TAG:
