@@ -150,6 +150,28 @@ def images_per_prompt_for(template: str, n: int) -> int:
     return max(1, math.ceil(n / 3)) if template == "object_in_country" else n
 
 
+def group_prompts(prompts: Sequence[Prompt], template: str, region: str | None = None,
+                  object: str | None = None) -> list[Prompt]:
+    """The prompts whose images :func:`group_generated` can put in the group of ``region`` and ``object``.
+
+    ``None`` means any. ``{object}`` prompts name no region: every region's group samples from all
+    of them (DIG In 4.2), so a region takes every ``{object}`` prompt, an object-region its object's.
+
+    Example:
+        >>> from t2i_fairness.vocab.geode import GEODE_REGIONS
+        >>> space = PromptSpace({"bag": "bag", "car": "car"}, GEODE_REGIONS[:2])
+        >>> [p.text for p in group_prompts(space.prompts("object_in_region"), "object_in_region", "africa")]
+        ['bag in Africa', 'car in Africa']
+        >>> [p.text for p in group_prompts(space.prompts("object"), "object", "africa")]
+        ['bag', 'car']
+        >>> [p.text for p in group_prompts(space.prompts("object"), "object", "africa", "car")]
+        ['car']
+    """
+    if template == "object":
+        return [p for p in prompts if object is None or p.object == object]
+    return [p for p in prompts if (region is None or p.region == region) and (object is None or p.object == object)]
+
+
 @dataclass(frozen=True)
 class PromptImages:
     """A prompt with its generated images."""
@@ -158,21 +180,46 @@ class PromptImages:
     images: list
 
 
-def prompt_images(bench, template: str, space: PromptSpace | None = None) -> list[PromptImages]:
-    """The images of a template's prompts over ``space`` (default: the run's GeoDE objects and regions).
-
-    Generated on first request (``bench.images``), then shared by every study of the session
-    (DIG In and Decomposed-DIG ask for the same prompts).
-    """
+def _slice(options, template: str, space: PromptSpace | None, region: str | None,
+           object: str | None) -> tuple[list[Prompt], int]:
+    """The prompts of a template's group (all of them by default) and the images per prompt."""
     from t2i_fairness.vocab.geode import GEODE_REGIONS
 
-    space = space or PromptSpace({o: GEODE_OBJECTS[o] for o in bench.options.objects}, GEODE_REGIONS)
-    key = ("prompt_images", template, tuple(space.objects.items()), space.regions)
+    space = space or PromptSpace({o: GEODE_OBJECTS[o] for o in options.objects}, GEODE_REGIONS)
+    prompts = group_prompts(space.prompts(template), template, region, object)
+    return prompts, images_per_prompt_for(template, options.images_per_prompt)
+
+
+def prompt_images(bench, template: str, space: PromptSpace | None = None, region: str | None = None,
+                  object: str | None = None) -> list[PromptImages]:
+    """The images of a template's prompts over ``space`` (default: the run's GeoDE objects and regions),
+    restricted to the group of ``region`` / ``object`` when given (:func:`group_prompts`).
+
+    Generated on first request (``bench.images``), then shared by every study of the session
+    (DIG In and Decomposed-DIG ask for the same prompts). :func:`prompt_requests` says which
+    images this asks for without generating them.
+    """
+    prompts, n = _slice(bench.options, template, space, region, object)
+    key = ("prompt_images", template, tuple(p.text for p in prompts), n)
 
     def make() -> list[PromptImages]:
-        prompts = space.prompts(template)
-        n = images_per_prompt_for(template, bench.options.images_per_prompt)
         refs = bench.images([p.text for p in prompts], n, desc=f"generating {template}")
         return [PromptImages(p, r) for p, r in zip(prompts, refs)]
 
     return bench.shared(key, make)
+
+
+def prompt_requests(options, template: str, space: PromptSpace | None = None, region: str | None = None,
+                    object: str | None = None):
+    """The image requests :func:`prompt_images` makes with the same arguments (nothing is generated).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> o = SimpleNamespace(objects=("bag",), images_per_prompt=6)
+        >>> [(r.prompt, r.n) for r in prompt_requests(o, "object_in_country", region="africa")]
+        [('bag in Nigeria', 2), ('bag in South Africa', 2), ('bag in Egypt', 2)]
+    """
+    from t2i_fairness.spine.plan import requests_of
+
+    prompts, n = _slice(options, template, space, region, object)
+    return requests_of([p.text for p in prompts], n)

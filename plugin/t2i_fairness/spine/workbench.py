@@ -30,18 +30,23 @@ class Workbench:
     Args:
         options: resolved plugin options.
         progress: progress display for long work (a tqdm bar by default).
+        fatal: called with the message when a model cannot be loaded (the plugin ends the session).
+        generate_on: the device whose images to name when it is not this machine's (``t2i-fairness
+            generate --engine ray`` plans on the driver what GPU workers make: CUDA images are fp16,
+            so their keys differ); scorers stay on this machine's device.
     """
 
-    def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None):
+    def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None,
+                 generate_on: str | None = None):
         self.options = options
-        self.fatal = fatal  # called with the message when a model cannot be loaded (the plugin ends the session)
+        self.fatal = fatal
         self.device = resolve_device(options.device)
         self.cache = _make_cache(options.cache_dir, options.cache_mirror)
         self.cache.check_writable()
         self.progress = progress or (tqdm_progress if options.progress else no_progress)
         settings = GenerationSettings(options.steps, options.guidance, options.height, options.width, options.batch_size)
         self.source: GeneratorSource = resolve_generator(
-            options.model, settings, self.device, lambda prompt, index: derive_seed(prompt, index, options.seed)
+            options.model, settings, generate_on or self.device, lambda prompt, index: derive_seed(prompt, index, options.seed)
         )
         self.factory = ImageFactory(self.source, self.cache, options.seed, self.progress)
         self.feature_rows = FeatureRows(self.cache)  # features: rows in segment files, not a file per row
