@@ -63,7 +63,8 @@ def test_k_africa_on_a_cold_cache_generates_only_africas_images(tmp_path, subpro
 def test_a_mixed_selection_generates_exactly_its_plan(tmp_path, subprocess_env):
     """IndicTTI (one language and English), word influence (one word's prompts), CIS's order test and
     DIG In's worst-region gates (every region): the run leaves the plan's images, no more, no fewer."""
-    selection = ["-k", "hin_deva or doctor or order_invariance or (worst_region_precision and object_in_region)"]
+    selection = ["-k", "hin_deva or doctor or order_invariance or (worst_region_precision and object_in_region)",
+                 "--t2i-cis-k", "1,2", "--t2i-cis-prompts", "4", "--t2i-cis-images", "2"]  # CIS kept small
     plan, planned, out, made, keys, generated = _plan_and_run(tmp_path, subprocess_env, selection)
     families = {row["family"] for role in plan["roles"] for row in role["families"]}
     assert families == {"dig_in", "word_influence", "cis", "indic_tti"}, planned
