@@ -89,3 +89,17 @@ def test_plan_reports_option_errors_as_pytest_would(tmp_path, subprocess_env):
     assert bad.returncode == 2 and "--t2i-objects" in bad.stderr and "unicorn" in bad.stderr, bad.stderr
     unknown = _cli(["plan", "--t2i-nope", "1"], tmp_path, subprocess_env)
     assert unknown.returncode == 2 and "--t2i-nope" in unknown.stderr
+
+
+def test_generate_stage_features_leaves_the_gate_run_nothing_to_compute(tmp_path, subprocess_env):
+    """``--stage features`` computes the selected gates' slices (reference features, Inception and CLIP
+    features): the gate run on the same selection then generates no image and computes no feature."""
+    args = ["-k", "object_in_region and africa and (consistency or region_coverage)", *COMMON,
+            "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml")]
+    made = _cli(["generate", "--engine", "local", "--stage", "features", *args], tmp_path, subprocess_env)
+    assert made.returncode == 0, made.stdout + made.stderr[-3000:]
+    assert re.search(r"features: (\d+) slice\(s\) of \1 ", made.stdout), made.stdout
+    warm = _pytest([*args, "--t2i-artifacts", str(tmp_path / "art")], tmp_path, subprocess_env)
+    assert "images: 0 generated" in warm.stdout, warm.stdout[-3000:]
+    computed = re.findall(r"^(\S+): (\d+) computed, (\d+) from cache$", warm.stdout, re.M)
+    assert computed and all(int(n) == 0 for _, n, _ in computed), computed
