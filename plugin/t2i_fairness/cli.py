@@ -41,7 +41,13 @@ def _options():
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``t2i-fairness`` argument parser (``plan`` and ``generate``)."""
+    """The ``t2i-fairness`` argument parser (``plan`` and ``generate``), with every ``--t2i-*`` option of the plugin.
+
+    Example:
+        >>> ns = build_parser().parse_args(["generate", "--engine", "ray", "-k", "africa", "--t2i-objects", "bag"])
+        >>> ns.engine, ns.keyword, ns.t2i_objects, ns.stage
+        ('ray', 'africa', 'bag', 'images')
+    """
     parser = argparse.ArgumentParser(prog="t2i-fairness", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -98,7 +104,14 @@ def pytest_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``t2i-fairness``; returns the exit status."""
+    """Run ``t2i-fairness``; returns the exit status (0 done, 1 some jobs failed, 2 usage error).
+
+    Args:
+        argv: the arguments (default: ``sys.argv[1:]``).
+
+    Raises:
+        SystemExit: from argparse, for ``--help`` and malformed arguments (status 2).
+    """
     parser = build_parser()
     ns, extra = parser.parse_known_args(argv)
     unknown = [a for a in extra if a.startswith("--t2i-")]

@@ -136,7 +136,18 @@ def _family_title(name: str) -> str:
 
 
 def family_counts(rp: RolePlan) -> list[dict]:
-    """Per family: prompts, images asked for, already cached, to make (images shared by families count in each)."""
+    """Per family: prompts, images asked for, already cached, to make (images shared by families count in each).
+
+    Args:
+        rp: a role's plan (its ``by_family`` requests and its ``jobs``).
+
+    Example:
+        >>> from t2i_fairness.spine.plan import BatchJob, ImageRequest
+        >>> rp = RolePlan("candidate", T2IOptions(), None, by_family={"dig_in": [ImageRequest("bag in Africa", 4)]},
+        ...               jobs=[BatchJob("bag in Africa", (2, 3), (2, 3))])
+        >>> family_counts(rp)
+        [{'family': 'dig_in', 'prompts': 1, 'images': 4, 'cached': 2, 'to_make': 2}]
+    """
     from t2i_fairness.families import REGISTERED
 
     make = rp.to_make

@@ -76,7 +76,12 @@ class _Collector:
 
 
 def default_paths() -> list[str]:
-    """The suite, as ``pytest`` finds it: ``fairness_tests/`` in this folder, else the installed one."""
+    """The suite, as ``pytest`` finds it: ``fairness_tests/`` in this folder, else the installed one.
+
+    Example:
+        >>> default_paths() in (["fairness_tests"], ["--pyargs", "t2i_fairness.fairness_tests"])
+        True
+    """
     return ["fairness_tests"] if Path("fairness_tests").is_dir() else ["--pyargs", "t2i_fairness.fairness_tests"]
 
 
