@@ -27,6 +27,12 @@ feature computed by an encoder that costs nothing (so only storage is timed), in
   * **after**: ``FeatureRows.entries``: the row store (one ``write()`` per batch, fsync at most once
     a second, and at ``close()``, which is timed).
 
+Both sides run with ``OMP_NUM_THREADS=1`` (set before torch is imported, inherited by the Ray workers):
+Ray sets it to 1 in a one-CPU actor when it is unset, and on a loaded 2-core machine that alone made
+the actor's generation up to 40% faster than the driver's (a first run without it measured the Ray
+path 37% faster), which is the thread setting, not Ray. The tiny model still runs its kernels on 2
+torch threads on both sides (its bytes do not depend on it).
+
 Load average is printed at the start and the end: the machine is shared; compare ratios measured
 in the same run.
 """
@@ -43,7 +49,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # the same on both sides (see the docstring); before torch
+
+import numpy as np  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "plugin"))
@@ -183,7 +191,7 @@ def main() -> None:
     cfg = QUICK if args.quick else FULL
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     print(f"bench_distributed ({'quick' if args.quick else 'full'}); load average {os.getloadavg()[0]:.1f}; "
-          f"{os.cpu_count()} CPUs", flush=True)
+          f"{os.cpu_count()} CPUs; OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}", flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-distributed-"))
     try:
         lines = bench_rows(cfg, tmp)
