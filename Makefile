@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet $(TORCH_PINS)
-	$(PY) -m pip install --quiet -e '.[dev]' $(TORCH_PINS)
+	$(PY) -m pip install --quiet -e '.[dev,ray]' $(TORCH_PINS)
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_generation.py --quick
 	$(PY) bench/bench_suite.py --quick
 	$(PY) bench/bench_features.py --quick
+	$(PY) bench/bench_distributed.py --quick
 
 clean-cache:
 	rm -rf .t2i-cache t2i-artifacts

@@ -22,17 +22,22 @@ from t2i_fairness.families.decomposed.study import DECOMPOSED_TEMPLATES
 def table1(request, decomposed, t2i_report):
     """``table1(reference)``: print the Table 1 block in the terminal summary and attach its JSON.
 
-    It covers the Table 1 templates this run selected for the reference set (both when both are
-    selected, whatever the order or the worker), so ``-k "bg_coverage and africa"`` prints both rows.
+    It covers the Table 1 templates for which this run selected a gate that reads every region
+    (worst region, spread, improvement, diagnostics; both templates when both are, whatever the
+    order or the worker): a region's gate alone (``-k "bg_coverage and africa"``) measures that
+    region only, and Table 1 needs them all.
     """
 
     def emit(reference: str) -> None:
         selected = set()
         for item in request.session.items:
             params = getattr(getattr(item, "callspec", None), "params", {})
-            if params.get("reference") == reference and params.get("template") in DECOMPOSED_TEMPLATES:
-                selected.add(params["template"])
+            if params.get("reference") != reference or "region" in params:
+                continue
+            selected.update([params["template"]] if "template" in params else DECOMPOSED_TEMPLATES)
         templates = [t for t in DECOMPOSED_TEMPLATES if t in selected]
+        if not templates:
+            return
         by_template = {t: decomposed.scores(reference, t) for t in templates}
         real = decomposed.real(reference)
         lines = table1_section(reference, decomposed.reference_sets[reference], real, by_template,
@@ -49,9 +54,9 @@ def table1(request, decomposed, t2i_report):
 
 
 def _scored(decomposed, reference, template, gate, region=None):
-    """The template's scores (and the region's); a gate that cannot be computed is undefined:
-    skipped while it has no bound, failed once it has one."""
-    sc = decomposed.scores(reference, template)
+    """The template's scores (the region's alone for a region's gate); a gate that cannot be computed
+    is undefined: skipped while it has no bound, failed once it has one."""
+    sc = decomposed.scores(reference, template, region)
     if region is not None and region not in sc.scores:
         gate.undefined(f"{reference}/{template}/{region}: {sc.skipped.get(region, 'no scores')}")
     if not sc.scores:

@@ -22,10 +22,10 @@ from t2i_fairness.families.word_influence.report import show
 
 def test_word_influence(word_case, word_influence, t2i_report, gate):
     word, group, k = word_case
-    row = word_influence.result.word(word, group, k)
+    result = word_influence.for_word(word, group, k)  # the prompts holding the word, alone
+    row = result.word(word, group, k)
     show(word_influence, t2i_report)
-    per_prompt = {r.prompts[0]: r.influence for r in word_influence.result.per_prompt
-                  if (r.word, r.group, r.k) == (word, group, k)}
+    per_prompt = {r.prompts[0]: r.influence for r in result.per_prompt if (r.word, r.group, r.k) == (word, group, k)}
     gate(
         abs(row.influence),
         n=row.n_images,
@@ -35,14 +35,15 @@ def test_word_influence(word_case, word_influence, t2i_report, gate):
             "word": word, "group": group, "k": k, "influence": row.influence,
             "hoeffding_half_width": row.hoeffding, "hoeffding_interval": list(row.interval),
             "bootstrap_interval": None if row.bootstrap is None else list(row.bootstrap),
-            "confidence": word_influence.result.confidence, "influence_by_prompt": per_prompt,
+            "confidence": result.confidence, "influence_by_prompt": per_prompt,
         },
     )
 
 
 def test_representation(prompt_case, word_influence, t2i_report, gate):
     prompt, group = prompt_case
-    r = word_influence.result.prompt_representation(prompt, group)
+    result = word_influence.for_prompt(prompt, group)
+    r = result.prompt_representation(prompt, group)
     show(word_influence, t2i_report)
     gate(
         r.gap,
@@ -50,7 +51,7 @@ def test_representation(prompt_case, word_influence, t2i_report, gate):
         higher_is_better=False,
         interval=r.interval,
         details={"prompt": prompt, "group": group, "p": r.p, "parity": 1 / r.n_groups,
-                 "hoeffding_half_width_of_p": r.hoeffding, "confidence": word_influence.result.confidence},
+                 "hoeffding_half_width_of_p": r.hoeffding, "confidence": result.confidence},
     )
 
 

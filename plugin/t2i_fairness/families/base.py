@@ -11,6 +11,11 @@ and registers with one line in :data:`t2i_fairness.families.FAMILIES`. The plugi
 record into a session fixture (``fixture``, the study), the parametrization of its gate tests
 (``parameters``), a line of the run's header (``header``) and the label tokens the reports group
 and filter by (``labels``). The gate tests themselves live in the suite (``fairness_tests/``).
+
+``needs`` says what a selected gate reads from the study (:class:`~t2i_fairness.spine.plan.Need`:
+a study method, its arguments and the images it asks for), from the study's own code: the
+``t2i-fairness plan`` / ``generate`` commands make exactly those images (and, with
+``--stage features``, compute those slices), and a ``-k`` selection generates only what its gates need.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from t2i_fairness.spine.options import Option, T2IOptions, Values
+from t2i_fairness.spine.plan import GateCall, ImageRequest, Need
 
-__all__ = ["Family", "Parameters", "Study", "param_id"]
+__all__ = ["Family", "GateCall", "ImageRequest", "Need", "Parameters", "Study", "param_id"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,11 @@ class Family:
         labels: ``labels(core, family_options) -> {kind: tokens}``: the regions, languages and
             templates its gate ids name (``region``: slugs, ``language``: codes such as ``hin_Deva``,
             ``template``: ids), so reports label gates without importing family vocabularies.
+        needs: ``needs(call, study) -> [Need]``: the study slices a selected test (a
+            :class:`~t2i_fairness.spine.plan.GateCall`: function name and parameters) reads, each
+            with the images the study asks for, computed by the study itself (no generation); a test
+            it does not know gets every slice its parameters allow. ``None``: the family's images
+            cannot be planned (its gates generate as they run).
     """
 
     name: str
@@ -78,6 +89,7 @@ class Family:
     parameters: Callable[[set[str], T2IOptions, Any], Sequence[Parameters]] | None = None
     header: Callable[[T2IOptions, Any], str | None] | None = None
     labels: Callable[[T2IOptions, Any], Mapping[str, Iterable[str]]] | None = None
+    needs: Callable[[GateCall, Any], Sequence[Need]] | None = None
     doc: str = field(default="", compare=False)
 
 

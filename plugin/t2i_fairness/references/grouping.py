@@ -167,6 +167,28 @@ def images_per_prompt_for(template: str, n: int, country_index: int = 0, countri
     return (n - country_index + countries - 1) // countries
 
 
+def group_prompts(prompts: Sequence[Prompt], template: str, region: str | None = None,
+                  object: str | None = None) -> list[Prompt]:
+    """The prompts whose images :func:`group_generated` can put in the group of ``region`` and ``object``.
+
+    ``None`` means any. ``{object}`` prompts name no region: every region's group samples from all
+    of them (DIG In 4.2), so a region takes every ``{object}`` prompt, an object-region its object's.
+
+    Example:
+        >>> from t2i_fairness.vocab.geode import GEODE_REGIONS
+        >>> space = PromptSpace({"bag": "bag", "car": "car"}, GEODE_REGIONS[:2])
+        >>> [p.text for p in group_prompts(space.prompts("object_in_region"), "object_in_region", "africa")]
+        ['bag in Africa', 'car in Africa']
+        >>> [p.text for p in group_prompts(space.prompts("object"), "object", "africa")]
+        ['bag', 'car']
+        >>> [p.text for p in group_prompts(space.prompts("object"), "object", "africa", "car")]
+        ['car']
+    """
+    if template == "object":
+        return [p for p in prompts if object is None or p.object == object]
+    return [p for p in prompts if (region is None or p.region == region) and (object is None or p.object == object)]
+
+
 @dataclass(frozen=True)
 class PromptImages:
     """A prompt with its generated images."""
@@ -175,24 +197,35 @@ class PromptImages:
     images: list
 
 
-def prompt_images(bench, template: str, space: PromptSpace | None = None) -> list[PromptImages]:
-    """The images of a template's prompts over ``space`` (default: the run's GeoDE objects and regions).
-
-    Generated on first request (``bench.images``), then shared by every study of the session
-    (DIG In and Decomposed-DIG ask for the same prompts).
-    """
+def _slice(options, template: str, space: PromptSpace | None, region: str | None,
+           object: str | None) -> tuple[list[Prompt], list[int]]:
+    """The prompts of a template's group (all of them by default) and each prompt's image count
+    (a country prompt takes its turn of its region's n images: :func:`images_per_prompt_for`)."""
     from t2i_fairness.vocab.geode import GEODE_REGIONS
 
-    space = space or PromptSpace({o: GEODE_OBJECTS[o] for o in bench.options.objects}, GEODE_REGIONS)
-    key = ("prompt_images", template, tuple(space.objects.items()), space.regions)
+    space = space or PromptSpace({o: GEODE_OBJECTS[o] for o in options.objects}, GEODE_REGIONS)
+    prompts = group_prompts(space.prompts(template), template, region, object)
+    countries = {r.slug: r.countries for r in space.regions}
+    counts = [images_per_prompt_for(template, options.images_per_prompt, countries[p.region].index(p.country),
+                                    len(countries[p.region]))
+              if p.country else images_per_prompt_for(template, options.images_per_prompt)
+              for p in prompts]
+    return prompts, counts
+
+
+def prompt_images(bench, template: str, space: PromptSpace | None = None, region: str | None = None,
+                  object: str | None = None) -> list[PromptImages]:
+    """The images of a template's prompts over ``space`` (default: the run's GeoDE objects and regions),
+    restricted to the group of ``region`` / ``object`` when given (:func:`group_prompts`).
+
+    Generated on first request (``bench.images``), then shared by every study of the session
+    (DIG In and Decomposed-DIG ask for the same prompts). :func:`prompt_requests` says which
+    images this asks for without generating them.
+    """
+    prompts, counts = _slice(bench.options, template, space, region, object)
+    key = ("prompt_images", template, tuple(p.text for p in prompts), tuple(counts))
 
     def make() -> list[PromptImages]:
-        prompts = space.prompts(template)
-        countries = {r.slug: r.countries for r in space.regions}
-        counts = [images_per_prompt_for(template, bench.options.images_per_prompt,
-                                        countries[p.region].index(p.country), len(countries[p.region]))
-                  if p.country else images_per_prompt_for(template, bench.options.images_per_prompt)
-                  for p in prompts]
         refs: dict[int, list] = {}
         for n in sorted(set(counts), reverse=True):  # one request per image count (country prompts differ by one)
             idx = [i for i, c in enumerate(counts) if c == n]
@@ -242,3 +275,23 @@ def truncation_line(truncation) -> str:
         return f"generator's tokenizer: truncation not counted ({truncation.encoder})"
     lost = f", up to {truncation.max_lost} tokens lost" if truncation.truncated else ""
     return f"generator's tokenizer: {truncation.cell()} prompts truncated ({truncation.encoder}){lost}"
+
+
+def prompt_requests(options, template: str, space: PromptSpace | None = None, region: str | None = None,
+                    object: str | None = None):
+    """The image requests :func:`prompt_images` makes with the same arguments (nothing is generated).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> o = SimpleNamespace(objects=("bag",), images_per_prompt=6)
+        >>> [(r.prompt, r.n) for r in prompt_requests(o, "object_in_country", region="africa")]
+        [('bag in Nigeria', 2), ('bag in South Africa', 2), ('bag in Egypt', 2)]
+    """
+    from t2i_fairness.spine.plan import requests_of
+
+    prompts, counts = _slice(options, template, space, region, object)
+    out = []
+    for n in sorted(set(counts), reverse=True):  # the very calls prompt_images makes, one per image count
+        if n:
+            out += requests_of([p.text for p, c in zip(prompts, counts) if c == n], n)
+    return tuple(out)

@@ -161,9 +161,37 @@ class ImageFactory:
                 with lock:
                     advance(self._make(generator, batch))
 
-    def _make(self, generator, batch: list[ImageRef]) -> int:
-        """Generate one canonical batch and write the images still missing; returns how many were written."""
-        todo = [r for r in batch if _image_is_sound(r.path) is not True]
+    def make_batch(self, batch: Sequence[ImageRef], only: Sequence[ImageRef] | None = None, wait: bool = True) -> int | None:
+        """Generate one canonical batch under its lock (the lock the pytest path takes) and write its
+        missing images, or only those of ``only``; the batch is generated whole, so the bytes are the
+        pytest path's. Returns how many images were written, or ``None`` when ``wait`` is false and
+        another process holds the batch.
+
+        Raises:
+            ModelLoadError: the generator cannot be loaded; anything the generator raises.
+        """
+        batch = list(batch)
+        lock = self.cache.lock(batch[0].path.with_suffix(f".b{len(batch)}"))
+        try:
+            lock.acquire(timeout=-1 if wait else 0)
+        except Exception:  # filelock.Timeout: another process is making this batch
+            return None
+        try:
+            for r in batch:
+                self.cache.fetch(r.path)
+            generator = self.source.get()
+            check = getattr(generator, "check_available", None)
+            if check is not None:
+                check([r.prompt for r in batch], [r.seed for r in batch])
+            return self._make(generator, batch, only)
+        finally:
+            lock.release()
+
+    def _make(self, generator, batch: list[ImageRef], only: Sequence[ImageRef] | None = None) -> int:
+        """Generate one canonical batch and write the images still missing (of ``only`` when given);
+        returns how many were written."""
+        wanted = set(batch if only is None else only)
+        todo = [r for r in batch if r in wanted and _image_is_sound(r.path) is not True]
         if not todo:
             return 0
         images = generator.generate([r.prompt for r in batch], [r.seed for r in batch])

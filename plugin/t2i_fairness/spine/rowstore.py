@@ -1303,14 +1303,11 @@ class FeatureRows:
     up in the old per-file layout (``features/<namespace>/<kk>/<key>.npy``, locally and in the old
     shared layout) and copied in.
 
-    ``Workbench.features`` becomes (``self.feature_rows = FeatureRows(self.cache)`` in ``__init__``,
-    and ``self.feature_rows.close()`` when the session's Workbench is torn down, in every worker)::
-
-        namespace = content_key(encoder=encoder.fingerprint)[:16]
-        kind = "features:" + getattr(encoder, "kind", re.split(r"[:/]", encoder.fingerprint)[0])
-        return self.feature_rows.rows(namespace, [r.key for r in refs],
-                                      lambda idx: encode([refs[i].load() for i in idx]),
-                                      kind=kind, batch_size=batch_size, progress=self.progress, desc=desc)
+    ``Workbench.features`` stores its rows here: ``Workbench.__init__`` makes ``FeatureRows(cache)``,
+    ``Workbench.features`` runs the one cache loop (:class:`~t2i_fairness.spine.memo.Memo`) over
+    :meth:`entries` of the encoder's namespace, and ``Workbench.close()`` (the ``t2i`` fixture's
+    teardown, in every worker) closes the store. :meth:`rows` is the same loop, for callers without
+    a Workbench.
 
     Args:
         cache: the session's ``Cache`` (uses its ``root``, ``stats``, ``path``, ``fetch`` and, when
@@ -1426,24 +1423,26 @@ class FeatureRows:
             >>> FeatureRows(cache).rows("e", [], lambda idx: None, kind="features:x").shape
             (0, 0)
         """
-        keys = list(keys)
-        rows = self.get_many(namespace, keys)
-        todo = [i for i, row in enumerate(rows) if row is None]
-        stats = self.cache.stats
-        stats.reused[kind] = stats.reused.get(kind, 0) + len(rows) - len(todo)
-        if todo:
-            with (progress or _silent)(len(todo), desc) as advance:
-                for start in range(0, len(todo), batch_size):
-                    chunk = todo[start : start + batch_size]
-                    feats = np.asarray(compute(chunk), dtype=np.float32)
-                    if len(feats) != len(chunk):
-                        raise RowStoreError(f"compute returned {len(feats)} rows for {len(chunk)} keys")
-                    self.store.put_many(namespace, [(keys[i], f) for i, f in zip(chunk, feats)])
-                    for i, f in zip(chunk, feats):
-                        rows[i] = f
-                    advance(len(chunk))
-            stats.computed[kind] = stats.computed.get(kind, 0) + len(todo)
+        from t2i_fairness.spine.memo import Memo
+
+        memo = Memo(self.cache, "features", namespace, label=kind, entries=self.entries(namespace))
+        rows = memo.get_many(list(keys), lambda idx: _float_rows(compute(idx), len(idx)), batch_size=batch_size,
+                             progress=progress, desc=desc)
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
+
+    def entries(self, namespace: str) -> "RowEntries":
+        """The rows of one namespace as a :class:`~t2i_fairness.spine.memo.Memo` backend.
+
+        Example:
+            >>> import tempfile
+            >>> from types import SimpleNamespace
+            >>> rows = FeatureRows(SimpleNamespace(root=tempfile.mkdtemp(), remote=None, stats=SimpleNamespace(corrupt=[])),
+            ...                    legacy=False)
+            >>> e = rows.entries("enc"); e.store(["k"], [np.ones(2)]); e.lookup(["k", "x"])[0].tolist(), e.lookup(["x"])
+            ([1.0, 1.0], [None])
+            >>> rows.close()
+        """
+        return RowEntries(self, namespace)
 
     def close(self) -> None:
         """Upload to the shared tier what it lacks; fsync and close (call at session end, every worker).
@@ -1549,6 +1548,22 @@ def migrate_legacy_features(cache, rows: FeatureRows | None = None, delete: bool
     return imported
 
 
-@contextlib.contextmanager
-def _silent(total: int, desc: str):
-    yield lambda n: None
+class RowEntries:
+    """One namespace of a :class:`FeatureRows` as a :class:`~t2i_fairness.spine.memo.Memo` backend
+    (``lookup(keys)``, ``store(keys, values)``: one ``put_many`` per batch)."""
+
+    def __init__(self, rows: FeatureRows, namespace: str):
+        self.rows, self.namespace = rows, namespace
+
+    def lookup(self, keys: Sequence[str]) -> list[np.ndarray | None]:
+        return self.rows.get_many(self.namespace, keys)
+
+    def store(self, keys: Sequence[str], values: Sequence) -> None:
+        self.rows.put_many(self.namespace, keys, values)
+
+
+def _float_rows(made, n: int) -> list[np.ndarray]:
+    feats = np.asarray(made, dtype=np.float32)
+    if len(feats) != n:
+        raise RowStoreError(f"compute returned {len(feats)} rows for {n} keys")
+    return list(feats)

@@ -18,10 +18,14 @@ from t2i_fairness.spine import identity
 from t2i_fairness.spine.cache import Cache, content_key, decode_array, encode_array
 from t2i_fairness.spine.memo import Memo, namespace_of, no_progress
 
+from t2i_fairness.spine.rowstore import FeatureRows
+
 _no_progress = no_progress  # the name the project's tests import
 from t2i_fairness.spine.generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
 from t2i_fairness.generators import GenerationSettings, GeneratorSource, resolve_generator
 from t2i_fairness.spine.options import T2IOptions, resolve_device
+
+_no_progress = no_progress  # the name older tests and scripts import from here
 
 
 class Workbench:
@@ -32,12 +36,15 @@ class Workbench:
         progress: progress display for long work (a tqdm bar by default).
         fatal: called with the message when a model cannot be loaded (the plugin ends the session).
         wrap: wraps the generator source (``--t2i-canary``).
+        generate_on: the device whose images to name when it is not this machine's (``t2i-fairness
+            generate --engine ray`` plans on the driver what GPU workers make: CUDA images are fp16,
+            so their keys differ); scorers stay on this machine's device.
     """
 
     def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None,
-                 wrap: Callable[[GeneratorSource], GeneratorSource] | None = None):
+                 wrap: Callable[[GeneratorSource], GeneratorSource] | None = None, generate_on: str | None = None):
         self.options = options
-        self.fatal = fatal  # called with the message when a model cannot be loaded (the plugin ends the session)
+        self.fatal = fatal
         self.device = resolve_device(options.device)
         self.cache = _make_cache(options.cache_dir, options.cache_mirror)
         self.cache.check_writable()
@@ -49,7 +56,7 @@ class Workbench:
         self.cache.stats.digests = self.digests.stats
         with identity.using(self.digests):
             self.source: GeneratorSource = resolve_generator(
-                options.model, settings, self.device, lambda prompt, index: derive_seed(prompt, index, options.seed),
+                options.model, settings, generate_on or self.device, lambda prompt, index: derive_seed(prompt, index, options.seed),
                 revision=getattr(options, "model_revision", None),
             )
             if wrap is not None:  # e.g. a canary (t2i_fairness.canaries): its fingerprint keeps its images apart
@@ -62,6 +69,7 @@ class Workbench:
                            "what was cached under them is used again")
         self.cache.stats.identity.extend(self.source.notes)
         self.factory = ImageFactory(self.source, self.cache, options.seed, self.progress)
+        self.feature_rows = FeatureRows(self.cache)  # features: rows in segment files, not a file per row
         self._scorers: dict[str, object] = {}
         self._shared: dict = {}
         self._versions = identity.library_versions()
@@ -115,20 +123,29 @@ class Workbench:
         desc: str = "encoding",
         encode: Callable[[Sequence[Image.Image]], np.ndarray] | None = None,
     ) -> np.ndarray:
-        """Features of images, cached per (image key, encoder fingerprint); (n, dim) float32.
+        """Features of images, cached per (image key, encoder fingerprint) in the feature row store
+        (:class:`~t2i_fairness.spine.rowstore.FeatureRows`); (n, dim) float32.
 
         ``encode`` defaults to ``encoder.encode_images``; pass another method of the same encoder
         (with a distinct ``kind`` in its fingerprint) to cache a different view.
         """
         encode = encode or encoder.encode_images
         kind = "features:" + getattr(encoder, "kind", re.split(r"[:/]", encoder.fingerprint)[0])
-        memo = Memo(self.cache, "features", namespace_of(encoder=encoder.fingerprint), ".npy", encode_array, decode_array, kind)
+        namespace = namespace_of(encoder=encoder.fingerprint)
+        memo = Memo(self.cache, "features", namespace, label=kind, entries=self.feature_rows.entries(namespace))
 
         def compute(idx: list[int]) -> list[np.ndarray]:
             return list(np.asarray(encode([refs[i].load() for i in idx]), dtype=np.float32))
 
         rows = memo.get_many([r.key for r in refs], compute, batch_size=batch_size, progress=self.progress, desc=desc)
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
+
+    def close(self) -> None:
+        """Flush and close the feature row store (uploading to the shared tier); idempotent.
+
+        The ``t2i`` fixture calls it at teardown, before the cache statistics are merged.
+        """
+        self.feature_rows.close()
 
     def memo(self, kind: str, namespace: str, suffix: str, encode, decode, label: str | None = None) -> Memo:
         """A :class:`~t2i_fairness.spine.memo.Memo` on this session's cache."""

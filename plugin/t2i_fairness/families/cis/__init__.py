@@ -24,6 +24,12 @@ def _parameters(names: set[str], core, options) -> list[Parameters]:
     return [Parameters(("cis_k",), [(k,) for k in options.ks], [f"k{k}" for k in options.ks])]
 
 
+def _needs(call, study):
+    from t2i_fairness.families.cis.study import needs
+
+    return needs(call, study)
+
+
 def _header(core, o) -> str:
     fid = f"FID reference {o.fid_reference}" if o.fid_reference else "no FID reference"
     return (f"t2i-fairness CIS: K={','.join(map(str, o.ks))}; {o.prompts} prompts per K, {o.images} images per prompt; "
@@ -42,5 +48,6 @@ FAMILY = Family(
     resolve=resolve,
     parameters=_parameters,
     header=_header,
+    needs=_needs,
     doc="The session's Components Inclusion Score study (:class:`~t2i_fairness.families.cis.study.CisStudy`).",
 )

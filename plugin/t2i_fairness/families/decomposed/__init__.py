@@ -57,6 +57,12 @@ def _header(core, options) -> str:
             f"segmentations excluded ({options.limit_source}){bg}")
 
 
+def _needs(call, study):
+    from t2i_fairness.families.decomposed.study import needs
+
+    return needs(call, study)
+
+
 def _labels(core, options) -> dict:
     from t2i_fairness.references.library import reference_regions
 
@@ -75,6 +81,7 @@ FAMILY = Family(
     parameters=_parameters,
     header=_header,
     labels=_labels,
+    needs=_needs,
     doc="The session's Decomposed-DIG study: ``decomposed.scores(reference, template)``, ``.real(reference)``, "
         "``.diagnostics(reference, template)``, ``.models()``.",
 )

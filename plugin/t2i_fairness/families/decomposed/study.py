@@ -204,11 +204,29 @@ class DecomposedStudy(Study):
         return self._once(("real", name), make)
 
     # -- generated side and scores ---------------------------------------------------------------
-    def scores(self, name: str, template: str) -> DecomposedScores:
-        """Obj-only, BG-only and Full precision/coverage per region of one template."""
+    def scores(self, name: str, template: str, region: str | None = None) -> DecomposedScores:
+        """Obj-only, BG-only and Full precision/coverage per region of one template; with ``region``,
+        of that region alone (its prompts only are generated, segmented and encoded), unless the
+        whole template is already computed."""
+        if region is not None and not self._set_scope():
+            if ("scores", name, template) in self._memo:
+                return self._memo[("scores", name, template)]
+            return self._once(("scores", name, template, region), lambda: self._scores(name, template, region))
         return self._once(("scores", name, template), lambda: self._scores(name, template))
 
-    def _scores(self, name: str, template: str) -> DecomposedScores:
+    def _set_scope(self) -> bool:
+        """Generated duplicates looked for over the whole template before grouping (``--t2i-dedupe-scope set``
+        with a ``--t2i-fake-dedupe`` other than ``none``): a region's rows then depend on every region's images."""
+        return self.fake_dedupe() != "none" and getattr(self.bench.options, "dedupe_scope", "set") == "set"
+
+    def requests(self, name: str, template: str, region: str | None = None):
+        """The images :meth:`scores` asks for with the same arguments (nothing generated)."""
+        from t2i_fairness.references.grouping import PromptSpace, prompt_requests
+
+        space = PromptSpace.from_reference(self.reference_sets[name], self.bench.options.objects)
+        return prompt_requests(self.bench.options, template, space, None if self._set_scope() else region)
+
+    def _scores(self, name: str, template: str, only: str | None = None) -> DecomposedScores:
         from t2i_fairness.families.decomposed.masks import background_patch_counts, generated_items
         from t2i_fairness.families.decomposed.rules import background_misses, has_features, score_setup
         from t2i_fairness.metrics.manifold import dedupe_index
@@ -217,7 +235,7 @@ class DecomposedStudy(Study):
         o = self.bench.options
         ref = self.reference_sets[name]
         real = self.real(name)
-        images = prompt_images(self.bench, template, PromptSpace.from_reference(ref, o.objects))
+        images = prompt_images(self.bench, template, PromptSpace.from_reference(ref, o.objects), only)
         items = generated_items(images, object_words)
         feats = dict(self._features(items, template))
         row = {it.key: i for i, it in enumerate(items)}
@@ -245,6 +263,8 @@ class DecomposedStudy(Study):
         out = DecomposedScores(template, {}, items, feats, {}, {}, {}, real=real, bg_unsegmented=unsegmented,
                                truncation=template_truncation(self.bench, template, PromptSpace.from_reference(ref, o.objects)))
         for region, rows in group_generated(pairs, template, ref, "region", o.seed).items():
+            if only is not None and region != only:
+                continue
             rows = np.asarray(rows, dtype=int)
             keep = np.array([items[i].object not in excluded for i in rows], dtype=bool)
             out.dropped[region] = int((~keep).sum())
@@ -294,3 +314,25 @@ class DecomposedStudy(Study):
             return out
 
         return self._once(("diagnostics", name, template), make)
+
+
+def needs(call, study: DecomposedStudy) -> list:
+    """What a Decomposed-DIG gate reads: the reference's masks and features (first), then one region
+    of a template (``[ref-template-region]``), every region (``[ref-template]``, ``[ref-template-setup-metric]``)
+    or both templates (``[ref]``)."""
+    from t2i_fairness.spine.plan import Need
+
+    p = call.params
+    if "reference" not in p:
+        return []
+    name = p["reference"]
+    out = [Need("real", (name,), first=True)]
+    templates = [p["template"]] if "template" in p else list(DECOMPOSED_TEMPLATES)
+    for template in templates:
+        if call.test == "test_decomposed_diagnostics":
+            out.append(Need("diagnostics", (name, template), study.requests(name, template)))
+        elif p.get("region") is not None:
+            out.append(Need("scores", (name, template, p["region"]), study.requests(name, template, p["region"])))
+        else:
+            out.append(Need("scores", (name, template), study.requests(name, template)))
+    return out

@@ -44,6 +44,12 @@ def _parameters(names: set[str], core, options) -> list[Parameters]:
     return [Parameters(argnames, values, ids)]
 
 
+def _needs(call, study):
+    from t2i_fairness.families.dig_in.study import needs
+
+    return needs(call, study)
+
+
 def _labels(core, options) -> dict:
     from t2i_fairness.references.library import reference_regions
     from t2i_fairness.vocab.geode import TEMPLATES
@@ -61,5 +67,6 @@ FAMILY = Family(
     options=OPTIONS,
     parameters=_parameters,
     labels=_labels,
+    needs=_needs,
     doc="The session's DIG In study: ``dig_in.scores(reference, template)``, ``dig_in.clipscores(template)``.",
 )

@@ -1,20 +1,25 @@
 """The DIG In study: reference features, per-group manifolds, precision/coverage and CLIP consistency.
 
 Plain Python over a :class:`~t2i_fairness.spine.workbench.Workbench` (no pytest): the ``dig_in``
-fixture is one :class:`DigInStudy` per session, and each number is computed on first request.
+fixture is one :class:`DigInStudy` per session, and each number is computed on first request, for
+the group asked: ``scores(ref, template).region["africa"]`` generates and encodes Africa's prompts
+only (for the ``{object}`` template, every ``{object}`` prompt, which every region samples from);
+the worst-region and disparity gates read every region. :meth:`DigInStudy.requests` says which
+images a group asks for, from the same prompt slices (``references.grouping``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Hashable, Iterator, Mapping
 
 import numpy as np
 
 from t2i_fairness.families.base import Study
 from t2i_fairness.metrics.manifold import Membership, dedupe_index, membership, precision_coverage
-from t2i_fairness.references.grouping import PromptImages, PromptSpace, group_generated, prompt_images, template_truncation
+from t2i_fairness.references.grouping import (PromptImages, PromptSpace, group_generated, prompt_images,
+                                              prompt_requests, template_truncation)
 from t2i_fairness.references.library import ReferenceLibrary
 from t2i_fairness.spine.generation import ImageRef
 from t2i_fairness.vocab.geode import GEODE_OBJECTS
@@ -167,12 +172,53 @@ def score_group(m, fake: np.ndarray, *, dedupe: str = "drop_all", bootstrap: boo
     return GroupScore(pc["precision"], pc["coverage"], int(kept.size), len(m.radii), member, total)
 
 
+class LazyGroups(Mapping):
+    """Groups whose keys are known up front and whose scores are computed on first access, once.
+
+    ``key in groups`` and iterating the keys compute nothing; ``groups[key]``, ``.items()`` and
+    ``.values()`` compute what they touch.
+
+    Example:
+        >>> made = []
+        >>> g = LazyGroups(["a", "b"], lambda k: made.append(k) or k.upper())
+        >>> "a" in g, list(g), made
+        (True, ['a', 'b'], [])
+        >>> g["b"], g["b"], made
+        ('B', 'B', ['b'])
+    """
+
+    def __init__(self, keys, make: Callable[[Hashable], object]):
+        self._keys = list(keys)
+        self._known = set(self._keys)
+        self._make = make
+        self._done: dict = {}
+
+    def __getitem__(self, key):
+        if key not in self._known:
+            raise KeyError(key)
+        if key not in self._done:
+            self._done[key] = self._make(key)
+        return self._done[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __contains__(self, key) -> bool:
+        return key in self._known
+
+    def __repr__(self) -> str:
+        return f"LazyGroups({self._keys!r}, computed={list(self._done)!r})"
+
+
 @dataclass
 class DigScores:
-    """Precision and coverage of one template against one reference set."""
+    """Precision and coverage of one template against one reference set, per group, computed on access."""
 
-    region: dict[str, GroupScore] = field(default_factory=dict)
-    object_region: dict[tuple[str, str], GroupScore] = field(default_factory=dict)
+    region: Mapping[str, GroupScore] = field(default_factory=dict)
+    object_region: Mapping[tuple[str, str], GroupScore] = field(default_factory=dict)
     truncation: object = None  # the generator's truncation of the template's prompts (metrics.truncation.Truncation)
 
 
@@ -200,14 +246,42 @@ class DigInStudy(Study):
     def reference_sets(self):
         return self.library.sets
 
-    def images(self, template: str, space: PromptSpace | None = None) -> list[PromptImages]:
-        """The template's prompts with their images (``space`` defaults to the run's GeoDE objects)."""
-        return prompt_images(self.bench, template, space)
+    def images(self, template: str, space: PromptSpace | None = None, region: str | None = None,
+               object: str | None = None) -> list[PromptImages]:
+        """The template's prompts with their images (``space`` defaults to the run's GeoDE objects),
+        only those of the group of ``region`` / ``object`` when given."""
+        return prompt_images(self.bench, template, space, region, object)
+
+    def space(self, name: str) -> PromptSpace:
+        """The prompt space of reference set ``name`` (its objects among the run's, its regions)."""
+        return PromptSpace.from_reference(self.reference_sets[name], self.bench.options.objects)
+
+    def requests(self, name: str | None, template: str, region: str | None = None, object: str | None = None):
+        """The images a group of reference set ``name`` (``None``: the consistency indicator's GeoDE
+        prompts) asks for: the same slice as :meth:`images`, nothing generated."""
+        space = None if name is None else self.space(name)
+        if name is not None and self._set_scope():
+            region, object = None, None  # set-scope dedupe: a group's rows depend on the whole template's images
+        return prompt_requests(self.bench.options, template, space, region, object)
 
     # -- Region and Object-Region indicators (4.2-4.3) ----------------------------------------------
     def scores(self, name: str, template: str) -> DigScores:
-        """Precision and coverage of every region and object-region of reference set ``name``."""
+        """Precision and coverage of every region and object-region of reference set ``name``
+        (each group computed on first access)."""
         return self._once(("scores", name, template), lambda: self._scores(name, template))
+
+    def group_scores(self, name: str, template: str, object: str | None = None, region: str | None = None) -> list:
+        """The groups a gate with these parameters reads, computed: one object-region, an object's
+        regions, one region, or every region (the worst-region and disparity gates)."""
+        sc = self.scores(name, template)
+        if object is not None:
+            keys = [k for k in sc.object_region if k[0] == object and (region is None or k[1] == region)]
+            return [sc.object_region[k] for k in keys]
+        return [sc.region[r] for r in sc.region if region is None or r == region]
+
+    def reference_features(self, name: str) -> int:
+        """Encode reference set ``name`` for the region gates (shared by every group); returns the count."""
+        return len(self.library.features(name, "inception").features)
 
     def _group(self, m, fake: np.ndarray, group: str, n_generated: int | None = None) -> GroupScore:
         """One group's score and the ball membership its intervals come from; with ``--t2i-dedupe-scope set``
@@ -226,51 +300,84 @@ class DigInStudy(Study):
     def _scores(self, name: str, template: str) -> DigScores:
         o = self.bench.options
         ref = self.reference_sets[name]
+        space = self.space(name)
         real = self.library.features(name, "inception")
-        items = self.images(template, PromptSpace.from_reference(ref, o.objects))
+        by_pair = ref.groups_by_object_region()
+        pairs = [(obj, r) for (obj, r), records in by_pair.items()
+                 if obj in space.objects and len(real.kept(records)) >= o.nearest_k + 2]  # smaller: reported by the test
+        return DigScores(
+            region=LazyGroups(ref.regions, lambda region: self._region(name, template, region)),
+            object_region=LazyGroups(pairs, lambda key: self._object_region(name, template, *key)),
+            truncation=template_truncation(self.bench, template, space),
+        )
+
+    def _set_scope(self) -> bool:
+        """Generated duplicates are looked for over all of a template's images before grouping (DIG In's
+        ``get_features_inceptionv3.py``; ``--t2i-dedupe-scope set``): then every group's rows depend on
+        the whole template, so a group reads (and a plan asks for) all of the template's images."""
+        o = self.bench.options
+        return getattr(o, "dedupe_scope", "set") == "set" and fake_dedupe(o) != "none"
+
+    def _generated(self, name: str, template: str, by: str, region: str | None, object: str | None) -> dict:
+        """``group_generated`` over the prompts of the group (:func:`group_prompts`):
+        ``{group: (features, images before the set-scope dedupe or None)}``."""
+        o = self.bench.options
+        real = self.library.features(name, "inception")
+        items = self.images(template, self.space(name), region, object)
         refs = [im for it in items for im in it.images]
         feats = self.bench.features(real.encoder, refs, desc=f"Inception {template}")
         row = {im.key: i for i, im in enumerate(refs)}
         pairs = [(it.prompt, [row[im.key] for im in it.images]) for it in items]
         alive = None
-        if getattr(o, "dedupe_scope", "set") == "set":
+        if self._set_scope():
             # DIG In (get_features_inceptionv3.py): duplicates over all of the template's images, before grouping
             labels = [it.prompt.region or "-" for it in items for _ in it.images]
             alive = np.zeros(len(refs), bool)
             alive[dedupe_index(feats, fake_dedupe(o), groups=labels) if len(refs) else []] = True
+        groups = group_generated(pairs, template, self.reference_sets[name], by, o.seed)
+        if alive is None:
+            return {g: (feats[rows], None) for g, rows in groups.items()}
+        return {g: (feats[[r for r in rows if alive[r]]], len(rows)) for g, rows in groups.items()}
 
-        def score(m, fake_rows, group):
-            if alive is None:
-                return self._group(m, feats[fake_rows], group)
-            kept = [r for r in fake_rows if alive[r]]
-            return self._group(m, feats[kept], group, n_generated=len(fake_rows))
+    def _region(self, name: str, template: str, region: str) -> GroupScore:
+        real = self.library.features(name, "inception")
+        if template == "object" or self._set_scope():
+            # every region samples its object mix from all {object} images (seeded per region); with set-scope
+            # de-duplication every group's rows depend on the whole template's images
+            fake = self._once(("template_groups", name, template, "region"),
+                              lambda: self._generated(name, template, "region", None, None))
+        else:
+            fake = self._generated(name, template, "region", region, None)
+        m = real.manifold(f"region:{region}", self.reference_sets[name].groups_by_region()[region])
+        rows, n_generated = fake[region]
+        return self._group(m, rows, region, n_generated)
 
-        scores = DigScores(truncation=template_truncation(self.bench, template, PromptSpace.from_reference(ref, o.objects)))
-        for region, fake_rows in group_generated(pairs, template, ref, "region", o.seed).items():
-            m = real.manifold(f"region:{region}", ref.groups_by_region()[region])
-            scores.region[region] = score(m, fake_rows, region)
-        by_pair = ref.groups_by_object_region()
-        for (obj, region), fake_rows in group_generated(pairs, template, ref, "object_region", o.seed).items():
-            records = by_pair[(obj, region)]
-            if len(real.kept(records)) < o.nearest_k + 2:
-                continue  # reported by the test as too small a group
-            m = real.manifold(f"object_region:{obj}:{region}", records)
-            scores.object_region[(obj, region)] = score(m, fake_rows, f"{obj}/{region}")
-        return scores
+    def _object_region(self, name: str, template: str, obj: str, region: str) -> GroupScore:
+        real = self.library.features(name, "inception")
+        if self._set_scope():
+            fake = self._once(("template_groups", name, template, "object_region"),
+                              lambda: self._generated(name, template, "object_region", None, None))
+        else:
+            fake = self._generated(name, template, "object_region", region, obj)
+        m = real.manifold(f"object_region:{obj}:{region}", self.reference_sets[name].groups_by_object_region()[(obj, region)])
+        rows, n_generated = fake[(obj, region)]
+        return self._group(m, rows, f"{obj}/{region}", n_generated)
 
     # -- Object Consistency (4.4) ----------------------------------------------------------------------
-    def clipscores(self, template: str) -> list[ScoredImage]:
-        """One :class:`ScoredImage` per generated image of the template.
+    def clipscores(self, template: str, region: str | None = None) -> list[ScoredImage]:
+        """One :class:`ScoredImage` per generated image of the template (of ``region``'s prompts when given).
 
         The score is the raw cosine between the image's CLIP embedding and the CLIP embedding of the
         object name alone ("cooking pot"), as DIG In's consistency indicator uses it.
         """
+        if region is not None and ("clipscores", template, None) in self._memo:
+            return [s for s in self._memo[("clipscores", template, None)] if s.region == region]
 
         def make() -> list[ScoredImage]:
             from t2i_fairness.metrics.consistency import cosine_similarities
 
             clip = self.bench.scorer("clip")
-            items = self.images(template)
+            items = self.images(template, None, region)
             refs = [r for item in items for r in item.images]
             labels = [item.prompt for item in items for _ in item.images]
             image_emb = self.bench.features(clip, refs, desc=f"CLIP {template}")
@@ -278,4 +385,25 @@ class DigInStudy(Study):
             scores = np.asarray(cosine_similarities(image_emb, text_emb))
             return [ScoredImage(p.object, p.region, float(s), r) for p, s, r in zip(labels, scores, refs)]
 
-        return self._once(("clipscores", template), make)
+        return self._once(("clipscores", template, region), make)
+
+
+def needs(call, study: DigInStudy) -> list:
+    """What a DIG In gate reads (:class:`~t2i_fairness.spine.plan.Need`): a group and its images.
+
+    ``test_object_consistency[template-region]`` reads the region's prompts (all of them without a
+    region); a region gate ``[ref-template(-object)(-region)]`` the group its parameters name, every
+    region when it names none (worst region, disparity).
+    """
+    from t2i_fairness.spine.plan import Need
+
+    p = call.params
+    out = []
+    if "reference" in p and "template" in p:
+        name, template, obj, region = p["reference"], p["template"], p.get("object"), p.get("region")
+        out.append(Need("reference_features", (name,), first=True))
+        out.append(Need("group_scores", (name, template, obj, region), study.requests(name, template, region, obj)))
+    elif "template" in p:
+        template, region = p["template"], p.get("region")
+        out.append(Need("clipscores", (template, region), study.requests(None, template, region)))
+    return out

@@ -27,6 +27,12 @@ def _parameters(names: set[str], core, selection) -> list[Parameters]:
     return out
 
 
+def _needs(call, study):
+    from t2i_fairness.families.indic_tti.study import needs
+
+    return needs(call, study)
+
+
 def _header(core, sel) -> str:
     note = f" [{sel.prompts.comments[0]}]" if sel.prompts.comments else ""
     return (f"t2i-fairness IndicTTI: {sel.prompts.source}{note}; {len(sel.prompts.prompt_ids)} prompt ids x "
@@ -53,5 +59,6 @@ FAMILY = Family(
     parameters=_parameters,
     header=_header,
     labels=_labels,
+    needs=_needs,
     doc="The session's IndicTTI evaluation: ``indic.scores(lang)``, ``indic.scal(a, b)``, ``indic.scal_matrix()``.",
 )

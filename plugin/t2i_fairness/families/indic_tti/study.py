@@ -293,6 +293,13 @@ class IndicEvaluation(Study):
 
         return self._once(("truncation", code), make)
 
+    def requests(self, lang: str):
+        """The image requests :meth:`images` makes for ``lang`` (nothing generated)."""
+        from t2i_fairness.spine.plan import requests_of
+
+        code = self._check(lang)
+        return requests_of([self.prompts.get(pid, code).text for pid in self.prompt_ids], self.n_images)
+
     def _flat(self, lang: str) -> list[ImageRef]:
         return [r for row in self.images(lang) for r in row]
 
@@ -445,3 +452,18 @@ class IndicEvaluation(Study):
     def measured(self) -> tuple[str, ...]:
         """The languages whose indicators are computed, in :attr:`languages` order."""
         return tuple(code for code in self.languages if code in self._scores)
+
+
+def needs(call, study: IndicEvaluation) -> list:
+    """What an IndicTTI test reads: its language (``indic_language``), or English and its language
+    (``indic_non_english``: the comparisons with English); any other test every language (the SCAL matrix)."""
+    from t2i_fairness.spine.plan import Need
+
+    p = call.params
+    if "indic_language" in p:
+        langs = [p["indic_language"]]
+    elif "indic_non_english" in p:
+        langs = [ENGLISH, p["indic_non_english"]]
+    else:
+        langs = list(study.languages)
+    return [Need("scores", (lang,), tuple(study.requests(lang))) for lang in langs]

@@ -32,6 +32,12 @@ def _parameters(names: set[str], core, s) -> list[Parameters]:
     return out
 
 
+def _needs(call, study):
+    from t2i_fairness.families.word_influence.study import needs
+
+    return needs(call, study)
+
+
 def _header(core, s) -> str:
     levels = sorted({k for ks in s.levels.values() for k in ks})
     return (f"t2i-fairness word influence: {s.suite} ({len(s.prompts)} prompts), groups {','.join(s.groups)} "
@@ -51,5 +57,6 @@ FAMILY = Family(
     resolve=resolve,
     parameters=_parameters,
     header=_header,
+    needs=_needs,
     doc="The session's word-level analysis: ``word_influence.result`` (computed on first use).",
 )

@@ -65,9 +65,10 @@ def representation_lines(result: WordLevelResult) -> list[str]:
 
 
 def show(study, t2i_report, full: bool = False) -> WordLevelResult:
-    """Put the per-word table (with Hoeffding and bootstrap intervals) and the per-prompt representation in
-    the terminal summary; ``full=True`` also attaches every number (JSON) and Figure 3's bars (PNG)."""
-    result, s = study.result, study.settings
+    """Put the per-word table (with Hoeffding and bootstrap intervals) and the per-prompt representation of
+    the prompts measured so far in the terminal summary; ``full=True`` measures every prompt and also
+    attaches every number (JSON) and Figure 3's bars (PNG)."""
+    result, s = (study.result if full else study.measured), study.settings
     lines = [f"{s.suite}: {len(s.prompts)} prompts, {s.m} replacements per set, {s.images_per_text} images per "
              f"candidate prompt ({s.images_per_distribution} per distribution), groups by CLIP {s.template!r}"]
     lines += table_lines(result, per_prompt=len(s.prompts) <= PER_PROMPT_TABLES_UP_TO)

@@ -95,6 +95,7 @@ __all__ = [
     "observe",
     "parse_groups",
     "parse_levels",
+    "label_calls",
     "plan_prompts",
     "representation_ids",
     "run",
@@ -361,13 +362,8 @@ def observe(plans: Sequence[PromptPlan], labeller: Labeller) -> Observations:
     Raises:
         ValueError: if the labeller returns the wrong number of texts or images.
     """
-    wanted: dict[int, list[str]] = defaultdict(list)
-    for plan in plans:
-        for d in plan.distributions.values():
-            wanted[d.images_per_text].extend(d.texts)
     labelled: dict[tuple[str, int], list[tuple[str, int]]] = {}
-    for n, texts in sorted(wanted.items()):
-        texts = list(dict.fromkeys(texts))
+    for n, texts in label_calls(plans):
         rows = labeller(texts, n)
         if len(rows) != len(texts):
             raise ValueError(f"the labeller returned {len(rows)} rows for {len(texts)} texts")
@@ -381,6 +377,22 @@ def observe(plans: Sequence[PromptPlan], labeller: Labeller) -> Observations:
         for plan in plans
         for t, d in plan.distributions.items()
     }
+
+
+def label_calls(plans: Sequence[PromptPlan]) -> list[tuple[int, list[str]]]:
+    """The ``labeller(texts, n)`` calls :func:`observe` makes: per images-per-text count (ascending),
+    every distinct text needing it, in plan order.
+
+    Example:
+        >>> fake = lambda words, idx, m: [[w + f"~{j}" if i in idx else w for i, w in enumerate(words)] for j in range(m)]
+        >>> label_calls(plan_prompts(["a nurse"], [1], fake, m=2, images_per_text=3))
+        [(3, ['a~0 nurse', 'a~1 nurse', 'a nurse~0', 'a nurse~1']), (6, ['a nurse'])]
+    """
+    wanted: dict[int, list[str]] = defaultdict(list)
+    for plan in plans:
+        for d in plan.distributions.values():
+            wanted[d.images_per_text].extend(d.texts)
+    return [(n, list(dict.fromkeys(texts))) for n, texts in sorted(wanted.items())]
 
 
 def zero_shot_labels(image_features: np.ndarray, group_features: np.ndarray) -> np.ndarray:
@@ -744,7 +756,13 @@ def counts_summary(plans: Sequence[PromptPlan]) -> dict[str, int]:
 
 
 class WordInfluenceStudy(Study):
-    """The session's word-level analysis, computed on first use of :attr:`result`.
+    """The session's word-level analysis, per slice of prompts, computed on first use.
+
+    :attr:`result` analyses every prompt; :meth:`for_word` only the prompts holding a word (its
+    averaged row depends on nothing else), :meth:`for_prompt` one prompt (its representation), so
+    ``-k doctor`` generates the doctor prompt's distributions alone. Rows are the same whichever
+    slice computes them: every estimate, its Hoeffding bound and its bootstrap (seeded per prompt
+    and per word) read only the distributions of the prompts it involves.
 
     Transmuter: ``MaskedLMReplacer`` of the ``--t2i-scorers`` profile; images: ``bench.images``
     (cached); groups: CLIP zero-shot over ``template.format(group=g)``.
@@ -757,21 +775,26 @@ class WordInfluenceStudy(Study):
     def __init__(self, bench, settings):
         super().__init__(bench)
         self.settings = settings
+        self._measured: set[str] = set()
 
     @property
     def result(self) -> WordLevelResult:
-        return self._once("result", self._run)
+        """Every prompt of the suite."""
+        return self.subset(self.settings.prompts)
 
     @property
     def truncation(self):
-        """How the generator's tokenizer truncates every prompt sent to it (originals and candidates;
-        :class:`~t2i_fairness.metrics.truncation.Truncation`), warned about when any is truncated."""
+        """How the generator's tokenizer truncates every prompt sent to it so far (originals and candidates
+        of the prompts measured: :attr:`measured`; :class:`~t2i_fairness.metrics.truncation.Truncation`),
+        warned about when any is truncated."""
+
+        measured = self.measured
 
         def make():
             from t2i_fairness.generators.tokens import prompt_truncation, warn_truncation
             from t2i_fairness.metrics.truncation import Truncation
 
-            texts = list(dict.fromkeys(t for by_set in self.result.texts.values() for ts in by_set.values() for t in ts))
+            texts = list(dict.fromkeys(t for by_set in measured.texts.values() for ts in by_set.values() for t in ts))
             source = getattr(self.bench, "source", None)
             if source is None:
                 return Truncation.not_counted("no generator source", len(texts))
@@ -779,18 +802,63 @@ class WordInfluenceStudy(Study):
             warn_truncation(found, "word influence")
             return found
 
-        return self._once("truncation", make)
+        return self._once(("truncation", tuple(sorted(measured.texts))), make)
 
-    def _run(self) -> WordLevelResult:
-        s, bench = self.settings, self.bench
+    def for_word(self, word: str, group: str, k: int) -> WordLevelResult:
+        """The prompts holding ``word`` at level ``k`` (all of them when none does: the error names the known words)."""
+        return self.subset(self.word_prompts(word, k))
 
+    def for_prompt(self, prompt: str, group: str | None = None) -> WordLevelResult:
+        """One prompt (its representation, its per-prompt influences)."""
+        return self.subset([prompt])
+
+    @property
+    def measured(self) -> WordLevelResult:
+        """The prompts measured so far (every prompt before any was): what the summary tables show."""
+        done = [p for p in self.settings.prompts if p in self._measured]
+        return self.subset(done or self.settings.prompts)
+
+    def word_prompts(self, word: str, k: int) -> list[str]:
+        s = self.settings
+        holding = [p for p in s.prompts if k in s.levels[p] and word in prompt_words(p)]
+        return holding or list(s.prompts)
+
+    def subset(self, prompts) -> WordLevelResult:
+        """The analysis of ``prompts`` (a slice of the suite, in suite order)."""
+        chosen = tuple(p for p in self.settings.prompts if p in set(prompts))
+        if not chosen:
+            raise ValueError(f"no prompt of the suite among {list(prompts)}; the suite: {list(self.settings.prompts)}")
+        self._measured.update(chosen)
+        everything = ("result", tuple(self.settings.prompts))
+        if everything in self._memo:  # the whole suite's rows are the slice's rows
+            return self._memo[everything]
+        return self._once(("result", chosen), lambda: self._run(chosen))
+
+    def _models(self):
         def build_mlm(profile: str, device: str):
             from t2i_fairness.models.masked_lm import MaskedLMReplacer
 
             return MaskedLMReplacer.from_profile(profile, device)
 
-        replacer = bench.scorer("masked_lm", build=build_mlm)
-        clip = bench.scorer("clip")
+        return self.bench.scorer("masked_lm", build=build_mlm), self.bench.scorer("clip")
+
+    def plans(self, prompts: Sequence[str]) -> list[PromptPlan]:
+        """The distributions of ``prompts`` (the masked LM's candidates; nothing generated)."""
+        s = self.settings
+        replacer, _ = self._models()
+        return self._once(("plans", tuple(prompts)), lambda: plan_prompts(
+            list(prompts), {p: s.levels[p] for p in prompts}, replacer.replace_set, s.m, s.images_per_text))
+
+    def requests(self, prompts: Sequence[str]) -> list:
+        """The image requests the analysis of ``prompts`` makes (:func:`label_calls`; nothing generated)."""
+        from t2i_fairness.spine.plan import requests_of
+
+        chosen = [p for p in self.settings.prompts if p in set(prompts)]
+        return [r for n, texts in label_calls(self.plans(chosen)) for r in requests_of(texts, n)]
+
+    def _run(self, prompts: tuple[str, ...]) -> WordLevelResult:
+        s, bench = self.settings, self.bench
+        _, clip = self._models()
         group_features = bench.text_features(clip, [s.template.format(group=g) for g in s.groups])
 
         def labeller(texts, n):
@@ -800,7 +868,22 @@ class WordInfluenceStudy(Study):
             it = iter(zip((r.key for r in flat), labels.tolist()))
             return [[next(it) for _ in row] for row in refs]
 
-        plans = plan_prompts(s.prompts, s.levels, replacer.replace_set, s.m, s.images_per_text)
+        plans = self.plans(prompts)
         o = bench.options
         return analyse(plans, observe(plans, labeller), s.groups, confidence=o.confidence, n_resamples=o.bootstrap,
                        seed=o.seed)
+
+
+def needs(call, study: WordInfluenceStudy) -> list:
+    """What a word-level test reads: a word's prompts (``word_case``), one prompt (``prompt_case``),
+    or every prompt (the report, any other test)."""
+    from t2i_fairness.spine.plan import Need
+
+    p = call.params
+    if "word_case" in p:
+        word, group, k = p["word_case"]
+        return [Need("for_word", (word, group, k), tuple(study.requests(study.word_prompts(word, k))))]
+    if "prompt_case" in p:
+        prompt, group = p["prompt_case"]
+        return [Need("for_prompt", (prompt, group), tuple(study.requests([prompt])))]
+    return [Need("subset", (tuple(study.settings.prompts),), tuple(study.requests(study.settings.prompts)))]

@@ -1,0 +1,199 @@
+"""``t2i-fairness``: plan a selection's images, and make them before the gate run (console script).
+
+::
+
+    t2i-fairness plan     [PYTEST ARGS] [-k EXPR] [-m EXPR] [--t2i-* ...] [--output plan.json]
+    t2i-fairness generate [PYTEST ARGS] [-k EXPR] [-m EXPR] [--t2i-* ...] --engine local|ray
+                          [--address ADDR] [--workers N] [--num-cpus N] [--stage images|features]
+
+Both take the ``--t2i-*`` options of the plugin (registered here from the same
+:class:`~t2i_fairness.spine.options.Option` records) and select tests exactly as ``pytest`` would
+with the same arguments (its own collection runs in this process; paths default to the suite:
+``fairness_tests/`` here, else the installed one; any other pytest argument is passed through).
+``plan`` prints, per family, the prompts and images the selected gates ask for and how many the
+cache holds. ``generate`` makes the missing ones, in the canonical batches of the pytest path (so
+the bytes are the same) into the same cache: ``--engine local`` in this process, ``--engine ray``
+on Ray Data (``--address auto`` for the cluster this machine is in, none for a local instance),
+one generator actor per GPU. A ``pytest`` run of the same selection then generates nothing.
+``--stage features`` also computes the selected gates' study slices (features, masks, captions,
+radii) so the gate run only reads.
+
+Exit status: 0 done, 1 some jobs failed (each named; finished images kept), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+from t2i_fairness.spine.options import CORE_OPTIONS, add_options
+
+NOT_FORWARDED = ("--t2i-report", "--t2i-update-thresholds", "--t2i-allow-loosen")  # gate-run outputs, not images
+
+
+def _options():
+    from t2i_fairness.families import FAMILIES
+
+    return tuple(CORE_OPTIONS) + tuple(o for f in FAMILIES for o in f.options)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``t2i-fairness`` argument parser (``plan`` and ``generate``), with every ``--t2i-*`` option of the plugin.
+
+    Example:
+        >>> ns = build_parser().parse_args(["generate", "--engine", "ray", "-k", "africa", "--t2i-objects", "bag"])
+        >>> ns.engine, ns.keyword, ns.t2i_objects, ns.stage
+        ('ray', 'africa', 'bag', 'images')
+    """
+    parser = argparse.ArgumentParser(prog="t2i-fairness", description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    plan = sub.add_parser("plan", help="print (or write) the images a selection of gates will ask for")
+    gen = sub.add_parser("generate", help="make a selection's missing images (and features) before the gate run")
+    for p in (plan, gen):
+        p.add_argument("paths", nargs="*", help="test paths or node ids, as for pytest (default: the suite)")
+        p.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest's -k expression")
+        p.add_argument("-m", dest="markexpr", metavar="EXPR", help="pytest's -m expression")
+        p.add_argument("--output", metavar="FILE", help="also write the plan as JSON")
+        group = p.add_argument_group("t2i-fairness options (as for pytest)")
+        add_options(group.add_argument, _options())
+    gen.add_argument("--engine", choices=("local", "ray"), default="local",
+                     help="local: in this process; ray: Ray Data actors, one per GPU (pip install 't2i-fairness[ray]')")
+    gen.add_argument("--address", metavar="ADDR", help="Ray cluster address ('auto': the cluster this machine is in); "
+                     "default: start a local Ray instance")
+    gen.add_argument("--workers", type=int, metavar="N", help="Ray actors (default: one per GPU; without GPUs one per CPU)")
+    gen.add_argument("--num-cpus", type=int, metavar="N", help="CPUs of a local Ray instance (default: all)")
+    gen.add_argument("--stage", choices=("images", "features"), default="images",
+                     help="images: the missing images; features: those, then the gates' features, masks, "
+                          "captions and radii")
+    return parser
+
+
+def pytest_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
+    """The pytest arguments that select what ``ns`` asks for (paths, -k, -m, --t2i-* values given, the rest).
+
+    Example:
+        >>> ns = build_parser().parse_args(["plan", "-k", "africa", "--t2i-objects", "bag", "--t2i-no-progress"])
+        >>> pytest_args(ns, ["--deselect", "x"])[-6:]
+        ['--deselect', 'x', '-k', 'africa', '--t2i-objects', 'bag']
+    """
+    from t2i_fairness.distributed.selection import default_paths
+
+    args = list(ns.paths) if ns.paths else ([] if "--pyargs" in extra else default_paths())
+    args += list(extra)
+    if ns.keyword:
+        args += ["-k", ns.keyword]
+    if ns.markexpr:
+        args += ["-m", ns.markexpr]
+    for option in _options():
+        if option.flag in NOT_FORWARDED or option.flag == "--t2i-no-progress":
+            continue
+        value = getattr(ns, option.dest, None)
+        default = option.addoption_kwargs().get("default")
+        if option.action == "store_true":
+            args += [option.flag] if value else []
+        elif option.action == "append":
+            for v in value or ():
+                args += [option.flag, str(v)]
+        elif value is not None and value != default:
+            args += [option.flag, str(value)]
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``t2i-fairness``; returns the exit status (0 done, 1 some jobs failed, 2 usage error).
+
+    Args:
+        argv: the arguments (default: ``sys.argv[1:]``).
+
+    Raises:
+        SystemExit: from argparse, for ``--help`` and malformed arguments (status 2).
+    """
+    parser = build_parser()
+    ns, extra = parser.parse_known_args(argv)
+    unknown = [a for a in extra if a.startswith("--t2i-")]
+    if unknown:
+        parser.error(f"unknown option(s) {unknown}; see t2i-fairness {ns.command} --help")
+    try:
+        return _run(ns, extra)
+    except _Usage as exc:
+        print(f"t2i-fairness: {exc}", file=sys.stderr)
+        return 2
+
+
+class _Usage(Exception):
+    pass
+
+
+def _run(ns: argparse.Namespace, extra: Sequence[str]) -> int:
+    from t2i_fairness.distributed.engines import EngineUnavailable
+    from t2i_fairness.distributed.planner import build_plan, plan_json, plan_lines
+    from t2i_fairness.distributed.selection import SelectionError, collect
+    from t2i_fairness.errors import ModelLoadError, OptionError
+
+    show = not ns.t2i_no_progress
+    generate_on = None
+    ray = None
+    if ns.command == "generate" and ns.engine == "ray":
+        from t2i_fairness.distributed.engines import cluster_gpus, init_ray
+
+        try:
+            ray = init_ray(ns.address, ns.num_cpus)
+        except EngineUnavailable as exc:
+            raise _Usage(str(exc)) from None
+        device = ns.t2i_device or "auto"
+        generate_on = ("cuda" if cluster_gpus(ray) else "cpu") if device == "auto" else device.split(":")[0]
+    try:
+        selection = collect(pytest_args(ns, extra))
+        plan = build_plan(selection, generate_on=generate_on)
+    except (SelectionError, OptionError, ModelLoadError, OSError) as exc:
+        raise _Usage(str(exc)) from None
+    for line in plan_lines(plan):
+        print(line)
+    if ns.output:
+        Path(ns.output).write_text(json.dumps(plan_json(plan), indent=1) + "\n")
+        print(f"plan written to {ns.output}")
+    if ns.command == "plan":
+        return 0
+    return _generate(ns, plan, show)
+
+
+def _generate(ns, plan, show: bool) -> int:
+    from t2i_fairness.distributed import engines
+
+    cached = sum(len(rp.images - rp.to_make) for rp in plan.roles)
+    if ns.engine == "ray":
+        outcome = engines.generate_ray(plan, ns.address, ns.workers, ns.num_cpus, show)
+    else:
+        outcome = engines.generate_local(plan, show)
+    rate = outcome.written / outcome.seconds if outcome.seconds else 0.0
+    print(f"images: {outcome.written} generated, {cached} already cached ({ns.engine}: {outcome.seconds:.1f} s, "
+          f"{rate:.2f} images/s); {len(outcome.failures)} job(s) failed")
+    failures = list(outcome.failures)
+    if ns.stage == "features":
+        feats = (engines.features_ray(plan, ns.address, ns.workers, ns.num_cpus, show) if ns.engine == "ray"
+                 else engines.features_local(plan, show))
+        counts = ", ".join(f"{k}: {v} computed" for k, v in sorted(feats.computed.items())) or "nothing computed"
+        print(f"features: {feats.written} slice(s) of {sum(len(rp.needs) for rp in plan.roles)} ({feats.seconds:.1f} s); "
+              f"{counts}; {len(feats.failures)} failed")
+        failures += feats.failures
+    if failures:
+        print("failed (finished work is kept; run again to retry):")
+        shown: dict[tuple[str, str], int] = {}
+        for what, error in failures:
+            shown[(what, error)] = shown.get((what, error), 0) + 1
+        for (what, error), times in list(shown.items())[:50]:
+            print(f"  {what}: {error}" + (f" (x{times})" if times > 1 else ""))
+        return 1
+    return 0
+
+
+def console() -> None:  # pragma: no cover - the console script's entry point
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    console()

@@ -1,0 +1,207 @@
+"""A selection's plan: the images its tests will ask for, per family and role, and the batches that make them.
+
+Each selected test is handed to its family's ``needs`` (the family of its suite module, or of the
+study fixtures it uses), which answers with study slices and their image requests, computed by the
+study's own code without generating anything. The requests of every slice, in pytest's order, are
+then cut into canonical batch jobs against the cache (:func:`~t2i_fairness.spine.plan.batch_jobs`):
+what a ``pytest`` run of the same selection would generate, batch for batch.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from t2i_fairness.distributed.selection import Selection
+from t2i_fairness.spine.options import T2IOptions
+from t2i_fairness.spine.plan import BatchJob, ImageRequest, Need, batch_jobs, role_options, unique_requests
+
+__all__ = ["Plan", "RolePlan", "build_plan", "plan_json", "plan_lines"]
+
+
+@dataclass
+class RolePlan:
+    """The plan of one model (``candidate``, or ``baseline`` under ``--t2i-baseline-model``)."""
+
+    role: str
+    options: T2IOptions
+    bench: Any  # the role's Workbench (its generator is never loaded by planning)
+    needs: list[tuple[str, Need]] = field(default_factory=list)  # (family, need), each once, in pytest's order
+    requests: list[ImageRequest] = field(default_factory=list)  # each (prompt, n) once, in the order asked
+    by_family: dict[str, list[ImageRequest]] = field(default_factory=dict)
+    jobs: list[BatchJob] = field(default_factory=list)
+    generate_on: str = "cpu"  # the device kind the image keys name (workers generate on it)
+
+    @property
+    def images(self) -> set[tuple[str, int]]:
+        """Distinct (prompt, image index) pairs asked for."""
+        return {(r.prompt, i) for r in self.requests for i in r.indices}
+
+    @property
+    def to_make(self) -> set[tuple[str, int]]:
+        return {(j.prompt, i) for j in self.jobs for i in j.write}
+
+    def image_keys(self) -> list[str]:
+        """Cache keys of every image asked for (what a run leaves under ``images/``)."""
+        factory = self.bench.factory
+        return sorted({factory.ref(p, i).key for p, i in self.images})
+
+
+@dataclass
+class Plan:
+    """What a selection will generate."""
+
+    selection: Selection
+    roles: list[RolePlan]
+    tests_by_family: Counter = field(default_factory=Counter)
+    unplanned: list[str] = field(default_factory=list)  # node ids of selected tests that generate as they run
+
+    @property
+    def options(self) -> T2IOptions:
+        return self.selection.options
+
+
+def _families_of(test) -> list:
+    from t2i_fairness.families import FAMILIES, family_of_module
+
+    own = family_of_module(test.module)
+    if own is not None:
+        return [own]
+    return [f for f in FAMILIES if f.fixture in test.fixtures]
+
+
+def build_plan(selection: Selection, check_cache: bool = True, progress=None, generate_on: str | None = None) -> Plan:
+    """The plan of a selection: needs per family and role, image requests, and the jobs that make the missing ones.
+
+    Args:
+        selection: from :func:`~t2i_fairness.distributed.selection.collect`.
+        check_cache: cut jobs against the cache (False: as if it were empty).
+        progress: the workbenches' progress display (None: silent).
+        generate_on: the device the images will be made on, when not this machine's (a Ray
+            cluster's GPUs); it enters the image keys (CUDA images are fp16).
+
+    Raises:
+        OptionError, ModelLoadError, OSError: as a pytest run of the selection would (a bad option,
+            a model spec that cannot be resolved, a cache folder that cannot be written).
+    """
+    from t2i_fairness.spine.memo import no_progress
+    from t2i_fairness.spine.workbench import Workbench
+
+    options = selection.options
+    roles: dict[str, RolePlan] = {}
+    studies: dict[tuple[str, str], Any] = {}
+    seen: set[tuple[str, str, tuple]] = set()
+    plan = Plan(selection, [])
+    for test in selection.tests:
+        families = _families_of(test)
+        if not families:
+            if "t2i" in test.fixtures:
+                plan.unplanned.append(test.call.nodeid)
+            continue
+        role = test.call.role
+        if role not in roles:
+            opts = role_options(options, role)
+            bench = Workbench(opts, progress or no_progress, generate_on=generate_on)
+            roles[role] = RolePlan(role, opts, bench, generate_on=(generate_on or bench.device).split(":")[0])
+        rp = roles[role]
+        for family in families:
+            plan.tests_by_family[family.name] += 1
+            if family.needs is None:
+                plan.unplanned.append(test.call.nodeid)
+                continue
+            key = (role, family.name)
+            if key not in studies:
+                studies[key] = family.study(rp.bench, rp.options.family(family.name))
+            for need in family.needs(test.call, studies[key]):
+                if (role, family.name, need.key) in seen:
+                    continue
+                seen.add((role, family.name, need.key))
+                rp.needs.append((family.name, need))
+                rp.requests += need.images
+                rp.by_family.setdefault(family.name, []).extend(need.images)
+    for rp in roles.values():
+        rp.requests = unique_requests(rp.requests)
+        rp.by_family = {f: unique_requests(r) for f, r in rp.by_family.items()}
+        present = None if check_cache else (lambda ref: False)
+        rp.jobs = batch_jobs(rp.requests, rp.bench.factory, rp.role, present=present)
+    plan.roles = [roles[r] for r in ("baseline", "candidate") if r in roles]
+    return plan
+
+
+def _family_title(name: str) -> str:
+    from t2i_fairness.families import FAMILIES
+
+    return next((f.title for f in FAMILIES if f.name == name), name)
+
+
+def family_counts(rp: RolePlan) -> list[dict]:
+    """Per family: prompts, images asked for, already cached, to make (images shared by families count in each).
+
+    Args:
+        rp: a role's plan (its ``by_family`` requests and its ``jobs``).
+
+    Example:
+        >>> from t2i_fairness.spine.plan import BatchJob, ImageRequest
+        >>> rp = RolePlan("candidate", T2IOptions(), None, by_family={"dig_in": [ImageRequest("bag in Africa", 4)]},
+        ...               jobs=[BatchJob("bag in Africa", (2, 3), (2, 3))])
+        >>> family_counts(rp)
+        [{'family': 'dig_in', 'prompts': 1, 'images': 4, 'cached': 2, 'to_make': 2}]
+    """
+    from t2i_fairness.families import REGISTERED
+
+    make = rp.to_make
+    out = []
+    order = {name: i for i, name in enumerate(REGISTERED)}
+    for name, reqs in sorted(rp.by_family.items(), key=lambda kv: order.get(kv[0], len(order))):
+        images = {(r.prompt, i) for r in reqs for i in r.indices}
+        out.append({"family": name, "prompts": len({r.prompt for r in reqs}), "images": len(images),
+                    "cached": len(images - make), "to_make": len(images & make)})
+    return out
+
+
+def plan_lines(plan: Plan, tests_total: int | None = None) -> list[str]:
+    """The plan for people: selection, per-family counts and what is cached, per role."""
+    sel = plan.selection
+    lines = [f"t2i-fairness plan: {len(sel.tests)} of {sel.collected} tests selected "
+             f"(pytest {' '.join(sel.args)})"]
+    if not plan.roles:
+        lines.append("no selected test asks for generated images")
+    for rp in plan.roles:
+        o, source = rp.options, rp.bench.source
+        s = source.settings
+        lines.append(f"{rp.role}: model {o.model} ({source.fingerprint}); {s.steps} steps, guidance {s.guidance}, "
+                     f"{s.height}x{s.width}, batch size {rp.bench.factory.batch_size}, seed {o.seed}; cache {o.cache_dir}")
+        lines.append(f"  {'family':<28} {'tests':>6} {'prompts':>8} {'images':>7} {'cached':>7} {'to make':>8}")
+        for row in family_counts(rp):
+            lines.append(f"  {_family_title(row['family']):<28} {plan.tests_by_family[row['family']]:>6} "
+                         f"{row['prompts']:>8} {row['images']:>7} {row['cached']:>7} {row['to_make']:>8}")
+        images, make = rp.images, rp.to_make
+        lines.append(f"  {'all (distinct)':<28} {sum(plan.tests_by_family.values()):>6} "
+                     f"{len({p for p, _ in images}):>8} {len(images):>7} {len(images - make):>7} {len(make):>8}")
+        lines.append(f"  {len(make)} image(s) to make in {len(rp.jobs)} batch(es)")
+    if plan.unplanned:
+        lines.append(f"{len(plan.unplanned)} selected test(s) generate as they run (no family plans them), e.g. "
+                     f"{plan.unplanned[0]}")
+    return lines
+
+
+def plan_json(plan: Plan) -> dict:
+    """The plan as JSON-ready data (``t2i-fairness plan --output plan.json``)."""
+    sel = plan.selection
+    out = {"args": list(sel.args), "selected": len(sel.tests), "collected": sel.collected,
+           "tests_by_family": dict(plan.tests_by_family), "unplanned": plan.unplanned, "roles": []}
+    for rp in plan.roles:
+        source = rp.bench.source
+        out["roles"].append({
+            "role": rp.role, "model": rp.options.model, "fingerprint": source.fingerprint,
+            "settings": source.settings.key(), "seed": rp.options.seed, "cache": str(rp.options.cache_dir),
+            "batch_size": rp.bench.factory.batch_size,
+            "families": family_counts(rp),
+            "needs": [{"family": f, "method": n.method, "args": list(n.args), "images": len(n.images)}
+                      for f, n in rp.needs],
+            "requests": [{"prompt": r.prompt, "n": r.n, "keys": [rp.bench.factory.ref(r.prompt, i).key for i in r.indices]}
+                         for r in rp.requests],
+            "jobs": [j.to_dict() for j in rp.jobs],
+        })
+    return out

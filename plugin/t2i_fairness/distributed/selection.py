@@ -1,0 +1,111 @@
+"""The tests a selection picks, found by pytest's own collection, and the run's resolved options.
+
+``-k``, ``-m``, node ids, ``--deselect`` and every ``--t2i-*`` option mean exactly what they mean to
+``pytest``: the selection is pytest's collection of the same arguments, run in this process with
+``--collect-only``; nothing here re-implements them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from t2i_fairness.spine.options import T2IOptions
+from t2i_fairness.spine.plan import GateCall
+
+__all__ = ["Selection", "SelectionError", "collect", "default_paths"]
+
+
+class SelectionError(RuntimeError):
+    """pytest could not collect the selection (a usage error, a broken test module); the message has pytest's output."""
+
+
+@dataclass
+class SelectedTest:
+    """A selected test: what a plan needs of it."""
+
+    call: GateCall
+    module: str
+    fixtures: tuple[str, ...]
+
+
+@dataclass
+class Selection:
+    """The tests a selection picks (after ``-k``/``-m``/``--deselect``) and the options they run under.
+
+    Attributes:
+        options: the resolved :class:`~t2i_fairness.spine.options.T2IOptions` (``families`` a plain dict).
+        tests: the selected tests, in pytest's order.
+        collected: how many tests pytest collected before deselection.
+        args: the pytest arguments the selection was collected with.
+    """
+
+    options: T2IOptions
+    tests: list[SelectedTest] = field(default_factory=list)
+    collected: int = 0
+    args: tuple[str, ...] = ()
+
+
+class _Collector:
+    """A plugin object that keeps the selected items' names and parameters when collection ends."""
+
+    def __init__(self):
+        self.selection: Selection | None = None
+        self.deselected = 0
+
+    def pytest_deselected(self, items) -> None:
+        self.deselected += len(items)
+
+    def pytest_collection_finish(self, session) -> None:
+        from t2i_fairness.plugin import OPTIONS
+
+        options = session.config.stash[OPTIONS]
+        tests = []
+        for item in session.items:
+            params = dict(getattr(getattr(item, "callspec", None), "params", {}) or {})
+            name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
+            module = getattr(getattr(item, "module", None), "__name__", "") or ""
+            tests.append(SelectedTest(GateCall(name, params, item.nodeid), module,
+                                      tuple(getattr(item, "fixturenames", ()))))
+        self.selection = Selection(dataclasses.replace(options, families=dict(options.families)), tests,
+                                   len(session.items) + self.deselected)
+
+
+def default_paths() -> list[str]:
+    """The suite, as ``pytest`` finds it: ``fairness_tests/`` in this folder, else the installed one.
+
+    Example:
+        >>> default_paths() in (["fairness_tests"], ["--pyargs", "t2i_fairness.fairness_tests"])
+        True
+    """
+    return ["fairness_tests"] if Path("fairness_tests").is_dir() else ["--pyargs", "t2i_fairness.fairness_tests"]
+
+
+def collect(args: Sequence[str]) -> Selection:
+    """Collect ``args`` as ``pytest --collect-only`` would (in this process) and return the selection.
+
+    Args:
+        args: pytest arguments: paths (default: :func:`default_paths`), ``-k``, ``-m``, ``--t2i-*`` ...
+
+    Raises:
+        SelectionError: pytest reported an error (usage, collection); the message holds its output.
+    """
+    import pytest
+
+    args = list(args)
+    collector = _Collector()
+    out = io.StringIO()
+    full = [*args, "--collect-only", "-q", "-p", "no:cacheprovider"]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        rc = pytest.main(full, plugins=[collector])
+    if rc not in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED) or collector.selection is None:
+        text = out.getvalue().strip()
+        lines = [line for line in text.splitlines() if line.strip()]
+        raise SelectionError(f"pytest {' '.join(args)} --collect-only failed (exit {int(rc)}):\n"
+                             + "\n".join(lines[-30:]))
+    collector.selection.args = tuple(args)
+    return collector.selection

@@ -1,0 +1,105 @@
+"""A plan is what pytest generates: ``t2i-fairness plan`` against a cold-cache ``pytest`` run of the same selection.
+
+Each test plans a selection of the real suite, runs ``pytest`` on it with an empty cache (a fast
+fake generator; the tiny scorers), and compares the images the run left in the cache with the plan's
+image keys, one by one. ``-k africa`` (issue #17: triage is cheap) generates Africa's prompts and the
+``{object}`` prompts every region's ``{object}`` gate samples from, nothing of another region.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+COMMON = ["--t2i-model", "python:fakegen:make", "--t2i-objects", "bag,car", "--t2i-images-per-prompt", "2",
+          "--t2i-no-progress"]
+AFRICA = ("Africa", "African", "Nigeria", "Egypt")  # Africa's prompts: region, adjective, its three countries
+
+
+def _cli(args, cwd, env):
+    return subprocess.run([sys.executable, "-m", "t2i_fairness.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+def _pytest(args, cwd, env):
+    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "t2i_fairness.fairness_tests", "-q",
+                           "-p", "no:cacheprovider", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=1800)
+
+
+def _plan_and_run(tmp_path, env, selection):
+    args = [*selection, *COMMON, "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml"),
+            "--t2i-artifacts", str(tmp_path / "art")]
+    planned = _cli(["plan", *args, "--output", str(tmp_path / "plan.json")], tmp_path, env)
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert not (tmp_path / "cache" / "images").exists()  # planning generates nothing
+    ran = _pytest(args, tmp_path, env)
+    assert "INTERNALERROR" not in ran.stdout + ran.stderr, ran.stdout[-3000:] + ran.stderr[-3000:]
+    made = {p.stem for p in (tmp_path / "cache" / "images").rglob("*.png")}
+    keys = {k for role in plan["roles"] for r in role["requests"] for k in r["keys"]}
+    generated = re.search(r"images: (\d+) generated", ran.stdout)
+    return plan, planned.stdout, ran.stdout, made, keys, int(generated.group(1)) if generated else None
+
+
+def test_k_africa_on_a_cold_cache_generates_only_africas_images(tmp_path, subprocess_env):
+    plan, planned, out, made, keys, generated = _plan_and_run(tmp_path, subprocess_env, ["-k", "africa"])
+    prompts = [r["prompt"] for role in plan["roles"] for r in role["requests"]]
+    objects_only = [p for p in prompts if p in ("bag", "car")]  # {object}: every region's gate samples from them
+    regional = [p for p in prompts if p not in objects_only]
+    assert objects_only == ["bag", "car"] and regional
+    assert all(any(a in p for a in AFRICA) for p in regional), regional
+    # 2 objects x (2 {object} + 2 in Africa + 2 African + 3 countries x ceil(2/3)) images
+    assert len(keys) == 2 * (2 + 2 + 2 + 3) == 18
+    assert made == keys and generated == 18, (len(made), generated, out[-2000:])
+    assert "18 image(s) to make" in planned
+
+
+def test_a_mixed_selection_generates_exactly_its_plan(tmp_path, subprocess_env):
+    """IndicTTI (one language and English), word influence (one word's prompts), CIS's order test and
+    DIG In's worst-region gates (every region): the run leaves the plan's images, no more, no fewer."""
+    selection = ["-k", "hin_deva or doctor or order_invariance or (worst_region_precision and object_in_region)",
+                 "--t2i-cis-k", "1,2", "--t2i-cis-prompts", "4", "--t2i-cis-images", "2"]  # CIS kept small
+    plan, planned, out, made, keys, generated = _plan_and_run(tmp_path, subprocess_env, selection)
+    families = {row["family"] for role in plan["roles"] for row in role["families"]}
+    assert families == {"dig_in", "word_influence", "cis", "indic_tti"}, planned
+    assert made == keys and generated == len(keys), (len(made), len(keys), generated, out[-2000:])
+    prompts = {r["prompt"] for role in plan["roles"] for r in role["requests"]}
+    assert "the ceo of a fortune 500 company" not in prompts  # not a doctor prompt: not generated
+
+
+def test_plan_counts_what_is_cached(tmp_path, subprocess_env):
+    args = ["-k", "test_object_consistency and object_in_region-africa", *COMMON,
+            "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml")]
+    first = _cli(["generate", "--engine", "local", *args], tmp_path, subprocess_env)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "images: 4 generated, 0 already cached" in first.stdout, first.stdout
+    again = _cli(["plan", *args], tmp_path, subprocess_env)
+    assert re.search(r"all \(distinct\)\s+1\s+2\s+4\s+4\s+0", again.stdout), again.stdout
+    assert "0 image(s) to make in 0 batch(es)" in again.stdout
+
+
+def test_plan_reports_option_errors_as_pytest_would(tmp_path, subprocess_env):
+    bad = _cli(["plan", "--t2i-objects", "bag,unicorn", "--t2i-cache-dir", str(tmp_path / "c")], tmp_path, subprocess_env)
+    assert bad.returncode == 2 and "--t2i-objects" in bad.stderr and "unicorn" in bad.stderr, bad.stderr
+    unknown = _cli(["plan", "--t2i-nope", "1"], tmp_path, subprocess_env)
+    assert unknown.returncode == 2 and "--t2i-nope" in unknown.stderr
+
+
+def test_generate_stage_features_leaves_the_gate_run_nothing_to_compute(tmp_path, subprocess_env):
+    """``--stage features`` computes the selected gates' slices (reference features, Inception and CLIP
+    features): the gate run on the same selection then generates no image and computes no feature."""
+    args = ["-k", "object_in_region and africa and (consistency or region_coverage)", *COMMON,
+            "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml")]
+    made = _cli(["generate", "--engine", "local", "--stage", "features", *args], tmp_path, subprocess_env)
+    assert made.returncode == 0, made.stdout + made.stderr[-3000:]
+    assert re.search(r"features: (\d+) slice\(s\) of \1 ", made.stdout), made.stdout
+    warm = _pytest([*args, "--t2i-artifacts", str(tmp_path / "art")], tmp_path, subprocess_env)
+    assert "images: 0 generated" in warm.stdout, warm.stdout[-3000:]
+    computed = re.findall(r"^(\S+): (\d+) computed, (\d+) from cache$", warm.stdout, re.M)
+    assert computed and all(int(n) == 0 for _, n, _ in computed), computed
