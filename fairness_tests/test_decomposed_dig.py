@@ -29,16 +29,19 @@ def table1(request, decomposed, t2i_report):
     """
 
     def emit(reference: str) -> None:
-        selected = set()
+        selected: dict[str, set] = {}  # template -> the regions its selected tests read (None: every region)
         for item in request.session.items:
             params = getattr(getattr(item, "callspec", None), "params", {})
-            if params.get("reference") != reference or "region" in params:
+            if params.get("reference") != reference:
                 continue
-            selected.update([params["template"]] if "template" in params else DECOMPOSED_TEMPLATES)
+            for t in [params["template"]] if "template" in params else DECOMPOSED_TEMPLATES:
+                selected.setdefault(t, set()).add(params.get("region"))
         templates = [t for t in DECOMPOSED_TEMPLATES if t in selected]
         if not templates:
             return
-        by_template = {t: decomposed.scores(reference, t) for t in templates}
+        # a selection of one region's gates (triage) shows that region's table alone, computing nothing more
+        by_template = {t: decomposed.scores(reference, t, next(iter(selected[t])) if len(selected[t]) == 1 else None)
+                       for t in templates}
         real = decomposed.real(reference)
         lines = table1_section(reference, decomposed.reference_sets[reference], real, by_template,
                                decomposed.options.limit_source)

@@ -63,7 +63,9 @@ def run(pytester, model, *extra):
 
 
 def test_region_gates_ids_reference_reuse_and_updates(suite):
-    first = run(suite, "model_a", "-k", "region and africa", "--t2i-update-thresholds", "-q")
+    # --t2i-dedupe-scope group: a region's gates then read its own prompts only (triage); under the default
+    # set scope they read the whole template (tests/test_plan_selection.py)
+    first = run(suite, "model_a", "-k", "region and africa", "--t2i-dedupe-scope", "group", "--t2i-update-thresholds", "-q")
     first.assert_outcomes(passed=first.parseoutcomes()["passed"])
     for pattern in (
         "*test_region_coverage[[]mini-object_in_region-africa[]]*written*",
@@ -79,7 +81,7 @@ def test_region_gates_ids_reference_reuse_and_updates(suite):
     assert "europe" not in first.stdout.str().split("t2i-fairness gates")[1]
 
     # Another model against the same reference: no reference image is encoded again, radii come from the cache.
-    second = run(suite, "model_b", "-k", "region_coverage and africa", "-q")
+    second = run(suite, "model_b", "-k", "region_coverage and africa", "--t2i-dedupe-scope", "group", "-q")
     out = second.stdout.str()
     assert "radii: 0 computed" in out, out
     # Africa's 18 generated images are encoded (no other region's: -k triages); the 24 reference images

@@ -34,7 +34,7 @@ def _cases(p_values: dict[str, float], se: float = 0.01) -> dict[str, tuple[floa
 
 
 def _decision_project(pytester, p_values):
-    pytester.makepyfile(test_decisions=DECISION_GATES.replace("{CASES!r}", repr(_cases(p_values))))
+    pytester.makepyfile(test_decision_demo=DECISION_GATES.replace("{CASES!r}", repr(_cases(p_values))))
     lines = ["gates:"] + [f"  test_decision[{name}]:\n    min: 0.5" for name in sorted(p_values)]
     (pytester.path / "t.yaml").write_text("\n".join(lines) + "\n")
     return ["--t2i-thresholds", str(pytester.path / "t.yaml"), "--t2i-model", "python:nomodel:none",

@@ -48,16 +48,30 @@ def _plan_and_run(tmp_path, env, selection):
 
 
 def test_k_africa_on_a_cold_cache_generates_only_africas_images(tmp_path, subprocess_env):
-    plan, planned, out, made, keys, generated = _plan_and_run(tmp_path, subprocess_env, ["-k", "africa"])
+    # --t2i-dedupe-scope group: under the default (DIG In's code: generated duplicates looked for over a
+    # whole template before grouping) a region's rows depend on every region's images, so its gates read
+    # the whole template; with group scope a region reads its own prompts only
+    plan, planned, out, made, keys, generated = _plan_and_run(tmp_path, subprocess_env,
+                                                              ["-k", "africa", "--t2i-dedupe-scope", "group"])
     prompts = [r["prompt"] for role in plan["roles"] for r in role["requests"]]
     objects_only = [p for p in prompts if p in ("bag", "car")]  # {object}: every region's gate samples from them
     regional = [p for p in prompts if p not in objects_only]
     assert objects_only == ["bag", "car"] and regional
     assert all(any(a in p for a in AFRICA) for p in regional), regional
-    # 2 objects x (2 {object} + 2 in Africa + 2 African + 3 countries x ceil(2/3)) images
-    assert len(keys) == 2 * (2 + 2 + 2 + 3) == 18
-    assert made == keys and generated == 18, (len(made), generated, out[-2000:])
-    assert "18 image(s) to make" in planned
+    # 2 objects x (2 {object} + 2 in Africa + 2 African + Africa's 2 images taken in turns by its 3 countries: 1, 1, 0)
+    assert len(keys) == 2 * (2 + 2 + 2 + 2) == 16
+    assert made == keys and generated == 16, (len(made), generated, out[-2000:])
+    assert "16 image(s) to make" in planned
+
+
+def test_k_africa_under_set_scope_dedupe_plans_the_whole_template_it_reads(tmp_path, subprocess_env):
+    """The default: DIG In's region gates read every region's images of their template (exact numbers
+    first); the plan says so, and the run makes exactly the plan."""
+    plan, planned, out, made, keys, generated = _plan_and_run(
+        tmp_path, subprocess_env, ["-k", "test_region_coverage and object_in_region-africa"])
+    prompts = {r["prompt"] for role in plan["roles"] for r in role["requests"]}
+    assert {"bag in Africa", "bag in Europe", "car in West Asia"} <= prompts
+    assert made == keys and generated == len(keys) == 2 * 6 * 2, (len(made), len(keys), generated, out[-2000:])
 
 
 def test_a_mixed_selection_generates_exactly_its_plan(tmp_path, subprocess_env):

@@ -215,13 +215,31 @@ class Gate:
             warnings.warn(T2IInconclusiveWarning(verdict.message), stacklevel=2)
         return m
 
-    def undefined(self, reason: str, name: str | None = None) -> None:
-        """An indicator that cannot be computed here: skip while the gate has no bound, fail once it has one."""
+    def undefined(self, reason: str, name: str | None = None, inconclusive: bool = False) -> None:
+        """An indicator that cannot be computed here: skip while the gate has no bound, fail once it has one.
+
+        ``inconclusive=True`` is for a value left undefined by sampling noise that another gate judges
+        (a ratio whose denominator's estimate fell to 0 or below: the denominator's own gate fails if that
+        is a regression): with a bound, the verdict is ``inconclusive`` (a warning, or a failure under
+        ``--t2i-inconclusive fail``), never evidence of a regression by itself."""
         __tracebackhide__ = True
         import pytest
 
         gate_id = name or self.context.gate_id
         thresholds = self.context.thresholds
+        if gate_id in thresholds.gates and inconclusive:
+            bound = thresholds.gates[gate_id]
+            blocking = self.context.options.inconclusive == "fail"
+            message = f"{gate_id}: {reason}; inconclusive (the gate has a bound in {thresholds.path})"
+            self.context.emit(GateRecord(
+                gate=gate_id, nodeid=self.context.nodeid, value=float("nan"), n=0, direction=bound.direction,
+                status="inconclusive", bound=bound.value, write=None, message=message,
+                provenance=self.context.provenance(), family=self.context.family, details={"undefined": reason},
+                blocking=blocking))
+            if blocking:
+                pytest.fail(message, pytrace=False)
+            warnings.warn(T2IInconclusiveWarning(message), stacklevel=2)
+            return
         if gate_id in thresholds.gates:
             bound = thresholds.gates[gate_id]
             message = f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass"

@@ -117,6 +117,8 @@ class IndicSummary:
         if english is None:
             return {}
         others = [code for code in self.scores if code != ENGLISH]
+        if not others:  # English alone measured so far (its test ran first): no ratio yet
+            return {}
         if english <= 0:
             return {code: None for code in others}
         return relative_to_english({c: self.scores[c]["clgc"] for c in [ENGLISH, *others]}, mode="ratio")
