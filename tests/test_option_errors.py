@@ -1,0 +1,40 @@
+"""Bad option values end the run with one message naming the option (issue #17, item 7)."""
+
+from __future__ import annotations
+
+import pytest
+
+from t2i_fairness.errors import OptionError
+from t2i_fairness.spine import options as options_module
+from t2i_fairness.spine.options import resolve_device
+
+
+@pytest.mark.parametrize("count, device, says", [
+    (0, "cuda:7", "'cuda:7': this machine has no CUDA device; use cpu or auto"),
+    (0, "cuda", "'cuda': this machine has no CUDA device; use cpu or auto"),
+    (2, "cuda:7", "'cuda:7': this machine has 2 CUDA device(s) (cuda:0..cuda:1); use cpu or auto"),
+])
+def test_a_cuda_device_the_machine_lacks_is_an_error_naming_the_option(monkeypatch, count, device, says):
+    monkeypatch.setattr(options_module, "_cuda_count", lambda: count)
+    with pytest.raises(OptionError) as info:
+        resolve_device(device)
+    assert str(info.value).startswith("--t2i-device") and says in str(info.value)
+
+
+def test_devices_the_machine_has_are_kept_and_auto_picks_cuda_when_there_is_one(monkeypatch):
+    monkeypatch.setattr(options_module, "_cuda_count", lambda: 2)
+    assert (resolve_device("cuda:1"), resolve_device("cpu"), resolve_device("auto")) == ("cuda:1", "cpu", "cuda")
+    monkeypatch.setattr(options_module, "_cuda_count", lambda: 0)
+    assert resolve_device("auto") == "cpu"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["--t2i-guidance", "nan"], "--t2i-guidance: must be a finite number >= 0, got nan"),
+    (["--t2i-objects", "bag,bag"], "--t2i-objects: 'bag' is given twice"),
+    (["--t2i-reference", "a=/tmp", "--t2i-reference", "a=/tmp"], "--t2i-reference: the name 'a' is given twice"),
+])
+def test_silent_option_values_are_usage_errors(pytester, args, says):
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert says in result.stderr.str()
