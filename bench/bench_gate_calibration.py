@@ -107,7 +107,7 @@ def coverage_table(nulls: list[dict]) -> dict[str, tuple[int, int]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
-def simulated_drop_component(runs: int, seed: int = 0) -> dict:
+def simulated_drop_component(runs: int, seed: int = 0, prompts: int = 40, images: int = 4) -> dict:
     """CIS_K gates on simulated per-image scores: null vs one component dropped from every K-prompt naming it.
 
     Each image of a K-component prompt shows each requested component with probability q (0.8); the
@@ -120,7 +120,7 @@ def simulated_drop_component(runs: int, seed: int = 0) -> dict:
     from t2i_fairness.spine.options import T2IOptions
 
     rng = np.random.default_rng(seed)
-    k, prompts, images, q, share = 2, 40, 4, 0.8, 0.25  # share of prompts naming the dropped component
+    k, q, share = 2, 0.8, 0.25  # share of prompts naming the dropped component
 
     def scores(drop: bool) -> Scored:
         s = rng.binomial(k, q, size=(prompts, images)).astype(float)
@@ -195,7 +195,11 @@ def main(argv=None) -> int:
                   f"{counts['false_alarms']} false alarm(s) ({data['seconds']:.0f} s)", flush=True)
         canaries[spec] = {"detected": detected, "runs": canary_n, "false_alarm_runs": alarms,
                           "mean_share_of_slice_gates": statistics.mean(shares) if shares else 0.0}
-    sim = simulated_drop_component(200 if not args.quick else 40)
+    sim = {}  # the smoke suite's CIS size, and a tenth of the paper's (10,000 prompts per K, 16 images)
+    for prompts, images in ((40, 4), (1000, 16)):
+        for label, counts in simulated_drop_component(200 if not args.quick else 40, prompts=prompts,
+                                                      images=images).items():
+            sim[f"{label}, {prompts} prompts x {images} images"] = counts
 
     cov = coverage_table(nulls)
     print()
@@ -213,7 +217,7 @@ def main(argv=None) -> int:
               f"false alarms {c['false_alarm_runs']}/{c['runs']}; slice gates failed per run {c['mean_share_of_slice_gates']:.2f}")
     print("simulated scores (what the random-weight tiny scorers cannot see):")
     for label, (f, n) in sim.items():
-        print(f"  CIS_2 gate, {label:<28} failed {f}/{n} = {f / n:.3f}")
+        print(f"  CIS_2 gate, {label:<52} failed {f}/{n} = {f / n:.3f}")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d')}")
     if args.json:
         Path(args.json).write_text(json.dumps({"nulls": nulls_n, "fwer": runs_with_alarm / nulls_n,

@@ -9,7 +9,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy.fft  # noqa: F401
 import pytest
+import scipy.special  # noqa: F401
+
+# In-process pytester runs drop the modules first imported inside them, and numpy.fft's C extension
+# (imported by scipy.special, which the gates' p-values use) cannot be loaded twice in one process:
+# load both here, before any in-process run, so no test depends on which test ran first.
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent

@@ -410,7 +410,8 @@ def test_ratio_gate_divides_by_english_and_is_inconclusive_when_undefined_with_a
     monkeypatch.setenv("FAKE_SIGN", "-1")  # CLGC(English) < 0: the ratio is undefined
     # English's own gate judges English; the ratio, undefined, is no evidence against Hindi: inconclusive
     result = indic_pytester.runpytest(*args, "--t2i-thresholds", "thr.yaml")
-    result.assert_outcomes(passed=2, warnings=2)
+    result.assert_outcomes(passed=2, warnings=result.parseoutcomes().get("warnings", 0))  # (pytest's own vary by order)
+    assert result.stdout.str().count("T2IInconclusiveWarning: test_clgc_vs_english") == 2
     result.stdout.fnmatch_lines(["*T2IInconclusiveWarning: test_clgc_vs_english[[]hin_deva[]]: CLGC(l) / CLGC(eng_Latn) is "
                                  "undefined: CLGC(eng_Latn) = -0.9* <= 0 *; inconclusive (the gate has a bound in *)*"])
     result = indic_pytester.runpytest(*args, "--t2i-thresholds", "thr.yaml", "--t2i-inconclusive", "fail")
