@@ -73,3 +73,15 @@ def test_a_dead_worker_is_retried_and_a_failing_prompt_names_itself(tmp_path, su
     assert re.search(r"'car in Africa' images 0\.\.1 \(candidate\): ValueError: the model cannot draw", done.stdout)
     assert "images: 3 generated" in done.stdout, done.stdout
     assert len(_images(tmp_path / "cache")) == 3  # the bag images are kept
+
+
+def test_ray_stage_features_leaves_the_gate_run_nothing_to_generate_or_compute(tmp_path, subprocess_env):
+    """``--stage features`` on Ray: the selection's images and CLIP features made by the actors, then
+    pytest on the same selection generates no image and computes no feature."""
+    done = _generate(tmp_path, subprocess_env, tmp_path / "cache", "--stage", "features")
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    assert re.search(r"features: (\d+) slice\(s\) of \1 ", done.stdout), done.stdout
+    warm = _pytest(tmp_path, subprocess_env, tmp_path / "cache")
+    assert "images: 0 generated, 6 from cache" in warm.stdout, warm.stdout[-3000:]
+    computed = re.findall(r"^(\S+): (\d+) computed, (\d+) from cache$", warm.stdout, re.M)
+    assert computed and all(int(n) == 0 for _, n, _ in computed), computed
