@@ -43,7 +43,7 @@ def _worst(scores, metric, gate, confidence, **extra):
     if undefined:
         gate.undefined(f"{metric} is undefined for {', '.join(map(str, undefined))}: "
                        + "; ".join(scores[g].note for g in undefined if scores[g].note))
-    worst = min(scores, key=lambda g: getattr(scores[g], metric))
+    worst = _lowest(scores, metric)
     s = scores[worst]
     gate(getattr(s, metric), n=s.n_fake if metric == "precision" else s.n_real, interval=s.interval(metric, confidence),
          details={"worst": worst, "by_group": {str(g): getattr(v, metric) for g, v in scores.items()}, **extra})

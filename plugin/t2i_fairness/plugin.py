@@ -173,13 +173,6 @@ def progress_for(config: pytest.Config):
     return progress
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Count the run's gates after -k/-m deselection (the adjustment's m: every worker collects the
-    same items, so each counts the same)."""
-    gates = [item for item in session.items if "gate" in getattr(item, "fixturenames", ())]
-    session.config.stash[FAMILY_SIZE] = len({gate_id_of(item.name) for item in gates}) or 1
-
-
 class GateHooks:
     """Hooks that need the session state: registered per config, as pytest's junitxml does."""
 
@@ -200,7 +193,11 @@ class GateHooks:
         sel.collected = sel.selected + len(self.deselected)
         sel.how, sel.partial_args = selectors(self.config)
         sel.functions = sorted({split_function(item.name) for item in session.items} | {split_function(n) for n in self.deselected})
-        sel.gate_tests = sum("gate" in getattr(item, "fixturenames", ()) for item in session.items)
+        gates = [item for item in session.items if "gate" in getattr(item, "fixturenames", ())]
+        sel.gate_tests = len(gates)
+        # the gates this run selected, after -k/-m: the m of the adjustment across the run (every worker
+        # collects the same items, so each counts the same; a baseline and its candidate are one gate)
+        self.config.stash[FAMILY_SIZE] = len({gate_id_of(item.name) for item in gates}) or 1
         if is_worker(self.config):
             self.config.workeroutput["t2i_selection"] = {  # type: ignore[attr-defined]
                 "collected": sel.collected, "selected": sel.selected, "functions": sel.functions,

@@ -227,26 +227,20 @@ class Gate:
 
         gate_id = name or self.context.gate_id
         thresholds = self.context.thresholds
-        if gate_id in thresholds.gates and inconclusive:
-            bound = thresholds.gates[gate_id]
-            blocking = self.context.options.inconclusive == "fail"
+        if gate_id not in thresholds.gates:
+            pytest.skip(reason)
+        bound = thresholds.gates[gate_id]
+        if inconclusive:
+            status, blocking = "inconclusive", self.context.options.inconclusive == "fail"
             message = f"{gate_id}: {reason}; inconclusive (the gate has a bound in {thresholds.path})"
-            self.context.emit(GateRecord(
-                gate=gate_id, nodeid=self.context.nodeid, value=float("nan"), n=0, direction=bound.direction,
-                status="inconclusive", bound=bound.value, write=None, message=message,
-                provenance=self.context.provenance(), family=self.context.family, details={"undefined": reason},
-                blocking=blocking))
-            if blocking:
-                pytest.fail(message, pytrace=False)
-            warnings.warn(T2IInconclusiveWarning(message), stacklevel=2)
-            return
-        if gate_id in thresholds.gates:
-            bound = thresholds.gates[gate_id]
+        else:
+            status, blocking = "fail", True
             message = f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass"
-            # recorded like any failed gate, so the summary, run.json and a canary's tally count it
-            self.context.emit(GateRecord(
-                gate=gate_id, nodeid=self.context.nodeid, value=float("nan"), n=0, direction=bound.direction,
-                status="fail", bound=bound.value, write=None, message=message, provenance=self.context.provenance(),
-                family=self.context.family, details={"undefined": reason}))
+        # recorded like any judged gate, so the summary, run.json and a canary's tally count it
+        self.context.emit(GateRecord(
+            gate=gate_id, nodeid=self.context.nodeid, value=float("nan"), n=0, direction=bound.direction,
+            status=status, bound=bound.value, write=None, message=message, provenance=self.context.provenance(),
+            family=self.context.family, details={"undefined": reason}, blocking=blocking and inconclusive))
+        if blocking:
             pytest.fail(message, pytrace=False)
-        pytest.skip(reason)
+        warnings.warn(T2IInconclusiveWarning(message), stacklevel=2)

@@ -213,6 +213,17 @@ def _slice(options, template: str, space: PromptSpace | None, region: str | None
     return prompts, counts
 
 
+def _image_calls(counts: Sequence[int]) -> list[tuple[list[int], int]]:
+    """The ``bench.images`` calls for prompts with these image counts: one call per count, largest first
+    (country prompts differ by one), prompts with 0 images in none.
+
+    Example:
+        >>> _image_calls([2, 1, 1, 0])
+        [([0], 2), ([1, 2], 1)]
+    """
+    return [([i for i, c in enumerate(counts) if c == n], n) for n in sorted(set(counts) - {0}, reverse=True)]
+
+
 def prompt_images(bench, template: str, space: PromptSpace | None = None, region: str | None = None,
                   object: str | None = None) -> list[PromptImages]:
     """The images of a template's prompts over ``space`` (default: the run's GeoDE objects and regions),
@@ -226,11 +237,9 @@ def prompt_images(bench, template: str, space: PromptSpace | None = None, region
     key = ("prompt_images", template, tuple(p.text for p in prompts), tuple(counts))
 
     def make() -> list[PromptImages]:
-        refs: dict[int, list] = {}
-        for n in sorted(set(counts), reverse=True):  # one request per image count (country prompts differ by one)
-            idx = [i for i, c in enumerate(counts) if c == n]
-            made = bench.images([prompts[i].text for i in idx], n, desc=f"generating {template}") if n else [[] for _ in idx]
-            refs.update(zip(idx, made))
+        refs: dict[int, list] = {i: [] for i in range(len(prompts))}  # a country prompt may get 0 images
+        for idx, n in _image_calls(counts):
+            refs.update(zip(idx, bench.images([prompts[i].text for i in idx], n, desc=f"generating {template}")))
         return [PromptImages(p, refs[i]) for i, p in enumerate(prompts)]
 
     return bench.shared(key, make)
@@ -290,8 +299,4 @@ def prompt_requests(options, template: str, space: PromptSpace | None = None, re
     from t2i_fairness.spine.plan import requests_of
 
     prompts, counts = _slice(options, template, space, region, object)
-    out = []
-    for n in sorted(set(counts), reverse=True):  # the very calls prompt_images makes, one per image count
-        if n:
-            out += requests_of([p.text for p, c in zip(prompts, counts) if c == n], n)
-    return tuple(out)
+    return tuple(r for idx, n in _image_calls(counts) for r in requests_of([prompts[i].text for i in idx], n))

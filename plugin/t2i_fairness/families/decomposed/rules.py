@@ -210,13 +210,18 @@ def select_real(objects: Sequence[str], has_object: Any, has_background: Any,
     keep = ~failed & ~np.isin(labels, list(excluded))
     keep_bg = keep
     if min_bg_patches > 1:
-        if bg_patches is None:
-            raise ValueError(f"min_bg_patches={min_bg_patches} needs bg_patches (background patches per image)")
-        n_bg = np.asarray(bg_patches)
-        if n_bg.shape != has_object.shape:
-            raise ValueError(f"bg_patches must have shape {has_object.shape}, got {n_bg.shape}")
-        keep_bg = keep & (n_bg >= min_bg_patches)
+        keep_bg = keep & (_bg_counts(bg_patches, min_bg_patches, has_object.shape) >= min_bg_patches)
     return RealSelection(failed, excluded, counts, fraction, keep, keep_bg, int(min_bg_patches), text)
+
+
+def _bg_counts(bg_patches: Any, min_bg_patches: int, shape: tuple) -> np.ndarray:
+    """``bg_patches`` as an array of ``shape``, checked (needed whenever ``min_bg_patches > 1``)."""
+    if bg_patches is None:
+        raise ValueError(f"min_bg_patches={min_bg_patches} needs bg_patches (background patches per image)")
+    n_bg = np.asarray(bg_patches)
+    if n_bg.shape != shape:
+        raise ValueError(f"bg_patches must have shape {shape}, got {n_bg.shape}")
+    return n_bg
 
 
 def background_misses(has_object: Any, bg_patches: Any = None, min_bg_patches: int = 1,
@@ -246,12 +251,7 @@ def background_misses(has_object: Any, bg_patches: Any = None, min_bg_patches: i
     if unsegmented == "miss":
         miss |= ~has_object
     if min_bg_patches > 1:
-        if bg_patches is None:
-            raise ValueError(f"min_bg_patches={min_bg_patches} needs bg_patches (background patches per image)")
-        n_bg = np.asarray(bg_patches)
-        if n_bg.shape != has_object.shape:
-            raise ValueError(f"bg_patches must have shape {has_object.shape}, got {n_bg.shape}")
-        miss |= has_object & (n_bg < min_bg_patches)  # an unsegmented image is the whole image: all patches
+        miss |= has_object & (_bg_counts(bg_patches, min_bg_patches, has_object.shape) < min_bg_patches)  # an unsegmented image is the whole image: all patches
     return miss
 
 

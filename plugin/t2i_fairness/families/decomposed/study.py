@@ -249,9 +249,9 @@ class DecomposedStudy(Study):
         if miss.any():  # paper: any background patch counts and unsegmented images are used whole; fork: misses
             feats["bg"] = feats["bg"].copy()
             feats["bg"][miss] = np.nan
-        mode, scope = self.fake_dedupe(), getattr(o, "dedupe_scope", "set")
+        mode = self.fake_dedupe()
         duplicates = {s: None for s in SETUPS}
-        if mode != "none" and scope == "set":  # duplicates over the whole template, before grouping
+        if self._set_scope():  # duplicates over the whole template, before grouping
             labels = np.array([it.region for it in items], dtype=object)
             of_kept = np.array([it.object not in excluded for it in items], dtype=bool)
             for setup in SETUPS:

@@ -292,8 +292,7 @@ class DigInStudy(Study):
         is 0 (no generated image reaches a real ball) and its precision undefined (no distinct
         image to judge), never an error that would take the neighbouring groups down with it.
         """
-        o = self.bench.options
-        mode = "none" if getattr(o, "dedupe_scope", "set") == "set" and n_generated is not None else fake_dedupe(o)
+        mode = "none" if n_generated is not None else fake_dedupe(self.bench.options)  # given: already de-duplicated
         return score_group(m, fake, dedupe=mode, bootstrap=True, device=self.bench.device, group=group,
                            n_generated=n_generated)
 
