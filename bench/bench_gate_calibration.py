@@ -12,7 +12,12 @@ through pytest itself, one subprocess per run, and reads each run's ``run.json``
 3. **Interval coverage**: for every gate, the truth is the expected value at the run's sample size,
    estimated by the mean of the other null runs' estimates (leave-one-out, so the check is slightly
    conservative: the truth carries its own noise); coverage is the share of runs whose interval holds
-   it, pooled per paper family.
+   it, pooled per paper family. Each interval is checked against the variation it claims: DIG In's
+   prompts are fixed and their images re-drawn with the seed; CIS's prompts are drawn with the seed;
+   IndicTTI's intervals resample prompts (a prompt's images move together), so every run draws its
+   ``--indic-prompts`` prompt ids from a pool of ``--indic-pool`` (:func:`indic_pool`), as a benchmark
+   draws its prompts from a population. With the smoke set's four fixed prompts the prompt-level
+   interval would also hold the prompt-to-prompt variation a seed change never re-draws, and over-cover.
 4. **Canaries** (``t2i_fairness.canaries``): ``--canary-runs`` runs per canary at fresh seeds against
    the same bounds; detection = a gate of the canary's slice failed; false alarm = a gate of another
    slice failed (pooled gates, such as the worst region, are counted apart).
@@ -41,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+POOL_IDS: set[str] = set()  # the prompt ids of the pool (set by main)
 sys.path.insert(0, str(REPO / "plugin"))
 
 SELECTION = (
@@ -49,13 +55,58 @@ SELECTION = (
     " or test_cis and not test_cis_order"
     " or (test_lgc or test_scwl or test_dwl or test_scal_with_english or test_clgc) and (eng_latn or hin_deva or tam_taml)"
 )
-BASE_ARGS = ["--t2i-model", "procedural", "--t2i-objects", "bag,car,stove", "--t2i-cis-k", "1,2,4",
+BASE_ARGS = ["--t2i-model", "python:calibration_world:make", "--t2i-preset", "smoke", "--t2i-objects", "bag,car,stove", "--t2i-cis-k", "1,2,4",
              "--t2i-cis-prompts", "8", "--t2i-languages", "hin_Deva,tam_Taml", "--t2i-no-progress", "-p", "no:cacheprovider",
              "-p", "no:randomly", "-q", "-W", "ignore::UserWarning"]
 CANARIES = ("collapse_region:africa", "degrade_region:africa:0.6", "answer_language:hin_Deva",
             "drop_component:macaw")
 FAMILY_OF = {"region": "dig_in", "worst": "dig_in", "object_consistency": "dig_in", "cis": "cis", "lgc": "indic_tti",
              "scwl": "indic_tti", "dwl": "indic_tti", "scal": "indic_tti", "clgc": "indic_tti"}
+
+
+WORLD_MODULE = """\
+# Written by bench/bench_gate_calibration.py: the procedural world (as --t2i-model procedural), its
+# non-English texts "understood" from the calibration's prompt pool instead of the bundled smoke sample.
+from pathlib import Path
+
+from t2i_fairness.generators.procedural import ProceduralGenerator
+from t2i_fairness.vocab.multilingual import load_prompts
+
+
+def make():
+    return ProceduralGenerator(64, 1, load_prompts(Path(__file__).with_name("indic-pool.jsonl")), 16)
+"""
+SUBJECTS = ("dog", "cat", "horse", "bicycle", "kettle", "umbrella", "child", "boat")
+SETTINGS = ("on a wooden bench", "beside a river", "in a busy market", "under a tree", "on a kitchen table",
+            "in the snow", "at the beach", "in front of a temple")
+
+
+def indic_pool(size: int, languages=("eng_Latn", "hin_Deva", "tam_Taml")) -> list[dict]:
+    """``size`` prompt ids (``size`` <= 64), each in every language of ``languages``.
+
+    The English texts are "a {subject} {setting}"; the other languages' texts are the English text
+    tagged with the language code: stand-ins, NOT translations (the procedural world reads no words:
+    it draws a text either as its English text, with its language's probability, or as itself).
+    """
+    pairs = [(a, b) for b in SETTINGS for a in SUBJECTS][:size]
+    rows = []
+    for i, (subject, setting) in enumerate(pairs):
+        english = f"a {subject} {setting}"
+        for lang in languages:
+            text = english if lang == "eng_Latn" else f"[{lang}] {english}"
+            rows.append({"prompt_id": f"pool-{i:02d}", "lang": lang, "text": text, "english": english,
+                         "reference_image": ""})
+    return rows
+
+
+def write_prompts(path: Path, rows: list[dict], ids=None) -> Path:
+    keep = None if ids is None else set(ids)
+    with path.open("w", encoding="utf-8") as f:
+        f.write("# calibration stand-ins: NOT translations (see bench/bench_gate_calibration.py indic_pool)\n")
+        for r in rows:
+            if keep is None or r["prompt_id"] in keep:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return path
 
 
 def family(gate: str) -> str:
@@ -66,12 +117,17 @@ def family(gate: str) -> str:
     return "other"
 
 
-def run(work: Path, seed: int, *extra: str, thresholds: Path, label: str) -> dict:
+def run(work: Path, seed: int, *extra: str, thresholds: Path, label: str, indic_prompts: int = 4) -> dict:
+    """One pytest run of the reduced suite at ``seed``; its IndicTTI prompts drawn from the pool by the seed."""
     artifacts = work / f"art-{label}"
+    pool = [r for r in indic_pool(64) if r["prompt_id"] in POOL_IDS]
+    ids = np.random.default_rng(seed).choice(sorted(POOL_IDS), size=indic_prompts, replace=False)
+    prompts = write_prompts(work / f"indic-{label}.jsonl", pool, ids)
     cmd = [sys.executable, "-m", "pytest", str(REPO / "fairness_tests"), "-k", SELECTION, *BASE_ARGS,
            "--t2i-seed", str(seed), "--t2i-thresholds", str(thresholds), "--t2i-cache-dir", str(work / "cache"),
-           "--t2i-artifacts", str(artifacts), *extra]
-    env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+           "--t2i-artifacts", str(artifacts), "--t2i-indic-prompts", str(prompts), *extra]
+    env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join(filter(None, [str(work), os.environ.get("PYTHONPATH")])))
     env.pop("PYTEST_ADDOPTS", None)
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=3600)
@@ -148,20 +204,28 @@ def simulated_drop_component(runs: int, seed: int = 0, prompts: int = 40, images
     return out
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="4 null runs and 2 runs per canary (checks the script)")
-    ap.add_argument("--nulls", type=int, default=20)
-    ap.add_argument("--canary-runs", type=int, default=10)
-    ap.add_argument("--workdir", default=None)
-    ap.add_argument("--json", default=None, help="write the numbers to this file")
-    args = ap.parse_args(argv)
-    nulls_n, canary_n = (4, 2) if args.quick else (args.nulls, args.canary_runs)
-    work = Path(args.workdir or tempfile.mkdtemp(prefix="t2i-calibration-"))
-    work.mkdir(parents=True, exist_ok=True)
+def simulated_table(runs: int) -> dict[str, tuple[int, int]]:
+    """Every simulated row: drop_component on CIS_2 (the smoke size and a tenth of the paper's: 10,000
+    prompts per K, 16 images) and the stand-ins of :mod:`simulated_canaries` (degrade_region, answer_language)."""
+    sim = {}
+    for prompts, images in ((40, 4), (1000, 16)):
+        for label, counts in simulated_drop_component(runs, prompts=prompts, images=images).items():
+            sim[f"CIS_2 gate, {label}, {prompts} prompts x {images} images: failed"] = counts
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from simulated_canaries import simulated_rows
+
+    sim.update(simulated_rows(runs))
+    return sim
+
+
+def pipeline(work: Path, nulls_n: int, canary_n: int, pool_size: int) -> dict:
+    """The pytest runs: bounds, null re-runs, canaries; their counts (printed as they come)."""
     thresholds = work / "thresholds.yaml"
     thresholds.unlink(missing_ok=True)
-    print(f"work folder {work}; load average {os.getloadavg()[0]:.1f}; {os.cpu_count()} CPUs", flush=True)
+    pool = indic_pool(pool_size)
+    POOL_IDS.update(r["prompt_id"] for r in pool)
+    write_prompts(work / "indic-pool.jsonl", pool)
+    (work / "calibration_world.py").write_text(WORLD_MODULE)
 
     ref = run(work, 1000, "--t2i-update-thresholds", thresholds=thresholds, label="bounds")
     n_gates = sum(r["status"] == "written" for r in ref["records"])
@@ -173,11 +237,12 @@ def main(argv=None) -> int:
         print(f"  null seed {i}: {sum(map(failed, nulls[-1]['records']))} failed, "
               f"{sum(r['status'] == 'inconclusive' for r in nulls[-1]['records'])} inconclusive "
               f"({nulls[-1]['seconds']:.0f} s)", flush=True)
-    # a run raises an alarm when a gate fails, or the step-down across the run fails an inconclusive one
-    runs_with_alarm = sum(any(map(failed, r["records"])) or bool(r["decisions"]["escalated"]) for r in nulls)
-    gate_runs = sum(len(r["records"]) for r in nulls)
-    gate_alarms = sum(sum(map(failed, r["records"])) for r in nulls)
-    inconclusive = sum(sum(x["status"] == "inconclusive" for x in r["records"]) for r in nulls)
+    met: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # family -> [null checks meeting the bound, checks]
+    for r in nulls:
+        for x in r["records"]:
+            if x["status"] in ("pass", "fail", "inconclusive"):
+                met[family(x["gate"])][0] += x["status"] == "pass"
+                met[family(x["gate"])][1] += 1
 
     from t2i_fairness.canaries import catch_report
 
@@ -195,34 +260,70 @@ def main(argv=None) -> int:
                   f"{counts['false_alarms']} false alarm(s) ({data['seconds']:.0f} s)", flush=True)
         canaries[spec] = {"detected": detected, "runs": canary_n, "false_alarm_runs": alarms,
                           "mean_share_of_slice_gates": statistics.mean(shares) if shares else 0.0}
-    sim = {}  # the smoke suite's CIS size, and a tenth of the paper's (10,000 prompts per K, 16 images)
-    for prompts, images in ((40, 4), (1000, 16)):
-        for label, counts in simulated_drop_component(200 if not args.quick else 40, prompts=prompts,
-                                                      images=images).items():
-            sim[f"{label}, {prompts} prompts x {images} images"] = counts
+    return {
+        "gates": n_gates, "nulls": nulls_n,
+        # a run raises an alarm when a gate fails, or the step-down across the run fails an inconclusive one
+        "runs_with_alarm": sum(any(map(failed, r["records"])) or bool(r["decisions"]["escalated"]) for r in nulls),
+        "gate_checks": sum(len(r["records"]) for r in nulls),
+        "gate_alarms": sum(sum(map(failed, r["records"])) for r in nulls),
+        "inconclusive": sum(sum(x["status"] == "inconclusive" for x in r["records"]) for r in nulls),
+        "bound_met": {k: tuple(v) for k, v in met.items()},
+        "coverage": coverage_table(nulls), "canaries": canaries, "canary_runs": canary_n, "indic_pool": pool_size,
+    }
 
-    cov = coverage_table(nulls)
-    print()
-    print(f"== gate calibration: procedural world, {n_gates} gates, Holm at alpha 0.05, bound level 0.99 ==")
+
+def print_pipeline(p: dict) -> None:
+    nulls_n, checks = p["nulls"], max(1, p["gate_checks"])
+    print(f"== gate calibration: procedural world, {p['gates']} gates, Holm at alpha 0.05, bound level 0.99 ==")
     print(f"null re-runs (seed changes): {nulls_n}")
-    print(f"  family-wise false alarms: {runs_with_alarm}/{nulls_n} = {runs_with_alarm / nulls_n:.3f}")
-    print(f"  per-gate false alarms: {gate_alarms}/{gate_runs} = {gate_alarms / max(1, gate_runs):.4f}; "
-          f"inconclusive {inconclusive}/{gate_runs} = {inconclusive / max(1, gate_runs):.4f}")
-    print("interval coverage (95% intervals, truth = leave-one-out mean of the null runs):")
-    for fam, (hit, total) in sorted(cov.items()):
+    print(f"  family-wise false alarms: {p['runs_with_alarm']}/{nulls_n} = {p['runs_with_alarm'] / nulls_n:.3f}")
+    print(f"  per-gate false alarms: {p['gate_alarms']}/{p['gate_checks']} = {p['gate_alarms'] / checks:.4f}; "
+          f"inconclusive {p['inconclusive']}/{p['gate_checks']} = {p['inconclusive'] / checks:.4f}")
+    print("  null gate checks meeting the bound written at another seed (bound level 0.99):")
+    for fam, (hit, total) in sorted(p["bound_met"].items()):
+        print(f"    {fam:<10} {hit}/{total} = {hit / total:.3f}")
+    print("interval coverage (95% intervals, truth = leave-one-out mean of the null runs; IndicTTI's "
+          f"4 prompt ids drawn per run from a pool of {p['indic_pool']}):")
+    for fam, (hit, total) in sorted(p["coverage"].items()):
         print(f"  {fam:<10} {hit}/{total} = {hit / total:.3f}")
-    print(f"canaries ({canary_n} runs each): detected = a gate of its slice failed; false alarm = a gate of another slice")
-    for spec, c in canaries.items():
+    print(f"canaries ({p['canary_runs']} runs each): detected = a gate of its slice failed; "
+          "false alarm = a gate of another slice")
+    for spec, c in p["canaries"].items():
         print(f"  {spec:<28} detected {c['detected']}/{c['runs']} = {c['detected'] / c['runs']:.2f}; "
               f"false alarms {c['false_alarm_runs']}/{c['runs']}; slice gates failed per run {c['mean_share_of_slice_gates']:.2f}")
-    print("simulated scores (what the random-weight tiny scorers cannot see):")
-    for label, (f, n) in sim.items():
-        print(f"  CIS_2 gate, {label:<52} failed {f}/{n} = {f / n:.3f}")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="4 null runs and 2 runs per canary (checks the script)")
+    ap.add_argument("--nulls", type=int, default=20)
+    ap.add_argument("--canary-runs", type=int, default=10)
+    ap.add_argument("--simulated-runs", type=int, default=200)
+    ap.add_argument("--indic-pool", type=int, default=64, help="IndicTTI prompt ids to draw each run's 4 from (<= 64)")
+    ap.add_argument("--part", choices=("all", "pipeline", "simulated"), default="all",
+                    help="pipeline: the pytest runs only; simulated: the simulated scores only (a few minutes)")
+    ap.add_argument("--workdir", default=None)
+    ap.add_argument("--json", default=None, help="write the numbers to this file")
+    args = ap.parse_args(argv)
+    nulls_n, canary_n, sim_n = (4, 2, 20) if args.quick else (args.nulls, args.canary_runs, args.simulated_runs)
+    out: dict = {}
+    if args.part in ("all", "pipeline"):
+        work = Path(args.workdir or tempfile.mkdtemp(prefix="t2i-calibration-"))
+        work.mkdir(parents=True, exist_ok=True)
+        print(f"work folder {work}; load average {os.getloadavg()[0]:.1f}; {os.cpu_count()} CPUs", flush=True)
+        out["pipeline"] = pipeline(work, nulls_n, canary_n, args.indic_pool)
+    if args.part in ("all", "simulated"):
+        out["simulated"] = simulated_table(sim_n)
+    print()
+    if "pipeline" in out:
+        print_pipeline(out["pipeline"])
+    if "simulated" in out:
+        print(f"simulated scores (what the random-weight tiny scorers cannot see; {sim_n} draws each):")
+        for label, (f, n) in out["simulated"].items():
+            print(f"  {label:<76} {f}/{n} = {f / n:.3f}")
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d')}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"nulls": nulls_n, "fwer": runs_with_alarm / nulls_n,
-                                               "per_gate": gate_alarms / max(1, gate_runs), "coverage": cov,
-                                               "canaries": canaries, "simulated": sim}, indent=1))
+        Path(args.json).write_text(json.dumps(out, indent=1))
     return 0
 
 

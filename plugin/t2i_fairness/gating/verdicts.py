@@ -167,7 +167,8 @@ def bound_for(m: Measurement, direction: Direction, level: float) -> tuple[float
     """The bound the update flow writes for ``m``: ``(bound, margin, problem)``.
 
     ``bound = estimate - margin`` for a ``min`` gate (``+`` for ``max``) with
-    ``margin = max(z_level * sqrt(2) * se, FLOAT_MARGIN * max(1, |estimate|))``, rounded towards
+    ``margin = max(q_level * sqrt(2) * se, FLOAT_MARGIN * max(1, |estimate|))`` (``q``: the normal quantile,
+    or Student's t on the interval's degrees of freedom when it has them), rounded towards
     passing; ``problem`` says why no bound can be written (a non-finite estimate or standard error).
 
     Example:
@@ -182,7 +183,9 @@ def bound_for(m: Measurement, direction: Direction, level: float) -> tuple[float
     se = m.se_at(m.value)
     if not math.isfinite(se):
         return None, 0.0, f"its standard error is {se}"
-    ub = bound_from_estimate(m.value, se, direction, pass_probability=level)
+    df = getattr(m.uncertainty, "df", None)  # a standard error estimated from few units: t, not z
+    ub = bound_from_estimate(m.value, se, direction, pass_probability=level,
+                             df=float(df) if df is not None and math.isfinite(df) and df > 0 else None)
     margin = max(abs(m.value - ub.bound), FLOAT_MARGIN * max(1.0, abs(m.value)))
     raw = m.value - margin if direction == "min" else m.value + margin
     bound = safe_round(raw, direction)
