@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -163,6 +164,66 @@ def coverage_table(nulls: list[dict]) -> dict[str, tuple[int, int]]:
     return {k: tuple(v) for k, v in out.items()}
 
 
+def pairwise_bounds(nulls: list[dict], level: float = 0.99, alpha: float = 0.05) -> dict:
+    """"Bounds written at one seed, gated at another", over every ordered pair of null runs.
+
+    The single bounds run of the benchmark is one draw: a run whose few prompts happened to agree
+    writes tight bounds for every null run after it. Here each null run in turn writes the bounds
+    (:func:`t2i_fairness.gating.verdicts.bound_for`, from its recorded value and interval) and every
+    other null run is judged against them (:func:`t2i_fairness.gating.gate.judge`, Holm's first step
+    over the run's gates): the share of checks meeting the bound estimates the pass probability the
+    bound level promises (0.99) over the randomness of both runs; a ``fail`` is a false alarm.
+
+    Returns ``{"met": {family: (met, checks)}, "failed": {family: (failed, checks)}, "pairs": n,
+    "pairs_with_a_failure": k}``.
+    """
+    from t2i_fairness.gating.gate import judge
+    from t2i_fairness.gating.thresholds import Bound, ThresholdFile
+    from t2i_fairness.gating.verdicts import Measurement, bound_for
+    from t2i_fairness.metrics.intervals import Interval
+    from t2i_fairness.spine.options import T2IOptions
+
+    options = T2IOptions(alpha=alpha, bound_level=level)
+
+    def measurement(r: dict):
+        if not r.get("uncertainty") or not math.isfinite(float(r["value"])):
+            return None
+        iv = Interval(**r["uncertainty"])
+        return Measurement(r["gate"], float(r["value"]), int(r["n"]), r["direction"], interval=iv.as_tuple(),
+                           uncertainty=iv)
+
+    runs = [{r["gate"]: m for r in run_["records"] if (m := measurement(r)) is not None} for run_ in nulls]
+    met: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    fail: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    pairs = pairs_failed = 0
+    for i, writer in enumerate(runs):
+        bounds = {}
+        for gate, m in writer.items():
+            bound, _, problem = bound_for(m, m.direction, level)
+            if problem is None:
+                bounds[gate] = Bound(m.direction, bound)
+        thresholds = ThresholdFile(Path("pairwise.yaml"), bounds)
+        for j, judged in enumerate(runs):
+            if i == j:
+                continue
+            pairs += 1
+            any_fail = False
+            for gate, m in judged.items():
+                if gate not in bounds:
+                    continue
+                fam = family(gate)
+                b = bounds[gate].value
+                met[fam][0] += m.value >= b if m.direction == "min" else m.value <= b
+                met[fam][1] += 1
+                record, _ = judge(m, thresholds, {}, options, family_size=len(judged))
+                fail[fam][0] += record.status == "fail"
+                fail[fam][1] += 1
+                any_fail |= record.status == "fail"
+            pairs_failed += any_fail
+    return {"met": {k: tuple(v) for k, v in met.items()}, "failed": {k: tuple(v) for k, v in fail.items()},
+            "pairs": pairs, "pairs_with_a_failure": pairs_failed}
+
+
 def simulated_drop_component(runs: int, seed: int = 0, prompts: int = 40, images: int = 4) -> dict:
     """CIS_K gates on simulated per-image scores: null vs one component dropped from every K-prompt naming it.
 
@@ -268,7 +329,7 @@ def pipeline(work: Path, nulls_n: int, canary_n: int, pool_size: int) -> dict:
         "gate_alarms": sum(sum(map(failed, r["records"])) for r in nulls),
         "inconclusive": sum(sum(x["status"] == "inconclusive" for x in r["records"]) for r in nulls),
         "bound_met": {k: tuple(v) for k, v in met.items()},
-        "coverage": coverage_table(nulls), "canaries": canaries, "canary_runs": canary_n, "indic_pool": pool_size,
+        "coverage": coverage_table(nulls), "pairwise": pairwise_bounds(nulls), "canaries": canaries, "canary_runs": canary_n, "indic_pool": pool_size,
     }
 
 
@@ -279,9 +340,15 @@ def print_pipeline(p: dict) -> None:
     print(f"  family-wise false alarms: {p['runs_with_alarm']}/{nulls_n} = {p['runs_with_alarm'] / nulls_n:.3f}")
     print(f"  per-gate false alarms: {p['gate_alarms']}/{p['gate_checks']} = {p['gate_alarms'] / checks:.4f}; "
           f"inconclusive {p['inconclusive']}/{p['gate_checks']} = {p['inconclusive'] / checks:.4f}")
-    print("  null gate checks meeting the bound written at another seed (bound level 0.99):")
+    print("  null gate checks meeting the bounds run's bound (seed 1000; bound level 0.99):")
     for fam, (hit, total) in sorted(p["bound_met"].items()):
         print(f"    {fam:<10} {hit}/{total} = {hit / total:.3f}")
+    pw = p["pairwise"]
+    print(f"  bounds written from each null run, every other null run judged ({pw['pairs']} ordered pairs): "
+          f"pairs with a failed gate {pw['pairs_with_a_failure']}/{pw['pairs']}")
+    for fam, (hit, total) in sorted(pw["met"].items()):
+        f, n = pw["failed"][fam]
+        print(f"    {fam:<10} bound met {hit}/{total} = {hit / total:.3f}; failed {f}/{n} = {f / n:.4f}")
     print("interval coverage (95% intervals, truth = leave-one-out mean of the null runs; IndicTTI's "
           f"4 prompt ids drawn per run from a pool of {p['indic_pool']}):")
     for fam, (hit, total) in sorted(p["coverage"].items()):

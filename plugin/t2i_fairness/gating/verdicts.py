@@ -163,12 +163,31 @@ def _fmt(x: float | None) -> str:
 FLOAT_MARGIN = 1e-4
 
 
+def share_se_floor(value: float, n_effective: float) -> float:
+    """The standard error of a share taken at Agresti and Coull's adjusted share and size.
+
+    A share measured at 0 or 1 has ``sqrt(p (1 - p) / n) = 0``: a bound written from it at the float
+    margin (``0.9999`` from a precision of 1.0 over 18 images) is then failed by an equivalent model's
+    next 15 of 18. Adding ``z^2 / 2`` successes and failures (``z = 1.96``) gives the error a share of
+    ``n`` draws has near the boundary; the update flow uses the larger of the two.
+
+    Example:
+        >>> round(share_se_floor(1.0, 18), 4), round(share_se_floor(0.5, 18), 4)
+        (0.0606, 0.107)
+    """
+    z2 = 1.959963984540054**2
+    n = float(n_effective) + z2
+    p = (min(max(float(value), 0.0), 1.0) * float(n_effective) + z2 / 2) / n
+    return math.sqrt(p * (1.0 - p) / n)
+
+
 def bound_for(m: Measurement, direction: Direction, level: float) -> tuple[float | None, float, str | None]:
     """The bound the update flow writes for ``m``: ``(bound, margin, problem)``.
 
     ``bound = estimate - margin`` for a ``min`` gate (``+`` for ``max``) with
     ``margin = max(q_level * sqrt(2) * se, FLOAT_MARGIN * max(1, |estimate|))`` (``q``: the normal quantile,
-    or Student's t on the interval's degrees of freedom when it has them), rounded towards
+    or Student's t on the interval's degrees of freedom when it has them; for a share, ``se`` is at
+    least :func:`share_se_floor`), rounded towards
     passing; ``problem`` says why no bound can be written (a non-finite estimate or standard error).
 
     Example:
@@ -183,6 +202,9 @@ def bound_for(m: Measurement, direction: Direction, level: float) -> tuple[float
     se = m.se_at(m.value)
     if not math.isfinite(se):
         return None, 0.0, f"its standard error is {se}"
+    n_eff = getattr(m.uncertainty, "n_effective", None)
+    if n_eff:  # a share: never take its error as 0 at 0 or 1 (Agresti-Coull's adjusted share and n)
+        se = max(se, share_se_floor(m.value, n_eff))
     df = getattr(m.uncertainty, "df", None)  # a standard error estimated from few units: t, not z
     ub = bound_from_estimate(m.value, se, direction, pass_probability=level,
                              df=float(df) if df is not None and math.isfinite(df) and df > 0 else None)
