@@ -213,8 +213,8 @@ def evidence_grids(ev: GroupEvidence, metric: str, limit: int = 8, thumb: int = 
             if i is None:  # the images without a feature come first
                 g = ev.missing[k]
                 images += [g.load(), Image.new("RGB", (8, 8), (235, 235, 235))]
-                captions += [f"{g.prompt}\nseed {g.seed}\nno feature{where}: a miss",
-                             f"no nearest real: this image has no feature{where}"]
+                captions += [f"{g.prompt}\nseed {g.seed}\nno feature: a miss",
+                             f"no {ev.space + ' ' if ev.space else ''}feature:\nnothing to compare,\ncounted outside"]
                 masks += [g.mask() if g.mask else None, None]
                 continue
             g, j = ev.fake[i], int(nearest[i])
@@ -223,9 +223,9 @@ def evidence_grids(ev: GroupEvidence, metric: str, limit: int = 8, thumb: int = 
             captions += [f"{g.prompt}\nseed {g.seed}\nd/r {score[i]:.2f} ({'inside' if member[i] else 'outside'})",
                          f"nearest real: {r.name}\n{r.object}, {r.region}\ndistance {ev.distance[i, j]:.3g}"]
             masks += [g.mask() if g.mask else None, r.mask() if r.mask else None]
-        title = (f"{ev.group}{where}: generated (left) beside nearest real (right), furthest outside first; "
-                 f"{ev.generated_inside} of {ev.n_generated} inside"
-                 + (f" ({len(ev.missing)} without a feature)" if ev.missing else ""))
+        title = (f"{ev.group}{where}: {ev.generated_inside} of {ev.n_generated} generated inside"
+                 + (f", {len(ev.missing)} without a feature" if ev.missing else "")
+                 + "; each (left) beside its nearest real, furthest outside first")
         out["evidence_generated_vs_nearest_real.png"] = image_grid(
             images, captions, masks=masks if any(m is not None for m in masks) else None, columns=4, thumb=thumb,
             upscale=True, title=title, gap=6)
