@@ -6,13 +6,17 @@ Claims gated, for each reference set and prompt template (``{object} in {region}
 BG-only ViT features, Sec. 3); the worst region's background diversity stays above a floor; the
 spread of per-region values (best minus worst) stays below a ceiling for objects and backgrounds
 (Sec. 4.2); the adjective template is not worse than the original on worst-region background
-coverage (Sec. 5, Table 1). The diagnostics of Sec. 4.3 are written as JSON and image grids.
+coverage (Sec. 5, Table 1). The diagnostics of Sec. 4.3 are written as JSON and image grids. A
+failing precision or coverage gate carries its evidence (the region's generated images beside their
+nearest real ones in the gate's Obj-only or BG-only space; for coverage, the real images no generated
+image reached: :mod:`t2i_fairness.families.decomposed.evidence`).
 """
 
 from __future__ import annotations
 
 import pytest
 
+from t2i_fairness.families.decomposed.evidence import evidence
 from t2i_fairness.families.decomposed.report import diagnostics_grids, diagnostics_report, table1_section
 from t2i_fairness.families.decomposed.rules import SETUP_NAMES, spread, summarize
 from t2i_fairness.families.decomposed.study import DECOMPOSED_TEMPLATES
@@ -96,19 +100,23 @@ def _region_gate(sc, region, setup, metric, gate, t2i):
 
 # -- per region (Sec. 4.1-4.2) -----------------------------------------------------------------
 
-def test_obj_precision(reference, template, region, decomposed, gate, t2i):
+def test_obj_precision(reference, template, region, decomposed, gate, t2i, t2i_report):
+    t2i_report.on_failure(evidence(decomposed, reference, template, "obj", "precision", region))
     _region_gate(_scored(decomposed, reference, template, gate, region), region, "obj", "precision", gate, t2i)
 
 
-def test_obj_coverage(reference, template, region, decomposed, gate, t2i):
+def test_obj_coverage(reference, template, region, decomposed, gate, t2i, t2i_report):
+    t2i_report.on_failure(evidence(decomposed, reference, template, "obj", "coverage", region))
     _region_gate(_scored(decomposed, reference, template, gate, region), region, "obj", "coverage", gate, t2i)
 
 
-def test_bg_precision(reference, template, region, decomposed, gate, t2i):
+def test_bg_precision(reference, template, region, decomposed, gate, t2i, t2i_report):
+    t2i_report.on_failure(evidence(decomposed, reference, template, "bg", "precision", region))
     _region_gate(_scored(decomposed, reference, template, gate, region), region, "bg", "precision", gate, t2i)
 
 
-def test_bg_coverage(reference, template, region, decomposed, gate, t2i, table1):
+def test_bg_coverage(reference, template, region, decomposed, gate, t2i, table1, t2i_report):
+    t2i_report.on_failure(evidence(decomposed, reference, template, "bg", "coverage", region))
     sc = _scored(decomposed, reference, template, gate, region)
     table1(reference)
     _region_gate(sc, region, "bg", "coverage", gate, t2i)
@@ -116,22 +124,24 @@ def test_bg_coverage(reference, template, region, decomposed, gate, t2i, table1)
 
 # -- across regions ----------------------------------------------------------------------------
 
-def test_worst_region_bg_coverage(reference, template, decomposed, gate, table1, t2i):
+def test_worst_region_bg_coverage(reference, template, decomposed, gate, table1, t2i, t2i_report):
     sc = _scored(decomposed, reference, template, gate)
     values = {r: by["bg"].coverage for r, by in sc.scores.items()}
     worst = min(values, key=values.get)
+    t2i_report.on_failure(evidence(decomposed, reference, template, "bg", "coverage", worst))
     table1(reference)
     gate(values[worst], n=sc.scores[worst]["bg"].n_real, interval=_interval(sc, worst, "bg", "coverage", t2i.options.confidence),
          details={"worst_region": worst, "by_region": values})
 
 
-def test_region_spread(reference, template, setup, metric, decomposed, gate, t2i):
+def test_region_spread(reference, template, setup, metric, decomposed, gate, t2i, t2i_report):
     """Best minus worst region; the paper finds backgrounds spread about 1.5-2x more than objects."""
     sc = _scored(decomposed, reference, template, gate)
     values = {r: getattr(by[setup], metric) for r, by in sc.scores.items()}
     other = "obj" if setup == "bg" else "bg"
     other_spread = spread({r: getattr(by[other], metric) for r, by in sc.scores.items()})
     best, worst = max(values, key=values.get), min(values, key=values.get)
+    t2i_report.on_failure(evidence(decomposed, reference, template, setup, metric, worst))  # the region that widens it
     conf = t2i.options.confidence
     interval = _difference(_interval(sc, best, setup, metric, conf), _interval(sc, worst, setup, metric, conf), conf,
                            "difference of two regions (normal)")
@@ -140,7 +150,7 @@ def test_region_spread(reference, template, setup, metric, decomposed, gate, t2i
                   "best": best, "worst": worst})
 
 
-def test_template_improvement(reference, decomposed, gate, table1, t2i):
+def test_template_improvement(reference, decomposed, gate, table1, t2i, t2i_report):
     """``{regional adjective} {object}`` minus ``{object} in {region}`` on worst-region BG-only coverage."""
     worst, intervals = {}, {}
     for template in DECOMPOSED_TEMPLATES:
@@ -151,6 +161,7 @@ def test_template_improvement(reference, decomposed, gate, table1, t2i):
         intervals[template] = _interval(sc, region, "bg", "coverage", t2i.options.confidence)
     table1(reference)
     (old, old_region, n_old), (new, new_region, n_new) = (worst[t] for t in DECOMPOSED_TEMPLATES)
+    t2i_report.on_failure(evidence(decomposed, reference, DECOMPOSED_TEMPLATES[1], "bg", "coverage", new_region))
     interval = _difference(*(intervals[t] for t in reversed(DECOMPOSED_TEMPLATES)), t2i.options.confidence,
                            "difference of two templates' worst regions (normal)")
     gate(new - old, n=min(n_old, n_new), interval=interval, details={

@@ -55,6 +55,7 @@ __all__ = [
     "dedupe_index",
     "deduplicate",
     "membership",
+    "pair_distances",
     "prdc",
     "precision_coverage",
     "real_radii",
@@ -580,6 +581,40 @@ def ball_membership(real: Any, radii: Any, fake: Any, *, block_elements: int = 2
         if li.size:
             d = np.sqrt(np.square(f[start + li] - r[lj]).sum(axis=1))
             out[start + li, lj] = d < rad[lj]
+    return out
+
+
+def pair_distances(real: Any, fake: Any, *, block_elements: int = 2**24) -> np.ndarray:
+    """float64 (n_fake, n_real): the distance of generated row i to real row j, from exact coordinate
+    differences (``sqrt(sum((fake[i] - real[j]) ** 2))``, the distance :func:`ball_membership` decides on).
+
+    For showing which real image is nearest to a generated one and how far (the evidence beside a
+    failing gate); the memory is ``block_elements`` coordinates at a time.
+
+    Args:
+        real: (n_real, dim) real features (finite).
+        fake: (n_fake, dim) generated features (finite).
+        block_elements: coordinates held at once (memory).
+
+    Raises:
+        ValueError: shapes that do not match, or non-finite values.
+
+    Example:
+        >>> pair_distances(np.array([[0.0, 0.0], [3.0, 4.0]]), np.array([[0.0, 1.0]])).tolist()
+        [[1.0, 4.242640687119285]]
+    """
+    r = np.asarray(real, dtype=np.float64)
+    f = np.asarray(fake, dtype=np.float64)
+    if r.ndim != 2 or f.ndim != 2 or r.shape[1] != f.shape[1]:
+        raise ValueError(f"real and fake must be 2-D with the same width, got {r.shape} and {f.shape}")
+    for name, a in (("real", r), ("fake", f)):
+        if not np.isfinite(a).all():
+            raise ValueError(f"{name} has NaN or inf values; pass only rows with features")
+    out = np.zeros((f.shape[0], r.shape[0]), dtype=np.float64)
+    step = max(1, block_elements // max(1, r.shape[0] * max(1, r.shape[1])))
+    for start in range(0, f.shape[0], step):
+        block = f[start:start + step]
+        out[start:start + len(block)] = np.sqrt(np.square(block[:, None, :] - r[None, :, :]).sum(axis=2))
     return out
 
 

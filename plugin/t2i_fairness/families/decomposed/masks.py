@@ -43,6 +43,8 @@ class MaskedImage:
         region: region slug.
         label: what reports show (a prompt and index, or a reference path).
         opener: returns the PIL image.
+        prompt: a generated image's prompt text (None for a reference image).
+        seed: a generated image's seed (None for a reference image).
     """
 
     key: str
@@ -52,6 +54,8 @@ class MaskedImage:
     region: str
     label: str
     opener: Callable[[], Image.Image]
+    prompt: str | None = None
+    seed: int | None = None
 
     def load(self) -> Image.Image:
         image = self.opener()
@@ -84,7 +88,7 @@ def generated_items(prompt_images: Sequence[Any], names: Callable[[str], str]) -
         p = item.prompt
         for im in item.images:
             out.append(MaskedImage(im.key, f"generated/{p.text}/{im.index}", p.object, names(p.object),
-                                   p.region or "", f"{p.text} #{im.index}", im.load))
+                                   p.region or "", f"{p.text} #{im.index}", im.load, p.text, im.seed))
     return out
 
 
