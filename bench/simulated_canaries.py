@@ -174,7 +174,7 @@ def _write_bounds(measurements: list, options: T2IOptions) -> ThresholdFile:
         >>> from t2i_fairness.gating.gate import measure
         >>> t = _write_bounds([measure("g", 0.8, n=100, interval=(0.7, 0.9))], T2IOptions())
         >>> t.gates["g"].direction, t.gates["g"].value, t.gates["g"].level
-        ('min', 0.632106, 0.99)
+        ('min', 0.632142, 0.99)
     """
     update = _options(update_thresholds=True, bound_level=options.bound_level)
     empty = ThresholdFile(Path("simulated.yaml"), {})
@@ -519,8 +519,8 @@ def simulated_answer_language(runs: int, size: IndicSize, answer: str = "hin_Dev
 
     Example:
         >>> r = simulated_answer_language(2, INDIC_SIZES["smoke"])
-        >>> len(r.null), len(r.slice), r.gates
-        (2, 2, {'slice': 10, 'aggregate': 2, 'other': 4})
+        >>> len(r.null), len(r.slice), sorted(r.gates.items())
+        (2, 2, [('aggregate', 2), ('other', 4), ('slice', 10)])
     """
     if answer not in LANGUAGES[1:]:
         raise ValueError(f"answer must be one of {list(LANGUAGES[1:])}, got {answer!r}")
@@ -567,10 +567,13 @@ def simulated_rows(runs: int, quick: bool = False, seed: int = 0) -> dict[str, t
     Labels name the canary, the kind (null: any gate; planted: the slice's gates, the other
     slices' gates = false alarms, aggregates) and the size.
 
-    Example:
-        >>> rows = simulated_rows(2, quick=True)
-        >>> all(n >= 2 or "realistic" in k or "paper" in k or "third" in k for k, (f, n) in rows.items())
-        True
+    Example (one result's rows; ``simulated_rows(200)`` takes a few minutes):
+        >>> r = SimResult("4 prompts x 6 images", null=[0, 0], slice=[3, 0], other=[0, 1], gates={"slice": 10})
+        >>> for label, counts in r.rows("answer_language:hin_Deva (simulated)").items():
+        ...     print(label, counts)
+        answer_language:hin_Deva (simulated) null (any gate failed), 4 prompts x 6 images (0, 2)
+        answer_language:hin_Deva (simulated) planted: slice gates failed, 4 prompts x 6 images (1, 2)
+        answer_language:hin_Deva (simulated) planted: false alarms on other slices, 4 prompts x 6 images (1, 2)
     """
     rows: dict[str, tuple[int, int]] = {}
     for spec, result in simulated_results(runs, quick, seed):
