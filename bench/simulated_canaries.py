@@ -545,11 +545,12 @@ def simulated_answer_language(runs: int, size: IndicSize, answer: str = "hin_Dev
 # ---------------------------------------------------------------------------------- the table
 
 
-def simulated_results(runs: int, quick: bool = False, seed: int = 0) -> list[tuple[str, SimResult]]:
+def simulated_results(runs: int, quick: bool = False, seed: int = 0,
+                      big_runs: int | None = None) -> list[tuple[str, SimResult]]:
     """Every simulated experiment: ``(canary spec, result)``. The realistic DIG In size and IndicTTI's
-    200 prompts run ``runs // 4`` runs of each kind (at least 5; ``quick``: 3): they cost about a
-    second a run on this machine; the other sizes ``runs``."""
-    big = 3 if quick else max(5, runs // 4)
+    200 prompts run ``big_runs`` runs of each kind (default ``runs // 5``, at least 5; ``quick``: 3):
+    they cost about a second a run on this machine; the other sizes ``runs``."""
+    big = big_runs if big_runs is not None else 3 if quick else max(5, runs // 5)
     strengths = (0.6, 0.2)
     out = []
     for key, n in (("smoke", runs), ("realistic", big)):
@@ -561,11 +562,18 @@ def simulated_results(runs: int, quick: bool = False, seed: int = 0) -> list[tup
     return out
 
 
-def simulated_rows(runs: int, quick: bool = False, seed: int = 0) -> dict[str, tuple[int, int]]:
+def simulated_rows(runs: int, quick: bool = False, seed: int = 0, big_runs: int | None = None) -> dict[str, tuple[int, int]]:
     """The calibration bench's rows: ``label -> (runs with a gate of that kind failed, runs)``.
 
     Labels name the canary, the kind (null: any gate; planted: the slice's gates, the other
-    slices' gates = false alarms, aggregates) and the size.
+    slices' gates = false alarms, aggregates; rows leaving out gates whose bound was written at
+    se 0, when there are any) and the size.
+
+    Args:
+        runs: null and planted runs per row at the cheap sizes.
+        quick: 3 runs at the two costly sizes (a smoke check of the script).
+        seed: seeds every world and run.
+        big_runs: runs at the two costly sizes (realistic DIG In, 200 prompts); default ``runs // 5``.
 
     Example (one result's rows; ``simulated_rows(200)`` takes a few minutes):
         >>> r = SimResult("4 prompts x 6 images", null=[0, 0], slice=[3, 0], other=[0, 1], gates={"slice": 10})
@@ -576,19 +584,32 @@ def simulated_rows(runs: int, quick: bool = False, seed: int = 0) -> dict[str, t
         answer_language:hin_Deva (simulated) planted: false alarms on other slices, 4 prompts x 6 images (1, 2)
     """
     rows: dict[str, tuple[int, int]] = {}
-    for spec, result in simulated_results(runs, quick, seed):
+    for spec, result in simulated_results(runs, quick, seed, big_runs):
         rows.update(result.rows(f"{spec} (simulated)"))
     return rows
 
 
-def _rate(hits: int, n: int) -> str:
-    return f"{hits}/{n} = {hits / max(n, 1):.2f}"
+def upper95(hits: int, n: int) -> float:
+    """One-sided 95% Clopper-Pearson upper bound of a rate seen ``hits`` times in ``n`` runs.
+
+    Example:
+        >>> round(upper95(0, 20), 3), round(upper95(0, 100), 3)
+        (0.139, 0.03)
+    """
+    from scipy.stats import beta
+
+    return 1.0 if hits >= n else float(beta.ppf(0.95, hits + 1, n - hits))
+
+
+def _rate(hits: int, n: int, bound: bool = False) -> str:
+    text = f"{hits}/{n} = {hits / max(n, 1):.2f}"
+    return f"{text} (<= {upper95(hits, n):.2f})" if bound else text
 
 
 def table(results: list[tuple[str, SimResult]]) -> list[str]:
     """The printed table's lines (one row per experiment, then the slice gates' mean values)."""
-    lines = [f"{'canary (simulated)':<26} {'size':<55} {'m':>4}  {'null: runs failed':<17} {'detected':<15} "
-             f"{'false alarms':<15} {'slice gates failed/run'}"]
+    lines = [f"{'canary (simulated)':<26} {'size':<66} {'m':>4}  {'null: runs failed':<26} {'detected':<15} "
+             f"{'false alarms':<26} {'slice gates failed/run'}"]
     notes = []
     for spec, r in results:
         size = r.label.split(", strength")[0]
@@ -596,14 +617,15 @@ def table(results: list[tuple[str, SimResult]]) -> list[str]:
         null = sum(c > 0 for c in r.null)
         det = sum(c > 0 for c in r.slice)
         fa = sum(c > 0 for c in r.other)
-        lines.append(f"{spec:<26} {size:<55} {m:>4}  {_rate(null, len(r.null)):<17} {_rate(det, len(r.slice)):<15} "
-                     f"{_rate(fa, len(r.other)):<15} {sum(r.slice) / max(1, len(r.slice)):.2f} of {r.gates.get('slice', 0)}")
+        lines.append(f"{spec:<26} {size:<66} {m:>4}  {_rate(null, len(r.null), True):<26} {_rate(det, len(r.slice)):<15} "
+                     f"{_rate(fa, len(r.other), True):<26} {sum(r.slice) / max(1, len(r.slice)):.2f} of {r.gates.get('slice', 0)}")
         if r.se0_bounds:
             null_x = sum(a - b > 0 for a, b in zip(r.null, r.null_se0))
             fa_x = sum(a - b > 0 for a, b in zip(r.other, r.other_se0))
-            notes.append(f"  {spec} at {size}: {len(r.se0_bounds)} bound(s) written from an estimate with se 0 "
+            notes.append(f"  {size}: {len(r.se0_bounds)} bound(s) written from an estimate with se 0 "
                          f"({', '.join(g.split('[')[0].removeprefix('test_') + '[' + g.split('-')[-1] for g in r.se0_bounds)});"
-                         f" without them: null {_rate(null_x, len(r.null))}, false alarms {_rate(fa_x, len(r.other))}")
+                         f" without them: null {_rate(null_x, len(r.null), True)}, false alarms ({spec}) "
+                         f"{_rate(fa_x, len(r.other), True)}")
     if notes:
         lines.append("bounds written at a share of exactly 0 or 1 (Wilson se 0: bound = estimate - 1e-4):")
         lines.extend(dict.fromkeys(notes))
@@ -620,16 +642,18 @@ def table(results: list[tuple[str, SimResult]]) -> list[str]:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=100,
-                    help="null and planted runs per row (the realistic DIG In size and 200 prompts: a quarter)")
+                    help="null and planted runs per row (the realistic DIG In size and 200 prompts: a fifth)")
     ap.add_argument("--quick", action="store_true", help="10 runs per row, 3 at the two costly sizes")
+    ap.add_argument("--big-runs", type=int, default=None, help="runs at the two costly sizes (default: --runs / 5)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     runs = 10 if args.quick else args.runs
     t0 = time.perf_counter()
-    results = simulated_results(runs, args.quick, args.seed)
+    results = simulated_results(runs, args.quick, args.seed, args.big_runs)
     print("== simulated canaries: simulated per-image features through the suite's metric, interval and decision code ==")
     print("bounds written by the update flow (level 0.99) from one null run; each gate at Holm's first step alpha/m, "
-          "alpha 0.05; detected = a slice gate failed; false alarm = a gate of another slice failed")
+          "alpha 0.05; detected = a slice gate failed; false alarm = a gate of another slice failed; "
+          "(<= x): one-sided 95% upper bound of the rate")
     for line in table(results):
         print(line)
     print(f"{time.perf_counter() - t0:.0f} s, seed {args.seed}; {time.strftime('%Y-%m-%d')}")
