@@ -73,16 +73,43 @@ Sizes
     DIG In smoke: the calibration bench's reduced suite (3 objects, 10 synthetic real images per
     object-region, 6 images per ``{object} in {region}`` prompt): 30 real and 18 generated images
     per region, 6 regions. Realistic: the paper balances GeoDE to 180 images per object-region over
-    27 objects (``shared/papers/dig-in.txt``, Section 3.1: 4,860 real images per region, generations
-    matched); simulated here at **a third of it**, 9 objects x 180 = 1,620 real and 1,620 generated
+    27 objects (``shared/papers/dig-in.txt``, Sections 3.1 and 3.3: 4,860 real images per region,
+    generations matched); simulated here at **a third of it**, 9 objects x 180 = 1,620 real and 1,620 generated
     per region (exact k-NN ball membership at 4,860 x 4,860 costs 3 s per region on this machine).
     IndicTTI smoke: the bundled sample, 4 prompts x 6 images per language. Realistic: the paper
-    (``shared/papers/indic-tti.txt``, Section 3.1) generates 4 images per prompt for 1,000 prompts
+    (``shared/papers/indic-tti.txt``, Sections 3.1-3.2) generates 4 images per prompt for 1,000 prompts
     with the open models, 200 prompts with Midjourney, 50 with Dalle3, and reports a 40-prompt
     subset common to all; simulated at **40 x 4** and **200 x 4**.
 
-Measured on this project's 2-core machine (``python bench/simulated_canaries.py``, 200 runs per
-row; see :func:`main` for the table; the README quotes it).
+Measured (``python bench/simulated_canaries.py --runs 200 --big-runs 60``, seed 0, this project's
+2-core machine shared with other jobs, 2026-11-23, 340 s; the default ``--runs 100`` took 176 s
+there); ``m``: Holm's gate count; "(<= x)": one-sided 95% upper bound of the rate:
+
+=========================  ==============================  =====  ============  =========  ============
+canary (simulated)         size                              m    null runs     detected   false alarms
+                                                                  failed                   (other slices)
+=========================  ==============================  =====  ============  =========  ============
+degrade_region:africa:0.6  30 real / 18 gen. per region     45    197/200 *     199/200    200/200 *
+degrade_region:africa:0.2  30 real / 18 gen. per region     45    197/200 *     0/200      200/200 *
+degrade_region:africa:0.6  1,620 / 1,620 (a third of the    475   0/60 (<=.05)  60/60      0/60 (<=.05)
+                           paper's 4,860 per region)
+degrade_region:africa:0.2  1,620 / 1,620                    475   0/60 (<=.05)  60/60      0/60 (<=.05)
+answer_language:hin_Deva   4 prompts x 6 images (smoke)     45    0/200 (<=.01) 27/200     0/200 (<=.01)
+answer_language:hin_Deva   40 x 4 (the paper's common)      475   0/200 (<=.01) 200/200    0/200 (<=.01)
+answer_language:hin_Deva   200 x 4 (paper's Midjourney)     475   0/60 (<=.05)  60/60      0/60 (<=.05)
+=========================  ==============================  =====  ============  =========  ============
+
+\* At the smoke size the reference run gave two regions a precision of 18/18; Wilson's standard
+error there is 0, so the update flow wrote ``min: 0.9999`` (the estimate minus the float margin)
+and an equivalent model fails it whenever one of its 18 images falls outside the manifold. Every
+null failure and every false alarm at the smoke size is on those two gates; without them: 0/200
+(<= 0.01) each. That is a property of the bound writer (:func:`t2i_fairness.gating.verdicts.bound_for`
+takes the standard error at the estimate), not of the simulation. Reading: a gross degradation
+(strength 0.6) is caught at every size, a mild one (0.2: coverage 0.88 -> 0.56, precision 0.78 ->
+0.75) only at the realistic size (by the coverage gate); answer_language is missed at the smoke
+size (4 prompts: a jackknife on 3 degrees of freedom) and caught in every run from the paper's
+40-prompt subset on, by CLGC, LGC, SCWL and SCAL(English, Tamil); DWL does not move and
+CLGC(Tamil) / CLGC(English) rises (English drops with Tamil).
 
 ``simulated_rows(runs)`` gives the rows as ``label -> (runs with a gate of that kind failed, runs)``
 for the calibration bench; ``quick=True`` runs fewer runs at the realistic sizes.
