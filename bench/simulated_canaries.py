@@ -99,7 +99,7 @@ answer_language:hin_Deva   40 x 4 (the paper's common)      475   0/200 (<=.01) 
 answer_language:hin_Deva   200 x 4 (paper's Midjourney)     475   0/60 (<=.05)  60/60      0/60 (<=.05)
 =========================  ==============================  =====  ============  =========  ============
 
-\* At the smoke size the reference run gave two regions a precision of 18/18; Wilson's standard
+* At the smoke size the reference run gave two regions a precision of 18/18; Wilson's standard
 error there is 0, so the update flow wrote ``min: 0.9999`` (the estimate minus the float margin)
 and an equivalent model fails it whenever one of its 18 images falls outside the manifold. Every
 null failure and every false alarm at the smoke size is on those two gates; without them: 0/200
