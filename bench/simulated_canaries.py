@@ -27,7 +27,9 @@ Every value then goes through :func:`t2i_fairness.gating.gate.measure` and
 :func:`t2i_fairness.gating.gate.judge` (the ``gate`` fixture's two steps) at the default options
 (``significant`` mode, ``holm`` at alpha 0.05, inconclusive ``warn``). Bounds are written as the
 update flow writes them (``judge`` with ``update_thresholds=True`` on an empty thresholds file:
-``estimate - z_0.99 sqrt(2) se``, :func:`t2i_fairness.gating.verdicts.bound_for`) from one reference
+``estimate - q_0.99 sqrt(2) se``, q normal or Student's t on the interval's degrees of freedom,
+a share's se at least :func:`~t2i_fairness.gating.verdicts.share_se_floor`:
+:func:`t2i_fairness.gating.verdicts.bound_for`) from one reference
 run of the null model at its own seed, as the calibration bench writes its bounds at seed 1000. A
 gate is held to the first step of Holm, ``alpha / m``, with ``m`` the run's gate count: 45 at the
 smoke size (the calibration bench's reduced suite) and 475 at the realistic sizes (the full smoke
@@ -82,34 +84,33 @@ Sizes
     subset common to all; simulated at **40 x 4** and **200 x 4**.
 
 Measured (``python bench/simulated_canaries.py --runs 200 --big-runs 60``, seed 0, this project's
-2-core machine shared with other jobs, 2026-11-23, 340 s; the default ``--runs 100`` took 176 s
-there); ``m``: Holm's gate count; "(<= x)": one-sided 95% upper bound of the rate:
+2-core machine shared with the calibration benchmark, 2026-11-23, 393 s; the default ``--runs 100``
+takes about 3 minutes there); ``m``: Holm's gate count; "(<= x)": one-sided 95% upper bound of the rate:
 
 =========================  ==============================  =====  ============  =========  ============
 canary (simulated)         size                              m    null runs     detected   false alarms
                                                                   failed                   (other slices)
 =========================  ==============================  =====  ============  =========  ============
-degrade_region:africa:0.6  30 real / 18 gen. per region     45    197/200 *     199/200    200/200 *
-degrade_region:africa:0.2  30 real / 18 gen. per region     45    197/200 *     0/200      200/200 *
+degrade_region:africa:0.6  30 real / 18 gen. per region     45    0/200 (<=.01) 199/200    0/200 (<=.01)
+degrade_region:africa:0.2  30 real / 18 gen. per region     45    0/200 (<=.01) 0/200      0/200 (<=.01)
 degrade_region:africa:0.6  1,620 / 1,620 (a third of the    475   0/60 (<=.05)  60/60      0/60 (<=.05)
                            paper's 4,860 per region)
 degrade_region:africa:0.2  1,620 / 1,620                    475   0/60 (<=.05)  60/60      0/60 (<=.05)
-answer_language:hin_Deva   4 prompts x 6 images (smoke)     45    0/200 (<=.01) 27/200     0/200 (<=.01)
+answer_language:hin_Deva   4 prompts x 6 images (smoke)     45    0/200 (<=.01) 12/200     0/200 (<=.01)
 answer_language:hin_Deva   40 x 4 (the paper's common)      475   0/200 (<=.01) 200/200    0/200 (<=.01)
 answer_language:hin_Deva   200 x 4 (paper's Midjourney)     475   0/60 (<=.05)  60/60      0/60 (<=.05)
 =========================  ==============================  =====  ============  =========  ============
 
-* At the smoke size the reference run gave two regions a precision of 18/18; Wilson's standard
-error there is 0, so the update flow wrote ``min: 0.9999`` (the estimate minus the float margin)
-and an equivalent model fails it whenever one of its 18 images falls outside the manifold. Every
-null failure and every false alarm at the smoke size is on those two gates; without them: 0/200
-(<= 0.01) each. That is a property of the bound writer (:func:`t2i_fairness.gating.verdicts.bound_for`
-takes the standard error at the estimate), not of the simulation. Reading: a gross degradation
-(strength 0.6) is caught at every size, a mild one (0.2: coverage 0.88 -> 0.56, precision 0.78 ->
-0.75) only at the realistic size (by the coverage gate); answer_language is missed at the smoke
-size (4 prompts: a jackknife on 3 degrees of freedom) and caught in every run from the paper's
-40-prompt subset on, by CLGC, LGC, SCWL and SCAL(English, Tamil); DWL does not move and
-CLGC(Tamil) / CLGC(English) rises (English drops with Tamil).
+At the smoke size the reference run gives two regions a precision of 18/18, whose Wilson standard
+error at the estimate is 0. The update flow used to write ``min: 0.9999`` there (the estimate minus
+the float margin) and the null then failed 197 of 200 runs on those two gates (found by this
+simulation); it now takes the share's error at Agresti and Coull's adjusted share
+(:func:`t2i_fairness.gating.verdicts.share_se_floor`), and no run fails them. Reading: a gross
+degradation (strength 0.6) is caught at every size, a mild one (0.2: coverage 0.88 -> 0.56,
+precision 0.78 -> 0.75) only at the realistic size (by the coverage gate); answer_language is
+missed at the smoke size (4 prompts: a jackknife on 3 degrees of freedom, bounds written with t on
+3 df) and caught in every run from the paper's 40-prompt subset on, by CLGC, LGC, SCWL and
+SCAL(English, Tamil); DWL does not move and CLGC(Tamil) / CLGC(English) rises (English drops with Tamil).
 
 ``simulated_rows(runs)`` gives the rows as ``label -> (runs with a gate of that kind failed, runs)``
 for the calibration bench; ``quick=True`` runs fewer runs at the realistic sizes.
@@ -155,10 +156,11 @@ class SimResult:
     ``inconclusive``: role -> inconclusive verdicts over all runs (``null`` for the null runs).
     ``values``: gate -> [null sum, planted sum, null count, planted count] of the gated value.
     ``se0_bounds``: gates whose bound was written from a reference estimate with standard error 0
-    (a share of exactly 0 or 1 under a score interval: the bound is then the estimate minus the
-    float margin, 1e-4, and any later value below it fails); ``null_se0[i]`` / ``other_se0[i]``:
+    at the estimate (a share of exactly 0 or 1 under a score interval; the update flow then takes the
+    share's error at Agresti and Coull's adjusted share, :func:`t2i_fairness.gating.verdicts.share_se_floor`,
+    where it once wrote the estimate minus the float margin); ``null_se0[i]`` / ``other_se0[i]``:
     the failures of null run i / planted run i that fell on such gates (included in ``null`` /
-    ``other``).
+    ``other``): the check that those bounds hold.
     """
 
     label: str
@@ -179,11 +181,6 @@ class SimResult:
                f"{name} planted: slice gates failed, {self.label}": (sum(c > 0 for c in self.slice), len(self.slice)),
                f"{name} planted: false alarms on other slices, {self.label}":
                    (sum(c > 0 for c in self.other), len(self.other))}
-        if self.se0_bounds:
-            out[f"{name} null, gates with a bound written at se 0 left out ({len(self.se0_bounds)}), {self.label}"] = (
-                sum(a - b > 0 for a, b in zip(self.null, self.null_se0)), len(self.null))
-            out[f"{name} planted: false alarms, gates with a bound written at se 0 left out, {self.label}"] = (
-                sum(a - b > 0 for a, b in zip(self.other, self.other_se0)), len(self.other))
         if self.gates.get("aggregate"):
             out[f"{name} planted: aggregate gates failed, {self.label}"] = (sum(c > 0 for c in self.aggregate),
                                                                             len(self.aggregate))
@@ -647,14 +644,13 @@ def table(results: list[tuple[str, SimResult]]) -> list[str]:
         lines.append(f"{spec:<26} {size:<66} {m:>4}  {_rate(null, len(r.null), True):<26} {_rate(det, len(r.slice)):<15} "
                      f"{_rate(fa, len(r.other), True):<26} {sum(r.slice) / max(1, len(r.slice)):.2f} of {r.gates.get('slice', 0)}")
         if r.se0_bounds:
-            null_x = sum(a - b > 0 for a, b in zip(r.null, r.null_se0))
-            fa_x = sum(a - b > 0 for a, b in zip(r.other, r.other_se0))
             notes.append(f"  {size}: {len(r.se0_bounds)} bound(s) written from an estimate with se 0 "
                          f"({', '.join(g.split('[')[0].removeprefix('test_') + '[' + g.split('-')[-1] for g in r.se0_bounds)});"
-                         f" without them: null {_rate(null_x, len(r.null), True)}, false alarms ({spec}) "
-                         f"{_rate(fa_x, len(r.other), True)}")
+                         f" runs failing one of them: null {_rate(sum(c > 0 for c in r.null_se0), len(r.null), True)}, "
+                         f"planted ({spec}) {_rate(sum(c > 0 for c in r.other_se0), len(r.other), True)}")
     if notes:
-        lines.append("bounds written at a share of exactly 0 or 1 (Wilson se 0: bound = estimate - 1e-4):")
+        lines.append("bounds written from a share measured at exactly 0 or 1 (Wilson se 0 at the estimate; "
+                     "the bound takes the share floor, verdicts.share_se_floor):")
         lines.extend(dict.fromkeys(notes))
     lines.append("mean gated value of the slice gates, null -> planted:")
     for spec, r in results:
