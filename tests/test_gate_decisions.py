@@ -232,3 +232,34 @@ def test_bounds_from_a_few_prompts_use_t_and_an_equivalent_re_draw_meets_them_at
         met += judged.value >= bound
         fails += status == "fail"
     assert met / 800 >= 0.975 and fails <= 4, (met, fails)
+
+
+SHARE_GATES = """
+import numpy as np
+import pytest
+from t2i_fairness.metrics.intervals import precision_interval
+
+INSIDE = {"edge": 0, "inside": 10}
+
+
+@pytest.mark.parametrize("name", sorted(INSIDE))
+def test_share(name, gate):
+    iv = precision_interval(np.arange(20)[:, None] < INSIDE[name])  # INSIDE[name] of 20 images inside
+    gate(iv.estimate, n=20, interval=iv)
+"""
+
+
+def test_the_summary_names_gates_whose_bound_a_share_can_never_miss(nomodel):
+    # a precision measured at exactly 0 gets a min bound below 0: the gate cannot fail, and the run says so
+    nomodel.makepyfile(test_share_demo=SHARE_GATES)
+    (nomodel.path / "t.yaml").write_text("gates: {}\n")
+    args = ["--t2i-thresholds", str(nomodel.path / "t.yaml"), "--t2i-model", "python:nomodel:none",
+            "--t2i-cache-dir", str(nomodel.path / "cache"), "-p", "no:cacheprovider"]
+    nomodel.runpytest_subprocess(*args, "--t2i-update-thresholds").assert_outcomes(passed=2)
+    bounds = ThresholdFile.load(nomodel.path / "t.yaml").gates
+    assert bounds["test_share[edge]"].value < 0 < bounds["test_share[inside]"].value
+    result = nomodel.runpytest_subprocess(*args)  # the gate summary is written to the real terminal
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["1 gate(s) cannot fail at their bound (a share in ?0, 1? with a min bound at or below 0*",
+                                 "  test_share[edge]"])
+    assert "  test_share[inside]" not in result.stdout.str()

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from t2i_fairness.gating.session import GateSession
 from t2i_fairness.gating.thresholds import proposed_path
+from t2i_fairness.gating.verdicts import bound_cannot_fail
 from t2i_fairness.report.changes import change_lines, digest_line
 
 
@@ -140,6 +141,12 @@ class GateReport:
         if refused:
             out.append(f"refused to loosen {len(refused)} gate(s) (use --t2i-allow-loosen after review):")
             out += [f"  {r.gate}: {r.direction} {r.bound:g} -> {r.value:.6f}" for r in refused]
+        vacuous = [r.gate for r in s.records if r.status in ("pass", "fail", "inconclusive", "written")
+                   and bound_cannot_fail(r.direction, r.write if r.status == "written" else r.bound, r.uncertainty)]
+        if vacuous:
+            out.append(f"{len(vacuous)} gate(s) cannot fail at their bound (a share in [0, 1] with a min bound at or "
+                       "below 0 or a max bound at or above 1: the model measured the edge when the bound was written):")
+            out += [f"  {g}" for g in vacuous[:10]] + ([f"  ... and {len(vacuous) - 10} more"] if len(vacuous) > 10 else [])
         if s.unused:
             out.append(f"{len(s.unused)} gate(s) in {s.thresholds_path} were not used by any test:")
             out += [f"  {g}" for g in s.unused[:20]] + ([f"  ... and {len(s.unused) - 20} more"] if len(s.unused) > 20 else [])
