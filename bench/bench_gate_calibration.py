@@ -372,6 +372,9 @@ def main(argv=None) -> int:
     ap.add_argument("--workdir", default=None)
     ap.add_argument("--json", default=None, help="write the numbers to this file")
     args = ap.parse_args(argv)
+    if not 4 <= args.indic_pool <= len(SUBJECTS) * len(SETTINGS):
+        ap.error(f"--indic-pool must be between 4 (the prompts of one run) and {len(SUBJECTS) * len(SETTINGS)}, "
+                 f"got {args.indic_pool}")
     nulls_n, canary_n, sim_n = (4, 2, 20) if args.quick else (args.nulls, args.canary_runs, args.simulated_runs)
     out: dict = {}
     if args.part in ("all", "pipeline"):
