@@ -194,10 +194,9 @@ def share_se_floor(value: float, n_effective: float) -> float:
         >>> round(share_se_floor(1.0, 18), 4), round(share_se_floor(0.5, 18), 4)
         (0.0606, 0.107)
     """
-    z2 = 1.959963984540054**2
-    n = float(n_effective) + z2
-    p = (min(max(float(value), 0.0), 1.0) * float(n_effective) + z2 / 2) / n
-    return math.sqrt(p * (1.0 - p) / n)
+    from t2i_fairness.metrics.intervals import agresti_coull
+
+    return agresti_coull(min(max(float(value), 0.0), 1.0) * float(n_effective), n_effective)[1]
 
 
 def bound_for(m: Measurement, direction: Direction, level: float) -> tuple[float | None, float, str | None]:
@@ -224,9 +223,8 @@ def bound_for(m: Measurement, direction: Direction, level: float) -> tuple[float
     n_eff = getattr(m.uncertainty, "n_effective", None)
     if n_eff:  # a share: never take its error as 0 at 0 or 1 (Agresti-Coull's adjusted share and n)
         se = max(se, share_se_floor(m.value, n_eff))
-    df = getattr(m.uncertainty, "df", None)  # a standard error estimated from few units: t, not z
-    ub = bound_from_estimate(m.value, se, direction, pass_probability=level,
-                             df=float(df) if df is not None and math.isfinite(df) and df > 0 else None)
+    # a standard error estimated from few units (the interval's degrees of freedom): t, not z
+    ub = bound_from_estimate(m.value, se, direction, pass_probability=level, df=getattr(m.uncertainty, "df", None))
     margin = max(abs(m.value - ub.bound), FLOAT_MARGIN * max(1.0, abs(m.value)))
     raw = m.value - margin if direction == "min" else m.value + margin
     bound = safe_round(raw, direction)

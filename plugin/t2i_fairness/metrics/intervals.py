@@ -280,6 +280,22 @@ def _normal(method: str, estimate: float, se: float, confidence: float, n_units:
     return Interval(float(estimate), float(low), float(high), method, confidence, n_units, float(se), df)
 
 
+def agresti_coull(successes: float, trials: float, confidence: float = 0.95) -> tuple[float, float]:
+    """Agresti and Coull's adjusted share ``(successes + z^2/2) / (trials + z^2)`` and its standard error
+    ``sqrt(p~ (1 - p~) / (trials + z^2))``, ``z`` the two-sided normal quantile of ``confidence``; neither
+    is 0 at a share of 0 or 1. ``successes`` may be fractional (a share times an effective size).
+
+    Example:
+        >>> p, se = agresti_coull(18, 18)
+        >>> round(p, 4), round(se, 4)
+        (0.9121, 0.0606)
+    """
+    z2 = _z(confidence) ** 2
+    n_t = float(trials) + z2
+    p_t = (float(successes) + z2 / 2.0) / n_t
+    return p_t, math.sqrt(p_t * (1.0 - p_t) / n_t)
+
+
 def _score(method: str, estimate: float, n_eff: float, confidence: float, n_units: int) -> Interval:
     """Wilson's score interval for a proportion ``estimate`` worth ``n_eff`` independent trials."""
     z = _z(confidence)
@@ -531,10 +547,8 @@ def precision_interval(
     if method == "wilson":
         return _score(method, p, float(n), confidence, n)
     if method == "agresti_coull":
-        n_t = n + z * z
-        p_t = (k + z * z / 2.0) / n_t
-        half = z * math.sqrt(p_t * (1.0 - p_t) / n_t)
-        low, high = p_t - half, p_t + half
+        p_t, se_t = agresti_coull(k, n, confidence)
+        low, high = p_t - z * se_t, p_t + z * se_t
     elif method == "clopper_pearson":
         low = float(_special.betaincinv(k, n - k + 1, alpha / 2.0)) if k > 0 else 0.0
         high = float(_special.betaincinv(k + 1, n - k, 1.0 - alpha / 2.0)) if k < n else 1.0
