@@ -47,7 +47,6 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-POOL_IDS: set[str] = set()  # the prompt ids of the pool (set by main)
 sys.path.insert(0, str(REPO / "plugin"))
 
 SELECTION = (
@@ -118,11 +117,10 @@ def family(gate: str) -> str:
     return "other"
 
 
-def run(work: Path, seed: int, *extra: str, thresholds: Path, label: str, indic_prompts: int = 4) -> dict:
-    """One pytest run of the reduced suite at ``seed``; its IndicTTI prompts drawn from the pool by the seed."""
+def run(work: Path, seed: int, *extra: str, thresholds: Path, label: str, pool: list[dict], indic_prompts: int = 4) -> dict:
+    """One pytest run of the reduced suite at ``seed``; its IndicTTI prompts drawn from ``pool`` by the seed."""
     artifacts = work / f"art-{label}"
-    pool = [r for r in indic_pool(64) if r["prompt_id"] in POOL_IDS]
-    ids = np.random.default_rng(seed).choice(sorted(POOL_IDS), size=indic_prompts, replace=False)
+    ids = np.random.default_rng(seed).choice(sorted({r["prompt_id"] for r in pool}), size=indic_prompts, replace=False)
     prompts = write_prompts(work / f"indic-{label}.jsonl", pool, ids)
     cmd = [sys.executable, "-m", "pytest", str(REPO / "fairness_tests"), "-k", SELECTION, *BASE_ARGS,
            "--t2i-seed", str(seed), "--t2i-thresholds", str(thresholds), "--t2i-cache-dir", str(work / "cache"),
@@ -177,9 +175,9 @@ def pairwise_bounds(nulls: list[dict], level: float = 0.99, alpha: float = 0.05)
     Returns ``{"met": {family: (met, checks)}, "failed": {family: (failed, checks)}, "pairs": n,
     "pairs_with_a_failure": k}``.
     """
-    from t2i_fairness.gating.gate import judge
+    from t2i_fairness.gating.gate import judge, measure
     from t2i_fairness.gating.thresholds import Bound, ThresholdFile
-    from t2i_fairness.gating.verdicts import Measurement, bound_for
+    from t2i_fairness.gating.verdicts import bound_for
     from t2i_fairness.metrics.intervals import Interval
     from t2i_fairness.spine.options import T2IOptions
 
@@ -188,9 +186,8 @@ def pairwise_bounds(nulls: list[dict], level: float = 0.99, alpha: float = 0.05)
     def measurement(r: dict):
         if not r.get("uncertainty") or not math.isfinite(float(r["value"])):
             return None
-        iv = Interval(**r["uncertainty"])
-        return Measurement(r["gate"], float(r["value"]), int(r["n"]), r["direction"], interval=iv.as_tuple(),
-                           uncertainty=iv)
+        return measure(r["gate"], float(r["value"]), n=int(r["n"]), higher_is_better=r["direction"] == "min",
+                       interval=Interval(**r["uncertainty"]))
 
     runs = [{r["gate"]: m for r in run_["records"] if (m := measurement(r)) is not None} for run_ in nulls]
     met: dict[str, list[int]] = defaultdict(lambda: [0, 0])
@@ -284,17 +281,16 @@ def pipeline(work: Path, nulls_n: int, canary_n: int, pool_size: int) -> dict:
     thresholds = work / "thresholds.yaml"
     thresholds.unlink(missing_ok=True)
     pool = indic_pool(pool_size)
-    POOL_IDS.update(r["prompt_id"] for r in pool)
     write_prompts(work / "indic-pool.jsonl", pool)
     (work / "calibration_world.py").write_text(WORLD_MODULE)
 
-    ref = run(work, 1000, "--t2i-update-thresholds", thresholds=thresholds, label="bounds")
+    ref = run(work, 1000, "--t2i-update-thresholds", thresholds=thresholds, label="bounds", pool=pool)
     n_gates = sum(r["status"] == "written" for r in ref["records"])
     print(f"bounds: {n_gates} gates written at seed 1000 ({ref['seconds']:.0f} s)", flush=True)
 
     nulls = []
     for i in range(nulls_n):
-        nulls.append(run(work, i, thresholds=thresholds, label=f"null{i}"))
+        nulls.append(run(work, i, thresholds=thresholds, label=f"null{i}", pool=pool))
         print(f"  null seed {i}: {sum(map(failed, nulls[-1]['records']))} failed, "
               f"{sum(r['status'] == 'inconclusive' for r in nulls[-1]['records'])} inconclusive "
               f"({nulls[-1]['seconds']:.0f} s)", flush=True)
@@ -312,7 +308,8 @@ def pipeline(work: Path, nulls_n: int, canary_n: int, pool_size: int) -> dict:
         detected = alarms = 0
         shares = []
         for j in range(canary_n):
-            data = run(work, 2000 + j, "--t2i-canary", spec, thresholds=thresholds, label=f"{spec.replace(':', '_')}{j}")
+            data = run(work, 2000 + j, "--t2i-canary", spec, thresholds=thresholds, label=f"{spec.replace(':', '_')}{j}",
+                       pool=pool)
             _, counts = catch_report(spec, data["records"])
             detected += counts["slice_caught"] > 0
             alarms += counts["false_alarms"] > 0
@@ -356,7 +353,7 @@ def print_pipeline(p: dict) -> None:
     print(f"canaries ({p['canary_runs']} runs each): detected = a gate of its slice failed; "
           "false alarm = a gate of another slice")
     for spec, c in p["canaries"].items():
-        print(f"  {spec:<28} detected {c['detected']}/{c['runs']} = {c['detected'] / c['runs']:.2f}; "
+        print(f"  {spec:<28} detected {c['detected']}/{c['runs']} = {c['detected'] / max(1, c['runs']):.2f}; "
               f"false alarms {c['false_alarm_runs']}/{c['runs']}; slice gates failed per run {c['mean_share_of_slice_gates']:.2f}")
 
 

@@ -181,11 +181,11 @@ def _judge_against_bound_of(writer, judged, family_size=1):
 def _precision(inside: int, n: int):
     import numpy as np
 
-    from t2i_fairness.gating.verdicts import Measurement
+    from t2i_fairness.gating.gate import measure
     from t2i_fairness.metrics.intervals import precision_interval
 
     iv = precision_interval(np.arange(n)[:, None] < inside)  # `inside` of n images inside the manifold
-    return Measurement("g", iv.estimate, n, interval=iv.as_tuple(), uncertainty=iv)
+    return measure("g", iv.estimate, n=n, interval=iv)
 
 
 def test_a_bound_written_from_a_precision_of_one_is_not_failed_by_the_same_model_s_next_run():
@@ -213,7 +213,7 @@ def test_bounds_from_a_few_prompts_use_t_and_an_equivalent_re_draw_meets_them_at
     # normal quantile meets it far less often: the standard error is estimated from 3 degrees of freedom)
     import numpy as np
 
-    from t2i_fairness.gating.verdicts import Measurement
+    from t2i_fairness.gating.gate import measure
     from t2i_fairness.metrics.intervals import cluster_bootstrap_interval
 
     rng = np.random.default_rng(1)
@@ -223,7 +223,7 @@ def test_bounds_from_a_few_prompts_use_t_and_an_equivalent_re_draw_meets_them_at
         values = (0.9 + rng.normal(0, 0.03, 4)[:, None] + rng.normal(0, 0.02, (4, 6))).ravel()
         iv = cluster_bootstrap_interval(lambda idx: float(values[idx].mean()), clusters, method="t")
         assert iv.df == 3
-        return Measurement("g", iv.estimate, 24, interval=iv.as_tuple(), uncertainty=iv)
+        return measure("g", iv.estimate, n=24, interval=iv)
 
     runs = [draw() for _ in range(801)]
     met = fails = 0
