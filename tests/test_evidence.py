@@ -140,14 +140,18 @@ def test_the_evidence_counts_agree_with_the_gate(run):
     assert first["prompt"].endswith("in Africa") and isinstance(first["seed"], int)
 
 
+def _images_in_chromium(report, profile) -> dict:
+    """The report opened in headless Chromium without an error, every image decoded: images per section."""
+    page, console = open_in_chromium(report, profile)
+    assert page.root.get("data-ready") == "1" and console == [] and json.loads(page.root["data-errors"]) == []
+    assert page.root["data-images"] == page.root["data-images-loaded"]  # every image decoded
+    return Dom(report.read_text()).images
+
+
 @needs_chromium
 def test_in_chromium_the_failing_gate_section_shows_generated_and_real_images(run, tmp_path):
     report = run / "report" / "index.html"
-    page, console = open_in_chromium(report, tmp_path / "profile")
-    assert page.root.get("data-ready") == "1" and console == [] and json.loads(page.root["data-errors"]) == []
-    assert page.root["data-images"] == page.root["data-images-loaded"]  # every image decoded
-    dom = Dom(report.read_text())
-    sections = {k: v for k, v in dom.images.items() if "test_region_coverage" in k}
+    sections = {k: v for k, v in _images_in_chromium(report, tmp_path / "profile").items() if "test_region_coverage" in k}
     assert list(sections.values()) == [2] and "africa" in next(iter(sections))  # generated-vs-real and not-reached grids
     text = report.read_text()
     assert "evidence_generated_vs_nearest_real.png" in text and "evidence_real_not_reached.png" in text
@@ -201,11 +205,7 @@ def test_decomposed_evidence_counts_agree_with_the_gate_in_its_masked_space(deco
 
 @needs_chromium
 def test_in_chromium_the_failing_decomposed_gates_sections_show_their_grids(decomposed_run, tmp_path):
-    report = decomposed_run / "report" / "index.html"
-    page, console = open_in_chromium(report, tmp_path / "profile")
-    assert page.root.get("data-ready") == "1" and console == [] and json.loads(page.root["data-errors"]) == []
-    assert page.root["data-images"] == page.root["data-images-loaded"]  # every image decoded
-    images = Dom(report.read_text()).images
+    images = _images_in_chromium(decomposed_run / "report" / "index.html", tmp_path / "profile")
     shown = {k: v for k, v in images.items() if "test_bg_coverage" in k or "test_obj_precision" in k}
     assert sorted(shown.values()) == [1, 2], images  # precision: generated-vs-real; coverage: both grids
     assert all("africa" in k for k in shown)

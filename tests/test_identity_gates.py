@@ -19,9 +19,8 @@ from PIL import Image
 
 from t2i_fairness.gating.verdicts import ThresholdFile
 
-from demo_gates import GATE_FILE
+from demo_gates import DemoProject
 
-TESTS = Path(__file__).resolve().parent
 GATE = "test_brightness[object_in_region-africa]"
 COMMIT_A, COMMIT_B = "a" * 40, "b" * 40
 
@@ -66,22 +65,10 @@ def _measured(bound) -> float:
     """The measurement a written bound was set from: the bound sits its recorded margin below it (``min``)."""
     return bound.value + bound.margin if bound.direction == "min" else bound.value - bound.margin
 
-class Project:
+class Project(DemoProject):
     def __init__(self, pytester: pytest.Pytester, *model: str):
-        self.pytester = pytester
-        pytester.makepyfile(test_gates_demo=GATE_FILE)
-        pytester.makepyfile(fakegen=(TESTS / "fakegen.py").read_text())
-        pytester.syspathinsert()
-        self.thresholds = pytester.path / "t.yaml"
-        self.cache = pytester.path / "cache"
-        self.args = [*model, "--t2i-thresholds", str(self.thresholds), "--t2i-cache-dir", str(self.cache),
-                     "--t2i-artifacts", str(pytester.path / "artifacts"),
-                     "--t2i-objects", "bag", "--t2i-images-per-prompt", "2", "-k", "africa",
-                     "--t2i-no-progress", "-p", "no:cacheprovider", "-p", "no:unraisableexception",
-                     "-W", "ignore::pytest.PytestAssertRewriteWarning"]
-
-    def run(self, *extra: str) -> pytest.RunResult:
-        return self.pytester.runpytest(*self.args, *extra)
+        super().__init__(pytester, *model, "--t2i-artifacts", str(pytester.path / "artifacts"), "--t2i-objects", "bag",
+                         "--t2i-images-per-prompt", "2", "-k", "africa")
 
     def measured(self, *extra: str) -> tuple[pytest.RunResult, float]:
         """Run, writing the measured value as the bound (whichever way it moved), and return it."""

@@ -20,10 +20,9 @@ from PIL import Image
 from t2i_fairness.gating.verdicts import Bound, ThresholdFile, proposed_path
 from t2i_fairness.vocab.geode import GEODE_REGIONS
 
-from demo_gates import GATE_FILE
+from demo_gates import DemoProject
 
-TESTS = Path(__file__).resolve().parent
-REPO = TESTS.parent
+REPO = Path(__file__).resolve().parents[1]
 REGIONS = [r.slug for r in GEODE_REGIONS]
 
 
@@ -37,26 +36,12 @@ N_IMAGES = len(REGIONS) * 2 * 3  # regions x objects (bag, car) x images per pro
 
 
 
-class Project:
+class Project(DemoProject):
     """A pytester folder with the gate file, the fake generator, a cache and a thresholds file."""
 
     def __init__(self, pytester: pytest.Pytester):
-        self.pytester = pytester
-        pytester.makepyfile(test_gates_demo=GATE_FILE)
-        pytester.makepyfile(fakegen=(TESTS / "fakegen.py").read_text())
-        pytester.syspathinsert()
-        self.thresholds = pytester.path / "t.yaml"
-        self.cache = pytester.path / "cache"
-        self.args = ["--t2i-model", "python:fakegen:make", "--t2i-thresholds", str(self.thresholds),
-                     "--t2i-cache-dir", str(self.cache), "--t2i-objects", "bag,car", "--t2i-images-per-prompt", "3",
-                     "--t2i-no-progress", "-p", "no:cacheprovider",
-                     # its gc.collect() at exit walks all of torch's objects: ~1 s per in-process run
-                     "-p", "no:unraisableexception",
-                     # in-process runs import t2i_fairness before the inner session marks the plugin for assertion rewriting
-                     "-W", "ignore::pytest.PytestAssertRewriteWarning"]
-
-    def run(self, *extra: str) -> pytest.RunResult:
-        return self.pytester.runpytest(*self.args, *extra)
+        super().__init__(pytester, "--t2i-model", "python:fakegen:make", "--t2i-objects", "bag,car",
+                         "--t2i-images-per-prompt", "3")
 
     def run_subprocess(self, *extra: str) -> pytest.RunResult:
         return self.pytester.runpytest_subprocess(*self.args, *extra, timeout=300)
