@@ -14,7 +14,7 @@ from PIL import Image
 
 import fakegen
 from t2i_fairness import canaries
-from t2i_fairness.spine.cache import Cache, encode_png
+from t2i_fairness.base.cache import Cache, encode_png
 from t2i_fairness.canaries import (
     CANARIES,
     AnswerLanguage,
@@ -33,7 +33,7 @@ from t2i_fairness.generators.procedural import ProceduralGenerator
 from t2i_fairness.metrics.cis import render_prompt
 from t2i_fairness.vocab.multilingual import load_smoke_sample
 from t2i_fairness.vocab.geode import TEMPLATES, geode_prompts
-from t2i_fairness.spine.memo import no_progress as _no_progress
+from t2i_fairness.base.memo import no_progress as _no_progress
 
 REPO = Path(__file__).resolve().parents[1]
 

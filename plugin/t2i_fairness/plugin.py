@@ -45,7 +45,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` gives one worker per accelerator (xdist's CPU count when there is none)."""
-    from t2i_fairness.spine.devices import accelerator_count
+    from t2i_fairness.base.devices import accelerator_count
 
     return accelerator_count() or None
 
@@ -55,7 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from t2i_fairness.report.labels import Vocabulary, marker_lines
 
     if is_worker(config) and config.getoption("--t2i-device") in ("auto", "cuda"):
-        from t2i_fairness.spine.devices import pin_worker
+        from t2i_fairness.base.devices import pin_worker
 
         pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]  # before CUDA initialises
     try:

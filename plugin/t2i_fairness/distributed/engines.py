@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from t2i_fairness.spine.cache import is_url
+from t2i_fairness.base.cache import is_url
 from t2i_fairness.spine.options import T2IOptions
 from t2i_fairness.spine.plan import BatchJob, Need, run_job
 
@@ -242,7 +242,7 @@ class ImageWorker:
 
     def _factory(self, role: str):
         if role not in self.benches:
-            from t2i_fairness.spine.memo import no_progress
+            from t2i_fairness.base.memo import no_progress
             from t2i_fairness.spine.workbench import Workbench
 
             self.benches[role] = Workbench(self.options[role], no_progress)
@@ -284,7 +284,7 @@ class FeatureWorker:
         self.studies: dict = {}
 
     def __call__(self, batch: dict) -> dict:
-        from t2i_fairness.spine.memo import no_progress
+        from t2i_fairness.base.memo import no_progress
         from t2i_fairness.spine.workbench import Workbench
 
         out: dict[str, list] = {"need": [], "done": [], "failed": [], "error": [], "computed": [], "reused": []}

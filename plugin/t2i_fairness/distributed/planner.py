@@ -85,7 +85,7 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
         OptionError, ModelLoadError, OSError: as a pytest run of the selection would (a bad option,
             a model spec that cannot be resolved, a cache folder that cannot be written).
     """
-    from t2i_fairness.spine.memo import no_progress
+    from t2i_fairness.base.memo import no_progress
     from t2i_fairness.spine.workbench import Workbench
 
     options = selection.options

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from t2i_fairness.gating.outcome import RunOutcome
-from t2i_fairness.spine.cache import CacheStats
+from t2i_fairness.base.cache import CacheStats
 from t2i_fairness.gating.thresholds import ThresholdFile
 
 PROPERTY = "t2i_gate"  # test report property: a GateRecord as strict JSON text (report.ci.record_json)

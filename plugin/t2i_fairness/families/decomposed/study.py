@@ -14,7 +14,7 @@ import numpy as np
 from t2i_fairness.families.base import Study
 from t2i_fairness.families.decomposed.options import DecomposedOptions
 from t2i_fairness.families.decomposed.rules import SETUPS
-from t2i_fairness.spine.cache import content_key
+from t2i_fairness.base.cache import content_key
 from t2i_fairness.vocab.geode import GEODE_OBJECTS
 
 DECOMPOSED_TEMPLATES = ("object_in_region", "regional_adjective")  # Table 1: Orig. and New
