@@ -243,6 +243,8 @@ class T2IOptions:
     inconclusive: str = "warn"
     bound_level: float = 0.99
     canary: str | None = None
+    # the parsed --t2i-canary, bound to the registered family's canary (resolve_options sets it)
+    canary_spec: Any = field(default=None, compare=False, repr=False)
     plan_samples: float | None = None
     baseline_model: str | None = None
     baseline_delta: float = 0.0
@@ -462,14 +464,7 @@ def resolve_core(v: Values) -> dict[str, Any]:
         refs.append((name, path))
     bootstrap = positive(v, "--t2i-bootstrap", 0)
     gate_mode = v("--t2i-gate")
-    canary = v("--t2i-canary")
-    if canary is not None:
-        from t2i_fairness.canaries import parse_canary
-
-        try:
-            parse_canary(canary)
-        except ValueError as exc:
-            raise OptionError("--t2i-canary", str(exc).removeprefix("--t2i-canary").lstrip(": ")) from None
+    canary = v("--t2i-canary")  # checked by resolve_options, against the registered families' canaries
     raw_cache = v.raw("--t2i-cache-dir")
     cache_dir: Path | str = raw_cache if raw_cache and "://" in raw_cache else Path(raw_cache or v.rootdir / ".t2i-cache")
     thresholds = Path(v.raw("--t2i-thresholds") or v.rootdir / "thresholds" / f"{model_slug(model)}.yaml")
@@ -522,8 +517,16 @@ def resolve_options(get: Callable[[str], Any], *, rootdir: Path | str = ".", inv
     preset = preset_of(model, get("--t2i-preset") or "auto")
     v = Values(get, declared, preset, rootdir, invocation_dir)
     core = T2IOptions(**resolve_core(v))
+    canary_spec = None
+    if core.canary is not None:
+        from t2i_fairness.generators.canary import canary_table, parse_canary
+
+        try:
+            canary_spec = parse_canary(core.canary, canaries=canary_table(families))
+        except ValueError as exc:
+            raise OptionError("--t2i-canary", str(exc).removeprefix("--t2i-canary").lstrip(": ")) from None
     parts = {f.name: (f.resolve(v, core) if f.resolve is not None else None) for f in families}
-    return dataclasses.replace(core, families=types.MappingProxyType(parts))
+    return dataclasses.replace(core, families=types.MappingProxyType(parts), canary_spec=canary_spec)
 
 
 def resolve_device(device: str) -> str:
