@@ -219,7 +219,7 @@ class T2IOptions:
     model_revision: str | None = None  # a hub id's branch, tag or commit (--t2i-model-revision)
     preset: str = "smoke"
     scorers: str = "tiny"
-    device: str = "auto"  # resolved by the workbench, so collection never imports torch
+    device: str = "auto"  # the request; base.devices.decide_device decides it once per session (collection imports no torch)
     objects: tuple[str, ...] = SMOKE_OBJECTS
     images_per_prompt: int = SMOKE_IMAGES_PER_PROMPT
     seed: int = 0
@@ -530,25 +530,11 @@ def resolve_options(get: Callable[[str], Any], *, rootdir: Path | str = ".", inv
 
 
 def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when available, else ``cpu``; a CUDA device the machine lacks is an error.
+    """``auto`` -> ``cuda`` when available, else ``cpu`` (kept name: :func:`t2i_fairness.base.devices.decide_device`).
 
     Raises:
         OptionError: ``cuda``/``cuda:N`` on a machine without that device.
     """
-    if device == "auto":
-        return "cuda" if _cuda_count() > 0 else "cpu"
-    if device.startswith("cuda"):
-        count = _cuda_count()
-        index = int(device.split(":", 1)[1]) if ":" in device else 0
-        if index >= count:
-            have = f"{count} CUDA device(s) (cuda:0..cuda:{count - 1})" if count else "no CUDA device"
-            raise OptionError("--t2i-device", f"{device!r}: this machine has {have}; use cpu or auto")
-    return device
+    from t2i_fairness.base.devices import decide_device
 
-
-def _cuda_count() -> int:
-    try:
-        import torch
-    except ImportError:
-        return 0
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return decide_device(device)

@@ -23,7 +23,8 @@ from t2i_fairness.base.rowstore import FeatureRows
 _no_progress = no_progress  # the name the project's tests import
 from t2i_fairness.spine.generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
 from t2i_fairness.generators import GenerationSettings, GeneratorSource, resolve_generator
-from t2i_fairness.spine.options import T2IOptions, resolve_device
+from t2i_fairness.base.devices import decide_device
+from t2i_fairness.spine.options import T2IOptions
 
 _no_progress = no_progress  # the name older tests and scripts import from here
 
@@ -42,10 +43,11 @@ class Workbench:
     """
 
     def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None,
-                 wrap: Callable[[GeneratorSource], GeneratorSource] | None = None, generate_on: str | None = None):
+                 wrap: Callable[[GeneratorSource], GeneratorSource] | None = None, generate_on: str | None = None,
+                 device: str | None = None):
         self.options = options
         self.fatal = fatal
-        self.device = resolve_device(options.device)
+        self.device = device if device is not None else decide_device(options.device)
         self.cache = _make_cache(options.cache_dir, options.cache_mirror)
         self.cache.check_writable()
         self.progress = progress or (tqdm_progress if options.progress else no_progress)
