@@ -18,7 +18,6 @@ Run from the repository root::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tomllib
 from pathlib import Path
@@ -58,9 +57,11 @@ def layers_of_contract() -> list[list[str]]:
 
 def arrows(split: set[str]) -> dict[tuple[str, str], list[str]]:
     """Room -> room arrows, each with one example import ``importer -> imported``."""
-    os.chdir(REPO)
-    sys.path.insert(0, str(REPO))
-    graph = grimp.build_graph(ROOT, *SUITE, cache_dir=None)
+    sys.path.insert(0, str(REPO))  # the suite's folders, as top-level packages of the source tree
+    try:
+        graph = grimp.build_graph(ROOT, *SUITE, cache_dir=None)
+    finally:
+        sys.path.remove(str(REPO))
     found: dict[tuple[str, str], list[str]] = {}
     for importer in graph.modules:
         for imported in graph.find_modules_directly_imported_by(importer):
