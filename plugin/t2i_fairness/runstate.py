@@ -46,8 +46,17 @@ def gate_id_of(name: str) -> str:
     return f"{base}[{'-'.join(tokens)}]" if tokens else base
 
 
-def is_worker(config: pytest.Config) -> bool:
-    """Whether this process is a pytest-xdist worker."""
+def is_worker(config) -> bool:
+    """Whether this process is a pytest-xdist worker (its config has ``workerinput``).
+
+    Args:
+        config: the pytest config.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> is_worker(SimpleNamespace(workerinput={"workerid": "gw0"})), is_worker(SimpleNamespace())
+        (True, False)
+    """
     return hasattr(config, "workerinput")
 
 

@@ -148,13 +148,33 @@ class CanarySlice:
 
         Args:
             gate_id: a gate's test id, e.g. ``test_clgc[hin_deva]``.
+
+        Example:
+            >>> import t2i_fairness.canaries  # the registered families' slice kinds
+            >>> [CanarySlice("component", "macaw").gate_role(g) for g in ("test_cis_component_rate_floor", "test_cis[k1]")]
+            ['slice', 'other']
+            >>> CanarySlice("language", "hin_Deva").label, CanarySlice("nonsense", "x").gate_role("test_cis[k2]")
+            ('languages other than hin_Deva', 'other')
         """
         kind = _KINDS.get(self.kind)
         return kind.gate_role(self.value, gate_id) if kind is not None else "other"
 
 
 def check_call(name: str, prompts: Sequence[str], seeds: Sequence[int]) -> tuple[list[str], list[int]]:
-    """The call's prompts and seeds as lists (a ValueError when their lengths differ)."""
+    """The call's prompts and seeds as lists.
+
+    Args:
+        name: the canary's name (quoted in the error).
+        prompts: the call's prompts.
+        seeds: one seed per prompt.
+
+    Raises:
+        ValueError: their lengths differ.
+
+    Example:
+        >>> check_call("melt", ("a", "b"), (1, 2))
+        (['a', 'b'], [1, 2])
+    """
     prompts, seeds = list(prompts), list(seeds)
     if len(prompts) != len(seeds):
         raise ValueError(f"canary {name}: got {len(prompts)} prompts but {len(seeds)} seeds")
@@ -394,6 +414,12 @@ def make_canary(spec: str | CanarySpec, inner, *, canaries: Mapping[str, CanaryI
         ValueError: as :func:`parse_canary`; a canary that cannot be built (e.g. ``answer_language``
             without ``multilingual``), the option and string named.
         TypeError: ``inner`` is not a generator.
+
+    Example:
+        >>> from t2i_fairness.canaries import CANARIES
+        >>> from t2i_fairness.generators.procedural import ProceduralGenerator
+        >>> make_canary("drop_component:macaw", ProceduralGenerator(), canaries=CANARIES).slice
+        CanarySlice(kind='component', value='macaw')
     """
     parsed = _parsed(spec, canaries, option)
     info = parsed.info
@@ -433,6 +459,14 @@ def wrap_source(source, spec: str | CanarySpec, *, canaries: Mapping[str, Canary
 
     Raises:
         ValueError: as :func:`make_canary`.
+
+    Example:
+        >>> from t2i_fairness.canaries import CANARIES
+        >>> from t2i_fairness.generators import GenerationSettings, resolve_generator
+        >>> source = resolve_generator("procedural", GenerationSettings(), "cpu", lambda prompt, index: index)
+        >>> wrapped = wrap_source(source, parse_canary("drop_component:macaw", canaries=CANARIES))
+        >>> wrapped.fingerprint.endswith("+canary:drop_component:macaw::v1"), wrapped.loaded
+        (True, False)
     """
     parsed = _parsed(spec, canaries, option)
     fingerprint = make_canary(parsed, _FingerprintOnly(source.fingerprint), multilingual=multilingual,
@@ -454,6 +488,11 @@ def slice_of(spec: str | CanarySpec, *, canaries: Mapping[str, CanaryInfo] | Non
 
     Raises:
         ValueError: as :func:`parse_canary`.
+
+    Example:
+        >>> from t2i_fairness.canaries import CANARIES
+        >>> slice_of("collapse_region:Nigeria", canaries=CANARIES)
+        CanarySlice(kind='region', value='africa')
     """
     parsed = _parsed(spec, canaries, "--t2i-canary")
     return CanarySlice(parsed.info.slice_kind, parsed.slice)
@@ -474,6 +513,13 @@ def catch_report(spec: str | CanarySpec, records, *, canaries: Mapping[str, Cana
 
     Raises:
         ValueError: as :func:`parse_canary`.
+
+    Example:
+        >>> from t2i_fairness.canaries import CANARIES
+        >>> spec = parse_canary("drop_component:macaw", canaries=CANARIES)
+        >>> catch_report(spec, [{"gate": "test_cis_component_rate_floor", "status": "fail"},
+        ...                     {"gate": "test_cis[k1]", "status": "pass"}])[1]["slice_caught"]
+        1
     """
     parsed = _parsed(spec, canaries, "--t2i-canary")
     sl = slice_of(parsed)
