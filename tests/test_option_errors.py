@@ -38,3 +38,28 @@ def test_silent_option_values_are_usage_errors(pytester, args, says):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert says in result.stderr.str()
+
+
+def test_the_device_is_decided_once_and_both_workbenches_get_it(pytester, monkeypatch):
+    """``--t2i-device`` is decided by one function, once per session: the baseline's and the
+    candidate's workbenches both receive that decision (neither decides again)."""
+    from demo_gates import DemoProject
+
+    from t2i_fairness.base import devices
+    from t2i_fairness.spine import workbench
+
+    calls, benches = [], []
+    real = devices.decide_device
+    monkeypatch.setattr(devices, "decide_device", lambda requested="auto", **kw: calls.append(requested) or real(requested, **kw))
+    monkeypatch.setattr(workbench, "decide_device", lambda *a, **kw: pytest.fail("a workbench decided the device again"))
+    init = workbench.Workbench.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        benches.append(self.device)
+
+    monkeypatch.setattr(workbench.Workbench, "__init__", spy)
+    project = DemoProject(pytester, "--t2i-model", "python:fakegen:make", "--t2i-objects", "bag",
+                          "--t2i-images-per-prompt", "2", "--t2i-device", "cpu", "-k", "africa or europe")
+    project.run("--t2i-baseline-model", "python:fakegen:make", "--t2i-update-thresholds").assert_outcomes(passed=4)
+    assert calls == ["cpu"] and benches == ["cpu", "cpu"], (calls, benches)
