@@ -5,7 +5,8 @@
   numbers) and ``paper`` (any other model: the papers' sample sizes). ``--t2i-preset`` picks one;
   by default the built-in model gets ``smoke`` and every other model ``paper``. That is the only
   place a default depends on the model: :func:`preset_table` prints every such default in one
-  table (the README's "Presets" table is checked against it by a test).
+  table (``docs/options.md``'s options and presets tables are generated from these records by
+  :func:`options_markdown`, ``make docs``; a test fails when the committed tables differ).
 - :data:`CORE_OPTIONS` are the spine's; each family of :mod:`t2i_fairness.families` declares its
   own. :func:`add_options` registers them with pytest (or argparse), :func:`resolve_options` turns
   the parsed values into :class:`T2IOptions` (core fields, plus ``families[name]`` holding each
