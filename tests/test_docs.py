@@ -8,6 +8,8 @@
 - The commands of the docs' fenced shell blocks use options that exist and parse (through the real
   parsers); those that can run offline at smoke size run, reduced (``--collect-only``, ``make -n``, the
   plan command); those that need real data, a GPU or a cluster are listed as skipped with the reason.
+  Inline ``pytest``/``make``/``t2i-fairness`` commands parse too, every ``--t2i-*`` flag the docs name
+  exists, and every ``make`` target they name is the Makefile's.
 """
 
 from __future__ import annotations
@@ -415,3 +417,31 @@ def test_every_option_the_docs_name_exists(doc):
     unknown = sorted({f"{m.group(0)} (line {text[:m.start()].count(chr(10)) + 1})"
                       for m in re.finditer(r"--t2i-[a-z][a-z0-9-]*[a-z0-9]", text) if m.group(0) not in flags})
     assert not unknown, f"{doc.relative_to(REPO)} names options that do not exist: {unknown}"
+
+
+def inline_commands(path: Path) -> list[DocCommand]:
+    """The ``pytest``/``make``/``t2i-fairness`` commands of a doc's inline code (patterns with ``|`` or ``...`` left out)."""
+    text = path.read_text(encoding="utf-8")
+    found = []
+    for m in re.finditer(r"`((?:\.venv/bin/)?(pytest|make|t2i-fairness) [^`]+)`", text):
+        if "|" in m.group(1) or "..." in m.group(1):
+            continue
+        words = shlex.split(m.group(1))
+        kind = {"pytest": "pytest", "make": "make", "t2i-fairness": "cli"}[m.group(2)]
+        found.append(DocCommand(str(path.relative_to(REPO)), text[:m.start()].count("\n") + 1, kind, tuple(words[1:])))
+    return found
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(REPO)))
+def test_inline_commands_options_parse(doc):
+    problems = [p for cmd in inline_commands(doc) for p in check_options(cmd)]
+    assert not problems, problems
+
+
+def test_every_make_target_the_docs_name_exists():
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    targets = set(re.findall(r"^([A-Za-z][\w-]*):", makefile, flags=re.M))
+    named = {(c.id, c.argv[0]) for path in DOCS for c in inline_commands(path) + shell_commands(
+        path.read_text(encoding="utf-8"), str(path.relative_to(REPO))) if c.kind == "make" and c.argv}
+    missing = sorted(f"{where}: make {target}" for where, target in named if target not in targets)
+    assert not missing, f"targets the docs name that the Makefile lacks: {missing}"
