@@ -59,7 +59,7 @@ class Workbench:
         with identity.using(self.digests):
             self.source: GeneratorSource = resolve_generator(
                 options.model, settings, generate_on or self.device, lambda prompt, index: derive_seed(prompt, index, options.seed),
-                revision=getattr(options, "model_revision", None),
+                revision=options.model_revision,
             )
             if wrap is not None:  # e.g. a canary (t2i_fairness.canaries): its fingerprint keeps its images apart
                 self.source = wrap(self.source)

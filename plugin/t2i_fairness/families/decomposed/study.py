@@ -145,7 +145,7 @@ class DecomposedStudy(Study):
     # -- real side -------------------------------------------------------------------------------
     def fake_dedupe(self) -> str:
         """``--t2i-fake-dedupe``; ``auto`` is the fork's code: generated images are never de-duplicated."""
-        mode = getattr(self.bench.options, "fake_dedupe", "auto")
+        mode = self.bench.options.fake_dedupe
         return "none" if mode == "auto" else mode
 
     def _manifold(self, ref, paths, setup, region, rows, feats, dedupe):
@@ -186,7 +186,7 @@ class DecomposedStudy(Study):
                               self.options.limit_text, bg_patches=bg_patches, min_bg_patches=n_min)
             real = DecomposedReal(items, feats, sel)
             regions = np.array([it.region for it in items], dtype=object)
-            scope = getattr(o, "dedupe_scope", "set")
+            scope = o.dedupe_scope
             for setup in SETUPS:
                 kept = np.flatnonzero(sel.keep_bg if setup == "bg" else sel.keep)
                 if scope == "set":  # the fork: drop-all over the whole real set, before grouping
@@ -217,7 +217,7 @@ class DecomposedStudy(Study):
     def _set_scope(self) -> bool:
         """Generated duplicates looked for over the whole template before grouping (``--t2i-dedupe-scope set``
         with a ``--t2i-fake-dedupe`` other than ``none``): a region's rows then depend on every region's images."""
-        return self.fake_dedupe() != "none" and getattr(self.bench.options, "dedupe_scope", "set") == "set"
+        return self.fake_dedupe() != "none" and self.bench.options.dedupe_scope == "set"
 
     def requests(self, name: str, template: str, region: str | None = None):
         """The images :meth:`scores` asks for with the same arguments (nothing generated)."""

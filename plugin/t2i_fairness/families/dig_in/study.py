@@ -84,7 +84,7 @@ def fake_dedupe(options) -> str:
         >>> fake_dedupe(SimpleNamespace(fake_dedupe="auto", dedupe="drop_all")), fake_dedupe(SimpleNamespace(fake_dedupe="none", dedupe="drop_all"))
         ('drop_all', 'none')
     """
-    mode = getattr(options, "fake_dedupe", "auto")
+    mode = options.fake_dedupe
     return options.dedupe if mode == "auto" else mode
 
 
@@ -318,7 +318,7 @@ class DigInStudy(Study):
         ``get_features_inceptionv3.py``; ``--t2i-dedupe-scope set``): then every group's rows depend on
         the whole template, so a group reads (and a plan asks for) all of the template's images."""
         o = self.bench.options
-        return getattr(o, "dedupe_scope", "set") == "set" and fake_dedupe(o) != "none"
+        return o.dedupe_scope == "set" and fake_dedupe(o) != "none"
 
     def _generated(self, name: str, template: str, by: str, region: str | None, object: str | None) -> dict:
         """``group_generated`` over the prompts of the group (:func:`group_prompts`):
