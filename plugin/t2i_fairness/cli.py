@@ -153,8 +153,10 @@ def _run(ns: argparse.Namespace, extra: Sequence[str]) -> int:
             ray = init_ray(ns.address, ns.num_cpus)
         except EngineUnavailable as exc:
             raise _Usage(str(exc)) from None
-        device = ns.t2i_device or "auto"
-        generate_on = ("cuda" if cluster_gpus(ray) else "cpu") if device == "auto" else device.split(":")[0]
+        from t2i_fairness.base.devices import decide_device
+
+        device = ns.t2i_device or "auto"  # the workers' device: decided for the cluster's GPUs, not this machine's
+        generate_on = (decide_device(device, count=cluster_gpus(ray)) if device == "auto" else device).split(":")[0]
     try:
         selection = collect(pytest_args(ns, extra))
         plan = build_plan(selection, generate_on=generate_on)

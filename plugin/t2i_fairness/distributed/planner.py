@@ -85,10 +85,12 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
         OptionError, ModelLoadError, OSError: as a pytest run of the selection would (a bad option,
             a model spec that cannot be resolved, a cache folder that cannot be written).
     """
-    from t2i_fairness.spine.memo import no_progress
+    from t2i_fairness.base.devices import decide_device
+    from t2i_fairness.base.memo import no_progress
     from t2i_fairness.spine.workbench import Workbench
 
     options = selection.options
+    device = decide_device(options.device)  # once, for both roles' workbenches
     roles: dict[str, RolePlan] = {}
     studies: dict[tuple[str, str], Any] = {}
     seen: set[tuple[str, str, tuple]] = set()
@@ -102,7 +104,7 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
         role = test.call.role
         if role not in roles:
             opts = role_options(options, role)
-            bench = Workbench(opts, progress or no_progress, generate_on=generate_on)
+            bench = Workbench(opts, progress or no_progress, generate_on=generate_on, device=device)
             roles[role] = RolePlan(role, opts, bench, generate_on=(generate_on or bench.device).split(":")[0])
         rp = roles[role]
         for family in families:

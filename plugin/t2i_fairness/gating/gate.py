@@ -18,7 +18,7 @@ from t2i_fairness.gating.baseline import BaselineMeasurement, compare_with_basel
 from t2i_fairness.gating.session import GateRecord
 from t2i_fairness.gating.thresholds import ThresholdFile
 from t2i_fairness.gating.verdicts import Measurement, Verdict, evaluate
-from t2i_fairness.spine.cache import content_key
+from t2i_fairness.base.cache import content_key
 
 __all__ = ["Gate", "GateContext", "bootstrap_seed", "judge", "measure"]
 

@@ -52,7 +52,7 @@ from ruamel.yaml.scalarfloat import ScalarFloat
 from ruamel.yaml.scalarint import BinaryInt, DecimalInt, HexCapsInt, HexInt, OctalInt, ScalarInt
 from ruamel.yaml.tokens import CommentToken
 
-from t2i_fairness.spine.files import atomic_write_bytes
+from t2i_fairness.base.files import atomic_write_bytes
 
 Direction = Literal["min", "max"]
 
@@ -469,7 +469,7 @@ def write_back(thresholds_path: str | Path, records: Iterable[Any]) -> WriteBack
 
 
 def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
-    """Replace a file's content atomically through :func:`t2i_fairness.spine.files.atomic_write_bytes`
+    """Replace a file's content atomically through :func:`t2i_fairness.base.files.atomic_write_bytes`
     (symlinks written through, mode and group kept, the user's umask for a new file).
 
     Example:

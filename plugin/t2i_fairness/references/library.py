@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from t2i_fairness.spine.cache import content_key
+from t2i_fairness.base.cache import content_key
 from t2i_fairness.metrics.manifold import ReferenceManifold
 from t2i_fairness.references.sets import Record, ReferenceSet, open_image, reference_from_option, synthetic_reference
 
@@ -145,7 +145,7 @@ def manifold_memo(bench):
 
 
 def _decode_manifold(data: bytes) -> ReferenceManifold:
-    from t2i_fairness.spine.cache import CorruptEntry
+    from t2i_fairness.base.cache import CorruptEntry
 
     try:
         return ReferenceManifold.from_bytes(data)

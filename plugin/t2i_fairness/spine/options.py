@@ -240,7 +240,7 @@ class T2IOptions:
     model_revision: str | None = _default("--t2i-model-revision")  # a hub id's branch, tag or commit
     preset: str = "smoke" if _default("--t2i-model") in SMOKE_MODELS else "paper"
     scorers: str = _default("--t2i-scorers")
-    device: str = _default("--t2i-device")  # resolved by the workbench, so collection never imports torch
+    device: str = _default("--t2i-device")  # the request; base.devices.decide_device decides it once per session
     objects: tuple[str, ...] = tuple(_default("--t2i-objects"))
     images_per_prompt: int = _default("--t2i-images-per-prompt")
     seed: int = _default("--t2i-seed")
@@ -264,6 +264,8 @@ class T2IOptions:
     inconclusive: str = _default("--t2i-inconclusive")
     bound_level: float = _default("--t2i-bound-level")
     canary: str | None = _default("--t2i-canary")
+    # the parsed --t2i-canary, bound to the registered family's canary (resolve_options sets it)
+    canary_spec: Any = field(default=None, compare=False, repr=False)
     plan_samples: float | None = _default("--t2i-plan-samples")
     baseline_model: str | None = _default("--t2i-baseline-model")
     baseline_delta: float = _default("--t2i-baseline-delta")
@@ -484,14 +486,7 @@ def resolve_core(v: Values) -> dict[str, Any]:
         refs.append((name, path))
     bootstrap = positive(v, "--t2i-bootstrap", 0)
     gate_mode = v("--t2i-gate")
-    canary = v("--t2i-canary")
-    if canary is not None:
-        from t2i_fairness.canaries import parse_canary
-
-        try:
-            parse_canary(canary)
-        except ValueError as exc:
-            raise OptionError("--t2i-canary", str(exc).removeprefix("--t2i-canary").lstrip(": ")) from None
+    canary = v("--t2i-canary")  # checked by resolve_options, against the registered families' canaries
     raw_cache = v.raw("--t2i-cache-dir")
     cache_dir: Path | str = raw_cache if raw_cache and "://" in raw_cache else Path(raw_cache or v.rootdir / ".t2i-cache")
     thresholds = Path(v.raw("--t2i-thresholds") or v.rootdir / "thresholds" / f"{model_slug(model)}.yaml")
@@ -544,33 +539,27 @@ def resolve_options(get: Callable[[str], Any], *, rootdir: Path | str = ".", inv
     preset = preset_of(model, get("--t2i-preset") or "auto")
     v = Values(get, declared, preset, rootdir, invocation_dir)
     core = T2IOptions(**resolve_core(v))
+    canary_spec = None
+    if core.canary is not None:
+        from t2i_fairness.generators.canary import canary_table, parse_canary
+
+        try:
+            canary_spec = parse_canary(core.canary, canaries=canary_table(families))
+        except ValueError as exc:
+            raise OptionError("--t2i-canary", str(exc).removeprefix("--t2i-canary").lstrip(": ")) from None
     parts = {f.name: (f.resolve(v, core) if f.resolve is not None else None) for f in families}
-    return dataclasses.replace(core, families=types.MappingProxyType(parts))
+    return dataclasses.replace(core, families=types.MappingProxyType(parts), canary_spec=canary_spec)
 
 
 def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when available, else ``cpu``; a CUDA device the machine lacks is an error.
+    """``auto`` -> ``cuda`` when available, else ``cpu`` (kept name: :func:`t2i_fairness.base.devices.decide_device`).
 
     Raises:
         OptionError: ``cuda``/``cuda:N`` on a machine without that device.
     """
-    if device == "auto":
-        return "cuda" if _cuda_count() > 0 else "cpu"
-    if device.startswith("cuda"):
-        count = _cuda_count()
-        index = int(device.split(":", 1)[1]) if ":" in device else 0
-        if index >= count:
-            have = f"{count} CUDA device(s) (cuda:0..cuda:{count - 1})" if count else "no CUDA device"
-            raise OptionError("--t2i-device", f"{device!r}: this machine has {have}; use cpu or auto")
-    return device
+    from t2i_fairness.base.devices import decide_device
 
-
-def _cuda_count() -> int:
-    try:
-        import torch
-    except ImportError:
-        return 0
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return decide_device(device)
 
 
 # ------------------------------------------------------------------------------------- the docs' table

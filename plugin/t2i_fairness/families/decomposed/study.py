@@ -14,7 +14,7 @@ import numpy as np
 from t2i_fairness.families.base import Study
 from t2i_fairness.families.decomposed.options import DecomposedOptions
 from t2i_fairness.families.decomposed.rules import SETUPS
-from t2i_fairness.spine.cache import content_key
+from t2i_fairness.base.cache import content_key
 from t2i_fairness.vocab.geode import GEODE_OBJECTS
 
 DECOMPOSED_TEMPLATES = ("object_in_region", "regional_adjective")  # Table 1: Orig. and New
@@ -221,15 +221,17 @@ class DecomposedStudy(Study):
 
     def requests(self, name: str, template: str, region: str | None = None):
         """The images :meth:`scores` asks for with the same arguments (nothing generated)."""
-        from t2i_fairness.references.grouping import PromptSpace, prompt_requests
+        from t2i_fairness.references.grouping import PromptSpace, prompt_calls
+        from t2i_fairness.spine.plan import requests_of_calls
 
         space = PromptSpace.from_reference(self.reference_sets[name], self.bench.options.objects)
-        return prompt_requests(self.bench.options, template, space, None if self._set_scope() else region)
+        return requests_of_calls(prompt_calls(self.bench.options, template, space, None if self._set_scope() else region))
 
     def _scores(self, name: str, template: str, only: str | None = None) -> DecomposedScores:
         from t2i_fairness.families.decomposed.masks import background_patch_counts, generated_items
         from t2i_fairness.families.decomposed.rules import background_misses, has_features, score_setup
         from t2i_fairness.metrics.manifold import dedupe_index
+        from t2i_fairness.generators.tokens import counted_truncation
         from t2i_fairness.references.grouping import PromptSpace, group_generated, prompt_images, template_truncation
 
         o = self.bench.options
@@ -261,7 +263,8 @@ class DecomposedStudy(Study):
                 gone[cand[dedupe_index(feats[setup][cand], mode, groups=labels[cand])]] = False
                 duplicates[setup] = gone
         out = DecomposedScores(template, {}, items, feats, {}, {}, {}, real=real, bg_unsegmented=unsegmented,
-                               truncation=template_truncation(self.bench, template, PromptSpace.from_reference(ref, o.objects)))
+                               truncation=template_truncation(self.bench, template, PromptSpace.from_reference(ref, o.objects),
+                                                                 count=counted_truncation))
         for region, rows in group_generated(pairs, template, ref, "region", o.seed).items():
             if only is not None and region != only:
                 continue

@@ -18,8 +18,9 @@ import numpy as np
 
 from t2i_fairness.families.base import Study
 from t2i_fairness.metrics.manifold import Membership, dedupe_index, membership, precision_coverage
-from t2i_fairness.references.grouping import (PromptImages, PromptSpace, group_generated, prompt_images,
-                                              prompt_requests, template_truncation)
+from t2i_fairness.generators.tokens import counted_truncation
+from t2i_fairness.references.grouping import (PromptImages, PromptSpace, group_generated, prompt_calls, prompt_images,
+                                              template_truncation)
 from t2i_fairness.references.library import ReferenceLibrary
 from t2i_fairness.spine.generation import ImageRef
 from t2i_fairness.vocab.geode import GEODE_OBJECTS
@@ -262,7 +263,9 @@ class DigInStudy(Study):
         space = None if name is None else self.space(name)
         if name is not None and self._set_scope():
             region, object = None, None  # set-scope dedupe: a group's rows depend on the whole template's images
-        return prompt_requests(self.bench.options, template, space, region, object)
+        from t2i_fairness.spine.plan import requests_of_calls
+
+        return requests_of_calls(prompt_calls(self.bench.options, template, space, region, object))
 
     # -- Region and Object-Region indicators (4.2-4.3) ----------------------------------------------
     def scores(self, name: str, template: str) -> DigScores:
@@ -307,7 +310,7 @@ class DigInStudy(Study):
         return DigScores(
             region=LazyGroups(ref.regions, lambda region: self._region(name, template, region)),
             object_region=LazyGroups(pairs, lambda key: self._object_region(name, template, *key)),
-            truncation=template_truncation(self.bench, template, space),
+            truncation=template_truncation(self.bench, template, space, count=counted_truncation),
         )
 
     def _set_scope(self) -> bool:
