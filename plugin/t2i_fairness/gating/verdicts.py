@@ -45,6 +45,12 @@ from t2i_fairness.gating.thresholds import (  # noqa: F401  (re-exported: the ga
 )
 
 DECIMALS = 6
+#: The smallest p-value a sampled measurement reports (the largest: the float below 1): the normal tail in
+#: float64 is 0 beyond 38 standard errors and 1 beyond 8.3; neither is a claim a sample can make.
+P_FLOOR = 1e-300
+#: A standard error at most this (relative to max(1, |estimate|)) is float noise around 0 (2.3e-17 from
+#: identical images), not a measured uncertainty.
+SE_NOISE = 1e-12
 
 
 @dataclass
@@ -95,10 +101,13 @@ class Measurement:
         if self.test is not None:
             return float(self.test.p_value)
         if self.uncertainty is not None and self.uncertainty.se_at(bound) is not None:
-            return decisions.p_value_interval(self.uncertainty, bound, self.direction)
-        if self.replicates is not None and len(self.replicates) > 1:
+            p = decisions.p_value_interval(self.uncertainty, bound, self.direction)
+        elif self.replicates is not None and len(self.replicates) > 1:
             return decisions.p_value_bootstrap(self.value, self.replicates, bound, self.direction)
-        return decisions.p_value_normal(self.value, self.se_at(bound), bound, self.direction)
+        else:
+            p = decisions.p_value_normal(self.value, self.se_at(bound), bound, self.direction)
+        # a sampled value is never certain: the normal tail's float saturation is not a 0 or a 1
+        return min(max(p, P_FLOOR), math.nextafter(1.0, 0.0))
 
 
 def safe_round(value: float, direction: Direction) -> float:
@@ -322,7 +331,7 @@ def evaluate(
     from t2i_fairness.metrics.decisions import decide
 
     threshold = alpha / max(1, int(family_size)) if multiplicity in ("holm", "bh") else alpha
-    if m.replicates is None and not m.se_at(bound.value) > 0:
+    if m.replicates is None and not m.se_at(bound.value) > SE_NOISE * max(1.0, abs(m.value)):
         # no measured uncertainty at the bound: a sampled value is never certain, so no p-value (not 0 or 1)
         if meets:
             return Verdict("pass", bound, f"{text}; no uncertainty measured at the bound (se 0): passes on its "

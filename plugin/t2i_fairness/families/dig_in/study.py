@@ -66,8 +66,22 @@ def parity(intervals: Mapping[str, "object"], confidence: float = 0.95):
     best = max(intervals, key=lambda g: intervals[g].estimate)
     w, b = intervals[worst].estimate, intervals[best].estimate
     if b <= 0:
+        # every group at 0: the ratio is 1 by convention, but two shares at 0 say little about their true
+        # ratio; the delta method at Agresti and Coull's adjusted shares (never 0) gives its uncertainty
+        from t2i_fairness.metrics.intervals import agresti_coull, share_se
+
+        wi, bi = intervals[worst], intervals[best]
+        if wi.n_effective and bi.n_effective:
+            pw, pb = agresti_coull(0.0, wi.n_effective)[0], agresti_coull(0.0, bi.n_effective)[0]
+            se = math.hypot(share_se(wi) / pb, pw * share_se(bi) / pb**2)
+        else:
+            se = 0.0  # not shares: no uncertainty measured (the gate gives no p-value)
         units = min(iv.n_units for iv in intervals.values())
-        return Interval(1.0, 1.0, 1.0, "exact: every group is 0", confidence, units, se=0.0), worst, best
+        from scipy.special import ndtri
+
+        z = float(ndtri(0.5 + confidence / 2.0))
+        return Interval(1.0, max(0.0, 1.0 - z * se), 1.0, "delta method at Agresti-Coull shares: every group is 0",
+                        confidence, units, se=se), worst, best
     terms = [(1.0 / b, intervals[worst]), (-w / b**2, intervals[best])]
     return linear_combination_interval(w / b, terms, confidence=confidence, method="delta method (worst/best)",
                                        low=0.0, high=1.0), worst, best
@@ -119,12 +133,20 @@ class GroupScore:
         return precision_interval(self.member.inside, confidence=confidence)
 
     def coverage_interval(self, confidence: float = 0.95):
-        """The jackknife-Wilson interval of coverage (generated images are the resampled unit); exactly
-        ``[0, 0]`` when no generated image is left."""
+        """The jackknife-Wilson interval of coverage (generated images are the resampled unit).
+
+        When the de-duplication left no generated image (a collapsed group), coverage is 0 and its interval
+        is the one of the group's ``n_generated`` images covering no real ball (what dropped rows do):
+        the score interval on ``n_real`` balls, ``[0, 0.28]`` at 10, with a score test at any bound in
+        (0, 1), never a certain ``[0, 0]``."""
         from t2i_fairness.metrics.intervals import Interval, coverage_interval
 
         if self.member.n_fake == 0:
-            return Interval(0.0, 0.0, 0.0, "exact: no generated image", confidence, 0, se=0.0)
+            if (self.n_generated or 0) >= 2 and self.n_real >= 1:
+                iv = coverage_interval(np.zeros((int(self.n_generated), int(self.n_real)), bool), confidence=confidence)
+                return Interval(iv.estimate, iv.low, iv.high, "jackknife_wilson: no generated image left (none covers "
+                                "a ball)", confidence, 0, iv.se, iv.df, iv.n_effective)
+            return Interval(0.0, 0.0, 0.0, "none: no generated image", confidence, 0, se=0.0)
         return coverage_interval(self.member.inside, confidence=confidence)
 
     def interval(self, metric: str, confidence: float = 0.95):
