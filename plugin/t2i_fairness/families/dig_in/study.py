@@ -278,11 +278,13 @@ class DigInStudy(Study):
         """The prompt space of reference set ``name`` (its objects among the run's, its regions)."""
         return PromptSpace.from_reference(self.reference_sets[name], self.bench.options.objects)
 
-    def requests(self, name: str | None, template: str, region: str | None = None, object: str | None = None):
+    def requests(self, name: str | None, template: str, region: str | None = None, object: str | None = None,
+                 own: bool = False):
         """The images a group of reference set ``name`` (``None``: the consistency indicator's GeoDE
-        prompts) asks for: the same slice as :meth:`images`, nothing generated."""
+        prompts) asks for: the same slice as :meth:`images`, nothing generated. ``own``: the group's own
+        prompts even under set-scope de-duplication (what ``--t2i-dedupe-scope group`` asks for)."""
         space = None if name is None else self.space(name)
-        if name is not None and self._set_scope():
+        if name is not None and self._set_scope() and not own:
             region, object = None, None  # set-scope dedupe: a group's rows depend on the whole template's images
         return prompt_requests(self.bench.options, template, space, region, object)
 
@@ -423,7 +425,14 @@ def needs(call, study: DigInStudy) -> list:
     if "reference" in p and "template" in p:
         name, template, obj, region = p["reference"], p["template"], p.get("object"), p.get("region")
         out.append(Need("reference_features", (name,), first=True))
-        out.append(Need("group_scores", (name, template, obj, region), study.requests(name, template, region, obj)))
+        images = study.requests(name, template, region, obj)
+        own = study.requests(name, template, region, obj, own=True) if study._set_scope() else images
+        widened = ""
+        if {(r.prompt, r.n) for r in own} != {(r.prompt, r.n) for r in images}:
+            widened = ("set-scope de-duplication (--t2i-dedupe-scope set, DIG In's code) compares every generated image "
+                       "with all of its template's images, so a gate of one region or object needs the whole template")
+        out.append(Need("group_scores", (name, template, obj, region), images, widened=widened,
+                        narrow=tuple(own) if widened else ()))
     elif "template" in p:
         template, region = p["template"], p.get("region")
         out.append(Need("clipscores", (template, region), study.requests(None, template, region)))
