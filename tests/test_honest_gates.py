@@ -193,3 +193,22 @@ def test_difference_of_shares_at_the_edges_covers(p_high, p_low):
     best, worst = precision_interval(np.ones(6, bool)), precision_interval(np.zeros(6, bool))
     iv = linear_combination_interval(1.0, [(1.0, best), (-1.0, worst)])
     assert iv.low == pytest.approx(0.6498, abs=1e-3) and iv.se == pytest.approx(0.1787, abs=1e-3)
+
+
+def test_the_update_flow_removes_a_test_gates_old_bound_at_the_session_end(tmp_path):
+    import dataclasses
+
+    from t2i_fairness.gating.gate import judge
+    from t2i_fairness.gating.session import GateSession
+    from t2i_fairness.spine.options import T2IOptions
+
+    path = tmp_path / "t.yaml"
+    path.write_text("gates:\n  test_cis_order_invariance:\n    min: 0.030477\n  other:\n    min: 0.5\n")
+    for update, kept in ((False, True), (True, False)):
+        options = dataclasses.replace(T2IOptions(), update_thresholds=update)
+        record, _ = judge(_test_measurement(0.4), ThresholdFile.load(path), {}, options)
+        session = GateSession(path, records=[record])
+        session.finish(write_files=True, complete_run=False, options=options)
+        assert ("test_cis_order_invariance" in ThresholdFile.load(path).gates) == kept
+        assert "other" in ThresholdFile.load(path).gates
+        assert any("removed its bound" in n for n in session.notes) == (not kept)
