@@ -201,7 +201,11 @@ class GateSession:
             return
         from t2i_fairness.gating.thresholds import write_back
 
-        result = write_back(self.thresholds_path, self.records)
+        drop = []
+        if options is not None and options.update_thresholds:  # a test gate's old bound (from a p-value) goes
+            drop = [r.gate for r in self.records if r.gate in thresholds.gates and r.bound is None
+                    and str((r.uncertainty or {}).get("method", "")).startswith("hypothesis test")]
+        result = write_back(self.thresholds_path, self.records, drop=drop)
         self.written += result.written
         self.proposed += result.proposed
         self.notes += result.notes

@@ -110,12 +110,17 @@ class Need:
         images: the image requests the study makes for it, in the order it makes them.
         first: computed before the other needs by ``generate --stage features`` (a reference set's
             features, shared by many slices).
+        widened: why ``images`` is wider than the gate's own slice (set-scope de-duplication reads the
+            whole template), in words; empty when it is not.
+        narrow: the gate's own slice when ``widened``: what a plan without the widening asks for.
     """
 
     method: str
     args: tuple = ()
     images: tuple[ImageRequest, ...] = ()
     first: bool = False
+    widened: str = ""
+    narrow: tuple[ImageRequest, ...] = ()
 
     @property
     def key(self) -> tuple:

@@ -219,13 +219,16 @@ class DecomposedStudy(Study):
         with a ``--t2i-fake-dedupe`` other than ``none``): a region's rows then depend on every region's images."""
         return self.fake_dedupe() != "none" and self.bench.options.dedupe_scope == "set"
 
-    def requests(self, name: str, template: str, region: str | None = None):
-        """The images :meth:`scores` asks for with the same arguments (nothing generated)."""
+    def requests(self, name: str, template: str, region: str | None = None, own: bool = False):
+        """The images :meth:`scores` asks for with the same arguments (nothing generated); ``own``: the
+        region's own prompts even under set-scope de-duplication."""
         from t2i_fairness.references.grouping import PromptSpace, prompt_calls
         from t2i_fairness.spine.plan import requests_of_calls
 
         space = PromptSpace.from_reference(self.reference_sets[name], self.bench.options.objects)
-        return requests_of_calls(prompt_calls(self.bench.options, template, space, None if self._set_scope() else region))
+        return requests_of_calls(
+            prompt_calls(self.bench.options, template, space, None if self._set_scope() and not own else region)
+        )
 
     def _scores(self, name: str, template: str, only: str | None = None) -> DecomposedScores:
         from t2i_fairness.families.decomposed.masks import background_patch_counts, generated_items
@@ -335,7 +338,13 @@ def needs(call, study: DecomposedStudy) -> list:
         if call.test == "test_decomposed_diagnostics":
             out.append(Need("diagnostics", (name, template), study.requests(name, template)))
         elif p.get("region") is not None:
-            out.append(Need("scores", (name, template, p["region"]), study.requests(name, template, p["region"])))
+            images = study.requests(name, template, p["region"])
+            own = study.requests(name, template, p["region"], own=True) if study._set_scope() else images
+            wide = {(r.prompt, r.n) for r in own} != {(r.prompt, r.n) for r in images}
+            out.append(Need("scores", (name, template, p["region"]), images, narrow=tuple(own) if wide else (),
+                            widened="set-scope de-duplication (--t2i-dedupe-scope set) compares every generated image "
+                                    "with all of its template's images, so a gate of one region needs the whole "
+                                    "template" if wide else ""))
         else:
             out.append(Need("scores", (name, template), study.requests(name, template)))
     return out
