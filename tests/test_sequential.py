@@ -1,0 +1,143 @@
+"""The sequential gates' statistics (t2i_fairness.metrics.sequential), measured by simulation.
+
+* validity: each e-process is a supermartingale under H0 at the boundary: over 2,000 simulated
+  streams, ``sup_t K_t >= 1 / alpha`` happens in at most ``alpha`` of them (binomial slack: the
+  one-sided 99.9% upper tolerance of 2,000 draws at 0.05 is 0.066, so the assertion is
+  ``rate <= 0.05 + 3.1 * sqrt(0.05 * 0.95 / 2000) = 0.065``);
+* the confidence sequence agrees with ``confseq.betting.betting_cs`` (same construction) within
+  2 grid steps (0.002 at 1,000 breaks) when confseq is installed (a test-time reference only);
+* e-Holm controls the family-wise error at every look; futility flips a fixed-N fail into a pass
+  no more often than its stated bound ``gamma + delta``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from t2i_fairness.metrics.sequential import (
+    confidence_sequence,
+    e_closed_rejections,
+    e_process,
+    look,
+    mixture_cs,
+    mixture_e_process,
+    round_sizes,
+)
+
+STREAMS = 2000
+ALPHA = 0.05
+SLACK = ALPHA + 3.1 * math.sqrt(ALPHA * (1 - ALPHA) / STREAMS)
+
+
+@pytest.mark.parametrize("direction", ["min", "max"])
+@pytest.mark.parametrize("bound", [0.1, 0.5, 0.85])
+def test_betting_e_process_is_valid_at_the_boundary(direction, bound):
+    rng = np.random.default_rng([1, int(bound * 100), direction == "min"])
+    y = rng.binomial(1, bound, size=(STREAMS, 200)).astype(float)  # true share on the bound
+    hits = sum(e_process(row, bound, direction).max() >= 1 / ALPHA for row in y)
+    assert hits / STREAMS <= SLACK, (hits, STREAMS)
+
+
+@pytest.mark.parametrize("direction", ["min", "max"])
+@pytest.mark.parametrize("bound", [0.05, 0.5, 0.9])
+def test_mixture_e_process_is_valid_at_the_boundary(direction, bound):
+    # sweeps of 50 prompts whose own shares differ (a mean at the bound, prompts spread around it)
+    rng = np.random.default_rng([2, int(bound * 100), direction == "min"])
+    spread = np.clip(bound + rng.uniform(-0.05, 0.05, 50), 0, 1)
+    spread += bound - spread.mean()
+    images = rng.random((STREAMS, 64, 50)) < spread  # (stream, sweep, prompt)
+    y = images.mean(axis=2)
+    k = np.array([mixture_e_process(row, bound, direction, prompts=50, n_target=16).max() for row in y])
+    assert (k >= 1 / ALPHA).mean() <= SLACK
+
+
+def test_e_processes_grow_under_the_alternative():
+    rng = np.random.default_rng(3)
+    y = rng.binomial(1, 0.3, 400).astype(float)
+    assert e_process(y, 0.5, "min")[-1] > 1e4
+    sweeps = rng.binomial(100, 0.45, 32) / 100
+    assert mixture_e_process(sweeps, 0.5, "min", prompts=100, n_target=8)[-1] > 1e4
+
+
+def test_mixture_cs_covers_at_every_time():
+    rng = np.random.default_rng(4)
+    y = rng.binomial(40, 0.3, size=(STREAMS, 64)) / 40
+    miss = 0
+    for row in y:
+        lo, hi = mixture_cs(row, prompts=40, n_target=16)
+        miss += bool(((lo > 0.3) | (hi < 0.3)).any())
+    assert miss / STREAMS <= SLACK
+
+
+def test_betting_cs_covers_at_every_time():
+    rng = np.random.default_rng(5)
+    y = rng.beta(2, 5, size=(400, 100))  # mean 2/7
+    miss = 0
+    for row in y:
+        lo, hi = confidence_sequence(row, 0.05, breaks=200)
+        miss += bool(((lo > 2 / 7) | (hi < 2 / 7)).any())
+    assert miss / 400 <= 0.05 + 3.1 * math.sqrt(0.05 * 0.95 / 400)
+
+
+def test_confidence_sequence_agrees_with_confseq():
+    pytest.importorskip("multiprocess")
+    if not hasattr(np, "float_"):  # confseq 0.0.11 still names np.float_ (removed in NumPy 2)
+        np.float_ = np.float64
+    betting = pytest.importorskip("confseq.betting")
+    rng = np.random.default_rng(6)
+    for x in (rng.beta(2, 5, 80), rng.binomial(1, 0.7, 80).astype(float), rng.uniform(0, 1, 80)):
+        ours = confidence_sequence(x, 0.05, breaks=1000, running_intersection=False)
+        lo, hi = betting.betting_cs(x, alpha=0.05, breaks=1000, running_intersection=False)
+        tol = 2.0 / 1000
+        assert np.abs(ours[0] - lo).max() <= tol and np.abs(ours[1] - hi).max() <= tol
+
+
+def test_e_holm_controls_family_wise_error_over_looks():
+    # 20 gates, 15 true nulls on the bound, 5 far alternatives; rejections at any of 5 looks count
+    rng = np.random.default_rng(7)
+    runs, alpha, false = 400, 0.05, 0
+    sizes = round_sizes(64, 4)
+    for _ in range(runs):
+        means = np.r_[np.full(15, 0.5), np.full(5, 0.3)]
+        y = rng.binomial(30, means[:, None], size=(20, 64)) / 30
+        rejected = np.zeros(20, bool)
+        for n in sizes:
+            e = np.array([mixture_e_process(y[g, :n], 0.5, "min", prompts=30, n_target=16).max() for g in range(20)])
+            rejected |= e_closed_rejections(e, alpha)
+        false += bool(rejected[:15].any())
+    assert false / runs <= alpha + 3.1 * math.sqrt(alpha * (1 - alpha) / runs)
+
+
+def test_e_holm_is_at_least_bonferroni():
+    rng = np.random.default_rng(8)
+    for _ in range(200):
+        e = rng.lognormal(0, 3, 30)
+        bonf = e >= 30 / 0.05
+        assert not (bonf & ~e_closed_rejections(e, 0.05)).any()
+
+
+def test_futility_rarely_flips_a_fixed_n_fail():
+    """A gate just past its bound (the fixed-N test fails it about half the time): how often does
+    the sequential design pass it by futility or "met" when the fixed-N test on the same images
+    fails it? The bound is gamma + delta = 0.06."""
+    rng = np.random.default_rng(9)
+    P, N, z = 40, 64, 3.7
+    se_N = 0.5 / math.sqrt(P * N)
+    theta = 0.5 - z * math.sqrt(0.25 / (P * N))
+    fixed_fails = flips = 0
+    for _ in range(1000):
+        y = rng.binomial(P, theta, N) / P
+        fixed_fail = y.mean() <= 0.5 - z * se_N
+        fixed_fails += fixed_fail
+        for n in round_sizes(N, 4):
+            lk = look(y[:n], N, 0.5, "min", prompts=P, e_threshold=1e12, z_fail=z)
+            if lk.reason in ("met", "futility"):
+                flips += fixed_fail
+                break
+            if lk.stopped:
+                break
+    assert fixed_fails > 300
+    assert flips / fixed_fails <= 0.06
