@@ -133,7 +133,7 @@ def test_futility_rarely_flips_a_fixed_n_fail():
         fixed_fail = y.mean() <= 0.5 - z * se_N
         fixed_fails += fixed_fail
         for n in round_sizes(N, 4):
-            lk = look(y[:n], N, 0.5, "min", prompts=P, e_threshold=1e12, z_fail=z)
+            lk = look(y[:n], N, 0.5, "min", prompts=P, e_threshold=1e12, z_fail=z, looks=len(round_sizes(N, 4)))
             if lk.reason in ("met", "futility"):
                 flips += fixed_fail
                 break

@@ -34,11 +34,13 @@ Confidence sequence (:func:`confidence_sequence`)
 Pass early (non-binding: a pass never raises the false-alarm rate, only lowers the power)
     * *bound met*: the confidence sequence lies entirely on the passing side of the bound;
     * *futility* (:func:`conditional_power`): the probability that the full-N test would still fail,
-      computed (normal approximation) at the least favourable mean in the current confidence
-      sequence, is below ``gamma`` (default 0.01). Were the sequence to cover ``theta`` (probability
-      ``1 - delta``), that is an upper bound on the true conditional power; so a verdict the fixed-N
-      test would reach as "fail" is turned into a futility pass with probability at most
-      ``gamma + delta`` (0.06 at the defaults); tests/test_sequential.py measures it.
+      computed (normal approximation) at the least favourable end of a one-sided ``1 - delta / L``
+      confidence bound of the mean at each of the design's ``L`` looks, is below ``gamma`` (default
+      0.01). Were every look's bound to cover ``theta`` (probability about ``1 - delta``), that is an
+      upper bound on the true conditional power, and the chance of stopping at a look with true
+      conditional power ``< gamma`` and failing later is at most ``gamma``; so a verdict the fixed-N
+      test would reach as "fail" is turned into a futility pass with probability at most about
+      ``gamma + delta`` (0.06 at the defaults); tests/test_sequential.py and the bench measure it.
     * *nested coverage* (:func:`coverage_settled`): coverage is not a mean of images; it is
       non-decreasing in the generated sample (a real ball covered at ``n`` images stays covered at
       ``N``), so a ``min`` coverage gate whose coverage at ``n`` already meets the bound would pass
@@ -588,15 +590,18 @@ def mixture_cs(y: object, *, prompts: int, n_target: float, delta: float = 0.05)
 
 
 def look(y: object, N: int, bound: float, direction: str, *, prompts: int, e_threshold: float, z_fail: float,
-         delta: float = 0.05, gamma: float = 0.01, rejected: bool | None = None) -> Look:
+         delta: float = 0.05, gamma: float = 0.01, looks: int = 1, rejected: bool | None = None) -> Look:
     """Decide a share / bounded-mean gate at a look, apart from the run's multiplicity step.
 
     Order: fail when the gate's e-process (:func:`mixture_e_process`, tuned at ``N / 4``) reaches
     ``e_threshold`` (or ``rejected`` says the run's closed e-test rejected it); at ``N`` the gate
     ran to N (the caller applies the fixed-N test); else pass when the confidence sequence
     (:func:`mixture_cs` at ``delta``) lies on the passing side of the bound ("met"), or when the
-    conditional power of the full-N test at ``z_fail``, at the sequence's least favourable mean, is
-    below ``gamma`` ("futility").
+    conditional power of the full-N test at ``z_fail`` is below ``gamma`` ("futility"), computed at
+    the least favourable end of a one-sided ``1 - delta / looks`` normal confidence bound of the
+    sweeps' mean (Bonferroni over the design's ``looks``: all looks' bounds cover ``theta`` with
+    probability about ``1 - delta``, so a fixed-N fail becomes a futility pass with probability at
+    most about ``gamma + delta``; narrower than the time-uniform sequence at a first look).
 
     Args:
         y: sweep scores so far (``n = len(y)`` of ``N``).
@@ -607,6 +612,7 @@ def look(y: object, N: int, bound: float, direction: str, *, prompts: int, e_thr
         z_fail: critical value of the full-N test.
         delta: the sequence's level (futility and "met" only: no error budget spent).
         gamma: the futility level.
+        looks: the design's number of looks (the futility bound's Bonferroni split of ``delta``).
         rejected: the run's closed e-test verdict, when known.
 
     Raises:
@@ -635,7 +641,9 @@ def look(y: object, N: int, bound: float, direction: str, *, prompts: int, e_thr
     # the full-N test's spread: the sweeps' own, never below a share's Hoeffding-free floor
     sd = float(np.std(y, ddof=1)) if n > 1 else 0.5 / math.sqrt(prompts)
     sd = max(sd, 0.05 / math.sqrt(prompts))
-    cp = conditional_power(n, int(N), float(y.mean()), sd, worst, b, d, z_fail)
+    z_look = float(-_special.ndtri(_alpha("delta", delta) / max(1, int(looks))))
+    plausible = float(y.mean()) - sign * z_look * sd / math.sqrt(n)
+    cp = conditional_power(n, int(N), float(y.mean()), sd, plausible, b, d, z_fail)
     fails = wealth >= e_threshold if rejected is None else bool(rejected)
     if fails:
         reason = "fail"
