@@ -5,8 +5,8 @@ and decides every run twice on the same images:
 
 * **fixed N**: every gate on all ``N`` images per prompt; ``gating.gate.measure`` + ``judge`` at the
   default options (significant mode, Holm's first step ``alpha / m``, ``alpha = 0.05``);
-* **sequential** (:mod:`t2i_fairness.metrics.sequential`): rounds of ``round_sizes(N, batch)`` images
-  per prompt; after each round, closed e-testing (e-Holm) at ``alpha / 2`` over every share gate's
+* **sequential** (:func:`t2i_fairness.gating.sequential.run_rounds` on
+  :mod:`t2i_fairness.metrics.sequential`): rounds of ``round_sizes(N, batch)`` images per prompt; after each round, closed e-testing (e-Holm) at ``alpha / 2`` over every share gate's
   normal-mixture e-process fails gates early; a share gate passes early when its confidence sequence
   clears the bound ("met") or by futility (conditional power of the full-N test below 0.01 at the
   sequence's least favourable mean); a coverage gate passes early when its coverage at ``n`` already
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import math
 import platform
 import sys
 import time
@@ -56,13 +55,6 @@ from t2i_fairness.gating.gate import judge, measure  # noqa: E402
 from t2i_fairness.gating.thresholds import Bound, ThresholdFile  # noqa: E402
 from t2i_fairness.metrics.intervals import precision_interval  # noqa: E402
 from t2i_fairness.metrics.manifold import ball_membership  # noqa: E402
-from t2i_fairness.metrics.sequential import (  # noqa: E402
-    coverage_settled,
-    e_closed_rejections,
-    look,
-    mixture_e_process,
-    round_sizes,
-)
 from t2i_fairness.spine.options import T2IOptions  # noqa: E402
 
 ALPHA = 0.05
@@ -167,62 +159,41 @@ def fixed_verdicts(ms: list, thresholds: ThresholdFile, alpha: float) -> dict:
 
 
 def sequential_run(cis: np.ndarray, dig: dict, thresholds: ThresholdFile) -> tuple[dict, dict]:
-    """Verdicts and images-per-prompt used per gate under the sequential design."""
-    gates = [f"cis[{g}]" for g in range(CIS_GATES)] + [f"precision[{r}]" for r in REGIONS]
-    m_total = len(gates) + len(REGIONS)
-    z_fail = float(abs(np.asarray(__import__("scipy.special").special.ndtri(ALPHA / 2 / m_total))))
+    """Verdicts and images-per-prompt used per gate under the sequential design
+    (:func:`t2i_fairness.gating.sequential.run_rounds`, the controller a sequential run uses)."""
+    from t2i_fairness.gating.sequential import SequentialGate, run_rounds
 
-    def sweeps_of(gate: str, n: int) -> tuple[np.ndarray, int]:
+    gates = [SequentialGate(f"cis[{g}]", "share", tuple(f"cis{g}-{p}" for p in range(CIS_PROMPTS)), CIS_N)
+             for g in range(CIS_GATES)]
+    for r in REGIONS:
+        prompts = tuple(f"{r}-{o}" for o in range(DIG.objects))
+        gates += [SequentialGate(f"precision[{r}]", "share", prompts, DIG.generated_per_group),
+                  SequentialGate(f"coverage[{r}]", "coverage", prompts, DIG.generated_per_group)]
+
+    def scores(gate: str, n: int) -> np.ndarray:
         if gate.startswith("cis"):
-            x = cis[int(gate[4:-1]), :, :n]
-        else:
-            x = dig[gate[10:-1]][:, :n].any(axis=2)
-        return x.mean(axis=0).astype(float), x.shape[0]
+            return cis[int(gate[4:-1]), :, :n]
+        return dig[gate[10:-1]][:, :n].any(axis=2)
 
-    planned = {g: CIS_N for g in gates[:CIS_GATES]} | {g: DIG.generated_per_group for g in gates[CIS_GATES:]}
-    status: dict[str, str] = {}
-    used: dict[str, int] = {}
-    wealth: dict[str, float] = {g: 1.0 for g in gates}
-    schedules = {g: round_sizes(planned[g], BATCH, first=BATCH, growth=GROWTH) for g in gates}
-    looks = max(len(s) for s in schedules.values())
-    for r in range(looks):
-        current = {}
-        for g in gates:
-            if g in status:
-                continue
-            n = schedules[g][min(r, len(schedules[g]) - 1)]
-            y, P = sweeps_of(g, n)
-            b = thresholds.gates[g]
-            # the e-process's value at this look (a gate that stopped keeps its stopped value): closed testing
-            # needs e-processes of one filtration, not their running maxima
-            wealth[g] = float(mixture_e_process(y, b.value, b.direction, prompts=P,
-                                                n_target=max(1.0, planned[g] / 4))[-1])
-            current[g] = (y, P, n)
-        rejected = dict(zip(gates, e_closed_rejections([wealth[g] for g in gates], ALPHA / 2)))
-        for g, (y, P, n) in current.items():
-            b = thresholds.gates[g]
-            lk = look(y, planned[g], b.value, b.direction, prompts=P, e_threshold=math.inf, z_fail=z_fail,
-                      looks=len(schedules[g]), rejected=rejected[g])
-            if lk.stopped:
-                status[g] = lk.reason
-                used[g] = n
-        # coverage: nested early pass, else to N
-        for region in REGIONS:
-            g = f"coverage[{region}]"
-            if g in status:
-                continue
-            sched = round_sizes(DIG.generated_per_group, BATCH, first=BATCH, growth=GROWTH)
-            n = sched[min(r, len(sched) - 1)]
-            mem = dig[region][:, :n].reshape(-1, dig[region].shape[-1])
-            if n == DIG.generated_per_group:
-                status[g], used[g] = "full", n
-            elif coverage_settled(float(mem.any(axis=0).mean()), thresholds.gates[g].value, thresholds.gates[g].direction):
-                status[g], used[g] = "met", n
-    # gates that ran to N: the fixed-N test at alpha / 2 (Holm first step over the run's gates)
-    full = [m for m in measurements_full(cis, dig) if status.get(m.gate) == "full"]
-    final = {m.gate: judge(m, thresholds, {}, _opts(alpha=ALPHA / 2), family_size=m_total)[0].status for m in full}
-    verdict = {g: ("fail" if s == "fail" else final.get(g, "pass") if s == "full" else "pass") for g, s in status.items()}
-    return verdict, {"used": used, "reason": status}
+    def coverage(gate: str, n: int) -> float:
+        mem = dig[gate[9:-1]][:, :n].reshape(-1, dig[gate[9:-1]].shape[-1])
+        return float(mem.any(axis=0).mean())
+
+    full = {}
+
+    def full_measurement(gate: str):
+        if not full:
+            full.update({m.gate: m for m in measurements_full(cis, dig)})
+        return full[gate]
+
+    out = run_rounds(gates, thresholds, _opts(alpha=ALPHA), batch=BATCH, scores=scores, coverage=coverage,
+                     full_measurement=full_measurement, growth=GROWTH)
+    verdict = {g: r["verdict"] for g, r in out.records.items()}
+    short = {"fail: bound excluded": "fail", "pass: bound met with certainty": "met", "pass: futility": "futility",
+             "ran to N": "full"}
+    return verdict, {"used": {g: r["images_per_prompt"] for g, r in out.records.items()},
+                     "reason": {g: short[r["reason"]] for g, r in out.records.items()},
+                     "images": (out.images, out.planned_images)}
 
 
 def slice_of(scenario: str) -> set:
