@@ -141,3 +141,72 @@ def test_futility_rarely_flips_a_fixed_n_fail():
                 break
     assert fixed_fails > 300
     assert flips / fixed_fails <= 0.06
+
+
+# ------------------------------------------------------------------ the rounds controller
+
+
+def _controller_case(rng, shares, kinds=None, N=16, P=60):
+    from pathlib import Path
+
+    from t2i_fairness.gating.gate import measure
+    from t2i_fairness.gating.sequential import SequentialGate
+    from t2i_fairness.gating.thresholds import Bound, ThresholdFile
+    from t2i_fairness.metrics.intervals import precision_interval
+
+    data = {f"g{i}": rng.random((P, N)) < s for i, s in enumerate(shares)}
+    kinds = kinds or ["share"] * len(shares)
+    gates = [SequentialGate(g, k, tuple(f"{g}-{p}" for p in range(P)), N) for g, k in zip(data, kinds)]
+    t = ThresholdFile(Path("t.yaml"), {g: Bound("min", 0.5) for g in data})
+
+    def full(g):
+        x = data[g].ravel()
+        return measure(g, float(x.mean()), n=x.size, interval=precision_interval(x))
+
+    return data, gates, t, full
+
+
+def test_controller_never_uses_more_than_fixed_n_and_fixed_kinds_run_to_n():
+    from t2i_fairness.gating.sequential import run_rounds
+    from t2i_fairness.spine.options import T2IOptions
+
+    rng = np.random.default_rng(10)
+    data, gates, t, full = _controller_case(rng, [0.9, 0.2, 0.52, 0.9], kinds=["share", "share", "share", "ratio"])
+    out = run_rounds(gates, t, T2IOptions(), batch=4, scores=lambda g, n: data[g][:, :n], coverage=None,
+                     full_measurement=full)
+    assert all(r["images_per_prompt"] <= r["planned_per_prompt"] for r in out.records.values())
+    assert out.records["g3"]["reason"] == "ran to N" and "no valid early stop" in out.records["g3"]["note"]
+    assert out.records["g1"]["verdict"] == "fail" and out.records["g1"]["round"] == 1
+    assert out.images < out.planned_images == 4 * 60 * 16
+
+
+def test_controller_names_a_gate_without_a_bound():
+    from pathlib import Path
+
+    from t2i_fairness.gating.sequential import SequentialGate, run_rounds
+    from t2i_fairness.gating.thresholds import ThresholdFile
+    from t2i_fairness.spine.options import T2IOptions
+
+    with pytest.raises(ValueError, match="gate lost: no bound in t.yaml"):
+        run_rounds([SequentialGate("lost", "share", ("p",), 4)], ThresholdFile(Path("t.yaml"), {}), T2IOptions(),
+                   batch=2, scores=None, coverage=None, full_measurement=None)
+    with pytest.raises(ValueError, match="unknown sequential kind"):
+        SequentialGate("g", "mean", ("p",), 4)
+
+
+def test_controller_agrees_with_fixed_n_on_clear_gates():
+    """Gates far from the bound on either side: the sequential verdict is the fixed-N verdict."""
+    from t2i_fairness.gating.gate import judge
+    from t2i_fairness.gating.sequential import run_rounds
+    from t2i_fairness.spine.options import T2IOptions
+
+    rng = np.random.default_rng(11)
+    disagree = 0
+    for _ in range(20):
+        data, gates, t, full = _controller_case(rng, [0.3, 0.7, 0.35, 0.8])
+        out = run_rounds(gates, t, T2IOptions(), batch=4, scores=lambda g, n: data[g][:, :n], coverage=None,
+                         full_measurement=full)
+        for g in data:
+            fixed = judge(full(g), t, {}, T2IOptions(), family_size=4)[0].status
+            disagree += fixed != out.records[g]["verdict"]
+    assert disagree == 0

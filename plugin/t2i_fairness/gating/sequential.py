@@ -181,7 +181,7 @@ def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
             rec, _ = judge(full_measurement(g.gate), thresholds, {}, level, family_size=m)
             verdict = rec.status
             record["p_value"], record["interval"] = rec.p_value, rec.interval
-        elif KINDS[g.kind] == "fixed":
+        if KINDS[g.kind] == "fixed":
             record["note"] = "no valid early stop for this kind: runs to N"
         record["verdict"] = verdict
         out.records[g.gate] = record
