@@ -215,7 +215,7 @@ def run(runs: int, seed: int = 0) -> list[dict]:
     for scenario in scenarios:
         thresholds = policy(base, theta, mu, scenario)
         sl = slice_of(scenario)
-        acc = {"fixed_false": 0, "seq_false": 0, "fixed_detect": 0, "seq_detect": 0, "flips": 0, "reasons": {},
+        acc = {"fixed_false": 0, "seq_false": 0, "fixed_detect": 0, "seq_detect": 0, "flips": 0, "slice_differ": 0, "reasons": {},
                "images": {"cis": [0, 0], "dig_in": [0, 0], "coverage": [0, 0]}}
         for i in range(runs):
             rng = np.random.default_rng([seed, 1, scenarios.index(scenario), i])
@@ -230,6 +230,7 @@ def run(runs: int, seed: int = 0) -> list[dict]:
                 acc["fixed_detect"] += any(fixed[g] == "fail" for g in sl)
                 acc["seq_detect"] += any(seq[g] == "fail" for g in sl)
             acc["flips"] += sum(fixed[g] == "fail" and seq[g] != "fail" for g in fixed)
+            acc["slice_differ"] += sum((fixed[g] == "fail") != (seq[g] == "fail") for g in sl)
             for g, why in info["reason"].items():
                 kind = "cis" if g.startswith("cis") else g.split("[")[0]
                 key = f"{kind}:{why if why != 'full' else 'full:' + seq[g]}"
@@ -266,15 +267,16 @@ def table(rows: list[dict]) -> list[str]:
 
     out = ["| scenario | runs | CIS-like share gates: images | DIG In precision | DIG In coverage | DIG In prompts "
            "(both gates) | paper mix | FWER fixed N | FWER sequential | slice caught fixed / sequential | "
-           "fixed-N fails not failed sequentially |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "fixed-N fails not failed sequentially | slice gate verdicts that differ |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         im = r["images"]
         f = {k: f"{v[0] / v[1]:.0%}" for k, v in im.items()}
         caught = f"{r['fixed_detect']}/{r['runs']} / {r['seq_detect']}/{r['runs']}" if slice_of(r["scenario"]) else "-"
         out.append(f"| {r['scenario']} | {r['runs']} | {f['cis']} | {f['dig_in']} | {f['coverage']} | "
                    f"{f['dig_prompt']} | {paper_share(r):.0%} | {rate(r['fixed_false'], r['runs'])} | "
-                   f"{rate(r['seq_false'], r['runs'])} | {caught} | {r['flips']} |")
+                   f"{rate(r['seq_false'], r['runs'])} | {caught} | {r['flips']} | "
+                   f"{r['slice_differ'] if slice_of(r['scenario']) else '-'} |")
     return out
 
 
