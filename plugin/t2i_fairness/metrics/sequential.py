@@ -640,7 +640,10 @@ def look(y: object, N: int, bound: float, direction: str, *, prompts: int, e_thr
     worst = lower if d == "min" else upper
     # the full-N test's spread: the sweeps' own, never below a share's Hoeffding-free floor
     sd = float(np.std(y, ddof=1)) if n > 1 else 0.5 / math.sqrt(prompts)
-    sd = max(sd, 0.05 / math.sqrt(prompts))
+    # never below the spread of a share at the current mean (the largest a [0, 1] score with that mean can
+    # have, and a share's own without prompt effects): two or three sweeps' own spread is too noisy to trust
+    m_now = min(max(float(y.mean()), 0.0), 1.0)
+    sd = max(sd, math.sqrt(max(m_now * (1.0 - m_now), 0.0025) / prompts))
     z_look = float(-_special.ndtri(_alpha("delta", delta) / max(1, int(looks))))
     plausible = float(y.mean()) - sign * z_look * sd / math.sqrt(n)
     cp = conditional_power(n, int(N), float(y.mean()), sd, plausible, b, d, z_fail)
