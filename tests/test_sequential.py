@@ -119,7 +119,8 @@ def test_e_holm_is_at_least_bonferroni():
         assert not (bonf & ~e_closed_rejections(e, 0.05)).any()
 
 
-def test_futility_rarely_flips_a_fixed_n_fail():
+@pytest.mark.parametrize("batch", [2, 4])
+def test_futility_rarely_flips_a_fixed_n_fail(batch):
     """A gate just past its bound (the fixed-N test fails it about half the time): how often does
     the sequential design pass it by futility or "met" when the fixed-N test on the same images
     fails it? The bound is gamma + delta = 0.06."""
@@ -132,8 +133,9 @@ def test_futility_rarely_flips_a_fixed_n_fail():
         y = rng.binomial(P, theta, N) / P
         fixed_fail = y.mean() <= 0.5 - z * se_N
         fixed_fails += fixed_fail
-        for n in round_sizes(N, 4):
-            lk = look(y[:n], N, 0.5, "min", prompts=P, e_threshold=1e12, z_fail=z, looks=len(round_sizes(N, 4)))
+        sizes = round_sizes(N, batch, first=batch)
+        for n in sizes:
+            lk = look(y[:n], N, 0.5, "min", prompts=P, e_threshold=1e12, z_fail=z, looks=len(sizes))
             if lk.reason in ("met", "futility"):
                 flips += fixed_fail
                 break

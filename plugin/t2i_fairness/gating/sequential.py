@@ -79,6 +79,28 @@ class SequentialOutcome:
     planned_images: int = 0
     method: str = ""
 
+    def summary_lines(self) -> list[str]:
+        """The terminal summary's lines: one per gate (verdict, reason, round, images used of N,
+        sequence at stopping), then the run's images against the fixed-N plan and the method.
+
+        Example:
+            >>> o = SequentialOutcome({"g": {"verdict": "pass", "reason": "pass: futility", "round": 1, "rounds": 3,
+            ...     "images_per_prompt": 4, "planned_per_prompt": 16, "sequence": [0.61, 0.74]}}, 400, 1600, "e-Holm")
+            >>> print("\\n".join(o.summary_lines()))
+            g: pass (pass: futility) at round 1 of 3, 4 of 16 images per prompt, sequence [0.6100, 0.7400]
+            sequential: 400 images of the fixed-N plan's 1600 (25%); e-Holm
+        """
+        out = []
+        for gate, r in self.records.items():
+            seq = r.get("sequence")
+            tail = f", sequence [{seq[0]:.4f}, {seq[1]:.4f}]" if seq else ""
+            out.append(f"{gate}: {r['verdict']} ({r['reason']}) at round {r['round']} of {r['rounds']}, "
+                       f"{r['images_per_prompt']} of {r['planned_per_prompt']} images per prompt{tail}")
+        share = self.images / self.planned_images if self.planned_images else 0.0
+        out.append(f"sequential: {self.images} images of the fixed-N plan's {self.planned_images} ({share:.0%}); "
+                   f"{self.method}")
+        return out
+
 
 def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
                scores: Callable[[str, int], np.ndarray], coverage: Callable[[str, int], float],
