@@ -16,17 +16,25 @@ The unit of observation: a sweep
     the prompts' own means are (a test on the images in prompt order would not be: their
     conditional means differ by prompt).
 
-Fail early: a betting e-process (:func:`e_process`)
+Fail early: the gates use :func:`mixture_e_process`
+    A sweep mean of ``P`` independent [0, 1] scores is sub-Gaussian with variance proxy ``1 / (4 P)``
+    (Hoeffding's lemma), so a one-sided normal mixture of ``exp(lambda S_t - lambda^2 V_t / 2)``
+    (Howard et al. 2021) is a nonnegative supermartingale under H0 (details in its docstring).
+
+Betting on [0, 1] data (:func:`e_process`), for single streams and the confseq cross-check
     Waudby-Smith & Ramdas (JRSS-B 2024): for a ``min`` gate, the wealth
     ``K_t = prod_{i <= t} (1 + lambda_i (bound - y_i))`` with a *predictable* bet
     ``0 <= lambda_i <= c / (1 - bound)`` (a function of ``y_1 .. y_{i-1}`` only) has
     ``E[K_t | past] <= K_{t-1}`` whenever ``theta >= bound``: a nonnegative supermartingale, so by
     Ville's inequality ``P(sup_t K_t >= 1 / a) <= a`` under H0, at every stopping time, however
     many looks (``max``: ``1 + lambda_i (y_i - bound)``, ``lambda_i <= c / bound``). The bet is
-    aGRAPA (their approximate growth-rate-adaptive plug-in), truncated at ``c = 1/2``.
+    aGRAPA (their approximate growth-rate-adaptive plug-in), truncated at ``c = 1/2``. Not used for
+    gates: its wealth grows at most by ``1 + c (bound - y) / (1 - bound)`` per sweep whatever the
+    sweep's spread, and a CIS prompt has 16 images (16 sweeps).
 
-Confidence sequence (:func:`confidence_sequence`)
-    Their hedged capital process with predictable plug-in empirical-Bernstein bets (PrPl-EB), over
+Confidence sequences: :func:`mixture_cs` for gates (normal mixture on sub-Gaussian sweeps);
+:func:`confidence_sequence` for [0, 1] streams:
+    Waudby-Smith & Ramdas's hedged capital process with predictable plug-in empirical-Bernstein bets (PrPl-EB), over
     a grid of candidate means, running intersection: ``[L_t, U_t]`` covers ``theta`` at every
     ``t`` simultaneously with probability ``1 - delta``. This is ``confseq.betting.betting_cs``'s
     default construction (tested against it in tests/test_sequential.py when confseq is installed).
@@ -48,7 +56,8 @@ Pass early (non-binding: a pass never raises the false-alarm rate, only lowers t
       exists for coverage (its expectation grows with ``n``): it otherwise runs to ``N``.
 
 Kinds (:data:`KINDS`): where no valid early stop exists, the gate runs to ``N`` and says so.
-    ``share``/``bounded``: e-process fail, bound-met and futility passes. ``coverage``: nested pass
+    ``share``/``bounded``: e-process fail, bound-met and futility passes (the consistency gates' low
+    percentile is not a mean, so ``percentile`` runs to N; a consistency *mean* would be ``bounded``). ``coverage``: nested pass
     only. ``ratio``/``spread``/``percentile``/``hoeffding``/``test``: run to N (ratios and spreads of
     shares are not means of sweeps; a low percentile needs a quantile sequence that is not built
     here; the word-level Hoeffding bound is finite-sample but not time-uniform).
@@ -212,7 +221,7 @@ def predictable_bets(y: object, bound: float, direction: str, *, truncation: flo
     return lam
 
 
-def aggregate_bets(y: object, alpha: float = 0.05, *, truncation: float = _C) -> np.ndarray:
+def aggregate_bets(y: object, alpha: float = 0.05) -> np.ndarray:
     """PrPl-EB bets of Waudby-Smith & Ramdas: ``sqrt(2 log(2 / alpha) / (v_{t-1} t log(1 + t)))``.
 
     The sign-free bet size of the hedged confidence sequence (each side at ``alpha / 2``),
@@ -221,7 +230,6 @@ def aggregate_bets(y: object, alpha: float = 0.05, *, truncation: float = _C) ->
     Args:
         y: scores in [0, 1].
         alpha: the sequence's error level, in (0, 1).
-        truncation: unused here (the caller truncates per candidate mean); kept for symmetry.
 
     Example:
         >>> aggregate_bets([0.5, 0.5]).round(3).tolist()
@@ -398,7 +406,7 @@ def e_closed_rejections(e_values: Sequence[float] | np.ndarray, alpha: float) ->
         Boolean array, True where rejected.
 
     Raises:
-        ValueError: negative or non-finite... (infinite is allowed) values, ``alpha`` outside (0, 1).
+        ValueError: negative or NaN e-values (``inf`` is allowed), ``alpha`` outside (0, 1).
 
     Example:
         >>> e_closed_rejections([100.0, 1.0, 1.0, 1.0], 0.05).tolist()   # mean over all 4 is 25.75 >= 20
