@@ -212,3 +212,16 @@ def test_controller_agrees_with_fixed_n_on_clear_gates():
             fixed = judge(full(g), t, {}, T2IOptions(), family_size=4)[0].status
             disagree += fixed != out.records[g]["verdict"]
     assert disagree == 0
+
+
+def test_max_gates_mirror_min_gates():
+    """A max gate on 1 - y against 1 - bound decides exactly as the min gate on y against bound."""
+    rng = np.random.default_rng(12)
+    for share in (0.3, 0.45, 0.5, 0.55, 0.8):
+        for n in (4, 8, 16):
+            y = rng.binomial(50, share, n) / 50
+            a = look(y, 16, 0.5, "min", prompts=50, e_threshold=200.0, z_fail=3.0, looks=3)
+            b = look(1 - y, 16, 0.5, "max", prompts=50, e_threshold=200.0, z_fail=3.0, looks=3)
+            assert a.reason == b.reason
+            assert a.wealth == pytest.approx(b.wealth) and a.conditional_power == pytest.approx(b.conditional_power)
+            assert a.lower == pytest.approx(1 - b.upper) and a.upper == pytest.approx(1 - b.lower)
