@@ -36,7 +36,7 @@ from t2i_fairness.metrics.sequential import (
     round_sizes,
 )
 
-__all__ = ["SequentialGate", "SequentialOutcome", "run_rounds"]
+__all__ = ["SequentialGate", "SequentialOutcome", "image_range", "run_rounds"]
 
 
 @dataclass(frozen=True)
@@ -214,4 +214,43 @@ def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
             need[p] = max(need.get(p, 0), out.records[g.gate]["images_per_prompt"])
             planned[p] = max(planned.get(p, 0), g.planned)
     out.images, out.planned_images = sum(need.values()), sum(planned.values())
+    return out
+
+
+def image_range(requests, batch: int, *, images_per_hour: float | None = None) -> dict:
+    """Best and worst case images of a sequential run over a plan's requests (the ``plan`` command's hook).
+
+    Worst case: the fixed-N plan itself (no gate uses more than ``N`` images per prompt). Best case:
+    every gate decided after the first round, one batch per prompt (``min(batch, n)``). An expected
+    figure needs each selected gate's kind and the per-kind stopping shares measured by
+    ``bench/bench_sequential.py`` (``docs/sequential.md``); it is not computed here. GPU hours: pass
+    ``images_per_hour`` (the rate lookup the plan's cost estimate uses, when one exists).
+
+    Args:
+        requests: :class:`~t2i_fairness.spine.plan.ImageRequest` items (``prompt``, ``n``); a prompt
+            asked twice counts at its largest ``n``.
+        batch: the generation batch size (>= 1).
+        images_per_hour: a generation rate (> 0), or ``None`` for no hours.
+
+    Raises:
+        ValueError: ``batch < 1`` or a rate that is not positive.
+
+    Example:
+        >>> from t2i_fairness.spine.plan import ImageRequest
+        >>> image_range([ImageRequest("a", 16), ImageRequest("b", 16), ImageRequest("a", 8)], 4)
+        {'best_images': 8, 'worst_images': 32}
+        >>> image_range([ImageRequest("a", 16)], 4, images_per_hour=8280.0)["worst_hours"]
+        0.0019
+    """
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"`batch` must be a positive integer, but got {batch!r}")
+    per_prompt: dict[str, int] = {}
+    for r in requests:
+        per_prompt[r.prompt] = max(per_prompt.get(r.prompt, 0), int(r.n))
+    out = {"best_images": sum(min(batch, n) for n in per_prompt.values()), "worst_images": sum(per_prompt.values())}
+    if images_per_hour is not None:
+        if not images_per_hour > 0:
+            raise ValueError(f"`images_per_hour` must be > 0, but got {images_per_hour!r}")
+        out["best_hours"] = round(out["best_images"] / images_per_hour, 4)
+        out["worst_hours"] = round(out["worst_images"] / images_per_hour, 4)
     return out
