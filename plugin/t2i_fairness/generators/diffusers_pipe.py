@@ -14,13 +14,15 @@ from t2i_fairness.errors import ModelLoadError
 from t2i_fairness.generators.base import GenerationSettings
 
 
-def _torch_dtype(device: str):
-    import torch
+def _torch_dtype(device: str, precision: str | None = None):
+    """The pipeline's dtype: ``precision`` (``None``: the run's, ``auto``: float16 on CUDA, else float32)."""
+    from t2i_fairness.models.precision import resolve, torch_dtype
 
-    return torch.float16 if device.startswith("cuda") else torch.float32
+    return torch_dtype(resolve("generator", device, precision))
 
 
-def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, weights: str | None = None) -> str:
+def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, weights: str | None = None,
+                          precision: str | None = None) -> str:
     """Identifies model, weights, settings, precision and device class without loading anything
     (cache keys need it first).
 
@@ -31,6 +33,8 @@ def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, 
             in float16.
         weights: the weights' identity: a folder's ``sha256-...`` digest, a hub commit, the tiny
             model's ``init-...`` (see :mod:`t2i_fairness.spine.identity`).
+        precision: ``auto`` (float16 on CUDA, float32 elsewhere), ``float32``, ``float16`` or
+            ``bfloat16``; ``None``: the run's (:mod:`t2i_fairness.models.precision`).
 
     Example:
         >>> s = GenerationSettings(steps=2, guidance=7.0, height=64, width=64)
@@ -39,10 +43,13 @@ def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, 
         (True, False)
         >>> diffusers_fingerprint("ckpt", s, "cuda:0", "w") == diffusers_fingerprint("ckpt", s, "cuda:1", "w")
         True
+        >>> diffusers_fingerprint("ckpt", s, "cpu", "w", "bfloat16") == diffusers_fingerprint("ckpt", s, "cpu", "w")
+        False
     """
+    from t2i_fairness.models.precision import resolve
     from t2i_fairness.spine.identity import device_class
 
-    precision = "float16" if device.startswith("cuda") else "float32"
+    precision = resolve("generator", device, precision)
     ident = {"model": name, "weights": weights, "settings": settings.key(), "precision": precision,
              "device": device_class(device)}
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
@@ -119,25 +126,32 @@ class DiffusersGenerator:
     """
 
     def __init__(self, pipe, name: str, settings: GenerationSettings, device: str = "cpu", num_threads: int | None = None,
-                 weights: str | None = None):
-        self.pipe = pipe.to(device)
+                 weights: str | None = None, precision: str | None = None):
+        from t2i_fairness.models.precision import resolve
+
+        self.precision = resolve("generator", device, precision)
+        dtype = _torch_dtype(device, self.precision)
+        # from_pretrained loads at the dtype already; a pipeline built in float32 (tiny, sd15-random) is cast here
+        self.pipe = pipe.to(device) if getattr(pipe, "dtype", dtype) == dtype else pipe.to(device, dtype)
         self.num_threads = num_threads  # CPU kernels round differently with the thread count
         self.name = name
         self.settings = settings
         self.device = device
         self.weights = weights
-        self.fingerprint = diffusers_fingerprint(name, settings, device, weights)
+        self.fingerprint = diffusers_fingerprint(name, settings, device, weights, self.precision)
 
     @classmethod
-    def tiny(cls, settings: GenerationSettings = GenerationSettings(), device: str = "cpu") -> "DiffusersGenerator":
+    def tiny(cls, settings: GenerationSettings = GenerationSettings(), device: str = "cpu",
+             precision: str | None = None) -> "DiffusersGenerator":
         pipe, cfg = build_tiny_pipeline()
         # Pinned threads make the smoke model's bytes the same on every machine, whatever its core count.
-        return cls(pipe, tiny_model_name(), settings.resolved(cfg["defaults"]), device, num_threads=2, weights=tiny_weights())
+        return cls(pipe, tiny_model_name(), settings.resolved(cfg["defaults"]), device, num_threads=2, weights=tiny_weights(),
+                   precision=precision)
 
     @classmethod
     def from_pretrained(
         cls, model: str, settings: GenerationSettings = GenerationSettings(), device: str = "cpu", *,
-        revision: str | None = None, name: str | None = None, weights: str | None = None,
+        revision: str | None = None, name: str | None = None, weights: str | None = None, precision: str | None = None,
     ) -> "DiffusersGenerator":
         """Load a hub id or a local diffusers folder; fp16 on CUDA. Fails fast with a fix when it cannot.
 
@@ -147,6 +161,7 @@ class DiffusersGenerator:
             device: torch device.
             revision: for a hub id, the commit to load (the one its fingerprint names).
             name, weights: the fingerprint's parts (default: ``model`` and ``revision``).
+            precision: the pipeline's dtype (``None``: the run's; ``auto``: float16 on CUDA, float32 elsewhere).
 
         Raises:
             ModelLoadError: no pipeline at a local path, or the weights cannot be loaded.
@@ -167,7 +182,7 @@ class DiffusersGenerator:
         try:
             with offline_unless_reachable():
                 pipe = DiffusionPipeline.from_pretrained(str(local) if looks_local else model,
-                                                         torch_dtype=_torch_dtype(device), **extra)
+                                                         torch_dtype=_torch_dtype(device, precision), **extra)
         except Exception as exc:  # the hub client raises many types; all mean "cannot load"
             raise ModelLoadError(
                 f"--t2i-model {model!r} could not be loaded ({type(exc).__name__}: "
@@ -176,7 +191,7 @@ class DiffusersGenerator:
         if hasattr(pipe, "set_progress_bar_config"):
             pipe.set_progress_bar_config(disable=True)
         return cls(pipe, name or model, settings.resolved(PAPER_DEFAULTS), device,
-                   weights=weights if weights is not None else revision)
+                   weights=weights if weights is not None else revision, precision=precision)
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
         import torch

@@ -54,6 +54,7 @@ from t2i_fairness.errors import ModelLoadError
 from PIL import Image
 
 from t2i_fairness.models.base import check_profile
+from t2i_fairness.models.precision import resolve as resolve_precision, to_weights
 from t2i_fairness.models.inception import (
     center_crop_box,
     check_options,
@@ -258,12 +259,15 @@ class LangSAMSegmenter:
                             f"{config['dtype']}:{device_class(device)}:{config_hash(self.config)}")
 
     @classmethod
-    def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "LangSAMSegmenter":
+    def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
+                     **options: Any) -> "LangSAMSegmenter":
         """Build the ``tiny`` or ``paper`` LangSAM pipeline.
 
         Args:
             profile: "tiny" (small random models, offline) or "paper" (grounding-dino-base + sam-vit-huge).
             device: torch device string.
+            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: the run's
+                (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
             **options: ``detector`` / ``sam`` (paper: hub id or local directory), ``box_threshold``,
                 ``text_threshold``, ``dtype``, ``seed`` (tiny), ``allow_download`` and ``cache_dir`` (paper).
 
@@ -274,6 +278,7 @@ class LangSAMSegmenter:
         check_profile(profile)
         check_options(options, cls.OPTIONS, f"LangSAMSegmenter ({profile})")
         config = dict(SEGMENTER_CONFIGS[profile])
+        config["dtype"] = resolve_precision("segmenter", device, precision)
         for key in ("box_threshold", "text_threshold", "dtype", "seed"):
             if key in options:
                 config[key] = options[key]
@@ -351,8 +356,7 @@ class LangSAMSegmenter:
         image = image.convert("RGB")
         inputs = self.detector_processor(images=[image], text=[caption_for(object_name)], return_tensors="pt")
         input_ids = inputs["input_ids"]
-        inputs = {k: (v.to(self.device, self._dtype) if v.is_floating_point() else v.to(self.device))
-                  for k, v in inputs.items()}
+        inputs = to_weights(dict(inputs), self._dtype, self.device)
         with torch.inference_mode():
             outputs = self.detector(**inputs)
         outputs.logits, outputs.pred_boxes = outputs.logits.float(), outputs.pred_boxes.float()
@@ -373,8 +377,8 @@ class LangSAMSegmenter:
             return np.zeros((0, image.height, image.width), bool)
         inputs = self.sam_processor(images=image, input_boxes=[boxes.tolist()], return_tensors="pt")
         original_sizes, reshaped_sizes = inputs["original_sizes"], inputs["reshaped_input_sizes"]
-        model_inputs = {"pixel_values": inputs["pixel_values"].to(self.device, self._dtype),
-                        "input_boxes": inputs["input_boxes"].to(self.device, self._dtype)}
+        model_inputs = to_weights({"pixel_values": inputs["pixel_values"], "input_boxes": inputs["input_boxes"]},
+                                  self._dtype, self.device)
         with torch.inference_mode():
             outputs = self.sam(**model_inputs, multimask_output=False)
         masks = self.sam_processor.image_processor.post_process_masks(

@@ -163,7 +163,7 @@ class SentenceEncoder:
     OPTIONS = ("model", "weights", "batch_size")
 
     def __init__(self, model: Any, tokenizer: Any, *, model_name: str, weights_id: str, max_seq_length: int,
-                 device: str = "cpu", batch_size: int = 32) -> None:
+                 device: str = "cpu", batch_size: int = 32, precision: str = "float32") -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.model_name = model_name
@@ -171,19 +171,25 @@ class SentenceEncoder:
         self.device = device
         self.batch_size = int(batch_size)
         self.dim = int(model.config.hidden_size)
+        from t2i_fairness.models.precision import fingerprint_suffix
         from t2i_fairness.spine.identity import device_class
 
+        self.precision = precision
         self.fingerprint = (
             f"SentenceEncoder/{model_name}/{weights_id}/mean-pool/l2/max{self.max_seq_length}/{device_class(device)}"
+            f"{fingerprint_suffix(precision)}"
         )
 
     @classmethod
-    def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "SentenceEncoder":
+    def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
+                     **options: Any) -> "SentenceEncoder":
         """Build the encoder of a profile.
 
         Args:
             profile: ``"tiny"`` (the real all-MiniLM-L6-v2, bundled) or ``"paper"`` (all-mpnet-base-v2).
             device: torch device string.
+            precision: ``auto`` (float32 everywhere, as sentence-transformers), ``float32``, ``float16`` or
+                ``bfloat16``; ``None``: the run's (:mod:`t2i_fairness.models.precision`).
             **options: ``model`` (a name in ``SENTENCE_MODELS``, overrides the profile's choice),
                 ``weights`` (local directory or hub id to load instead of the config's source),
                 ``batch_size`` (texts per forward pass, default 32).
@@ -215,9 +221,12 @@ class SentenceEncoder:
         commit = getattr(model.config, "_commit_hash", None)
         if weights_id.startswith("hub:") and commit:
             weights_id = f"{weights_id}@{commit[:12]}"
-        model.to(device).eval()
+        from t2i_fairness.models.precision import resolve, torch_dtype
+
+        precision = resolve("sentence", device, precision)
+        model.to(device=device, dtype=torch_dtype(precision)).eval()
         return cls(model, tokenizer, model_name=name, weights_id=weights_id, max_seq_length=max_len,
-                   device=device, batch_size=options.get("batch_size", 32))
+                   device=device, batch_size=options.get("batch_size", 32), precision=precision)
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Float32 array (len(texts), dim) of unit-norm embeddings, row i for ``texts[i]``.
@@ -237,6 +246,9 @@ class SentenceEncoder:
         import torch
         import torch.nn.functional as F
 
+        from t2i_fairness.models.precision import to_weights, weights_dtype
+
+        dtype = weights_dtype(self.model)
         out = []
         with torch.inference_mode():
             for start in range(0, len(texts), self.batch_size):
@@ -244,8 +256,8 @@ class SentenceEncoder:
                 batch = [t.strip() for t in texts[start:start + self.batch_size]]
                 enc = self.tokenizer(batch, padding=True, truncation="longest_first",
                                      max_length=self.max_seq_length, return_tensors="pt")
-                enc = {k: v.to(self.device) for k, v in enc.items()}
-                tokens = self.model(**enc).last_hidden_state
+                enc = to_weights(dict(enc), dtype, self.device)
+                tokens = self.model(**enc).last_hidden_state.float()  # pooled in float32 whatever the precision
                 mask = enc["attention_mask"].unsqueeze(-1).to(tokens.dtype)
                 pooled = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
                 out.append(F.normalize(pooled.float(), p=2, dim=1).cpu().numpy())

@@ -131,6 +131,10 @@ CORE_OPTIONS: tuple[Option, ...] = (
            default="tiny", choices=("tiny", "paper")),
     Option("--t2i-device", "cpu, cuda, cuda:N, mps or auto (default: cuda if available)", default="auto",
            metavar="DEVICE"),
+    Option("--t2i-precision", "precision of the generator and every scorer: auto (default: each model's own on the "
+           "device, float16 for the diffusers pipeline, CLIP and BLIP-2 on CUDA, float32 for the others and on CPU; "
+           "t2i_fairness.models.precision.AUTO_ON_CUDA), float32, float16 or bfloat16; part of every model's "
+           "fingerprint", default="auto", choices=("auto", "float32", "float16", "bfloat16")),
     Option("--t2i-objects", "comma-separated GeoDE objects or 'all'", smoke=SMOKE_OBJECTS,
            paper=tuple(GEODE_OBJECTS), metavar="LIST", shown={"paper": "all 27"}),
     Option("--t2i-images-per-prompt", "images per prompt ({object} in {country} prompts share an object-region's "
@@ -220,6 +224,7 @@ class T2IOptions:
     preset: str = "smoke"
     scorers: str = "tiny"
     device: str = "auto"  # resolved by the workbench, so collection never imports torch
+    precision: str = "auto"  # --t2i-precision: t2i_fairness.models.precision resolves it per model and device
     objects: tuple[str, ...] = SMOKE_OBJECTS
     images_per_prompt: int = SMOKE_IMAGES_PER_PROMPT
     seed: int = 0
@@ -475,7 +480,8 @@ def resolve_core(v: Values) -> dict[str, Any]:
     thresholds = Path(v.raw("--t2i-thresholds") or v.rootdir / "thresholds" / f"{model_slug(model)}.yaml")
     report = v.raw("--t2i-report")
     return dict(
-        model=model, model_revision=revision, preset=v.preset, scorers=v("--t2i-scorers"), device=device, objects=tuple(objects),
+        model=model, model_revision=revision, preset=v.preset, scorers=v("--t2i-scorers"), device=device,
+        precision=v("--t2i-precision"), objects=tuple(objects),
         images_per_prompt=positive(v, "--t2i-images-per-prompt"), seed=v("--t2i-seed"),
         batch_size=v("--t2i-batch-size"), steps=v("--t2i-steps"),
         guidance=finite(v, "--t2i-guidance", 0.0), height=v("--t2i-height"), width=v("--t2i-width"),
