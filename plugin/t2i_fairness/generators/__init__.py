@@ -2,6 +2,8 @@
 
 Spec forms:
 - ``tiny``: the built-in smoke model (a real StableDiffusionPipeline with random weights).
+- ``sd15-random``: Stable Diffusion 1.5's UNet, VAE and text encoder at full size with seeded random
+  weights (``model_configs/sd15-random.json``): the paper path, offline; its images mean nothing.
 - ``procedural``: a seeded simulator of the synthetic reference's world (``generators/procedural.py``),
   whose values move with the seed, for measuring the gates' statistics; not a model.
 - a hub id or a local diffusers folder: ``DiffusionPipeline.from_pretrained``.
@@ -234,8 +236,8 @@ def resolve_generator(
         >>> src.fingerprint.startswith("diffusers:tiny-sd-") and "@init-" in src.fingerprint, src.loaded
         (True, False)
     """
-    from t2i_fairness.generators.diffusers_pipe import (PAPER_DEFAULTS, DiffusersGenerator, diffusers_fingerprint,
-                                                        tiny_model_name, tiny_weights)
+    from t2i_fairness.generators.diffusers_pipe import (PAPER_DEFAULTS, RANDOM_MODELS, DiffusersGenerator,
+                                                        diffusers_fingerprint, tiny_model_name, tiny_weights)
     from t2i_fairness.models.configs import load_model_config
     from t2i_fairness.models.precision import resolve as resolve_precision
     from t2i_fairness.spine import identity
@@ -243,7 +245,7 @@ def resolve_generator(
     precision = resolve_precision("generator", device, precision)
     local = Path(spec).expanduser()
     is_local = spec.startswith((".", "/", "~")) or (local.exists() and not spec.startswith(("images:", "python:")))
-    hub = not (spec in ("tiny", "procedural") or spec.startswith(("images:", "python:")) or is_local)
+    hub = not (spec in ("tiny", "procedural", *RANDOM_MODELS) or spec.startswith(("images:", "python:")) or is_local)
     if revision is not None and not hub:
         raise ModelLoadError(
             f"--t2i-model-revision {revision!r} applies to a hub id; --t2i-model {spec!r} is not one "
@@ -255,6 +257,13 @@ def resolve_generator(
         fp = diffusers_fingerprint(tiny_model_name(), resolved, device, weights, precision)
         return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.tiny(resolved, device, precision),
                                subject="model tiny", weights=weights)
+    if spec in RANDOM_MODELS:  # sd15-random: SD 1.5's sizes, seeded random weights, no download
+        config = RANDOM_MODELS[spec]
+        resolved = settings.resolved(load_model_config(config)["defaults"])
+        weights = tiny_weights()
+        fp = diffusers_fingerprint(tiny_model_name(config), resolved, device, weights, precision)
+        return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.random(config, resolved, device, precision),
+                               subject=f"model {spec}", weights=weights)
     if spec == "procedural":
         from t2i_fairness.generators.procedural import smoke_procedural
 

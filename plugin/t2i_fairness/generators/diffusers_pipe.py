@@ -61,9 +61,10 @@ TINY_LIBRARIES = ("torch", "diffusers", "transformers")  # they make the tiny mo
 
 
 def tiny_model_name(config_name: str = TINY_DEFAULTS_CONFIG) -> str:
+    """``tiny-sd-<digest of the config>`` (``sd15-random-<digest>`` for that config): the config is the weights."""
     cfg = load_model_config(config_name)
     blob = json.dumps({k: v for k, v in cfg.items() if k != "_comment"}, sort_keys=True).encode()
-    return "tiny-sd-" + hashlib.sha256(blob).hexdigest()[:8]
+    return ("tiny-sd" if config_name == TINY_DEFAULTS_CONFIG else config_name) + "-" + hashlib.sha256(blob).hexdigest()[:8]
 
 
 def tiny_weights() -> str:
@@ -77,13 +78,18 @@ def tiny_weights() -> str:
 PAPER_DEFAULTS = {"steps": 50, "guidance": 7.0, "height": 512, "width": 512, "batch_size": 8}
 
 
+RANDOM_MODELS = {"sd15-random": "sd15-random"}  # --t2i-model spec -> model_configs/<name>.json (seeded random weights)
+
+
 def build_tiny_pipeline(config_name: str = "tiny-sd"):
-    """A real ``StableDiffusionPipeline`` built offline from small configs with seeded random weights.
+    """A real ``StableDiffusionPipeline`` built offline from a config of ``model_configs/`` with seeded
+    random weights: ``tiny-sd`` (diffusers' test sizes) or ``sd15-random`` (SD 1.5's own sizes).
 
     The weights depend only on the config and its ``seed``, so every machine builds the same model.
     """
+    import diffusers
     import torch
-    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from diffusers import AutoencoderKL, StableDiffusionPipeline, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel
 
     from t2i_fairness.models.clip_tokenizer import BOS_ID, EOS_ID, VOCAB_SIZE, offline_clip_tokenizer
@@ -102,7 +108,7 @@ def build_tiny_pipeline(config_name: str = "tiny-sd"):
                 pad_token_id=EOS_ID,
             )
         )
-    scheduler = DDIMScheduler(**cfg["scheduler"])
+    scheduler = getattr(diffusers, cfg.get("scheduler_class", "DDIMScheduler"))(**cfg["scheduler"])
     pipe = StableDiffusionPipeline(
         unet=unet,
         vae=vae,
@@ -147,6 +153,14 @@ class DiffusersGenerator:
         # Pinned threads make the smoke model's bytes the same on every machine, whatever its core count.
         return cls(pipe, tiny_model_name(), settings.resolved(cfg["defaults"]), device, num_threads=2, weights=tiny_weights(),
                    precision=precision)
+
+    @classmethod
+    def random(cls, config_name: str, settings: GenerationSettings = GenerationSettings(), device: str = "cpu",
+               precision: str | None = None) -> "DiffusersGenerator":
+        """A seeded random pipeline at a config's sizes (``sd15-random``): the paper path with no download."""
+        pipe, cfg = build_tiny_pipeline(config_name)
+        return cls(pipe, tiny_model_name(config_name), settings.resolved(cfg["defaults"]), device,
+                   weights=tiny_weights(), precision=precision)
 
     @classmethod
     def from_pretrained(
@@ -280,6 +294,14 @@ class TokenCounter:
             if tok is not None:
                 found[attr] = (tok, max_sequence_length if attr == "tokenizer_3" else int(tok.model_max_length))
         return cls(found) if found else None
+
+    @classmethod
+    def random(cls, config_name: str, settings: GenerationSettings = GenerationSettings(), device: str = "cpu",
+               precision: str | None = None) -> "DiffusersGenerator":
+        """A seeded random pipeline at a config's sizes (``sd15-random``): the paper path with no download."""
+        pipe, cfg = build_tiny_pipeline(config_name)
+        return cls(pipe, tiny_model_name(config_name), settings.resolved(cfg["defaults"]), device,
+                   weights=tiny_weights(), precision=precision)
 
     @classmethod
     def from_pretrained(cls, model: str, max_sequence_length: int = T5_MAX_SEQUENCE_LENGTH) -> "TokenCounter":

@@ -117,8 +117,8 @@ class Option:
 
 
 CORE_OPTIONS: tuple[Option, ...] = (
-    Option("--t2i-model", "model under test: 'tiny' (built-in random smoke model, default), a diffusers hub id "
-           "or local folder, images:MANIFEST.csv (pre-generated images) or python:module:factory",
+    Option("--t2i-model", "model under test: 'tiny' (built-in random smoke model, default), 'sd15-random' (SD 1.5's "
+           "sizes with seeded random weights: the paper path offline), a diffusers hub id or local folder, images:MANIFEST.csv (pre-generated images) or python:module:factory",
            default="tiny", metavar="SPEC"),
     Option("--t2i-model-revision", "for a hub id: the branch, tag or commit to load (default: main, resolved to "
            "its commit when the run starts; the commit is in every image key and in the bounds' provenance)",
@@ -127,8 +127,9 @@ CORE_OPTIONS: tuple[Option, ...] = (
            "(the papers' sizes); default: smoke for the built-in tiny model, paper for every other model",
            default="auto", choices=("auto",) + PRESETS),
     Option("--t2i-scorers", "scorer models: 'paper' loads what the papers used (e.g. OpenAI CLIP ViT-B/32); "
-           "'tiny' builds the same classes offline with random weights (default)",
-           default="tiny", choices=("tiny", "paper")),
+           "'tiny' builds the same classes offline with random weights (default); 'paper-random' builds the papers' "
+           "architectures, input sizes and precisions offline with seeded random weights (meaningless numbers)",
+           default="tiny", choices=("tiny", "paper", "paper-random")),
     Option("--t2i-device", "cpu, cuda, cuda:N, mps or auto (default: cuda if available)", default="auto",
            metavar="DEVICE"),
     Option("--t2i-precision", "precision of the generator and every scorer: auto (default: each model's own on the "
@@ -447,7 +448,7 @@ def resolve_core(v: Values) -> dict[str, Any]:
         revision = str(revision).strip()
         if not revision or any(c.isspace() for c in revision):
             raise OptionError("--t2i-model-revision", f"expected a branch, tag or commit, got {v.raw('--t2i-model-revision')!r}")
-        if model in ("tiny", "procedural") or str(model).startswith(("images:", "python:", ".", "/", "~")):
+        if model in ("tiny", "procedural", "sd15-random") or str(model).startswith(("images:", "python:", ".", "/", "~")):
             raise OptionError("--t2i-model-revision", f"applies to a hub id; --t2i-model {model!r} is not one "
                               "(a local folder is named by the digest of its files)")
     if v("--t2i-allow-loosen") and not v("--t2i-update-thresholds"):
