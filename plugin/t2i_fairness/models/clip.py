@@ -1,7 +1,8 @@
 """CLIP image and text embeddings through open_clip (DIG In's CLIPScore, CIS, group classifiers).
 
 ``paper``: OpenAI CLIP ViT-B/32, as the papers used. ``tiny``: the same open_clip ``CLIP`` class
-from a small config with seeded random weights, built offline.
+from a small config with seeded random weights, built offline. ``paper-random``: ViT-B/32 itself
+(open_clip's config, 224 px, OpenAI's preprocessing) with seeded random weights.
 
 The fingerprint (in every feature key) names the weights: the digest of a local checkpoint file,
 the hub snapshot of a pretrained tag's file, or for random weights the config, seed and the
@@ -69,7 +70,7 @@ class ClipModel:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(cfg.get("seed", 0))
                 model, _, preprocess = open_clip.create_model_and_transforms(name, pretrained=None, precision=short)
-            arch = json.loads((_OPEN_CLIP_CONFIGS / f"{name}.json").read_text())
+            arch = open_clip.get_model_config(name)  # ours (model_configs/open_clip) or open_clip's own (ViT-B-32)
             digest = hashlib.sha256(json.dumps([arch, cfg.get("seed", 0)], sort_keys=True).encode()).hexdigest()[:12]
             fingerprint = f"open_clip:{name}:random-{digest}@{identity.init_identity('torch', 'open_clip_torch')}:{short}"
         else:

@@ -61,6 +61,16 @@ INCEPTION_CONFIGS: dict[str, dict[str, Any]] = {
         "std": IMAGENET_STD,
         "dtype": "float32",
     },
+    "paper-random": {  # the paper's network and 299 px input, seeded random weights
+        "arch": "torchvision.inception_v3",
+        "weights": None,
+        "init": "kaiming_fan_in",
+        "seed": 0,
+        "image_size": 299,
+        "mean": IMAGENET_MEAN,
+        "std": IMAGENET_STD,
+        "dtype": "float32",
+    },
     "tiny": {
         "arch": "torchvision.inception_v3",
         "weights": None,
@@ -334,7 +344,7 @@ class InceptionFeatures:
         if int(config["image_size"]) < MIN_INCEPTION_SIZE:
             raise ValueError(f"image_size must be >= {MIN_INCEPTION_SIZE} for InceptionV3, got {config['image_size']}")
         torch_dtype(config["dtype"])  # validate early
-        if config["weights"] is not None:
+        if config["weights"] is not None:  # paper
             if "seed" in options:
                 raise ValueError("seed= only applies to profile='tiny' (random weights)")
             model, weights_id = _build_paper_inception(config["weights"], options.get("weights"),

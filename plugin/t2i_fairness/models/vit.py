@@ -79,6 +79,17 @@ VIT_CONFIGS: dict[str, dict[str, Any]] = {
         "std": IMAGENET_STD,
         "dtype": "float32",
     },
+    "paper-random": {  # ViT-B/16 at 224 px as the paper, seeded random weights
+        "architecture": "vit_base_patch16_224",
+        "tag": None,
+        "arch_overrides": {},
+        "img_size": 224,
+        "patch_size": 16,
+        "mean": IMAGENET_MEAN,
+        "std": IMAGENET_STD,
+        "seed": 0,
+        "dtype": "float32",
+    },
     "tiny": {
         "architecture": "vit_base_patch16_224",
         "tag": None,
