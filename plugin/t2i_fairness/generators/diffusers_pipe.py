@@ -157,7 +157,21 @@ class DiffusersGenerator:
     @classmethod
     def random(cls, config_name: str, settings: GenerationSettings = GenerationSettings(), device: str = "cpu",
                precision: str | None = None) -> "DiffusersGenerator":
-        """A seeded random pipeline at a config's sizes (``sd15-random``): the paper path with no download."""
+        """A seeded random pipeline at a config's sizes (``sd15-random``): the paper path with no download.
+
+        Args:
+            config_name: a pipeline config of ``model_configs/`` (``sd15-random``, ``tiny-sd``).
+            settings: generation settings (unset ones take the config's ``defaults``).
+            device: torch device.
+            precision: the pipeline's dtype (``None``: the run's; ``auto``: float16 on CUDA, float32 elsewhere).
+
+        Raises:
+            ValueError: no such config.
+
+        Example:
+            >>> DiffusersGenerator.random("tiny-sd").fingerprint.startswith("diffusers:tiny-sd-")
+            True
+        """
         pipe, cfg = build_tiny_pipeline(config_name)
         return cls(pipe, tiny_model_name(config_name), settings.resolved(cfg["defaults"]), device,
                    weights=tiny_weights(), precision=precision)
@@ -298,7 +312,21 @@ class TokenCounter:
     @classmethod
     def random(cls, config_name: str, settings: GenerationSettings = GenerationSettings(), device: str = "cpu",
                precision: str | None = None) -> "DiffusersGenerator":
-        """A seeded random pipeline at a config's sizes (``sd15-random``): the paper path with no download."""
+        """A seeded random pipeline at a config's sizes (``sd15-random``): the paper path with no download.
+
+        Args:
+            config_name: a pipeline config of ``model_configs/`` (``sd15-random``, ``tiny-sd``).
+            settings: generation settings (unset ones take the config's ``defaults``).
+            device: torch device.
+            precision: the pipeline's dtype (``None``: the run's; ``auto``: float16 on CUDA, float32 elsewhere).
+
+        Raises:
+            ValueError: no such config.
+
+        Example:
+            >>> DiffusersGenerator.random("tiny-sd").fingerprint.startswith("diffusers:tiny-sd-")
+            True
+        """
         pipe, cfg = build_tiny_pipeline(config_name)
         return cls(pipe, tiny_model_name(config_name), settings.resolved(cfg["defaults"]), device,
                    weights=tiny_weights(), precision=precision)

@@ -117,6 +117,10 @@ def torch_dtype(precision: str) -> Any:
 
     Raises:
         ValueError: not one of :data:`PRECISIONS`.
+
+    Example:
+        >>> torch_dtype("float16")
+        torch.float16
     """
     import torch
 
