@@ -202,8 +202,10 @@ def test_inception_paper_loads_a_local_weights_file(tmp_path, inception):
 
 
 def test_inception_option_errors_list_choices(inception):
-    with pytest.raises(ValueError, match=r"unknown scorer profile 'big'.*\['tiny', 'paper'\]"):
+    with pytest.raises(ValueError, match=r"unknown scorer profile 'big'.*\['tiny', 'paper', 'paper-random'\]"):
         InceptionFeatures.from_profile("big")
+    with pytest.raises(ValueError, match=r"unknown precision 'fp8'; choose from auto, float32, float16, bfloat16"):
+        InceptionFeatures.from_profile("tiny", precision="fp8")
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['sede'\].*valid options"):
         InceptionFeatures.from_profile("tiny", sede=1)
     with pytest.raises(ValueError, match="image_size must be >= 75"):
