@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 TORCH_PINS := torch==2.14.1 torchvision==0.29.1
 export HF_HUB_OFFLINE ?= 1
 
-.PHONY: install gate test bench clean-cache
+.PHONY: install gate test bench gpu clean-cache
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,11 @@ bench: $(STAMP)
 # Rewrite the options table of docs/options.md from the Option records (tests/test_docs.py fails while it is stale).
 .PHONY: docs
 docs: $(STAMP) ; $(PY) -m t2i_fairness.cli options --write docs/options.md
+
+# The GPU lane (docs/gpu.md): every adapter at its CUDA precision, the real-model command on sd15-random /
+# paper-random, the generation bench and the tiny suite on CUDA. Without CUDA every test skips, saying why.
+gpu: $(STAMP)
+	$(PY) -m pytest tests/test_gpu_lane.py -m gpu -rs $(ARGS)
 
 clean-cache:
 	rm -rf .t2i-cache t2i-artifacts

@@ -2,6 +2,8 @@
 
 Spec forms:
 - ``tiny``: the built-in smoke model (a real StableDiffusionPipeline with random weights).
+- ``sd15-random``: Stable Diffusion 1.5's UNet, VAE and text encoder at full size with seeded random
+  weights (``model_configs/sd15-random.json``): the paper path, offline; its images mean nothing.
 - ``procedural``: a seeded simulator of the synthetic reference's world (``generators/procedural.py``),
   whose values move with the seed, for measuring the gates' statistics; not a model.
 - a hub id or a local diffusers folder: ``DiffusionPipeline.from_pretrained``.
@@ -210,6 +212,7 @@ def resolve_generator(
     device: str,
     seed_for: Callable[[str, int], int],
     revision: str | None = None,
+    precision: str | None = None,
 ) -> GeneratorSource:
     """Check the spec cheaply and return a lazy source whose fingerprint names the weights.
 
@@ -219,6 +222,8 @@ def resolve_generator(
         device: the resolved device (its class and precision enter the fingerprint).
         seed_for: ``(prompt, index) -> seed`` (manifests list an index instead of a seed).
         revision: ``--t2i-model-revision``: for a hub id, the branch, tag or commit to use.
+        precision: ``--t2i-precision`` of a diffusers model (``None``: the run's; ``auto``: float16 on
+            CUDA, float32 elsewhere); resolved now, so the fingerprint and the pipeline loaded later agree.
 
     Raises:
         ModelLoadError: a local path without a pipeline, an unimportable factory, a bad manifest,
@@ -231,14 +236,16 @@ def resolve_generator(
         >>> src.fingerprint.startswith("diffusers:tiny-sd-") and "@init-" in src.fingerprint, src.loaded
         (True, False)
     """
-    from t2i_fairness.generators.diffusers_pipe import (PAPER_DEFAULTS, DiffusersGenerator, diffusers_fingerprint,
-                                                        tiny_model_name, tiny_weights)
+    from t2i_fairness.generators.diffusers_pipe import (PAPER_DEFAULTS, RANDOM_MODELS, DiffusersGenerator,
+                                                        diffusers_fingerprint, tiny_model_name, tiny_weights)
     from t2i_fairness.models.configs import load_model_config
+    from t2i_fairness.models.precision import resolve as resolve_precision
     from t2i_fairness.base import identity
 
+    precision = resolve_precision("generator", device, precision)
     local = Path(spec).expanduser()
     is_local = spec.startswith((".", "/", "~")) or (local.exists() and not spec.startswith(("images:", "python:")))
-    hub = not (spec in ("tiny", "procedural") or spec.startswith(("images:", "python:")) or is_local)
+    hub = not (spec in ("tiny", "procedural", *RANDOM_MODELS) or spec.startswith(("images:", "python:")) or is_local)
     if revision is not None and not hub:
         raise ModelLoadError(
             f"--t2i-model-revision {revision!r} applies to a hub id; --t2i-model {spec!r} is not one "
@@ -247,9 +254,16 @@ def resolve_generator(
     if spec == "tiny":
         resolved = settings.resolved(load_model_config("tiny-sd")["defaults"])
         weights = tiny_weights()
-        fp = diffusers_fingerprint(tiny_model_name(), resolved, device, weights)
-        return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.tiny(resolved, device),
+        fp = diffusers_fingerprint(tiny_model_name(), resolved, device, weights, precision)
+        return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.tiny(resolved, device, precision),
                                subject="model tiny", weights=weights)
+    if spec in RANDOM_MODELS:  # sd15-random: SD 1.5's sizes, seeded random weights, no download
+        config = RANDOM_MODELS[spec]
+        resolved = settings.resolved(load_model_config(config)["defaults"])
+        weights = tiny_weights()
+        fp = diffusers_fingerprint(tiny_model_name(config), resolved, device, weights, precision)
+        return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.random(config, resolved, device, precision),
+                               subject=f"model {spec}", weights=weights)
     if spec == "procedural":
         from t2i_fairness.generators.procedural import smoke_procedural
 
@@ -292,11 +306,12 @@ def resolve_generator(
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"--t2i-model {spec!r}: cannot read the pipeline's files to identify its weights ({exc})") from exc
         name = folder.name
-        fp = diffusers_fingerprint(name, resolved, device, weights)
+        fp = diffusers_fingerprint(name, resolved, device, weights, precision)
         index = identity.active_index()  # the run's: loading happens later, outside the workbench's block
 
         def load_local() -> DiffusersGenerator:
-            gen = DiffusersGenerator.from_pretrained(str(folder), resolved, device, name=name, weights=weights)
+            gen = DiffusersGenerator.from_pretrained(str(folder), resolved, device, name=name, weights=weights,
+                                                     precision=precision)
             with identity.using(index):
                 now = identity.weights_digest(folder)
             if now != weights:  # written while this run was going on: its images would carry the wrong key
@@ -308,9 +323,10 @@ def resolve_generator(
 
         return GeneratorSource(spec, fp, resolved, load_local, subject=f"model {folder}", weights=weights)
     commit = identity.hub_commit(spec, revision)
-    fp = diffusers_fingerprint(spec, resolved, device, commit[:12])
+    fp = diffusers_fingerprint(spec, resolved, device, commit[:12], precision)
     return GeneratorSource(
         spec, fp, resolved,
-        lambda: DiffusersGenerator.from_pretrained(spec, resolved, device, revision=commit, weights=commit[:12]),
+        lambda: DiffusersGenerator.from_pretrained(spec, resolved, device, revision=commit, weights=commit[:12],
+                                                   precision=precision),
         subject=f"model {spec}" + (f" ({revision})" if revision else ""), weights=commit[:12],
     )

@@ -118,8 +118,8 @@ class Option:
 
 
 CORE_OPTIONS: tuple[Option, ...] = (
-    Option("--t2i-model", "model under test: 'tiny' (built-in random smoke model, default), a diffusers hub id "
-           "or local folder, images:MANIFEST.csv (pre-generated images) or python:module:factory",
+    Option("--t2i-model", "model under test: 'tiny' (built-in random smoke model, default), 'sd15-random' (SD 1.5's "
+           "sizes with seeded random weights: the paper path offline), a diffusers hub id or local folder, images:MANIFEST.csv (pre-generated images) or python:module:factory",
            default="tiny", metavar="SPEC"),
     Option("--t2i-model-revision", "for a hub id: the branch, tag or commit to load (default: main, resolved to "
            "its commit when the run starts; the commit is in every image key and in the bounds' provenance)",
@@ -128,10 +128,15 @@ CORE_OPTIONS: tuple[Option, ...] = (
            "(the papers' sizes); default: smoke for the built-in tiny model, paper for every other model",
            default="auto", choices=("auto",) + PRESETS),
     Option("--t2i-scorers", "scorer models: 'paper' loads what the papers used (e.g. OpenAI CLIP ViT-B/32); "
-           "'tiny' builds the same classes offline with random weights (default)",
-           default="tiny", choices=("tiny", "paper")),
+           "'tiny' builds the same classes offline with random weights (default); 'paper-random' builds the papers' "
+           "architectures, input sizes and precisions offline with seeded random weights (meaningless numbers)",
+           default="tiny", choices=("tiny", "paper", "paper-random")),
     Option("--t2i-device", "cpu, cuda, cuda:N, mps or auto (default: cuda if available)", default="auto",
            metavar="DEVICE"),
+    Option("--t2i-precision", "precision of the generator and every scorer: auto (default: each model's own on the "
+           "device, float16 for the diffusers pipeline, CLIP and BLIP-2 on CUDA, float32 for the others and on CPU; "
+           "t2i_fairness.models.precision.AUTO_ON_CUDA), float32, float16 or bfloat16; part of every model's "
+           "fingerprint", default="auto", choices=("auto", "float32", "float16", "bfloat16")),
     Option("--t2i-objects", "comma-separated GeoDE objects or 'all'", smoke=SMOKE_OBJECTS,
            paper=tuple(GEODE_OBJECTS), metavar="LIST", shown={"paper": "all 27"}),
     Option("--t2i-images-per-prompt", "images per prompt ({object} in {country} prompts share an object-region's "
@@ -241,6 +246,7 @@ class T2IOptions:
     preset: str = "smoke" if _default("--t2i-model") in SMOKE_MODELS else "paper"
     scorers: str = _default("--t2i-scorers")
     device: str = _default("--t2i-device")  # the request; base.devices.decide_device decides it once per session
+    precision: str = _default("--t2i-precision")  # t2i_fairness.models.precision resolves it per model and device
     objects: tuple[str, ...] = tuple(_default("--t2i-objects"))
     images_per_prompt: int = _default("--t2i-images-per-prompt")
     seed: int = _default("--t2i-seed")
@@ -466,7 +472,7 @@ def resolve_core(v: Values) -> dict[str, Any]:
         revision = str(revision).strip()
         if not revision or any(c.isspace() for c in revision):
             raise OptionError("--t2i-model-revision", f"expected a branch, tag or commit, got {v.raw('--t2i-model-revision')!r}")
-        if model in ("tiny", "procedural") or str(model).startswith(("images:", "python:", ".", "/", "~")):
+        if model in ("tiny", "procedural", "sd15-random") or str(model).startswith(("images:", "python:", ".", "/", "~")):
             raise OptionError("--t2i-model-revision", f"applies to a hub id; --t2i-model {model!r} is not one "
                               "(a local folder is named by the digest of its files)")
     if v("--t2i-allow-loosen") and not v("--t2i-update-thresholds"):
@@ -492,7 +498,8 @@ def resolve_core(v: Values) -> dict[str, Any]:
     thresholds = Path(v.raw("--t2i-thresholds") or v.rootdir / "thresholds" / f"{model_slug(model)}.yaml")
     report = v.raw("--t2i-report")
     return dict(
-        model=model, model_revision=revision, preset=v.preset, scorers=v("--t2i-scorers"), device=device, objects=tuple(objects),
+        model=model, model_revision=revision, preset=v.preset, scorers=v("--t2i-scorers"), device=device,
+        precision=v("--t2i-precision"), objects=tuple(objects),
         images_per_prompt=positive(v, "--t2i-images-per-prompt"), seed=v("--t2i-seed"),
         batch_size=v("--t2i-batch-size"), steps=v("--t2i-steps"),
         guidance=finite(v, "--t2i-guidance", 0.0), height=v("--t2i-height"), width=v("--t2i-width"),

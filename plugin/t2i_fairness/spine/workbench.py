@@ -14,6 +14,7 @@ from PIL import Image
 
 from t2i_fairness import __version__
 from t2i_fairness.errors import ModelLoadError
+from t2i_fairness.models import precision
 from t2i_fairness.base import identity
 from t2i_fairness.base.cache import Cache, content_key, decode_array, encode_array
 from t2i_fairness.base.memo import Memo, namespace_of, no_progress
@@ -59,7 +60,7 @@ class Workbench:
         with identity.using(self.digests):
             self.source: GeneratorSource = resolve_generator(
                 options.model, settings, generate_on or self.device, lambda prompt, index: derive_seed(prompt, index, options.seed),
-                revision=options.model_revision,
+                revision=options.model_revision, precision=options.precision,
             )
             if wrap is not None:  # e.g. a canary (t2i_fairness.canaries): its fingerprint keeps its images apart
                 self.source = wrap(self.source)
@@ -104,7 +105,8 @@ class Workbench:
             if builder is None:
                 raise ValueError(f"unknown scorer {name!r}; known: {sorted(_BUILDERS)} (or pass build=)")
             try:
-                with identity.using(self.digests):
+                # --t2i-precision: every adapter's from_profile reads it (t2i_fairness.models.precision)
+                with identity.using(self.digests), precision.using(getattr(self.options, "precision", "auto")):
                     scorer = builder(self.options.scorers, self.device)
                     fingerprint = getattr(scorer, "fingerprint", None)
                     self._note(f"scorer {name} ({self.options.scorers})", fingerprint if isinstance(fingerprint, str) else None,
