@@ -9,7 +9,7 @@ Spec forms:
 - ``python:module:factory``: ``factory()`` returns an object with ``fingerprint`` and ``generate``.
 
 A warm cache never loads the model: the fingerprint (part of every image key) is known without it,
-and it names the weights (:mod:`t2i_fairness.spine.identity`): a local folder by the digest of the
+and it names the weights (:mod:`t2i_fairness.base.identity`): a local folder by the digest of the
 files that decide its pixels, a hub id by the commit its revision points to (the commit is then
 the revision loaded), a manifest by the digest of its rows and of the listed files, the tiny model
 by its config and the libraries that initialise it, a ``python:`` factory by its own fingerprint.
@@ -53,7 +53,7 @@ class GeneratorSource:
         fingerprint: what every image key names (model, weights, settings, precision, device class).
         settings: the resolved generation settings (batch size included).
         subject: how the run's notes name the model (``model /data/ckpt``); with ``weights``, what
-            :func:`t2i_fairness.spine.identity.remember` records, to say when the weights changed.
+            :func:`t2i_fairness.base.identity.remember` records, to say when the weights changed.
         weights: the weights' identity alone (a digest, a commit), or ``None``.
         item_key: for sources whose images each have their own identity (a manifest's files), the
             identity of one (prompt, seed), or ``None`` when it has none; image keys then use it
@@ -142,7 +142,7 @@ def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
     A string is taken as it is. A method or other callable (``def fingerprint(self)``) is called once
     with no arguments and must return a string; the generator then works, with a warning to make it
     an attribute. A fingerprint that names no version, date, commit or digest
-    (:func:`~t2i_fairness.spine.identity.looks_versioned`) gets a warning: when the weights behind
+    (:func:`~t2i_fairness.base.identity.looks_versioned`) gets a warning: when the weights behind
     it change, the cache serves the old model's images.
 
     Args:
@@ -162,7 +162,7 @@ def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
         >>> factory_fingerprint("python:m:make", type("G", (), {"fingerprint": "my-model"})())[1][0][:60]
         "--t2i-model 'python:m:make': its fingerprint 'my-model' name"
     """
-    from t2i_fairness.spine.identity import looks_versioned
+    from t2i_fairness.base.identity import looks_versioned
 
     raw = gen.fingerprint
     notes = []
@@ -186,7 +186,7 @@ def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
         raise ModelLoadError(
             f"--t2i-model {spec!r}: its `fingerprint` is a {type(raw).__name__} ({raw!r:.80}), not a string; "
             "give a string naming the model and its weights version, e.g. f\"my-model@{weights_digest(folder)}\" "
-            "(t2i_fairness.spine.identity.weights_digest)"
+            "(t2i_fairness.base.identity.weights_digest)"
         )
     if not raw.strip():
         raise ModelLoadError(f"--t2i-model {spec!r}: its `fingerprint` is empty; name the model and its weights version")
@@ -199,7 +199,7 @@ def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
         notes.append(
             f"--t2i-model {spec!r}: its fingerprint {raw!r} names no version, date, commit or digest, so when its "
             "weights change the cache serves the old model's images. Put the weights' version in it, e.g. "
-            "f\"{raw}@{{weights_digest('/path/to/weights')}}\" (t2i_fairness.spine.identity.weights_digest) or a release tag"
+            "f\"{raw}@{{weights_digest('/path/to/weights')}}\" (t2i_fairness.base.identity.weights_digest) or a release tag"
         )
     return raw, notes
 
@@ -234,7 +234,7 @@ def resolve_generator(
     from t2i_fairness.generators.diffusers_pipe import (PAPER_DEFAULTS, DiffusersGenerator, diffusers_fingerprint,
                                                         tiny_model_name, tiny_weights)
     from t2i_fairness.models.configs import load_model_config
-    from t2i_fairness.spine import identity
+    from t2i_fairness.base import identity
 
     local = Path(spec).expanduser()
     is_local = spec.startswith((".", "/", "~")) or (local.exists() and not spec.startswith(("images:", "python:")))

@@ -30,7 +30,7 @@ def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, 
         device: where it runs; its class (``cpu``, ``cuda``, ``mps``) picks the kernels, and CUDA runs
             in float16.
         weights: the weights' identity: a folder's ``sha256-...`` digest, a hub commit, the tiny
-            model's ``init-...`` (see :mod:`t2i_fairness.spine.identity`).
+            model's ``init-...`` (see :mod:`t2i_fairness.base.identity`).
 
     Example:
         >>> s = GenerationSettings(steps=2, guidance=7.0, height=64, width=64)
@@ -40,7 +40,7 @@ def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, 
         >>> diffusers_fingerprint("ckpt", s, "cuda:0", "w") == diffusers_fingerprint("ckpt", s, "cuda:1", "w")
         True
     """
-    from t2i_fairness.spine.identity import device_class
+    from t2i_fairness.base.identity import device_class
 
     precision = "float16" if device.startswith("cuda") else "float32"
     ident = {"model": name, "weights": weights, "settings": settings.key(), "precision": precision,
@@ -61,8 +61,8 @@ def tiny_model_name(config_name: str = TINY_DEFAULTS_CONFIG) -> str:
 
 def tiny_weights() -> str:
     """The tiny model's weights identity: it has no files, its weights come from its config's seed
-    through these libraries (:func:`t2i_fairness.spine.identity.init_identity`)."""
-    from t2i_fairness.spine.identity import init_identity
+    through these libraries (:func:`t2i_fairness.base.identity.init_identity`)."""
+    from t2i_fairness.base.identity import init_identity
 
     return init_identity(*TINY_LIBRARIES)
 
@@ -161,7 +161,7 @@ class DiffusersGenerator:
                 "Point it at a folder saved with pipeline.save_pretrained(), or at a hub id such as "
                 "runwayml/stable-diffusion-v1-5."
             )
-        from t2i_fairness.spine.hub import how_to_fix, offline_unless_reachable
+        from t2i_fairness.base.hub import how_to_fix, offline_unless_reachable
 
         extra = {} if looks_local or revision is None else {"revision": revision}
         try:
@@ -275,7 +275,7 @@ class TokenCounter:
         """
         from transformers import AutoTokenizer
 
-        from t2i_fairness.spine.hub import how_to_fix, offline_unless_reachable
+        from t2i_fairness.base.hub import how_to_fix, offline_unless_reachable
 
         local = Path(model).expanduser()
         try:

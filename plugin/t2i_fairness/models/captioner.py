@@ -103,7 +103,7 @@ class _Blip2:
             dtype = torch.float32
             processor, model, weights_id = _build_tiny(cfg)
         model.to(device).eval()
-        from t2i_fairness.spine.identity import device_class
+        from t2i_fairness.base.identity import device_class
 
         return cls(model, processor, weights_id=f"{profile}/{weights_id}/{str(dtype).replace('torch.', '')}/{device_class(device)}",
                    device=device, dtype=dtype,
@@ -160,7 +160,7 @@ def _build_tiny(cfg: dict[str, Any]) -> tuple[Any, Any, str]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg["seed"])
         model = Blip2ForConditionalGeneration(config)
-    from t2i_fairness.spine.identity import init_identity
+    from t2i_fairness.base.identity import init_identity
 
     return processor, model, f"random-seed{cfg['seed']}-{_config_hash(cfg)}@{init_identity('torch', 'transformers')}/tokenizer:{tok_id}"
 

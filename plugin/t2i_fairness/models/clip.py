@@ -22,7 +22,7 @@ from PIL import Image
 from t2i_fairness import MODEL_CONFIGS
 from t2i_fairness.models.configs import load_model_config
 from t2i_fairness.models.base import check_profile
-from t2i_fairness.spine import identity
+from t2i_fairness.base import identity
 
 _OPEN_CLIP_CONFIGS = MODEL_CONFIGS / "open_clip"
 
@@ -50,7 +50,7 @@ class ClipModel:
         import torch
 
         from t2i_fairness.errors import ModelLoadError
-        from t2i_fairness.spine.hub import offline_unless_reachable
+        from t2i_fairness.base.hub import offline_unless_reachable
 
         cfg = load_model_config(f"clip-{check_profile(profile)}")
         open_clip.add_model_config(_OPEN_CLIP_CONFIGS)
@@ -126,7 +126,7 @@ def _checkpoint_identity(open_clip, name: str, pretrained: str) -> str:
         ModelLoadError: the tag's file cannot be found again (it was just loaded, so rarely).
     """
     from t2i_fairness.errors import ModelLoadError
-    from t2i_fairness.spine.hub import offline_unless_reachable
+    from t2i_fairness.base.hub import offline_unless_reachable
 
     if os.path.isfile(pretrained):
         return identity.weights_digest(pretrained)

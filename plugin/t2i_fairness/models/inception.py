@@ -42,7 +42,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from t2i_fairness.spine.identity import device_class, init_identity
+from t2i_fairness.base.identity import device_class, init_identity
 from t2i_fairness.errors import ModelLoadError
 from PIL import Image
 
@@ -145,8 +145,8 @@ def config_hash(config: Mapping[str, Any]) -> str:
 def file_digest(path: str | os.PathLike) -> str:
     """First 12 hex digits of the file's SHA-256: local weight files enter fingerprints by content,
     so two different files with the same name never share cached features (~0.2 s per 100 MB, read
-    once: :mod:`t2i_fairness.spine.identity` remembers it until the file changes)."""
-    from t2i_fairness.spine.identity import file_digest as remembered_digest
+    once: :mod:`t2i_fairness.base.identity` remembers it until the file changes)."""
+    from t2i_fairness.base.identity import file_digest as remembered_digest
 
     return remembered_digest(path)[:12]
 

@@ -150,11 +150,11 @@ class MaskedLMReplacer:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(cfg["seed"])
                 model = BertForMaskedLM(BertConfig(**cfg["bert"]))
-            from t2i_fairness.spine.identity import init_identity
+            from t2i_fairness.base.identity import init_identity
 
             weights_id = f"random-seed{cfg['seed']}-{_config_hash(cfg)}@{init_identity('torch', 'transformers')}/tokenizer:{tok_id}"
         model.to(device).eval()
-        from t2i_fairness.spine.identity import device_class
+        from t2i_fairness.base.identity import device_class
 
         fingerprint = f"MaskedLMReplacer/{type(model).__name__}/{profile}/{weights_id}/whole-word-v1/{device_class(device)}"
         return cls(model, tokenizer, fingerprint=fingerprint, device=device, stop_tokens=stop)

@@ -49,7 +49,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from t2i_fairness.spine.identity import active_index, device_class, init_identity, weights_digest
+from t2i_fairness.base.identity import active_index, device_class, init_identity, weights_digest
 from t2i_fairness.errors import ModelLoadError
 from PIL import Image
 
@@ -408,7 +408,7 @@ class FolderMasks:
 
     Attributes:
         fingerprint: class, resolved folder and a digest of the PNGs' names and contents (each
-            file read once and remembered until it changes, :mod:`t2i_fairness.spine.identity`),
+            file read once and remembered until it changes, :mod:`t2i_fairness.base.identity`),
             so replacing a mask, even with its old size and time kept, invalidates cached features.
 
     Example:

@@ -81,10 +81,10 @@ def _resolve_source(source: str) -> tuple[str, str]:
     """Return (path or hub id to load, stable weights id for the fingerprint).
 
     A folder (a local copy, or the files a package ships) is named by the digest of its files
-    (:func:`t2i_fairness.spine.identity.weights_digest`, remembered until they change), so weights
+    (:func:`t2i_fairness.base.identity.weights_digest`, remembered until they change), so weights
     replaced in place change the fingerprint; a hub id gets its commit once loaded (:func:`_with_commit`).
     """
-    from t2i_fairness.spine.identity import weights_digest
+    from t2i_fairness.base.identity import weights_digest
 
     if source.startswith("package:"):
         if source != f"package:{_BUNDLED_PACKAGE}":
@@ -171,7 +171,7 @@ class SentenceEncoder:
         self.device = device
         self.batch_size = int(batch_size)
         self.dim = int(model.config.hidden_size)
-        from t2i_fairness.spine.identity import device_class
+        from t2i_fairness.base.identity import device_class
 
         self.fingerprint = (
             f"SentenceEncoder/{model_name}/{weights_id}/mean-pool/l2/max{self.max_seq_length}/{device_class(device)}"

@@ -49,7 +49,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from PIL import Image
 
-from t2i_fairness.spine.identity import device_class, file_identity, init_identity
+from t2i_fairness.base.identity import device_class, file_identity, init_identity
 from t2i_fairness.models.base import check_profile
 from t2i_fairness.models.inception import (
     preprocess_batch,

@@ -14,16 +14,17 @@ from PIL import Image
 
 from t2i_fairness import __version__
 from t2i_fairness.errors import ModelLoadError
-from t2i_fairness.spine import identity
-from t2i_fairness.spine.cache import Cache, content_key, decode_array, encode_array
-from t2i_fairness.spine.memo import Memo, namespace_of, no_progress
+from t2i_fairness.base import identity
+from t2i_fairness.base.cache import Cache, content_key, decode_array, encode_array
+from t2i_fairness.base.memo import Memo, namespace_of, no_progress
 
-from t2i_fairness.spine.rowstore import FeatureRows
+from t2i_fairness.base.rowstore import FeatureRows
 
 _no_progress = no_progress  # the name the project's tests import
 from t2i_fairness.spine.generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
 from t2i_fairness.generators import GenerationSettings, GeneratorSource, resolve_generator
-from t2i_fairness.spine.options import T2IOptions, resolve_device
+from t2i_fairness.base.devices import decide_device
+from t2i_fairness.spine.options import T2IOptions
 
 _no_progress = no_progress  # the name older tests and scripts import from here
 
@@ -42,10 +43,11 @@ class Workbench:
     """
 
     def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None,
-                 wrap: Callable[[GeneratorSource], GeneratorSource] | None = None, generate_on: str | None = None):
+                 wrap: Callable[[GeneratorSource], GeneratorSource] | None = None, generate_on: str | None = None,
+                 device: str | None = None):
         self.options = options
         self.fatal = fatal
-        self.device = resolve_device(options.device)
+        self.device = device if device is not None else decide_device(options.device)
         self.cache = _make_cache(options.cache_dir, options.cache_mirror)
         self.cache.check_writable()
         self.progress = progress or (tqdm_progress if options.progress else no_progress)
@@ -57,7 +59,7 @@ class Workbench:
         with identity.using(self.digests):
             self.source: GeneratorSource = resolve_generator(
                 options.model, settings, generate_on or self.device, lambda prompt, index: derive_seed(prompt, index, options.seed),
-                revision=getattr(options, "model_revision", None),
+                revision=options.model_revision,
             )
             if wrap is not None:  # e.g. a canary (t2i_fairness.canaries): its fingerprint keeps its images apart
                 self.source = wrap(self.source)
@@ -124,7 +126,7 @@ class Workbench:
         encode: Callable[[Sequence[Image.Image]], np.ndarray] | None = None,
     ) -> np.ndarray:
         """Features of images, cached per (image key, encoder fingerprint) in the feature row store
-        (:class:`~t2i_fairness.spine.rowstore.FeatureRows`); (n, dim) float32.
+        (:class:`~t2i_fairness.base.rowstore.FeatureRows`); (n, dim) float32.
 
         ``encode`` defaults to ``encoder.encode_images``; pass another method of the same encoder
         (with a distinct ``kind`` in its fingerprint) to cache a different view.
@@ -148,7 +150,7 @@ class Workbench:
         self.feature_rows.close()
 
     def memo(self, kind: str, namespace: str, suffix: str, encode, decode, label: str | None = None) -> Memo:
-        """A :class:`~t2i_fairness.spine.memo.Memo` on this session's cache."""
+        """A :class:`~t2i_fairness.base.memo.Memo` on this session's cache."""
         return Memo(self.cache, kind, namespace, suffix, encode, decode, label)
 
     def shared(self, key, make: Callable[[], object]):
@@ -216,7 +218,7 @@ _BUILDERS: dict[str, Callable[[str, str], object]] = {"clip": _clip, "inception"
 
 def _make_cache(location, mirror_root: Path) -> Cache:
     """A local folder, or for an fsspec URL a local mirror (``<mirror_root>/<digest>``) in front of it."""
-    from t2i_fairness.spine.cache import is_url
+    from t2i_fairness.base.cache import is_url
 
     if not is_url(location):
         return Cache(location)
