@@ -246,7 +246,7 @@ def _store_image(cache: Cache, path: Path, image: Image.Image) -> bool:
     Raises:
         OSError: the entry cannot be written; the message names its path.
     """
-    rgb = image.convert("RGB")
+    rgb = image if image.mode == "RGB" else image.convert("RGB")  # (convert() of an RGB image is a copy)
     blank = rgb.getbbox() is None  # no non-zero pixel (a fast C scan; the same test as getextrema() == all zeros)
     data = encode_png(rgb)
     try:
