@@ -4,6 +4,7 @@ same order and counts, a failed write names its path, a crash leaves no half-wri
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -188,3 +189,41 @@ def test_a_crash_mid_run_leaves_no_half_written_entry(tmp_path, subprocess_env):
     refs = factory(root, NoiseGenerator(), batch_size=4).images(PROMPTS, 40)
     clean = factory(tmp_path / "clean", NoiseGenerator(), batch_size=4).images(PROMPTS, 40)
     assert [c[3] for c in contents(refs)] == [c[3] for c in contents(clean)]
+
+
+TWO_WORKERS_SCRIPT = """
+import json, sys, time
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from test_generation_overlap import NoiseGenerator, factory
+
+gen = NoiseGenerator(wait=0.3)
+f = factory(Path({root!r}), gen, write_threads=2, batch_size=3)
+while time.time() < {start}:
+    time.sleep(0.005)
+f.images({prompts!r}, 3)
+s = f.cache.stats
+print(json.dumps({{"generated": s.generated, "from_cache": s.from_cache}}))
+"""
+
+
+def test_two_workers_taking_batches_in_opposite_orders_do_not_wait_on_each_other(tmp_path, subprocess_env):
+    """Each holds its first batch's lock while its writes finish; neither waits for the other's batch
+    while holding one (a deadlock before), each batch is made once, the other counts it from the cache."""
+    start = time.time() + 3
+    children = [subprocess.Popen(
+        [sys.executable, "-c", TWO_WORKERS_SCRIPT.format(tests=str(Path(__file__).parent), root=str(tmp_path / "c"),
+                                                         start=start, prompts=order)],
+        env=subprocess_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for order in (["bag in Africa", "car in Europe"], ["car in Europe", "bag in Africa"])]
+    results = []
+    for child in children:
+        try:
+            out, err = child.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            for c in children:
+                c.kill()
+            pytest.fail("two workers on one cache waited on each other's batch locks (deadlock)")
+        assert child.returncode == 0, err[-3000:]
+        results.append(json.loads(out.strip().splitlines()[-1]))
+    assert sum(r["generated"] for r in results) == 6 and sum(r["from_cache"] for r in results) == 6

@@ -167,6 +167,7 @@ class ImageFactory:
                     raise
                 writer.after(pending, lock, advance)
             for batch, missing, lock in deferred:
+                writer.drain()  # hold no lock while waiting for one: two workers would wait on each other
                 lock.acquire()
                 try:
                     pending = self._make(generator, batch, writer=writer, missing=missing)
@@ -302,6 +303,12 @@ class _Writer:
         previous, self._waiting = self._waiting, (pending, lock, advance)
         if previous is not None:
             self._finish(*previous)
+
+    def drain(self) -> None:
+        """Finish the batch in flight (its writes done, its lock released)."""
+        waiting, self._waiting = self._waiting, None
+        if waiting is not None:
+            self._finish(*waiting)
 
     def _finish(self, pending: "_Pending", lock, advance) -> None:
         from concurrent.futures import wait
