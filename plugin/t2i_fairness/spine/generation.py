@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ContextManager, Iterator, Sequence
@@ -91,6 +92,8 @@ class ImageFactory:
     def __init__(self, source: GeneratorSource, cache: Cache, base_seed: int = 0, progress: Progress = tqdm_progress,
                  write_threads: int | None = None):
         self.write_threads = write_threads
+        self.measured = [0.0, 0]  # seconds generating (model loading excluded, writes included), images made
+        self.on_measured: Callable[[float, int], None] | None = None  # told the totals after each generating call
         self.source = source
         self.cache = cache
         self.base_seed = base_seed
@@ -150,6 +153,7 @@ class ImageFactory:
             flat = [r for b, _ in batches for r in b]
             check([r.prompt for r in flat], [r.seed for r in flat])
         deferred = []
+        start, made = time.perf_counter(), self.cache.stats.generated
         with self.progress(total, desc) as advance, _Writer(self.cache, self.write_threads) as writer:
             # a batch's images are encoded and written on the writer's threads while the next batch
             # generates; its lock is released (here, on this thread) once they are all written
@@ -175,6 +179,15 @@ class ImageFactory:
                     lock.release()
                     raise
                 writer.after(pending, lock, advance)
+        self._measure(start, made)
+
+    def _measure(self, start: float, made: int) -> None:
+        """Add the time since ``start`` and the images generated since the count was ``made`` to the totals."""
+        if self.cache.stats.generated > made:
+            self.measured[0] += time.perf_counter() - start
+            self.measured[1] += self.cache.stats.generated - made
+            if self.on_measured is not None:
+                self.on_measured(*self.measured)
 
     def make_batch(self, batch: Sequence[ImageRef], only: Sequence[ImageRef] | None = None, wait: bool = True) -> int | None:
         """Generate one canonical batch under its lock (the lock the pytest path takes) and write its
@@ -198,7 +211,10 @@ class ImageFactory:
             check = getattr(generator, "check_available", None)
             if check is not None:
                 check([r.prompt for r in batch], [r.seed for r in batch])
-            return self._make(generator, batch, only)
+            start, made = time.perf_counter(), self.cache.stats.generated
+            written = self._make(generator, batch, only)
+            self._measure(start, made)
+            return written
         finally:
             lock.release()
 
