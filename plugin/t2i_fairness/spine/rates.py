@@ -98,6 +98,11 @@ def store_rate(cache: Cache, rate: Rate):
 
     Raises:
         OSError: the cache cannot be written.
+
+    Example:
+        >>> import tempfile
+        >>> store_rate(Cache(tempfile.mkdtemp()), Rate(0.5, 8, "cpu", "m", {"steps": 2})).parent.parent.name
+        'rates'
     """
     path = _path(cache, rate_key(rate.device, rate.model, rate.settings))
     cache.write(path, json.dumps(dataclasses.asdict(rate), sort_keys=True, default=str).encode("utf-8"), checksum=True)
@@ -105,7 +110,15 @@ def store_rate(cache: Cache, rate: Rate):
 
 
 def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, Any]) -> Rate | None:
-    """The last rate measured for exactly this device, model and settings, or ``None``."""
+    """The last rate measured for exactly this device, model and settings, or ``None`` (a damaged
+    entry is reported in the cache's ``corrupt`` list, removed, and gives ``None``).
+
+    Example:
+        >>> import tempfile
+        >>> cache = Cache(tempfile.mkdtemp()); _ = store_rate(cache, Rate(0.5, 8, "cpu", "m", {"steps": 2}))
+        >>> lookup_rate(cache, "cpu", "m", {"steps": 2}).images, lookup_rate(cache, "mps", "m", {"steps": 2})
+        (8, None)
+    """
 
     def decode(data: bytes) -> Rate:
         try:
