@@ -19,7 +19,7 @@ from t2i_fairness.gating.outcome import first_line
 from t2i_fairness.gating.session import ARTIFACT, PROPERTY, SECTION, GateSession
 from t2i_fairness.gating.thresholds import ThresholdFile, ThresholdFileError
 from t2i_fairness.runstate import (  # noqa: F401  (the stash keys and helpers; public names of this module)
-    BASELINES, FAMILY_SIZE, OPTIONS, ROLES, SESSION, THRESHOLDS, fatal, gate_id_of, is_worker, progress_for,
+    BASELINES, FAMILY_SIZE, OPTIONS, ROLES, SESSION, THRESHOLDS, _RUNNING, fatal, gate_id_of, is_worker, progress_for,
 )
 from t2i_fairness.spine.options import CORE_OPTIONS, T2IOptions, add_options, resolve_options  # noqa: F401
 
@@ -37,12 +37,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(group.addoption, all_options())
 
 
+AUTO_WORKERS = pytest.StashKey[str]()  # what ``-n auto`` decided, for the report header
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto`` gives one worker per accelerator (xdist's CPU count when there is none)."""
+    """``-n auto`` gives one worker per accelerator (xdist's CPU count when there is none).
+
+    With one GPU that is one worker, and the header says why: workers sharing one GPU contend for
+    it (issue #23 measured ``-n 2`` at 81 s against 70 s for ``-n 0`` on one H100), and each
+    expensive thing is computed once whatever the sharding, so a second worker cannot make it faster.
+    """
     from t2i_fairness.base.devices import accelerator_count
 
-    return accelerator_count() or None
+    count = accelerator_count()
+    if count == 1:
+        config.stash[AUTO_WORKERS] = ("t2i-fairness: -n auto: 1 GPU, so 1 worker (workers sharing one GPU "
+                                      "contend for it; more workers are not faster on one GPU)")
+    elif count:
+        config.stash[AUTO_WORKERS] = f"t2i-fairness: -n auto: {count} GPUs, so {count} workers, one per GPU"
+    return count or None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -82,6 +96,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = [f"t2i-fairness: model {o.model}{smoke}; preset {o.preset}; scorers {o.scorers}; {len(o.objects)} objects, "
              f"{o.images_per_prompt} images/prompt, seed {o.seed}; thresholds {o.thresholds}"]
     lines += [f.header(o, o.family(f.name)) for f in FAMILIES if f.header]
+    lines.append(config.stash.get(AUTO_WORKERS, ""))
     return [line for line in lines if line]
 
 
@@ -138,6 +153,11 @@ class GateHooks:
         self.session = session
         self.report_path = None
         self.deselected: list[str] = []
+        self.fatal: str | None = None  # under xdist: the first worker's fatal() message
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        _RUNNING.append(session)
 
     # -- what pytest decides (the reports follow it: gating/outcome.py) ----------------------------------
     def pytest_deselected(self, items) -> None:
@@ -178,7 +198,9 @@ class GateHooks:
                     self.session.add_artifact(value)
 
     def pytest_keyboard_interrupt(self, excinfo) -> None:
-        if excinfo.typename == "Exit":  # pytest.exit(reason): a fatal setup problem, or the user's own
+        if self.fatal:  # xdist stopped the run on a worker's fatal(): report it as the run without xdist does
+            self.session.outcome.interrupted = f"pytest.exit: {self.fatal}"
+        elif excinfo.typename == "Exit":  # pytest.exit(reason): a fatal setup problem, or the user's own
             self.session.outcome.interrupted = f"pytest.exit: {first_line(excinfo.value)}"
         else:
             self.session.outcome.interrupted = f"{excinfo.typename} (Ctrl-C or SIGINT)"
@@ -186,10 +208,15 @@ class GateHooks:
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
         out = getattr(node, "workeroutput", {})
+        self.fatal = self.fatal or out.get("t2i_fatal")
         self.session.merge_cache_stats(out.get("t2i_cache") or {})
         self.session.outcome.selection.merge(out.get("t2i_selection") or {})
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if session in _RUNNING:
+            _RUNNING.remove(session)
+        if self.fatal and not is_worker(self.config):  # a worker's fatal(): exit code 4, as without xdist
+            session.exitstatus = exitstatus = pytest.ExitCode.USAGE_ERROR
         outcome = self.session.outcome
         outcome.selection.how, outcome.selection.partial_args = selectors(self.config)  # (xdist's controller collects nothing)
         stopped = session.shouldfail or session.shouldstop

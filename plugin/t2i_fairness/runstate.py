@@ -60,9 +60,23 @@ def is_worker(config) -> bool:
     return hasattr(config, "workerinput")
 
 
+_RUNNING: list = []  # this process's pytest sessions (pytester nests them): the innermost is last
+
+
 def fatal(message: str) -> None:
-    """End the session with one clear message (a model that cannot be loaded, a bad device)."""
-    pytest.exit(f"t2i-fairness: {message}", returncode=pytest.ExitCode.USAGE_ERROR)
+    """End the session with one clear message (a model that cannot be loaded, a bad device).
+
+    Under pytest-xdist a worker also sets ``session.shouldstop`` to the message and hands it to the
+    controller (``workeroutput["t2i_fatal"]``): xdist then stops the run with that reason instead of
+    reporting the worker as crashed (an INTERNALERROR), and the controller ends with the message and
+    exit code 4, as a run without xdist does.
+    """
+    text = f"t2i-fairness: {message}"
+    for session in _RUNNING[-1:]:
+        if is_worker(session.config):
+            session.shouldstop = text
+            session.config.workeroutput["t2i_fatal"] = text  # type: ignore[attr-defined]
+    pytest.exit(text, returncode=pytest.ExitCode.USAGE_ERROR)
 
 
 def progress_for(config: pytest.Config):

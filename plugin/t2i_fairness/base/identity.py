@@ -163,6 +163,33 @@ class DigestIndex:
             known = self._load().get(name)
             if known is not None and known.same_file(st):
                 return known.sha256
+            if self.location is None:
+                return self._read(name, st)
+            # Another process on this cache (an xdist worker, a second run) may be reading the same
+            # file: one reads it, the others wait for its digest and take it from the index.
+            with _file_lock(self.location, f"digest-{hashlib.sha256(name.encode('utf-8')).hexdigest()[:24]}"):
+                known = self._reload(name)
+                if known is not None and known.same_file(st):
+                    return known.sha256
+                sha = self._read(name, st)
+                self.save()  # before the lock goes: a process waiting on it finds the digest
+                return sha
+
+    def _reload(self, name: str) -> "_Entry | None":
+        """The entry of ``name`` as the index file says now (another process may have saved it)."""
+        data = _read_json(self.path)
+        row = (data.get("files") or {}).get(name) if data.get("version") == INDEX_VERSION else None
+        try:
+            entry = _Entry(*row) if row is not None else None
+        except TypeError:
+            return None
+        if entry is not None:
+            self._load()[name] = entry
+        return entry
+
+    def _read(self, name: str, st: os.stat_result) -> str:
+        """Read and digest one file (counted in ``stats``); remembered when it did not change meanwhile."""
+        with self._lock:
             digest = hashlib.sha256()
             size = 0
             with open(name, "rb") as fh:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Callable, Iterable, Protocol, Sequence
 
-from t2i_fairness.base.cache import Cache, content_key
+from t2i_fairness.base.cache import Cache, EntryLock, content_key
 
 __all__ = ["Entries", "FileEntries", "Memo", "namespace_of", "no_progress"]
 
@@ -154,26 +154,92 @@ class Memo:
             progress: ``progress(total, desc)`` context manager yielding ``advance(n)``.
             desc: the progress bar's label.
 
+        Missing keys are computed under per-key locks (``<cache>/locks/``), as images are made
+        under per-batch locks: a key another process (an xdist worker, a second run on the same
+        cache) is computing is waited for and then read, so each value is computed once and the
+        computed and reused counts add up the same however the work is sharded.
+
         Raises:
             RuntimeError: ``compute`` returned another number of values than it was asked for.
         """
         values: list[Any | None] = self.lookup(keys)
         todo = [i for i, v in enumerate(values) if v is None]
-        self._count("reused", len(keys) - len(todo))
+        reused = len(keys) - len(todo)
         if not todo:
+            self._count("reused", reused)
             return values
-        parts = list(chunks(todo)) if chunks else [todo[s:s + batch_size] for s in range(0, len(todo), batch_size)]
+        split = chunks or (lambda idx: [idx[s:s + batch_size] for s in range(0, len(idx), batch_size)])
+        computed = 0
+        made_here: set[str] = set()
         with (progress or no_progress)(len(todo), desc) as advance:
-            for part in parts:
-                made = list(compute(part))
-                if len(made) != len(part):
-                    raise RuntimeError(f"{self.label}: computing {len(part)} value(s) returned {len(made)}")
-                self.entries.store([keys[i] for i in part], made)
-                for i, value in zip(part, made):
-                    values[i] = value
-                advance(len(part))
-        self._count("computed", len(todo))
+            pending = todo
+            while pending:
+                theirs: list[int] = []  # keys another process is computing now: waited for below
+                for part in split(pending):
+                    locks, mine = self._try_locks([keys[i] for i in part])
+                    try:
+                        ours = [i for i in part if keys[i] in mine]
+                        theirs += [i for i in part if keys[i] not in mine]
+                        step = len(ours)
+                        # finished by another process since we looked (a repeat of a key this call made is
+                        # computed again, as before the locks: what a caller's counts rely on)
+                        done_meanwhile = self._fill_from_cache(keys, [i for i in ours if keys[i] not in made_here], values)
+                        reused += len(done_meanwhile)
+                        ours = [i for i in ours if i not in done_meanwhile]
+                        if ours:
+                            made = list(compute(ours))
+                            if len(made) != len(ours):
+                                raise RuntimeError(f"{self.label}: computing {len(ours)} value(s) returned {len(made)}")
+                            self.entries.store([keys[i] for i in ours], made)
+                            for i, value in zip(ours, made):
+                                values[i] = value
+                                made_here.add(keys[i])
+                            computed += len(ours)
+                        advance(step)
+                    finally:
+                        for lock in locks:
+                            lock.release()
+                for key in dict.fromkeys(keys[i] for i in theirs):  # wait for each holder, one lock at a time
+                    self._lock(key).acquire().release()
+                found = self._fill_from_cache(keys, theirs, values)
+                reused += len(found)
+                advance(len(found))
+                pending = [i for i in theirs if i not in found]  # its holder failed: compute them ourselves
+        self._count("reused", reused)
+        self._count("computed", computed)
         return values
+
+    def _lock(self, key: str):
+        """The per-key lock other processes computing the same entry take (``<cache>/locks/``)."""
+        from pathlib import Path
+
+        folder = Path(self.cache.root) / "locks"
+        folder.mkdir(parents=True, exist_ok=True)
+        return EntryLock(folder / f"memo-{content_key(kind=self.kind, namespace=self.namespace, key=key)}.lock")
+
+    def _try_locks(self, keys: Sequence[str]) -> tuple[list, set[str]]:
+        """Locks taken without waiting on the distinct ``keys``, and the keys they cover."""
+        locks, mine = [], set()
+        for key in dict.fromkeys(keys):
+            lock = self._lock(key)
+            try:
+                lock.acquire(timeout=0)
+            except Exception:  # filelock.Timeout: another process holds it
+                continue
+            locks.append(lock)
+            mine.add(key)
+        return locks, mine
+
+    def _fill_from_cache(self, keys: Sequence[str], indices: Sequence[int], values: list) -> set[int]:
+        """Look ``indices`` up again (another process may have stored them); fill ``values``, return those found."""
+        if not indices:
+            return set()
+        found = set()
+        for i, value in zip(indices, self.entries.lookup([keys[i] for i in indices])):
+            if value is not None:
+                values[i] = value
+                found.add(i)
+        return found
 
     def get(self, key: str, make: Callable[[], Any]) -> Any:
         """One value: read from the cache, or ``make()`` it and write it."""

@@ -212,10 +212,39 @@ def plan_lines(plan: Plan, tests_total: int | None = None) -> list[str]:
             lines.append(f"  {widened['why']}: {widened['gates']} selected slice(s) plan {len(images)} images where "
                          f"their own prompts need {widened['narrow_images']} (--t2i-dedupe-scope group plans only "
                          "those, and looks for duplicates within each group only)")
+        lines.append("  " + cost_line(rp, len(make)))
     if plan.unplanned:
         lines.append(f"{len(plan.unplanned)} selected test(s) generate as they run (no family plans them), e.g. "
                      f"{plan.unplanned[0]}")
     return lines
+
+
+def role_rate(rp: RolePlan):
+    """The generation rate measured for a role's device, model and settings (``None`` without one)."""
+    import dataclasses
+
+    from t2i_fairness.spine.rates import device_label, lookup_rate
+
+    source = rp.bench.source
+    device = device_label(getattr(rp.bench, "rate_device", None) or rp.generate_on)
+    return device, lookup_rate(rp.bench.cache, device, source.fingerprint, dataclasses.asdict(source.settings))
+
+
+def cost_line(rp: RolePlan, images: int) -> str:
+    """``estimated generation time: 0.52 h for 10880 image(s) at 0.172 s/image on cuda:... (run, ...)``,
+    or why there is no estimate."""
+    from t2i_fairness.spine.rates import estimate_hours
+
+    if not images:
+        return "estimated generation time: 0 h (nothing to make)"
+    if rp.bench.source.spec.startswith("images:"):
+        return "estimated generation time: none (the images are read from a manifest, not generated)"
+    device, rate = role_rate(rp)
+    if rate is None:
+        return (f"estimated generation time: no measured rate for this model and settings on {device} "
+                "(a generating run stores one; or run bench/bench_generation.py)")
+    hours = estimate_hours(images, rate)
+    return f"estimated {'GPU' if device.startswith('cuda') else device} time: {hours:.2f} h for {images} image(s) at {rate.describe()}"
 
 
 def plan_json(plan: Plan) -> dict:
@@ -236,5 +265,20 @@ def plan_json(plan: Plan) -> dict:
             "requests": [{"prompt": r.prompt, "n": r.n, "keys": [rp.bench.factory.ref(r.prompt, i).key for i in r.indices]}
                          for r in rp.requests],
             "jobs": [j.to_dict() for j in rp.jobs],
+            "estimate": _estimate_json(rp),
         })
     return out
+
+
+def _estimate_json(rp: RolePlan) -> dict:
+    """The cost estimate of a role for ``plan --output``: device, seconds per image and hours (``None`` without a rate)."""
+    import dataclasses
+
+    from t2i_fairness.spine.rates import estimate_hours
+
+    images = len(rp.to_make)
+    if rp.bench.source.spec.startswith("images:"):
+        return {"device": None, "seconds_per_image": None, "hours": 0.0 if not images else None, "rate": None}
+    device, rate = role_rate(rp)
+    return {"device": device, "images": images, "seconds_per_image": rate.seconds_per_image if rate else None,
+            "hours": estimate_hours(images, rate) if rate else None, "rate": dataclasses.asdict(rate) if rate else None}

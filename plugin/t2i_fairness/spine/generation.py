@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, ContextManager, Iterator, Sequence
@@ -83,9 +84,16 @@ class ImageFactory:
         cache: where images live.
         base_seed: ``--t2i-seed``; changes every image's seed.
         progress: a context manager factory showing progress on long work.
+        write_threads: threads that PNG-encode and write a batch's images while the next batch
+            generates (default: up to 4, one per CPU); ``0`` writes each batch before the next one
+            starts. The bytes, the order of results and the counts are the same either way.
     """
 
-    def __init__(self, source: GeneratorSource, cache: Cache, base_seed: int = 0, progress: Progress = tqdm_progress):
+    def __init__(self, source: GeneratorSource, cache: Cache, base_seed: int = 0, progress: Progress = tqdm_progress,
+                 write_threads: int | None = None):
+        self.write_threads = write_threads
+        self.measured = [0.0, 0]  # seconds generating (model loading excluded, writes included), images made
+        self.on_measured: Callable[[float, int], None] | None = None  # told the totals after each generating call
         self.source = source
         self.cache = cache
         self.base_seed = base_seed
@@ -119,7 +127,7 @@ class ImageFactory:
                              "regions or languages the test selects (--t2i-objects, the prompt file)")
         refs = [[self.ref(p, i) for i in range(n)] for p in dict.fromkeys(prompts)]
         by_prompt = {row[0].prompt: row for row in refs}
-        batches: list[list[ImageRef]] = []
+        batches: list[tuple[list[ImageRef], list[ImageRef]]] = []  # (canonical batch, its images missing now)
         missing_count = 0
         for row in refs:
             for start in range(0, n, self.batch_size):
@@ -133,33 +141,53 @@ class ImageFactory:
                     continue
                 self.cache.stats.from_cache += sum(1 for st in states if st)
                 missing_count += sum(1 for st in states if not st)
-                batches.append(batch)
+                batches.append((batch, [r for r, st in zip(batch, states) if not st]))
         if batches:
             self._generate(batches, missing_count, desc)
         return [by_prompt[p] for p in prompts]
 
-    def _generate(self, batches: list[list[ImageRef]], total: int, desc: str) -> None:
+    def _generate(self, batches: list[tuple[list[ImageRef], list[ImageRef]]], total: int, desc: str) -> None:
         generator = self.source.get()
         check = getattr(generator, "check_available", None)
         if check is not None:
-            flat = [r for b in batches for r in b]
+            flat = [r for b, _ in batches for r in b]
             check([r.prompt for r in flat], [r.seed for r in flat])
         deferred = []
-        with self.progress(total, desc) as advance:
-            for batch in batches:
+        start, made = time.perf_counter(), self.cache.stats.generated
+        with self.progress(total, desc) as advance, _Writer(self.cache, self.write_threads) as writer:
+            # a batch's images are encoded and written on the writer's threads while the next batch
+            # generates; its lock is released (here, on this thread) once they are all written
+            for batch, missing in batches:
                 lock = self.cache.lock(batch[0].path.with_suffix(f".b{len(batch)}"))
                 try:
                     lock.acquire(timeout=0)
                 except Exception:  # another worker is making this batch: come back to it
-                    deferred.append((batch, lock))
+                    deferred.append((batch, missing, lock))
                     continue
                 try:
-                    advance(self._make(generator, batch))
-                finally:
+                    pending = self._make(generator, batch, writer=writer, missing=missing)
+                except BaseException:
                     lock.release()
-            for batch, lock in deferred:
-                with lock:
-                    advance(self._make(generator, batch))
+                    raise
+                writer.after(pending, lock, advance)
+            for batch, missing, lock in deferred:
+                writer.drain()  # hold no lock while waiting for one: two workers would wait on each other
+                lock.acquire()
+                try:
+                    pending = self._make(generator, batch, writer=writer, missing=missing)
+                except BaseException:
+                    lock.release()
+                    raise
+                writer.after(pending, lock, advance)
+        self._measure(start, made)
+
+    def _measure(self, start: float, made: int) -> None:
+        """Add the time since ``start`` and the images generated since the count was ``made`` to the totals."""
+        if self.cache.stats.generated > made:
+            self.measured[0] += time.perf_counter() - start
+            self.measured[1] += self.cache.stats.generated - made
+            if self.on_measured is not None:
+                self.on_measured(*self.measured)
 
     def make_batch(self, batch: Sequence[ImageRef], only: Sequence[ImageRef] | None = None, wait: bool = True) -> int | None:
         """Generate one canonical batch under its lock (the lock the pytest path takes) and write its
@@ -183,17 +211,27 @@ class ImageFactory:
             check = getattr(generator, "check_available", None)
             if check is not None:
                 check([r.prompt for r in batch], [r.seed for r in batch])
-            return self._make(generator, batch, only)
+            start, made = time.perf_counter(), self.cache.stats.generated
+            written = self._make(generator, batch, only)
+            self._measure(start, made)
+            return written
         finally:
             lock.release()
 
-    def _make(self, generator, batch: list[ImageRef], only: Sequence[ImageRef] | None = None) -> int:
-        """Generate one canonical batch and write the images still missing (of ``only`` when given);
-        returns how many were written."""
+    def _make(self, generator, batch: list[ImageRef], only: Sequence[ImageRef] | None = None,
+              writer: "_Writer | None" = None, missing: Sequence[ImageRef] = ()):
+        """Generate one canonical batch and write the images still missing (of ``only`` when given).
+
+        Without ``writer`` the images are written before it returns, and it returns how many were
+        written; with one, their encoding and writes are handed to the writer's threads and it
+        returns the pending batch (:meth:`_Writer.after` waits for it later). Images of ``missing``
+        (missing when the caller looked) that another process wrote meanwhile count as from the cache.
+        """
         wanted = set(batch if only is None else only)
         todo = [r for r in batch if r in wanted and _image_is_sound(r.path) is not True]
+        self.cache.stats.from_cache += sum(1 for r in missing if r not in todo)
         if not todo:
-            return 0
+            return 0 if writer is None else _Pending([], [])
         images = generator.generate([r.prompt for r in batch], [r.seed for r in batch])
         if len(images) != len(batch):
             raise RuntimeError(
@@ -205,12 +243,116 @@ class ImageFactory:
                     f"generator {self.source.spec!r} returned {type(im).__name__} instead of a PIL image "
                     f"for prompt {r.prompt!r} (seed {r.seed}); generate(prompts, seeds) must return PIL images"
                 )
-        for r, im in zip(batch, images):
-            if r in todo:
-                rgb = im.convert("RGB")
-                if rgb.getextrema() == ((0, 0), (0, 0), (0, 0)):  # a safety checker's blank, or NaN pixels cast to 0
-                    self.cache.stats.blank.append(f"{r.prompt!r} (seed {r.seed})")
-                self.cache.write(r.path, encode_png(rgb))
         self.cache.stats.generated += len(batch)  # the generator made (and a paid API bills) the whole batch
         self.cache.stats.regenerated += len(batch) - len(todo)
-        return len(todo)
+        jobs = [(r, im) for r, im in zip(batch, images) if r in todo]
+        if writer is None:
+            for r, im in jobs:
+                self._note_blank(r, _store_image(self.cache, r.path, im))
+            return len(todo)
+        return _Pending(jobs, [writer.submit(r.path, im) for r, im in jobs])
+
+    def _note_blank(self, ref: ImageRef, blank: bool) -> None:
+        if blank:  # a safety checker's blank, or NaN pixels cast to 0
+            self.cache.stats.blank.append(f"{ref.prompt!r} (seed {ref.seed})")
+
+
+def _store_image(cache: Cache, path: Path, image: Image.Image) -> bool:
+    """Encode one image as PNG and write it to the cache (atomically); returns whether it is all black.
+
+    Raises:
+        OSError: the entry cannot be written; the message names its path.
+    """
+    rgb = image if image.mode == "RGB" else image.convert("RGB")  # (convert() of an RGB image is a copy)
+    blank = rgb.getbbox() is None  # no non-zero pixel (a fast C scan; the same test as getextrema() == all zeros)
+    data = encode_png(rgb)
+    try:
+        cache.write(path, data)
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot write the generated image {str(path)!r} to the cache: "
+                                 f"{exc.strerror or exc}") from exc
+    return blank
+
+
+@dataclass
+class _Pending:
+    """One batch's images handed to the writer, and their futures (in batch order)."""
+
+    jobs: list
+    futures: list
+
+
+class _Writer:
+    """Encodes and writes generated images on a few threads while the caller generates the next batch.
+
+    At most one batch is in flight: :meth:`after` first finishes the batch before (its images
+    written, then its lock released and its progress advanced, in batch order) and keeps the new
+    one pending. Leaving the ``with`` block finishes the last batch; on an error every write already
+    started is finished (each is atomic, so nothing half-written is left and nothing made is lost),
+    the pending batch's lock is released and the first error is raised. PNG encoding (zlib) and
+    file writes release the GIL, so the threads run beside the generator.
+    """
+
+    def __init__(self, cache: Cache, threads: int | None = None):
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.cache = cache
+        self.threads = max(1, min(4, os.cpu_count() or 1)) if threads is None else int(threads)
+        self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="t2i-png") if self.threads > 0 else None
+        self._waiting = None  # (pending, lock, advance) of the batch in flight
+
+    def submit(self, path: Path, image: Image.Image):
+        if self.pool is not None:
+            return self.pool.submit(_store_image, self.cache, path, image)
+        from concurrent.futures import Future
+
+        done: Future = Future()  # no threads: written now, before the next batch generates
+        try:
+            done.set_result(_store_image(self.cache, path, image))
+        except Exception as exc:
+            done.set_exception(exc)
+        return done
+
+    def after(self, pending: "_Pending", lock, advance) -> None:
+        """Keep ``pending`` in flight (released with ``lock``, counted with ``advance``); finish the one before."""
+        previous, self._waiting = self._waiting, (pending, lock, advance)
+        if previous is not None:
+            self._finish(*previous)
+
+    def drain(self) -> None:
+        """Finish the batch in flight (its writes done, its lock released)."""
+        waiting, self._waiting = self._waiting, None
+        if waiting is not None:
+            self._finish(*waiting)
+
+    def _finish(self, pending: "_Pending", lock, advance) -> None:
+        from concurrent.futures import wait
+
+        wait(pending.futures)  # every write of the batch done (or failed) before its lock goes
+        try:
+            blanks = [f.result() for f in pending.futures]  # the first failed write raises, naming its path
+        finally:
+            lock.release()
+        for (ref, _), blank in zip(pending.jobs, blanks):
+            if blank:  # a safety checker's blank, or NaN pixels cast to 0
+                self.cache.stats.blank.append(f"{ref.prompt!r} (seed {ref.seed})")
+        advance(len(pending.jobs))
+
+    def __enter__(self) -> "_Writer":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        waiting, self._waiting = self._waiting, None
+        try:
+            if waiting is not None:
+                if exc_type is None:
+                    self._finish(*waiting)
+                else:  # finish what was started, keep the error that is on its way
+                    try:
+                        self._finish(*waiting)
+                    except Exception:
+                        pass
+        finally:
+            if self.pool is not None:
+                self.pool.shutdown(wait=True)

@@ -72,10 +72,22 @@ class Workbench:
                            "what was cached under them is used again")
         self.cache.stats.identity.extend(self.source.notes)
         self.factory = ImageFactory(self.source, self.cache, options.seed, self.progress)
+        if not self.source.spec.startswith("images:"):  # the per-image time, for t2i-fairness plan's estimate
+            self.factory.on_measured = self._store_rate
+        self.rate_device = generate_on or self.device
         self.feature_rows = FeatureRows(self.cache)  # features: rows in segment files, not a file per row
         self._scorers: dict[str, object] = {}
         self._shared: dict = {}
         self._versions = identity.library_versions()
+
+    def _store_rate(self, seconds: float, images: int) -> None:
+        """Store this run's generation time per image so far (:mod:`t2i_fairness.spine.rates`)."""
+        import dataclasses
+
+        from t2i_fairness.spine.rates import Rate, device_label, store_rate
+
+        store_rate(self.cache, Rate(seconds / images, images, device_label(self.rate_device), self.source.fingerprint,
+                                    dataclasses.asdict(self.source.settings), "run"))
 
     def _note(self, subject: str | None, ident: str | None, made_anew: str, reused: str, what: str = "weights") -> None:
         """Record ``subject``'s identity in the cache; a change since the last run becomes a summary note."""

@@ -1,0 +1,147 @@
+"""Measured generation rates, and what a selection will cost before it runs.
+
+A generating run (and ``bench/bench_generation.py``) stores the seconds per image it measured, in
+the cache, under what decides that time: the **device** (``cpu``, or ``cuda:<GPU name>``), the
+**model** (the generator's fingerprint: weights, precision, device class) and the **settings**
+(steps, guidance, size, batch size; precision when the settings carry it). ``t2i-fairness plan``
+looks the rate up for the selection's model and settings and multiplies
+(:func:`estimate_hours`); with no measurement it says so instead of guessing.
+
+Entries live at ``<cache>/rates/<key[:2]>/<key>.json`` (atomic writes, a CRC-32 trailer, through the
+shared store when ``--t2i-cache-dir`` is an fsspec URL), the last measurement winning.
+
+Example:
+    >>> import tempfile
+    >>> from t2i_fairness.base.cache import Cache
+    >>> cache = Cache(tempfile.mkdtemp())
+    >>> settings = {"steps": 20, "height": 512, "width": 512, "batch_size": 8}
+    >>> lookup_rate(cache, "cuda:NVIDIA H100", "sd15:fp16", settings) is None
+    True
+    >>> _ = store_rate(cache, Rate(0.172, 128, "cuda:NVIDIA H100", "sd15:fp16", settings, "bench"))
+    >>> rate = lookup_rate(cache, "cuda:NVIDIA H100", "sd15:fp16", settings)
+    >>> rate.seconds_per_image, round(estimate_hours(30_000, rate), 2)
+    (0.172, 1.43)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from t2i_fairness.base.cache import Cache, CorruptEntry, content_key
+
+__all__ = ["Rate", "device_label", "estimate_hours", "lookup_rate", "rate_key", "store_rate"]
+
+
+@dataclass(frozen=True)
+class Rate:
+    """Seconds per generated image, measured on ``device`` for ``model`` at ``settings``.
+
+    Attributes:
+        seconds_per_image: wall seconds of generation (model loading excluded) per image the
+            generator made (whole batches), PNG encoding and cache writes included.
+        images: how many images the measurement covers.
+        device: :func:`device_label` of where it ran.
+        model: the generator's fingerprint.
+        settings: the generation settings (steps, guidance, height, width, batch size, ...).
+        source: ``run`` (a pytest run) or ``bench`` (``bench/bench_generation.py``).
+        measured_at: UTC time of the measurement (ISO 8601).
+    """
+
+    seconds_per_image: float
+    images: int
+    device: str
+    model: str
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    source: str = "run"
+    measured_at: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+    def describe(self) -> str:
+        """``0.172 s/image on cuda:NVIDIA H100 (bench, 128 images, 2026-11-25T20:00:00Z)``."""
+        return (f"{self.seconds_per_image:.3g} s/image on {self.device} ({self.source}, {self.images} images, "
+                f"{self.measured_at})")
+
+
+def device_label(device: str) -> str:
+    """Where a rate was measured: ``cpu``, ``mps``, or ``cuda:<GPU name>`` (GPUs differ by model).
+
+    Example:
+        >>> device_label("cpu")
+        'cpu'
+    """
+    from t2i_fairness.base.identity import device_class, gpu_name
+
+    kind = device_class(device)
+    name = gpu_name(device) if kind == "cuda" else None
+    return f"{kind}:{name}" if name else kind
+
+
+def rate_key(device: str, model: str, settings: Mapping[str, Any]) -> str:
+    """The cache key of a rate: device, model fingerprint and settings.
+
+    Example:
+        >>> rate_key("cpu", "m", {"steps": 2}) == rate_key("cpu", "m", {"steps": 2}) != rate_key("cpu", "m", {"steps": 3})
+        True
+    """
+    return content_key(device=device, model=model, settings=dict(settings))
+
+
+def _path(cache: Cache, key: str):
+    return cache.path("rates", key, ".json")
+
+
+def store_rate(cache: Cache, rate: Rate):
+    """Store a measured rate (replacing the last one for its device, model and settings); returns its path.
+
+    Raises:
+        OSError: the cache cannot be written.
+
+    Example:
+        >>> import tempfile
+        >>> store_rate(Cache(tempfile.mkdtemp()), Rate(0.5, 8, "cpu", "m", {"steps": 2})).parent.parent.name
+        'rates'
+    """
+    path = _path(cache, rate_key(rate.device, rate.model, rate.settings))
+    cache.write(path, json.dumps(dataclasses.asdict(rate), sort_keys=True, default=str).encode("utf-8"), checksum=True)
+    return path
+
+
+def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, Any]) -> Rate | None:
+    """The last rate measured for exactly this device, model and settings, or ``None`` (a damaged
+    entry is reported in the cache's ``corrupt`` list, removed, and gives ``None``).
+
+    Example:
+        >>> import tempfile
+        >>> cache = Cache(tempfile.mkdtemp()); _ = store_rate(cache, Rate(0.5, 8, "cpu", "m", {"steps": 2}))
+        >>> lookup_rate(cache, "cpu", "m", {"steps": 2}).images, lookup_rate(cache, "mps", "m", {"steps": 2})
+        (8, None)
+    """
+
+    def decode(data: bytes) -> Rate:
+        try:
+            return Rate(**json.loads(data))
+        except (ValueError, TypeError) as exc:
+            raise CorruptEntry(f"not a rate: {exc}") from exc
+
+    return cache.read(_path(cache, rate_key(device, model, settings)), decode, checksum=True)
+
+
+def estimate_hours(images: int, rate: "Rate | float") -> float:
+    """Hours to generate ``images`` at ``rate`` (a :class:`Rate` or seconds per image).
+
+    Raises:
+        ValueError: a negative image count or a rate that is not a positive, finite number.
+
+    Example:
+        >>> estimate_hours(3600, 0.5), estimate_hours(0, 2.0)
+        (0.5, 0.0)
+    """
+    seconds = rate.seconds_per_image if isinstance(rate, Rate) else float(rate)
+    if not (seconds > 0 and seconds != float("inf")):
+        raise ValueError(f"a rate must be a positive number of seconds per image, got {seconds!r}")
+    if images < 0:
+        raise ValueError(f"images must be >= 0, got {images}")
+    return images * seconds / 3600.0

@@ -1,0 +1,85 @@
+"""Cost before you pay: ``t2i-fairness plan`` estimates generation hours from the per-image time a
+generating run stored, and says it has no measured rate before there is one."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from t2i_fairness.base.cache import Cache
+from t2i_fairness.spine.rates import Rate, estimate_hours, lookup_rate, store_rate
+
+SELECTION = ["--pyargs", "t2i_fairness.fairness_tests", "-k", "object_consistency and africa",
+             "--t2i-model", "python:fakegen:make", "--t2i-objects", "bag", "--t2i-images-per-prompt", "2",
+             "--t2i-no-progress", "--t2i-device", "cpu"]
+
+
+def _cli(args, cwd, env):
+    return subprocess.run([sys.executable, "-m", "t2i_fairness.cli", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=900)
+
+
+def test_plan_says_no_measured_rate_before_a_run_and_hours_after(tmp_path, subprocess_env):
+    args = [*SELECTION, "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml")]
+    before = _cli(["plan", *args, "--output", str(tmp_path / "before.json")], tmp_path, subprocess_env)
+    assert before.returncode == 0, before.stdout + before.stderr
+    assert "estimated generation time: no measured rate for this model and settings on cpu" in before.stdout
+    to_make = int(re.search(r"(\d+) image\(s\) to make", before.stdout).group(1))
+    assert to_make > 0
+    assert json.loads((tmp_path / "before.json").read_text())["roles"][0]["estimate"]["hours"] is None
+
+    made = _cli(["generate", *args], tmp_path, subprocess_env)  # a generating run: stores its per-image time
+    assert made.returncode == 0, made.stdout + made.stderr
+    (rate_file,) = (tmp_path / "cache" / "rates").rglob("*.json")
+
+    # a later selection with images still to make: the other regions
+    args_all = [a if a != "object_consistency and africa" else "object_consistency" for a in args]
+    after = _cli(["plan", *args_all, "--output", str(tmp_path / "after.json")], tmp_path, subprocess_env)
+    assert after.returncode == 0, after.stdout + after.stderr
+    line = re.search(r"estimated cpu time: ([\d.]+) h for (\d+) image\(s\) at ([\d.e-]+) s/image on cpu \(run, (\d+) images",
+                     after.stdout)
+    assert line, after.stdout
+    estimate = json.loads((tmp_path / "after.json").read_text())["roles"][0]["estimate"]
+    assert estimate["device"] == "cpu" and estimate["images"] == int(line.group(2)) > 0
+    assert estimate["seconds_per_image"] > 0 and int(line.group(4)) >= to_make
+    assert estimate["hours"] == pytest.approx(estimate["images"] * estimate["seconds_per_image"] / 3600)
+
+
+def test_a_pytest_run_stores_its_rate_under_device_model_and_settings(tmp_path):
+    import fakegen
+    from t2i_fairness.spine.options import T2IOptions
+    from t2i_fairness.spine.rates import device_label
+    from t2i_fairness.spine.workbench import Workbench
+
+    options = T2IOptions(model="python:fakegen:make", cache_dir=tmp_path / "cache", device="cpu", progress=False)
+    bench = Workbench(options)
+    settings = dataclasses.asdict(bench.source.settings)
+    assert lookup_rate(bench.cache, "cpu", bench.source.fingerprint, settings) is None
+    fakegen.CALLS.update(calls=0, images=0)
+    bench.images(["bag in Africa", "car in Europe"], 6)
+    rate = lookup_rate(bench.cache, device_label("cpu"), bench.source.fingerprint, settings)
+    assert rate is not None and rate.images == fakegen.CALLS["images"] == 12 and rate.source == "run"
+    assert 0 < rate.seconds_per_image < 5 and rate.settings == settings
+    # another batch size is another rate (settings name it)
+    other = dict(settings, batch_size=(settings["batch_size"] or 1) + 1)
+    assert lookup_rate(bench.cache, "cpu", bench.source.fingerprint, other) is None
+    bench.close()
+
+
+def test_estimate_hours_and_bad_rates(tmp_path):
+    assert estimate_hours(7200, 0.5) == 1.0
+    assert estimate_hours(100, Rate(36.0, 10, "cpu", "m")) == 1.0
+    for bad in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(ValueError):
+            estimate_hours(10, bad)
+    with pytest.raises(ValueError):
+        estimate_hours(-1, 1.0)
+    cache = Cache(tmp_path)
+    path = store_rate(cache, Rate(1.0, 4, "cpu", "m", {"steps": 2}))
+    path.write_bytes(path.read_bytes()[:-3])  # a damaged entry: reported, and no rate
+    assert lookup_rate(cache, "cpu", "m", {"steps": 2}) is None and cache.stats.corrupt == [str(path)]
