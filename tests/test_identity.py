@@ -234,7 +234,10 @@ def test_an_unversioned_fingerprint_is_warned_about_with_the_fix():
     gen = type("Gen", (), {"fingerprint": "house-model"})()
     fp, (note,) = factory_fingerprint("python:m:make", gen)
     assert fp == "house-model"
-    assert "names no version, date, commit or digest" in note and "weights_digest('/path/to/weights')" in note
+    assert "names no version, date, commit or digest" in note
+    # the fix as the user would type it: their fingerprint, then the digest call (no literal {raw} or {{)
+    assert "e.g. f\"house-model@{weights_digest('/path/to/weights')}\" (t2i_fairness" in note
+    assert "{raw}" not in note and "{{" not in note
     assert factory_fingerprint("python:m:make", type("Gen", (), {"fingerprint": "house-model-v7"})())[1] == []
 
 
