@@ -171,11 +171,30 @@ def test_x_stop_is_named_and_the_verdict_is_not_passed(pytester):
     assert "stopped early" in _dom(pytester).text["verdict"]
 
 
+def _junit(path: Path):
+    """(testsuite attributes, its properties, {testcase name: [(child tag, message)]}) of a JUnit XML file."""
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(path).getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    cases = {c.get("name"): [(e.tag, e.get("message", "")) for e in c if e.tag != "properties"]
+             for c in suite.findall("testcase")}
+    return suite.attrib, props, cases
+
+
+def test_an_x_stopped_run_is_not_green_in_junit(pytester):
+    pytester.runpytest(*_project(pytester), *IN_PROCESS, "-x", "-k", "not europe", "--junitxml", "junit.xml")
+    attrs, props, cases = _junit(pytester.path / "junit.xml")
+    assert int(attrs["failures"]) + int(attrs["errors"]) >= 1 and cases["test_crash"][0][0] == "failure"
+    assert props["t2i_verdict"].startswith("FAILED:") and props["t2i_stopped"] == "stopping after 1 failures"
+    assert "t2i_interrupted" not in props and "t2i_provenance" not in props
+
+
 # -- SIGINT -------------------------------------------------------------------------------------------
 
-def _interrupted(pytester, monkeypatch) -> pytest.RunResult:
+def _interrupted(pytester, monkeypatch, *extra: str) -> pytest.RunResult:
     monkeypatch.setenv("T2I_TEST_SIGINT", "1")
-    result = pytester.runpytest_subprocess(*_project(pytester), "-p", "no:cacheprovider", timeout=300)
+    result = pytester.runpytest_subprocess(*_project(pytester), "-p", "no:cacheprovider", *extra, timeout=300)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     return result
 
@@ -186,6 +205,26 @@ def test_a_sigint_makes_every_output_say_interrupted(pytester, monkeypatch):
                                  "  interrupted: test_toy.py::test_last"])
     run = json.loads((pytester.path / "art" / "run.json").read_text())
     assert run["verdict"] == "INTERRUPTED" and not run["passed"] and run["exitstatus"] == 2
+
+
+def test_after_a_sigint_junit_and_allure_say_interrupted_and_the_cut_off_test_is_an_error(pytester, monkeypatch):
+    """CI reads JUnit: an interrupted run must not read failures=0 errors=0 with a nameless testcase."""
+    pytest.importorskip("allure_pytest")
+    _interrupted(pytester, monkeypatch, "--junitxml", "junit.xml", "--alluredir", "allure")
+    attrs, props, cases = _junit(pytester.path / "junit.xml")
+    # 5 tests: 1 pass, 2 failures (europe's gate, the crash), 1 skip, and the interrupted test as an error
+    assert (attrs["tests"], attrs["failures"], attrs["errors"], attrs["skipped"]) == ("5", "2", "1", "1")
+    assert None not in cases and "" not in cases  # no nameless testcase
+    assert cases["test_last"] == [("error", "interrupted: KeyboardInterrupt (Ctrl-C or SIGINT)")]
+    assert props["t2i_verdict"].startswith("INTERRUPTED: KeyboardInterrupt (Ctrl-C or SIGINT) after 5 of 5 tests")
+    assert props["t2i_interrupted"] == "KeyboardInterrupt (Ctrl-C or SIGINT) during test_toy.py::test_last"
+    results = [json.loads(p.read_text()) for p in (pytester.path / "allure").glob("*-result.json")]
+    (last,) = [r for r in results if r["fullName"].endswith("#test_last")]
+    assert last["status"] == "broken" and last["statusDetails"]["message"] == "interrupted: KeyboardInterrupt (Ctrl-C or SIGINT)"
+    # the crash is broken too (allure's own reading of a KeyError); nothing that did not pass says passed
+    assert sorted(r["status"] for r in results) == ["broken", "broken", "failed", "passed", "skipped"]
+    env = (pytester.path / "allure" / "environment.properties").read_text()
+    assert "t2i.verdict=INTERRUPTED" in env
 
 
 @needs_chromium

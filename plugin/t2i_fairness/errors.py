@@ -59,7 +59,10 @@ class OptionError(T2IError, ValueError):
 
 
 class T2IProvenanceWarning(UserWarning):
-    """A gate's bound was set under other settings (model, scorers, sample sizes, versions, device)."""
+    """A gate's bound was set under other settings (model, scorers, sample sizes, versions, device).
+
+    Kept importable; a run no longer warns once per gate: it states what differs, for how many gates and
+    what it means once, at the top of the summary (and in the HTML report, JUnit, Allure and run.json)."""
 
 
 class T2IInconclusiveWarning(UserWarning):

@@ -22,6 +22,11 @@ from t2i_fairness.gating.session import ARTIFACT, PROPERTY, SECTION, GateSession
 from t2i_fairness.gating.thresholds import ThresholdFile, ThresholdFileError
 from t2i_fairness.spine.options import CORE_OPTIONS, T2IOptions, add_options, resolve_options
 
+try:  # pytest's JUnit writer, which report/junit.py makes tell the run's outcome
+    from _pytest.junitxml import xml_key as junit_xml_key
+except ImportError:  # pragma: no cover  (another pytest: the XML is left as pytest writes it)
+    junit_xml_key = None
+
 pytest_plugins = ("t2i_fairness.fixtures.core", "t2i_fairness.fixtures.studies")
 
 OPTIONS = pytest.StashKey[T2IOptions]()
@@ -220,6 +225,19 @@ class GateHooks:
                 elif key == ARTIFACT:
                     self.session.add_artifact(value)
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        """A test an interruption cut off (SIGINT, ``pytest.exit``) is ``broken`` in Allure, not ``passed``."""
+        outcome = yield
+        excinfo = outcome.excinfo
+        if excinfo is not None and issubclass(excinfo[0], (KeyboardInterrupt, pytest.exit.Exception)):
+            from t2i_fairness.report.labels import allure_active, allure_interrupted
+
+            if allure_active(self.config):
+                reason = (f"pytest.exit: {first_line(excinfo[1])}" if issubclass(excinfo[0], pytest.exit.Exception)
+                          else f"{excinfo[0].__name__} (Ctrl-C or SIGINT)")
+                allure_interrupted(self.config, item.nodeid, reason)
+
     def pytest_keyboard_interrupt(self, excinfo) -> None:
         if excinfo.typename == "Exit":  # pytest.exit(reason): a fatal setup problem, or the user's own
             self.session.outcome.interrupted = f"pytest.exit: {first_line(excinfo.value)}"
@@ -232,6 +250,7 @@ class GateHooks:
         self.session.merge_cache_stats(out.get("t2i_cache") or {})
         self.session.outcome.selection.merge(out.get("t2i_selection") or {})
 
+    @pytest.hookimpl(tryfirst=True)  # before pytest's JUnit writer writes its file (report/junit.py marks it)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         outcome = self.session.outcome
         outcome.selection.how, outcome.selection.partial_args = selectors(self.config)  # (xdist's controller collects nothing)
@@ -252,7 +271,13 @@ class GateHooks:
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 outcome.finish(int(session.exitstatus))
-        from t2i_fairness.report.ci import write_run_outputs
+        from t2i_fairness.report.ci import relative, write_run_outputs
+
+        xml = self.config.stash.get(junit_xml_key, None) if junit_xml_key is not None else None
+        if xml is not None:
+            from t2i_fairness.report.junit import mark_run
+
+            mark_run(xml, self.session, relative(self.session.thresholds_path, self.config.rootpath))
 
         write_run_outputs(self.session, options, self.config.rootpath, self.config.stash[THRESHOLDS],
                           allure_dir=getattr(self.config.option, "allure_report_dir", None))

@@ -98,6 +98,7 @@ class GateRecord:
     write_margin: float | None = None  # the written/proposed bound's distance from the estimate
     write_level: float | None = None  # the probability an equivalent model passes that bound
     blocking: bool = False  # an inconclusive verdict that fails the test (--t2i-inconclusive fail)
+    bound_provenance: str | None = None  # the id of the settings the bound was written under (thresholds file)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
