@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -64,7 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
         pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]  # before CUDA initialises
     try:
-        options = resolve_options(config.getoption, rootdir=config.rootpath,
+        options = resolve_options(config.getoption, rootdir=defaults_root(config),
                                   invocation_dir=config.invocation_params.dir, families=FAMILIES)
         labels = [f.labels(options, options.family(f.name)) for f in FAMILIES if f.labels]
     except OptionError as exc:
@@ -86,11 +87,39 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(GateHooks(config, session), "t2i-fairness-gates")
 
 
+def defaults_root(config: pytest.Config) -> Path:
+    """Where the relative defaults live (``thresholds/<model>.yaml``, ``.t2i-cache``, ``t2i-artifacts``):
+    pytest's rootdir as its rules give it from the command line's test paths and ini file.
+
+    pytest picks its rootdir before this plugin's options are known, so in ``--t2i-cache-dir /x/.t2i-cache``
+    (a space, not ``=``) it takes ``/x/.t2i-cache`` for a test path, and a project at ``/x`` becomes the
+    rootdir. The rootdir is decided again here from the arguments as finally parsed (the value belongs to
+    its option), so which thresholds file a run reads never depends on how an option was spelled.
+    ``--rootdir`` decides, as for pytest."""
+    if config.option.rootdir:
+        return config.rootpath
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        root = determine_setup(inifile=config.option.inifilename, override_ini=config.option.override_ini,
+                               args=[str(a) for a in getattr(config.option, "file_or_dir", None) or []],
+                               rootdir_cmd_arg=None, invocation_dir=config.invocation_params.dir)[0]
+    except Exception:  # noqa: BLE001  (another pytest's signature, an unreadable ini: pytest's own rootdir)
+        return config.rootpath
+    return Path(root)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     o = config.stash[OPTIONS]
     smoke = " (built-in smoke model with random weights: its numbers say nothing about fairness)" if o.model == "tiny" else ""
     lines = [f"t2i-fairness: model {o.model}{smoke}; preset {o.preset}; scorers {o.scorers}; {len(o.objects)} objects, "
-             f"{o.images_per_prompt} images/prompt, seed {o.seed}; thresholds {o.thresholds}"]
+             f"{o.images_per_prompt} images/prompt, seed {o.seed}; thresholds {os.path.abspath(o.thresholds)}"]
+    root = defaults_root(config)
+    if root != config.rootpath:
+        lines.append(f"t2i-fairness: pytest's rootdir {config.rootpath} is not that of this command's test paths, "
+                     f"{root} (an option's value after a space, as in --t2i-cache-dir /x, is a test path to pytest "
+                     f"when it picks the rootdir); the thresholds, cache and artifacts defaults are under {root} "
+                     "(--rootdir decides otherwise)")
     lines += [f.header(o, o.family(f.name)) for f in FAMILIES if f.header]
     return [line for line in lines if line]
 
