@@ -255,6 +255,19 @@ class GateHooks:
                     self.session.add_artifact(value)
 
     @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        """A full disk is one line (the folder, its free space, what was kept), and the run stops: every
+        later write would fail the same way."""
+        from t2i_fairness.errors import DiskFullError
+
+        outcome = yield
+        excinfo = call.excinfo
+        if excinfo is not None and excinfo.errisinstance(DiskFullError):
+            report = outcome.get_result()
+            report.longrepr = f"t2i-fairness: {excinfo.value}"
+            item.session.shouldfail = f"disk full: {excinfo.value.folder}"
+
+    @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
         """A test an interruption cut off (SIGINT, ``pytest.exit``) is ``broken`` in Allure, not ``passed``."""
         outcome = yield
@@ -295,6 +308,9 @@ class GateHooks:
                             functions=functions, tests=ran)
         if is_worker(self.config):
             return
+        if self.session.write_error and session.exitstatus == pytest.ExitCode.OK:  # asked-for bounds not written
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            outcome.finish(int(session.exitstatus))
         if self.session.escalated:  # the step-down across the run rejected more gates than each run-time test
             outcome.escalated = list(self.session.escalated)
             if session.exitstatus == pytest.ExitCode.OK:

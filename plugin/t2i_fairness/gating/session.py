@@ -123,6 +123,7 @@ class GateSession:
     canary_counts: dict = field(default_factory=dict)
     vocabulary: object = None  # report.labels.Vocabulary: the families' label tokens, for the reports
     outcome: RunOutcome = field(default_factory=RunOutcome)  # what pytest decided: tests, selection, interruption
+    write_error: str | None = None  # the bounds or proposals could not be written (a full disk): the run fails
 
     def add(self, data: dict | str) -> None:
         """A gate record (a dict, or the JSON text of the report property)."""
@@ -202,7 +203,17 @@ class GateSession:
             return
         from t2i_fairness.gating.thresholds import write_back
 
-        result = write_back(self.thresholds_path, self.records)
+        try:
+            result = write_back(self.thresholds_path, self.records)
+        except Exception as exc:  # noqa: BLE001  (a full disk: said in one line, the run fails; others as before)
+            from t2i_fairness.errors import DiskFullError
+
+            full = exc if isinstance(exc, DiskFullError) else exc.__cause__
+            if not isinstance(full, DiskFullError):
+                raise
+            self.write_error = f"bounds not written: {full}"
+            self.notes.append(self.write_error)
+            return
         self.written += result.written
         self.proposed += result.proposed
         self.notes += result.notes
