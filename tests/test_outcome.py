@@ -353,3 +353,26 @@ def test_a_file_argument_lists_only_its_own_functions_gates(pytester):
     """``pytest test_toy.py`` can say test_toy[asia] is stale, not that other modules' gates are."""
     result = pytester.runpytest(*_project(pytester, STALE), *IN_PROCESS, "test_toy.py")
     result.stdout.fnmatch_lines(["1 gate(s) in thr.yaml were not used by any test:", "  test_toy[[]asia[]]"])
+
+
+def test_a_run_that_failed_with_every_test_passed_gets_a_run_verdict_error_in_junit(tmp_path):
+    """A gate only the step-down across the run rejects: every test passed, the run FAILED. The JUnit
+    XML must not be green: one ``t2i-fairness`` / ``run verdict`` testcase carries the error."""
+    from _pytest.junitxml import LogXML
+
+    from t2i_fairness.gating.session import GateSession
+    from t2i_fairness.report.junit import mark_run
+
+    session = GateSession(Path("t.yaml"))
+    session.add(dict(gate="g", nodeid="t.py::test_g", value=0.45, n=10, direction="min", status="inconclusive",
+                     bound=0.5, write=None, message="", provenance={}))
+    session.outcome.add("t.py::test_g", "call", "passed")
+    session.outcome.escalated = ["g"]
+    session.outcome.finish(1)
+    xml = LogXML(str(tmp_path / "junit.xml"), None)
+    xml.pytest_sessionstart()
+    mark_run(xml, session)
+    xml.pytest_sessionfinish()
+    attrs, props, cases = _junit(tmp_path / "junit.xml")
+    assert attrs["errors"] == "1" and props["t2i_verdict"].startswith("FAILED: 1 of 1 gates failed (1 by the step-down")
+    assert cases["run verdict"] == [("error", props["t2i_verdict"])]
