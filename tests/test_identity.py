@@ -332,3 +332,7 @@ def test_provenance_meaning_names_a_model_change_not_comparable_and_says_why_for
     assert (p.kind, p.gates, p.total, p.groups) == ("identity", 3, 3, {"aaaa1111": 2, "bbbb2222": 1})
     assert "NOT comparable" in p.meaning and "the change of transformers made it another model" in p.meaning
     assert p.lines("t.yaml")[3] == "  bounds: 3 of 3 gates, 2 provenance groups: aaaa1111 (2), bbbb2222 (1) in t.yaml"
+    from t2i_fairness.report.ci import run_json, step_summary
+
+    assert "⚠️ 3 of 3 gates were set under other settings (`model`: " in step_summary(s)
+    assert run_json(s)["provenance"]["kind"] == "identity"

@@ -146,6 +146,11 @@ def step_summary(session, limit: int = 150) -> str:
     v = session.outcome.verdict(records)
     icon = "✅" if v.passed else "❌"
     out = [f"### {icon} t2i-fairness: {v.headline}", "", session.outcome.selection.line() + f"; bounds from `{session.thresholds_path}`", ""]
+    summary = provenance_summary(session)
+    if summary is not None:  # once per run, as at the top of the terminal summary
+        fields = "; ".join(f"`{f}`: {_md(a)} → {_md(b)}" for f, a, b, _ in summary.changes)
+        out += [f"⚠️ {summary.gates} of {summary.total} gates were set under other settings ({fields}): "
+                f"{_md(summary.meaning)}", ""]
     odd = session.outcome.without_gate(records)
     if odd:
         out += ["| test | what happened |", "|---|---|"]
