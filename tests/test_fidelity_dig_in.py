@@ -271,3 +271,14 @@ def test_templates_scope_leaves_object_in_country_alone_and_plans_both_templates
     assert study._pool("object_in_country") == ("object_in_country",)  # DIG In's countries pickle is its own
     study.bench.options.dedupe_scope = "set"
     assert study._pool("object_in_region") == ("object_in_region",)
+
+    from t2i_fairness.references.grouping import PromptSpace
+    from t2i_fairness.vocab.geode import REGIONS_BY_SLUG
+
+    study.bench.options = SimpleNamespace(dedupe_scope="templates", fake_dedupe="auto", dedupe="drop_all",
+                                          objects=("bag",), images_per_prompt=2)
+    study.space = lambda name: PromptSpace({"bag": "bag"}, (REGIONS_BY_SLUG["europe"],))
+    asked = {r.prompt for r in study.requests("hand", "object_in_region", region="europe")}
+    assert asked == {"bag", "bag in Europe"}  # a region gate's plan holds both pooled templates' images
+    study.bench.options.dedupe_scope = "set"
+    assert {r.prompt for r in study.requests("hand", "object_in_region", region="europe")} == {"bag in Europe"}
