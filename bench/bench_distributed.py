@@ -139,9 +139,9 @@ def bench_generation(cfg: dict, tmp: Path) -> list[str]:
 
 
 def bench_rows(cfg: dict, tmp: Path) -> list[str]:
-    from t2i_fairness.spine.cache import Cache, decode_array, encode_array
-    from t2i_fairness.spine.memo import FileEntries, Memo
-    from t2i_fairness.spine.rowstore import FeatureRows
+    from t2i_fairness.base.cache import Cache, decode_array, encode_array
+    from t2i_fairness.base.memo import FileEntries, Memo
+    from t2i_fairness.base.rowstore import FeatureRows
 
     n = cfg["rows"]
     rng = np.random.default_rng(0)

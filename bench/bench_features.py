@@ -42,7 +42,7 @@ def make_images(root: Path, n: int, size: int, seed: int = 0) -> list:
     """PNG files of smooth random images, as ``ImageRef``s (what ``Workbench.features`` reads)."""
     from PIL import Image
 
-    from t2i_fairness.spine.cache import encode_png
+    from t2i_fairness.base.cache import encode_png
     from t2i_fairness.spine.generation import ImageRef
 
     rng = np.random.default_rng(seed)
@@ -119,7 +119,7 @@ def encoders(paper: bool) -> list[tuple[Side, str]]:
 
 
 def bench_one(side: Side, refs: list, repeats: int, tmp: Path) -> dict[str, list[float]]:
-    from t2i_fairness.spine.cache import Cache
+    from t2i_fairness.base.cache import Cache
     from t2i_fairness.spine.workbench import Workbench, _no_progress
 
     tensors = [side.preprocess([r.load() for r in refs[s : s + side.forward_batch]])
@@ -142,7 +142,7 @@ def bench_one(side: Side, refs: list, repeats: int, tmp: Path) -> dict[str, list
         times["decode + preprocess"].append(time.perf_counter() - start)
 
     def writes(rep: int, feats: np.ndarray):
-        from t2i_fairness.spine.cache import atomic_write_bytes, encode_array
+        from t2i_fairness.base.cache import atomic_write_bytes, encode_array
 
         start = time.perf_counter()
         for r, f in zip(refs, feats):

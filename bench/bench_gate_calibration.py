@@ -27,7 +27,7 @@ through pytest itself, one subprocess per run, and reads each run's ``run.json``
    code the gate uses (:func:`t2i_fairness.families.cis.study.cis_interval`, :func:`t2i_fairness.gating.gate.judge`).
 
 Prints one table (and ``--json`` writes the numbers). ``--quick`` uses fewer runs for a smoke check of
-the script itself; the README's table comes from a full run.
+the script itself; the table of docs/decisions.md comes from a full run.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def main() -> None:
 
     import torch
 
-    from t2i_fairness.spine.cache import Cache
+    from t2i_fairness.base.cache import Cache
     from t2i_fairness.spine.generation import ImageFactory
     from t2i_fairness.generators import GenerationSettings, GeneratorSource
     from t2i_fairness.generators.diffusers_pipe import DiffusersGenerator

@@ -61,7 +61,7 @@ def batches(n: int):
 
 # -- the methods: each returns (write seconds, read seconds, rows read back bit-identical) -----------------
 def old_npy(root: Path, keys, rows):
-    from t2i_fairness.spine.cache import Cache, decode_array, encode_array
+    from t2i_fairness.base.cache import Cache, decode_array, encode_array
 
     cache = Cache(root)
     t0 = time.perf_counter()
@@ -76,7 +76,7 @@ def old_npy(root: Path, keys, rows):
 
 
 def row_store(root: Path, keys, rows, fsync_interval: float):
-    from t2i_fairness.spine.rowstore import RowStore
+    from t2i_fairness.base.rowstore import RowStore
 
     store = RowStore(root, fsync_interval=fsync_interval)
     t0 = time.perf_counter()
@@ -94,8 +94,8 @@ def row_store(root: Path, keys, rows, fsync_interval: float):
 
 def feature_rows(root: Path, keys, rows):
     """The adapter's whole loop: get_many (all missing), compute (free), put_many per batch, stats."""
-    from t2i_fairness.spine.cache import Cache
-    from t2i_fairness.spine.rowstore import FeatureRows
+    from t2i_fairness.base.cache import Cache
+    from t2i_fairness.base.rowstore import FeatureRows
 
     cache = Cache(root)
     adapter = FeatureRows(cache, legacy=False)
@@ -143,7 +143,7 @@ def count_objects(folder: Path) -> int:
 
 
 def old_remote(root: Path, keys, rows):
-    from t2i_fairness.spine.cache import Cache, decode_array, encode_array
+    from t2i_fairness.base.cache import Cache, decode_array, encode_array
 
     url = f"file://{root / 'shared'}"
     cache = Cache(root / "machine1", remote=url)
@@ -158,7 +158,7 @@ def old_remote(root: Path, keys, rows):
 
 
 def new_remote(root: Path, keys, rows):
-    from t2i_fairness.spine.rowstore import RowStore
+    from t2i_fairness.base.rowstore import RowStore
 
     url = f"file://{root / 'shared'}"
     store = RowStore(root / "machine1", url)

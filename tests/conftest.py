@@ -51,3 +51,24 @@ def subprocess_env():
     env.update(HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
     return env
 
+
+
+def _cuda_reason() -> str | None:
+    """Why the GPU lane cannot run here, or None where CUDA is present."""
+    try:
+        import torch
+    except ImportError:
+        return "gpu lane: torch is not installed"
+    if not torch.cuda.is_available():
+        return ("gpu lane: no CUDA device here (torch.cuda.is_available() is False); run `make gpu` on a GPU "
+                "machine, see docs/gpu.md")
+    return None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` are skipped, with the reason, on a machine without CUDA."""
+    gpu = [item for item in items if item.get_closest_marker("gpu") is not None]
+    reason = _cuda_reason() if gpu else None
+    if reason:
+        for item in gpu:
+            item.add_marker(pytest.mark.skip(reason=reason))

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from t2i_fairness.spine import cache as cache_module
-from t2i_fairness.spine.cache import (
+from t2i_fairness.base import cache as cache_module
+from t2i_fairness.base.cache import (
     Cache,
     CorruptEntry,
     atomic_write_bytes,
@@ -172,7 +172,7 @@ def _make_images(cache_dir: str, n: int, barrier, out) -> None:
 
     from t2i_fairness.spine.generation import ImageFactory
     from t2i_fairness.generators import GenerationSettings, GeneratorSource
-    from t2i_fairness.spine.memo import no_progress as _no_progress
+    from t2i_fairness.base.memo import no_progress as _no_progress
 
     CALLS.update(calls=0, images=0)  # forked: start from zero whatever the parent counted
     gen = FakeGenerator(batch_size=2)

@@ -21,13 +21,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from t2i_fairness.spine.cache import Cache, CorruptEntry, EntryLock, add_checksum, decode_array, encode_array, strip_checksum
-from t2i_fairness.spine.memo import Memo, namespace_of
+from t2i_fairness.base.cache import Cache, CorruptEntry, EntryLock, add_checksum, decode_array, encode_array, strip_checksum
+from t2i_fairness.base.memo import Memo, namespace_of
 
 
 def _factory(fake_source, root: Path):
     from t2i_fairness.spine.generation import ImageFactory
-    from t2i_fairness.spine.memo import no_progress
+    from t2i_fairness.base.memo import no_progress
 
     return ImageFactory(fake_source, Cache(root), 0, no_progress)
 

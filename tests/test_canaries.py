@@ -14,7 +14,7 @@ from PIL import Image
 
 import fakegen
 from t2i_fairness import canaries
-from t2i_fairness.spine.cache import Cache, encode_png
+from t2i_fairness.base.cache import Cache, encode_png
 from t2i_fairness.canaries import (
     CANARIES,
     AnswerLanguage,
@@ -33,7 +33,7 @@ from t2i_fairness.generators.procedural import ProceduralGenerator
 from t2i_fairness.metrics.cis import render_prompt
 from t2i_fairness.vocab.multilingual import load_smoke_sample
 from t2i_fairness.vocab.geode import TEMPLATES, geode_prompts
-from t2i_fairness.spine.memo import no_progress as _no_progress
+from t2i_fairness.base.memo import no_progress as _no_progress
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -96,7 +96,24 @@ def split_changes(canary, inner, prompts=ALL) -> tuple[set[str], dict[str, list[
 
 
 def test_doctests_run():
-    assert doctest.testmod(canaries, raise_on_error=False).failed == 0
+    """The aggregate's examples, the shared machinery's and each family's canaries' (they moved there)."""
+    import importlib
+
+    for name in ("t2i_fairness.canaries", "t2i_fairness.generators.canary", "t2i_fairness.families.dig_in.canaries",
+                 "t2i_fairness.families.cis.canaries", "t2i_fairness.families.indic_tti.canaries",
+                 "t2i_fairness.families.word_influence.canaries"):
+        result = doctest.testmod(importlib.import_module(name), raise_on_error=False)
+        assert result.failed == 0 and result.attempted > 0, (name, result)
+
+
+def test_each_family_lists_its_own_canaries():
+    """The canaries are listed on the Family records; the aggregate is their union, in registration order."""
+    from t2i_fairness.families import FAMILIES
+
+    owned = {f.name: [c.name for c in f.canaries] for f in FAMILIES}
+    assert owned == {"dig_in": ["collapse_region", "degrade_region"], "decomposed": [],
+                     "word_influence": ["shift_group_share"], "cis": ["drop_component"], "indic_tti": ["answer_language"]}
+    assert list(CANARIES) == [n for names in owned.values() for n in names]
 
 
 # ------------------------------------------------------------------------------- collapse_region
@@ -378,7 +395,7 @@ def test_make_canary_reads_the_parameters():
 
 @pytest.mark.parametrize("spec, message", [
     ("collapse_region", r"expected NAME:SLICE\[:PARAM\] \(collapse_region:<region>; degrade_region:<region>\[:PARAM\]"),
-    ("melt:africa", "unknown canary 'melt'; choose from collapse_region, degrade_region, drop_component, answer_language, shift_group_share"),
+    ("melt:africa", "unknown canary 'melt'; choose from collapse_region, degrade_region, shift_group_share, drop_component, answer_language"),
     ("collapse_region:mars", "unknown region 'mars'; give a region slug, name, adjective or country, one of: africa, americas"),
     ("collapse_region:", "empty SLICE"),
     ("collapse_region:africa:0.5", "collapse_region takes no PARAM, got '0.5'"),

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from t2i_fairness.spine.cache import Cache, CorruptEntry
+from t2i_fairness.base.cache import Cache, CorruptEntry
 from t2i_fairness.families.decomposed.rules import (
     SETUPS,
     ball_membership,

@@ -1,7 +1,7 @@
 """A full disk is one clear error naming the folder, its free space and what was kept.
 
 The write is made to fail with ``ENOSPC`` by monkeypatching the one place bytes reach the disk
-(``spine.files._write_all``), as a full disk does on ``write`` or ``fsync``.
+(``base.files._write_all``), as a full disk does on ``write`` or ``fsync``.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 
 from demo_gates import DemoProject
 from t2i_fairness.errors import DiskFullError
-from t2i_fairness.spine import cache as cache_module
-from t2i_fairness.spine import files
-from t2i_fairness.spine.cache import Cache
+from t2i_fairness.base import cache as cache_module
+from t2i_fairness.base import files
+from t2i_fairness.base.cache import Cache
 
 
 def _full(fh, data, fsync):

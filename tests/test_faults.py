@@ -47,7 +47,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from t2i_fairness.spine.cache import Cache, decode_array, decode_png, encode_array
+from t2i_fairness.base.cache import Cache, decode_array, decode_png, encode_array
 from t2i_fairness.gating.verdicts import ThresholdFile
 
 from demo_gates import GATE_FILE

@@ -16,11 +16,11 @@ from PIL import Image
 
 import fakegen
 from t2i_fairness.spine import generation
-from t2i_fairness.spine.cache import Cache, encode_png
+from t2i_fairness.base.cache import Cache, encode_png
 from t2i_fairness.spine.generation import ImageFactory, derive_seed
 from t2i_fairness.generators import GenerationSettings, GeneratorSource, ModelLoadError, model_slug, resolve_generator
 from t2i_fairness.generators.manifest import ManifestGenerator
-from t2i_fairness.spine.memo import no_progress as _no_progress
+from t2i_fairness.base.memo import no_progress as _no_progress
 
 
 def sha(image: Image.Image) -> str:
@@ -61,7 +61,7 @@ def test_derive_seed_is_the_same_in_another_process(subprocess_env):
 DETERMINISM_SCRIPT = """
 import hashlib, torch
 torch.set_num_threads(1)
-from t2i_fairness.spine.cache import encode_png
+from t2i_fairness.base.cache import encode_png
 from t2i_fairness.generators.diffusers_pipe import DiffusersGenerator
 g = DiffusersGenerator.tiny(device="cpu")
 print(g.fingerprint)

@@ -1,6 +1,6 @@
 """A retrained checkpoint is never judged on the previous model's images (issue 14).
 
-Unit tests of :mod:`t2i_fairness.spine.identity` (digests remembered per file, hub commits, the
+Unit tests of :mod:`t2i_fairness.base.identity` (digests remembered per file, hub commits, the
 notes a changed identity leaves), of every generator form's fingerprint, then the plugin end to
 end: weights changed in place in a folder, a scorer checkpoint changed in place, a hub id whose
 ``main`` moves, a manifest whose images are replaced, a ``python:`` factory whose fingerprint is a
@@ -22,7 +22,7 @@ from PIL import Image
 from t2i_fairness.errors import ModelLoadError, OptionError
 from t2i_fairness.generators import GenerationSettings, factory_fingerprint, resolve_generator
 from t2i_fairness.generators.diffusers_pipe import diffusers_fingerprint
-from t2i_fairness.spine import identity
+from t2i_fairness.base import identity
 from t2i_fairness.spine.generation import derive_seed
 
 from demo_gates import GATE_FILE
@@ -256,9 +256,9 @@ def make_manifest(folder: Path, colours: list[tuple[int, int, int]], prompt: str
 
 
 def test_images_replaced_behind_an_unchanged_manifest_get_new_keys_one_by_one(tmp_path):
-    from t2i_fairness.spine.cache import Cache
+    from t2i_fairness.base.cache import Cache
     from t2i_fairness.spine.generation import ImageFactory
-    from t2i_fairness.spine.memo import no_progress
+    from t2i_fairness.base.memo import no_progress
 
     folder = make_manifest(tmp_path / "api", [(10, 10, 10), (20, 20, 20), (30, 30, 30)])
     seeds = lambda p, i: derive_seed(p, i, 0)  # noqa: E731

@@ -15,7 +15,7 @@ from PIL import Image
 
 from t2i_fairness.errors import IndicModelWarning
 from t2i_fairness.families.indic_tti import options as indic_options, report as indic_report, study as indic_eval
-from t2i_fairness.spine.cache import Cache, CacheStats, content_key
+from t2i_fairness.base.cache import Cache, CacheStats, content_key
 from t2i_fairness.spine.generation import ImageRef
 from t2i_fairness.families.indic_tti.options import check_full_grid, select_languages
 from t2i_fairness.families.indic_tti.study import IndicEvaluation, cached_captions

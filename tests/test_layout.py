@@ -58,17 +58,18 @@ def test_no_default_depends_on_the_model_name_outside_the_preset_table():
 
 
 def test_readme_preset_table_is_the_code_s():
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    """The preset table (moved from the README to docs/options.md, where ``make docs`` writes it)."""
+    text = (REPO / "docs" / "options.md").read_text(encoding="utf-8")
     for flag, smoke, paper in preset_table(all_options()):
         row = re.search(rf"^\| `{re.escape(flag)}` \| ([^|]*) \| ([^|]*) \|", text, flags=re.M)
-        assert row, f"README's preset table lacks {flag}"
+        assert row, f"docs/options.md's preset table lacks {flag} (run `make docs`)"
         assert (row.group(1).strip(), row.group(2).strip()) == (smoke, paper), (flag, row.groups())
 
 
 def test_every_option_is_in_pytest_help_and_in_the_readme():
     out = subprocess.run([sys.executable, "-m", "pytest", "--help", "-p", "no:cacheprovider"], cwd=REPO,
                          capture_output=True, text=True, timeout=300).stdout
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "options.md").read_text(encoding="utf-8")  # the options table left the README
     missing_help = [o.flag for o in all_options() if o.flag not in out]
     missing_doc = [o.flag for o in all_options() if f"`{o.flag}" not in readme]
     assert not missing_help and not missing_doc, (missing_help, missing_doc)
@@ -88,3 +89,156 @@ def test_the_plugin_can_be_switched_off():
     helped = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:t2i_fairness", "--help"], cwd=REPO, env=env,
                             capture_output=True, text=True, timeout=300)
     assert helped.returncode == 0 and "--t2i-model" not in helped.stdout
+
+
+# -- the house: layers only point down; adding a paper touches its folder, its suite module, its
+# -- thresholds and one registration line ---------------------------------------------------------
+
+def test_no_room_imports_a_room_above_it_and_every_room_is_on_a_floor():
+    """bench/house.py's map (grimp over the package and the suite's two folders, read from the source
+    tree) against the layers contract of pyproject.toml: every room has a floor, no arrow runs up, and
+    the suite's fixtures and gate modules are in the graph (an editable install hides them)."""
+    sys.path.insert(0, str(REPO / "bench"))
+    try:
+        import house
+    finally:
+        sys.path.remove(str(REPO / "bench"))
+    layers = house.layers_of_contract()
+    assert layers and layers[0] == ["fairness_tests"] and layers[-1] == ["errors"], layers
+    floor = {name: depth for depth, layer in enumerate(layers) for name in layer}
+    arrows = house.arrows(set())
+    rooms = {room for pair in arrows for room in pair}
+    assert {"fixtures", "fairness_tests", "base", "spine", "canaries", "runstate"} <= rooms, sorted(rooms)
+    assert rooms <= set(floor), sorted(rooms - set(floor))
+    up = [f"{a} -> {b}: {examples[0]}" for (a, b), examples in arrows.items() if floor[b] < floor[a]]
+    assert not up, up
+    assert ("fixtures", "plugin") not in arrows  # the fixtures read the run's state from runstate, not the plugin
+
+
+THROWAWAY = {
+    "families/brightness/__init__.py": '''"""Brightness (a throwaway paper made by tests/test_layout.py): mean image brightness per colour word."""
+
+from t2i_fairness.families.base import Family, Parameters
+from t2i_fairness.families.brightness.options import OPTIONS, resolve
+
+
+def _study(bench, options):
+    from t2i_fairness.families.brightness.study import BrightnessStudy
+
+    return BrightnessStudy(bench, options)
+
+
+def _parameters(names, core, options):
+    if "colour" not in names:
+        return []
+    return [Parameters(("colour",), [(c,) for c in options.colours], list(options.colours))]
+
+
+FAMILY = Family(name="brightness", title="Brightness", paper="A throwaway paper (tests/test_layout.py)",
+                suite_modules=("test_brightness",), fixture="brightness", study=_study, options=OPTIONS,
+                resolve=resolve, parameters=_parameters)
+''',
+    "families/brightness/options.py": '''from dataclasses import dataclass
+
+from t2i_fairness.spine.options import Option
+
+OPTIONS = (Option("--t2i-brightness-colours", "colour words to prompt", default="red,blue"),)
+
+
+@dataclass(frozen=True)
+class BrightnessOptions:
+    colours: tuple
+
+
+def resolve(values, core):
+    return BrightnessOptions(tuple(values("--t2i-brightness-colours").split(",")))
+''',
+    "families/brightness/study.py": '''import numpy as np
+
+from t2i_fairness.families.base import Study
+
+
+class BrightnessStudy(Study):
+    def __init__(self, bench, options):
+        super().__init__(bench)
+        self.options = options
+
+    def brightness(self, colour):
+        def make():
+            rows = self.bench.images([f"a {colour} bag"])
+            return [float(np.asarray(ref.load()).mean()) / 255 for row in rows for ref in row]
+
+        return self._once(("brightness", colour), make)
+''',
+    "families/brightness/report.py": '''def line(values):
+    return f"{len(values)} images, mean brightness {sum(values) / len(values):.3f}"
+''',
+    "fairness_tests/test_brightness.py": '''"""Brightness: an image of a colour is not too dark."""
+
+from t2i_fairness.families.brightness.report import line
+
+
+def test_brightness(brightness, colour, gate, t2i_report):
+    values = brightness.brightness(colour)
+    t2i_report.section(f"brightness of {colour}", [line(values)])
+    gate(sum(values) / len(values), n=len(values))
+''',
+}
+
+
+def test_adding_a_paper_is_its_folder_its_suite_module_its_thresholds_and_one_registration_line(tmp_path):
+    """A copy of the package gets a throwaway family (docs/adding-a-paper.md's recipe): the files it
+    touches outside its folder are counted, and its gates run, propose, update and pass."""
+    import difflib
+    import shutil
+
+    site = tmp_path / "site"
+    pkg = site / "t2i_fairness"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(PKG, pkg, ignore=ignore)
+    shutil.copytree(REPO / "fixtures", pkg / "fixtures", ignore=ignore)
+    shutil.copytree(REPO / "fairness_tests", pkg / "fairness_tests", ignore=ignore)
+    before = {p.relative_to(pkg): p.read_bytes() for p in pkg.rglob("*") if p.is_file()}
+    for rel, text in THROWAWAY.items():
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
+    registry = pkg / "families" / "__init__.py"
+    old = registry.read_text()
+    registry.write_text(old.replace('    "indic_tti",\n', '    "indic_tti",\n    "brightness",\n'))  # the one line
+
+    after = {p.relative_to(pkg): p.read_bytes() for p in pkg.rglob("*") if p.is_file()}
+    touched = sorted(str(p) for p in after if before.get(p) != after[p] and p.parts[:2] != ("families", "brightness"))
+    assert touched == ["fairness_tests/test_brightness.py", "families/__init__.py"], touched
+    diff = [d for d in difflib.unified_diff(old.splitlines(), registry.read_text().splitlines(), lineterm="", n=0)
+            if d[:1] in "+-" and not d.startswith(("+++", "---"))]
+    assert diff == ['+    "brightness",'], diff
+
+    work = tmp_path / "team-repo"
+    work.mkdir()
+    (work / "flatgen.py").write_text(
+        "from PIL import Image\n\n\nclass Flat:\n    fingerprint = 'layoutfake:v1'\n\n"
+        "    def generate(self, prompts, seeds):\n"
+        "        return [Image.new('RGB', (16, 16), (len(p) * 9 % 256, s % 251, 90)) for p, s in zip(prompts, seeds)]\n\n\n"
+        "def make():\n    return Flat()\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(work)]), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    env.pop("PYTEST_ADDOPTS", None)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    args = [sys.executable, "-m", "pytest", "--pyargs", "t2i_fairness.fairness_tests.test_brightness", "-p",
+            "no:cacheprovider", "-q", "--t2i-model", "python:flatgen:make", "--t2i-images-per-prompt", "4",
+            "--t2i-no-progress", "--t2i-thresholds", "thresholds/flat.yaml"]
+
+    def run(*extra):
+        return subprocess.run(args + list(extra), cwd=work, env=env, capture_output=True, text=True, timeout=600)
+
+    where = subprocess.run([sys.executable, "-c", "import t2i_fairness.families as f; print(f.__file__, f.REGISTERED[-1])"],
+                           cwd=work, env=env, capture_output=True, text=True)
+    assert where.stdout.startswith(str(pkg)) and where.stdout.split()[-1] == "brightness", where.stdout + where.stderr
+    first = run()
+    out = first.stdout + first.stderr
+    assert first.returncode == 1 and "2 failed" in out and "2 gates, 2 failed" in out, out[-3000:]
+    update = run("--t2i-update-thresholds")
+    assert update.returncode == 0, (update.stdout + update.stderr)[-3000:]
+    written = (work / "thresholds" / "flat.yaml").read_text()
+    assert "test_brightness[red]:" in written and "test_brightness[blue]:" in written, written
+    again = run("--t2i-brightness-colours", "red,blue")
+    assert again.returncode == 0 and "2 passed" in again.stdout and "2 gates, 0 failed" in again.stdout, again.stdout[-3000:]

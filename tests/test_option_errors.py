@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from t2i_fairness.errors import OptionError
-from t2i_fairness.spine import options as options_module
-from t2i_fairness.spine.options import resolve_device
+from t2i_fairness.base import devices as devices_module
+from t2i_fairness.spine.options import resolve_device  # the kept name of base.devices.decide_device
 
 
 @pytest.mark.parametrize("count, device, says", [
@@ -15,16 +15,16 @@ from t2i_fairness.spine.options import resolve_device
     (2, "cuda:7", "'cuda:7': this machine has 2 CUDA device(s) (cuda:0..cuda:1); use cpu or auto"),
 ])
 def test_a_cuda_device_the_machine_lacks_is_an_error_naming_the_option(monkeypatch, count, device, says):
-    monkeypatch.setattr(options_module, "_cuda_count", lambda: count)
+    monkeypatch.setattr(devices_module, "cuda_count", lambda: count)
     with pytest.raises(OptionError) as info:
         resolve_device(device)
     assert str(info.value).startswith("--t2i-device") and says in str(info.value)
 
 
 def test_devices_the_machine_has_are_kept_and_auto_picks_cuda_when_there_is_one(monkeypatch):
-    monkeypatch.setattr(options_module, "_cuda_count", lambda: 2)
+    monkeypatch.setattr(devices_module, "cuda_count", lambda: 2)
     assert (resolve_device("cuda:1"), resolve_device("cpu"), resolve_device("auto")) == ("cuda:1", "cpu", "cuda")
-    monkeypatch.setattr(options_module, "_cuda_count", lambda: 0)
+    monkeypatch.setattr(devices_module, "cuda_count", lambda: 0)
     assert resolve_device("auto") == "cpu"
 
 
@@ -38,3 +38,28 @@ def test_silent_option_values_are_usage_errors(pytester, args, says):
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert says in result.stderr.str()
+
+
+def test_the_device_is_decided_once_and_both_workbenches_get_it(pytester, monkeypatch):
+    """``--t2i-device`` is decided by one function, once per session: the baseline's and the
+    candidate's workbenches both receive that decision (neither decides again)."""
+    from demo_gates import DemoProject
+
+    from t2i_fairness.base import devices
+    from t2i_fairness.spine import workbench
+
+    calls, benches = [], []
+    real = devices.decide_device
+    monkeypatch.setattr(devices, "decide_device", lambda requested="auto", **kw: calls.append(requested) or real(requested, **kw))
+    monkeypatch.setattr(workbench, "decide_device", lambda *a, **kw: pytest.fail("a workbench decided the device again"))
+    init = workbench.Workbench.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        benches.append(self.device)
+
+    monkeypatch.setattr(workbench.Workbench, "__init__", spy)
+    project = DemoProject(pytester, "--t2i-model", "python:fakegen:make", "--t2i-objects", "bag",
+                          "--t2i-images-per-prompt", "2", "--t2i-device", "cpu", "-k", "africa or europe")
+    project.run("--t2i-baseline-model", "python:fakegen:make", "--t2i-update-thresholds").assert_outcomes(passed=4)
+    assert calls == ["cpu"] and benches == ["cpu", "cpu"], (calls, benches)

@@ -28,7 +28,10 @@ import pytest
 
 @pytest.mark.parametrize("region", ["africa", "europe"])
 def test_toy(region, gate):
-    gate(0.75 if region == "africa" else 0.25, n=4)
+    if region == "africa":
+        gate(0.75, n=4)
+    else:  # with its interval: a miss without a measured uncertainty is inconclusive, not a failure
+        gate(0.25, n=4, interval=(0.2, 0.3))
 
 
 def test_crash(gate):
@@ -310,7 +313,7 @@ def test_under_github_actions_failures_are_annotated_and_summarised(pytester, mo
     text = summary.read_text()
     assert text.startswith("### \u274c t2i-fairness: FAILED: 2 of 5 tests failed")
     assert "| `test_toy.py::test_crash` | crashed before gate(): KeyError: 'africa' |" in text
-    assert re.search(r"\| \u274c fail \| `test_toy\[europe\]` \| 0\.2500 \| - \| min 0\.5000 \| 4 \|", text)
+    assert re.search(r"\| \u274c fail \| `test_toy\[europe\]` \| 0\.2500 \| \[0\.2000, 0\.3000\] \| min 0\.5000 \| 4 \|", text)
 
 
 def test_without_github_actions_no_annotation(pytester, monkeypatch):

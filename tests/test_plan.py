@@ -16,9 +16,9 @@ from t2i_fairness.spine.plan import BatchJob, GateCall, ImageRequest, Need, batc
 
 
 def _factory(tmp_path, fake_source, batch_size=4):
-    from t2i_fairness.spine.cache import Cache
+    from t2i_fairness.base.cache import Cache
     from t2i_fairness.spine.generation import ImageFactory
-    from t2i_fairness.spine.memo import no_progress
+    from t2i_fairness.base.memo import no_progress
 
     fake_source.settings = type(fake_source.settings)(batch_size=batch_size)
     factory = ImageFactory(fake_source, Cache(tmp_path), 0, no_progress)
@@ -152,9 +152,9 @@ def test_cis_image_calls_repeat_as_the_study_draws_texts():
 # -- one cache loop, two backends -------------------------------------------------------------------
 
 def test_memo_gives_the_same_values_and_counts_over_files_and_over_the_row_store(tmp_path):
-    from t2i_fairness.spine.cache import Cache, decode_array, encode_array
-    from t2i_fairness.spine.memo import FileEntries, Memo
-    from t2i_fairness.spine.rowstore import FeatureRows
+    from t2i_fairness.base.cache import Cache, decode_array, encode_array
+    from t2i_fairness.base.memo import FileEntries, Memo
+    from t2i_fairness.base.rowstore import FeatureRows
 
     def compute(keys):
         return lambda idx: [np.full(3, float(keys[i]), np.float32) for i in idx]

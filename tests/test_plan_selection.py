@@ -62,6 +62,7 @@ def test_k_africa_on_a_cold_cache_generates_only_africas_images(tmp_path, subpro
     assert len(keys) == 2 * (2 + 2 + 2 + 2) == 16
     assert made == keys and generated == 16, (len(made), generated, out[-2000:])
     assert "16 image(s) to make" in planned
+    assert "set-scope de-duplication" not in planned and plan["roles"][0]["widened"] is None
 
 
 def test_k_africa_under_set_scope_dedupe_plans_the_whole_template_it_reads(tmp_path, subprocess_env):
@@ -72,6 +73,11 @@ def test_k_africa_under_set_scope_dedupe_plans_the_whole_template_it_reads(tmp_p
     prompts = {r["prompt"] for role in plan["roles"] for r in role["requests"]}
     assert {"bag in Africa", "bag in Europe", "car in West Asia"} <= prompts
     assert made == keys and generated == len(keys) == 2 * 6 * 2, (len(made), len(keys), generated, out[-2000:])
+    # the plan says in one line why, what it costs, and the cheaper alternative (issue 24 item 8)
+    assert ("set-scope de-duplication (--t2i-dedupe-scope set, DIG In's code) compares every generated image with all "
+            "of its template's images, so a gate of one region or object needs the whole template: 1 selected "
+            "slice(s) plan 24 images where their own prompts need 4 (--t2i-dedupe-scope group") in planned, planned
+    assert plan["roles"][0]["widened"]["narrow_images"] == 4
 
 
 def test_a_mixed_selection_generates_exactly_its_plan(tmp_path, subprocess_env):

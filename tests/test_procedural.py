@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from t2i_fairness.spine.cache import encode_png
+from t2i_fairness.base.cache import encode_png
 from t2i_fairness.references.grouping import PromptSpace, group_generated
 from t2i_fairness.spine.generation import derive_seed
 from t2i_fairness.generators import GenerationSettings, ModelLoadError, resolve_generator
@@ -118,7 +118,7 @@ def test_same_prompt_and_seed_give_the_same_bytes_whatever_the_batch(prompt):
 
 
 def test_the_same_bytes_in_another_process(subprocess_env):
-    code = ("import hashlib; from t2i_fairness.spine.cache import encode_png; "
+    code = ("import hashlib; from t2i_fairness.base.cache import encode_png; "
             "from t2i_fairness.generators.procedural import ProceduralGenerator; "
             "ims = ProceduralGenerator().generate(['bag in Africa', 'a photo of a crab and a macaw.'], [3, 4]); "
             "print(' '.join(hashlib.sha256(encode_png(im)).hexdigest() for im in ims))")

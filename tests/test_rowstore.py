@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from t2i_fairness.spine import rowstore as rowstore_module
-from t2i_fairness.spine.rowstore import (
+from t2i_fairness.base import rowstore as rowstore_module
+from t2i_fairness.base.rowstore import (
     MAGIC,
     FeatureRows,
     RowStore,
@@ -673,7 +673,7 @@ class _Encoder:
 
 
 def test_feature_rows_reuse_stored_rows_and_count_them(tmp_path):
-    from t2i_fairness.spine.cache import Cache
+    from t2i_fairness.base.cache import Cache
 
     cache = Cache(tmp_path)
     rows = FeatureRows(cache)
@@ -692,7 +692,7 @@ def test_feature_rows_reuse_stored_rows_and_count_them(tmp_path):
 
 
 def test_feature_rows_read_and_import_old_npy_entries(tmp_path):
-    from t2i_fairness.spine.cache import Cache, encode_array
+    from t2i_fairness.base.cache import Cache, encode_array
 
     cache = Cache(tmp_path)
     for i in range(3):
@@ -715,7 +715,7 @@ def test_feature_rows_read_and_import_old_npy_entries(tmp_path):
 
 
 def test_feature_rows_read_old_entries_from_an_old_shared_tier(tmp_path):
-    from t2i_fairness.spine.cache import Cache, encode_array
+    from t2i_fairness.base.cache import Cache, encode_array
 
     url = f"memory://t2i-rowstore-legacy-{tmp_path.name}"
     old_machine = Cache(tmp_path / "old", remote=url)
@@ -734,7 +734,7 @@ def test_feature_rows_read_old_entries_from_an_old_shared_tier(tmp_path):
 
 
 def test_a_non_finite_old_entry_is_rejected(tmp_path):
-    from t2i_fairness.spine.cache import Cache, encode_array
+    from t2i_fairness.base.cache import Cache, encode_array
 
     cache = Cache(tmp_path)
     row = row_of(0)
@@ -745,7 +745,7 @@ def test_a_non_finite_old_entry_is_rejected(tmp_path):
 
 
 def test_migrate_legacy_features(tmp_path):
-    from t2i_fairness.spine.cache import Cache, encode_array
+    from t2i_fairness.base.cache import Cache, encode_array
 
     cache = Cache(tmp_path)
     for ns in ("enc1", "enc2"):
@@ -797,7 +797,7 @@ def test_big_syncs_are_split_into_packs_of_pack_bytes(tmp_path, shared_url):
 
 
 def test_feature_rows_check_what_compute_returns(tmp_path):
-    from t2i_fairness.spine.cache import Cache
+    from t2i_fairness.base.cache import Cache
 
     rows = FeatureRows(Cache(tmp_path))
     with pytest.raises(RowStoreError, match="compute returned 1 rows for 2 keys"):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from t2i_fairness.spine.cache import Cache, decode_array, decode_png, encode_array, encode_png
+from t2i_fairness.base.cache import Cache, decode_array, decode_png, encode_array, encode_png
 from t2i_fairness.spine.generation import ImageFactory
 from t2i_fairness.generators import GenerationSettings, GeneratorSource
 

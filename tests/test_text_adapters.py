@@ -295,3 +295,56 @@ def test_blip2_bad_arguments(captioner):
         Blip2Captioner.from_profile("tiny", num_beams=5)
     with pytest.raises(ValueError, match="only applies to profile 'paper'"):
         Blip2Captioner.from_profile("tiny", weights="/somewhere")
+
+
+# ============================================================================ half precision
+# Each adapter at the precisions CUDA runs (t2i_fairness.models.precision), built and run on CPU.
+
+HALF = ["float16", "bfloat16"]
+
+
+def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    return (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+
+
+@pytest.mark.parametrize("precision", HALF)
+def test_sentence_at_half_precision(minilm, precision):
+    import torch
+
+    half = SentenceEncoder.from_profile("tiny", precision=precision)
+    assert {p.dtype for p in half.model.parameters()} == {getattr(torch, precision)}
+    assert half.fingerprint == f"{minilm.fingerprint}/{precision}"
+    texts = ["a dog", "a respected doctor at the hospital", "a car in Africa"]
+    got, ref = half.encode_texts(texts), minilm.encode_texts(texts)
+    assert got.dtype == np.float32 and np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
+    assert _cosines(ref, got).min() > 0.999 and not np.array_equal(ref, got)
+
+
+@pytest.mark.parametrize("precision", HALF)
+def test_blip2_at_half_precision(precision):
+    import torch
+
+    full, half = Blip2Captioner.from_profile("tiny"), Blip2Captioner.from_profile("tiny", precision=precision)
+    assert {p.dtype for p in half._blip2.model.parameters()} == {getattr(torch, precision)}
+    assert "/float32/" in full.fingerprint and half.fingerprint == full.fingerprint.replace("/float32/", f"/{precision}/")
+    images = _images(3)
+    captions = half.caption(images)
+    assert len(captions) == 3 and all(isinstance(c, str) and c for c in captions)
+    for pooling in ("vision", "qformer"):
+        got, ref = half.image_features(pooling).encode_images(images), full.image_features(pooling).encode_images(images)
+        assert got.dtype == np.float32 and got.shape == ref.shape
+        assert _cosines(ref, got).min() > 0.999 and not np.array_equal(ref, got)
+
+
+@pytest.mark.parametrize("precision", HALF)
+def test_masked_lm_at_half_precision(precision):
+    import torch
+
+    full, half = MaskedLMReplacer.from_profile("tiny"), MaskedLMReplacer.from_profile("tiny", precision=precision)
+    assert {p.dtype for p in half.model.parameters()} == {getattr(torch, precision)}
+    assert half.fingerprint == f"{full.fingerprint}/{precision}"
+    out = half.replacements(PROMPT, 2, 5)
+    assert len(out) == 5 and "doctor" not in out
+    assert len(set(out) & set(full.replacements(PROMPT, 2, 5))) >= 3  # measured: equal lists for 4 of 6 words
+    assert len(half.replace_set(PROMPT, [1, 2], 3)) == 3

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from t2i_fairness.spine.files import current_umask
+from t2i_fairness.base.files import current_umask
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -520,7 +520,7 @@ def test_atomic_write_leaves_no_temporary_file_on_failure(tmp_path, monkeypatch)
     def fail(*args):
         raise OSError(28, "No space left on device")
 
-    import t2i_fairness.spine.files as files
+    import t2i_fairness.base.files as files
 
     monkeypatch.setattr(files.os, "replace", fail)
     with pytest.raises(OSError):

@@ -202,8 +202,10 @@ def test_inception_paper_loads_a_local_weights_file(tmp_path, inception):
 
 
 def test_inception_option_errors_list_choices(inception):
-    with pytest.raises(ValueError, match=r"unknown scorer profile 'big'.*\['tiny', 'paper'\]"):
+    with pytest.raises(ValueError, match=r"unknown scorer profile 'big'.*\['tiny', 'paper', 'paper-random'\]"):
         InceptionFeatures.from_profile("big")
+    with pytest.raises(ValueError, match=r"unknown precision 'fp8'; choose from auto, float32, float16, bfloat16"):
+        InceptionFeatures.from_profile("tiny", precision="fp8")
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['sede'\].*valid options"):
         InceptionFeatures.from_profile("tiny", sede=1)
     with pytest.raises(ValueError, match="image_size must be >= 75"):
@@ -517,3 +519,78 @@ def test_folder_masks_fingerprint_tracks_the_files(tmp_path):
     assert FolderMasks(tmp_path).fingerprint == changed
     with pytest.raises(FileNotFoundError, match="generated/1"):
         nested.mask_for("generated/1")
+
+
+# ============================================================================ half precision
+# Each adapter at the precisions CUDA runs (t2i_fairness.models.precision), built and run on CPU, so a
+# dtype mismatch between inputs and weights fails here and not first on a GPU. Cosines against the
+# float32 rows: the worst measured is 0.99996 (bench/bench_precision.py, docs/precision.md).
+
+HALF = ["float16", "bfloat16"]
+
+
+def _close_to(ref: np.ndarray, got: np.ndarray, min_cos: float = 0.999) -> None:
+    assert got.dtype == np.float32 and got.shape == ref.shape
+    ok = ~np.isnan(ref).any(1)
+    assert (np.isnan(got).any(1) == ~ok).all()
+    a, b = ref[ok].astype(np.float64), got[ok].astype(np.float64)
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    assert cos.min() > min_cos, cos.min()
+    assert not np.array_equal(a, b)  # it really ran at another precision
+
+
+def _dtypes(module) -> set:
+    return {p.dtype for p in module.parameters()}
+
+
+@pytest.mark.parametrize("precision", HALF)
+def test_inception_at_half_precision(inception, precision):
+    half = InceptionFeatures.from_profile("tiny", precision=precision)
+    assert _dtypes(half.model) == {getattr(torch, precision)}
+    assert f":{precision}:" in half.fingerprint and half.fingerprint != inception.fingerprint
+    images = noise_images(3)
+    feats, probs = half.features_and_probabilities(images)
+    _close_to(inception.encode_images(images), feats)
+    assert probs.dtype == np.float32 and np.allclose(probs.sum(1), 1, atol=1e-4)
+
+
+@pytest.mark.parametrize("precision", HALF)
+def test_vit_at_half_precision(vit, precision):
+    half = MaskedViTFeatures.from_profile("tiny", precision=precision)
+    assert _dtypes(half.model) == {getattr(torch, precision)}
+    assert f":{precision}:" in half.fingerprint and half.fingerprint != vit.fingerprint
+    images = noise_images(3)
+    masks = [np.zeros((im.height, im.width), bool) for im in images]
+    masks[0][:20, :30] = True
+    masks[1][:] = True  # bg mode has no patch: NaN row
+    for mode in ("full", "obj", "bg"):
+        _close_to(vit.encode(images, masks, mode), half.encode(images, masks, mode))
+
+
+@pytest.mark.parametrize("precision", HALF)
+def test_langsam_at_half_precision(langsam, precision):
+    half = LangSAMSegmenter.from_profile("tiny", precision=precision, box_threshold=0.3)
+    full = LangSAMSegmenter.from_profile("tiny", box_threshold=0.3)
+    assert _dtypes(half.detector) == _dtypes(half.sam) == {getattr(torch, precision)}
+    assert f":{precision}:" in half.fingerprint and half.fingerprint != full.fingerprint
+    images = [scene(s) for s in range(3)]
+    boxes = [half.boxes(im, "bag") for im in images]
+    assert all(b.dtype == np.float32 for b in boxes) and sum(len(b) for b in boxes) > 0
+    for image in images:
+        mask, ref = half.segment(image, "bag"), full.segment(image, "bag")
+        assert mask.dtype == bool and mask.shape == ref.shape
+        assert np.mean(mask != ref) < 0.05  # measured: 0.0001 (float16), 0.007 (bfloat16) of the pixels
+
+
+@pytest.mark.parametrize("precision", HALF)
+def test_clip_at_half_precision(precision):
+    """The CUDA crash (FloatTensor input, HalfTensor weight) of open_clip's mixed fp16, on CPU."""
+    from t2i_fairness.models.clip import ClipModel
+
+    full, half = ClipModel.from_profile("tiny"), ClipModel.from_profile("tiny", precision=precision)
+    assert half.model.visual.conv1.weight.dtype == getattr(torch, precision)
+    short = {"float16": "fp16", "bfloat16": "bf16"}[precision]
+    assert half.fingerprint == full.fingerprint.replace(":fp32:", f":{short}:")
+    images = noise_images(3)
+    _close_to(full.encode_images(images), half.encode_images(images))
+    _close_to(full.encode_texts(["a dog", "a car in Africa"]), half.encode_texts(["a dog", "a car in Africa"]))

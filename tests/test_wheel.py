@@ -97,3 +97,39 @@ def test_the_wheel_contains_no_second_copy_of_a_test(installed):
     with zipfile.ZipFile(next((installed.parent / "dist").glob("*.whl"))) as whl:
         listed = [n for n in whl.namelist() if n.rsplit("/", 1)[-1].startswith("test_")]
     assert sorted(listed) == sorted(names)
+
+
+def test_pyargs_from_an_empty_directory_collects_every_gate_of_the_suite(installed, tmp_path):
+    """The whole suite, not a selection: every gate function of fairness_tests/ is collected from the wheel."""
+    import ast
+
+    env = dict(os.environ, PYTHONPATH=str(installed), HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    env.pop("PYTEST_ADDOPTS", None)
+    env.pop("PYTEST_XDIST_WORKER", None)
+    done = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "t2i_fairness", "-p", "no:cacheprovider",
+                           "--collect-only", "-q"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    ids = [line for line in done.stdout.splitlines() if "::" in line]
+    collected = {(i.split("::")[0].rsplit("/", 1)[-1], i.split("::")[1].split("[")[0]) for i in ids}
+    defined = {(path.name, node.name) for path in (REPO / "fairness_tests").glob("test_*.py")
+               for node in ast.parse(path.read_text()).body
+               if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+    assert defined and defined <= collected, sorted(defined - collected)
+    assert f"{len(ids)} tests collected" in done.stdout
+
+
+def test_pyproject_lists_every_package_of_the_checkout(installed):
+    """pyproject.toml lists the packages by name (the suite's two folders map into the package): a package
+    added under plugin/ and not listed there would be missing from the wheel."""
+    on_disk = {".".join(p.parent.relative_to(REPO / "plugin").parts)
+               for p in (REPO / "plugin" / "t2i_fairness").rglob("__init__.py")}
+    on_disk |= {"t2i_fairness.fairness_tests", "t2i_fairness.fixtures"}
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    assert on_disk - listed == set(), f"add to [tool.setuptools] packages in pyproject.toml: {sorted(on_disk - listed)}"
+    in_wheel = {".".join(p.parent.relative_to(installed).parts) for p in (installed / "t2i_fairness").rglob("__init__.py")}
+    assert on_disk <= in_wheel, sorted(on_disk - in_wheel)
+    assert not (REPO / "setup.py").exists()  # one place for the packaging: pyproject.toml

@@ -54,20 +54,34 @@ Guarantees (tested in tests/test_canaries.py)
 Build one from the command-line form with :func:`make_canary` (``parse_canary`` alone checks the
 string): ``make_canary("collapse_region:africa", generator)``; :func:`wrap_source` wraps the
 plugin's lazy :class:`~t2i_fairness.generators.GeneratorSource`, fingerprint known without loading.
+
+Where they live: this module is the aggregate, what a user imports. Each family defines its own
+canaries in ``families/<name>/canaries.py`` and lists them on its
+:class:`~t2i_fairness.families.base.Family` record (``canaries=``); the machinery they share (the
+:class:`Canary` wrapper, ``NAME:SLICE[:PARAM]`` parsing, the lookup) is
+:mod:`t2i_fairness.generators.canary`. :data:`CANARIES` is every registered family's, in
+registration order; the functions here are that module's, bound to it.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import Mapping
 
-import numpy as np
-from PIL import Image, ImageEnhance, ImageFilter
-
-from t2i_fairness.generators.procedural import REGIONS, find_region, read_prompt
-from t2i_fairness.vocab.geode import GEODE_OBJECTS, Region
+from t2i_fairness.families import FAMILIES
+from t2i_fairness.families.cis.canaries import DropComponent
+from t2i_fairness.families.dig_in.canaries import CollapseRegion, DegradeRegion
+from t2i_fairness.families.indic_tti.canaries import AnswerLanguage
+from t2i_fairness.families.word_influence.canaries import ShiftGroupShare
+from t2i_fairness.generators import canary as _machinery
+from t2i_fairness.generators.canary import (
+    CANARY_VERSION,
+    Canary,
+    CanaryInfo,
+    CanarySlice,
+    CanarySpec,
+    SliceKind,
+    canary_table,
+)
 
 __all__ = [
     "CANARIES",
@@ -81,600 +95,23 @@ __all__ = [
     "DegradeRegion",
     "DropComponent",
     "ShiftGroupShare",
+    "SliceKind",
+    "catch_report",
     "make_canary",
     "parse_canary",
+    "slice_of",
     "wrap_source",
 ]
 
-#: Bumped whenever a canary changes what it draws; part of every canary fingerprint.
-CANARY_VERSION = 1
-
-SLICE_KINDS = ("region", "component", "language", "word")
-
-# Gate tests (names before "[") that measure one region's images, and those pooling all regions.
-_REGION_GATES = frozenset({
-    "test_region_precision", "test_region_coverage", "test_object_region_precision",
-    "test_object_region_coverage", "test_obj_precision", "test_obj_coverage", "test_bg_precision",
-    "test_bg_coverage", "test_object_consistency",
-})
-_REGION_AGGREGATES = frozenset({
-    "test_worst_region_precision", "test_worst_region_coverage", "test_region_disparity_precision",
-    "test_region_disparity_coverage", "test_object_worst_region_precision",
-    "test_object_worst_region_coverage", "test_object_region_disparity_coverage",
-    "test_worst_region_bg_coverage", "test_region_spread", "test_template_improvement",
-    "test_object_consistency",
-})
-_LANGUAGE_GATES = frozenset({
-    "test_clgc", "test_igc", "test_lgc", "test_scwl", "test_dwl", "test_clgc_vs_english",
-    "test_scal_with_english",
-})
-_ENGLISH_RELATIVE = frozenset({"test_clgc_vs_english", "test_scal_with_english"})
-_WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
-
-
-def _stable_int(*parts: object) -> int:
-    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
-def _split_gate(gate_id: str) -> tuple[str, list[str]]:
-    name, _, rest = str(gate_id).partition("[")
-    return name, (rest.rstrip("]").split("-") if rest else [])
-
-
-@dataclass(frozen=True)
-class CanarySlice:
-    """The slice a canary plants its regression in.
-
-    Attributes:
-        kind: ``"region"``, ``"component"``, ``"language"`` or ``"word"``.
-        value: region slug, component name, language code (for ``answer_language``: the answer
-            language; the slice is every other language), or lower-case word.
-    """
-
-    kind: str
-    value: str
-
-    @property
-    def label(self) -> str:
-        """How a summary names the slice, e.g. ``region africa``, ``languages other than hin_Deva``."""
-        if self.kind == "language":
-            return f"languages other than {self.value}"
-        return f"{self.kind} {self.value}"
-
-    def gate_role(self, gate_id: str) -> str:
-        """Whether a gate should catch this slice's regression.
-
-        ``"slice"``: the gate measures the slice's own images (it should catch the canary);
-        ``"aggregate"``: it pools the slice with others (worst region, disparity, CIS per K, ...;
-        it may move); ``"other"``: it never sees a targeted image (a failure is a false alarm).
-        Gate ids are the suite's (``test_region_coverage[synthetic-object_in_region-africa]``).
-
-        Args:
-            gate_id: a gate's test id, e.g. ``test_clgc[hin_deva]``.
-
-        Example:
-            >>> s = CanarySlice("region", "africa")
-            >>> [s.gate_role(g) for g in ("test_region_coverage[synthetic-object_in_region-africa]",
-            ...     "test_region_coverage[synthetic-object-africa]", "test_worst_region_coverage[synthetic-object_in_region]",
-            ...     "test_region_coverage[synthetic-object_in_region-europe]", "test_cis[k2]")]
-            ['slice', 'other', 'aggregate', 'other', 'other']
-        """
-        name, params = _split_gate(gate_id)
-        if self.kind == "region":
-            if "object" in params:  # the {object} template: no prompt names a region
-                return "other"
-            if name in _REGION_GATES and self.value in params:
-                return "slice"
-            if name in _REGION_AGGREGATES and not any(find_region(p) for p in params):
-                return "aggregate"
-            return "other"
-        if self.kind == "component":
-            if name == "test_cis_component_rate_floor":
-                return "slice"
-            if name in ("test_cis_drop_per_component", "test_cis_order_invariance"):
-                return "aggregate"
-            if name == "test_cis" and params and params[0] != "k1":
-                return "aggregate"
-            return "other"
-        if self.kind == "language":
-            if name not in _LANGUAGE_GATES or not params:
-                return "other"
-            if params[0] != self.value.lower():
-                return "slice"
-            return "aggregate" if name in _ENGLISH_RELATIVE else "other"
-        if self.kind == "word":
-            if name == "test_word_influence" and params:
-                return "slice" if params[0] == self.value else "aggregate"
-            if name == "test_representation" and params:
-                return "slice" if self.value in params[0].split("_") else "other"
-            return "other"
-        return "other"
-
-
-class Canary:
-    """Base class: a generator wrapper that changes one slice of an inner generator's images.
-
-    Subclasses set :attr:`name` and implement :meth:`targets` and either :meth:`_replacement`
-    (a prompt to generate instead) or their own :meth:`generate`.
-
-    Attributes:
-        inner: the wrapped generator.
-        slice: the :class:`CanarySlice` targeted.
-        fingerprint: the inner fingerprint plus ``+canary:NAME:SLICE:PARAM:vN``.
-    """
-
-    name: str = "canary"
-
-    def __init__(self, inner, slice: CanarySlice, param: str = ""):
-        missing = [a for a in ("fingerprint", "generate") if not hasattr(inner, a)]
-        if missing:
-            raise TypeError(
-                f"canary {self.name}: the inner generator {type(inner).__name__} lacks {missing}; "
-                "a generator needs a `fingerprint` string and `generate(prompts, seeds) -> list[PIL.Image]`"
-            )
-        self.inner = inner
-        self.slice = slice
-        self.param = param
-        self.fingerprint = f"{inner.fingerprint}+canary:{self.name}:{slice.value}:{param}:v{CANARY_VERSION}"
-
-    @property
-    def batch_size(self) -> int | None:
-        """The inner generator's batch size (the plugin reads it; batching is the inner's business)."""
-        return getattr(self.inner, "batch_size", None)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.describe()!r})"
-
-    def describe(self) -> str:
-        """One line for a summary: the canary string and what it does."""
-        return f"{self.name}:{self.slice.value}{':' + self.param if self.param else ''}"
-
-    def targets(self, prompt: str) -> bool:
-        """Whether the prompt is in the slice (some of its images may still be left alone)."""
-        raise NotImplementedError
-
-    def _replacement(self, prompt: str, seed: int) -> str | None:
-        """The prompt to generate instead for this (prompt, seed), or None to leave it alone."""
-        raise NotImplementedError
-
-    def check_available(self, prompts: Sequence[str], seeds: Sequence[int]) -> None:
-        """Forwarded to an inner generator that has it (a manifest), with the prompts really asked for."""
-        check = getattr(self.inner, "check_available", None)
-        if check is None:
-            return
-        prompts, seeds = _check_call(self.name, prompts, seeds)
-        new = [self._replacement(p, s) for p, s in zip(prompts, seeds)]
-        check([n if n is not None else p for p, n in zip(prompts, new)], seeds)
-
-    def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
-        """The inner generator's images, with the slice's replaced (see the module docstring).
-
-        Raises:
-            ValueError: ``prompts`` and ``seeds`` differ in length.
-            RuntimeError: the inner generator returned the wrong number of images.
-        """
-        prompts, seeds = _check_call(self.name, prompts, seeds)
-        new = [self._replacement(p, s) for p, s in zip(prompts, seeds)]
-        hit = [i for i, n in enumerate(new) if n is not None]
-        if not hit:
-            return self._inner(prompts, seeds)
-        out: list[Image.Image | None] = [None] * len(prompts)
-        if len(hit) < len(prompts):
-            for i, im in enumerate(self._inner(prompts, seeds)):
-                if new[i] is None:
-                    out[i] = im
-        for i, im in zip(hit, self._inner([new[i] for i in hit], [seeds[i] for i in hit])):
-            out[i] = im
-        return out  # type: ignore[return-value]
-
-    def _inner(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
-        images = list(self.inner.generate(list(prompts), list(seeds)))
-        if len(images) != len(prompts):
-            raise RuntimeError(
-                f"canary {self.name}: the inner generator returned {len(images)} images for {len(prompts)} prompts"
-            )
-        return images
-
-
-def _check_call(name: str, prompts: Sequence[str], seeds: Sequence[int]) -> tuple[list[str], list[int]]:
-    prompts, seeds = list(prompts), list(seeds)
-    if len(prompts) != len(seeds):
-        raise ValueError(f"canary {name}: got {len(prompts)} prompts but {len(seeds)} seeds")
-    return prompts, seeds
-
-
-def _region(value: str, what: str) -> Region:
-    slug = find_region(value) if isinstance(value, str) else None
-    regions = {r.slug: r for r in REGIONS}
-    if slug is None:
-        raise ValueError(f"{what}: unknown region {value!r}; {_REGION_CHOICES}")
-    return regions[slug]
-
-
-_REGION_CHOICES = (
-    "give a region slug, name, adjective or country, one of: "
-    + ", ".join(r.slug for r in REGIONS)
-    + " (e.g. Africa, African, Nigeria)"
-)
-
-
-class _RegionCanary(Canary):
-    def __init__(self, inner, region: str, param: str = ""):
-        self.region = _region(region, f"canary {self.name}")
-        super().__init__(inner, CanarySlice("region", self.region.slug), param)
-
-    def targets(self, prompt: str) -> bool:
-        reading = read_prompt(prompt)
-        return reading.family == "dig_in" and reading.region == self.region.slug
-
-    def _replacement(self, prompt: str, seed: int) -> str | None:
-        return None  # region canaries edit images, they never change a prompt
-
-
-class CollapseRegion(_RegionCanary):
-    """Mode collapse: every prompt of one region returns the same image.
-
-    The image is the inner generator's image of ``anchor`` (default ``"{anchor object} in {region
-    name}"``, e.g. ``bag in Africa``) at seed ``anchor_seed``, generated once, alone, and kept.
-
-    Args:
-        inner: the generator to wrap.
-        region: region slug, name, adjective or one of its countries.
-        anchor: the prompt whose image every prompt of the region gets.
-        anchor_seed: that image's seed.
-
-    Raises:
-        ValueError: an unknown region (the message lists the choices).
-        TypeError: ``inner`` is not a generator.
-
-    Example:
-        >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> gen = ProceduralGenerator()
-        >>> canary = CollapseRegion(gen, "African")
-        >>> a, b, c = canary.generate(["bag in Nigeria", "stove in Africa", "bag in Europe"], [1, 2, 3])
-        >>> a.tobytes() == b.tobytes(), c.tobytes() == gen.generate(["bag in Europe"], [3])[0].tobytes()
-        (True, True)
-        >>> canary.slice, canary.fingerprint
-        (CanarySlice(kind='region', value='africa'), 'procedural:v1:world1:64x64:synthetic-v1+canary:collapse_region:africa::v1')
-    """
-
-    name = "collapse_region"
-
-    def __init__(self, inner, region: str, anchor: str | None = None, anchor_seed: int = 0):
-        super().__init__(inner, region)
-        self.anchor = anchor if anchor is not None else f"{GEODE_OBJECTS['bag']} in {self.region.name}"
-        self.anchor_seed = int(anchor_seed)
-        if anchor is not None or anchor_seed != 0:
-            self.fingerprint += f":{self.anchor}@{self.anchor_seed}"
-        self._anchor_image: Image.Image | None = None
-
-    def describe(self) -> str:
-        return (f"{super().describe()}: every prompt of {self.region.name} returns one image "
-                f"(of {self.anchor!r}, seed {self.anchor_seed})")
-
-    def anchor_image(self) -> Image.Image:
-        """The one image of the region (generated on first use, alone in its batch)."""
-        if self._anchor_image is None:
-            self._anchor_image = self._inner([self.anchor], [self.anchor_seed])[0]
-        return self._anchor_image
-
-    def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
-        prompts, seeds = _check_call(self.name, prompts, seeds)
-        hit = [self.targets(p) for p in prompts]
-        if not any(hit):
-            return self._inner(prompts, seeds)
-        base = self._inner(prompts, seeds) if not all(hit) else [None] * len(prompts)
-        return [self.anchor_image().copy() if h else im for h, im in zip(hit, base)]
-
-    def check_available(self, prompts: Sequence[str], seeds: Sequence[int]) -> None:
-        check = getattr(self.inner, "check_available", None)
-        if check is not None:
-            keep = [(p, s) for p, s in zip(prompts, seeds) if not self.targets(p)] + [(self.anchor, self.anchor_seed)]
-            check([p for p, _ in keep], [s for _, s in keep])
-
-
-class DegradeRegion(_RegionCanary):
-    """One region's images degraded: Gaussian blur, pixel noise and desaturation, by a strength.
-
-    At strength ``s``: blur radius ``3 s`` pixels per 64 of the image's short side, noise of standard
-    deviation ``48 s`` grey levels (seeded per prompt and seed), colour saturation scaled by ``1 - s``.
-
-    Args:
-        inner: the generator to wrap.
-        region: region slug, name, adjective or one of its countries.
-        strength: in ``(0, 1]``; default 0.5.
-
-    Raises:
-        ValueError: an unknown region, a strength outside ``(0, 1]``.
-        TypeError: ``inner`` is not a generator.
-
-    Example:
-        >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> gen = ProceduralGenerator()
-        >>> canary = DegradeRegion(gen, "west_asia", 0.8)
-        >>> a, b = canary.generate(["bag in Turkey", "bag in Italy"], [5, 5])
-        >>> a.tobytes() == gen.generate(["bag in Turkey"], [5])[0].tobytes(), b.tobytes() == gen.generate(["bag in Italy"], [5])[0].tobytes()
-        (False, True)
-    """
-
-    name = "degrade_region"
-
-    def __init__(self, inner, region: str, strength: float = 0.5):
-        strength = _fraction(strength, f"canary {self.name}: strength", low_open=True)
-        self.strength = strength
-        super().__init__(inner, region, f"{strength:g}")
-
-    def describe(self) -> str:
-        return f"{super().describe()}: {self.region.name}'s images blurred, noised and desaturated (strength {self.strength:g})"
-
-    def degrade(self, image: Image.Image, prompt: str, seed: int) -> Image.Image:
-        """The degraded copy of one image (a pure function of the image, prompt, seed and strength)."""
-        s = self.strength
-        rgb = image.convert("RGB")
-        out = rgb.filter(ImageFilter.GaussianBlur(3.0 * s * min(rgb.size) / 64))
-        rng = np.random.default_rng(_stable_int("degrade", CANARY_VERSION, s, prompt, seed))
-        noisy = np.asarray(out, dtype=np.float64) + rng.normal(0.0, 48.0 * s, (rgb.size[1], rgb.size[0], 3))
-        out = Image.fromarray(np.clip(np.round(noisy), 0, 255).astype(np.uint8), "RGB")
-        return ImageEnhance.Color(out).enhance(1.0 - s)
-
-    def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
-        prompts, seeds = _check_call(self.name, prompts, seeds)
-        images = self._inner(prompts, seeds)
-        return [self.degrade(im, p, s) if self.targets(p) else im for im, p, s in zip(images, prompts, seeds)]
-
-
-class DropComponent(Canary):
-    """CIS: a named component is left out of every multi-component prompt that names it.
-
-    ``A photo of a crab, a macaw, and a steel drum.`` with component ``macaw`` is generated as
-    ``A photo of a crab, and a steel drum.`` (re-rendered by :func:`t2i_fairness.metrics.cis.render_prompt`
-    in the prompt's own style),
-    with the same seed. One-component prompts are left alone (nothing would remain).
-
-    Args:
-        inner: the generator to wrap.
-        component: the component name (matched case-insensitively).
-
-    Raises:
-        ValueError: an empty component name.
-        TypeError: ``inner`` is not a generator.
-
-    Example:
-        >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> canary = DropComponent(ProceduralGenerator(), "macaw")
-        >>> canary.rewrite("A photo of a crab, a macaw, and a steel drum.")
-        'A photo of a crab, and a steel drum.'
-        >>> canary.rewrite("a photo of a macaw.") is None
-        True
-    """
-
-    name = "drop_component"
-
-    def __init__(self, inner, component: str):
-        if not isinstance(component, str) or not component.strip():
-            raise ValueError(f"canary {self.name}: component must be a non-empty name (e.g. crab), got {component!r}")
-        self.component = component.strip()
-        super().__init__(inner, CanarySlice("component", self.component))
-
-    def describe(self) -> str:
-        return f"{super().describe()}: CIS prompts naming {self.component!r} are generated without it"
-
-    def rewrite(self, prompt: str) -> str | None:
-        """The prompt without the component, or None when the prompt is not in the slice."""
-        from t2i_fairness.metrics.cis import PROMPT_STYLES, render_prompt
-
-        reading = read_prompt(prompt)
-        if reading.family != "cis" or len(reading.components) < 2:
-            return None
-        kept = [c for c in reading.components if c.casefold() != self.component.casefold()]
-        if len(kept) == len(reading.components):
-            return None
-        # re-rendered in the prompt's own style (the paper's "A photo of ...", or the prototype's lower case)
-        style = "prototype" if prompt.startswith(PROMPT_STYLES["prototype"]) else "paper"
-        return render_prompt(kept, style=style)
-
-    def targets(self, prompt: str) -> bool:
-        return self.rewrite(prompt) is not None
-
-    def _replacement(self, prompt: str, seed: int) -> str | None:
-        return self.rewrite(prompt)
-
-
-class AnswerLanguage(Canary):
-    """IndicTTI: every language's prompt is answered with the images of one language's text.
-
-    A text of ``prompt_set`` in any language but ``language`` is generated as the ``language``
-    text of the same prompt id, with its own seed (so the answers are fresh draws of that text, not
-    copies of the ``language`` images). Texts not in the set, and ids without a ``language`` text,
-    are left alone. A text shared by several (id, language) rows takes its first id's answer.
-
-    Args:
-        inner: the generator to wrap.
-        language: the answering language code, any case (``hin_Deva``, ``hin_deva``).
-        prompt_set: the run's :class:`~t2i_fairness.vocab.multilingual.MultilingualPromptSet`.
-
-    Raises:
-        ValueError: an unknown language code or one absent from the prompt set (listing those present).
-        TypeError: ``inner`` is not a generator, or ``prompt_set`` is missing.
-
-    Example:
-        >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> from t2i_fairness.vocab.multilingual import load_smoke_sample
-        >>> canary = AnswerLanguage(ProceduralGenerator(), "hin_deva", load_smoke_sample())
-        >>> canary.answer_for("a dog sitting on a wooden bench")
-        'लकड़ी की बेंच पर बैठा एक कुत्ता'
-        >>> canary.answer_for("लकड़ी की बेंच पर बैठा एक कुत्ता") is None, canary.slice.label
-        (True, 'languages other than hin_Deva')
-    """
-
-    name = "answer_language"
-
-    def __init__(self, inner, language: str, prompt_set):
-        from t2i_fairness.vocab.languages import get_language
-
-        if prompt_set is None or not hasattr(prompt_set, "prompts"):
-            raise TypeError(
-                f"canary {self.name}: needs the run's multilingual prompt set (a MultilingualPromptSet), "
-                f"got {type(prompt_set).__name__}"
-            )
-        code = get_language(language).code
-        if code not in prompt_set.languages:
-            raise ValueError(
-                f"canary {self.name}: language {code!r} is not in the prompt set; present: {list(prompt_set.languages)}"
-            )
-        self.language = code
-        answers: dict[str, str] = {}
-        for p in prompt_set.prompts:
-            if p.lang == code or p.text in answers:
-                continue
-            try:
-                answers[p.text] = prompt_set.get(p.prompt_id, code).text
-            except KeyError:
-                continue
-        self._answers = {t: a for t, a in answers.items() if t != a}
-        h = hashlib.sha256()
-        for text, answer in sorted(self._answers.items()):
-            h.update(f"{text}\x1f{answer}\n".encode("utf-8"))
-        super().__init__(inner, CanarySlice("language", code))
-        self.fingerprint += f":set{h.hexdigest()[:12]}"
-
-    def describe(self) -> str:
-        return f"{super().describe()}: every language's prompt answered with the {self.language} text of its prompt id"
-
-    def answer_for(self, prompt: str) -> str | None:
-        """The text generated instead of ``prompt``, or None when it is left alone."""
-        return self._answers.get(prompt)
-
-    def targets(self, prompt: str) -> bool:
-        return prompt in self._answers
-
-    def _replacement(self, prompt: str, seed: int) -> str | None:
-        return self._answers.get(prompt)
-
-
-class ShiftGroupShare(Canary):
-    """Word-level explanations: prompts containing a word drift towards a group.
-
-    Each image of a prompt containing ``word`` (one of its whitespace-split words, any case) is, with probability ``p``
-    (drawn per image from a SHA-256 of the prompt and seed), replaced by the inner generator's image
-    of ``template.format(group=group)`` at the same seed.
-
-    Args:
-        inner: the generator to wrap.
-        word: the word.
-        group: the group the images shift to (default ``female``).
-        p: probability per image, in ``[0, 1]`` (default 0.5).
-        template: the group's prompt (default ``a photo of a {group}``, the suite's default labels).
-
-    Raises:
-        ValueError: a word that is not one word, ``p`` outside ``[0, 1]``, a template without ``{group}``.
-        TypeError: ``inner`` is not a generator.
-
-    Example:
-        >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> canary = ShiftGroupShare(ProceduralGenerator(), "doctor", "female", 1.0)
-        >>> canary.targets("a respected Doctor at the hospital"), canary.targets("a respected doctoral student")
-        (True, False)
-        >>> canary.targets("the doctor's office")
-        False
-        >>> canary._replacement("a respected doctor at the hospital", 7)
-        'a photo of a female'
-    """
-
-    name = "shift_group_share"
-
-    def __init__(self, inner, word: str, group: str = "female", p: float = 0.5, template: str = "a photo of a {group}"):
-        if not isinstance(word, str) or not _WORD_RE.fullmatch(word.strip()):
-            raise ValueError(f"canary {self.name}: word must be one word (letters, digits, ' or -), got {word!r}")
-        if not isinstance(group, str) or not group.strip():
-            raise ValueError(f"canary {self.name}: group must be a non-empty name (e.g. female), got {group!r}")
-        if not isinstance(template, str) or "{group}" not in template:
-            raise ValueError(f"canary {self.name}: template must contain {{group}}, got {template!r}")
-        self.word = word.strip().lower()
-        self.group = group.strip()
-        self.p = _fraction(p, f"canary {self.name}: p")
-        self.template = template
-        super().__init__(inner, CanarySlice("word", self.word), f"{self.group}={self.p:g}")
-        if template != "a photo of a {group}":
-            self.fingerprint += f":{template}"
-
-    def describe(self) -> str:
-        return (f"{super().describe()}: prompts containing {self.word!r} get "
-                f"{self.template.format(group=self.group)!r} images with probability {self.p:g}")
-
-    def targets(self, prompt: str) -> bool:
-        return self.word in (w.lower() for w in prompt.split())
-
-    def _replacement(self, prompt: str, seed: int) -> str | None:
-        if not self.targets(prompt):
-            return None
-        u = _stable_int("shift", CANARY_VERSION, self.word, self.group, prompt, seed) / 2.0**64
-        return self.template.format(group=self.group) if u < self.p else None
-
-
-def _fraction(value, what: str, low_open: bool = False) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} must be a number, got {value!r}") from None
-    if isinstance(value, bool) or not (0.0 < x <= 1.0 if low_open else 0.0 <= x <= 1.0):
-        raise ValueError(f"{what} must be in {'(0, 1]' if low_open else '[0, 1]'}, got {value!r}")
-    return x
-
-
-# ------------------------------------------------------------------------------------ registry
-
-
-@dataclass(frozen=True)
-class CanaryInfo:
-    """A registered canary: how its ``NAME:SLICE[:PARAM]`` string reads."""
-
-    name: str
-    slice_kind: str
-    slice_help: str
-    param_help: str
-    summary: str
-
-
-CANARIES: dict[str, CanaryInfo] = {
-    "collapse_region": CanaryInfo(
-        "collapse_region", "region", _REGION_CHOICES, "none",
-        "every prompt of the region returns one identical image (mode collapse)"),
-    "degrade_region": CanaryInfo(
-        "degrade_region", "region", _REGION_CHOICES, "STRENGTH in (0, 1], default 0.5",
-        "the region's images blurred, noised and desaturated"),
-    "drop_component": CanaryInfo(
-        "drop_component", "component", "a CIS component name, e.g. crab or 'steel drum'", "none",
-        "CIS prompts naming the component are generated without it"),
-    "answer_language": CanaryInfo(
-        "answer_language", "language", "a language code of the IndicTTI prompt set, e.g. hin_Deva", "none",
-        "every language's prompt is answered with this language's text of the same prompt id"),
-    "shift_group_share": CanaryInfo(
-        "shift_group_share", "word", "one word of the word-level prompts, e.g. doctor",
-        "GROUP=P, GROUP or P (default female=0.5)",
-        "prompts containing the word get 'a photo of a {group}' images with probability p"),
-}
-
-
-@dataclass(frozen=True)
-class CanarySpec:
-    """A parsed ``NAME:SLICE[:PARAM]`` string (checked, not yet bound to a generator)."""
-
-    name: str
-    slice: str
-    param: str | None = None
-
-    def __str__(self) -> str:
-        return f"{self.name}:{self.slice}" + (f":{self.param}" if self.param is not None else "")
-
-
-def _usage() -> str:
-    return "; ".join(f"{i.name}:<{i.slice_kind}>" + ("" if i.param_help == "none" else "[:PARAM]") for i in CANARIES.values())
+#: Every registered family's canaries, by name, in registration order.
+CANARIES: Mapping[str, CanaryInfo] = canary_table(FAMILIES)
+
+#: The slice kinds the registered canaries use.
+SLICE_KINDS: tuple[str, ...] = tuple(dict.fromkeys(i.slice_kind for i in CANARIES.values()))
 
 
 def parse_canary(spec: str, *, option: str = "--t2i-canary") -> CanarySpec:
-    """Parse and check a ``NAME:SLICE[:PARAM]`` canary string.
+    """Parse and check a ``NAME:SLICE[:PARAM]`` canary string against the registered canaries.
 
     Regions are checked here; a language is checked against the benchmark's codes (its presence in
     the prompt set is checked by :func:`make_canary`); components and words only for form.
@@ -696,59 +133,9 @@ def parse_canary(spec: str, *, option: str = "--t2i-canary") -> CanarySpec:
         >>> parse_canary("melt_region:africa")
         Traceback (most recent call last):
         ...
-        ValueError: --t2i-canary 'melt_region:africa': unknown canary 'melt_region'; choose from collapse_region, degrade_region, drop_component, answer_language, shift_group_share
+        ValueError: --t2i-canary 'melt_region:africa': unknown canary 'melt_region'; choose from collapse_region, degrade_region, shift_group_share, drop_component, answer_language
     """
-    if not isinstance(spec, str) or ":" not in spec:
-        raise ValueError(f"{option} {spec!r}: expected NAME:SLICE[:PARAM] ({_usage()})")
-    name, slice_, *rest = [part.strip() for part in spec.split(":", 2)]
-    param = rest[0] if rest else None
-    if name not in CANARIES:
-        raise ValueError(f"{option} {spec!r}: unknown canary {name!r}; choose from {', '.join(CANARIES)}")
-    info = CANARIES[name]
-    if not slice_:
-        raise ValueError(f"{option} {spec!r}: empty SLICE; {info.slice_help}")
-    if info.slice_kind == "region":
-        slug = find_region(slice_)
-        if slug is None:
-            raise ValueError(f"{option} {spec!r}: unknown region {slice_!r}; {_REGION_CHOICES}")
-        slice_ = slug
-    elif info.slice_kind == "language":
-        from t2i_fairness.vocab.languages import get_language
-
-        try:
-            slice_ = get_language(slice_).code
-        except ValueError as exc:
-            raise ValueError(f"{option} {spec!r}: {exc}") from None
-    elif info.slice_kind == "word" and not _WORD_RE.fullmatch(slice_):
-        raise ValueError(f"{option} {spec!r}: SLICE {slice_!r} must be one word; {info.slice_help}")
-    if param is not None:
-        if info.param_help == "none":
-            raise ValueError(f"{option} {spec!r}: {name} takes no PARAM, got {param!r}")
-        _params(name, param, option, spec)  # checks
-    return CanarySpec(name, slice_, param)
-
-
-def _params(name: str, param: str | None, option: str, spec: str) -> dict:
-    if param is None:
-        return {}
-    try:
-        if name == "degrade_region":
-            return {"strength": _fraction(param, "STRENGTH", low_open=True)}
-        if name == "shift_group_share":
-            group, sep, p = param.partition("=")
-            if not sep:
-                try:
-                    return {"p": _fraction(float(param), "P")}
-                except ValueError:
-                    if not _WORD_RE.fullmatch(param):
-                        raise ValueError(f"PARAM {param!r} must read GROUP=P, GROUP or P") from None
-                    return {"group": param}
-            if not group.strip():
-                raise ValueError(f"PARAM {param!r}: empty GROUP before '='")
-            return {"group": group.strip(), "p": _fraction(p, "P")}
-    except ValueError as exc:
-        raise ValueError(f"{option} {spec!r}: {exc} ({CANARIES[name].param_help})") from None
-    return {}
+    return _machinery.parse_canary(spec, canaries=CANARIES, option=option)
 
 
 def make_canary(spec: str | CanarySpec, inner, *, multilingual=None, option: str = "--t2i-canary") -> Canary:
@@ -771,35 +158,7 @@ def make_canary(spec: str | CanarySpec, inner, *, multilingual=None, option: str
         >>> type(canary).__name__, canary.slice.label, canary.describe()
         ('ShiftGroupShare', 'word doctor', "shift_group_share:doctor:male=0.3: prompts containing 'doctor' get 'a photo of a male' images with probability 0.3")
     """
-    parsed = spec if isinstance(spec, CanarySpec) else parse_canary(spec, option=option)
-    kwargs = _params(parsed.name, parsed.param, option, str(parsed))
-    builders: dict[str, Callable[[], Canary]] = {
-        "collapse_region": lambda: CollapseRegion(inner, parsed.slice),
-        "degrade_region": lambda: DegradeRegion(inner, parsed.slice, **kwargs),
-        "drop_component": lambda: DropComponent(inner, parsed.slice),
-        "shift_group_share": lambda: ShiftGroupShare(inner, parsed.slice, **kwargs),
-    }
-    if parsed.name == "answer_language":
-        if multilingual is None:
-            raise ValueError(
-                f"{option} {str(parsed)!r}: answer_language needs the run's multilingual prompt set "
-                "(make_canary(..., multilingual=prompt_set))"
-            )
-        try:
-            return AnswerLanguage(inner, parsed.slice, multilingual)
-        except ValueError as exc:
-            raise ValueError(f"{option} {str(parsed)!r}: {exc}") from None
-    return builders[parsed.name]()
-
-
-class _FingerprintOnly:
-    """Stands in for a generator not loaded yet: a canary's fingerprint needs only the inner one."""
-
-    def __init__(self, fingerprint: str):
-        self.fingerprint = fingerprint
-
-    def generate(self, prompts, seeds):  # pragma: no cover - never called
-        raise RuntimeError("the canary's inner generator is not loaded")
+    return _machinery.make_canary(spec, inner, canaries=CANARIES, multilingual=multilingual, option=option)
 
 
 def wrap_source(source, spec: str | CanarySpec, *, multilingual=None, option: str = "--t2i-canary"):
@@ -829,30 +188,20 @@ def wrap_source(source, spec: str | CanarySpec, *, multilingual=None, option: st
         >>> type(wrapped.get()).__name__, wrapped.settings == source.settings
         ('DegradeRegion', True)
     """
-    parsed = spec if isinstance(spec, CanarySpec) else parse_canary(spec, option=option)
-    fingerprint = make_canary(parsed, _FingerprintOnly(source.fingerprint), multilingual=multilingual,
-                              option=option).fingerprint
-    suffix = fingerprint[len(source.fingerprint):]  # "+canary:NAME:SLICE:PARAM:vN"
-    item_key = None
-    if source.item_key is not None:  # per-file image keys (a manifest): the canary's pixels keep their own keys
-        def item_key(prompt: str, index: int, _inner=source.item_key) -> str | None:
-            key = _inner(prompt, index)
-            return None if key is None else key + suffix
-    return replace(
-        source, fingerprint=fingerprint, _generator=None, item_key=item_key,
-        _load=lambda: make_canary(parsed, source.get(), multilingual=multilingual, option=option),
-    )
+    return _machinery.wrap_source(source, spec, canaries=CANARIES, multilingual=multilingual, option=option)
 
 
 def slice_of(spec: str | CanarySpec) -> CanarySlice:
     """The slice a canary string targets, without a generator (for summaries).
 
+    Raises:
+        ValueError: as :func:`parse_canary`.
+
     Example:
         >>> slice_of("collapse_region:africa").gate_role("test_region_coverage[synthetic-object_in_region-africa]")
         'slice'
     """
-    parsed = spec if isinstance(spec, CanarySpec) else parse_canary(spec)
-    return CanarySlice(CANARIES[parsed.name].slice_kind, parsed.slice)
+    return _machinery.slice_of(spec, canaries=CANARIES)
 
 
 def catch_report(spec: str | CanarySpec, records) -> tuple[list[str], dict]:
@@ -866,6 +215,9 @@ def catch_report(spec: str | CanarySpec, records) -> tuple[list[str], dict]:
         spec: the run's ``--t2i-canary`` string.
         records: the run's gate records (objects or dicts with ``gate`` and ``status``).
 
+    Raises:
+        ValueError: as :func:`parse_canary`.
+
     Example:
         >>> lines, counts = catch_report("collapse_region:africa", [
         ...     {"gate": "test_region_coverage[s-object_in_region-africa]", "status": "fail"},
@@ -873,28 +225,4 @@ def catch_report(spec: str | CanarySpec, records) -> tuple[list[str], dict]:
         >>> counts["slice_caught"], counts["slice_gates"], counts["false_alarms"]
         (1, 1, 0)
     """
-    parsed = spec if isinstance(spec, CanarySpec) else parse_canary(spec)
-    sl = slice_of(parsed)
-
-    def get(r, name):
-        return r.get(name) if isinstance(r, dict) else getattr(r, name, None)
-
-    roles: dict[str, list[tuple[str, bool]]] = {"slice": [], "aggregate": [], "other": []}
-    for r in records:
-        status = get(r, "status")
-        if status in (None, "baseline"):
-            continue
-        caught = status in ("fail", "missing", "refused") or (status == "inconclusive" and bool(get(r, "blocking")))
-        roles[sl.gate_role(get(r, "gate"))].append((get(r, "gate"), caught))
-    counts = {
-        "slice_gates": len(roles["slice"]), "slice_caught": sum(c for _, c in roles["slice"]),
-        "other_gates": len(roles["other"]), "false_alarms": sum(c for _, c in roles["other"]),
-        "aggregate_gates": len(roles["aggregate"]), "aggregate_caught": sum(c for _, c in roles["aggregate"]),
-    }
-    lines = [f"canary {parsed} ({sl.kind} {sl.value}): caught by {counts['slice_caught']} of {counts['slice_gates']} "
-             f"gate(s) of its slice; {counts['false_alarms']} false alarm(s) among {counts['other_gates']} gate(s) of "
-             f"other slices; {counts['aggregate_caught']} of {counts['aggregate_gates']} pooled gate(s) failed"]
-    lines += [f"  caught: {g}" for g, c in roles["slice"] if c]
-    lines += [f"  missed: {g}" for g, c in roles["slice"] if not c]
-    lines += [f"  false alarm: {g}" for g, c in roles["other"] if c]
-    return lines, counts
+    return _machinery.catch_report(spec, records, canaries=CANARIES)

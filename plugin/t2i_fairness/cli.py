@@ -5,6 +5,7 @@
     t2i-fairness plan     [PYTEST ARGS] [-k EXPR] [-m EXPR] [--t2i-* ...] [--output plan.json]
     t2i-fairness generate [PYTEST ARGS] [-k EXPR] [-m EXPR] [--t2i-* ...] --engine local|ray
                           [--address ADDR] [--workers N] [--num-cpus N] [--stage images|features]
+    t2i-fairness options  [--markdown | --write FILE | --check FILE]
 
 Both take the ``--t2i-*`` options of the plugin (registered here from the same
 :class:`~t2i_fairness.spine.options.Option` records) and select tests exactly as ``pytest`` would
@@ -16,7 +17,8 @@ the bytes are the same) into the same cache: ``--engine local`` in this process,
 on Ray Data (``--address auto`` for the cluster this machine is in, none for a local instance),
 one generator actor per GPU. A ``pytest`` run of the same selection then generates nothing.
 ``--stage features`` also computes the selected gates' study slices (features, masks, captions,
-radii) so the gate run only reads.
+radii) so the gate run only reads. ``options`` prints every ``--t2i-*`` option with its default per
+preset and its meaning, from the same records (``--write docs/options.md``: ``make docs``).
 
 Exit status: 0 done, 1 some jobs failed (each named; finished images kept), 2 usage error.
 """
@@ -53,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     plan = sub.add_parser("plan", help="print (or write) the images a selection of gates will ask for")
     gen = sub.add_parser("generate", help="make a selection's missing images (and features) before the gate run")
+    docs = sub.add_parser("options", help="every --t2i-* option, its default per preset and its meaning, from the "
+                          "Option records (the table of docs/options.md)")
+    docs.add_argument("--markdown", action="store_true", help="print the Markdown table of docs/options.md")
+    docs.add_argument("--write", metavar="FILE", help="rewrite the generated table in FILE in place (make docs)")
+    docs.add_argument("--check", metavar="FILE", help="exit 1 when the table in FILE differs from the generated one")
     for p in (plan, gen):
         p.add_argument("paths", nargs="*", help="test paths or node ids, as for pytest (default: the suite)")
         p.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest's -k expression")
@@ -114,11 +121,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     ns, extra = parser.parse_known_args(argv)
+    if ns.command == "options" and extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     unknown = [a for a in extra if a.startswith("--t2i-")]
     if unknown:
         parser.error(f"unknown option(s) {unknown}; see t2i-fairness {ns.command} --help")
     try:
-        return _run(ns, extra)
+        return _options_command(ns) if ns.command == "options" else _run(ns, extra)
     except _Usage as exc:
         print(f"t2i-fairness: {exc}", file=sys.stderr)
         return 2
@@ -144,8 +153,10 @@ def _run(ns: argparse.Namespace, extra: Sequence[str]) -> int:
             ray = init_ray(ns.address, ns.num_cpus)
         except EngineUnavailable as exc:
             raise _Usage(str(exc)) from None
-        device = ns.t2i_device or "auto"
-        generate_on = ("cuda" if cluster_gpus(ray) else "cpu") if device == "auto" else device.split(":")[0]
+        from t2i_fairness.base.devices import decide_device
+
+        device = ns.t2i_device or "auto"  # the workers' device: decided for the cluster's GPUs, not this machine's
+        generate_on = (decide_device(device, count=cluster_gpus(ray)) if device == "auto" else device).split(":")[0]
     try:
         selection = collect(pytest_args(ns, extra))
         plan = build_plan(selection, generate_on=generate_on, read_only=ns.command == "plan")  # planning writes nothing
@@ -159,6 +170,51 @@ def _run(ns: argparse.Namespace, extra: Sequence[str]) -> int:
     if ns.command == "plan":
         return 0
     return _generate(ns, plan, show)
+
+
+def options_markdown() -> str:
+    """The generated options table of ``docs/options.md``: the core options, then each family's.
+
+    Example:
+        >>> text = options_markdown()
+        >>> "| `--t2i-cis-k LIST` | `1,2,4,8` |" in text and "### Components Inclusion Score" in text
+        True
+    """
+    from t2i_fairness.families import FAMILIES
+    from t2i_fairness.spine import options as spine_options
+
+    sections = [("Core", CORE_OPTIONS)] + [(f.title, f.options) for f in FAMILIES]
+    return spine_options.options_markdown(sections)
+
+
+def _options_command(ns: argparse.Namespace) -> int:
+    from t2i_fairness.spine.options import DOCS_COMMAND, default_cell, option_usage, replace_generated
+
+    generated = options_markdown()
+    if ns.write or ns.check:
+        path = Path(ns.write or ns.check)
+        try:
+            text = path.read_text(encoding="utf-8")
+            new = replace_generated(text, generated, where=str(path))
+        except (OSError, ValueError) as exc:
+            raise _Usage(str(exc)) from None
+        if ns.check:
+            if new != text:
+                print(f"{path}: the options table differs from the Option records; run `{DOCS_COMMAND}` "
+                      f"(t2i-fairness options --write {path})", file=sys.stderr)
+                return 1
+            print(f"{path}: the options table is the Option records'")
+            return 0
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+        print(f"{path}: options table {'rewritten' if new != text else 'already up to date'}")
+        return 0
+    if ns.markdown:
+        print(generated, end="")
+        return 0
+    for option in _options():
+        print(f"{option_usage(option)}  [default: {default_cell(option).replace('`', '')}]\n    {option.help}")
+    return 0
 
 
 def _generate(ns, plan, show: bool) -> int:

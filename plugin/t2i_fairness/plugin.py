@@ -9,9 +9,7 @@ reports in :mod:`t2i_fairness.report`, each paper in :mod:`t2i_fairness.families
 
 from __future__ import annotations
 
-import contextlib
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,10 @@ from t2i_fairness.families import FAMILIES, family_of_module
 from t2i_fairness.gating.outcome import first_line
 from t2i_fairness.gating.session import ARTIFACT, PROPERTY, SECTION, GateSession
 from t2i_fairness.gating.thresholds import ThresholdFile, ThresholdFileError
-from t2i_fairness.spine.options import CORE_OPTIONS, T2IOptions, add_options, resolve_options
+from t2i_fairness.runstate import (  # noqa: F401  (the stash keys and helpers; public names of this module)
+    BASELINES, FAMILY_SIZE, OPTIONS, ROLES, SESSION, THRESHOLDS, fatal, gate_id_of, is_worker, progress_for,
+)
+from t2i_fairness.spine.options import CORE_OPTIONS, T2IOptions, add_options, resolve_options  # noqa: F401
 
 try:  # pytest's JUnit writer, which report/junit.py makes tell the run's outcome
     from _pytest.junitxml import xml_key as junit_xml_key
@@ -30,12 +31,6 @@ except ImportError:  # pragma: no cover  (another pytest: the XML is left as pyt
 
 pytest_plugins = ("t2i_fairness.fixtures.core", "t2i_fairness.fixtures.studies")
 
-OPTIONS = pytest.StashKey[T2IOptions]()
-SESSION = pytest.StashKey[GateSession]()
-THRESHOLDS = pytest.StashKey[ThresholdFile]()
-BASELINES = pytest.StashKey[dict]()  # gate id -> the baseline's measurement (same process)
-FAMILY_SIZE = pytest.StashKey[int]()  # gates selected in this run: the m of the multiplicity adjustment
-ROLES = ("baseline", "candidate")
 
 
 def all_options():
@@ -51,7 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto`` gives one worker per accelerator (xdist's CPU count when there is none)."""
-    from t2i_fairness.spine.devices import accelerator_count
+    from t2i_fairness.base.devices import accelerator_count
 
     return accelerator_count() or None
 
@@ -60,9 +55,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from t2i_fairness.errors import OptionError
     from t2i_fairness.report.labels import Vocabulary, marker_lines
 
-    if is_worker(config) and config.getoption("--t2i-device") in ("auto", "cuda"):
-        from t2i_fairness.spine.devices import pin_worker
+    from t2i_fairness.base.devices import pin_worker, pins_workers
 
+    if is_worker(config) and pins_workers(config.getoption("--t2i-device") or "auto"):
         pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]  # before CUDA initialises
     try:
         options = resolve_options(config.getoption, rootdir=defaults_root(config),
@@ -166,45 +161,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.xdist_group(gate_id_of(item.name)))
 
 
-# -- helpers the fixtures share ---------------------------------------------------------------------
-
-
-def gate_id_of(name: str) -> str:
-    """The gate id of a test name: the baseline/candidate part of its parameters removed.
-
-    Example:
-        >>> gate_id_of("test_cis[candidate-k1]"), gate_id_of("test_cis_order_invariance[baseline]")
-        ('test_cis[k1]', 'test_cis_order_invariance')
-    """
-    if "[" not in name:
-        return name
-    base, _, params = name.partition("[")
-    tokens = [t for t in params[:-1].split("-") if t not in ROLES]
-    return f"{base}[{'-'.join(tokens)}]" if tokens else base
-
-
-def is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
-def fatal(message: str) -> None:
-    """End the session with one clear message (a model that cannot be loaded, a bad device)."""
-    pytest.exit(f"t2i-fairness: {message}", returncode=pytest.ExitCode.USAGE_ERROR)
-
-
-def progress_for(config: pytest.Config):
-    """Progress bars that reach the terminal through pytest's output capture."""
-    from t2i_fairness.spine.generation import tqdm_progress
-
-    @contextlib.contextmanager
-    def progress(total: int, desc: str):
-        capman = config.pluginmanager.getplugin("capturemanager")
-        with (capman.global_and_fixture_disabled() if capman else contextlib.nullcontext()):
-            sys.stderr.write("\n")
-            with tqdm_progress(total, desc) as advance:
-                yield advance
-
-    return progress
+# -- the stash keys and helpers the fixtures share live in t2i_fairness.runstate ----------------------
 
 
 class GateHooks:

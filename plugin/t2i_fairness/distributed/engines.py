@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from t2i_fairness.spine.cache import is_url
+from t2i_fairness.base.cache import is_url
 from t2i_fairness.spine.options import T2IOptions
 from t2i_fairness.spine.plan import BatchJob, Need, run_job
 
@@ -231,6 +231,16 @@ def _workers(ray, workers: int | None, jobs: int) -> tuple[int, dict]:
     return max(1, min(n, jobs)), resources
 
 
+def _worker_device(worker) -> str:
+    """A worker actor's device: its roles' options share one ``--t2i-device``, decided once per actor
+    (:func:`~t2i_fairness.base.devices.decide_device`) and handed to each role's workbench."""
+    if getattr(worker, "_device", None) is None:
+        from t2i_fairness.base.devices import decide_device
+
+        worker._device = decide_device(next(iter(worker.options.values())).device)
+    return worker._device
+
+
 class ImageWorker:
     """A Ray Data actor: one Workbench per role (the generator loaded once, on first job), jobs run one
     canonical batch per call, as the pytest path cuts them."""
@@ -242,10 +252,10 @@ class ImageWorker:
 
     def _factory(self, role: str):
         if role not in self.benches:
-            from t2i_fairness.spine.memo import no_progress
+            from t2i_fairness.base.memo import no_progress
             from t2i_fairness.spine.workbench import Workbench
 
-            self.benches[role] = Workbench(self.options[role], no_progress)
+            self.benches[role] = Workbench(self.options[role], no_progress, device=_worker_device(self))
         return self.benches[role].factory
 
     def __call__(self, batch: dict) -> dict:
@@ -284,7 +294,7 @@ class FeatureWorker:
         self.studies: dict = {}
 
     def __call__(self, batch: dict) -> dict:
-        from t2i_fairness.spine.memo import no_progress
+        from t2i_fairness.base.memo import no_progress
         from t2i_fairness.spine.workbench import Workbench
 
         out: dict[str, list] = {"need": [], "done": [], "failed": [], "error": [], "computed": [], "reused": []}
@@ -292,7 +302,7 @@ class FeatureWorker:
             d = json.loads(str(text))
             role = d["role"]
             if role not in self.benches:
-                self.benches[role] = Workbench(self.options[role], no_progress)
+                self.benches[role] = Workbench(self.options[role], no_progress, device=_worker_device(self))
                 self.studies[role] = {}
             bench = self.benches[role]
             before = dataclasses.asdict(bench.cache.stats)

@@ -17,7 +17,7 @@ from t2i_fairness.distributed.selection import Selection
 from t2i_fairness.spine.options import T2IOptions
 from t2i_fairness.spine.plan import BatchJob, ImageRequest, Need, batch_jobs, role_options, unique_requests
 
-__all__ = ["Plan", "RolePlan", "build_plan", "plan_json", "plan_lines"]
+__all__ = ["Plan", "RolePlan", "build_plan", "plan_json", "plan_lines", "widening"]
 
 
 @dataclass
@@ -88,10 +88,12 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
         OptionError, ModelLoadError, OSError: as a pytest run of the selection would (a bad option,
             a model spec that cannot be resolved, a cache folder that cannot be written).
     """
-    from t2i_fairness.spine.memo import no_progress
+    from t2i_fairness.base.devices import decide_device
+    from t2i_fairness.base.memo import no_progress
     from t2i_fairness.spine.workbench import Workbench
 
     options = selection.options
+    device = decide_device(options.device)  # once, for both roles' workbenches
     roles: dict[str, RolePlan] = {}
     studies: dict[tuple[str, str], Any] = {}
     seen: set[tuple[str, str, tuple]] = set()
@@ -105,7 +107,7 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
         role = test.call.role
         if role not in roles:
             opts = role_options(options, role)
-            bench = Workbench(opts, progress or no_progress, generate_on=generate_on, read_only=read_only)
+            bench = Workbench(opts, progress or no_progress, generate_on=generate_on, device=device, read_only=read_only)
             roles[role] = RolePlan(role, opts, bench, generate_on=(generate_on or bench.device).split(":")[0])
         rp = roles[role]
         for family in families:
@@ -163,6 +165,31 @@ def family_counts(rp: RolePlan) -> list[dict]:
     return out
 
 
+def widening(rp: RolePlan) -> dict | None:
+    """What set-scope de-duplication costs the selection: ``None`` when no need was widened, else ``why``,
+    ``gates`` (widened needs) and ``narrow_images`` (distinct images if every widened need asked only
+    for its own slice, the other needs unchanged).
+
+    A ``-k`` selection of one region still reads every region's images of its template under
+    ``--t2i-dedupe-scope set`` (DIG In's code): an image is dropped when it duplicates an image of
+    *another* region, which only those images can show. Planning less would change the gated value
+    (or make it depend on what happens to be cached), so the plan says what it costs instead.
+
+    Example:
+        >>> from t2i_fairness.spine.plan import ImageRequest, Need
+        >>> wide = Need("g", ("a",), (ImageRequest("bag in Africa", 2), ImageRequest("bag in Europe", 2)),
+        ...             widened="set-scope", narrow=(ImageRequest("bag in Africa", 2),))
+        >>> rp = RolePlan("candidate", T2IOptions(), None, needs=[("dig_in", wide)])
+        >>> widening(rp)
+        {'why': 'set-scope', 'gates': 1, 'narrow_images': 2}
+    """
+    wide = [n for _, n in rp.needs if n.widened]
+    if not wide:
+        return None
+    narrow = {(r.prompt, i) for _, n in rp.needs for r in (n.narrow if n.widened else n.images) for i in r.indices}
+    return {"why": wide[0].widened, "gates": len(wide), "narrow_images": len(narrow)}
+
+
 def plan_lines(plan: Plan, tests_total: int | None = None) -> list[str]:
     """The plan for people: selection, per-family counts and what is cached, per role."""
     sel = plan.selection
@@ -183,6 +210,11 @@ def plan_lines(plan: Plan, tests_total: int | None = None) -> list[str]:
         lines.append(f"  {'all (distinct)':<28} {sum(plan.tests_by_family.values()):>6} "
                      f"{len({p for p, _ in images}):>8} {len(images):>7} {len(images - make):>7} {len(make):>8}")
         lines.append(f"  {len(make)} image(s) to make in {len(rp.jobs)} batch(es)")
+        widened = widening(rp)
+        if widened:
+            lines.append(f"  {widened['why']}: {widened['gates']} selected slice(s) plan {len(images)} images where "
+                         f"their own prompts need {widened['narrow_images']} (--t2i-dedupe-scope group plans only "
+                         "those, and looks for duplicates within each group only)")
     if plan.unplanned:
         lines.append(f"{len(plan.unplanned)} selected test(s) generate as they run (no family plans them), e.g. "
                      f"{plan.unplanned[0]}")
@@ -201,6 +233,7 @@ def plan_json(plan: Plan) -> dict:
             "settings": source.settings.key(), "seed": rp.options.seed, "cache": str(rp.options.cache_dir),
             "batch_size": rp.bench.factory.batch_size,
             "families": family_counts(rp),
+            "widened": widening(rp),
             "needs": [{"family": f, "method": n.method, "args": list(n.args), "images": len(n.images)}
                       for f, n in rp.needs],
             "requests": [{"prompt": r.prompt, "n": r.n, "keys": [rp.bench.factory.ref(r.prompt, i).key for i in r.indices]}

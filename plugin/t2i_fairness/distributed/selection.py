@@ -61,7 +61,7 @@ class _Collector:
         self.deselected += len(items)
 
     def pytest_collection_finish(self, session) -> None:
-        from t2i_fairness.plugin import OPTIONS
+        from t2i_fairness.runstate import OPTIONS
 
         options = session.config.stash[OPTIONS]
         tests = []

@@ -6,6 +6,7 @@ Each family folder has the same shape::
     families/<name>/options.py    OPTIONS (its --t2i-* flags) and resolve(values, core) -> frozen options
     families/<name>/study.py      the study: plain Python over a Workbench, computed lazily, once per session
     families/<name>/report.py     tables, plots and grids for people
+    families/<name>/canaries.py   (optional) its canaries: planted regressions in its slices (CANARIES)
 
 and registers with one line in :data:`t2i_fairness.families.FAMILIES`. The plugin turns each
 record into a session fixture (``fixture``, the study), the parametrization of its gate tests
@@ -23,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from t2i_fairness.generators.canary import CanaryInfo
 from t2i_fairness.spine.options import Option, T2IOptions, Values
 from t2i_fairness.spine.plan import GateCall, ImageRequest, Need
 
@@ -76,6 +78,8 @@ class Family:
             with the images the study asks for, computed by the study itself (no generation); a test
             it does not know gets every slice its parameters allow. ``None``: the family's images
             cannot be planned (its gates generate as they run).
+        canaries: its canaries (:class:`~t2i_fairness.generators.canary.CanaryInfo`, from
+            ``families/<name>/canaries.py``): the ``--t2i-canary NAME:SLICE[:PARAM]`` it knows.
     """
 
     name: str
@@ -90,6 +94,7 @@ class Family:
     header: Callable[[T2IOptions, Any], str | None] | None = None
     labels: Callable[[T2IOptions, Any], Mapping[str, Iterable[str]]] | None = None
     needs: Callable[[GateCall, Any], Sequence[Need]] | None = None
+    canaries: tuple[CanaryInfo, ...] = ()
     doc: str = field(default="", compare=False)
 
 

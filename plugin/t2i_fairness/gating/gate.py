@@ -18,7 +18,7 @@ from t2i_fairness.gating.baseline import BaselineMeasurement, compare_with_basel
 from t2i_fairness.gating.session import GateRecord
 from t2i_fairness.gating.thresholds import ThresholdFile
 from t2i_fairness.gating.verdicts import Measurement, Verdict, evaluate
-from t2i_fairness.spine.cache import content_key
+from t2i_fairness.base.cache import content_key
 
 __all__ = ["Gate", "GateContext", "bootstrap_seed", "judge", "measure"]
 
@@ -35,14 +35,16 @@ def bootstrap_seed(gate_id: str, base_seed: int) -> int:
 
 def measure(gate_id: str, value: float, *, n: int, higher_is_better: bool = True, interval=None,
             details: dict | None = None, resample: Callable[[Any], float] | None = None, units: int | None = None,
-            strata=None, bootstrap: int = 0, confidence: float = 0.95, seed: int = 0) -> Measurement:
+            strata=None, bootstrap: int = 0, confidence: float = 0.95, seed: int = 0, test=None) -> Measurement:
     """A :class:`~t2i_fairness.gating.verdicts.Measurement` with its uncertainty.
 
     ``interval`` is a :class:`~t2i_fairness.metrics.intervals.Interval` (the indicator's own method:
     its standard error and degrees of freedom give the gate's p-value) or a ``(low, high)`` pair (its
     width gives a normal standard error). Without one, ``resample(indices) -> value`` over ``units``
     (within ``strata``) gives a seeded percentile-bootstrap interval and its replicates (a shift
-    p-value); without either, the estimate is taken as exact.
+    p-value); without either, the estimate is taken as exact. ``test`` (a
+    :class:`~t2i_fairness.metrics.decisions.HypothesisTest`) makes the gate that test: it fails when the
+    test's H0 is rejected at the run's level, whatever the thresholds file says.
     """
     from t2i_fairness.metrics.intervals import Interval
 
@@ -58,7 +60,7 @@ def measure(gate_id: str, value: float, *, n: int, higher_is_better: bool = True
                                                name=gate_id, return_replicates=True)
     return Measurement(gate_id, float(value), int(n), "min" if higher_is_better else "max",
                        tuple(interval) if interval is not None else None, dict(details or {}),
-                       uncertainty=uncertainty, replicates=replicates, confidence=confidence)
+                       uncertainty=uncertainty, replicates=replicates, confidence=confidence, test=test)
 
 
 def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, *, nodeid: str = "",
@@ -87,7 +89,7 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
         ('fail', True, True)
     """
     comparison = None
-    if options.baseline_model:
+    if options.baseline_model and m.test is None:  # a test has its own H0; no candidate-baseline delta
         comparison = compare_with_baseline(
             m, baseline, model=options.baseline_model, allowed=options.baseline_delta, mode=options.gate_mode,
             resample=resample, units=units, strata=strata, n_resamples=options.bootstrap,
@@ -128,6 +130,9 @@ def minimum_detectable(m: Measurement, at: float, options, family_size: int) -> 
 
 def uncertainty_record(m: Measurement) -> dict | None:
     """What the gate's p-value rests on, for reports: the interval method, standard error, units."""
+    if m.test is not None:
+        return {"method": f"hypothesis test: {m.test.method}", "null": m.test.null, "statistic": m.test.statistic,
+                "resolution": m.test.resolution, "se": None}
     if m.uncertainty is not None:
         return m.uncertainty.record()
     if m.replicates is not None:
@@ -183,9 +188,10 @@ class Gate:
     def __call__(self, value: float, *, n: int, higher_is_better: bool = True, interval=None,
                  details: dict[str, Any] | None = None, name: str | None = None,
                  resample: Callable[[Any], float] | None = None, units: int | None = None, strata=None,
-                 provenance: dict[str, Any] | None = None) -> Measurement:
+                 provenance: dict[str, Any] | None = None, test=None) -> Measurement:
         """``resample(indices) -> value`` with ``units`` (and optional ``strata`` labels) gives a seeded
-        percentile-bootstrap interval over those units (``--t2i-bootstrap`` resamples)."""
+        percentile-bootstrap interval over those units (``--t2i-bootstrap`` resamples); ``test`` (a
+        :class:`~t2i_fairness.metrics.decisions.HypothesisTest`) makes the gate that test (see :func:`measure`)."""
         __tracebackhide__ = True
         import pytest
 
@@ -193,7 +199,7 @@ class Gate:
         gate_id = name or ctx.gate_id
         m = measure(gate_id, value, n=n, higher_is_better=higher_is_better, interval=interval, details=details,
                     resample=resample, units=units, strata=strata, bootstrap=o.bootstrap,
-                    confidence=o.confidence, seed=o.seed)
+                    confidence=o.confidence, seed=o.seed, test=test)
         prov = {**ctx.provenance(), **(provenance or {})}
         if ctx.role == "baseline":
             ctx.baselines[gate_id] = BaselineMeasurement(m, resample, units, strata)

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from t2i_fairness.gating.outcome import RunOutcome
-from t2i_fairness.spine.cache import CacheStats
+from t2i_fairness.base.cache import CacheStats
 from t2i_fairness.gating.thresholds import ThresholdFile
 
 PROPERTY = "t2i_gate"  # test report property: a GateRecord as strict JSON text (report.ci.record_json)
@@ -184,9 +184,9 @@ class GateSession:
         if options is not None and write_files:
             self.adjust(options.multiplicity, options.alpha)
             if options.canary:
-                from t2i_fairness.canaries import catch_report
+                from t2i_fairness.generators.canary import catch_report
 
-                self.canary_lines, self.canary_counts = catch_report(options.canary, self.records)
+                self.canary_lines, self.canary_counts = catch_report(options.canary_spec or options.canary, self.records)
             if options.plan_samples:
                 self.plan_lines = plan_sample_lines(self.records, options)
         try:
@@ -203,8 +203,12 @@ class GateSession:
             return
         from t2i_fairness.gating.thresholds import write_back
 
+        drop = []
+        if options is not None and options.update_thresholds:  # a test gate's old bound (from a p-value) goes
+            drop = [r.gate for r in self.records if r.gate in thresholds.gates and r.bound is None
+                    and str((r.uncertainty or {}).get("method", "")).startswith("hypothesis test")]
         try:
-            result = write_back(self.thresholds_path, self.records)
+            result = write_back(self.thresholds_path, self.records, drop=drop)
         except Exception as exc:  # noqa: BLE001  (a full disk: said in one line, the run fails; others as before)
             from t2i_fairness.errors import DiskFullError
 

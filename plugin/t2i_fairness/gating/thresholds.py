@@ -52,7 +52,7 @@ from ruamel.yaml.scalarfloat import ScalarFloat
 from ruamel.yaml.scalarint import BinaryInt, DecimalInt, HexCapsInt, HexInt, OctalInt, ScalarInt
 from ruamel.yaml.tokens import CommentToken
 
-from t2i_fairness.spine.files import atomic_write_bytes
+from t2i_fairness.base.files import atomic_write_bytes
 
 Direction = Literal["min", "max"]
 
@@ -416,7 +416,7 @@ class WriteBack:
     notes: list[str] = field(default_factory=list)
 
 
-def write_back(thresholds_path: str | Path, records: Iterable[Any]) -> WriteBack:
+def write_back(thresholds_path: str | Path, records: Iterable[Any], drop: Iterable[str] = ()) -> WriteBack:
     """Write a run's gate records back: ``written`` records into the thresholds file, ``missing`` ones
     into ``<file>.proposed.yaml``. The body of ``GateSession.finish`` once ``write_files`` is set.
 
@@ -428,6 +428,8 @@ def write_back(thresholds_path: str | Path, records: Iterable[Any]) -> WriteBack
     Args:
         thresholds_path: the thresholds file (``--t2i-thresholds``).
         records: the run's gate records (``GateRecord`` or their dicts).
+        drop: gates whose entry the update flow removes (a hypothesis-test gate's bound written from
+            an earlier p-value: the gate is judged at the run's level, not against a bound).
 
     Raises:
         ThresholdFileError: the thresholds file itself cannot be read or written (names it).
@@ -445,11 +447,15 @@ def write_back(thresholds_path: str | Path, records: Iterable[Any]) -> WriteBack
     out = WriteBack()
     updates = [_update_from_record(r) for r in records if _get(r, "status") == "written" and _get(r, "write") is not None]
     missing = [_update_from_record(r) for r in records if _get(r, "status") == "missing" and _get(r, "write") is not None]
-    if updates:
+    drop = list(drop)
+    if updates or drop:
         thresholds = ThresholdFile.load(path)
         result = thresholds.apply_updates(updates)
         out.notes += result.refused
-        if result.changed:
+        removed = [g for g in drop if thresholds.gates.pop(g, None) is not None]
+        out.notes += [f"{g}: removed its bound from {path}: a hypothesis-test gate fails when its H0 is rejected at "
+                      "the run's level, not against a bound written from an earlier p-value" for g in removed]
+        if result.changed or removed:
             thresholds.save()
             out.written += result.changed
     if missing:
@@ -469,7 +475,7 @@ def write_back(thresholds_path: str | Path, records: Iterable[Any]) -> WriteBack
 
 
 def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
-    """Replace a file's content atomically through :func:`t2i_fairness.spine.files.atomic_write_bytes`
+    """Replace a file's content atomically through :func:`t2i_fairness.base.files.atomic_write_bytes`
     (symlinks written through, mode and group kept, the user's umask for a new file).
 
     Example:

@@ -12,6 +12,11 @@ A gate is a decision procedure (:mod:`t2i_fairness.metrics.decisions` has the ar
 * ``inconclusive``: the estimate misses the bound without significant evidence at this sample
   size; ``--t2i-inconclusive warn`` (default) passes with a warning, ``fail`` fails.
 * ``--t2i-gate point``: no statistics, the estimate alone against the bound (pass / fail).
+* A gate whose statistic is itself a hypothesis test (``Measurement.test``: the CIS order test) has no
+  bound: it fails when its own H0 is rejected at the run's level (:func:`evaluate_test`).
+* A sampled value whose uncertainty at the bound is not measured (se 0, no replicates) gets no p-value:
+  it passes when the estimate meets the bound and is ``inconclusive`` otherwise, never failed "with
+  certainty".
 
 Nothing new passes silently: a gate missing from the file fails and its bound is proposed in
 ``<file>.proposed.yaml``. ``--t2i-update-thresholds`` writes bounds *from the measurement's
@@ -40,6 +45,12 @@ from t2i_fairness.gating.thresholds import (  # noqa: F401  (re-exported: the ga
 )
 
 DECIMALS = 6
+#: The smallest p-value a sampled measurement reports (the largest: the float below 1): the normal tail in
+#: float64 is 0 beyond 38 standard errors and 1 beyond 8.3; neither is a claim a sample can make.
+P_FLOOR = 1e-300
+#: A standard error at most this (relative to max(1, |estimate|)) is float noise around 0 (2.3e-17 from
+#: identical images), not a measured uncertainty.
+SE_NOISE = 1e-12
 
 
 @dataclass
@@ -59,6 +70,7 @@ class Measurement:
     uncertainty: Any = field(default=None, repr=False)  # a metrics.intervals.Interval (se, df, n_effective)
     replicates: Any = field(default=None, repr=False)  # bootstrap replicates (when no Interval is known)
     confidence: float = 0.95  # of ``interval``
+    test: Any = field(default=None, repr=False)  # a metrics.decisions.HypothesisTest: the gate is that test
 
     def to_dict(self) -> dict:
         d = {k: v for k, v in asdict(self).items() if k not in ("uncertainty", "replicates")}
@@ -82,14 +94,20 @@ class Measurement:
         return 0.0
 
     def p_value(self, bound: float) -> float:
-        """One-sided p-value of H0 "the true value meets ``bound``" (small: evidence it does not)."""
+        """One-sided p-value of H0 "the true value meets ``bound``" (small: evidence it does not); a
+        hypothesis-test gate's own p-value (``test``) whatever the bound."""
         from t2i_fairness.metrics import decisions
 
+        if self.test is not None:
+            return float(self.test.p_value)
         if self.uncertainty is not None and self.uncertainty.se_at(bound) is not None:
-            return decisions.p_value_interval(self.uncertainty, bound, self.direction)
-        if self.replicates is not None and len(self.replicates) > 1:
+            p = decisions.p_value_interval(self.uncertainty, bound, self.direction)
+        elif self.replicates is not None and len(self.replicates) > 1:
             return decisions.p_value_bootstrap(self.value, self.replicates, bound, self.direction)
-        return decisions.p_value_normal(self.value, self.se_at(bound), bound, self.direction)
+        else:
+            p = decisions.p_value_normal(self.value, self.se_at(bound), bound, self.direction)
+        # a sampled value is never certain: the normal tail's float saturation is not a 0 or a 1
+        return min(max(p, P_FLOOR), math.nextafter(1.0, 0.0))
 
 
 def safe_round(value: float, direction: Direction) -> float:
@@ -272,6 +290,9 @@ def evaluate(
         >>> evaluate(Measurement("g", 0.45, n=10, interval=(0.3, 0.6)), t, {}, mode="point").status
         'fail'
     """
+    if m.test is not None:
+        return evaluate_test(m, thresholds, provenance, alpha=alpha, family_size=family_size,
+                             multiplicity=multiplicity, inconclusive=inconclusive)
     bound = thresholds.gates.get(m.gate)
     stored = thresholds.provenances.get(bound.provenance) if bound and bound.provenance else None
     changes = provenance_diff(stored, provenance)
@@ -310,6 +331,15 @@ def evaluate(
     from t2i_fairness.metrics.decisions import decide
 
     threshold = alpha / max(1, int(family_size)) if multiplicity in ("holm", "bh") else alpha
+    if m.replicates is None and not m.se_at(bound.value) > SE_NOISE * max(1.0, abs(m.value)):
+        # no measured uncertainty at the bound: a sampled value is never certain, so no p-value (not 0 or 1)
+        if meets:
+            return Verdict("pass", bound, f"{text}; no uncertainty measured at the bound (se 0): passes on its "
+                           "estimate, no p-value", None, changes, None, threshold)
+        blocking = inconclusive == "fail"
+        return Verdict("inconclusive", bound, f"{text} INCONCLUSIVE: the estimate misses the bound but its "
+                       "uncertainty is not measured (se 0), so there is no evidence either way", None, changes,
+                       None, threshold, blocking_inconclusive=blocking)
     p = m.p_value(bound.value)
     status = decide(m.value, bound.value, bound.direction, p, threshold)
     stats = f"; p = {p:.3g} (one-sided, vs {threshold:.3g}: {_level_text(alpha, family_size, multiplicity)})"
@@ -322,6 +352,47 @@ def evaluate(
         return Verdict("inconclusive", bound, f"{text}{stats}{tail}", None, changes, p, threshold,
                        blocking_inconclusive=blocking)
     return Verdict("pass", bound, text + stats, None, changes, p, threshold)
+
+
+def evaluate_test(m: Measurement, thresholds: ThresholdFile, provenance: dict, *, alpha: float = 0.05,
+                  family_size: int = 1, multiplicity: str = "holm", inconclusive: str = "warn") -> Verdict:
+    """Decide a gate that is a hypothesis test (``m.test``): it fails when its H0 is rejected at the run's
+    level (:func:`t2i_fairness.metrics.decisions.decide_test`), never against a bound.
+
+    A bound the thresholds file still holds for the gate (written from an earlier p-value) is not used:
+    the message says so, and the update flow removes it (``GateSession.finish``). ``--t2i-gate point``
+    does not apply: a test has no estimate to hold against a bound.
+
+    Example:
+        >>> from t2i_fairness.metrics.decisions import HypothesisTest
+        >>> t = ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.03)})
+        >>> m = Measurement("g", 0.0244, n=16, test=HypothesisTest(0.0244, "no order effect", "permutation", 7.1, 5e-5))
+        >>> v = evaluate_test(m, t, {}, family_size=475)
+        >>> v.status, v.bound, v.p_value
+        ('inconclusive', None, 0.0244)
+        >>> "not used" in v.message
+        True
+    """
+    from t2i_fairness.metrics.decisions import decide_test
+
+    test = m.test
+    threshold = alpha / max(1, int(family_size)) if multiplicity in ("holm", "bh") else alpha
+    p = float(test.p_value)
+    status = decide_test(p, alpha, threshold)
+    resolution = f", resolution {test.resolution:.2g}" if test.resolution else ""
+    text = (f"{m.gate}: H0 {test.null}: {test.method} p = {p:.4g} (n={m.n}{resolution}; vs {threshold:.3g}: "
+            f"{_level_text(alpha, family_size, multiplicity)})")
+    stale = thresholds.gates.get(m.gate)
+    if stale is not None:
+        text += (f"; the bound `{stale.direction}: {stale.value:g}` in {thresholds.path} is not used (a test is "
+                 "judged at the run's level; --t2i-update-thresholds removes it)")
+    if status == "fail":
+        return Verdict("fail", None, f"{text}: H0 rejected FAILED", None, {}, p, threshold)
+    if status == "inconclusive":
+        blocking = inconclusive == "fail"
+        return Verdict("inconclusive", None, f"{text} INCONCLUSIVE: significant at alpha but not at the first step; "
+                       "the run's step-down decides", None, {}, p, threshold, blocking_inconclusive=blocking)
+    return Verdict("pass", None, f"{text}: H0 not rejected", None, {}, p, threshold)
 
 
 def _level_text(alpha: float, family_size: int, multiplicity: str) -> str:

@@ -2,6 +2,8 @@
 
 Spec forms:
 - ``tiny``: the built-in smoke model (a real StableDiffusionPipeline with random weights).
+- ``sd15-random``: Stable Diffusion 1.5's UNet, VAE and text encoder at full size with seeded random
+  weights (``model_configs/sd15-random.json``): the paper path, offline; its images mean nothing.
 - ``procedural``: a seeded simulator of the synthetic reference's world (``generators/procedural.py``),
   whose values move with the seed, for measuring the gates' statistics; not a model.
 - a hub id or a local diffusers folder: ``DiffusionPipeline.from_pretrained``.
@@ -9,7 +11,7 @@ Spec forms:
 - ``python:module:factory``: ``factory()`` returns an object with ``fingerprint`` and ``generate``.
 
 A warm cache never loads the model: the fingerprint (part of every image key) is known without it,
-and it names the weights (:mod:`t2i_fairness.spine.identity`): a local folder by the digest of the
+and it names the weights (:mod:`t2i_fairness.base.identity`): a local folder by the digest of the
 files that decide its pixels, a hub id by the commit its revision points to (the commit is then
 the revision loaded), a manifest by the digest of its rows and of the listed files, the tiny model
 by its config and the libraries that initialise it, a ``python:`` factory by its own fingerprint.
@@ -53,7 +55,7 @@ class GeneratorSource:
         fingerprint: what every image key names (model, weights, settings, precision, device class).
         settings: the resolved generation settings (batch size included).
         subject: how the run's notes name the model (``model /data/ckpt``); with ``weights``, what
-            :func:`t2i_fairness.spine.identity.remember` records, to say when the weights changed.
+            :func:`t2i_fairness.base.identity.remember` records, to say when the weights changed.
         weights: the weights' identity alone (a digest, a commit), or ``None``.
         item_key: for sources whose images each have their own identity (a manifest's files), the
             identity of one (prompt, seed), or ``None`` when it has none; image keys then use it
@@ -142,7 +144,7 @@ def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
     A string is taken as it is. A method or other callable (``def fingerprint(self)``) is called once
     with no arguments and must return a string; the generator then works, with a warning to make it
     an attribute. A fingerprint that names no version, date, commit or digest
-    (:func:`~t2i_fairness.spine.identity.looks_versioned`) gets a warning: when the weights behind
+    (:func:`~t2i_fairness.base.identity.looks_versioned`) gets a warning: when the weights behind
     it change, the cache serves the old model's images.
 
     Args:
@@ -162,7 +164,7 @@ def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
         >>> factory_fingerprint("python:m:make", type("G", (), {"fingerprint": "my-model"})())[1][0][:60]
         "--t2i-model 'python:m:make': its fingerprint 'my-model' name"
     """
-    from t2i_fairness.spine.identity import looks_versioned
+    from t2i_fairness.base.identity import looks_versioned
 
     raw = gen.fingerprint
     notes = []
@@ -186,7 +188,7 @@ def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
         raise ModelLoadError(
             f"--t2i-model {spec!r}: its `fingerprint` is a {type(raw).__name__} ({raw!r:.80}), not a string; "
             "give a string naming the model and its weights version, e.g. f\"my-model@{weights_digest(folder)}\" "
-            "(t2i_fairness.spine.identity.weights_digest)"
+            "(t2i_fairness.base.identity.weights_digest)"
         )
     if not raw.strip():
         raise ModelLoadError(f"--t2i-model {spec!r}: its `fingerprint` is empty; name the model and its weights version")
@@ -199,7 +201,7 @@ def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
         notes.append(
             f"--t2i-model {spec!r}: its fingerprint {raw!r} names no version, date, commit or digest, so when its "
             "weights change the cache serves the old model's images. Put the weights' version in it, e.g. "
-            f"f\"{raw}@{{weights_digest('/path/to/weights')}}\" (t2i_fairness.spine.identity.weights_digest) or a release tag"
+            f"f\"{raw}@{{weights_digest('/path/to/weights')}}\" (t2i_fairness.base.identity.weights_digest) or a release tag"
         )
     return raw, notes
 
@@ -210,6 +212,7 @@ def resolve_generator(
     device: str,
     seed_for: Callable[[str, int], int],
     revision: str | None = None,
+    precision: str | None = None,
 ) -> GeneratorSource:
     """Check the spec cheaply and return a lazy source whose fingerprint names the weights.
 
@@ -219,6 +222,8 @@ def resolve_generator(
         device: the resolved device (its class and precision enter the fingerprint).
         seed_for: ``(prompt, index) -> seed`` (manifests list an index instead of a seed).
         revision: ``--t2i-model-revision``: for a hub id, the branch, tag or commit to use.
+        precision: ``--t2i-precision`` of a diffusers model (``None``: the run's; ``auto``: float16 on
+            CUDA, float32 elsewhere); resolved now, so the fingerprint and the pipeline loaded later agree.
 
     Raises:
         ModelLoadError: a local path without a pipeline, an unimportable factory, a bad manifest,
@@ -231,14 +236,16 @@ def resolve_generator(
         >>> src.fingerprint.startswith("diffusers:tiny-sd-") and "@init-" in src.fingerprint, src.loaded
         (True, False)
     """
-    from t2i_fairness.generators.diffusers_pipe import (PAPER_DEFAULTS, DiffusersGenerator, diffusers_fingerprint,
-                                                        tiny_model_name, tiny_weights)
+    from t2i_fairness.generators.diffusers_pipe import (PAPER_DEFAULTS, RANDOM_MODELS, DiffusersGenerator,
+                                                        diffusers_fingerprint, tiny_model_name, tiny_weights)
     from t2i_fairness.models.configs import load_model_config
-    from t2i_fairness.spine import identity
+    from t2i_fairness.models.precision import resolve as resolve_precision
+    from t2i_fairness.base import identity
 
+    precision = resolve_precision("generator", device, precision)
     local = Path(spec).expanduser()
     is_local = spec.startswith((".", "/", "~")) or (local.exists() and not spec.startswith(("images:", "python:")))
-    hub = not (spec in ("tiny", "procedural") or spec.startswith(("images:", "python:")) or is_local)
+    hub = not (spec in ("tiny", "procedural", *RANDOM_MODELS) or spec.startswith(("images:", "python:")) or is_local)
     if revision is not None and not hub:
         raise ModelLoadError(
             f"--t2i-model-revision {revision!r} applies to a hub id; --t2i-model {spec!r} is not one "
@@ -247,9 +254,16 @@ def resolve_generator(
     if spec == "tiny":
         resolved = settings.resolved(load_model_config("tiny-sd")["defaults"])
         weights = tiny_weights()
-        fp = diffusers_fingerprint(tiny_model_name(), resolved, device, weights)
-        return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.tiny(resolved, device),
+        fp = diffusers_fingerprint(tiny_model_name(), resolved, device, weights, precision)
+        return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.tiny(resolved, device, precision),
                                subject="model tiny", weights=weights)
+    if spec in RANDOM_MODELS:  # sd15-random: SD 1.5's sizes, seeded random weights, no download
+        config = RANDOM_MODELS[spec]
+        resolved = settings.resolved(load_model_config(config)["defaults"])
+        weights = tiny_weights()
+        fp = diffusers_fingerprint(tiny_model_name(config), resolved, device, weights, precision)
+        return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.random(config, resolved, device, precision),
+                               subject=f"model {spec}", weights=weights)
     if spec == "procedural":
         from t2i_fairness.generators.procedural import smoke_procedural
 
@@ -292,11 +306,12 @@ def resolve_generator(
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"--t2i-model {spec!r}: cannot read the pipeline's files to identify its weights ({exc})") from exc
         name = folder.name
-        fp = diffusers_fingerprint(name, resolved, device, weights)
+        fp = diffusers_fingerprint(name, resolved, device, weights, precision)
         index = identity.active_index()  # the run's: loading happens later, outside the workbench's block
 
         def load_local() -> DiffusersGenerator:
-            gen = DiffusersGenerator.from_pretrained(str(folder), resolved, device, name=name, weights=weights)
+            gen = DiffusersGenerator.from_pretrained(str(folder), resolved, device, name=name, weights=weights,
+                                                     precision=precision)
             with identity.using(index):
                 now = identity.weights_digest(folder)
             if now != weights:  # written while this run was going on: its images would carry the wrong key
@@ -308,9 +323,10 @@ def resolve_generator(
 
         return GeneratorSource(spec, fp, resolved, load_local, subject=f"model {folder}", weights=weights)
     commit = identity.hub_commit(spec, revision)
-    fp = diffusers_fingerprint(spec, resolved, device, commit[:12])
+    fp = diffusers_fingerprint(spec, resolved, device, commit[:12], precision)
     return GeneratorSource(
         spec, fp, resolved,
-        lambda: DiffusersGenerator.from_pretrained(spec, resolved, device, revision=commit, weights=commit[:12]),
+        lambda: DiffusersGenerator.from_pretrained(spec, resolved, device, revision=commit, weights=commit[:12],
+                                                   precision=precision),
         subject=f"model {spec}" + (f" ({revision})" if revision else ""), weights=commit[:12],
     )

@@ -14,13 +14,15 @@ from t2i_fairness.errors import ModelLoadError
 from t2i_fairness.generators.base import GenerationSettings
 
 
-def _torch_dtype(device: str):
-    import torch
+def _torch_dtype(device: str, precision: str | None = None):
+    """The pipeline's dtype: ``precision`` (``None``: the run's, ``auto``: float16 on CUDA, else float32)."""
+    from t2i_fairness.models.precision import resolve, torch_dtype
 
-    return torch.float16 if device.startswith("cuda") else torch.float32
+    return torch_dtype(resolve("generator", device, precision))
 
 
-def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, weights: str | None = None) -> str:
+def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, weights: str | None = None,
+                          precision: str | None = None) -> str:
     """Identifies model, weights, settings, precision and device class without loading anything
     (cache keys need it first).
 
@@ -30,7 +32,9 @@ def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, 
         device: where it runs; its class (``cpu``, ``cuda``, ``mps``) picks the kernels, and CUDA runs
             in float16.
         weights: the weights' identity: a folder's ``sha256-...`` digest, a hub commit, the tiny
-            model's ``init-...`` (see :mod:`t2i_fairness.spine.identity`).
+            model's ``init-...`` (see :mod:`t2i_fairness.base.identity`).
+        precision: ``auto`` (float16 on CUDA, float32 elsewhere), ``float32``, ``float16`` or
+            ``bfloat16``; ``None``: the run's (:mod:`t2i_fairness.models.precision`).
 
     Example:
         >>> s = GenerationSettings(steps=2, guidance=7.0, height=64, width=64)
@@ -39,10 +43,13 @@ def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, 
         (True, False)
         >>> diffusers_fingerprint("ckpt", s, "cuda:0", "w") == diffusers_fingerprint("ckpt", s, "cuda:1", "w")
         True
+        >>> diffusers_fingerprint("ckpt", s, "cpu", "w", "bfloat16") == diffusers_fingerprint("ckpt", s, "cpu", "w")
+        False
     """
-    from t2i_fairness.spine.identity import device_class
+    from t2i_fairness.models.precision import resolve
+    from t2i_fairness.base.identity import device_class
 
-    precision = "float16" if device.startswith("cuda") else "float32"
+    precision = resolve("generator", device, precision)
     ident = {"model": name, "weights": weights, "settings": settings.key(), "precision": precision,
              "device": device_class(device)}
     digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
@@ -54,15 +61,16 @@ TINY_LIBRARIES = ("torch", "diffusers", "transformers")  # they make the tiny mo
 
 
 def tiny_model_name(config_name: str = TINY_DEFAULTS_CONFIG) -> str:
+    """``tiny-sd-<digest of the config>`` (``sd15-random-<digest>`` for that config): the config is the weights."""
     cfg = load_model_config(config_name)
     blob = json.dumps({k: v for k, v in cfg.items() if k != "_comment"}, sort_keys=True).encode()
-    return "tiny-sd-" + hashlib.sha256(blob).hexdigest()[:8]
+    return ("tiny-sd" if config_name == TINY_DEFAULTS_CONFIG else config_name) + "-" + hashlib.sha256(blob).hexdigest()[:8]
 
 
 def tiny_weights() -> str:
     """The tiny model's weights identity: it has no files, its weights come from its config's seed
-    through these libraries (:func:`t2i_fairness.spine.identity.init_identity`)."""
-    from t2i_fairness.spine.identity import init_identity
+    through these libraries (:func:`t2i_fairness.base.identity.init_identity`)."""
+    from t2i_fairness.base.identity import init_identity
 
     return init_identity(*TINY_LIBRARIES)
 
@@ -70,13 +78,18 @@ def tiny_weights() -> str:
 PAPER_DEFAULTS = {"steps": 50, "guidance": 7.0, "height": 512, "width": 512, "batch_size": 8}
 
 
+RANDOM_MODELS = {"sd15-random": "sd15-random"}  # --t2i-model spec -> model_configs/<name>.json (seeded random weights)
+
+
 def build_tiny_pipeline(config_name: str = "tiny-sd"):
-    """A real ``StableDiffusionPipeline`` built offline from small configs with seeded random weights.
+    """A real ``StableDiffusionPipeline`` built offline from a config of ``model_configs/`` with seeded
+    random weights: ``tiny-sd`` (diffusers' test sizes) or ``sd15-random`` (SD 1.5's own sizes).
 
     The weights depend only on the config and its ``seed``, so every machine builds the same model.
     """
+    import diffusers
     import torch
-    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from diffusers import AutoencoderKL, StableDiffusionPipeline, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel
 
     from t2i_fairness.models.clip_tokenizer import BOS_ID, EOS_ID, VOCAB_SIZE, offline_clip_tokenizer
@@ -95,7 +108,7 @@ def build_tiny_pipeline(config_name: str = "tiny-sd"):
                 pad_token_id=EOS_ID,
             )
         )
-    scheduler = DDIMScheduler(**cfg["scheduler"])
+    scheduler = getattr(diffusers, cfg.get("scheduler_class", "DDIMScheduler"))(**cfg["scheduler"])
     pipe = StableDiffusionPipeline(
         unet=unet,
         vae=vae,
@@ -119,25 +132,54 @@ class DiffusersGenerator:
     """
 
     def __init__(self, pipe, name: str, settings: GenerationSettings, device: str = "cpu", num_threads: int | None = None,
-                 weights: str | None = None):
-        self.pipe = pipe.to(device)
+                 weights: str | None = None, precision: str | None = None):
+        from t2i_fairness.models.precision import resolve
+
+        self.precision = resolve("generator", device, precision)
+        dtype = _torch_dtype(device, self.precision)
+        # from_pretrained loads at the dtype already; a pipeline built in float32 (tiny, sd15-random) is cast here
+        self.pipe = pipe.to(device) if getattr(pipe, "dtype", dtype) == dtype else pipe.to(device, dtype)
         self.num_threads = num_threads  # CPU kernels round differently with the thread count
         self.name = name
         self.settings = settings
         self.device = device
         self.weights = weights
-        self.fingerprint = diffusers_fingerprint(name, settings, device, weights)
+        self.fingerprint = diffusers_fingerprint(name, settings, device, weights, self.precision)
 
     @classmethod
-    def tiny(cls, settings: GenerationSettings = GenerationSettings(), device: str = "cpu") -> "DiffusersGenerator":
+    def tiny(cls, settings: GenerationSettings = GenerationSettings(), device: str = "cpu",
+             precision: str | None = None) -> "DiffusersGenerator":
         pipe, cfg = build_tiny_pipeline()
         # Pinned threads make the smoke model's bytes the same on every machine, whatever its core count.
-        return cls(pipe, tiny_model_name(), settings.resolved(cfg["defaults"]), device, num_threads=2, weights=tiny_weights())
+        return cls(pipe, tiny_model_name(), settings.resolved(cfg["defaults"]), device, num_threads=2, weights=tiny_weights(),
+                   precision=precision)
+
+    @classmethod
+    def random(cls, config_name: str, settings: GenerationSettings = GenerationSettings(), device: str = "cpu",
+               precision: str | None = None) -> "DiffusersGenerator":
+        """A seeded random pipeline at a config's sizes (``sd15-random``): the paper path with no download.
+
+        Args:
+            config_name: a pipeline config of ``model_configs/`` (``sd15-random``, ``tiny-sd``).
+            settings: generation settings (unset ones take the config's ``defaults``).
+            device: torch device.
+            precision: the pipeline's dtype (``None``: the run's; ``auto``: float16 on CUDA, float32 elsewhere).
+
+        Raises:
+            ValueError: no such config.
+
+        Example:
+            >>> DiffusersGenerator.random("tiny-sd").fingerprint.startswith("diffusers:tiny-sd-")
+            True
+        """
+        pipe, cfg = build_tiny_pipeline(config_name)
+        return cls(pipe, tiny_model_name(config_name), settings.resolved(cfg["defaults"]), device,
+                   weights=tiny_weights(), precision=precision)
 
     @classmethod
     def from_pretrained(
         cls, model: str, settings: GenerationSettings = GenerationSettings(), device: str = "cpu", *,
-        revision: str | None = None, name: str | None = None, weights: str | None = None,
+        revision: str | None = None, name: str | None = None, weights: str | None = None, precision: str | None = None,
     ) -> "DiffusersGenerator":
         """Load a hub id or a local diffusers folder; fp16 on CUDA. Fails fast with a fix when it cannot.
 
@@ -147,6 +189,7 @@ class DiffusersGenerator:
             device: torch device.
             revision: for a hub id, the commit to load (the one its fingerprint names).
             name, weights: the fingerprint's parts (default: ``model`` and ``revision``).
+            precision: the pipeline's dtype (``None``: the run's; ``auto``: float16 on CUDA, float32 elsewhere).
 
         Raises:
             ModelLoadError: no pipeline at a local path, or the weights cannot be loaded.
@@ -161,13 +204,13 @@ class DiffusersGenerator:
                 "Point it at a folder saved with pipeline.save_pretrained(), or at a hub id such as "
                 "runwayml/stable-diffusion-v1-5."
             )
-        from t2i_fairness.spine.hub import how_to_fix, offline_unless_reachable
+        from t2i_fairness.base.hub import how_to_fix, offline_unless_reachable
 
         extra = {} if looks_local or revision is None else {"revision": revision}
         try:
             with offline_unless_reachable():
                 pipe = DiffusionPipeline.from_pretrained(str(local) if looks_local else model,
-                                                         torch_dtype=_torch_dtype(device), **extra)
+                                                         torch_dtype=_torch_dtype(device, precision), **extra)
         except Exception as exc:  # the hub client raises many types; all mean "cannot load"
             raise ModelLoadError(
                 f"--t2i-model {model!r} could not be loaded ({type(exc).__name__}: "
@@ -176,7 +219,7 @@ class DiffusersGenerator:
         if hasattr(pipe, "set_progress_bar_config"):
             pipe.set_progress_bar_config(disable=True)
         return cls(pipe, name or model, settings.resolved(PAPER_DEFAULTS), device,
-                   weights=weights if weights is not None else revision)
+                   weights=weights if weights is not None else revision, precision=precision)
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
         import torch
@@ -267,6 +310,28 @@ class TokenCounter:
         return cls(found) if found else None
 
     @classmethod
+    def random(cls, config_name: str, settings: GenerationSettings = GenerationSettings(), device: str = "cpu",
+               precision: str | None = None) -> "DiffusersGenerator":
+        """A seeded random pipeline at a config's sizes (``sd15-random``): the paper path with no download.
+
+        Args:
+            config_name: a pipeline config of ``model_configs/`` (``sd15-random``, ``tiny-sd``).
+            settings: generation settings (unset ones take the config's ``defaults``).
+            device: torch device.
+            precision: the pipeline's dtype (``None``: the run's; ``auto``: float16 on CUDA, float32 elsewhere).
+
+        Raises:
+            ValueError: no such config.
+
+        Example:
+            >>> DiffusersGenerator.random("tiny-sd").fingerprint.startswith("diffusers:tiny-sd-")
+            True
+        """
+        pipe, cfg = build_tiny_pipeline(config_name)
+        return cls(pipe, tiny_model_name(config_name), settings.resolved(cfg["defaults"]), device,
+                   weights=tiny_weights(), precision=precision)
+
+    @classmethod
     def from_pretrained(cls, model: str, max_sequence_length: int = T5_MAX_SEQUENCE_LENGTH) -> "TokenCounter":
         """The tokenizers of a hub id or local diffusers folder, without loading the pipeline's weights.
 
@@ -275,7 +340,7 @@ class TokenCounter:
         """
         from transformers import AutoTokenizer
 
-        from t2i_fairness.spine.hub import how_to_fix, offline_unless_reachable
+        from t2i_fairness.base.hub import how_to_fix, offline_unless_reachable
 
         local = Path(model).expanduser()
         try:

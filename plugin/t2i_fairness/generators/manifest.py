@@ -67,7 +67,7 @@ class ManifestGenerator:
     16-bit images are rescaled to 8 bits (:func:`to_rgb8`).
 
     Identity: each listed file is digested (SHA-256 of its bytes, remembered per file by
-    :mod:`t2i_fairness.spine.identity`, so a later run reads only files that changed). ``fingerprint``
+    :mod:`t2i_fairness.base.identity`, so a later run reads only files that changed). ``fingerprint``
     covers the rows and every file's digest, so images replaced behind an unchanged manifest make a
     new fingerprint; :meth:`item_key` is one image's own identity, so the cache re-reads only the
     images that were replaced.
@@ -154,7 +154,7 @@ class ManifestGenerator:
         if missing_files:
             shown = "; ".join(missing_files[:5])
             raise ValueError(f"{path}: {len(missing_files)} image file(s) not found: {shown}")
-        from t2i_fairness.spine.identity import file_digest
+        from t2i_fairness.base.identity import file_digest
 
         self._digests: dict[tuple[str, int], str] = {}
         for key, row in self._rows.items():

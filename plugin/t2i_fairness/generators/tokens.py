@@ -17,7 +17,7 @@ from typing import Sequence
 from t2i_fairness.errors import ModelLoadError, T2ITruncationWarning
 from t2i_fairness.metrics.truncation import Truncation, worst_truncation
 
-__all__ = ["prompt_truncation", "token_counter_for", "warn_truncation"]
+__all__ = ["counted_truncation", "prompt_truncation", "token_counter_for", "warn_truncation"]
 
 _COUNTERS: dict[str, tuple[object | None, str]] = {}
 
@@ -78,3 +78,12 @@ def warn_truncation(truncation: Truncation, what: str) -> None:
     """One :class:`~t2i_fairness.errors.T2ITruncationWarning` when any prompt of ``what`` is truncated."""
     if truncation.counted and truncation.truncated:
         warnings.warn(T2ITruncationWarning(truncation.message(what)), stacklevel=2)
+
+
+def counted_truncation(source, texts: Sequence[str], what: str) -> Truncation:
+    """:func:`prompt_truncation`, then :func:`warn_truncation` about ``what`` (one call for the shared
+    study helpers, e.g. :func:`~t2i_fairness.references.grouping.template_truncation`)."""
+    found = prompt_truncation(source, texts)
+    if found.counted and found.truncated:
+        warnings.warn(T2ITruncationWarning(found.message(what)), stacklevel=3)
+    return found

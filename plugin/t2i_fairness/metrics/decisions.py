@@ -80,11 +80,13 @@ from t2i_fairness.metrics.intervals import Interval
 __all__ = [
     "ADJUSTMENTS",
     "DIRECTIONS",
+    "HypothesisTest",
     "VERDICTS",
     "UncertaintyBound",
     "adjust_p_values",
     "bound_from_estimate",
     "decide",
+    "decide_test",
     "minimum_detectable_effect",
     "p_value_bootstrap",
     "p_value_interval",
@@ -365,6 +367,70 @@ def decide(estimate: float, bound: float, direction: str, p_adjusted: float, alp
     if sign * (estimate - bound) >= 0:
         return "pass"
     return "fail" if p <= alpha else "inconclusive"
+
+
+@dataclass(frozen=True)
+class HypothesisTest:
+    """A gate whose statistic is itself a test (CIS order invariance): its own H0 and p-value.
+
+    Such a gate has no bound to hold a value against: it fails when its H0 is rejected at the run's
+    adjusted level (:func:`decide_test`), and joins the run's Holm/BH adjustment with ``p_value``.
+
+    Attributes:
+        p_value: the test's p-value, in (0, 1] (an exact or Monte Carlo p-value: never 0).
+        null: H0 in words ("shuffling the component order changes nothing").
+        method: how ``p_value`` was computed.
+        statistic: the test statistic.
+        resolution: the smallest p-value the method can report (``1 / (B + 1)`` for B Monte Carlo
+            resamples; ``None`` for a continuous reference).
+
+    Example:
+        >>> HypothesisTest(0.3, "no order effect", "permutation", 1.2, 1e-4).record()["resolution"]
+        0.0001
+    """
+
+    p_value: float
+    null: str
+    method: str
+    statistic: float
+    resolution: float | None = None
+
+    def __post_init__(self) -> None:
+        p = _finite("p_value", self.p_value)
+        if not 0.0 < p <= 1.0:
+            raise ValueError(f"`p_value` of a sampled test must be in (0, 1], but got {self.p_value!r}")
+
+    def record(self) -> dict:
+        """The fields as plain values, for a gate record."""
+        return {"p_value": float(self.p_value), "null": self.null, "method": self.method,
+                "statistic": float(self.statistic), "resolution": self.resolution}
+
+
+def decide_test(p_value: float, alpha: float, threshold: float) -> str:
+    """The verdict of a hypothesis-test gate (H0: no effect) at the run's levels.
+
+    ``fail``: ``p <= threshold`` (the run-time level, Holm's and BH's first step ``alpha / m``);
+    ``inconclusive``: ``threshold < p <= alpha`` (only a later step of the run's step-down can reject it:
+    the session fails the run if the whole adjustment does); ``pass``: ``p > alpha`` (no adjustment
+    rejects it: an adjusted p-value is never below the raw one).
+
+    Raises:
+        ValueError: ``p_value`` outside [0, 1], ``alpha`` outside (0, 1), ``threshold`` outside (0, alpha].
+
+    Example:
+        >>> decide_test(1e-5, 0.05, 0.05 / 400), decide_test(0.01, 0.05, 0.05 / 400), decide_test(0.3, 0.05, 0.05 / 400)
+        ('fail', 'inconclusive', 'pass')
+    """
+    p = _finite("p_value", p_value)
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"`p_value` must be in [0, 1], but got {p_value!r}")
+    alpha = _probability("alpha", alpha)
+    threshold = _finite("threshold", threshold)
+    if not 0.0 < threshold <= alpha:
+        raise ValueError(f"`threshold` must be in (0, alpha = {alpha:g}], but got {threshold!r}")
+    if p <= threshold:
+        return "fail"
+    return "inconclusive" if p <= alpha else "pass"
 
 
 # --------------------------------------------------------------------------------------------

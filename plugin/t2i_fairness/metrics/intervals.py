@@ -92,6 +92,7 @@ __all__ = [
     "normal_percentile_variance",
     "percentile_mean_interval",
     "precision_interval",
+    "share_se",
     "stratified_mean_interval",
 ]
 
@@ -294,6 +295,25 @@ def agresti_coull(successes: float, trials: float, confidence: float = 0.95) -> 
     n_t = float(trials) + z2
     p_t = (float(successes) + z2 / 2.0) / n_t
     return p_t, math.sqrt(p_t * (1.0 - p_t) / n_t)
+
+
+def share_se(interval: Interval) -> float:
+    """Agresti and Coull's standard error of a share's interval (``n_effective`` set; 0 for any other).
+
+    The error a share of ``n_effective`` draws has near 0 and 1, where ``sqrt(p (1 - p) / n)`` is 0:
+    :func:`agresti_coull` at the share's ``successes = estimate * n_effective`` (95% pseudo-counts,
+    ``z^2 / 2 = 1.92`` each way).
+
+    Example:
+        >>> round(share_se(Interval(1.0, 0.6, 1.0, "wilson", 0.95, 6, se=0.0, n_effective=6)), 4)
+        0.1263
+        >>> share_se(Interval(0.5, 0.4, 0.6, "t", 0.95, 12, se=0.05))
+        0.0
+    """
+    n_eff = interval.n_effective
+    if not n_eff or not math.isfinite(float(n_eff)):
+        return 0.0
+    return agresti_coull(min(max(float(interval.estimate), 0.0), 1.0) * float(n_eff), float(n_eff))[1]
 
 
 def _score(method: str, estimate: float, n_eff: float, confidence: float, n_units: int) -> Interval:
@@ -1040,6 +1060,12 @@ def linear_combination_interval(
     """Normal interval of ``estimate = sum_i w_i theta_i`` (or its first-order delta-method expansion)
     from independent estimates ``theta_i`` with their own intervals: ``se = sqrt(sum_i (w_i se_i)^2)``.
 
+    A share's part (a score interval: ``n_effective`` set) never brings a standard error of 0 at 0 or 1:
+    ``se_i`` is at least Agresti and Coull's (:func:`share_se`), as the single-share intervals and the
+    update flow's floor (``gating.verdicts.share_se_floor``) already are; so best 6/6 minus worst 0/6 is
+    ``1`` with ``se = 0.18``, not ``[1, 1]``. Coverage of these combinations at shares near 0 and 1:
+    ``bench/bench_gate_calibration.py --combinations``.
+
     Use it for differences of independent groups (best minus worst region, one template minus
     another), ratios (weights ``1/b`` and ``-a/b**2``: the delta method) and least-squares slopes
     over independent samples (CIS's drop per component).
@@ -1073,6 +1099,7 @@ def linear_combination_interval(
         if se is None or not math.isfinite(float(w)) or not math.isfinite(se):
             raise ValueError(f"`terms[{i}]` needs a finite weight and an Interval with a standard error, "
                              f"but got weight {w!r} and {iv!r}")
+        se = max(se, share_se(iv))
         var += (float(w) * se) ** 2
     se = math.sqrt(var)
     z = _z(confidence)

@@ -181,7 +181,7 @@ class ReferenceManifold:
             >>> bool((again.radii == ref.radii).all()), again.nearest_k
             (True, 2)
         """
-        from t2i_fairness.spine.files import atomic_write_bytes
+        from t2i_fairness.base.files import atomic_write_bytes
 
         atomic_write_bytes(path, self.to_bytes())
 

@@ -11,7 +11,9 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 from PIL import Image
 
-PROFILES = ("tiny", "paper")
+PROFILES = ("tiny", "paper", "paper-random")
+# paper-random: each paper scorer's architecture, input size, preprocessing and precision with seeded
+# random weights, built offline (BLIP-2 and SAM's image encoder with fewer layers, see their configs).
 
 
 @runtime_checkable

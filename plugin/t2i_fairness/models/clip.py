@@ -1,7 +1,8 @@
 """CLIP image and text embeddings through open_clip (DIG In's CLIPScore, CIS, group classifiers).
 
 ``paper``: OpenAI CLIP ViT-B/32, as the papers used. ``tiny``: the same open_clip ``CLIP`` class
-from a small config with seeded random weights, built offline.
+from a small config with seeded random weights, built offline. ``paper-random``: ViT-B/32 itself
+(open_clip's config, 224 px, OpenAI's preprocessing) with seeded random weights.
 
 The fingerprint (in every feature key) names the weights: the digest of a local checkpoint file,
 the hub snapshot of a pretrained tag's file, or for random weights the config, seed and the
@@ -22,7 +23,7 @@ from PIL import Image
 from t2i_fairness import MODEL_CONFIGS
 from t2i_fairness.models.configs import load_model_config
 from t2i_fairness.models.base import check_profile
-from t2i_fairness.spine import identity
+from t2i_fairness.base import identity
 
 _OPEN_CLIP_CONFIGS = MODEL_CONFIGS / "open_clip"
 
@@ -39,35 +40,44 @@ class ClipModel:
         self.context_length = context_length
 
     @classmethod
-    def from_profile(cls, profile: str = "tiny", device: str = "cpu") -> "ClipModel":
+    def from_profile(cls, profile: str = "tiny", device: str = "cpu", precision: str | None = None) -> "ClipModel":
         """Build the profile's CLIP.
 
+        Args:
+            profile: ``tiny`` (seeded random weights) or ``paper`` (the config's pretrained weights).
+            device: torch device string.
+            precision: ``auto`` (float16 on CUDA, as open_clip runs OpenAI's CLIP there; float32
+                elsewhere), ``float32``, ``float16`` or ``bfloat16``; ``None``: the run's
+                (:mod:`t2i_fairness.models.precision`). Half precision is open_clip's own mixed
+                ``fp16``/``bf16`` (layer norms and embeddings stay float32).
+
         Raises:
-            ValueError: unknown profile.
+            ValueError: unknown profile or precision.
             ModelLoadError: paper weights are not on disk and cannot be downloaded.
         """
         import open_clip
         import torch
 
         from t2i_fairness.errors import ModelLoadError
-        from t2i_fairness.spine.hub import offline_unless_reachable
+        from t2i_fairness.models.precision import SHORT, resolve
+        from t2i_fairness.base.hub import offline_unless_reachable
 
         cfg = load_model_config(f"clip-{check_profile(profile)}")
         open_clip.add_model_config(_OPEN_CLIP_CONFIGS)
         name, pretrained = cfg["model"], cfg.get("pretrained")
+        short = SHORT[resolve("clip", device, precision)]
         if pretrained is None:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(cfg.get("seed", 0))
-                model, _, preprocess = open_clip.create_model_and_transforms(name, pretrained=None)
-            arch = json.loads((_OPEN_CLIP_CONFIGS / f"{name}.json").read_text())
+                model, _, preprocess = open_clip.create_model_and_transforms(name, pretrained=None, precision=short)
+            arch = open_clip.get_model_config(name)  # ours (model_configs/open_clip) or open_clip's own (ViT-B-32)
             digest = hashlib.sha256(json.dumps([arch, cfg.get("seed", 0)], sort_keys=True).encode()).hexdigest()[:12]
-            fingerprint = f"open_clip:{name}:random-{digest}@{identity.init_identity('torch', 'open_clip_torch')}:fp32"
+            fingerprint = f"open_clip:{name}:random-{digest}@{identity.init_identity('torch', 'open_clip_torch')}:{short}"
         else:
-            precision = "fp16" if device.startswith("cuda") else "fp32"
             try:
                 with offline_unless_reachable():
                     model, _, preprocess = open_clip.create_model_and_transforms(
-                        name, pretrained=pretrained, device=device, precision=precision
+                        name, pretrained=pretrained, device=device, precision=short
                     )
             except Exception as exc:
                 raise ModelLoadError(
@@ -78,7 +88,7 @@ class ClipModel:
                     "pretrained to a local checkpoint file."
                 ) from exc
             weights = _checkpoint_identity(open_clip, name, pretrained)
-            fingerprint = f"open_clip:{name}:{Path(pretrained).name if os.path.isfile(pretrained) else pretrained}@{weights}:{precision}"
+            fingerprint = f"open_clip:{name}:{Path(pretrained).name if os.path.isfile(pretrained) else pretrained}@{weights}:{short}"
         fingerprint += f":{identity.device_class(device)}"
         tokenizer = open_clip.get_tokenizer(name)
         return cls(model, preprocess, tokenizer, fingerprint, device)
@@ -86,8 +96,12 @@ class ClipModel:
     def encode_images(self, images: Sequence[Image.Image]) -> np.ndarray:
         import torch
 
-        dtype = next(self.model.parameters()).dtype
-        batch = torch.stack([self.preprocess(im.convert("RGB")) for im in images]).to(self.device, dtype)
+        from t2i_fairness.models.precision import to_weights, weights_dtype
+
+        # The image tower's weights, not the model's first parameter: open_clip's fp16 keeps a few
+        # embeddings in float32, and casting to one of those crashed on CUDA (FloatTensor input, HalfTensor weight).
+        batch = to_weights(torch.stack([self.preprocess(im.convert("RGB")) for im in images]),
+                           weights_dtype(self.model.visual), self.device)
         with torch.inference_mode():
             feats = self.model.encode_image(batch)
         feats = feats.float()
@@ -111,7 +125,9 @@ class ClipModel:
                 f"{len(too_long)} text(s) exceed CLIP's {self.context_length} tokens, e.g. {too_long[0]!r}; "
                 "shorten the prompt (CLIP would silently truncate it)"
             )
-        tokens = self.tokenizer(list(texts)).to(self.device)
+        from t2i_fairness.models.precision import to_weights
+
+        tokens = to_weights(self.tokenizer(list(texts)), None, self.device)  # token ids: moved, never cast
         with torch.inference_mode():
             feats = self.model.encode_text(tokens)
         feats = feats.float()
@@ -126,7 +142,7 @@ def _checkpoint_identity(open_clip, name: str, pretrained: str) -> str:
         ModelLoadError: the tag's file cannot be found again (it was just loaded, so rarely).
     """
     from t2i_fairness.errors import ModelLoadError
-    from t2i_fairness.spine.hub import offline_unless_reachable
+    from t2i_fairness.base.hub import offline_unless_reachable
 
     if os.path.isfile(pretrained):
         return identity.weights_digest(pretrained)

@@ -42,11 +42,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from t2i_fairness.spine.identity import device_class, init_identity
+from t2i_fairness.base.identity import device_class, init_identity
 from t2i_fairness.errors import ModelLoadError
 from PIL import Image
 
 from t2i_fairness.models.base import check_profile
+from t2i_fairness.models.precision import resolve as resolve_precision, to_weights
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -55,6 +56,16 @@ INCEPTION_CONFIGS: dict[str, dict[str, Any]] = {
     "paper": {
         "arch": "torchvision.inception_v3",
         "weights": "IMAGENET1K_V1",
+        "image_size": 299,
+        "mean": IMAGENET_MEAN,
+        "std": IMAGENET_STD,
+        "dtype": "float32",
+    },
+    "paper-random": {  # the paper's network and 299 px input, seeded random weights
+        "arch": "torchvision.inception_v3",
+        "weights": None,
+        "init": "kaiming_fan_in",
+        "seed": 0,
         "image_size": 299,
         "mean": IMAGENET_MEAN,
         "std": IMAGENET_STD,
@@ -145,8 +156,8 @@ def config_hash(config: Mapping[str, Any]) -> str:
 def file_digest(path: str | os.PathLike) -> str:
     """First 12 hex digits of the file's SHA-256: local weight files enter fingerprints by content,
     so two different files with the same name never share cached features (~0.2 s per 100 MB, read
-    once: :mod:`t2i_fairness.spine.identity` remembers it until the file changes)."""
-    from t2i_fairness.spine.identity import file_digest as remembered_digest
+    once: :mod:`t2i_fairness.base.identity` remembers it until the file changes)."""
+    from t2i_fairness.base.identity import file_digest as remembered_digest
 
     return remembered_digest(path)[:12]
 
@@ -306,16 +317,18 @@ class InceptionFeatures:
                             f"{config['dtype']}:{device_class(device)}:{config_hash(self.config)}")
 
     @classmethod
-    def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "InceptionFeatures":
+    def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
+                     **options: Any) -> "InceptionFeatures":
         """Build the ``tiny`` or ``paper`` InceptionV3.
 
         Args:
             profile: "tiny" (seeded random weights, 75 px) or "paper" (ImageNet weights, 299 px).
             device: torch device string.
+            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: the run's
+                (:mod:`t2i_fairness.models.precision`; ``auto`` is float32 everywhere, as DIG In ran it).
             **options: ``weights`` (local .pth for paper), ``allow_download`` (paper, default False),
-                ``image_size``, ``dtype`` (one of DTYPES; float32 by default as DIG In ran it, float16
-                on CUDA halves memory but moves the features, and the fingerprint records it),
-                ``seed`` (tiny), ``batch_size``.
+                ``image_size``, ``dtype`` (one of DTYPES: the precision under its older name; it wins
+                over ``precision``), ``seed`` (tiny), ``batch_size``.
 
         Raises:
             ValueError: unknown profile or option.
@@ -324,13 +337,14 @@ class InceptionFeatures:
         check_profile(profile)
         check_options(options, cls.OPTIONS, f"InceptionFeatures ({profile})")
         config = dict(INCEPTION_CONFIGS[profile])
+        config["dtype"] = resolve_precision("inception", device, precision)
         for key in ("image_size", "dtype", "seed"):
             if key in options:
                 config[key] = options[key]
         if int(config["image_size"]) < MIN_INCEPTION_SIZE:
             raise ValueError(f"image_size must be >= {MIN_INCEPTION_SIZE} for InceptionV3, got {config['image_size']}")
         torch_dtype(config["dtype"])  # validate early
-        if config["weights"] is not None:
+        if config["weights"] is not None:  # paper
             if "seed" in options:
                 raise ValueError("seed= only applies to profile='tiny' (random weights)")
             model, weights_id = _build_paper_inception(config["weights"], options.get("weights"),
@@ -364,7 +378,7 @@ class InceptionFeatures:
         pixels = self.preprocess(images)
         feats, probs = [np.zeros((0, self.dim), np.float32)], [np.zeros((0, self.num_classes), np.float32)]
         for start in range(0, len(pixels), self.batch_size):
-            x = torch.from_numpy(pixels[start:start + self.batch_size]).to(self.device, self._dtype)
+            x = to_weights(torch.from_numpy(pixels[start:start + self.batch_size]), self._dtype, self.device)
             self._pool.clear()
             with torch.inference_mode():
                 logits = self.model(x)

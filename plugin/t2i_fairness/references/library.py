@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from t2i_fairness.spine.cache import content_key
+from t2i_fairness.base.cache import content_key
 from t2i_fairness.metrics.manifold import ReferenceManifold
 from t2i_fairness.references.sets import Record, ReferenceSet, open_image, reference_from_option, synthetic_reference
 
@@ -145,7 +145,7 @@ def manifold_memo(bench):
 
 
 def _decode_manifold(data: bytes) -> ReferenceManifold:
-    from t2i_fairness.spine.cache import CorruptEntry
+    from t2i_fairness.base.cache import CorruptEntry
 
     try:
         return ReferenceManifold.from_bytes(data)
@@ -162,8 +162,8 @@ def references_for(options) -> dict[str, ReferenceSet]:
     from t2i_fairness.errors import OptionError
 
     try:
-        return load_references(options.references, options.objects, getattr(options, "balance_per_group", None),
-                               getattr(options, "balance_seed", 0), getattr(options, "balance_sampler", "dig_in"))
+        return load_references(options.references, options.objects, options.balance_per_group,
+                               options.balance_seed, options.balance_sampler)
     except ValueError as exc:
         raise OptionError("--t2i-reference", str(exc).removeprefix("--t2i-reference ")) from None
 
@@ -207,5 +207,5 @@ class ReferenceLibrary:
             o = self.bench.options
             enc = encoder if encoder is not None else self.bench.scorer(encoder_name)
             self._features[key] = ReferenceFeatures(self.bench, self.sets[name], enc, o.nearest_k, o.dedupe,
-                                                    getattr(o, "dedupe_scope", "set"))
+                                                    o.dedupe_scope)
         return self._features[key]

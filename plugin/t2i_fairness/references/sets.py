@@ -36,7 +36,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 from PIL import Image, ImageDraw
 
-from t2i_fairness.spine.files import atomic_write_bytes
+from t2i_fairness.base.files import atomic_write_bytes
 from t2i_fairness.vocab.geode import GEODE_OBJECTS, GEODE_REGIONS, slugify
 
 KINDS = ("geode", "dollarstreet", "manifest", "synthetic")

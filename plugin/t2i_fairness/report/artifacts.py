@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from t2i_fairness.spine.files import atomic_write_bytes
+from t2i_fairness.base.files import atomic_write_bytes
 
 
 def safe_name(text: str) -> str:

@@ -10,7 +10,7 @@ Two kinds of change make a run's numbers read differently, and neither belongs o
   commit) or a scorer's fingerprint changed, so images or features were made anew (or, back to
   weights seen before, read again), and unversioned ``python:`` fingerprints.
 
-It also formats the time spent computing weights digests (:mod:`t2i_fairness.spine.identity`).
+It also formats the time spent computing weights digests (:mod:`t2i_fairness.base.identity`).
 """
 
 from __future__ import annotations

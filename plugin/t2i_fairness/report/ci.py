@@ -208,7 +208,7 @@ def write_run_outputs(session, options, rootdir, thresholds, allure_dir: str | N
     """At session end (controller): ``run.json`` in ``--t2i-artifacts``, the GitHub step summary, and
     Allure's ``environment.properties`` with the run's verdict. Nothing for a run without gates and
     without ``--t2i-report`` (the project's own tests, a team's unrelated tests). Returns the files written."""
-    from t2i_fairness.spine.files import atomic_write_bytes
+    from t2i_fairness.base.files import atomic_write_bytes
 
     env = os.environ if environ is None else environ
     gate_run = session.records or (session.outcome.selection.gate_tests and session.outcome.tests)

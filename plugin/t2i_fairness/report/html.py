@@ -149,7 +149,7 @@ def render_report(session: GateSession, artifacts_dir: Path, title: str, header:
 def write_report(directory: Path, session: GateSession, artifacts_dir: Path, title: str,
                  header: dict[str, str], banners: Iterable[str] = ()) -> Path:
     """Render and write ``directory/index.html`` atomically; returns its path."""
-    from t2i_fairness.spine.cache import atomic_write_bytes
+    from t2i_fairness.base.cache import atomic_write_bytes
 
     import os
 

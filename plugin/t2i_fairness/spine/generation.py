@@ -19,7 +19,7 @@ from typing import Callable, ContextManager, Iterator, Sequence
 
 from PIL import Image
 
-from t2i_fairness.spine.cache import Cache, content_key, decode_png, encode_png
+from t2i_fairness.base.cache import Cache, content_key, decode_png, encode_png
 from t2i_fairness.generators import GeneratorSource
 
 

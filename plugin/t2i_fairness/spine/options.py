@@ -5,7 +5,8 @@
   numbers) and ``paper`` (any other model: the papers' sample sizes). ``--t2i-preset`` picks one;
   by default the built-in model gets ``smoke`` and every other model ``paper``. That is the only
   place a default depends on the model: :func:`preset_table` prints every such default in one
-  table (the README's "Presets" table is checked against it by a test).
+  table (``docs/options.md``'s options and presets tables are generated from these records by
+  :func:`options_markdown`, ``make docs``; a test fails when the committed tables differ).
 - :data:`CORE_OPTIONS` are the spine's; each family of :mod:`t2i_fairness.families` declares its
   own. :func:`add_options` registers them with pytest (or argparse), :func:`resolve_options` turns
   the parsed values into :class:`T2IOptions` (core fields, plus ``families[name]`` holding each
@@ -117,8 +118,8 @@ class Option:
 
 
 CORE_OPTIONS: tuple[Option, ...] = (
-    Option("--t2i-model", "model under test: 'tiny' (built-in random smoke model, default), a diffusers hub id "
-           "or local folder, images:MANIFEST.csv (pre-generated images) or python:module:factory",
+    Option("--t2i-model", "model under test: 'tiny' (built-in random smoke model, default), 'sd15-random' (SD 1.5's "
+           "sizes with seeded random weights: the paper path offline), a diffusers hub id or local folder, images:MANIFEST.csv (pre-generated images) or python:module:factory",
            default="tiny", metavar="SPEC"),
     Option("--t2i-model-revision", "for a hub id: the branch, tag or commit to load (default: main, resolved to "
            "its commit when the run starts; the commit is in every image key and in the bounds' provenance)",
@@ -127,10 +128,15 @@ CORE_OPTIONS: tuple[Option, ...] = (
            "(the papers' sizes); default: smoke for the built-in tiny model, paper for every other model",
            default="auto", choices=("auto",) + PRESETS),
     Option("--t2i-scorers", "scorer models: 'paper' loads what the papers used (e.g. OpenAI CLIP ViT-B/32); "
-           "'tiny' builds the same classes offline with random weights (default)",
-           default="tiny", choices=("tiny", "paper")),
+           "'tiny' builds the same classes offline with random weights (default); 'paper-random' builds the papers' "
+           "architectures, input sizes and precisions offline with seeded random weights (meaningless numbers)",
+           default="tiny", choices=("tiny", "paper", "paper-random")),
     Option("--t2i-device", "cpu, cuda, cuda:N, mps or auto (default: cuda if available)", default="auto",
            metavar="DEVICE"),
+    Option("--t2i-precision", "precision of the generator and every scorer: auto (default: each model's own on the "
+           "device, float16 for the diffusers pipeline, CLIP and BLIP-2 on CUDA, float32 for the others and on CPU; "
+           "t2i_fairness.models.precision.AUTO_ON_CUDA), float32, float16 or bfloat16; part of every model's "
+           "fingerprint", default="auto", choices=("auto", "float32", "float16", "bfloat16")),
     Option("--t2i-objects", "comma-separated GeoDE objects or 'all'", smoke=SMOKE_OBJECTS,
            paper=tuple(GEODE_OBJECTS), metavar="LIST", shown={"paper": "all 27"}),
     Option("--t2i-images-per-prompt", "images per prompt ({object} in {country} prompts share an object-region's "
@@ -138,7 +144,9 @@ CORE_OPTIONS: tuple[Option, ...] = (
            type=int, metavar="N"),
     Option("--t2i-seed", "base seed; every image seed derives from it, the prompt and the image index", default=0,
            type=int, metavar="INT"),
-    Option("--t2i-batch-size", "generation batch size (default: the model's)", type=int, metavar="N"),
+    Option("--t2i-batch-size", "generation batch size (default: the model's: 16 for tiny and procedural, 8 for "
+           "diffusers models and python: factories without a batch_size, 32 for images: manifests)", type=int,
+           metavar="N"),
     Option("--t2i-steps", "denoising steps (default: the model's; 4 for tiny, 50 for diffusers models)", type=int,
            metavar="N"),
     Option("--t2i-guidance", "classifier-free guidance scale (default: the model's, 7)", type=float, metavar="X"),
@@ -148,8 +156,10 @@ CORE_OPTIONS: tuple[Option, ...] = (
            "file://, memory://) shares one cache across machines through a local mirror", metavar="DIR"),
     Option("--t2i-thresholds", "thresholds YAML (default: thresholds/<model-slug>.yaml in the rootdir)",
            metavar="FILE"),
-    Option("--t2i-update-thresholds", "write measured values as the new bounds and report every change",
-           action="store_true"),
+    Option("--t2i-update-thresholds", "write new bounds into the thresholds file, each at a margin from its "
+           "estimate (a min gate: the estimate minus q * sqrt(2) * its standard error, q from --t2i-bound-level; a "
+           "max gate: plus), never the estimate itself, and report every change; refuses to loosen a bound "
+           "(--t2i-allow-loosen) and never rewrites a policy bound", action="store_true"),
     Option("--t2i-allow-loosen", "with --t2i-update-thresholds, allow lowering a min or raising a max",
            action="store_true"),
     Option("--t2i-reference", "a real reference data set NAME=PATH (GeoDE folder, DollarStreet CSV, or manifest "
@@ -213,51 +223,71 @@ CORE_OPTIONS: tuple[Option, ...] = (
 )
 
 
+def _default(flag: str) -> Any:
+    """The default of a core option under the preset of the default model: what :class:`T2IOptions` starts from.
+
+    Defaults are stated once, in the :class:`Option` records; ``T2IOptions`` reads them here (a test checks
+    that ``T2IOptions()`` equals what :func:`resolve_options` makes of an empty command line).
+    """
+    option = next((o for o in CORE_OPTIONS if o.flag == flag), None)
+    if option is None:
+        raise KeyError(f"no core option {flag!r}")
+    model = next(o.default for o in CORE_OPTIONS if o.flag == "--t2i-model")
+    return option.preset_default("smoke" if model in SMOKE_MODELS else "paper")
+
+
 @dataclass(frozen=True)
 class T2IOptions:
-    """The run's options: the core fields, and ``families[name]`` for each family's own."""
+    """The run's options: the core fields, and ``families[name]`` for each family's own.
 
-    model: str = "tiny"
-    model_revision: str | None = None  # a hub id's branch, tag or commit (--t2i-model-revision)
-    preset: str = "smoke"
-    scorers: str = "tiny"
-    device: str = "auto"  # resolved by the workbench, so collection never imports torch
-    objects: tuple[str, ...] = SMOKE_OBJECTS
-    images_per_prompt: int = SMOKE_IMAGES_PER_PROMPT
-    seed: int = 0
-    batch_size: int | None = None
-    steps: int | None = None
-    guidance: float | None = None
-    height: int | None = None
-    width: int | None = None
-    cache_dir: Path | str = Path(".t2i-cache")  # a folder, or an fsspec URL of a shared store
+    Every default is the option record's (:func:`_default`); the paths are those of a rootdir ``.``.
+    """
+
+    model: str = _default("--t2i-model")
+    model_revision: str | None = _default("--t2i-model-revision")  # a hub id's branch, tag or commit
+    preset: str = "smoke" if _default("--t2i-model") in SMOKE_MODELS else "paper"
+    scorers: str = _default("--t2i-scorers")
+    device: str = _default("--t2i-device")  # the request; base.devices.decide_device decides it once per session
+    precision: str = _default("--t2i-precision")  # t2i_fairness.models.precision resolves it per model and device
+    objects: tuple[str, ...] = tuple(_default("--t2i-objects"))
+    images_per_prompt: int = _default("--t2i-images-per-prompt")
+    seed: int = _default("--t2i-seed")
+    batch_size: int | None = _default("--t2i-batch-size")
+    steps: int | None = _default("--t2i-steps")
+    guidance: float | None = _default("--t2i-guidance")
+    height: int | None = _default("--t2i-height")
+    width: int | None = _default("--t2i-width")
+    cache_dir: Path | str = Path(".t2i-cache")  # a folder, or an fsspec URL of a shared store (in the rootdir)
     cache_mirror: Path = Path(".t2i-cache-mirror")  # local tier in front of an fsspec URL
-    thresholds: Path = Path("thresholds/tiny.yaml")
-    update_thresholds: bool = False
-    allow_loosen: bool = False
-    references: tuple[tuple[str, str], ...] = field(default_factory=tuple)
-    progress: bool = True
+    thresholds: Path = Path("thresholds/tiny.yaml")  # thresholds/<model-slug>.yaml in the rootdir
+    update_thresholds: bool = bool(_default("--t2i-update-thresholds"))
+    allow_loosen: bool = bool(_default("--t2i-allow-loosen"))
+    references: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # --t2i-reference: none given
+    progress: bool = not _default("--t2i-no-progress")
     artifacts: Path = Path("t2i-artifacts")
-    nearest_k: int = 3
-    gate_mode: str = "significant"
-    alpha: float = 0.05
-    multiplicity: str = "holm"
-    inconclusive: str = "warn"
-    bound_level: float = 0.99
-    canary: str | None = None
-    plan_samples: float | None = None
-    baseline_model: str | None = None
-    baseline_delta: float = 0.0
-    baseline_seed: int | None = None
-    bootstrap: int = 200
-    confidence: float = 0.95
-    dedupe: str = "drop_all"
-    fake_dedupe: str = "auto"
-    dedupe_scope: str = "set"
-    balance_per_group: int | None = 180  # None: the smallest group
-    balance_seed: int = 42
-    balance_sampler: str = "dig_in"
-    report: Path | None = None
+    nearest_k: int = _default("--t2i-nearest-k")
+    gate_mode: str = _default("--t2i-gate")
+    alpha: float = _default("--t2i-alpha")
+    multiplicity: str = _default("--t2i-multiplicity")
+    inconclusive: str = _default("--t2i-inconclusive")
+    bound_level: float = _default("--t2i-bound-level")
+    canary: str | None = _default("--t2i-canary")
+    # the parsed --t2i-canary, bound to the registered family's canary (resolve_options sets it)
+    canary_spec: Any = field(default=None, compare=False, repr=False)
+    plan_samples: float | None = _default("--t2i-plan-samples")
+    baseline_model: str | None = _default("--t2i-baseline-model")
+    baseline_delta: float = _default("--t2i-baseline-delta")
+    baseline_seed: int | None = _default("--t2i-baseline-seed")
+    bootstrap: int = _default("--t2i-bootstrap")
+    confidence: float = _default("--t2i-confidence")
+    dedupe: str = _default("--t2i-dedupe")
+    fake_dedupe: str = _default("--t2i-fake-dedupe")
+    dedupe_scope: str = _default("--t2i-dedupe-scope")
+    balance_per_group: int | None = (  # None: the smallest group
+        None if _default("--t2i-balance-per-group") == "smallest" else int(_default("--t2i-balance-per-group")))
+    balance_seed: int = _default("--t2i-balance-seed")
+    balance_sampler: str = _default("--t2i-balance-sampler")
+    report: Path | None = _default("--t2i-report")
     families: Mapping[str, Any] = field(default_factory=lambda: types.MappingProxyType({}), compare=False)
 
     def family(self, name: str) -> Any:
@@ -444,7 +474,7 @@ def resolve_core(v: Values) -> dict[str, Any]:
         revision = str(revision).strip()
         if not revision or any(c.isspace() for c in revision):
             raise OptionError("--t2i-model-revision", f"expected a branch, tag or commit, got {v.raw('--t2i-model-revision')!r}")
-        if model in ("tiny", "procedural") or str(model).startswith(("images:", "python:", ".", "/", "~")):
+        if model in ("tiny", "procedural", "sd15-random") or str(model).startswith(("images:", "python:", ".", "/", "~")):
             raise OptionError("--t2i-model-revision", f"applies to a hub id; --t2i-model {model!r} is not one "
                               "(a local folder is named by the digest of its files)")
     if v("--t2i-allow-loosen") and not v("--t2i-update-thresholds"):
@@ -464,20 +494,14 @@ def resolve_core(v: Values) -> dict[str, Any]:
         refs.append((name, path))
     bootstrap = positive(v, "--t2i-bootstrap", 0)
     gate_mode = v("--t2i-gate")
-    canary = v("--t2i-canary")
-    if canary is not None:
-        from t2i_fairness.canaries import parse_canary
-
-        try:
-            parse_canary(canary)
-        except ValueError as exc:
-            raise OptionError("--t2i-canary", str(exc).removeprefix("--t2i-canary").lstrip(": ")) from None
+    canary = v("--t2i-canary")  # checked by resolve_options, against the registered families' canaries
     raw_cache = v.raw("--t2i-cache-dir")
     cache_dir: Path | str = raw_cache if raw_cache and "://" in raw_cache else Path(raw_cache or v.rootdir / ".t2i-cache")
     thresholds = Path(v.raw("--t2i-thresholds") or v.rootdir / "thresholds" / f"{model_slug(model)}.yaml")
     report = v.raw("--t2i-report")
     return dict(
-        model=model, model_revision=revision, preset=v.preset, scorers=v("--t2i-scorers"), device=device, objects=tuple(objects),
+        model=model, model_revision=revision, preset=v.preset, scorers=v("--t2i-scorers"), device=device,
+        precision=v("--t2i-precision"), objects=tuple(objects),
         images_per_prompt=positive(v, "--t2i-images-per-prompt"), seed=v("--t2i-seed"),
         batch_size=v("--t2i-batch-size"), steps=v("--t2i-steps"),
         guidance=finite(v, "--t2i-guidance", 0.0), height=v("--t2i-height"), width=v("--t2i-width"),
@@ -524,30 +548,123 @@ def resolve_options(get: Callable[[str], Any], *, rootdir: Path | str = ".", inv
     preset = preset_of(model, get("--t2i-preset") or "auto")
     v = Values(get, declared, preset, rootdir, invocation_dir)
     core = T2IOptions(**resolve_core(v))
+    canary_spec = None
+    if core.canary is not None:
+        from t2i_fairness.generators.canary import canary_table, parse_canary
+
+        try:
+            canary_spec = parse_canary(core.canary, canaries=canary_table(families))
+        except ValueError as exc:
+            raise OptionError("--t2i-canary", str(exc).removeprefix("--t2i-canary").lstrip(": ")) from None
     parts = {f.name: (f.resolve(v, core) if f.resolve is not None else None) for f in families}
-    return dataclasses.replace(core, families=types.MappingProxyType(parts))
+    return dataclasses.replace(core, families=types.MappingProxyType(parts), canary_spec=canary_spec)
 
 
 def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when available, else ``cpu``; a CUDA device the machine lacks is an error.
+    """``auto`` -> ``cuda`` when available, else ``cpu`` (kept name: :func:`t2i_fairness.base.devices.decide_device`).
 
     Raises:
         OptionError: ``cuda``/``cuda:N`` on a machine without that device.
     """
-    if device == "auto":
-        return "cuda" if _cuda_count() > 0 else "cpu"
-    if device.startswith("cuda"):
-        count = _cuda_count()
-        index = int(device.split(":", 1)[1]) if ":" in device else 0
-        if index >= count:
-            have = f"{count} CUDA device(s) (cuda:0..cuda:{count - 1})" if count else "no CUDA device"
-            raise OptionError("--t2i-device", f"{device!r}: this machine has {have}; use cpu or auto")
-    return device
+    from t2i_fairness.base.devices import decide_device
+
+    return decide_device(device)
 
 
-def _cuda_count() -> int:
-    try:
-        import torch
-    except ImportError:
-        return 0
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+# ------------------------------------------------------------------------------------- the docs' table
+
+OPTIONS_BEGIN = "<!-- options-table:begin (generated from the Option records by `make docs`; do not edit by hand) -->"
+OPTIONS_END = "<!-- options-table:end -->"
+DOCS_COMMAND = "make docs"  # what rewrites the generated table (t2i-fairness options --write docs/options.md)
+
+
+def _cell(text: str) -> str:
+    """Text safe in a Markdown table cell: pipes escaped, angle brackets as entities, argparse's ``%%`` as ``%``."""
+    return str(text).replace("%%", "%").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def option_usage(option: Option) -> str:
+    """How the option is written: ``--t2i-gate significant|point``, ``--t2i-seed INT``, ``--t2i-no-progress``.
+
+    Example:
+        >>> [option_usage(o) for o in CORE_OPTIONS if o.flag in ("--t2i-gate", "--t2i-seed", "--t2i-no-progress")]
+        ['--t2i-seed INT', '--t2i-gate significant|point', '--t2i-no-progress']
+    """
+    if option.action == "store_true":
+        return option.flag
+    if option.choices:
+        return f"{option.flag} {'|'.join(option.choices)}"
+    return f"{option.flag} {option.metavar or 'VALUE'}"
+
+
+def default_cell(option: Option) -> str:
+    """The default as the options table shows it: ``6`` (smoke) / ``60`` (paper) for a preset default.
+
+    ``off`` for a switch, ``none`` for an option whose absence is its default (the meaning says what
+    that does).
+
+    Example:
+        >>> cells = {o.flag: default_cell(o) for o in CORE_OPTIONS}
+        >>> cells["--t2i-images-per-prompt"], cells["--t2i-gate"], cells["--t2i-batch-size"], cells["--t2i-report"]
+        ('smoke `6`, paper `60`', '`significant`', 'none', 'none')
+    """
+    if option.has_presets:
+        smoke, paper = option.show("smoke"), option.show("paper")
+        return f"`{smoke}`" if smoke == paper else f"smoke `{_cell(smoke)}`, paper `{_cell(paper)}`"
+    if option.action == "store_true":
+        return "off"
+    if option.default is None or option.action == "append":
+        return "none"
+    return f"`{_cell(option.show('smoke'))}`"
+
+
+def options_markdown(sections: Iterable[tuple[str, Iterable[Option]]]) -> str:
+    """The options table of ``docs/options.md``: one table per section, then the preset table.
+
+    Generated from the :class:`Option` records, so it cannot disagree with them (``make docs``
+    rewrites it; ``tests/test_docs.py`` fails when the committed one differs).
+
+    Args:
+        sections: ``(title, options)`` pairs: the core options, then each family's.
+
+    Example:
+        >>> text = options_markdown([("Core", CORE_OPTIONS)])
+        >>> [line for line in text.splitlines() if line.startswith("| `--t2i-gate")][0].split(" | ")[:2]
+        ['| `--t2i-gate significant\\\\|point`', '`significant`']
+    """
+    sections = [(title, tuple(options)) for title, options in sections]
+    lines = [OPTIONS_BEGIN, ""]
+    for title, options in sections:
+        if not options:
+            continue
+        lines += [f"### {title}", "", "| option | default | meaning |", "|---|---|---|"]
+        lines += [f"| `{_cell(option_usage(o))}` | {default_cell(o)} | {_cell(o.help)} |" for o in options]
+        lines.append("")
+    lines += ["### Presets", "",
+              "Every default that depends on the scale of the run, under each preset (`--t2i-preset`; "
+              "default: `smoke` for the built-in models, `paper` for every other):", "",
+              "| option | smoke | paper |", "|---|---|---|"]
+    lines += [f"| `{flag}` | {_cell(smoke)} | {_cell(paper)} |"
+              for _, options in sections for flag, smoke, paper in preset_table(options)]
+    lines += ["", OPTIONS_END]
+    return "\n".join(lines) + "\n"
+
+
+def replace_generated(text: str, generated: str, *, where: str = "the file") -> str:
+    """``text`` with the part between :data:`OPTIONS_BEGIN` and :data:`OPTIONS_END` (markers included)
+    replaced by ``generated``.
+
+    Raises:
+        ValueError: the markers are missing or out of order (naming ``where``).
+
+    Example:
+        >>> replace_generated(f"intro\\n{OPTIONS_BEGIN}\\nold\\n{OPTIONS_END}\\nafter\\n", "NEW\\n")
+        'intro\\nNEW\\nafter\\n'
+    """
+    start, end = text.find(OPTIONS_BEGIN), text.find(OPTIONS_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{where}: no generated options table (the lines {OPTIONS_BEGIN!r} ... {OPTIONS_END!r})")
+    end += len(OPTIONS_END)
+    if text[end:end + 1] == "\n":
+        end += 1
+    return text[:start] + generated + text[end:]

@@ -66,6 +66,16 @@ def requests_of(prompts: Sequence[str], n: int) -> tuple[ImageRequest, ...]:
     return tuple(ImageRequest(p, n) for p in dict.fromkeys(prompts))
 
 
+def requests_of_calls(calls: Iterable[tuple[Sequence[str], int]]) -> tuple[ImageRequest, ...]:
+    """The requests of several ``bench.images(texts, n)`` calls, given as ``(texts, n)`` pairs.
+
+    Example:
+        >>> [(r.prompt, r.n) for r in requests_of_calls([(["a", "b"], 2), (["c"], 1)])]
+        [('a', 2), ('b', 2), ('c', 1)]
+    """
+    return tuple(r for texts, n in calls for r in requests_of(list(texts), n))
+
+
 @dataclass(frozen=True)
 class GateCall:
     """A selected test as a plan sees it: its function name and pytest parameters (``callspec.params``).
@@ -100,12 +110,17 @@ class Need:
         images: the image requests the study makes for it, in the order it makes them.
         first: computed before the other needs by ``generate --stage features`` (a reference set's
             features, shared by many slices).
+        widened: why ``images`` is wider than the gate's own slice (set-scope de-duplication reads the
+            whole template), in words; empty when it is not.
+        narrow: the gate's own slice when ``widened``: what a plan without the widening asks for.
     """
 
     method: str
     args: tuple = ()
     images: tuple[ImageRequest, ...] = ()
     first: bool = False
+    widened: str = ""
+    narrow: tuple[ImageRequest, ...] = ()
 
     @property
     def key(self) -> tuple:

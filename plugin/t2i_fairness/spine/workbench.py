@@ -14,16 +14,18 @@ from PIL import Image
 
 from t2i_fairness import __version__
 from t2i_fairness.errors import ModelLoadError
-from t2i_fairness.spine import identity
-from t2i_fairness.spine.cache import Cache, content_key, decode_array, encode_array
-from t2i_fairness.spine.memo import Memo, namespace_of, no_progress
+from t2i_fairness.models import precision
+from t2i_fairness.base import identity
+from t2i_fairness.base.cache import Cache, content_key, decode_array, encode_array
+from t2i_fairness.base.memo import Memo, namespace_of, no_progress
 
-from t2i_fairness.spine.rowstore import FeatureRows
+from t2i_fairness.base.rowstore import FeatureRows
 
 _no_progress = no_progress  # the name the project's tests import
 from t2i_fairness.spine.generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
 from t2i_fairness.generators import GenerationSettings, GeneratorSource, resolve_generator
-from t2i_fairness.spine.options import T2IOptions, resolve_device
+from t2i_fairness.base.devices import decide_device
+from t2i_fairness.spine.options import T2IOptions
 
 _no_progress = no_progress  # the name older tests and scripts import from here
 
@@ -44,10 +46,10 @@ class Workbench:
 
     def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None,
                  wrap: Callable[[GeneratorSource], GeneratorSource] | None = None, generate_on: str | None = None,
-                 read_only: bool = False):
+                 device: str | None = None, read_only: bool = False):
         self.options = options
         self.fatal = fatal
-        self.device = resolve_device(options.device)
+        self.device = device if device is not None else decide_device(options.device)
         self.cache = _make_cache(options.cache_dir, options.cache_mirror)
         if not read_only:
             self.cache.check_writable()
@@ -60,7 +62,7 @@ class Workbench:
         with identity.using(self.digests):
             self.source: GeneratorSource = resolve_generator(
                 options.model, settings, generate_on or self.device, lambda prompt, index: derive_seed(prompt, index, options.seed),
-                revision=getattr(options, "model_revision", None),
+                revision=options.model_revision, precision=options.precision,
             )
             if wrap is not None:  # e.g. a canary (t2i_fairness.canaries): its fingerprint keeps its images apart
                 self.source = wrap(self.source)
@@ -105,7 +107,8 @@ class Workbench:
             if builder is None:
                 raise ValueError(f"unknown scorer {name!r}; known: {sorted(_BUILDERS)} (or pass build=)")
             try:
-                with identity.using(self.digests):
+                # --t2i-precision: every adapter's from_profile reads it (t2i_fairness.models.precision)
+                with identity.using(self.digests), precision.using(getattr(self.options, "precision", "auto")):
                     scorer = builder(self.options.scorers, self.device)
                     fingerprint = getattr(scorer, "fingerprint", None)
                     self._note(f"scorer {name} ({self.options.scorers})", fingerprint if isinstance(fingerprint, str) else None,
@@ -127,7 +130,7 @@ class Workbench:
         encode: Callable[[Sequence[Image.Image]], np.ndarray] | None = None,
     ) -> np.ndarray:
         """Features of images, cached per (image key, encoder fingerprint) in the feature row store
-        (:class:`~t2i_fairness.spine.rowstore.FeatureRows`); (n, dim) float32.
+        (:class:`~t2i_fairness.base.rowstore.FeatureRows`); (n, dim) float32.
 
         ``encode`` defaults to ``encoder.encode_images``; pass another method of the same encoder
         (with a distinct ``kind`` in its fingerprint) to cache a different view.
@@ -151,7 +154,7 @@ class Workbench:
         self.feature_rows.close()
 
     def memo(self, kind: str, namespace: str, suffix: str, encode, decode, label: str | None = None) -> Memo:
-        """A :class:`~t2i_fairness.spine.memo.Memo` on this session's cache."""
+        """A :class:`~t2i_fairness.base.memo.Memo` on this session's cache."""
         return Memo(self.cache, kind, namespace, suffix, encode, decode, label)
 
     def shared(self, key, make: Callable[[], object]):
@@ -219,7 +222,7 @@ _BUILDERS: dict[str, Callable[[str, str], object]] = {"clip": _clip, "inception"
 
 def _make_cache(location, mirror_root: Path) -> Cache:
     """A local folder, or for an fsspec URL a local mirror (``<mirror_root>/<digest>``) in front of it."""
-    from t2i_fairness.spine.cache import is_url
+    from t2i_fairness.base.cache import is_url
 
     if not is_url(location):
         return Cache(location)

@@ -9,6 +9,7 @@ Gate tests: ``fairness_tests/test_cis.py``; the study is the ``cis`` fixture
 from __future__ import annotations
 
 from t2i_fairness.families.base import Family, Parameters
+from t2i_fairness.families.cis.canaries import CANARIES
 from t2i_fairness.families.cis.options import OPTIONS, resolve
 
 
@@ -50,4 +51,5 @@ FAMILY = Family(
     header=_header,
     needs=_needs,
     doc="The session's Components Inclusion Score study (:class:`~t2i_fairness.families.cis.study.CisStudy`).",
+    canaries=CANARIES,
 )

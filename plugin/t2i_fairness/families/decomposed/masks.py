@@ -25,7 +25,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from PIL import Image
 
-from t2i_fairness.spine.cache import CorruptEntry, content_key
+from t2i_fairness.base.cache import CorruptEntry, content_key
 
 ITEM_KEY = "t2i_item"  # image.info entry naming the MaskedImage an image was loaded from
 _MASK_MAGIC = b"T2IM"
@@ -107,7 +107,7 @@ def encode_mask(mask: np.ndarray) -> bytes:
 
 
 def decode_mask(data: bytes) -> np.ndarray:
-    """Inverse of :func:`encode_mask`; raises :class:`~t2i_fairness.spine.cache.CorruptEntry` on bad bytes."""
+    """Inverse of :func:`encode_mask`; raises :class:`~t2i_fairness.base.cache.CorruptEntry` on bad bytes."""
     if len(data) < 12 or data[:4] != _MASK_MAGIC:
         raise CorruptEntry("not a mask entry")
     height, width = struct.unpack("<II", data[4:12])
@@ -121,13 +121,13 @@ class MaskStore:
     """Object masks of images, made once per (image, object name, segmenter) and cached.
 
     Args:
-        cache: the session's :class:`~t2i_fairness.spine.cache.Cache`.
+        cache: the session's :class:`~t2i_fairness.base.cache.Cache`.
         segmenter: anything with ``fingerprint`` and ``segment(image, object_name)`` (LangSAM or FolderMasks).
         progress: ``progress(total, desc)`` context manager yielding ``advance(n)`` (the workbench's).
 
     Example:
         >>> import tempfile
-        >>> from t2i_fairness.spine.cache import Cache
+        >>> from t2i_fairness.base.cache import Cache
         >>> class Corner:
         ...     fingerprint = "Corner:v1"
         ...     def segment(self, image, object_name):
@@ -143,7 +143,7 @@ class MaskStore:
     """
 
     def __init__(self, cache, segmenter, progress=None):
-        from t2i_fairness.spine.memo import Memo, namespace_of
+        from t2i_fairness.base.memo import Memo, namespace_of
 
         self.cache = cache
         self.segmenter = segmenter

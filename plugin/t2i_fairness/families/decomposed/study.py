@@ -14,7 +14,7 @@ import numpy as np
 from t2i_fairness.families.base import Study
 from t2i_fairness.families.decomposed.options import DecomposedOptions
 from t2i_fairness.families.decomposed.rules import SETUPS
-from t2i_fairness.spine.cache import content_key
+from t2i_fairness.base.cache import content_key
 from t2i_fairness.vocab.geode import GEODE_OBJECTS
 
 DECOMPOSED_TEMPLATES = ("object_in_region", "regional_adjective")  # Table 1: Orig. and New
@@ -145,7 +145,7 @@ class DecomposedStudy(Study):
     # -- real side -------------------------------------------------------------------------------
     def fake_dedupe(self) -> str:
         """``--t2i-fake-dedupe``; ``auto`` is the fork's code: generated images are never de-duplicated."""
-        mode = getattr(self.bench.options, "fake_dedupe", "auto")
+        mode = self.bench.options.fake_dedupe
         return "none" if mode == "auto" else mode
 
     def _manifold(self, ref, paths, setup, region, rows, feats, dedupe):
@@ -186,7 +186,7 @@ class DecomposedStudy(Study):
                               self.options.limit_text, bg_patches=bg_patches, min_bg_patches=n_min)
             real = DecomposedReal(items, feats, sel)
             regions = np.array([it.region for it in items], dtype=object)
-            scope = getattr(o, "dedupe_scope", "set")
+            scope = o.dedupe_scope
             for setup in SETUPS:
                 kept = np.flatnonzero(sel.keep_bg if setup == "bg" else sel.keep)
                 if scope in ("set", "templates"):  # the fork: drop-all over the whole real set, before grouping
@@ -218,19 +218,24 @@ class DecomposedStudy(Study):
         """Generated duplicates looked for over the whole template before grouping (``--t2i-dedupe-scope set``
         with a ``--t2i-fake-dedupe`` other than ``none``): a region's rows then depend on every region's images."""
         # ("templates" is DIG In's cross-template pool of generated images; its fork de-duplicates none: as "set")
-        return self.fake_dedupe() != "none" and getattr(self.bench.options, "dedupe_scope", "set") in ("set", "templates")
+        return self.fake_dedupe() != "none" and self.bench.options.dedupe_scope in ("set", "templates")
 
-    def requests(self, name: str, template: str, region: str | None = None):
-        """The images :meth:`scores` asks for with the same arguments (nothing generated)."""
-        from t2i_fairness.references.grouping import PromptSpace, prompt_requests
+    def requests(self, name: str, template: str, region: str | None = None, own: bool = False):
+        """The images :meth:`scores` asks for with the same arguments (nothing generated); ``own``: the
+        region's own prompts even under set-scope de-duplication."""
+        from t2i_fairness.references.grouping import PromptSpace, prompt_calls
+        from t2i_fairness.spine.plan import requests_of_calls
 
         space = PromptSpace.from_reference(self.reference_sets[name], self.bench.options.objects)
-        return prompt_requests(self.bench.options, template, space, None if self._set_scope() else region)
+        return requests_of_calls(
+            prompt_calls(self.bench.options, template, space, None if self._set_scope() and not own else region)
+        )
 
     def _scores(self, name: str, template: str, only: str | None = None) -> DecomposedScores:
         from t2i_fairness.families.decomposed.masks import background_patch_counts, generated_items
         from t2i_fairness.families.decomposed.rules import background_misses, has_features, score_setup
         from t2i_fairness.metrics.manifold import dedupe_index
+        from t2i_fairness.generators.tokens import counted_truncation
         from t2i_fairness.references.grouping import PromptSpace, group_generated, prompt_images, template_truncation
 
         o = self.bench.options
@@ -262,7 +267,8 @@ class DecomposedStudy(Study):
                 gone[cand[dedupe_index(feats[setup][cand], mode, groups=labels[cand])]] = False
                 duplicates[setup] = gone
         out = DecomposedScores(template, {}, items, feats, {}, {}, {}, real=real, bg_unsegmented=unsegmented,
-                               truncation=template_truncation(self.bench, template, PromptSpace.from_reference(ref, o.objects)))
+                               truncation=template_truncation(self.bench, template, PromptSpace.from_reference(ref, o.objects),
+                                                                 count=counted_truncation))
         for region, rows in group_generated(pairs, template, ref, "region", o.seed).items():
             if only is not None and region != only:
                 continue
@@ -333,7 +339,13 @@ def needs(call, study: DecomposedStudy) -> list:
         if call.test == "test_decomposed_diagnostics":
             out.append(Need("diagnostics", (name, template), study.requests(name, template)))
         elif p.get("region") is not None:
-            out.append(Need("scores", (name, template, p["region"]), study.requests(name, template, p["region"])))
+            images = study.requests(name, template, p["region"])
+            own = study.requests(name, template, p["region"], own=True) if study._set_scope() else images
+            wide = {(r.prompt, r.n) for r in own} != {(r.prompt, r.n) for r in images}
+            out.append(Need("scores", (name, template, p["region"]), images, narrow=tuple(own) if wide else (),
+                            widened="set-scope de-duplication (--t2i-dedupe-scope set) compares every generated image "
+                                    "with all of its template's images, so a gate of one region needs the whole "
+                                    "template" if wide else ""))
         else:
             out.append(Need("scores", (name, template), study.requests(name, template)))
     return out

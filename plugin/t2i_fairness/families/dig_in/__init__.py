@@ -9,6 +9,7 @@ Gate tests: ``fairness_tests/test_dig_in_region.py`` and ``test_dig_in_consisten
 from __future__ import annotations
 
 from t2i_fairness.families.base import Family, Parameters, param_id
+from t2i_fairness.families.dig_in.canaries import CANARIES
 from t2i_fairness.families.dig_in.options import OPTIONS
 
 DIG_TEMPLATES = ("object", "object_in_region", "object_in_country")
@@ -69,4 +70,5 @@ FAMILY = Family(
     labels=_labels,
     needs=_needs,
     doc="The session's DIG In study: ``dig_in.scores(reference, template)``, ``dig_in.clipscores(template)``.",
+    canaries=CANARIES,
 )

@@ -18,8 +18,9 @@ import numpy as np
 
 from t2i_fairness.families.base import Study
 from t2i_fairness.metrics.manifold import Membership, dedupe_index, membership, precision_coverage
-from t2i_fairness.references.grouping import (PromptImages, PromptSpace, group_generated, prompt_images,
-                                              prompt_requests, template_truncation)
+from t2i_fairness.generators.tokens import counted_truncation
+from t2i_fairness.references.grouping import (PromptImages, PromptSpace, group_generated, prompt_calls, prompt_images,
+                                              template_truncation)
 from t2i_fairness.references.library import ReferenceLibrary
 from t2i_fairness.spine.generation import ImageRef
 from t2i_fairness.vocab.geode import GEODE_OBJECTS
@@ -70,8 +71,22 @@ def parity(intervals: Mapping[str, "object"], confidence: float = 0.95):
     best = max(intervals, key=lambda g: intervals[g].estimate)
     w, b = intervals[worst].estimate, intervals[best].estimate
     if b <= 0:
+        # every group at 0: the ratio is 1 by convention, but two shares at 0 say little about their true
+        # ratio; the delta method at Agresti and Coull's adjusted shares (never 0) gives its uncertainty
+        from t2i_fairness.metrics.intervals import agresti_coull, share_se
+
+        wi, bi = intervals[worst], intervals[best]
+        if wi.n_effective and bi.n_effective:
+            pw, pb = agresti_coull(0.0, wi.n_effective)[0], agresti_coull(0.0, bi.n_effective)[0]
+            se = math.hypot(share_se(wi) / pb, pw * share_se(bi) / pb**2)
+        else:
+            se = 0.0  # not shares: no uncertainty measured (the gate gives no p-value)
         units = min(iv.n_units for iv in intervals.values())
-        return Interval(1.0, 1.0, 1.0, "exact: every group is 0", confidence, units, se=0.0), worst, best
+        from scipy.special import ndtri
+
+        z = float(ndtri(0.5 + confidence / 2.0))
+        return Interval(1.0, max(0.0, 1.0 - z * se), 1.0, "delta method at Agresti-Coull shares: every group is 0",
+                        confidence, units, se=se), worst, best
     terms = [(1.0 / b, intervals[worst]), (-w / b**2, intervals[best])]
     return linear_combination_interval(w / b, terms, confidence=confidence, method="delta method (worst/best)",
                                        low=0.0, high=1.0), worst, best
@@ -87,7 +102,7 @@ def fake_dedupe(options) -> str:
         >>> fake_dedupe(SimpleNamespace(fake_dedupe="auto", dedupe="drop_all")), fake_dedupe(SimpleNamespace(fake_dedupe="none", dedupe="drop_all"))
         ('drop_all', 'none')
     """
-    mode = getattr(options, "fake_dedupe", "auto")
+    mode = options.fake_dedupe
     return options.dedupe if mode == "auto" else mode
 
 
@@ -123,12 +138,20 @@ class GroupScore:
         return precision_interval(self.member.inside, confidence=confidence)
 
     def coverage_interval(self, confidence: float = 0.95):
-        """The jackknife-Wilson interval of coverage (generated images are the resampled unit); exactly
-        ``[0, 0]`` when no generated image is left."""
+        """The jackknife-Wilson interval of coverage (generated images are the resampled unit).
+
+        When the de-duplication left no generated image (a collapsed group), coverage is 0 and its interval
+        is the one of the group's ``n_generated`` images covering no real ball (what dropped rows do):
+        the score interval on ``n_real`` balls, ``[0, 0.28]`` at 10, with a score test at any bound in
+        (0, 1), never a certain ``[0, 0]``."""
         from t2i_fairness.metrics.intervals import Interval, coverage_interval
 
         if self.member.n_fake == 0:
-            return Interval(0.0, 0.0, 0.0, "exact: no generated image", confidence, 0, se=0.0)
+            if (self.n_generated or 0) >= 2 and self.n_real >= 1:
+                iv = coverage_interval(np.zeros((int(self.n_generated), int(self.n_real)), bool), confidence=confidence)
+                return Interval(iv.estimate, iv.low, iv.high, "jackknife_wilson: no generated image left (none covers "
+                                "a ball)", confidence, 0, iv.se, iv.df, iv.n_effective)
+            return Interval(0.0, 0.0, 0.0, "none: no generated image", confidence, 0, se=0.0)
         return coverage_interval(self.member.inside, confidence=confidence)
 
     def interval(self, metric: str, confidence: float = 0.95):
@@ -260,15 +283,22 @@ class DigInStudy(Study):
         """The prompt space of reference set ``name`` (its objects among the run's, its regions)."""
         return PromptSpace.from_reference(self.reference_sets[name], self.bench.options.objects)
 
-    def requests(self, name: str | None, template: str, region: str | None = None, object: str | None = None):
+    def requests(self, name: str | None, template: str, region: str | None = None, object: str | None = None,
+                 own: bool = False):
         """The images a group of reference set ``name`` (``None``: the consistency indicator's GeoDE
-        prompts) asks for: the same slice as :meth:`images`, nothing generated."""
+        prompts) asks for: the same slice as :meth:`images`, nothing generated. ``own``: the group's own
+        prompts even under set-scope de-duplication (what ``--t2i-dedupe-scope group`` asks for)."""
         space = None if name is None else self.space(name)
-        if name is not None and self._set_scope():
+        if name is not None and self._set_scope() and not own:
             region, object = None, None  # set-scope dedupe: a group's rows depend on the whole template's images
             # (and, under --t2i-dedupe-scope templates, on the images of the templates pooled with it)
-            return tuple(r for t in self._pool(template) for r in prompt_requests(self.bench.options, t, space))
-        return prompt_requests(self.bench.options, template, space, region, object)
+            from t2i_fairness.spine.plan import requests_of_calls
+
+            return tuple(r for t in self._pool(template)
+                         for r in requests_of_calls(prompt_calls(self.bench.options, t, space)))
+        from t2i_fairness.spine.plan import requests_of_calls
+
+        return requests_of_calls(prompt_calls(self.bench.options, template, space, region, object))
 
     # -- Region and Object-Region indicators (4.2-4.3) ----------------------------------------------
     def scores(self, name: str, template: str) -> DigScores:
@@ -313,7 +343,7 @@ class DigInStudy(Study):
         return DigScores(
             region=LazyGroups(ref.regions, lambda region: self._region(name, template, region)),
             object_region=LazyGroups(pairs, lambda key: self._object_region(name, template, *key)),
-            truncation=template_truncation(self.bench, template, space),
+            truncation=template_truncation(self.bench, template, space, count=counted_truncation),
         )
 
     def _set_scope(self) -> bool:
@@ -321,14 +351,14 @@ class DigInStudy(Study):
         ``get_features_inceptionv3.py``; ``--t2i-dedupe-scope set``): then every group's rows depend on
         the whole template, so a group reads (and a plan asks for) all of the template's images."""
         o = self.bench.options
-        return getattr(o, "dedupe_scope", "set") in ("set", "templates") and fake_dedupe(o) != "none"
+        return o.dedupe_scope in ("set", "templates") and fake_dedupe(o) != "none"
 
     def _pool(self, template: str) -> tuple[str, ...]:
         """The templates whose generated images are de-duplicated together with ``template``'s: with
         ``--t2i-dedupe-scope templates``, ``{object}`` and ``{object} in {region}`` (DIG In's
         ``compute_metrics.py`` reads both from one ``*_prompts_regions_fulldataset_*_deduped.pkl``, which
         ``get_features_inceptionv3.py`` de-duplicated whole); otherwise the template alone."""
-        if getattr(self.bench.options, "dedupe_scope", "set") == "templates" and template in REGIONS_PICKLE:
+        if self.bench.options.dedupe_scope == "templates" and template in REGIONS_PICKLE:
             return REGIONS_PICKLE
         return (template,)
 
@@ -427,7 +457,14 @@ def needs(call, study: DigInStudy) -> list:
     if "reference" in p and "template" in p:
         name, template, obj, region = p["reference"], p["template"], p.get("object"), p.get("region")
         out.append(Need("reference_features", (name,), first=True))
-        out.append(Need("group_scores", (name, template, obj, region), study.requests(name, template, region, obj)))
+        images = study.requests(name, template, region, obj)
+        own = study.requests(name, template, region, obj, own=True) if study._set_scope() else images
+        widened = ""
+        if {(r.prompt, r.n) for r in own} != {(r.prompt, r.n) for r in images}:
+            widened = ("set-scope de-duplication (--t2i-dedupe-scope set, DIG In's code) compares every generated image "
+                       "with all of its template's images, so a gate of one region or object needs the whole template")
+        out.append(Need("group_scores", (name, template, obj, region), images, widened=widened,
+                        narrow=tuple(own) if widened else ()))
     elif "template" in p:
         template, region = p["template"], p.get("region")
         out.append(Need("clipscores", (template, region), study.requests(None, template, region)))

@@ -8,6 +8,7 @@ Gate tests: ``fairness_tests/test_indic_tti.py``; the study is the ``indic`` fix
 from __future__ import annotations
 
 from t2i_fairness.families.base import Family, Parameters
+from t2i_fairness.families.indic_tti.canaries import CANARIES
 from t2i_fairness.families.indic_tti.options import OPTIONS, resolve
 
 
@@ -61,4 +62,5 @@ FAMILY = Family(
     labels=_labels,
     needs=_needs,
     doc="The session's IndicTTI evaluation: ``indic.scores(lang)``, ``indic.scal(a, b)``, ``indic.scal_matrix()``.",
+    canaries=CANARIES,
 )

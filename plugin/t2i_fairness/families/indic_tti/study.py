@@ -39,7 +39,7 @@ import numpy as np
 
 from t2i_fairness.errors import IndicModelWarning, ModelLoadError
 from t2i_fairness.families.base import Study
-from t2i_fairness.spine.cache import CorruptEntry, content_key
+from t2i_fairness.base.cache import CorruptEntry, content_key
 from t2i_fairness.spine.generation import ImageRef
 from t2i_fairness.vocab.languages import ENGLISH, get_language
 from t2i_fairness.metrics import indic as metrics
@@ -166,7 +166,7 @@ def cached_captions(bench, captioner, refs: Sequence[ImageRef], desc: str = "cap
     fingerprint (weights, decoding). Unreadable entries are reported and made again.
 
     Args:
-        bench: has ``cache`` (:class:`~t2i_fairness.spine.cache.Cache`) and ``progress(total, desc)``.
+        bench: has ``cache`` (:class:`~t2i_fairness.base.cache.Cache`) and ``progress(total, desc)``.
         captioner: has ``fingerprint`` and ``caption(images) -> list[str]``.
         refs: the images (``key`` and ``load()``).
     """
@@ -177,7 +177,7 @@ def cached_captions(bench, captioner, refs: Sequence[ImageRef], desc: str = "cap
         return json.dumps({"caption": caption, "image": key, "captioner": captioner.fingerprint},
                           ensure_ascii=False).encode("utf-8")
 
-    from t2i_fairness.spine.memo import Memo, namespace_of
+    from t2i_fairness.base.memo import Memo, namespace_of
 
     memo = Memo(bench.cache, "captions", namespace_of(captioner=captioner.fingerprint), ".json", encode,
                 lambda data: (None, _decode_caption(data)), label=f"captions:{captioner.fingerprint.split('/')[0]}")

@@ -10,6 +10,7 @@ project's, written out in :mod:`t2i_fairness.families.word_influence.study`.
 from __future__ import annotations
 
 from t2i_fairness.families.base import Family, Parameters
+from t2i_fairness.families.word_influence.canaries import CANARIES
 from t2i_fairness.families.word_influence.options import OPTIONS, resolve
 
 
@@ -59,4 +60,5 @@ FAMILY = Family(
     header=_header,
     needs=_needs,
     doc="The session's word-level analysis: ``word_influence.result`` (computed on first use).",
+    canaries=CANARIES,
 )

@@ -1,0 +1,106 @@
+"""The run's device, decided in one place: ``--t2i-device`` -> the device every model and generator uses.
+
+:func:`decide_device` is the one function that turns the request (``auto``, ``cpu``, ``cuda``,
+``cuda:N``, ``mps``) into a device: the suite's ``t2i`` fixture calls it once per session and hands
+the result to each :class:`~t2i_fairness.spine.workbench.Workbench` (baseline and candidate alike);
+``t2i-fairness generate --engine ray`` calls it with the cluster's GPU count for the workers.
+:func:`pin_worker` gives each pytest-xdist worker one accelerator before CUDA initialises, when the
+request leaves the choice of GPU to the suite (:func:`pins_workers`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import MutableMapping
+
+
+def accelerator_count() -> int:
+    """CUDA devices this process may use (respects a CUDA_VISIBLE_DEVICES the caller set)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return len([d for d in visible.split(",") if d.strip() and d.strip() != "-1"])
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def cuda_count() -> int:
+    """CUDA devices torch sees in this process (0 without torch or without CUDA)."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def decide_device(requested: str = "auto", *, count: int | None = None) -> str:
+    """The device a ``--t2i-device`` request means on this machine (or a cluster of ``count`` GPUs).
+
+    ``auto`` -> ``cuda`` when there is one, else ``cpu``; ``cpu``, ``mps`` and a CUDA device the
+    machine has are kept as given.
+
+    Args:
+        requested: the option's value (checked for form by the options).
+        count: the CUDA devices to decide for (default: this process's, :func:`cuda_count`).
+
+    Raises:
+        OptionError: ``cuda``/``cuda:N`` where there is no such device (naming ``--t2i-device``).
+
+    Example:
+        >>> decide_device("auto", count=0), decide_device("auto", count=2), decide_device("cuda:1", count=2)
+        ('cpu', 'cuda', 'cuda:1')
+        >>> decide_device("cuda:2", count=2)
+        Traceback (most recent call last):
+        ...
+        t2i_fairness.errors.OptionError: --t2i-device: 'cuda:2': this machine has 2 CUDA device(s) (cuda:0..cuda:1); use cpu or auto
+    """
+    from t2i_fairness.errors import OptionError
+
+    if requested == "auto":
+        return "cuda" if (cuda_count() if count is None else count) > 0 else "cpu"
+    if requested.startswith("cuda"):
+        have = cuda_count() if count is None else count
+        index = int(requested.split(":", 1)[1]) if ":" in requested else 0
+        if index >= have:
+            what = f"{have} CUDA device(s) (cuda:0..cuda:{have - 1})" if have else "no CUDA device"
+            raise OptionError("--t2i-device", f"{requested!r}: this machine has {what}; use cpu or auto")
+    return requested
+
+
+def pins_workers(requested: str) -> bool:
+    """Whether xdist workers get one accelerator each: the request leaves the GPU to the suite.
+
+    Example:
+        >>> pins_workers("auto"), pins_workers("cuda"), pins_workers("cuda:1"), pins_workers("cpu")
+        (True, True, False, False)
+    """
+    return requested in ("auto", "cuda")
+
+
+def pin_worker(worker_id: str, env: MutableMapping[str, str] = os.environ, count: int | None = None) -> str | None:
+    """Restrict worker ``gwN`` to one device: the N-th of the caller's CUDA_VISIBLE_DEVICES (round robin).
+
+    Returns the device id it pinned, or None on a machine without accelerators (CPU fallback).
+
+    Example:
+        >>> env = {"CUDA_VISIBLE_DEVICES": "2,5"}
+        >>> pin_worker("gw0", env), pin_worker("gw3", {"CUDA_VISIBLE_DEVICES": "2,5"})
+        ('2', '5')
+        >>> env["CUDA_VISIBLE_DEVICES"]
+        '2'
+        >>> pin_worker("gw1", {}, count=0) is None
+        True
+    """
+    index = int(worker_id.lstrip("gw") or 0)
+    visible = env.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        devices = [d.strip() for d in visible.split(",") if d.strip() and d.strip() != "-1"]
+    else:
+        n = accelerator_count() if count is None else count
+        devices = [str(i) for i in range(n)]
+    if not devices:
+        return None
+    env["CUDA_VISIBLE_DEVICES"] = devices[index % len(devices)]
+    return env["CUDA_VISIBLE_DEVICES"]

@@ -1,0 +1,134 @@
+"""The one atomic file write every part of the package uses (cache entries, thresholds, reports).
+
+Standard library only (and :mod:`t2i_fairness.errors`, itself plain), so the pure layers (:mod:`t2i_fairness.metrics`) may use it too.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+__all__ = ["atomic_write_bytes", "current_umask"]
+
+
+def current_umask() -> int:
+    """The process umask: read from ``/proc`` where the OS says it (Linux), else set and restored."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, skip_if_same: bool = False, fsync: bool = True) -> Path:
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one.
+
+    - A temporary file in the same folder, flushed (and fsync'd), then ``os.replace``, then the
+      folder fsync'd: a crash leaves at worst a stray ``.<name>.*.tmp``, never a half-written ``path``.
+    - The new file keeps the replaced file's permission bits and (where allowed) its group; a new
+      file gets ``0o666`` less the umask, as ``open(path, "w")`` would (``mkstemp``'s private
+      ``0o600`` would make a cache shared by several users or runners unreadable to the others).
+    - A symbolic link is written through: its final target is replaced and the link stays a link.
+
+    Args:
+        path: the destination (or a symlink to it); missing parent folders are created.
+        data: the new content.
+        skip_if_same: leave the file alone when it already holds exactly ``data``.
+        fsync: flush to disk before the rename (off only for throwaway files).
+
+    Returns:
+        The path actually written (a symlink's target).
+
+    Raises:
+        DiskFullError: no space left (or the quota spent) on the disk (``t2i_fairness.errors``; an OSError
+            naming the folder, its free space and that the file was not written, every other one kept).
+        OSError: the folder is not writable, or the target is a directory.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     p = pathlib.Path(d) / "a" / "x.txt"
+        ...     _ = atomic_write_bytes(p, b"one"); _ = atomic_write_bytes(p, b"two")
+        ...     p.read_bytes(), oct(p.stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
+        (b'two', True)
+    """
+    target = Path(os.path.realpath(path))
+    if skip_if_same:
+        try:
+            if target.read_bytes() == data:
+                return target
+        except OSError:
+            pass
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _raise_if_full(target, exc)
+        raise
+    try:
+        st = os.stat(target)
+        mode, gid = stat.S_IMODE(st.st_mode), st.st_gid
+    except FileNotFoundError:
+        mode, gid = 0o666 & ~current_umask(), None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        _raise_if_full(target, exc)
+        raise
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            _write_all(fh, data, fsync)
+        if gid is not None and hasattr(os, "chown"):
+            try:
+                os.chown(tmp, -1, gid)
+            except OSError:
+                pass  # not a member of the file's group: the new file gets ours
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        if isinstance(exc, OSError):
+            _raise_if_full(target, exc)
+        raise
+    if fsync:
+        try:
+            dir_fd = os.open(target.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
+        except OSError:
+            pass  # not supported (Windows, some network filesystems): the rename itself is still atomic
+    return target
+
+
+def _write_all(fh, data: bytes, fsync: bool) -> None:
+    """The bytes to the temporary file, flushed (and fsync'd): where a full disk shows."""
+    fh.write(data)
+    fh.flush()
+    if fsync:
+        os.fsync(fh.fileno())
+
+
+def _raise_if_full(target: Path, exc: OSError) -> None:
+    """Raise ``exc`` as a :class:`~t2i_fairness.errors.DiskFullError` when the disk or quota is full."""
+    if exc.errno not in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return
+    from t2i_fairness.errors import DiskFullError
+
+    try:
+        free = shutil.disk_usage(target.parent).free
+    except OSError:
+        free = None
+    raise DiskFullError(target, target.parent, free, errno_=exc.errno) from exc

@@ -1,0 +1,256 @@
+"""Rounds of images and the gates they decide: the sequential design's controller (plain, no pytest).
+
+:func:`run_rounds` is the decision loop a sequential run makes (``docs/sequential.md``): images come
+in rounds of :func:`~t2i_fairness.metrics.sequential.round_sizes` per prompt (multiples of the batch
+size, so the images of round ``r`` are the first ``n_r`` images of the fixed-N run, byte for byte);
+after each round every open gate is decided or left open; a gate that reaches ``N`` gets the fixed-N
+verdict of :func:`~t2i_fairness.gating.gate.judge`. The caller supplies the data through callbacks,
+so the same loop serves the simulation bench (``bench/bench_sequential.py``) and, once the suite
+makes its images in rounds, the plugin (what remains for that is listed in ``docs/sequential.md``).
+
+Error control (the run's ``alpha``, family-wise): ``alpha / 2`` for early fails, by closed testing
+on the share gates' e-processes at every look
+(:func:`~t2i_fairness.metrics.sequential.e_closed_rejections`); ``alpha / 2`` for the fixed-N
+verdicts of the gates that reach ``N`` (``judge`` with ``alpha / 2`` and the run's gate count, then
+the session's Holm step-down as in a fixed-N run). Passing early (bound met, futility, nested
+coverage) is non-binding: it cannot add a false alarm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+from scipy import special as _special
+
+from t2i_fairness.metrics.sequential import (
+    KINDS,
+    REASONS,
+    coverage_settled,
+    e_closed_rejections,
+    look,
+    mixture_e_process,
+    round_sizes,
+)
+
+__all__ = ["SequentialGate", "SequentialOutcome", "image_range", "run_rounds"]
+
+
+@dataclass(frozen=True)
+class SequentialGate:
+    """A gate as the sequential design sees it.
+
+    Attributes:
+        gate: the gate id (a key of the thresholds file).
+        kind: a key of :data:`~t2i_fairness.metrics.sequential.KINDS` (``share``, ``coverage``, ...).
+        prompts: the prompts whose images feed it (a key per prompt; gates sharing a prompt share its images).
+        planned: images per prompt of the fixed-N run (``N``).
+    """
+
+    gate: str
+    kind: str
+    prompts: tuple[str, ...]
+    planned: int
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"gate {self.gate}: unknown sequential kind {self.kind!r}; one of {sorted(KINDS)}")
+        if not self.prompts or self.planned < 1:
+            raise ValueError(f"gate {self.gate}: needs at least one prompt and planned >= 1")
+
+
+@dataclass
+class SequentialOutcome:
+    """Per gate: why and when it stopped; for the run: images made against the fixed-N plan.
+
+    Attributes:
+        records: gate -> the record reports carry (reason, round, images used and planned, wealth,
+            sequence at stopping, conditional power, verdict).
+        images: images made (per prompt, the largest round any of its gates needed), summed over prompts.
+        planned_images: the fixed-N run's images over the same prompts.
+        method: the error-control method, for the summary.
+    """
+
+    records: dict = field(default_factory=dict)
+    images: int = 0
+    planned_images: int = 0
+    method: str = ""
+
+    def summary_lines(self) -> list[str]:
+        """The terminal summary's lines: one per gate (verdict, reason, round, images used of N,
+        sequence at stopping), then the run's images against the fixed-N plan and the method.
+
+        Example:
+            >>> o = SequentialOutcome({"g": {"verdict": "pass", "reason": "pass: futility", "round": 1, "rounds": 3,
+            ...     "images_per_prompt": 4, "planned_per_prompt": 16, "sequence": [0.61, 0.74]}}, 400, 1600, "e-Holm")
+            >>> print("\\n".join(o.summary_lines()))
+            g: pass (pass: futility) at round 1 of 3, 4 of 16 images per prompt, sequence [0.6100, 0.7400]
+            sequential: 400 images of the fixed-N plan's 1600 (25%); e-Holm
+        """
+        out = []
+        for gate, r in self.records.items():
+            seq = r.get("sequence")
+            tail = f", sequence [{seq[0]:.4f}, {seq[1]:.4f}]" if seq else ""
+            out.append(f"{gate}: {r['verdict']} ({r['reason']}) at round {r['round']} of {r['rounds']}, "
+                       f"{r['images_per_prompt']} of {r['planned_per_prompt']} images per prompt{tail}")
+        share = self.images / self.planned_images if self.planned_images else 0.0
+        out.append(f"sequential: {self.images} images of the fixed-N plan's {self.planned_images} ({share:.0%}); "
+                   f"{self.method}")
+        return out
+
+
+def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
+               scores: Callable[[str, int], np.ndarray], coverage: Callable[[str, int], float],
+               full_measurement: Callable[[str], object], family_size: int | None = None,
+               gamma: float = 0.01, growth: float = 2.0) -> SequentialOutcome:
+    """Decide ``gates`` in rounds; return their records and the run's image totals.
+
+    Args:
+        gates: the run's gates (every kind; those without a valid early stop run to ``N``).
+        thresholds: the run's :class:`~t2i_fairness.gating.thresholds.ThresholdFile` (every gate has a bound).
+        options: the run's :class:`~t2i_fairness.spine.options.T2IOptions` (``alpha`` and the gate settings).
+        batch: the generation batch size (rounds are its multiples).
+        scores: ``scores(gate, n)`` -> ``(prompts, n)`` per-image scores in [0, 1] of a ``share`` /
+            ``bounded`` gate, the first ``n`` images of every prompt.
+        coverage: ``coverage(gate, n)`` -> the coverage of a ``coverage`` gate on the first ``n``
+            images per prompt.
+        full_measurement: ``full_measurement(gate)`` -> the gate's fixed-N
+            :class:`~t2i_fairness.gating.verdicts.Measurement` (called only for gates that reach ``N``).
+        family_size: Holm's ``m`` (default: the number of gates).
+        gamma: the futility level.
+        growth: round size factor.
+
+    Raises:
+        ValueError: a gate without a bound in ``thresholds`` (named), ``batch < 1``.
+
+    Example:
+        >>> from pathlib import Path
+        >>> from t2i_fairness.gating.gate import measure
+        >>> from t2i_fairness.gating.thresholds import Bound, ThresholdFile
+        >>> from t2i_fairness.spine.options import T2IOptions
+        >>> rng = np.random.default_rng(0)
+        >>> data = {"low": rng.random((200, 16)) < 0.3, "high": rng.random((200, 16)) < 0.9}
+        >>> t = ThresholdFile(Path("t.yaml"), {"low": Bound("min", 0.5), "high": Bound("min", 0.5)})
+        >>> gates = [SequentialGate(g, "share", tuple(f"{g}{i}" for i in range(200)), 16) for g in data]
+        >>> out = run_rounds(gates, t, T2IOptions(), batch=4, scores=lambda g, n: data[g][:, :n],
+        ...                  coverage=None, full_measurement=None)
+        >>> [(g, r["reason"], r["images_per_prompt"], r["verdict"]) for g, r in sorted(out.records.items())]
+        [('high', 'pass: bound met with certainty', 4, 'pass'), ('low', 'fail: bound excluded', 4, 'fail')]
+        >>> out.images, out.planned_images
+        (1600, 6400)
+    """
+    from t2i_fairness.gating.gate import judge
+
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"`batch` must be a positive integer, but got {batch!r}")
+    for g in gates:
+        if g.gate not in thresholds.gates:
+            raise ValueError(f"gate {g.gate}: no bound in {thresholds.path}; a sequential run needs every gate's bound")
+    alpha = float(options.alpha)
+    m = int(family_size or len(gates))
+    z_fail = float(-_special.ndtri(alpha / 2 / m))
+    schedules = {g.gate: round_sizes(g.planned, batch, first=batch, growth=growth) for g in gates}
+    betting = [g for g in gates if KINDS[g.kind] == "betting"]
+    wealth = {g.gate: 1.0 for g in betting}
+    stopped: dict[str, tuple[str, int, int, object]] = {}  # gate -> (reason, round, n, look)
+    rounds = max(len(s) for s in schedules.values())
+    for r in range(rounds):
+        current = {}
+        for g in betting:
+            if g.gate in stopped:
+                continue
+            n = schedules[g.gate][min(r, len(schedules[g.gate]) - 1)]
+            x = np.asarray(scores(g.gate, n), dtype=np.float64)
+            if x.shape != (len(g.prompts), n):
+                raise ValueError(f"gate {g.gate}: scores must have shape ({len(g.prompts)}, {n}), got {x.shape}")
+            y = x.mean(axis=0)
+            b = thresholds.gates[g.gate]
+            wealth[g.gate] = float(mixture_e_process(y, b.value, b.direction, prompts=len(g.prompts),
+                                                     n_target=max(1.0, g.planned / 4))[-1])
+            current[g.gate] = (g, y, n)
+        names = [g.gate for g in betting]
+        rejected = dict(zip(names, e_closed_rejections([wealth[k] for k in names], alpha / 2))) if names else {}
+        for name, (g, y, n) in current.items():
+            b = thresholds.gates[name]
+            lk = look(y, g.planned, b.value, b.direction, prompts=len(g.prompts), e_threshold=math.inf,
+                      z_fail=z_fail, gamma=gamma, looks=len(schedules[name]), rejected=rejected[name])
+            if lk.stopped:
+                stopped[name] = (lk.reason, r + 1, n, lk)
+        for g in gates:
+            if g.gate in stopped or KINDS[g.kind] == "betting":
+                continue
+            n = schedules[g.gate][min(r, len(schedules[g.gate]) - 1)]
+            b = thresholds.gates[g.gate]
+            if n == g.planned:
+                stopped[g.gate] = ("full", r + 1, n, None)
+            elif KINDS[g.kind] == "nested" and coverage_settled(coverage(g.gate, n), b.value, b.direction):
+                stopped[g.gate] = ("met", r + 1, n, None)
+    level = dataclasses.replace(options, alpha=alpha / 2)
+    out = SequentialOutcome(method=f"e-Holm (closed testing, mean of e-processes) at alpha/2 = {alpha / 2:g} for "
+                                   f"early fails; fixed-N test at alpha/2 over {m} gates for gates that ran to N")
+    for g in gates:
+        reason, rnd, n, lk = stopped[g.gate]
+        verdict = {"fail": "fail", "met": "pass", "futility": "pass"}.get(reason)
+        record = {"reason": REASONS[reason], "round": rnd, "rounds": len(schedules[g.gate]),
+                  "images_per_prompt": n, "planned_per_prompt": g.planned, "kind": g.kind,
+                  "images": n * len(g.prompts), "planned_images": g.planned * len(g.prompts)}
+        if lk is not None:
+            record.update(wealth=lk.wealth, sequence=[lk.lower, lk.upper], conditional_power=lk.conditional_power)
+        if reason == "full":
+            rec, _ = judge(full_measurement(g.gate), thresholds, {}, level, family_size=m)
+            verdict = rec.status
+            record["p_value"], record["interval"] = rec.p_value, rec.interval
+        if KINDS[g.kind] == "fixed":
+            record["note"] = "no valid early stop for this kind: runs to N"
+        record["verdict"] = verdict
+        out.records[g.gate] = record
+    need: dict[str, int] = {}
+    planned: dict[str, int] = {}
+    for g in gates:
+        for p in g.prompts:
+            need[p] = max(need.get(p, 0), out.records[g.gate]["images_per_prompt"])
+            planned[p] = max(planned.get(p, 0), g.planned)
+    out.images, out.planned_images = sum(need.values()), sum(planned.values())
+    return out
+
+
+def image_range(requests, batch: int, *, images_per_hour: float | None = None) -> dict:
+    """Best and worst case images of a sequential run over a plan's requests (the ``plan`` command's hook).
+
+    Worst case: the fixed-N plan itself (no gate uses more than ``N`` images per prompt). Best case:
+    every gate decided after the first round, one batch per prompt (``min(batch, n)``). An expected
+    figure needs each selected gate's kind and the per-kind stopping shares measured by
+    ``bench/bench_sequential.py`` (``docs/sequential.md``); it is not computed here. GPU hours: pass
+    ``images_per_hour`` (the rate lookup the plan's cost estimate uses, when one exists).
+
+    Args:
+        requests: :class:`~t2i_fairness.spine.plan.ImageRequest` items (``prompt``, ``n``); a prompt
+            asked twice counts at its largest ``n``.
+        batch: the generation batch size (>= 1).
+        images_per_hour: a generation rate (> 0), or ``None`` for no hours.
+
+    Raises:
+        ValueError: ``batch < 1`` or a rate that is not positive.
+
+    Example:
+        >>> from t2i_fairness.spine.plan import ImageRequest
+        >>> image_range([ImageRequest("a", 16), ImageRequest("b", 16), ImageRequest("a", 8)], 4)
+        {'best_images': 8, 'worst_images': 32}
+        >>> image_range([ImageRequest("a", 16)], 4, images_per_hour=8280.0)["worst_hours"]
+        0.0019
+    """
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"`batch` must be a positive integer, but got {batch!r}")
+    per_prompt: dict[str, int] = {}
+    for r in requests:
+        per_prompt[r.prompt] = max(per_prompt.get(r.prompt, 0), int(r.n))
+    out = {"best_images": sum(min(batch, n) for n in per_prompt.values()), "worst_images": sum(per_prompt.values())}
+    if images_per_hour is not None:
+        if not images_per_hour > 0:
+            raise ValueError(f"`images_per_hour` must be > 0, but got {images_per_hour!r}")
+        out["best_hours"] = round(out["best_images"] / images_per_hour, 4)
+        out["worst_hours"] = round(out["worst_images"] / images_per_hour, 4)
+    return out

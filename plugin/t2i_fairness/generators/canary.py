@@ -1,0 +1,548 @@
+"""Canary machinery: a generator wrapper that plants a known regression in one slice, whatever the paper.
+
+A gate suite is only as good as what it catches. A canary wraps the model under test (any object
+with ``fingerprint`` and ``generate(prompts, seeds)``) and changes exactly one slice of its output,
+so a run against it says which gates caught the planted regression and which stayed green. This
+module holds what every canary shares; each paper family defines its own canaries in
+``families/<name>/canaries.py`` and lists them on its :class:`~t2i_fairness.families.base.Family`
+record (``canaries=``); :mod:`t2i_fairness.canaries` is the user-facing aggregate of all of them.
+
+What lives here
+    * :class:`Canary`, the wrapper base class: images outside the slice are the inner generator's,
+      byte for byte; a call mixing targeted and untouched prompts first generates the whole call
+      with the inner generator (batch composition as in an unwrapped run), then generates or edits
+      the targeted ones. ``fingerprint`` is the inner fingerprint plus ``+canary:NAME:SLICE:PARAM:vN``,
+      so the image cache never mixes a canary's images with the real model's.
+    * :class:`SliceKind` (a kind of slice: region, component, language, word... and which gates see
+      it) and :class:`CanarySlice` (one slice: a kind and a value); a family registers its kinds.
+    * :class:`CanaryInfo` (a registered canary: how its ``NAME:SLICE[:PARAM]`` string reads and how
+      it is built), :func:`canary_table` (the registered canaries of a list of families),
+      :func:`parse_canary`, :func:`make_canary`, :func:`wrap_source`, :func:`slice_of` and
+      :func:`catch_report`, each given the table (``canaries=``) or a :class:`CanarySpec` that
+      :func:`parse_canary` bound to its canary.
+
+Nothing here imports a family: the plugin hands the registered canaries down (the run's options carry
+the parsed ``--t2i-canary`` as ``T2IOptions.canary_spec``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from PIL import Image
+
+__all__ = [
+    "CANARY_VERSION",
+    "Canary",
+    "CanaryInfo",
+    "CanarySlice",
+    "CanarySpec",
+    "SliceKind",
+    "canary_table",
+    "catch_report",
+    "make_canary",
+    "parse_canary",
+    "slice_of",
+    "wrap_source",
+]
+
+#: Bumped whenever a canary changes what it draws; part of every canary fingerprint.
+CANARY_VERSION = 1
+
+WORD_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
+
+_KINDS: dict[str, "SliceKind"] = {}  # kind name -> SliceKind, filled as the families' canary modules load
+
+
+def stable_int(*parts: object) -> int:
+    """A 64-bit integer from a SHA-256 of the parts (the seed of every random choice a canary makes).
+
+    Example:
+        >>> stable_int("shift", 1, "doctor") == stable_int("shift", 1, "doctor") != stable_int("shift", 1, "nurse")
+        True
+    """
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def split_gate(gate_id: str) -> tuple[str, list[str]]:
+    """A gate id's test name and parameter tokens.
+
+    Example:
+        >>> split_gate("test_region_coverage[synthetic-object_in_region-africa]")
+        ('test_region_coverage', ['synthetic', 'object_in_region', 'africa'])
+    """
+    name, _, rest = str(gate_id).partition("[")
+    return name, (rest.rstrip("]").split("-") if rest else [])
+
+
+def fraction(value, what: str, low_open: bool = False) -> float:
+    """A number in ``[0, 1]`` (``(0, 1]`` with ``low_open``), or a ValueError naming ``what``.
+
+    Example:
+        >>> fraction("0.5", "P")
+        0.5
+        >>> fraction(0, "STRENGTH", low_open=True)
+        Traceback (most recent call last):
+        ...
+        ValueError: STRENGTH must be in (0, 1], got 0
+    """
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or not (0.0 < x <= 1.0 if low_open else 0.0 <= x <= 1.0):
+        raise ValueError(f"{what} must be in {'(0, 1]' if low_open else '[0, 1]'}, got {value!r}")
+    return x
+
+
+@dataclass(frozen=True)
+class SliceKind:
+    """A kind of slice and which gates see it; made once by the family that owns it (registers itself).
+
+    Attributes:
+        name: ``"region"``, ``"component"``, ``"language"``, ``"word"``, ...
+        gate_role: ``gate_role(value, gate_id) -> "slice" | "aggregate" | "other"`` (see
+            :meth:`CanarySlice.gate_role`).
+        label: how a summary names a slice of this kind, ``{value}`` filled in.
+    """
+
+    name: str
+    gate_role: Callable[[str, str], str] = field(compare=False)
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        _KINDS[self.name] = self
+
+
+@dataclass(frozen=True)
+class CanarySlice:
+    """The slice a canary plants its regression in.
+
+    Attributes:
+        kind: the name of its :class:`SliceKind` (``"region"``, ``"component"``, ``"language"``, ``"word"``).
+        value: region slug, component name, language code (for ``answer_language``: the answer
+            language; the slice is every other language), or lower-case word.
+    """
+
+    kind: str
+    value: str
+
+    @property
+    def label(self) -> str:
+        """How a summary names the slice, e.g. ``region africa``, ``languages other than hin_Deva``."""
+        kind = _KINDS.get(self.kind)
+        return kind.label.format(value=self.value) if kind and kind.label else f"{self.kind} {self.value}"
+
+    def gate_role(self, gate_id: str) -> str:
+        """Whether a gate should catch this slice's regression.
+
+        ``"slice"``: the gate measures the slice's own images (it should catch the canary);
+        ``"aggregate"``: it pools the slice with others (worst region, disparity, CIS per K, ...;
+        it may move); ``"other"``: it never sees a targeted image (a failure is a false alarm).
+        Gate ids are the suite's (``test_region_coverage[synthetic-object_in_region-africa]``); the
+        kind's family decides (a kind no family registered: ``"other"``).
+
+        Args:
+            gate_id: a gate's test id, e.g. ``test_clgc[hin_deva]``.
+
+        Example:
+            >>> import t2i_fairness.canaries  # the registered families' slice kinds
+            >>> [CanarySlice("component", "macaw").gate_role(g) for g in ("test_cis_component_rate_floor", "test_cis[k1]")]
+            ['slice', 'other']
+            >>> CanarySlice("language", "hin_Deva").label, CanarySlice("nonsense", "x").gate_role("test_cis[k2]")
+            ('languages other than hin_Deva', 'other')
+        """
+        kind = _KINDS.get(self.kind)
+        return kind.gate_role(self.value, gate_id) if kind is not None else "other"
+
+
+def check_call(name: str, prompts: Sequence[str], seeds: Sequence[int]) -> tuple[list[str], list[int]]:
+    """The call's prompts and seeds as lists.
+
+    Args:
+        name: the canary's name (quoted in the error).
+        prompts: the call's prompts.
+        seeds: one seed per prompt.
+
+    Raises:
+        ValueError: their lengths differ.
+
+    Example:
+        >>> check_call("melt", ("a", "b"), (1, 2))
+        (['a', 'b'], [1, 2])
+    """
+    prompts, seeds = list(prompts), list(seeds)
+    if len(prompts) != len(seeds):
+        raise ValueError(f"canary {name}: got {len(prompts)} prompts but {len(seeds)} seeds")
+    return prompts, seeds
+
+
+class Canary:
+    """Base class: a generator wrapper that changes one slice of an inner generator's images.
+
+    Subclasses set :attr:`name` and implement :meth:`targets` and either :meth:`_replacement`
+    (a prompt to generate instead) or their own :meth:`generate`.
+
+    Attributes:
+        inner: the wrapped generator.
+        slice: the :class:`CanarySlice` targeted.
+        fingerprint: the inner fingerprint plus ``+canary:NAME:SLICE:PARAM:vN``.
+    """
+
+    name: str = "canary"
+
+    def __init__(self, inner, slice: CanarySlice, param: str = ""):
+        missing = [a for a in ("fingerprint", "generate") if not hasattr(inner, a)]
+        if missing:
+            raise TypeError(
+                f"canary {self.name}: the inner generator {type(inner).__name__} lacks {missing}; "
+                "a generator needs a `fingerprint` string and `generate(prompts, seeds) -> list[PIL.Image]`"
+            )
+        self.inner = inner
+        self.slice = slice
+        self.param = param
+        self.fingerprint = f"{inner.fingerprint}+canary:{self.name}:{slice.value}:{param}:v{CANARY_VERSION}"
+
+    @property
+    def batch_size(self) -> int | None:
+        """The inner generator's batch size (the plugin reads it; batching is the inner's business)."""
+        return getattr(self.inner, "batch_size", None)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.describe()!r})"
+
+    def describe(self) -> str:
+        """One line for a summary: the canary string and what it does."""
+        return f"{self.name}:{self.slice.value}{':' + self.param if self.param else ''}"
+
+    def targets(self, prompt: str) -> bool:
+        """Whether the prompt is in the slice (some of its images may still be left alone)."""
+        raise NotImplementedError
+
+    def _replacement(self, prompt: str, seed: int) -> str | None:
+        """The prompt to generate instead for this (prompt, seed), or None to leave it alone."""
+        raise NotImplementedError
+
+    def check_available(self, prompts: Sequence[str], seeds: Sequence[int]) -> None:
+        """Forwarded to an inner generator that has it (a manifest), with the prompts really asked for."""
+        check = getattr(self.inner, "check_available", None)
+        if check is None:
+            return
+        prompts, seeds = check_call(self.name, prompts, seeds)
+        new = [self._replacement(p, s) for p, s in zip(prompts, seeds)]
+        check([n if n is not None else p for p, n in zip(prompts, new)], seeds)
+
+    def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
+        """The inner generator's images, with the slice's replaced (see the module docstring).
+
+        Raises:
+            ValueError: ``prompts`` and ``seeds`` differ in length.
+            RuntimeError: the inner generator returned the wrong number of images.
+        """
+        prompts, seeds = check_call(self.name, prompts, seeds)
+        new = [self._replacement(p, s) for p, s in zip(prompts, seeds)]
+        hit = [i for i, n in enumerate(new) if n is not None]
+        if not hit:
+            return self._inner(prompts, seeds)
+        out: list[Image.Image | None] = [None] * len(prompts)
+        if len(hit) < len(prompts):
+            for i, im in enumerate(self._inner(prompts, seeds)):
+                if new[i] is None:
+                    out[i] = im
+        for i, im in zip(hit, self._inner([new[i] for i in hit], [seeds[i] for i in hit])):
+            out[i] = im
+        return out  # type: ignore[return-value]
+
+    def _inner(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
+        images = list(self.inner.generate(list(prompts), list(seeds)))
+        if len(images) != len(prompts):
+            raise RuntimeError(
+                f"canary {self.name}: the inner generator returned {len(images)} images for {len(prompts)} prompts"
+            )
+        return images
+
+
+# ------------------------------------------------------------------------------------ registry
+
+
+@dataclass(frozen=True)
+class CanaryInfo:
+    """A registered canary: how its ``NAME:SLICE[:PARAM]`` string reads, and how it is built.
+
+    Attributes:
+        name: the NAME of the string (unique across families).
+        slice_kind: the name of its :class:`SliceKind`.
+        slice_help: what a SLICE is (quoted in errors).
+        param_help: what PARAM is, ``"none"`` when it takes none.
+        summary: what the wrapped model does.
+        build: ``build(inner, slice, params, multilingual) -> Canary`` (``params``: from ``read_param``).
+        read_slice: ``read_slice(text) -> slice value`` (normalised; a ValueError says what is wrong);
+            ``None``: any non-empty text.
+        read_param: ``read_param(text) -> keyword arguments of build`` (a ValueError says what is
+            wrong); ``None``: the canary takes no PARAM.
+    """
+
+    name: str
+    slice_kind: str
+    slice_help: str
+    param_help: str
+    summary: str
+    build: Callable[..., Canary] | None = field(default=None, compare=False, repr=False)
+    read_slice: Callable[[str], str] | None = field(default=None, compare=False, repr=False)
+    read_param: Callable[[str], dict] | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class CanarySpec:
+    """A parsed ``NAME:SLICE[:PARAM]`` string (checked, bound to its :class:`CanaryInfo`, not yet to a generator)."""
+
+    name: str
+    slice: str
+    param: str | None = None
+    info: CanaryInfo | None = field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.slice}" + (f":{self.param}" if self.param is not None else "")
+
+
+def canary_table(families: Iterable[Any]) -> dict[str, CanaryInfo]:
+    """The canaries the families list on their records (``Family.canaries``), by name, in registration order.
+
+    Args:
+        families: :class:`~t2i_fairness.families.base.Family` records (anything with ``name`` and ``canaries``).
+
+    Raises:
+        ValueError: two families register the same canary name.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> info = CanaryInfo("melt", "region", "a region", "none", "melts")
+        >>> list(canary_table([SimpleNamespace(name="a", canaries=(info,)), SimpleNamespace(name="b", canaries=())]))
+        ['melt']
+    """
+    table: dict[str, CanaryInfo] = {}
+    owner: dict[str, str] = {}
+    for family in families:
+        for info in getattr(family, "canaries", ()) or ():
+            if info.name in table:
+                raise ValueError(f"canary {info.name!r} is registered by two families: {owner[info.name]} and {family.name}")
+            table[info.name], owner[info.name] = info, family.name
+    return table
+
+
+def _usage(canaries: Mapping[str, CanaryInfo]) -> str:
+    return "; ".join(f"{i.name}:<{i.slice_kind}>" + ("" if i.read_param is None else "[:PARAM]") for i in canaries.values())
+
+
+def parse_canary(spec: str, *, canaries: Mapping[str, CanaryInfo], option: str = "--t2i-canary") -> CanarySpec:
+    """Parse and check a ``NAME:SLICE[:PARAM]`` canary string against the registered canaries.
+
+    Args:
+        spec: e.g. ``collapse_region:africa``, ``degrade_region:Nigeria:0.8``.
+        canaries: the registered canaries (:func:`canary_table`, or ``t2i_fairness.canaries.CANARIES``).
+        option: the option name quoted in errors.
+
+    Raises:
+        ValueError: no ``:``, an unknown NAME (listing the names), a bad SLICE (saying what a slice
+            of that canary is) or a bad PARAM.
+
+    Example:
+        >>> melt = CanaryInfo("melt", "word", "one word", "none", "melts", read_slice=str.lower)
+        >>> parse_canary("melt:Snow", canaries={"melt": melt})
+        CanarySpec(name='melt', slice='snow', param=None)
+        >>> parse_canary("freeze:snow", canaries={"melt": melt})
+        Traceback (most recent call last):
+        ...
+        ValueError: --t2i-canary 'freeze:snow': unknown canary 'freeze'; choose from melt
+    """
+    if not isinstance(spec, str) or ":" not in spec:
+        raise ValueError(f"{option} {spec!r}: expected NAME:SLICE[:PARAM] ({_usage(canaries)})")
+    name, slice_, *rest = [part.strip() for part in spec.split(":", 2)]
+    param = rest[0] if rest else None
+    if name not in canaries:
+        choices = ", ".join(canaries) or "(none: no registered family lists a canary)"
+        raise ValueError(f"{option} {spec!r}: unknown canary {name!r}; choose from {choices}")
+    info = canaries[name]
+    if not slice_:
+        raise ValueError(f"{option} {spec!r}: empty SLICE; {info.slice_help}")
+    if info.read_slice is not None:
+        try:
+            slice_ = info.read_slice(slice_)
+        except ValueError as exc:
+            raise ValueError(f"{option} {spec!r}: {exc}") from None
+    if param is not None:
+        if info.read_param is None:
+            raise ValueError(f"{option} {spec!r}: {name} takes no PARAM, got {param!r}")
+        _params(info, param, option, spec)  # checks
+    return CanarySpec(name, slice_, param, info)
+
+
+def _params(info: CanaryInfo, param: str | None, option: str, spec: str) -> dict:
+    if param is None or info.read_param is None:
+        return {}
+    try:
+        return info.read_param(param)
+    except ValueError as exc:
+        raise ValueError(f"{option} {spec!r}: {exc} ({info.param_help})") from None
+
+
+def _parsed(spec: str | CanarySpec, canaries: Mapping[str, CanaryInfo] | None, option: str) -> CanarySpec:
+    if isinstance(spec, CanarySpec) and spec.info is not None:
+        return spec
+    if canaries is None:
+        raise TypeError(f"{option} {str(spec)!r}: give the registered canaries (canaries=...), "
+                        "or use t2i_fairness.canaries, which knows them")
+    return parse_canary(str(spec), canaries=canaries, option=option)
+
+
+def make_canary(spec: str | CanarySpec, inner, *, canaries: Mapping[str, CanaryInfo] | None = None,
+                multilingual=None, option: str = "--t2i-canary") -> Canary:
+    """Wrap ``inner`` in the canary a ``NAME:SLICE[:PARAM]`` string names.
+
+    Args:
+        spec: the canary string, or a :class:`CanarySpec` from :func:`parse_canary`.
+        inner: the generator under test.
+        canaries: the registered canaries (not needed for a parsed ``spec``).
+        multilingual: the run's IndicTTI prompt set (a canary over it, ``answer_language``, needs it).
+        option: the option name quoted in errors.
+
+    Raises:
+        ValueError: as :func:`parse_canary`; a canary that cannot be built (e.g. ``answer_language``
+            without ``multilingual``), the option and string named.
+        TypeError: ``inner`` is not a generator.
+
+    Example:
+        >>> from t2i_fairness.canaries import CANARIES
+        >>> from t2i_fairness.generators.procedural import ProceduralGenerator
+        >>> make_canary("drop_component:macaw", ProceduralGenerator(), canaries=CANARIES).slice
+        CanarySlice(kind='component', value='macaw')
+    """
+    parsed = _parsed(spec, canaries, option)
+    info = parsed.info
+    kwargs = _params(info, parsed.param, option, str(parsed))
+    try:
+        return info.build(inner, parsed.slice, kwargs, multilingual)
+    except ValueError as exc:
+        prefix = f"{option} {str(parsed)!r}"
+        raise ValueError(str(exc) if str(exc).startswith(prefix) else f"{prefix}: {exc}") from None
+
+
+class _FingerprintOnly:
+    """Stands in for a generator not loaded yet: a canary's fingerprint needs only the inner one."""
+
+    def __init__(self, fingerprint: str):
+        self.fingerprint = fingerprint
+
+    def generate(self, prompts, seeds):  # pragma: no cover - never called
+        raise RuntimeError("the canary's inner generator is not loaded")
+
+
+def wrap_source(source, spec: str | CanarySpec, *, canaries: Mapping[str, CanaryInfo] | None = None,
+                multilingual=None, option: str = "--t2i-canary"):
+    """The plugin's lazy generator source with a canary around its generator.
+
+    The fingerprint (part of every image key) is computed from the inner source's fingerprint
+    alone, so a warm cache still never loads the model; the canary is built over the real
+    generator on first :meth:`~t2i_fairness.generators.GeneratorSource.get`. Errors in ``spec``
+    are raised here, before anything is generated.
+
+    Args:
+        source: a :class:`~t2i_fairness.generators.GeneratorSource` (from ``resolve_generator``).
+        spec: ``NAME:SLICE[:PARAM]`` or a parsed :class:`CanarySpec`.
+        canaries: the registered canaries (not needed for a parsed ``spec``).
+        multilingual: the run's IndicTTI prompt set (``answer_language`` needs it).
+        option: the option name quoted in errors.
+
+    Raises:
+        ValueError: as :func:`make_canary`.
+
+    Example:
+        >>> from t2i_fairness.canaries import CANARIES
+        >>> from t2i_fairness.generators import GenerationSettings, resolve_generator
+        >>> source = resolve_generator("procedural", GenerationSettings(), "cpu", lambda prompt, index: index)
+        >>> wrapped = wrap_source(source, parse_canary("drop_component:macaw", canaries=CANARIES))
+        >>> wrapped.fingerprint.endswith("+canary:drop_component:macaw::v1"), wrapped.loaded
+        (True, False)
+    """
+    parsed = _parsed(spec, canaries, option)
+    fingerprint = make_canary(parsed, _FingerprintOnly(source.fingerprint), multilingual=multilingual,
+                              option=option).fingerprint
+    suffix = fingerprint[len(source.fingerprint):]  # "+canary:NAME:SLICE:PARAM:vN"
+    item_key = None
+    if source.item_key is not None:  # per-file image keys (a manifest): the canary's pixels keep their own keys
+        def item_key(prompt: str, index: int, _inner=source.item_key) -> str | None:
+            key = _inner(prompt, index)
+            return None if key is None else key + suffix
+    return replace(
+        source, fingerprint=fingerprint, _generator=None, item_key=item_key,
+        _load=lambda: make_canary(parsed, source.get(), multilingual=multilingual, option=option),
+    )
+
+
+def slice_of(spec: str | CanarySpec, *, canaries: Mapping[str, CanaryInfo] | None = None) -> CanarySlice:
+    """The slice a canary string targets, without a generator (for summaries).
+
+    Raises:
+        ValueError: as :func:`parse_canary`.
+
+    Example:
+        >>> from t2i_fairness.canaries import CANARIES
+        >>> slice_of("collapse_region:Nigeria", canaries=CANARIES)
+        CanarySlice(kind='region', value='africa')
+    """
+    parsed = _parsed(spec, canaries, "--t2i-canary")
+    return CanarySlice(parsed.info.slice_kind, parsed.slice)
+
+
+def catch_report(spec: str | CanarySpec, records, *, canaries: Mapping[str, CanaryInfo] | None = None
+                 ) -> tuple[list[str], dict]:
+    """Which gates caught a canary: ``(summary lines, counts)``.
+
+    A gate "caught" it when its verdict is ``fail`` (or a blocking ``inconclusive``); gates of the
+    slice should, gates of other slices should not (a failure there is a false alarm); gates that pool
+    the slice with others (``aggregate``) are listed but not counted either way.
+
+    Args:
+        spec: the run's ``--t2i-canary`` (a parsed :class:`CanarySpec`, or the string with ``canaries``).
+        records: the run's gate records (objects or dicts with ``gate`` and ``status``).
+        canaries: the registered canaries (not needed for a parsed ``spec``).
+
+    Raises:
+        ValueError: as :func:`parse_canary`.
+
+    Example:
+        >>> from t2i_fairness.canaries import CANARIES
+        >>> spec = parse_canary("drop_component:macaw", canaries=CANARIES)
+        >>> catch_report(spec, [{"gate": "test_cis_component_rate_floor", "status": "fail"},
+        ...                     {"gate": "test_cis[k1]", "status": "pass"}])[1]["slice_caught"]
+        1
+    """
+    parsed = _parsed(spec, canaries, "--t2i-canary")
+    sl = slice_of(parsed)
+
+    def get(r, name):
+        return r.get(name) if isinstance(r, dict) else getattr(r, name, None)
+
+    roles: dict[str, list[tuple[str, bool]]] = {"slice": [], "aggregate": [], "other": []}
+    for r in records:
+        status = get(r, "status")
+        if status in (None, "baseline"):
+            continue
+        caught = status in ("fail", "missing", "refused") or (status == "inconclusive" and bool(get(r, "blocking")))
+        roles[sl.gate_role(get(r, "gate"))].append((get(r, "gate"), caught))
+    counts = {
+        "slice_gates": len(roles["slice"]), "slice_caught": sum(c for _, c in roles["slice"]),
+        "other_gates": len(roles["other"]), "false_alarms": sum(c for _, c in roles["other"]),
+        "aggregate_gates": len(roles["aggregate"]), "aggregate_caught": sum(c for _, c in roles["aggregate"]),
+    }
+    lines = [f"canary {parsed} ({sl.kind} {sl.value}): caught by {counts['slice_caught']} of {counts['slice_gates']} "
+             f"gate(s) of its slice; {counts['false_alarms']} false alarm(s) among {counts['other_gates']} gate(s) of "
+             f"other slices; {counts['aggregate_caught']} of {counts['aggregate_gates']} pooled gate(s) failed"]
+    lines += [f"  caught: {g}" for g, c in roles["slice"] if c]
+    lines += [f"  missed: {g}" for g, c in roles["slice"] if not c]
+    lines += [f"  false alarm: {g}" for g, c in roles["other"] if c]
+    return lines, counts

@@ -1,0 +1,120 @@
+"""The run-level precision option and the paper path offline (sd15-random / paper-random) on CPU.
+
+* ``--t2i-precision bfloat16 --t2i-device cpu`` runs the suite (DIG In's consistency gate on the tiny
+  model and CLIP): the images and features of the float32 run are not reused (precision is in their keys).
+* The README's real-model command (``-n auto --dist loadgroup``, ``--t2i-scorers paper``) with
+  ``sd15-random`` and ``paper-random``: SD 1.5's full-size UNet, VAE and text encoder and the paper's
+  CLIP ViT-B/32 at 224 px, seeded random weights, at reduced steps, images and resolution.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from conftest import REPO
+
+SELECTION = "test_object_consistency and object_in_region-africa"
+
+
+@pytest.fixture
+def suite(pytester):
+    """The repository's DIG In consistency gate file in a temporary folder (its fixtures come with the plugin)."""
+    (pytester.path / "fairness_tests").mkdir()
+    shutil.copy(REPO / "fairness_tests" / "test_dig_in_consistency.py", pytester.path / "fairness_tests")
+    return pytester
+
+
+def _run(pytester, *extra):
+    return pytester.runpytest_subprocess(
+        "fairness_tests", "-p", "no:cacheprovider", "--t2i-thresholds", str(pytester.path / "t.yaml"),
+        "--t2i-cache-dir", str(pytester.path / "cache"), "--t2i-artifacts", str(pytester.path / "art"),
+        "--t2i-no-progress", "--t2i-device", "cpu", "-k", SELECTION, *extra, timeout=900)
+
+
+@pytest.mark.slow  # three runs: 136 s on this shared 2-core machine under load
+def test_bfloat16_on_cpu_runs_the_suite_and_keeps_its_own_cache_entries(suite):
+    small = ("--t2i-objects", "bag", "--t2i-images-per-prompt", "3", "--t2i-update-thresholds", "--t2i-allow-loosen")
+    first = _run(suite, *small, "--t2i-precision", "float32")
+    first.assert_outcomes(passed=1)
+    first.stdout.fnmatch_lines(["images: 3 generated, 0 from cache", "features:open_clip: 3 computed, 0 from cache"])
+    half = _run(suite, *small, "--t2i-precision", "bfloat16")
+    half.assert_outcomes(passed=1)
+    half.stdout.fnmatch_lines(["images: 3 generated, 0 from cache", "features:open_clip: 3 computed, 0 from cache"])
+    again = _run(suite, *small, "--t2i-precision", "bfloat16")
+    again.assert_outcomes(passed=1)
+    again.stdout.fnmatch_lines(["images: 0 generated, 3 from cache", "features:open_clip: 0 computed, 3 from cache"])
+
+
+def test_a_bad_precision_is_a_usage_error_naming_the_option(suite):
+    result = _run(suite, "--t2i-precision", "fp8")
+    assert result.ret == 4
+    assert "--t2i-precision" in result.stderr.str() and "fp8" in result.stderr.str()
+
+
+@pytest.mark.slow
+def test_the_readme_real_model_command_runs_offline_at_paper_size(suite):
+    """``pytest fairness_tests -n auto --dist loadgroup --t2i-model sd15-random --t2i-scorers paper-random``
+    on CPU: 2 images of one object at 128 px with 2 steps; the gate's scorer is CLIP ViT-B/32 at 224 px."""
+    result = _run(suite, "-n", "auto", "--dist", "loadgroup", "--t2i-model", "sd15-random",
+                  "--t2i-scorers", "paper-random", "--t2i-objects", "bag", "--t2i-images-per-prompt", "2",
+                  "--t2i-steps", "2", "--t2i-height", "128", "--t2i-width", "128", "--t2i-update-thresholds")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*model sd15-random*", "images: 2 generated, 0 from cache"])
+    import yaml
+
+    written = yaml.safe_load((suite.path / "t.yaml").read_text())
+    provenance = str(written)
+    assert "sd15-random-" in provenance and "paper-random" in provenance
+
+
+PAPER_SIZES = {
+    # adapter -> what must be the paper model's size (checked below; 3-18 s each on 2 cores)
+    "inception": "299 px input, 2048-d pool features",
+    "vit": "ViT-B/16: 224 px, 16 px patches, 768 wide",
+    "clip": "open_clip ViT-B-32: 224 px, 512-d embeddings",
+    "captioner": "blip2-opt-2.7b widths: EVA ViT-g 1408, Q-Former 768 x 32 queries, OPT 2560 (2 layers each)",
+    "masked_lm": "bert-base-uncased: 768 wide, 12 layers, 30522 tokens",
+    "sentence": "all-mpnet-base-v2's MPNet: 768 wide, 12 layers",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PAPER_SIZES))
+def test_paper_random_builds_the_paper_architectures_offline(kind):
+    """``--t2i-scorers paper-random``: the paper scorer's classes and sizes, random weights, no download.
+    (The segmenter, Grounding DINO base + SAM at 1024 px, needs ~15 GB on CPU: the GPU lane builds it.)"""
+    import numpy as np
+    from PIL import Image
+
+    from t2i_fairness.models import captioner, clip, inception, masked_lm, sentence, vit
+
+    images = [Image.new("RGB", (96, 64), "red"), Image.new("RGB", (64, 64), "blue")]
+    if kind == "inception":
+        m = inception.InceptionFeatures.from_profile("paper-random")
+        assert m.image_size == 299 and m.encode_images(images).shape == (2, 2048)
+    elif kind == "vit":
+        m = vit.MaskedViTFeatures.from_profile("paper-random")
+        assert (m.img_size, m.patch_size, m.dim) == (224, 16, 768) and m.encode_images(images).shape == (2, 768)
+    elif kind == "clip":
+        m = clip.ClipModel.from_profile("paper-random")
+        assert m.fingerprint.startswith("open_clip:ViT-B-32:random-") and m.model.visual.image_size == (224, 224)
+        assert m.encode_images(images).shape == (2, 512) and m.encode_texts(["a bag"]).shape == (1, 512)
+    elif kind == "captioner":
+        m = captioner.Blip2Captioner.from_profile("paper-random", max_new_tokens=2)
+        cfg = m._blip2.model.config
+        assert (cfg.vision_config.hidden_size, cfg.vision_config.image_size, cfg.vision_config.patch_size) == (1408, 224, 14)
+        assert (cfg.qformer_config.hidden_size, cfg.num_query_tokens, cfg.text_config.hidden_size) == (768, 32, 2560)
+        assert type(m._blip2.model).__name__ == "Blip2ForConditionalGeneration"
+        assert m.image_features().encode_images(images).shape == (2, 1408) and len(m.caption(images[:1])) == 1
+    elif kind == "masked_lm":
+        m = masked_lm.MaskedLMReplacer.from_profile("paper-random")
+        cfg = m.model.config
+        assert (cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size) == (768, 12, 30522)
+        assert len(m.replacements("a doctor at the hospital".split(), 1, 3)) == 3
+    else:
+        m = sentence.SentenceEncoder.from_profile("paper-random")
+        assert type(m.model).__name__ == "MPNetModel" and (m.model.config.hidden_size, m.model.config.num_hidden_layers) == (768, 12)
+        out = m.encode_texts(["a dog", "a cat"])
+        assert out.shape == (2, 768) and np.allclose(np.linalg.norm(out, axis=1), 1, atol=1e-5)
+    assert "paper-random" in m.fingerprint or "random" in m.fingerprint
