@@ -193,3 +193,92 @@ def test_countries_are_in_dig_in_s_prompt_file_order():
     assert REGIONS_BY_SLUG["southeast_asia"].countries == ("Indonesia", "the Philippines", "Thailand")
     assert REGIONS_BY_SLUG["west_asia"].countries == ("Turkey", "the United Arab Emirates", "Saudi Arabia")
     assert REGIONS_BY_SLUG["europe"].countries == ("Italy", "Spain", "the United Kingdom")
+
+
+# -- issue #22: DIG In de-duplicates {object} and {object} in {region} together ----------------------
+
+def _dig_in_get_df_deduped(ids, str_features):
+    """DIG In's ``utils.get_df_deduped(df, keep_one=False)`` (utils.py:44-74), spelled out: group the ids
+    by their feature string; an id survives only when its group has one member."""
+    groups: dict[str, list] = {}
+    for i, s in zip(ids, str_features):
+        groups.setdefault(s, []).append(i)
+    return {g[0] for g in groups.values() if len(g) == 1}
+
+
+def _pooled_study(scope: str, features: dict):
+    """A DIG In study over a two-region, one-object reference with hand-set generated features:
+    ``features[(template, region or None, i)]`` is the i-th image of that prompt."""
+    from t2i_fairness.families.dig_in.study import DigInStudy
+    from t2i_fairness.references.grouping import PromptImages
+    from t2i_fairness.vocab.geode import Prompt
+
+    ref = ReferenceSet("hand", tuple(Record(f"synthetic:{r}{i}", "bag", r) for r in ("africa", "europe")
+                                     for i in range(4)), synthetic=True, kind="synthetic")
+
+    def images(template, space=None, region=None, object=None):
+        keys = sorted({(t, r) for t, r, _ in features if t == template and (region is None or r == region)},
+                      key=lambda k: str(k))
+        return [PromptImages(Prompt(f"bag{' in ' + r if r else ''}", t, "bag", r),
+                             [SimpleNamespace(key=(t, r, i)) for (t2, r2, i) in sorted(features, key=str)
+                              if (t2, r2) == (t, r)]) for t, r in keys]
+
+    study = DigInStudy.__new__(DigInStudy)
+    study.bench = SimpleNamespace(device="cpu", options=SimpleNamespace(
+        dedupe="drop_all", fake_dedupe="auto", dedupe_scope=scope, seed=0, objects=("bag",)),
+        features=lambda encoder, refs, desc="": np.array([[features[im.key]] for im in refs], dtype=np.float64).reshape(-1, 1))
+    study.library = SimpleNamespace(features=lambda name, encoder: SimpleNamespace(encoder="inception"))
+    study.library.sets = {"hand": ref}
+    study.images = images
+    study.space = lambda name: None
+    return study
+
+
+def test_templates_scope_drops_an_image_duplicated_across_object_and_object_in_region_as_dig_in():
+    # {object}: 1.0 (x2 within the template), 7.0 (also generated for "bag in Europe"), 9.0;
+    # {object} in {region}: africa 2.0, 3.0, 2.0 (x2 within), europe 7.0, 8.0
+    features = {("object", None, 0): 1.0, ("object", None, 1): 1.0, ("object", None, 2): 7.0, ("object", None, 3): 9.0,
+                ("object_in_region", "africa", 0): 2.0, ("object_in_region", "africa", 1): 3.0,
+                ("object_in_region", "africa", 2): 2.0,
+                ("object_in_region", "europe", 0): 7.0, ("object_in_region", "europe", 1): 8.0}
+    # brute force: DIG In's regions pickle holds both templates' rows; get_df_deduped over all of them,
+    # with the feature string as get_features_inceptionv3.py makes it (str of the feature array)
+    ids = sorted(features, key=str)
+    survivors = _dig_in_get_df_deduped(ids, [str(np.array([features[k]])) for k in ids])
+    assert survivors == {("object", None, 3), ("object_in_region", "africa", 1), ("object_in_region", "europe", 1)}
+
+    pooled = _pooled_study("templates", features)._generated("hand", "object_in_region", "region", None, None)
+    got = {region: sorted(rows.ravel().tolist()) for region, (rows, _) in pooled.items()}
+    want = {r: sorted(features[k] for k in survivors if k[0] == "object_in_region" and k[1] == r)
+            for r in ("africa", "europe")}
+    assert got == want == {"africa": [3.0], "europe": [8.0]}
+    assert {r: n for r, (_, n) in pooled.items()} == {"africa": 3, "europe": 2}  # before the dedupe
+    # {object}'s own rows: 9.0 is all that is left of it (each region samples its object mix from it)
+    obj = _pooled_study("templates", features)._generated("hand", "object", "object_region", None, None)
+    assert {k: rows.ravel().tolist() for k, (rows, _) in obj.items()} == {("bag", "africa"): [9.0], ("bag", "europe"): [9.0]}
+
+    # the per-template scope (set, the default) keeps the 7.0 of Europe: its copy is in the other template
+    per_template = _pooled_study("set", features)._generated("hand", "object_in_region", "region", None, None)
+    assert sorted(per_template["europe"][0].ravel().tolist()) == [7.0, 8.0]
+
+
+def test_templates_scope_leaves_object_in_country_alone_and_plans_both_templates():
+    from t2i_fairness.families.dig_in.study import DigInStudy
+
+    study = DigInStudy.__new__(DigInStudy)
+    study.bench = SimpleNamespace(options=SimpleNamespace(dedupe_scope="templates", fake_dedupe="auto", dedupe="drop_all"))
+    assert study._pool("object_in_region") == study._pool("object") == ("object", "object_in_region")
+    assert study._pool("object_in_country") == ("object_in_country",)  # DIG In's countries pickle is its own
+    study.bench.options.dedupe_scope = "set"
+    assert study._pool("object_in_region") == ("object_in_region",)
+
+    from t2i_fairness.references.grouping import PromptSpace
+    from t2i_fairness.vocab.geode import REGIONS_BY_SLUG
+
+    study.bench.options = SimpleNamespace(dedupe_scope="templates", fake_dedupe="auto", dedupe="drop_all",
+                                          objects=("bag",), images_per_prompt=2)
+    study.space = lambda name: PromptSpace({"bag": "bag"}, (REGIONS_BY_SLUG["europe"],))
+    asked = {r.prompt for r in study.requests("hand", "object_in_region", region="europe")}
+    assert asked == {"bag", "bag in Europe"}  # a region gate's plan holds both pooled templates' images
+    study.bench.options.dedupe_scope = "set"
+    assert {r.prompt for r in study.requests("hand", "object_in_region", region="europe")} == {"bag in Europe"}

@@ -234,7 +234,10 @@ def test_an_unversioned_fingerprint_is_warned_about_with_the_fix():
     gen = type("Gen", (), {"fingerprint": "house-model"})()
     fp, (note,) = factory_fingerprint("python:m:make", gen)
     assert fp == "house-model"
-    assert "names no version, date, commit or digest" in note and "weights_digest('/path/to/weights')" in note
+    assert "names no version, date, commit or digest" in note
+    # the fix as the user would type it: their fingerprint, then the digest call (no literal {raw} or {{)
+    assert "e.g. f\"house-model@{weights_digest('/path/to/weights')}\" (t2i_fairness" in note
+    assert "{raw}" not in note and "{{" not in note
     assert factory_fingerprint("python:m:make", type("Gen", (), {"fingerprint": "house-model-v7"})())[1] == []
 
 
@@ -303,7 +306,33 @@ def test_provenance_changes_are_grouped_once_with_counts_when_not_all_gates():
             changes["images_per_prompt"] = [6, 60]
         s.add(dict(gate=f"g{i}", nodeid="n", value=1.0, n=1, direction="min", status="pass", bound=0.5, write=None,
                    message="", provenance={}, provenance_changes=changes))
-    assert change_lines(s) == ["WARNING: 5 gate(s) were set under other settings:",
-                               "  gpu: NVIDIA A100 -> NVIDIA H100",
-                               "  images_per_prompt: 6 -> 60 (1 gates)",
-                               "  torch: 2.1 -> 2.2"]
+    lines = change_lines(s)
+    assert lines[:4] == ["WARNING: 5 gate(s) were set under other settings:",
+                         "  gpu: NVIDIA A100 -> NVIDIA H100",
+                         "  images_per_prompt: 6 -> 60 (1 gates)",
+                         "  torch: 2.1 -> 2.2"]
+    # the records name no bound group here; what it means, in one line: environment first, then the sample
+    assert lines[4:] == ["  meaning: the same model and sample in another environment (gpu, torch): the bounds are "
+                         "comparable, but the values may have moved with the numerics (images are made anew where the "
+                         "device is in their key); a gate that fails now may reflect the environment, not the model; "
+                         "and measured on another sample (images_per_prompt), with other sampling noise"]
+
+
+def test_provenance_meaning_names_a_model_change_not_comparable_and_says_why_for_random_weights():
+    from t2i_fairness.gating.session import GateSession
+    from t2i_fairness.report.changes import provenance_summary
+
+    s = GateSession(Path("t.yaml"))
+    for i in range(3):
+        s.add(dict(gate=f"g{i}", nodeid="n", value=1.0, n=1, direction="min", status="pass", bound=0.5, write=None,
+                   message="", provenance={}, bound_provenance="aaaa1111" if i else "bbbb2222",
+                   provenance_changes={"model": ["diffusers:tiny@init-f19abe91:x", "diffusers:tiny@init-8a6de055:x"],
+                                       "transformers": ["5.23.0", "5.24.0"]}))
+    p = provenance_summary(s)
+    assert (p.kind, p.gates, p.total, p.groups) == ("identity", 3, 3, {"aaaa1111": 2, "bbbb2222": 1})
+    assert "NOT comparable" in p.meaning and "the change of transformers made it another model" in p.meaning
+    assert p.lines("t.yaml")[3] == "  bounds: 3 of 3 gates, 2 provenance groups: aaaa1111 (2), bbbb2222 (1) in t.yaml"
+    from t2i_fairness.report.ci import run_json, step_summary
+
+    assert "⚠️ 3 of 3 gates were set under other settings (`model`: " in step_summary(s)
+    assert run_json(s)["provenance"]["kind"] == "identity"

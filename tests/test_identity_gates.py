@@ -121,7 +121,10 @@ def test_weights_retrained_into_the_same_folder_are_generated_anew_and_the_summa
     assert note == (f"model {folder}: new weights {new_digest} (the last run with this cache had {old_digest}): "
                     f"its images are generated anew; what was cached under {old_digest} stays")
     # said once, at the top, with the bound's provenance change it explains
-    assert lines[0] == "WARNING: 1 gate(s) were set under other settings:" and lines[2] == note
+    assert lines[0] == "WARNING: 1 gate(s) were set under other settings:" and lines[4] == note
+    assert lines[2].startswith("  bounds: 1 of 1 gates, 1 provenance group: ")
+    assert lines[3].startswith("  meaning: another model or scorer (model): its images and scores were made anew "
+                               "and the bounds describe the other one, so they are NOT comparable")
     assert re.fullmatch(rf"  model: diffusers:nightly@{old_digest}:[0-9a-f]{{12}} -> diffusers:nightly@{new_digest}:[0-9a-f]{{12}}",
                         lines[1])
     second.stdout.fnmatch_lines(["images: 2 generated, 0 from cache"])
@@ -276,14 +279,17 @@ def test_settings_changed_since_the_bounds_were_set_are_listed_once_at_the_top(p
         prov.update(gpu="NVIDIA A100-SXM4-40GB", diffusers="0.1.0")
     t.save()
     result = project.run()
-    result.assert_outcomes(passed=6, warnings=6)
+    result.assert_outcomes(passed=6, warnings=0)  # said once in the summary, not warned per gate
     from importlib.metadata import version
 
     lines = summary(result)
-    assert lines[:4] == ["WARNING: 6 gate(s) were set under other settings:",
+    assert lines[:3] == ["WARNING: 6 gate(s) were set under other settings:",
                          f"  diffusers: 0.1.0 -> {version('diffusers')}",
-                         "  gpu: NVIDIA A100-SXM4-40GB -> None", ""]
-    assert lines[4].startswith("gate ") and sum("diffusers:" in line for line in lines) == 1
+                         "  gpu: NVIDIA A100-SXM4-40GB -> None"]
+    assert lines[3].startswith("  bounds: 6 of 6 gates, ") and lines[5] == ""
+    assert lines[4].startswith("  meaning: the same model and sample in another environment (diffusers, gpu): "
+                               "the bounds are comparable, but the values may have moved")
+    assert lines[6].startswith("gate ") and sum("diffusers:" in line for line in lines) == 1
     page = (pytester.path / "report" / "index.html").read_text()
     top = re.search(r'<section id="changes".*?</section>', page, re.S).group(0)
     assert page.count('id="changes"') == 1 and "NVIDIA A100-SXM4-40GB" in top and "6 gate(s)" in top

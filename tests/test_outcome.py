@@ -28,7 +28,10 @@ import pytest
 
 @pytest.mark.parametrize("region", ["africa", "europe"])
 def test_toy(region, gate):
-    gate(0.75 if region == "africa" else 0.25, n=4)
+    if region == "africa":
+        gate(0.75, n=4)
+    else:  # with its interval: a miss without a measured uncertainty is inconclusive, not a failure
+        gate(0.25, n=4, interval=(0.2, 0.3))
 
 
 def test_crash(gate):
@@ -171,11 +174,30 @@ def test_x_stop_is_named_and_the_verdict_is_not_passed(pytester):
     assert "stopped early" in _dom(pytester).text["verdict"]
 
 
+def _junit(path: Path):
+    """(testsuite attributes, its properties, {testcase name: [(child tag, message)]}) of a JUnit XML file."""
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(path).getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    cases = {c.get("name"): [(e.tag, e.get("message", "")) for e in c if e.tag != "properties"]
+             for c in suite.findall("testcase")}
+    return suite.attrib, props, cases
+
+
+def test_an_x_stopped_run_is_not_green_in_junit(pytester):
+    pytester.runpytest(*_project(pytester), *IN_PROCESS, "-x", "-k", "not europe", "--junitxml", "junit.xml")
+    attrs, props, cases = _junit(pytester.path / "junit.xml")
+    assert int(attrs["failures"]) + int(attrs["errors"]) >= 1 and cases["test_crash"][0][0] == "failure"
+    assert props["t2i_verdict"].startswith("FAILED:") and props["t2i_stopped"] == "stopping after 1 failures"
+    assert "t2i_interrupted" not in props and "t2i_provenance" not in props
+
+
 # -- SIGINT -------------------------------------------------------------------------------------------
 
-def _interrupted(pytester, monkeypatch) -> pytest.RunResult:
+def _interrupted(pytester, monkeypatch, *extra: str) -> pytest.RunResult:
     monkeypatch.setenv("T2I_TEST_SIGINT", "1")
-    result = pytester.runpytest_subprocess(*_project(pytester), "-p", "no:cacheprovider", timeout=300)
+    result = pytester.runpytest_subprocess(*_project(pytester), "-p", "no:cacheprovider", *extra, timeout=300)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     return result
 
@@ -186,6 +208,26 @@ def test_a_sigint_makes_every_output_say_interrupted(pytester, monkeypatch):
                                  "  interrupted: test_toy.py::test_last"])
     run = json.loads((pytester.path / "art" / "run.json").read_text())
     assert run["verdict"] == "INTERRUPTED" and not run["passed"] and run["exitstatus"] == 2
+
+
+def test_after_a_sigint_junit_and_allure_say_interrupted_and_the_cut_off_test_is_an_error(pytester, monkeypatch):
+    """CI reads JUnit: an interrupted run must not read failures=0 errors=0 with a nameless testcase."""
+    pytest.importorskip("allure_pytest")
+    _interrupted(pytester, monkeypatch, "--junitxml", "junit.xml", "--alluredir", "allure")
+    attrs, props, cases = _junit(pytester.path / "junit.xml")
+    # 5 tests: 1 pass, 2 failures (europe's gate, the crash), 1 skip, and the interrupted test as an error
+    assert (attrs["tests"], attrs["failures"], attrs["errors"], attrs["skipped"]) == ("5", "2", "1", "1")
+    assert None not in cases and "" not in cases  # no nameless testcase
+    assert cases["test_last"] == [("error", "interrupted: KeyboardInterrupt (Ctrl-C or SIGINT)")]
+    assert props["t2i_verdict"].startswith("INTERRUPTED: KeyboardInterrupt (Ctrl-C or SIGINT) after 5 of 5 tests")
+    assert props["t2i_interrupted"] == "KeyboardInterrupt (Ctrl-C or SIGINT) during test_toy.py::test_last"
+    results = [json.loads(p.read_text()) for p in (pytester.path / "allure").glob("*-result.json")]
+    (last,) = [r for r in results if r["fullName"].endswith("#test_last")]
+    assert last["status"] == "broken" and last["statusDetails"]["message"] == "interrupted: KeyboardInterrupt (Ctrl-C or SIGINT)"
+    # the crash is broken too (allure's own reading of a KeyError); nothing that did not pass says passed
+    assert sorted(r["status"] for r in results) == ["broken", "broken", "failed", "passed", "skipped"]
+    env = (pytester.path / "allure" / "environment.properties").read_text()
+    assert "t2i.verdict=INTERRUPTED" in env
 
 
 @needs_chromium
@@ -271,7 +313,7 @@ def test_under_github_actions_failures_are_annotated_and_summarised(pytester, mo
     text = summary.read_text()
     assert text.startswith("### \u274c t2i-fairness: FAILED: 2 of 5 tests failed")
     assert "| `test_toy.py::test_crash` | crashed before gate(): KeyError: 'africa' |" in text
-    assert re.search(r"\| \u274c fail \| `test_toy\[europe\]` \| 0\.2500 \| - \| min 0\.5000 \| 4 \|", text)
+    assert re.search(r"\| \u274c fail \| `test_toy\[europe\]` \| 0\.2500 \| \[0\.2000, 0\.3000\] \| min 0\.5000 \| 4 \|", text)
 
 
 def test_without_github_actions_no_annotation(pytester, monkeypatch):
@@ -314,3 +356,26 @@ def test_a_file_argument_lists_only_its_own_functions_gates(pytester):
     """``pytest test_toy.py`` can say test_toy[asia] is stale, not that other modules' gates are."""
     result = pytester.runpytest(*_project(pytester, STALE), *IN_PROCESS, "test_toy.py")
     result.stdout.fnmatch_lines(["1 gate(s) in thr.yaml were not used by any test:", "  test_toy[[]asia[]]"])
+
+
+def test_a_run_that_failed_with_every_test_passed_gets_a_run_verdict_error_in_junit(tmp_path):
+    """A gate only the step-down across the run rejects: every test passed, the run FAILED. The JUnit
+    XML must not be green: one ``t2i-fairness`` / ``run verdict`` testcase carries the error."""
+    from _pytest.junitxml import LogXML
+
+    from t2i_fairness.gating.session import GateSession
+    from t2i_fairness.report.junit import mark_run
+
+    session = GateSession(Path("t.yaml"))
+    session.add(dict(gate="g", nodeid="t.py::test_g", value=0.45, n=10, direction="min", status="inconclusive",
+                     bound=0.5, write=None, message="", provenance={}))
+    session.outcome.add("t.py::test_g", "call", "passed")
+    session.outcome.escalated = ["g"]
+    session.outcome.finish(1)
+    xml = LogXML(str(tmp_path / "junit.xml"), None)
+    xml.pytest_sessionstart()
+    mark_run(xml, session)
+    xml.pytest_sessionfinish()
+    attrs, props, cases = _junit(tmp_path / "junit.xml")
+    assert attrs["errors"] == "1" and props["t2i_verdict"].startswith("FAILED: 1 of 1 gates failed (1 by the step-down")
+    assert cases["run verdict"] == [("error", props["t2i_verdict"])]

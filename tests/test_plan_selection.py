@@ -123,3 +123,13 @@ def test_generate_stage_features_leaves_the_gate_run_nothing_to_compute(tmp_path
     assert "images: 0 generated" in warm.stdout, warm.stdout[-3000:]
     computed = re.findall(r"^(\S+): (\d+) computed, (\d+) from cache$", warm.stdout, re.M)
     assert computed and all(int(n) == 0 for _, n, _ in computed), computed
+
+
+def test_plan_in_an_empty_folder_creates_nothing(tmp_path, subprocess_env):
+    """Planning only looks: no cache folder (not even its identity index), no artifacts, no thresholds."""
+    work = tmp_path / "empty"
+    work.mkdir()
+    planned = _cli(["plan", "-k", "test_object_consistency and object_in_region-africa", *COMMON], work, subprocess_env)
+    assert planned.returncode == 0, planned.stdout + planned.stderr
+    assert "image(s) to make" in planned.stdout, planned.stdout
+    assert sorted(p.relative_to(work).as_posix() for p in work.rglob("*")) == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import os
+import json
 import re
 import subprocess
 import sys
@@ -241,27 +242,66 @@ def test_a_run_cut_short_does_not_call_gates_unused(project, args):
     result.stdout.no_fnmatch_line("*not used by any test*")
 
 
-def test_provenance_mismatch_warns(project):
+def test_provenance_mismatch_is_said_once_per_run_in_every_output(project):
+    """Bounds written under another environment: one block at the top of the summary (which settings
+    differ, for how many gates and bound groups, what it means), the same facts in HTML, JUnit and
+    run.json, and no warning per gate. A run whose settings match says nothing about provenance."""
+    import xml.etree.ElementTree as ET
+
     project.updated()
     t = ThresholdFile.load(project.thresholds)
     for prov in t.provenances.values():
         prov.update(device="cuda", torch="0.0")
     t.save()
-    result = project.run()
-    result.assert_outcomes(passed=6, warnings=6)
+    (group,) = ThresholdFile.load(project.thresholds).provenances  # the bounds were written under one setting
+    outputs = ("--junitxml", "junit.xml", "--t2i-report", "report", "--t2i-artifacts", "art")
+    result = project.run(*outputs)
+    result.assert_outcomes(passed=6, warnings=0)  # no T2IProvenanceWarning per gate
+    out = result.stdout.str()
+    assert "T2IProvenanceWarning" not in out and out.count("set under other settings") == 1
     result.stdout.fnmatch_lines([
-        "*T2IProvenanceWarning: gate test_brightness?object_in_region-africa? was set under other settings "
-        "(device: cuda -> cpu, torch: 0.0 -> *)",
         "WARNING: 6 gate(s) were set under other settings:",
         "  device: cuda -> cpu",
         "  torch: 0.0 -> *",
+        f"  bounds: 6 of 6 gates, 1 provenance group: {group} (6) in {project.thresholds}",
+        "  meaning: the same model and sample in another environment (device, torch): the bounds are comparable, "
+        "but the values may have moved*",
     ])
+    lines = out.splitlines()
+    assert lines.index("WARNING: 6 gate(s) were set under other settings:") < next(
+        i for i, line in enumerate(lines) if line.startswith("gate "))  # at the top, before the gate table
+    run = json.loads((project.pytester.path / "art" / "run.json").read_text())
+    assert run["provenance"]["gates"] == 6 and run["provenance"]["kind"] == "environment"
+    assert {(c["field"], c["old"]) for c in run["provenance"]["changes"]} == {("device", "cuda"), ("torch", "0.0")}
+    assert run["provenance"]["groups"] == {group: 6}
+    suite = ET.parse(project.pytester.path / "junit.xml").getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.findall("properties/property")}
+    junit = json.loads(props["t2i_provenance"])
+    assert (junit["gates"], junit["kind"], junit["groups"]) == (6, "environment", {group: 6})
+    page = (project.pytester.path / "report" / "index.html").read_text()
+    assert page.count('id="provenance"') == 1 and 'data-kind="environment"' in page and "What it means" in page
+
     # an update that leaves a bound's value as it was keeps the provenance it was measured under:
-    # a small or other run never restamps bounds it did not change (so the warning stays)
-    project.run("--t2i-update-thresholds").assert_outcomes(passed=6, warnings=6)
+    # a small or other run never restamps bounds it did not change (so the block stays)
+    project.run("--t2i-update-thresholds").assert_outcomes(passed=6)
     again = project.run()
-    again.assert_outcomes(passed=6, warnings=6)
+    again.assert_outcomes(passed=6)
+    assert again.stdout.str().count("set under other settings") == 1
     assert all(p.get("device") == "cuda" for p in ThresholdFile.load(project.thresholds).provenances.values())
+
+    # bounds written under this run's settings: no provenance line at all, and null / absent elsewhere
+    t = ThresholdFile.load(project.thresholds)
+    for prov in t.provenances.values():
+        prov.update(device="cpu", torch=str(__import__("torch").__version__))
+    t.save()
+    matching = project.run(*outputs)
+    matching.assert_outcomes(passed=6)
+    assert "other settings" not in matching.stdout.str() and "provenance group" not in matching.stdout.str()
+    assert "meaning:" not in matching.stdout.str()
+    assert json.loads((project.pytester.path / "art" / "run.json").read_text())["provenance"] is None
+    suite = ET.parse(project.pytester.path / "junit.xml").getroot().find("testsuite")
+    assert "t2i_provenance" not in {p.get("name") for p in suite.findall("properties/property")}
+    assert 'id="provenance"' not in (project.pytester.path / "report" / "index.html").read_text()
 
 
 def test_report_header_names_the_model_and_settings(project):

@@ -159,7 +159,7 @@ def _run(ns: argparse.Namespace, extra: Sequence[str]) -> int:
         generate_on = (decide_device(device, count=cluster_gpus(ray)) if device == "auto" else device).split(":")[0]
     try:
         selection = collect(pytest_args(ns, extra))
-        plan = build_plan(selection, generate_on=generate_on)
+        plan = build_plan(selection, generate_on=generate_on, read_only=ns.command == "plan")  # planning writes nothing
     except (SelectionError, OptionError, ModelLoadError, OSError) as exc:
         raise _Usage(str(exc)) from None
     for line in plan_lines(plan):

@@ -5,6 +5,8 @@
   it (never a bare ``RuntimeError``) so that a missing checkpoint stops the run within seconds.
 - :class:`OptionError`: a bad option value; the plugin turns it into ``pytest.UsageError`` and the
   ``t2i-fairness`` command line into exit status 2. Its message starts with the option's name.
+- :class:`DiskFullError`: a write found no space left (or the quota spent); it names the folder, its
+  free space and what was kept. The plugin reports it in one line and stops the run.
 - Warnings a run can emit: :class:`T2IProvenanceWarning`, :class:`T2ISmallSampleWarning`,
   :class:`IndicModelWarning`, :class:`T2IIdentityWarning`, :class:`T2ITruncationWarning`,
   :class:`T2IInconclusiveWarning`.
@@ -13,6 +15,7 @@
 from __future__ import annotations
 
 __all__ = [
+    "DiskFullError",
     "IndicModelWarning",
     "ModelLoadError",
     "OptionError",
@@ -58,8 +61,67 @@ class OptionError(T2IError, ValueError):
         super().__init__(f"{option}: {message}" if option else message)
 
 
+class DiskFullError(T2IError, OSError):
+    """No space left on the disk (or quota) while writing ``path``: one message naming the folder, its
+    free space and what was kept, instead of a traceback of ``OSError: [Errno 28]``.
+
+    Writes are atomic (:func:`t2i_fairness.spine.files.atomic_write_bytes`), so every file written before
+    is whole and kept, and the file being written was not left half-written.
+
+    Args:
+        path: the file being written.
+        folder: the folder to name (the cache folder when a cache entry was written).
+        free: bytes free on its disk (``None`` when it cannot be read).
+        what: how the user names the folder (``--t2i-cache-dir``), or "".
+        errno_: ``errno.ENOSPC`` or ``errno.EDQUOT``.
+
+    Example:
+        >>> e = DiskFullError("/c/images/ab/x.png", "/c", 0, "--t2i-cache-dir")
+        >>> str(e).split(";")[0]
+        'No space left on the disk holding /c (--t2i-cache-dir) while writing images/ab/x.png (0 B free)'
+        >>> e.errno, isinstance(e, OSError)
+        (28, True)
+    """
+
+    def __init__(self, path, folder, free: int | None, what: str = "", errno_: int = 28):
+        import errno
+        import os
+
+        self.path, self.folder, self.free, self.what = str(path), str(folder), free, what
+        rel = os.path.relpath(self.path, self.folder) if self.path.startswith(self.folder.rstrip(os.sep) + os.sep) else self.path
+        kind = "Disk quota exceeded" if errno_ == getattr(errno, "EDQUOT", None) else "No space left"
+        self.message = (
+            f"{kind} on the disk holding {self.folder}{f' ({what})' if what else ''} while writing {rel} "
+            f"({_size(free)} free); everything written before is kept: each file is written whole or not at all, "
+            "so the files already there are intact and the next run reads them instead of making them again, and "
+            f"{rel} was not written. Free space on that disk"
+            + (f", or point {what} at a larger one," if what else "") + " and run again")
+        super().__init__(self.message)
+        self.errno, self.filename = errno_, self.path
+
+    def __str__(self) -> str:
+        return self.message
+
+    def within(self, folder, what: str) -> "DiskFullError":
+        """The same error naming ``folder`` as the user knows it (the cache folder and its option)."""
+        return DiskFullError(self.path, folder, self.free, what, self.errno)
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "unknown"
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n} B"  # pragma: no cover
+
+
 class T2IProvenanceWarning(UserWarning):
-    """A gate's bound was set under other settings (model, scorers, sample sizes, versions, device)."""
+    """A gate's bound was set under other settings (model, scorers, sample sizes, versions, device).
+
+    Kept importable; a run no longer warns once per gate: it states what differs, for how many gates and
+    what it means once, at the top of the summary (and in the HTML report, JUnit, Allure and run.json)."""
 
 
 class T2IInconclusiveWarning(UserWarning):

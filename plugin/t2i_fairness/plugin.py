@@ -10,6 +10,7 @@ reports in :mod:`t2i_fairness.report`, each paper in :mod:`t2i_fairness.families
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -22,6 +23,11 @@ from t2i_fairness.runstate import (  # noqa: F401  (the stash keys and helpers; 
     BASELINES, FAMILY_SIZE, OPTIONS, ROLES, SESSION, THRESHOLDS, _RUNNING, fatal, gate_id_of, is_worker, progress_for,
 )
 from t2i_fairness.spine.options import CORE_OPTIONS, T2IOptions, add_options, resolve_options  # noqa: F401
+
+try:  # pytest's JUnit writer, which report/junit.py makes tell the run's outcome
+    from _pytest.junitxml import xml_key as junit_xml_key
+except ImportError:  # pragma: no cover  (another pytest: the XML is left as pytest writes it)
+    junit_xml_key = None
 
 pytest_plugins = ("t2i_fairness.fixtures.core", "t2i_fairness.fixtures.studies")
 
@@ -68,7 +74,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if is_worker(config) and pins_workers(config.getoption("--t2i-device") or "auto"):
         pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]  # before CUDA initialises
     try:
-        options = resolve_options(config.getoption, rootdir=config.rootpath,
+        options = resolve_options(config.getoption, rootdir=defaults_root(config),
                                   invocation_dir=config.invocation_params.dir, families=FAMILIES)
         labels = [f.labels(options, options.family(f.name)) for f in FAMILIES if f.labels]
     except OptionError as exc:
@@ -90,11 +96,39 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(GateHooks(config, session), "t2i-fairness-gates")
 
 
+def defaults_root(config: pytest.Config) -> Path:
+    """Where the relative defaults live (``thresholds/<model>.yaml``, ``.t2i-cache``, ``t2i-artifacts``):
+    pytest's rootdir as its rules give it from the command line's test paths and ini file.
+
+    pytest picks its rootdir before this plugin's options are known, so in ``--t2i-cache-dir /x/.t2i-cache``
+    (a space, not ``=``) it takes ``/x/.t2i-cache`` for a test path, and a project at ``/x`` becomes the
+    rootdir. The rootdir is decided again here from the arguments as finally parsed (the value belongs to
+    its option), so which thresholds file a run reads never depends on how an option was spelled.
+    ``--rootdir`` decides, as for pytest."""
+    if config.option.rootdir:
+        return config.rootpath
+    try:
+        from _pytest.config.findpaths import determine_setup
+
+        root = determine_setup(inifile=config.option.inifilename, override_ini=config.option.override_ini,
+                               args=[str(a) for a in getattr(config.option, "file_or_dir", None) or []],
+                               rootdir_cmd_arg=None, invocation_dir=config.invocation_params.dir)[0]
+    except Exception:  # noqa: BLE001  (another pytest's signature, an unreadable ini: pytest's own rootdir)
+        return config.rootpath
+    return Path(root)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     o = config.stash[OPTIONS]
     smoke = " (built-in smoke model with random weights: its numbers say nothing about fairness)" if o.model == "tiny" else ""
     lines = [f"t2i-fairness: model {o.model}{smoke}; preset {o.preset}; scorers {o.scorers}; {len(o.objects)} objects, "
-             f"{o.images_per_prompt} images/prompt, seed {o.seed}; thresholds {o.thresholds}"]
+             f"{o.images_per_prompt} images/prompt, seed {o.seed}; thresholds {os.path.abspath(o.thresholds)}"]
+    root = defaults_root(config)
+    if root != config.rootpath:
+        lines.append(f"t2i-fairness: pytest's rootdir {config.rootpath} is not that of this command's test paths, "
+                     f"{root} (an option's value after a space, as in --t2i-cache-dir /x, is a test path to pytest "
+                     f"when it picks the rootdir); the thresholds, cache and artifacts defaults are under {root} "
+                     "(--rootdir decides otherwise)")
     lines += [f.header(o, o.family(f.name)) for f in FAMILIES if f.header]
     lines.append(config.stash.get(AUTO_WORKERS, ""))
     return [line for line in lines if line]
@@ -197,6 +231,32 @@ class GateHooks:
                 elif key == ARTIFACT:
                     self.session.add_artifact(value)
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        """A full disk is one line (the folder, its free space, what was kept), and the run stops: every
+        later write would fail the same way."""
+        from t2i_fairness.errors import DiskFullError
+
+        outcome = yield
+        excinfo = call.excinfo
+        if excinfo is not None and excinfo.errisinstance(DiskFullError):
+            report = outcome.get_result()
+            report.longrepr = f"t2i-fairness: {excinfo.value}"
+            item.session.shouldfail = f"disk full: {excinfo.value.folder}"
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        """A test an interruption cut off (SIGINT, ``pytest.exit``) is ``broken`` in Allure, not ``passed``."""
+        outcome = yield
+        excinfo = outcome.excinfo
+        if excinfo is not None and issubclass(excinfo[0], (KeyboardInterrupt, pytest.exit.Exception)):
+            from t2i_fairness.report.labels import allure_active, allure_interrupted
+
+            if allure_active(self.config):
+                reason = (f"pytest.exit: {first_line(excinfo[1])}" if issubclass(excinfo[0], pytest.exit.Exception)
+                          else f"{excinfo[0].__name__} (Ctrl-C or SIGINT)")
+                allure_interrupted(self.config, item.nodeid, reason)
+
     def pytest_keyboard_interrupt(self, excinfo) -> None:
         if self.fatal:  # xdist stopped the run on a worker's fatal(): report it as the run without xdist does
             self.session.outcome.interrupted = f"pytest.exit: {self.fatal}"
@@ -212,6 +272,7 @@ class GateHooks:
         self.session.merge_cache_stats(out.get("t2i_cache") or {})
         self.session.outcome.selection.merge(out.get("t2i_selection") or {})
 
+    @pytest.hookimpl(tryfirst=True)  # before pytest's JUnit writer writes its file (report/junit.py marks it)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if session in _RUNNING:
             _RUNNING.remove(session)
@@ -231,12 +292,21 @@ class GateHooks:
                             functions=functions, tests=ran)
         if is_worker(self.config):
             return
+        if self.session.write_error and session.exitstatus == pytest.ExitCode.OK:  # asked-for bounds not written
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            outcome.finish(int(session.exitstatus))
         if self.session.escalated:  # the step-down across the run rejected more gates than each run-time test
             outcome.escalated = list(self.session.escalated)
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 outcome.finish(int(session.exitstatus))
-        from t2i_fairness.report.ci import write_run_outputs
+        from t2i_fairness.report.ci import relative, write_run_outputs
+
+        xml = self.config.stash.get(junit_xml_key, None) if junit_xml_key is not None else None
+        if xml is not None:
+            from t2i_fairness.report.junit import mark_run
+
+            mark_run(xml, self.session, relative(self.session.thresholds_path, self.config.rootpath))
 
         write_run_outputs(self.session, options, self.config.rootpath, self.config.stash[THRESHOLDS],
                           allure_dir=getattr(self.config.option, "allure_report_dir", None))

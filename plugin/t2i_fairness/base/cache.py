@@ -26,6 +26,7 @@ import numpy as np
 from filelock import FileLock
 from PIL import Image
 
+from t2i_fairness.errors import DiskFullError
 from t2i_fairness.base.files import atomic_write_bytes  # noqa: F401  (re-exported)
 
 
@@ -279,6 +280,9 @@ class Cache:
         """Write an entry atomically (and to the shared store); ``checksum`` appends a CRC-32 trailer."""
         if checksum:
             data = add_checksum(data)
-        atomic_write_bytes(path, data)
+        try:
+            atomic_write_bytes(path, data)
+        except DiskFullError as exc:  # named as the user knows the folder
+            raise exc.within(self.root, "--t2i-cache-dir") from exc
         if self.remote is not None:
             self.remote.put(path.relative_to(self.root).as_posix(), data)

@@ -1,11 +1,13 @@
 """The one atomic file write every part of the package uses (cache entries, thresholds, reports).
 
-Standard library only, so the pure layers (:mod:`t2i_fairness.metrics`) may use it too.
+Standard library only (and :mod:`t2i_fairness.errors`, itself plain), so the pure layers (:mod:`t2i_fairness.metrics`) may use it too.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import stat
 import tempfile
 from pathlib import Path
@@ -47,6 +49,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, skip_if_same: bo
         The path actually written (a symlink's target).
 
     Raises:
+        DiskFullError: no space left (or the quota spent) on the disk (``t2i_fairness.errors``; an OSError
+            naming the folder, its free space and that the file was not written, every other one kept).
         OSError: the folder is not writable, or the target is a directory.
 
     Example:
@@ -64,19 +68,24 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, skip_if_same: bo
                 return target
         except OSError:
             pass
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        _raise_if_full(target, exc)
+        raise
     try:
         st = os.stat(target)
         mode, gid = stat.S_IMODE(st.st_mode), st.st_gid
     except FileNotFoundError:
         mode, gid = 0o666 & ~current_umask(), None
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        _raise_if_full(target, exc)
+        raise
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            if fsync:
-                os.fsync(fh.fileno())
+            _write_all(fh, data, fsync)
         if gid is not None and hasattr(os, "chown"):
             try:
                 os.chown(tmp, -1, gid)
@@ -84,11 +93,13 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, skip_if_same: bo
                 pass  # not a member of the file's group: the new file gets ours
         os.chmod(tmp, mode)
         os.replace(tmp, target)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            _raise_if_full(target, exc)
         raise
     if fsync:
         try:
@@ -100,3 +111,24 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, skip_if_same: bo
         except OSError:
             pass  # not supported (Windows, some network filesystems): the rename itself is still atomic
     return target
+
+
+def _write_all(fh, data: bytes, fsync: bool) -> None:
+    """The bytes to the temporary file, flushed (and fsync'd): where a full disk shows."""
+    fh.write(data)
+    fh.flush()
+    if fsync:
+        os.fsync(fh.fileno())
+
+
+def _raise_if_full(target: Path, exc: OSError) -> None:
+    """Raise ``exc`` as a :class:`~t2i_fairness.errors.DiskFullError` when the disk or quota is full."""
+    if exc.errno not in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return
+    from t2i_fairness.errors import DiskFullError
+
+    try:
+        free = shutil.disk_usage(target.parent).free
+    except OSError:
+        free = None
+    raise DiskFullError(target, target.parent, free, errno_=exc.errno) from exc

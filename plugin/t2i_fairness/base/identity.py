@@ -93,6 +93,7 @@ class DigestIndex:
     Args:
         folder: where ``digests.json`` and ``seen.json`` live (a cache's ``identity/``); ``None``
             keeps everything in memory (nothing is remembered across processes).
+        read_only: read what ``folder`` remembers and write nothing there (planning creates nothing).
 
     Attributes:
         stats: ``seconds`` spent digesting, ``files`` digested, ``read`` (of them, read from disk
@@ -109,8 +110,9 @@ class DigestIndex:
         (True, 0)
     """
 
-    def __init__(self, folder: str | os.PathLike | None = None):
+    def __init__(self, folder: str | os.PathLike | None = None, read_only: bool = False):
         self.location = Path(folder) if folder is not None else None
+        self.read_only = read_only  # read what ``folder`` remembers, write nothing (``t2i-fairness plan``)
         self.stats = {"seconds": 0.0, "files": 0, "read": 0, "bytes": 0}
         self._entries: dict[str, _Entry] | None = None
         self._dirty: dict[str, _Entry] = {}
@@ -234,7 +236,7 @@ class DigestIndex:
 
     def save(self) -> None:
         """Write what this process learnt, merged with what other processes wrote meanwhile."""
-        if self.path is None or not self._dirty:
+        if self.path is None or not self._dirty or self.read_only:
             return
         if not self.location.parent.exists():  # the cache folder went away (a test's temporary folder)
             self._dirty.clear()
@@ -256,6 +258,10 @@ class DigestIndex:
         if self.location is None or not self.location.parent.exists():  # in memory, or the cache went away
             return Remembered(subject, identity, None, None)
         path = self.location / "seen.json"
+        if self.read_only:  # what the last run saw, nothing recorded
+            mine = (_read_json(path).get("subjects") or {}).get(subject) or {}
+            last, seen = mine.get("last"), mine.get("seen") or {}
+            return Remembered(subject, identity, last, seen.get(identity))
         with _file_lock(self.location, "seen"):
             data = _read_json(path)
             subjects = data.get("subjects") if isinstance(data.get("subjects"), dict) else {}

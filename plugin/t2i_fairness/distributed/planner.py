@@ -71,7 +71,8 @@ def _families_of(test) -> list:
     return [f for f in FAMILIES if f.fixture in test.fixtures]
 
 
-def build_plan(selection: Selection, check_cache: bool = True, progress=None, generate_on: str | None = None) -> Plan:
+def build_plan(selection: Selection, check_cache: bool = True, progress=None, generate_on: str | None = None,
+               read_only: bool = False) -> Plan:
     """The plan of a selection: needs per family and role, image requests, and the jobs that make the missing ones.
 
     Args:
@@ -80,6 +81,8 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
         progress: the workbenches' progress display (None: silent).
         generate_on: the device the images will be made on, when not this machine's (a Ray
             cluster's GPUs); it enters the image keys (CUDA images are fp16).
+        read_only: look at the cache and create nothing (``t2i-fairness plan``); ``generate`` makes images
+            with the plan's workbenches, so it plans writable.
 
     Raises:
         OptionError, ModelLoadError, OSError: as a pytest run of the selection would (a bad option,
@@ -104,7 +107,7 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
         role = test.call.role
         if role not in roles:
             opts = role_options(options, role)
-            bench = Workbench(opts, progress or no_progress, generate_on=generate_on, device=device)
+            bench = Workbench(opts, progress or no_progress, generate_on=generate_on, device=device, read_only=read_only)
             roles[role] = RolePlan(role, opts, bench, generate_on=(generate_on or bench.device).split(":")[0])
         rp = roles[role]
         for family in families:

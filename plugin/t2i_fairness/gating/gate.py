@@ -13,7 +13,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from t2i_fairness.errors import T2IInconclusiveWarning, T2IProvenanceWarning
+from t2i_fairness.errors import T2IInconclusiveWarning
 from t2i_fairness.gating.baseline import BaselineMeasurement, compare_with_baseline
 from t2i_fairness.gating.session import GateRecord
 from t2i_fairness.gating.thresholds import ThresholdFile
@@ -110,6 +110,7 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
         mde=minimum_detectable(m, verdict.bound.value if verdict.bound else m.value, options, family_size),
         uncertainty=uncertainty_record(m), write_margin=verdict.write_margin, write_level=verdict.write_level,
         blocking=verdict.blocking_inconclusive,
+        bound_provenance=verdict.bound.provenance if verdict.bound else None,
     )
     return record, verdict
 
@@ -212,9 +213,8 @@ class Gate:
                                 baseline=ctx.baselines.get(gate_id), resample=resample, units=units, strata=strata,
                                 family_size=ctx.family_size)
         ctx.emit(record)
-        if verdict.provenance_changes:
-            fields = ", ".join(f"{k}: {a} -> {b}" for k, (a, b) in verdict.provenance_changes.items())
-            warnings.warn(T2IProvenanceWarning(f"gate {m.gate} was set under other settings ({fields})"), stacklevel=2)
+        # a bound written under other settings is said once per run, at the top of the summary
+        # (report.changes.provenance_summary), not as one warning per gate
         if verdict.failed:
             pytest.fail(verdict.message, pytrace=False)
         if verdict.status == "inconclusive":

@@ -98,6 +98,7 @@ class GateRecord:
     write_margin: float | None = None  # the written/proposed bound's distance from the estimate
     write_level: float | None = None  # the probability an equivalent model passes that bound
     blocking: bool = False  # an inconclusive verdict that fails the test (--t2i-inconclusive fail)
+    bound_provenance: str | None = None  # the id of the settings the bound was written under (thresholds file)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -122,6 +123,7 @@ class GateSession:
     canary_counts: dict = field(default_factory=dict)
     vocabulary: object = None  # report.labels.Vocabulary: the families' label tokens, for the reports
     outcome: RunOutcome = field(default_factory=RunOutcome)  # what pytest decided: tests, selection, interruption
+    write_error: str | None = None  # the bounds or proposals could not be written (a full disk): the run fails
 
     def add(self, data: dict | str) -> None:
         """A gate record (a dict, or the JSON text of the report property)."""
@@ -205,7 +207,17 @@ class GateSession:
         if options is not None and options.update_thresholds:  # a test gate's old bound (from a p-value) goes
             drop = [r.gate for r in self.records if r.gate in thresholds.gates and r.bound is None
                     and str((r.uncertainty or {}).get("method", "")).startswith("hypothesis test")]
-        result = write_back(self.thresholds_path, self.records, drop=drop)
+        try:
+            result = write_back(self.thresholds_path, self.records, drop=drop)
+        except Exception as exc:  # noqa: BLE001  (a full disk: said in one line, the run fails; others as before)
+            from t2i_fairness.errors import DiskFullError
+
+            full = exc if isinstance(exc, DiskFullError) else exc.__cause__
+            if not isinstance(full, DiskFullError):
+                raise
+            self.write_error = f"bounds not written: {full}"
+            self.notes.append(self.write_error)
+            return
         self.written += result.written
         self.proposed += result.proposed
         self.notes += result.notes

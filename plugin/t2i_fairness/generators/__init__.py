@@ -201,7 +201,7 @@ def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
         notes.append(
             f"--t2i-model {spec!r}: its fingerprint {raw!r} names no version, date, commit or digest, so when its "
             "weights change the cache serves the old model's images. Put the weights' version in it, e.g. "
-            "f\"{raw}@{{weights_digest('/path/to/weights')}}\" (t2i_fairness.base.identity.weights_digest) or a release tag"
+            f"f\"{raw}@{{weights_digest('/path/to/weights')}}\" (t2i_fairness.base.identity.weights_digest) or a release tag"
         )
     return raw, notes
 

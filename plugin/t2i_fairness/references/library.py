@@ -112,7 +112,7 @@ class ReferenceFeatures:
         """The records left after the set-level de-duplication (``scope="set"``); every record otherwise."""
         if self._survivors is None:
             records = [img.record for img in self.images]
-            if self.scope == "set" and records:
+            if self.scope in ("set", "templates") and records:
                 from t2i_fairness.metrics.manifold import dedupe_index
 
                 keep = dedupe_index(self.features, self.dedupe, groups=[r.region for r in records])
@@ -128,7 +128,7 @@ class ReferenceFeatures:
 
     def manifold(self, group: str, records: Sequence[Record]) -> ReferenceManifold:
         """The group's manifold (features + radii), read from the cache when it was built before."""
-        if self.scope == "set":
+        if self.scope in ("set", "templates"):
             records, dedupe = self.kept(records), "none"  # duplicates already left the whole set
         else:
             dedupe = self.dedupe

@@ -16,10 +16,11 @@ It also formats the time spent computing weights digests (:mod:`t2i_fairness.bas
 from __future__ import annotations
 
 import html
+from dataclasses import dataclass
 
 from t2i_fairness.gating.session import GateSession
 
-__all__ = ["change_lines", "changes_html", "digest_line", "provenance_changes"]
+__all__ = ["ProvenanceSummary", "change_lines", "changes_html", "digest_line", "provenance_changes", "provenance_summary"]
 
 
 def provenance_changes(session: GateSession) -> tuple[int, list[tuple[str, str, str, int]]]:
@@ -46,6 +47,108 @@ def provenance_changes(session: GateSession) -> tuple[int, list[tuple[str, str, 
     return gates, [(f, a, b, n) for (f, a, b), n in sorted(counts.items())]
 
 
+# What a changed setting means for the bounds (the fields of ``Workbench.provenance`` and the families'):
+IDENTITY_FIELDS = ("model", "scorers")  # another model or scorer: the bounds describe something else
+ENVIRONMENT_FIELDS = ("t2i_fairness", "torch", "torchvision", "diffusers", "transformers", "open_clip", "timm",
+                      "device", "gpu", "precision")  # same model and sample, other numerics
+
+
+@dataclass
+class ProvenanceSummary:
+    """What differs between this run's settings and those its bounds were written under, once per run.
+
+    Attributes:
+        gates: gates whose bound was written under other settings.
+        total: gates judged against a bound in this run.
+        changes: ``[(field, old, new, gates with that change)]``.
+        groups: provenance id in the thresholds file (the bounds written under one set of settings)
+            -> gates of this run in that group with a change.
+        kind: ``identity`` (the model or a scorer is another one: bounds not comparable),
+            ``environment`` (library versions, device, GPU: comparable, values may have moved) or
+            ``sample`` (objects, images per prompt, seed, a family's sample sizes: comparable, other noise).
+        meaning: the plain sentence a reader acts on.
+    """
+
+    gates: int
+    total: int
+    changes: list[tuple[str, str, str, int]]
+    groups: dict[str, int]
+    kind: str
+    meaning: str
+
+    def to_dict(self) -> dict:
+        return {"gates": self.gates, "total": self.total, "kind": self.kind, "meaning": self.meaning,
+                "changes": [{"field": f, "old": a, "new": b, "gates": n} for f, a, b, n in self.changes],
+                "groups": dict(self.groups)}
+
+    def lines(self, thresholds: str = "") -> list[str]:
+        """The terminal block: header, one line per changed field, the bound groups, what it means."""
+        where = f" in {thresholds}" if thresholds else ""
+        out = [f"WARNING: {self.gates} gate(s) were set under other settings:"]
+        for field, old, new, n in self.changes:
+            out.append(f"  {field}: {old} -> {new}" + ("" if n == self.gates else f" ({n} gates)"))
+        if self.groups:
+            out.append(f"  bounds: {self.gates} of {self.total} gates, {_groups_text(self.groups)}{where}")
+        out.append(f"  meaning: {self.meaning}")
+        return out
+
+
+def _groups_text(groups: dict[str, int], limit: int = 8) -> str:
+    items = sorted(groups.items(), key=lambda kv: (-kv[1], kv[0]))
+    text = ", ".join(f"{pid} ({n})" for pid, n in items[:limit])
+    more = f", ... and {len(items) - limit} more" if len(items) > limit else ""
+    return f"{len(items)} provenance group{'s' if len(items) != 1 else ''}: {text}{more}"
+
+
+def provenance_summary(session: GateSession) -> ProvenanceSummary | None:
+    """The run's provenance block, or ``None`` when every bound was written under this run's settings.
+
+    Example:
+        >>> from pathlib import Path
+        >>> s = GateSession(Path("t.yaml"))
+        >>> provenance_summary(s) is None
+        True
+        >>> s.add(dict(gate="g", nodeid="g", value=1.0, n=1, direction="min", status="pass", bound=0.5, write=None,
+        ...            message="", provenance={}, provenance_changes={"torch": ["2.1", "2.2"]}, bound_provenance="ab12cd34"))
+        >>> p = provenance_summary(s)
+        >>> p.kind, p.groups, p.meaning.split(":")[0]
+        ('environment', {'ab12cd34': 1}, 'the same model and sample in another environment (torch)')
+    """
+    gates, changes = provenance_changes(session)
+    if not changes:
+        return None
+    judged = [r for r in session.records if r.status != "baseline" and r.bound is not None]
+    groups: dict[str, int] = {}
+    for r in session.records:
+        if r.status != "baseline" and r.provenance_changes and r.bound_provenance:
+            groups[r.bound_provenance] = groups.get(r.bound_provenance, 0) + 1
+    fields = sorted({f for f, _, _, _ in changes})
+    identity = [f for f in fields if f in IDENTITY_FIELDS]
+    environment = [f for f in fields if f in ENVIRONMENT_FIELDS]
+    sample = [f for f in fields if f not in IDENTITY_FIELDS and f not in ENVIRONMENT_FIELDS]
+    if identity:
+        kind = "identity"
+        meaning = (f"another model or scorer ({', '.join(identity)}): its images and scores were made anew and the "
+                   "bounds describe the other one, so they are NOT comparable; review the new values and re-write "
+                   "the bounds (--t2i-update-thresholds), or run under the settings they were written under")
+        seeded = [(a, b) for f, a, b, _ in changes if f == "model" and "@init-" in a and "@init-" in b]
+        if seeded and environment:
+            meaning += (f". The model has random weights, and its identity includes the libraries that initialise "
+                        f"them, so the change of {', '.join(environment)} made it another model")
+    elif environment:
+        kind = "environment"
+        meaning = (f"the same model and sample in another environment ({', '.join(environment)}): the bounds "
+                   "are comparable, but the values may have moved with the numerics (images are made anew where "
+                   "the device is in their key); a gate that fails now may reflect the environment, not the model")
+    else:
+        kind = "sample"
+        meaning = (f"the same model measured on another sample ({', '.join(sample)}): the bounds are comparable, "
+                   "with other sampling noise (images for new prompts or seeds were generated)")
+    if kind == "environment" and sample:
+        meaning += f"; and measured on another sample ({', '.join(sample)}), with other sampling noise"
+    return ProvenanceSummary(gates, len(judged), changes, groups, kind, meaning)
+
+
 def change_lines(session: GateSession) -> list[str]:
     """The top of the terminal summary: settings changed since the bounds were set, identities since
     the last run; empty when nothing changed.
@@ -58,11 +161,9 @@ def change_lines(session: GateSession) -> list[str]:
         'model /m: new weights sha256-b'
     """
     out: list[str] = []
-    gates, changes = provenance_changes(session)
-    if changes:
-        out.append(f"WARNING: {gates} gate(s) were set under other settings:")
-        for field, old, new, n in changes:
-            out.append(f"  {field}: {old} -> {new}" + ("" if n == gates else f" ({n} gates)"))
+    summary = provenance_summary(session)
+    if summary is not None:
+        out += summary.lines(str(session.thresholds_path))
     out += session.cache.identity
     return out
 
@@ -103,14 +204,17 @@ def changes_html(session: GateSession) -> str:
         >>> 'id="changes"' in changes_html(s)
         True
     """
-    gates, changes = provenance_changes(session)
+    summary = provenance_summary(session)
     items = []
-    if changes:
+    if summary is not None:
         rows = "".join(
             f"<li><code>{html.escape(f)}</code>: {html.escape(a)} &rarr; {html.escape(b)}"
-            + ("" if n == gates else f" ({n} gates)") + "</li>" for f, a, b, n in changes)
-        items.append(f"<p><strong>{gates} gate(s) were set under other settings</strong> (their bounds were "
-                     f"measured under these; each still applies):</p><ul>{rows}</ul>")
+            + ("" if n == summary.gates else f" ({n} gates)") + "</li>" for f, a, b, n in summary.changes)
+        groups = (f"<p>Bounds: {summary.gates} of {summary.total} gates, {html.escape(_groups_text(summary.groups))} "
+                  f"in <code>{html.escape(str(session.thresholds_path))}</code>.</p>") if summary.groups else ""
+        items.append(f'<div id="provenance" data-kind="{summary.kind}" data-gates="{summary.gates}">'
+                     f"<p><strong>{summary.gates} gate(s) were set under other settings</strong>:</p><ul>{rows}</ul>"
+                     f"{groups}<p><strong>What it means:</strong> {html.escape(summary.meaning)}.</p></div>")
     if session.cache.identity:
         rows = "".join(f"<li>{html.escape(n)}</li>" for n in session.cache.identity)
         items.append(f"<p><strong>Model identity</strong> (weights changed since the last run with this cache, fingerprints to check):</p><ul>{rows}</ul>")

@@ -7,8 +7,10 @@
 - Under GitHub Actions (``GITHUB_ACTIONS=true``) each failing gate becomes an
   ``::error file=thresholds/....yaml,line=N::`` annotation on its bound, each crashed test one on
   the test, and ``$GITHUB_STEP_SUMMARY`` gets the verdict, the selection and a gate table.
-- ``run.json`` in ``--t2i-artifacts``: the verdict, selection, gate records, tests without a gate and how
-  the run decided (``decisions``: multiplicity method, alpha, gates the step-down failed, a canary's tally).
+- ``run.json`` in ``--t2i-artifacts``: the verdict, selection, gate records, tests without a gate, how
+  the run decided (``decisions``: multiplicity method, alpha, gates the step-down failed, a canary's tally)
+  and ``provenance`` (what differs from the settings the bounds were written under, once; ``null`` when
+  nothing does). The JUnit XML's testsuite properties carry the same (:mod:`t2i_fairness.report.junit`).
 
 Everything here is plain (no pytest); the plugin calls it.
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from t2i_fairness.gating.outcome import OK_STATUSES
+from t2i_fairness.report.changes import provenance_summary
 from t2i_fairness.gating.session import record_from_json, record_json, strict  # noqa: F401  (re-exported)
 
 __all__ = ["github_annotations", "junit_properties", "record_from_json", "record_json", "relative",
@@ -143,6 +146,11 @@ def step_summary(session, limit: int = 150) -> str:
     v = session.outcome.verdict(records)
     icon = "✅" if v.passed else "❌"
     out = [f"### {icon} t2i-fairness: {v.headline}", "", session.outcome.selection.line() + f"; bounds from `{session.thresholds_path}`", ""]
+    summary = provenance_summary(session)
+    if summary is not None:  # once per run, as at the top of the terminal summary
+        fields = "; ".join(f"`{f}`: {_md(a)} → {_md(b)}" for f, a, b, _ in summary.changes)
+        out += [f"⚠️ {summary.gates} of {summary.total} gates were set under other settings ({fields}): "
+                f"{_md(summary.meaning)}", ""]
     odd = session.outcome.without_gate(records)
     if odd:
         out += ["| test | what happened |", "|---|---|"]
@@ -166,6 +174,8 @@ def run_json(session) -> dict:
     data = session.outcome.to_dict(records)
     data["thresholds"] = str(session.thresholds_path)
     data["gates"] = [strict(r.to_dict()) for r in records]
+    summary = provenance_summary(session)  # once per run: what differs from the bounds' settings (None: nothing)
+    data["provenance"] = strict(summary.to_dict()) if summary is not None else None
     data["decisions"] = strict({  # how the run decided (#13): the adjustment across gates, a canary's tally
         "multiplicity": session.multiplicity, "alpha": session.alpha, "escalated": list(session.escalated),
         "canary": dict(session.canary_counts)})
@@ -220,6 +230,11 @@ def write_run_outputs(session, options, rootdir, thresholds, allure_dir: str | N
         v = session.outcome.verdict(records)
         props = {"t2i.verdict": v.headline, "t2i.selection": session.outcome.selection.line(),
                  "t2i.model": options.model, "t2i.thresholds": relative(session.thresholds_path, rootdir)}
+        summary = provenance_summary(session)
+        if summary is not None:  # said once per run, as in the terminal, HTML, JUnit and run.json
+            props["t2i.provenance"] = (f"{summary.gates} of {summary.total} gates set under other settings ("
+                                       + "; ".join(f"{f}: {a} -> {b}" for f, a, b, _ in summary.changes)
+                                       + f"): {summary.meaning}")
         text = "".join(f"{k}={_escape_properties_value(v)}\n" for k, v in props.items())
         try:
             path = Path(allure_dir) / "environment.properties"

@@ -243,3 +243,30 @@ def allure_measurement(record: dict, vocabulary: Vocabulary | None = None) -> No
     allure.dynamic.title(f"{lab.title}: {record['value']:.4f}{interval} vs {bound}")
     allure.attach(json.dumps(record, indent=2, sort_keys=True, default=str), name="measurement.json",
                   attachment_type=allure.attachment_type.JSON)
+
+
+def allure_interrupted(config, nodeid: str, reason: str) -> bool:
+    """Mark the Allure result of a test that an interruption (SIGINT, ``pytest.exit``) cut off as
+    ``broken``, with the reason, before allure-pytest writes it (it would write ``passed`` after a
+    passing setup, or ``skipped``). Returns whether a result was marked.
+
+    Uses allure-pytest's listener (registered as ``allure_listener``): its cache of running tests and
+    its reporter; a listener without them (another allure-pytest) leaves the result as it is."""
+    listener = config.pluginmanager.getplugin("allure_listener")
+    cache, logger = getattr(listener, "_cache", None), getattr(listener, "allure_logger", None)
+    if cache is None or logger is None:
+        return False
+    try:
+        from allure_commons.model2 import Status, StatusDetails
+
+        uuid = cache.get(nodeid)
+        result = logger.get_test(uuid) if uuid else None
+    except Exception:  # noqa: BLE001  (a listener of another version: leave its result alone)
+        return False
+    if result is None:
+        return False
+    result.status = Status.BROKEN
+    result.statusDetails = StatusDetails(message=f"interrupted: {reason}",
+                                         trace=f"{nodeid} was running when the run was interrupted ({reason}); "
+                                               "it has no result, and the tests after it did not run")
+    return True

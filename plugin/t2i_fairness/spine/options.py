@@ -202,9 +202,11 @@ CORE_OPTIONS: tuple[Option, ...] = (
     Option("--t2i-fake-dedupe", "duplicated generated feature vectors: 'auto' (default) does what each paper's public "
            "code does: DIG In as --t2i-dedupe, Decomposed-DIG none (its fork never de-duplicates generated images)",
            default="auto", choices=("auto", "none", "keep_one", "drop_all")),
-    Option("--t2i-dedupe-scope", "where duplicates are looked for: 'set' (default, DIG In's code): the whole real set, "
-           "and all generated images of a template, before grouping by region; 'group': within each region or "
-           "object-region group", default="set", choices=("set", "group")),
+    Option("--t2i-dedupe-scope", "where duplicates are looked for: 'set' (default): the whole real set, and all "
+           "generated images of a template, before grouping by region; 'templates' (DIG In's code exactly): as set, "
+           "but the generated images of {object} and {object} in {region} together, as DIG In de-duplicates its one "
+           "regions pickle (docs/fidelity-dedupe.md); 'group': within each region or object-region group",
+           default="set", choices=("set", "templates", "group")),
     Option("--t2i-balance-per-group", "GeoDE reference: images per object-region after balancing; the paper's 180 "
            "(default) or 'smallest' (the smallest group's size); a smaller group is an error", default="180",
            metavar="N|smallest"),

@@ -41,21 +41,23 @@ class Workbench:
         generate_on: the device whose images to name when it is not this machine's (``t2i-fairness
             generate --engine ray`` plans on the driver what GPU workers make: CUDA images are fp16,
             so their keys differ); scorers stay on this machine's device.
+        read_only: look at the cache and write nothing, the cache folder included (``t2i-fairness plan``).
     """
 
     def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None,
                  wrap: Callable[[GeneratorSource], GeneratorSource] | None = None, generate_on: str | None = None,
-                 device: str | None = None):
+                 device: str | None = None, read_only: bool = False):
         self.options = options
         self.fatal = fatal
         self.device = device if device is not None else decide_device(options.device)
         self.cache = _make_cache(options.cache_dir, options.cache_mirror)
-        self.cache.check_writable()
+        if not read_only:
+            self.cache.check_writable()
         self.progress = progress or (tqdm_progress if options.progress else no_progress)
         settings = GenerationSettings(options.steps, options.guidance, options.height, options.width, options.batch_size)
         # Weights digests are remembered in the cache (identity/), so a warm run reads no weights;
         # the summary reports their cost and any identity that changed since the last run.
-        self.digests = identity.DigestIndex(self.cache.root / "identity")
+        self.digests = identity.DigestIndex(self.cache.root / "identity", read_only=read_only)
         self.cache.stats.digests = self.digests.stats
         with identity.using(self.digests):
             self.source: GeneratorSource = resolve_generator(

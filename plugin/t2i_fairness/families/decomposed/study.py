@@ -189,12 +189,12 @@ class DecomposedStudy(Study):
             scope = o.dedupe_scope
             for setup in SETUPS:
                 kept = np.flatnonzero(sel.keep_bg if setup == "bg" else sel.keep)
-                if scope == "set":  # the fork: drop-all over the whole real set, before grouping
+                if scope in ("set", "templates"):  # the fork: drop-all over the whole real set, before grouping
                     kept = kept[dedupe_index(feats[setup][kept], o.dedupe, groups=regions[kept])]
                 for region in ref.regions:
                     rows = kept[regions[kept] == region]
                     built = self._manifold(ref, paths, setup, region, rows, feats[setup],
-                                           "none" if scope == "set" else o.dedupe)
+                                           "none" if scope in ("set", "templates") else o.dedupe)
                     if built is not None:
                         real.manifolds[(region, setup)] = built
             for region in ref.regions:
@@ -217,7 +217,8 @@ class DecomposedStudy(Study):
     def _set_scope(self) -> bool:
         """Generated duplicates looked for over the whole template before grouping (``--t2i-dedupe-scope set``
         with a ``--t2i-fake-dedupe`` other than ``none``): a region's rows then depend on every region's images."""
-        return self.fake_dedupe() != "none" and self.bench.options.dedupe_scope == "set"
+        # ("templates" is DIG In's cross-template pool of generated images; its fork de-duplicates none: as "set")
+        return self.fake_dedupe() != "none" and self.bench.options.dedupe_scope in ("set", "templates")
 
     def requests(self, name: str, template: str, region: str | None = None, own: bool = False):
         """The images :meth:`scores` asks for with the same arguments (nothing generated); ``own``: the

@@ -26,6 +26,10 @@ from t2i_fairness.spine.generation import ImageRef
 from t2i_fairness.vocab.geode import GEODE_OBJECTS
 
 
+# DIG In's regions pickle: the templates whose generated images its code de-duplicates together
+REGIONS_PICKLE = ("object", "object_in_region")
+
+
 def disparity(values: Mapping[str, float]) -> float:
     """Best / worst ratio over groups (inf when the worst is 0 and the best is not; 1 when all are 0).
 
@@ -287,6 +291,11 @@ class DigInStudy(Study):
         space = None if name is None else self.space(name)
         if name is not None and self._set_scope() and not own:
             region, object = None, None  # set-scope dedupe: a group's rows depend on the whole template's images
+            # (and, under --t2i-dedupe-scope templates, on the images of the templates pooled with it)
+            from t2i_fairness.spine.plan import requests_of_calls
+
+            return tuple(r for t in self._pool(template)
+                         for r in requests_of_calls(prompt_calls(self.bench.options, t, space)))
         from t2i_fairness.spine.plan import requests_of_calls
 
         return requests_of_calls(prompt_calls(self.bench.options, template, space, region, object))
@@ -342,7 +351,16 @@ class DigInStudy(Study):
         ``get_features_inceptionv3.py``; ``--t2i-dedupe-scope set``): then every group's rows depend on
         the whole template, so a group reads (and a plan asks for) all of the template's images."""
         o = self.bench.options
-        return o.dedupe_scope == "set" and fake_dedupe(o) != "none"
+        return o.dedupe_scope in ("set", "templates") and fake_dedupe(o) != "none"
+
+    def _pool(self, template: str) -> tuple[str, ...]:
+        """The templates whose generated images are de-duplicated together with ``template``'s: with
+        ``--t2i-dedupe-scope templates``, ``{object}`` and ``{object} in {region}`` (DIG In's
+        ``compute_metrics.py`` reads both from one ``*_prompts_regions_fulldataset_*_deduped.pkl``, which
+        ``get_features_inceptionv3.py`` de-duplicated whole); otherwise the template alone."""
+        if self.bench.options.dedupe_scope == "templates" and template in REGIONS_PICKLE:
+            return REGIONS_PICKLE
+        return (template,)
 
     def _generated(self, name: str, template: str, by: str, region: str | None, object: str | None) -> dict:
         """``group_generated`` over the prompts of the group (:func:`group_prompts`):
@@ -356,10 +374,21 @@ class DigInStudy(Study):
         pairs = [(it.prompt, [row[im.key] for im in it.images]) for it in items]
         alive = None
         if self._set_scope():
-            # DIG In (get_features_inceptionv3.py): duplicates over all of the template's images, before grouping
+            # DIG In (get_features_inceptionv3.py): duplicates over all of the template's images, before grouping;
+            # under --t2i-dedupe-scope templates over the images of {object} and {object} in {region} together
             labels = [it.prompt.region or "-" for it in items for _ in it.images]
+            pool_feats = [feats]
+            for other in self._pool(template):
+                if other != template:
+                    oitems = self.images(other, self.space(name))
+                    others = [im for it in oitems for im in it.images]
+                    labels += [it.prompt.region or "-" for it in oitems for _ in it.images]
+                    pool_feats.append(self.bench.features(real.encoder, others, desc=f"Inception {other}"))
+            pool_feats = [f for f in pool_feats if len(f)]
+            pooled = np.concatenate(pool_feats) if pool_feats else None
+            keep = dedupe_index(pooled, fake_dedupe(o), groups=labels) if pooled is not None else np.zeros(0, int)
             alive = np.zeros(len(refs), bool)
-            alive[dedupe_index(feats, fake_dedupe(o), groups=labels) if len(refs) else []] = True
+            alive[keep[keep < len(refs)]] = True
         groups = group_generated(pairs, template, self.reference_sets[name], by, o.seed)
         if alive is None:
             return {g: (feats[rows], None) for g, rows in groups.items()}
