@@ -169,11 +169,13 @@ def test_update_refuses_to_loosen_and_allow_loosen_allows(project):
     measured = bounds[IDS[0]].value
     project.set_bound(IDS[0], measured + 0.1)  # someone tightened it beyond what the model does
 
-    plain = project.run()
+    # the demo gate's value has no interval: a miss is inconclusive (no certainty from a sample), which
+    # --t2i-inconclusive fail turns into a failure
+    plain = project.run("--t2i-inconclusive", "fail")
     plain.assert_outcomes(passed=5, failed=1)
-    plain.stdout.fnmatch_lines([f"*{esc(IDS[0])}: measured * bound min {measured + 0.1:g}; p = *FAILED*"])
+    plain.stdout.fnmatch_lines([f"*{esc(IDS[0])}: measured * bound min {measured + 0.1:g}*INCONCLUSIVE*"])
 
-    refused = project.run("--t2i-update-thresholds")
+    refused = project.run("--t2i-update-thresholds", "--t2i-inconclusive", "fail")
     refused.assert_outcomes(passed=5, failed=1)
     refused.stdout.fnmatch_lines([
         f"*{esc(IDS[0])}: measured * refusing to loosen the gate to {measured:g} without --t2i-allow-loosen*",

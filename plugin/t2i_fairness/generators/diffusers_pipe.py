@@ -310,28 +310,6 @@ class TokenCounter:
         return cls(found) if found else None
 
     @classmethod
-    def random(cls, config_name: str, settings: GenerationSettings = GenerationSettings(), device: str = "cpu",
-               precision: str | None = None) -> "DiffusersGenerator":
-        """A seeded random pipeline at a config's sizes (``sd15-random``): the paper path with no download.
-
-        Args:
-            config_name: a pipeline config of ``model_configs/`` (``sd15-random``, ``tiny-sd``).
-            settings: generation settings (unset ones take the config's ``defaults``).
-            device: torch device.
-            precision: the pipeline's dtype (``None``: the run's; ``auto``: float16 on CUDA, float32 elsewhere).
-
-        Raises:
-            ValueError: no such config.
-
-        Example:
-            >>> DiffusersGenerator.random("tiny-sd").fingerprint.startswith("diffusers:tiny-sd-")
-            True
-        """
-        pipe, cfg = build_tiny_pipeline(config_name)
-        return cls(pipe, tiny_model_name(config_name), settings.resolved(cfg["defaults"]), device,
-                   weights=tiny_weights(), precision=precision)
-
-    @classmethod
     def from_pretrained(cls, model: str, max_sequence_length: int = T5_MAX_SEQUENCE_LENGTH) -> "TokenCounter":
         """The tokenizers of a hub id or local diffusers folder, without loading the pipeline's weights.
 

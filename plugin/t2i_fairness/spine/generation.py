@@ -20,6 +20,7 @@ from typing import Callable, ContextManager, Iterator, Sequence
 
 from PIL import Image
 
+from t2i_fairness.errors import DiskFullError
 from t2i_fairness.base.cache import Cache, content_key, decode_png, encode_png
 from t2i_fairness.generators import GeneratorSource
 
@@ -268,6 +269,8 @@ def _store_image(cache: Cache, path: Path, image: Image.Image) -> bool:
     data = encode_png(rgb)
     try:
         cache.write(path, data)
+    except DiskFullError:
+        raise  # already names the cache folder and what was kept (the run stops on it)
     except OSError as exc:
         raise OSError(exc.errno, f"cannot write the generated image {str(path)!r} to the cache: "
                                  f"{exc.strerror or exc}") from exc

@@ -120,7 +120,7 @@ class Workbench:
                 raise ValueError(f"unknown scorer {name!r}; known: {sorted(_BUILDERS)} (or pass build=)")
             try:
                 # --t2i-precision: every adapter's from_profile reads it (t2i_fairness.models.precision)
-                with identity.using(self.digests), precision.using(getattr(self.options, "precision", "auto")):
+                with identity.using(self.digests), precision.using(self.options.precision):
                     scorer = builder(self.options.scorers, self.device)
                     fingerprint = getattr(scorer, "fingerprint", None)
                     self._note(f"scorer {name} ({self.options.scorers})", fingerprint if isinstance(fingerprint, str) else None,
