@@ -7,6 +7,7 @@ The write is made to fail with ``ENOSPC`` by monkeypatching the one place bytes 
 from __future__ import annotations
 
 import errno
+import threading
 
 import pytest
 
@@ -63,15 +64,29 @@ def test_a_run_on_a_full_disk_says_so_in_one_line_stops_and_the_next_run_reads_w
     project = DemoProject(pytester, "--t2i-model", "python:fakegen:make", "--t2i-objects", "bag,car",
                           "--t2i-images-per-prompt", "3")
     real, real_write_all = cache_module.atomic_write_bytes, files._write_all
-    state = {"images": 0}
+    state, lock, local = {"images": 0, "full": False}, threading.Lock(), threading.local()
 
-    def writes_until_full(path, data, **kw):  # the disk fills after 8 images (the second test's third)
+    # Images are written by the generation's writer threads, several at a time: each image's fate is
+    # decided when it is counted (the disk fills after 8 images, the second test's third); every
+    # write after that (features, bounds) finds the disk full too.
+    def write_all(fh, data, fsync):
+        full = getattr(local, "full", None)
+        if state["full"] if full is None else full:
+            _full(fh, data, fsync)
+        real_write_all(fh, data, fsync)
+
+    def writes_until_full(path, data, **kw):
         if "/images/" in str(path):
-            state["images"] += 1
-            if state["images"] > 8:
-                monkeypatch.setattr(files, "_write_all", _full)
-        return real(path, data, **kw)
+            with lock:
+                state["images"] += 1
+                state["full"] = state["full"] or state["images"] > 8
+                local.full = state["full"]
+        try:
+            return real(path, data, **kw)
+        finally:
+            local.full = None
 
+    monkeypatch.setattr(files, "_write_all", write_all)
     monkeypatch.setattr(cache_module, "atomic_write_bytes", writes_until_full)
     result = project.run("--t2i-update-thresholds")
     out = result.stdout.str()
