@@ -383,7 +383,7 @@ def test_doc_command_runs_offline_at_smoke_size(cmd, tmp_path):
     if reason:
         pytest.skip(f"{cmd.id}: {reason}")
     if cmd.kind == "make":
-        env = {k: v for k, v in _offline_env().items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}  # not ours
+        env = {k: v for k, v in _offline_env().items() if k not in ("ARGS", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}  # the caller's make variables (make test ARGS=... exports ARGS), not the docs'
         dry = subprocess.run(["make", "-n", *cmd.argv], cwd=REPO, env=env, capture_output=True, text=True,
                              timeout=120)
         assert dry.returncode == 0, dry.stdout + dry.stderr

@@ -158,6 +158,14 @@ class ImageFactory:
         with self.progress(total, desc) as advance, _Writer(self.cache, self.write_threads) as writer:
             # a batch's images are encoded and written on the writer's threads while the next batch
             # generates; its lock is released (here, on this thread) once they are all written
+            def make_holding(batch, missing, lock) -> None:
+                try:
+                    pending = self._make(generator, batch, writer=writer, missing=missing)
+                except BaseException:
+                    lock.release()
+                    raise
+                writer.after(pending, lock, advance)
+
             for batch, missing in batches:
                 lock = self.cache.lock(batch[0].path.with_suffix(f".b{len(batch)}"))
                 try:
@@ -165,21 +173,11 @@ class ImageFactory:
                 except Exception:  # another worker is making this batch: come back to it
                     deferred.append((batch, missing, lock))
                     continue
-                try:
-                    pending = self._make(generator, batch, writer=writer, missing=missing)
-                except BaseException:
-                    lock.release()
-                    raise
-                writer.after(pending, lock, advance)
+                make_holding(batch, missing, lock)
             for batch, missing, lock in deferred:
                 writer.drain()  # hold no lock while waiting for one: two workers would wait on each other
                 lock.acquire()
-                try:
-                    pending = self._make(generator, batch, writer=writer, missing=missing)
-                except BaseException:
-                    lock.release()
-                    raise
-                writer.after(pending, lock, advance)
+                make_holding(batch, missing, lock)
         self._measure(start, made)
 
     def _measure(self, start: float, made: int) -> None:
