@@ -46,17 +46,23 @@ print(json.dumps({{"computed": sum(cache.stats.computed.values()), "reused": sum
 """
 
 
-@pytest.mark.parametrize("rows", [False, True], ids=["file-entries", "feature-rows"])
-def test_two_processes_on_one_cache_compute_each_value_once(tmp_path, subprocess_env, rows):
-    plugin = str(Path(__file__).resolve().parents[1] / "plugin")
-    script = MEMO_SCRIPT.format(plugin=plugin, root=str(tmp_path / "cache"), start=time.time() + 3, rows=rows)
-    children = [subprocess.Popen([sys.executable, "-c", script], env=subprocess_env, stdout=subprocess.PIPE,
+def _run_twice_at_once(script: str, env) -> list[dict]:
+    """Two Python processes running ``script`` at the same time; each one's last stdout line, as JSON."""
+    children = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
     results = []
     for child in children:
         out, err = child.communicate(timeout=300)
         assert child.returncode == 0, err[-3000:]
         results.append(json.loads(out.strip().splitlines()[-1]))
+    return results
+
+
+@pytest.mark.parametrize("rows", [False, True], ids=["file-entries", "feature-rows"])
+def test_two_processes_on_one_cache_compute_each_value_once(tmp_path, subprocess_env, rows):
+    plugin = str(Path(__file__).resolve().parents[1] / "plugin")
+    script = MEMO_SCRIPT.format(plugin=plugin, root=str(tmp_path / "cache"), start=time.time() + 3, rows=rows)
+    results = _run_twice_at_once(script, subprocess_env)
     made = [k for r in results for k in r["made"]]
     assert sorted(made) == sorted(set(made)) and len(made) == 40  # every value computed once, by one of them
     assert all(r["made"] for r in results), "one process did everything: the test did not run them at once"
@@ -97,13 +103,7 @@ def test_a_checkpoint_is_digested_once_by_processes_sharing_a_cache(tmp_path, su
     plugin = str(Path(__file__).resolve().parents[1] / "plugin")
     script = DIGEST_SCRIPT.format(plugin=plugin, folder=str(tmp_path / "cache" / "identity"), model=str(model),
                                   start=time.time() + 3)
-    children = [subprocess.Popen([sys.executable, "-c", script], env=subprocess_env, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True) for _ in range(2)]
-    results = []
-    for child in children:
-        out, err = child.communicate(timeout=300)
-        assert child.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
+    results = _run_twice_at_once(script, subprocess_env)
     assert results[0]["digest"] == results[1]["digest"]
     assert sorted(r["read"] for r in results) == [0, 2]  # the two files read once, by one process
     assert sum(r["bytes"] for r in results) == (1 << 20) + 2
