@@ -80,6 +80,12 @@ class Family:
             cannot be planned (its gates generate as they run).
         canaries: its canaries (:class:`~t2i_fairness.generators.canary.CanaryInfo`, from
             ``families/<name>/canaries.py``): the ``--t2i-canary NAME:SLICE[:PARAM]`` it knows.
+        sequential: test function name -> its sequential kind (a key of
+            :data:`~t2i_fairness.metrics.sequential.KINDS`: ``share``, ``coverage``) for the tests that
+            ``--t2i-sequential`` decides in rounds; a test not named runs to ``N`` (``docs/sequential.md``).
+        look: ``look(study, n) -> study`` on the first ``n`` images per prompt of the fixed-N run
+            (``n`` a multiple of the batch size; the same bytes, nested as ``n`` grows), with the fixed-N
+            run's provenance; needed when ``sequential`` names a test.
     """
 
     name: str
@@ -95,6 +101,8 @@ class Family:
     labels: Callable[[T2IOptions, Any], Mapping[str, Iterable[str]]] | None = None
     needs: Callable[[GateCall, Any], Sequence[Need]] | None = None
     canaries: tuple[CanaryInfo, ...] = ()
+    sequential: Mapping[str, str] = field(default_factory=dict)
+    look: Callable[[Any, int], Any] | None = None
     doc: str = field(default="", compare=False)
 
 

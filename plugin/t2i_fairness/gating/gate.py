@@ -20,7 +20,7 @@ from t2i_fairness.gating.thresholds import ThresholdFile
 from t2i_fairness.gating.verdicts import Measurement, Verdict, evaluate
 from t2i_fairness.base.cache import content_key
 
-__all__ = ["Gate", "GateContext", "bootstrap_seed", "judge", "measure"]
+__all__ = ["Gate", "GateContext", "Probed", "bootstrap_seed", "judge", "measure"]
 
 
 def bootstrap_seed(gate_id: str, base_seed: int) -> int:
@@ -170,6 +170,17 @@ class GateContext:
     baselines: dict = field(default_factory=dict)
     emit: Callable[[GateRecord], None] = lambda record: None
     family_size: int = 1  # the number of gates in the run
+    kind: str | None = None  # the test's sequential kind (Family.sequential), under --t2i-sequential
+
+
+class Probed(Exception):
+    """Raised by a probing :class:`Gate` (``--t2i-sequential``'s looks) instead of deciding: the test's
+    measurement at this look and how it was made (``sweeps``; ``None`` when the test gave none or the
+    value is undefined here)."""
+
+    def __init__(self, measurement: Measurement | None, sweeps=None):
+        super().__init__("a look of --t2i-sequential (not an error)")
+        self.measurement, self.sweeps = measurement, sweeps
 
 
 class Gate:
@@ -182,25 +193,43 @@ class Gate:
     number measured under other settings.
     """
 
-    def __init__(self, context: GateContext):
+    def __init__(self, context: GateContext, *, probe: bool = False, stop: dict | None = None):
         self.context = context
+        self.probe = probe  # --t2i-sequential: measure, raise Probed, decide nothing
+        self.stop = stop  # --t2i-sequential: the gate's record (details["sequential"]) once it stopped
+
+    def probing(self) -> "Gate":
+        """This gate at a look of ``--t2i-sequential``: calling it raises :class:`Probed`."""
+        return Gate(self.context, probe=True)
+
+    def stopped(self, record: dict) -> "Gate":
+        """This gate deciding with the sequential ``record`` (an early stop, or ``ran to N``)."""
+        return Gate(self.context, stop=record)
 
     def __call__(self, value: float, *, n: int, higher_is_better: bool = True, interval=None,
                  details: dict[str, Any] | None = None, name: str | None = None,
                  resample: Callable[[Any], float] | None = None, units: int | None = None, strata=None,
-                 provenance: dict[str, Any] | None = None, test=None) -> Measurement:
+                 provenance: dict[str, Any] | None = None, test=None, sweeps=None) -> Measurement:
         """``resample(indices) -> value`` with ``units`` (and optional ``strata`` labels) gives a seeded
         percentile-bootstrap interval over those units (``--t2i-bootstrap`` resamples); ``test`` (a
-        :class:`~t2i_fairness.metrics.decisions.HypothesisTest`) makes the gate that test (see :func:`measure`)."""
+        :class:`~t2i_fairness.metrics.decisions.HypothesisTest`) makes the gate that test (see :func:`measure`).
+        ``sweeps`` (a :class:`~t2i_fairness.gating.sequential.Sweeps`) says how the value is made from
+        images, for ``--t2i-sequential``'s early stops (ignored otherwise)."""
         __tracebackhide__ = True
         import pytest
 
         ctx, o = self.context, self.context.options
         gate_id = name or ctx.gate_id
+        if self.probe:
+            m = measure(gate_id, value, n=n, higher_is_better=higher_is_better, interval=interval, details=details,
+                        confidence=o.confidence, seed=o.seed, test=test)
+            raise Probed(m, sweeps)
         m = measure(gate_id, value, n=n, higher_is_better=higher_is_better, interval=interval, details=details,
                     resample=resample, units=units, strata=strata, bootstrap=o.bootstrap,
                     confidence=o.confidence, seed=o.seed, test=test)
         prov = {**ctx.provenance(), **(provenance or {})}
+        if o.sequential and ctx.role != "baseline":
+            return self._sequential(m, prov, resample, units, strata)
         if ctx.role == "baseline":
             ctx.baselines[gate_id] = BaselineMeasurement(m, resample, units, strata)
             ctx.emit(GateRecord(
@@ -221,6 +250,34 @@ class Gate:
             warnings.warn(T2IInconclusiveWarning(verdict.message), stacklevel=2)
         return m
 
+    def _sequential(self, m: Measurement, prov: dict, resample, units, strata) -> Measurement:
+        """The verdict under ``--t2i-sequential``: an early stop's (fail: the e-process excluded the bound;
+        pass: the bound met, or futility), or the fixed-N test at ``alpha / 2`` (the other half of the
+        run's level is the early fails'); the record says which, in ``details["sequential"]``."""
+        __tracebackhide__ = True
+        import dataclasses
+
+        import pytest
+
+        from t2i_fairness.gating.sequential import stopped_verdict
+
+        ctx = self.context
+        record = dict(self.stop) if self.stop is not None else _ran_to_n(ctx.kind)
+        m.details["sequential"] = record
+        level = dataclasses.replace(ctx.options, alpha=ctx.options.alpha / 2)
+        rec, verdict = judge(m, ctx.thresholds, prov, level, nodeid=ctx.nodeid, family=ctx.family,
+                             resample=resample, units=units, strata=strata, family_size=ctx.family_size)
+        if record.get("early"):
+            bound = ctx.thresholds.gates[m.gate]
+            status, message, p = stopped_verdict(m.gate, m.value, record, bound)
+            rec = dataclasses.replace(rec, status=status, message=message, p_value=p, threshold=None, blocking=False)
+        ctx.emit(rec)
+        if (rec.status == "fail") if record.get("early") else verdict.failed:
+            pytest.fail(rec.message, pytrace=False)
+        if rec.status == "inconclusive":
+            warnings.warn(T2IInconclusiveWarning(rec.message), stacklevel=3)
+        return m
+
     def undefined(self, reason: str, name: str | None = None, inconclusive: bool = False) -> None:
         """An indicator that cannot be computed here: skip while the gate has no bound, fail once it has one.
 
@@ -231,6 +288,8 @@ class Gate:
         __tracebackhide__ = True
         import pytest
 
+        if self.probe:
+            raise Probed(None)
         gate_id = name or self.context.gate_id
         thresholds = self.context.thresholds
         if gate_id not in thresholds.gates:
@@ -250,3 +309,15 @@ class Gate:
         if blocking:
             pytest.fail(message, pytrace=False)
         warnings.warn(T2IInconclusiveWarning(message), stacklevel=2)
+
+
+def _ran_to_n(kind: str | None) -> dict:
+    """The sequential record of a gate that was not looked at before ``N`` (its kind has no valid early stop)."""
+    from t2i_fairness.metrics.sequential import KINDS, REASONS
+
+    rec = {"kind": kind or "undeclared", "reason": REASONS["full"], "early": False}
+    if kind is None or kind not in KINDS:
+        rec["note"] = "no sequential kind declared for this test (Family.sequential): runs to N"
+    elif KINDS[kind] == "fixed":
+        rec["note"] = f"no valid early stop for a {kind} gate: runs to N"
+    return rec

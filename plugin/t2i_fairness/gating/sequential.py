@@ -29,6 +29,7 @@ from scipy import special as _special
 from t2i_fairness.metrics.sequential import (
     KINDS,
     REASONS,
+    Look,
     coverage_settled,
     e_closed_rejections,
     look,
@@ -36,7 +37,8 @@ from t2i_fairness.metrics.sequential import (
     round_sizes,
 )
 
-__all__ = ["SequentialGate", "SequentialOutcome", "image_range", "run_rounds"]
+__all__ = ["SequentialGate", "SequentialOutcome", "Sweeps", "decide_look", "image_range", "look_record", "run_rounds",
+           "stopped_verdict"]
 
 
 @dataclass(frozen=True)
@@ -254,3 +256,171 @@ def image_range(requests, batch: int, *, images_per_hour: float | None = None) -
         out["best_hours"] = round(out["best_images"] / images_per_hour, 4)
         out["worst_hours"] = round(out["worst_images"] / images_per_hour, 4)
     return out
+
+
+# -- one gate of the suite, look by look (the plugin's --t2i-sequential) ----------------------------------
+
+
+@dataclass(frozen=True)
+class Sweeps:
+    """How a gate's value is made from images, for ``--t2i-sequential`` (a gate test passes it to ``gate``).
+
+    ``share`` gates: the value is the mean over ``prompts`` prompts of ``images`` images each (the
+    first ``images`` of the fixed-N run's ``planned``) of per-image scores in [0, 1], every image
+    counted once (a balanced grid: image ``j`` of every prompt is sweep ``j``). ``coverage`` gates:
+    the value is a coverage of those images; ``nested`` says the images kept at ``images`` stay kept
+    at ``planned`` (no de-duplication that can drop an earlier image later), so coverage cannot fall.
+
+    Attributes:
+        prompts: prompts per sweep (>= 1).
+        images: images per prompt at this look (1..planned).
+        planned: images per prompt of the fixed-N run (``N``).
+        nested: for coverage: the scored images at this look are a subset of those at ``N``.
+
+    Raises:
+        ValueError: a size below 1, or ``images > planned``.
+    """
+
+    prompts: int
+    images: int
+    planned: int
+    nested: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("prompts", "images", "planned"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"Sweeps.{name} must be a positive integer, but got {v!r}")
+        if self.images > self.planned:
+            raise ValueError(f"Sweeps: {self.images} images per prompt is more than the {self.planned} planned")
+
+
+def e_threshold(alpha: float, family_size: int) -> float:
+    """The wealth at which one gate fails early: ``m / (alpha / 2)`` (Bonferroni over the run's ``m`` gates
+    with the early-fail half of ``alpha``; Ville's inequality makes each gate's chance of ever reaching
+    it under its null at most ``alpha / (2 m)``, at any stopping time, without waiting for other gates).
+
+    Example:
+        >>> e_threshold(0.05, 475)
+        19000.0
+    """
+    return float(max(1, int(family_size)) / (float(alpha) / 2))
+
+
+def decide_look(kind: str, value: float, sweeps: Sweeps, bound, *, alpha: float, family_size: int, rounds: int,
+                gamma: float = 0.01) -> Look:
+    """One gate of the suite at one look: ``fail``, ``met``, ``futility``, ``full`` or ``open``.
+
+    ``share`` / ``bounded``: the normal-mixture e-process and confidence sequence of the sweeps
+    (:func:`~t2i_fairness.metrics.sequential.look`). With only the gate's value at each look, the
+    sweeps are given as ``images`` copies of it: the e-process and the sequence depend on the sweeps'
+    sum alone, and the futility spread becomes the share's at the current mean, the largest a mean of
+    ``prompts`` [0, 1] scores with that mean can have (conservative: fewer futility stops). ``coverage``:
+    the nested early pass only (:func:`~t2i_fairness.metrics.sequential.coverage_settled`), when the
+    images are nested. Every other kind, and any gate at ``N``: ``full`` (the fixed-N test decides).
+    An undefined (nan) value is ``open``.
+
+    Args:
+        kind: a key of :data:`~t2i_fairness.metrics.sequential.KINDS`.
+        value: the gate's value at this look.
+        sweeps: how it was made.
+        bound: the gate's :class:`~t2i_fairness.gating.thresholds.Bound`.
+        alpha: the run's family-wise level.
+        family_size: the run's number of gates (Bonferroni's ``m`` for early fails, Holm's for the rest).
+        rounds: the gate's number of looks (the futility bound's split).
+        gamma: the futility level.
+
+    Example:
+        >>> from t2i_fairness.gating.thresholds import Bound
+        >>> s = Sweeps(prompts=200, images=4, planned=64)
+        >>> decide_look("share", 0.30, s, Bound("min", 0.5), alpha=0.05, family_size=475, rounds=5).reason
+        'fail'
+        >>> decide_look("share", 0.80, s, Bound("min", 0.5), alpha=0.05, family_size=475, rounds=5).reason
+        'met'
+        >>> decide_look("coverage", 0.70, Sweeps(9, 4, 16), Bound("min", 0.6), alpha=0.05, family_size=9, rounds=3).reason
+        'met'
+        >>> decide_look("ratio", 0.2, Sweeps(9, 4, 16), Bound("min", 0.6), alpha=0.05, family_size=9, rounds=3).reason
+        'full'
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown sequential kind {kind!r}; one of {sorted(KINDS)}")
+    n, N = int(sweeps.images), int(sweeps.planned)
+    nan = float("nan")
+    if n >= N or KINDS[kind] == "fixed":
+        return Look("full", n, N, 1.0, nan, nan, nan)
+    if not math.isfinite(float(value)):
+        return Look("open", n, N, 1.0, nan, nan, nan)
+    if KINDS[kind] == "nested":
+        met = sweeps.nested and coverage_settled(float(value), bound.value, bound.direction)
+        return Look("met" if met else "open", n, N, 1.0, nan, nan, nan)
+    if not 0.0 <= float(value) <= 1.0:
+        raise ValueError(f"a {kind} gate's value must be in [0, 1], but got {value!r}")
+    m = max(1, int(family_size))
+    z_fail = float(-_special.ndtri(float(alpha) / 2 / m))
+    return look(np.full(n, float(value)), N, bound.value, bound.direction, prompts=int(sweeps.prompts),
+                e_threshold=e_threshold(alpha, m), z_fail=z_fail, gamma=gamma, looks=max(1, int(rounds)))
+
+
+def look_record(lk: Look, kind: str, *, at_round: int, rounds: int, sweeps: Sweeps | None, threshold: float | None,
+                note: str | None = None) -> dict:
+    """The ``details["sequential"]`` record of a gate (what every report shows).
+
+    Example:
+        >>> from t2i_fairness.metrics.sequential import Look
+        >>> r = look_record(Look("futility", 4, 16, 0.02, 0.61, 0.74, 0.001), "share", at_round=1, rounds=3,
+        ...                 sweeps=Sweeps(30, 4, 16), threshold=19000.0)
+        >>> r["reason"], r["early"], r["images"], r["planned_images"], r["share_of_planned"]
+        ('pass: futility', True, 120, 480, 0.25)
+    """
+    prompts = sweeps.prompts if sweeps is not None else None
+    rec = {"kind": kind, "reason": REASONS[lk.reason], "early": lk.reason in ("fail", "met", "futility"),
+           "round": int(at_round), "rounds": int(rounds), "images_per_prompt": int(lk.n), "planned_per_prompt": int(lk.N),
+           "prompts": prompts, "images": None if prompts is None else int(lk.n) * prompts,
+           "planned_images": None if prompts is None else int(lk.N) * prompts,
+           "share_of_planned": round_share(lk.n, lk.N)}
+    if math.isfinite(lk.lower):
+        rec.update(wealth=lk.wealth, e_threshold=threshold, sequence=[lk.lower, lk.upper],
+                   conditional_power=lk.conditional_power)
+    if note or KINDS.get(kind) == "fixed":
+        rec["note"] = note or f"no valid early stop for a {kind} gate: runs to N"
+    return rec
+
+
+def round_share(n: int, N: int) -> float:
+    """``n / N`` rounded for reports."""
+    return round(float(n) / float(N), 4) if N else 0.0
+
+
+def stopped_verdict(gate: str, value: float, record: dict, bound) -> tuple[str, str, float | None]:
+    """Status, message and anytime-valid p-value (``min(1, 1 / wealth)``) of a gate that stopped early.
+
+    Example:
+        >>> from t2i_fairness.gating.thresholds import Bound
+        >>> rec = {"reason": "fail: bound excluded", "round": 1, "rounds": 3, "images_per_prompt": 4,
+        ...        "planned_per_prompt": 16, "wealth": 5.0e4, "e_threshold": 1.9e4, "sequence": [0.2, 0.4]}
+        >>> status, message, p = stopped_verdict("g", 0.3, rec, Bound("min", 0.5))
+        >>> status, p
+        ('fail', 2e-05)
+        >>> print(message)
+        g: 0.3000 is below its bound 0.5000 at round 1 of 3 (4 of 16 images per prompt): e-process 5e+04 >= 1.9e+04, the sequence [0.2000, 0.4000] excludes the bound at any stopping time
+    """
+    reason = record["reason"]
+    where = (f"at round {record['round']} of {record['rounds']} ({record['images_per_prompt']} of "
+             f"{record['planned_per_prompt']} images per prompt)")
+    wealth = record.get("wealth")
+    p = None if wealth is None else float(min(1.0, 1.0 / max(float(wealth), 1e-300)))
+    seq = record.get("sequence")
+    seq_text = f"[{seq[0]:.4f}, {seq[1]:.4f}]" if seq else None
+    side = "below" if bound.direction == "min" else "above"
+    if reason == REASONS["fail"]:
+        return "fail", (f"{gate}: {value:.4f} is {side} its bound {bound.value:.4f} {where}: e-process "
+                        f"{wealth:.3g} >= {record['e_threshold']:.3g}, the sequence {seq_text} excludes the bound "
+                        "at any stopping time"), p
+    if reason == REASONS["met"]:
+        why = (f"the sequence {seq_text} lies on the passing side of {bound.value:.4f}" if seq_text else
+               f"coverage {value:.4f} already meets {bound.value:.4f} and cannot fall as images are added")
+        return "pass", f"{gate}: {value:.4f} passes {where}: {why}", p
+    if reason == REASONS["futility"]:
+        return "pass", (f"{gate}: {value:.4f} passes by futility {where}: the full-N test would fail with "
+                        f"conditional power {record['conditional_power']:.2g} < the futility level"), p
+    raise ValueError(f"{gate}: not an early stop: {reason!r}")

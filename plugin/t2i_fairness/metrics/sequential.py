@@ -112,6 +112,8 @@ KINDS: dict[str, str] = {
     "percentile": "fixed",  # a low percentile (consistency)
     "hoeffding": "fixed",  # word-level: finite-sample, not time-uniform
     "test": "fixed",  # a hypothesis test's own statistic
+    "worst": "fixed",  # the lowest (or highest) of several groups' values: not a mean of sweeps
+    "score": "fixed",  # a mean of scores with no known range (cosine similarities, distances)
 }
 
 #: the reasons a gate's sequential verdict records

@@ -182,6 +182,9 @@ CORE_OPTIONS: tuple[Option, ...] = (
            "collapse_region:africa, degrade_region:africa:0.5, drop_component:macaw, answer_language:eng_Latn, "
            "shift_group_share:doctor:female=0.5 (t2i_fairness.canaries); the summary says which gates caught it",
            metavar="NAME:SLICE"),
+    Option("--t2i-sequential", "decide gates in rounds of growing size per prompt (multiples of the batch size, the "
+           "fixed-N run's first images) and stop each gate as soon as its verdict holds at any stopping time, at the "
+           "run's family-wise level (docs/sequential.md); off by default", action="store_true"),
     Option("--t2i-plan-samples", "print, per gate, the images per prompt needed to detect a change of DELTA (in the "
            "indicator's units) with 80%% power at the run's level", type=float, metavar="DELTA"),
     Option("--t2i-baseline-model", "also run the same prompts and seeds through this model and gate "
@@ -275,6 +278,7 @@ class T2IOptions:
     # the parsed --t2i-canary, bound to the registered family's canary (resolve_options sets it)
     canary_spec: Any = field(default=None, compare=False, repr=False)
     plan_samples: float | None = _default("--t2i-plan-samples")
+    sequential: bool = _default("--t2i-sequential")
     baseline_model: str | None = _default("--t2i-baseline-model")
     baseline_delta: float = _default("--t2i-baseline-delta")
     baseline_seed: int | None = _default("--t2i-baseline-seed")
@@ -481,6 +485,15 @@ def resolve_core(v: Values) -> dict[str, Any]:
         raise OptionError("--t2i-allow-loosen", "only makes sense with --t2i-update-thresholds")
     if v.raw("--t2i-baseline-seed") is not None and not v("--t2i-baseline-model"):
         raise OptionError("--t2i-baseline-seed", "only makes sense with --t2i-baseline-model")
+    if v("--t2i-sequential"):
+        for flag, why in (("--t2i-update-thresholds", "bounds are written from fixed-N measurements"),
+                          ("--t2i-baseline-model", "the paired baseline comparison is a fixed-N test"),
+                          ("--t2i-plan-samples", "it sizes a fixed-N run")):
+            if v(flag):
+                raise OptionError("--t2i-sequential", f"cannot be combined with {flag} ({why}); run without one of them")
+        if v("--t2i-gate") == "point":
+            raise OptionError("--t2i-sequential", "needs --t2i-gate significant (a point verdict has no error rate "
+                              "to keep across rounds)")
     device = v("--t2i-device")
     if not (device in ("auto", "cpu", "mps", "cuda") or (device.startswith("cuda:") and device[5:].isdigit())):
         raise OptionError("--t2i-device", f"{device!r}: choose cpu, cuda, cuda:N, mps or auto")
@@ -520,6 +533,7 @@ def resolve_core(v: Values) -> dict[str, Any]:
         inconclusive=v("--t2i-inconclusive"),
         bound_level=finite(v, "--t2i-bound-level", 0.5, 1.0, open_high=True), canary=canary,
         plan_samples=finite(v, "--t2i-plan-samples", 0.0, open_low=True),
+        sequential=bool(v("--t2i-sequential")),
         report=Path(report) if report else None,
     )
 

@@ -69,6 +69,13 @@ FAMILY = Family(
     parameters=_parameters,
     labels=_labels,
     needs=_needs,
+    sequential={"test_region_precision": "share", "test_region_coverage": "coverage",
+                "test_object_region_precision": "share", "test_object_region_coverage": "coverage",
+                "test_worst_region_precision": "worst", "test_worst_region_coverage": "worst",
+                "test_object_worst_region_precision": "worst", "test_object_worst_region_coverage": "worst",
+                "test_region_disparity_precision": "ratio", "test_region_disparity_coverage": "ratio",
+                "test_object_region_disparity_coverage": "ratio", "test_object_consistency": "percentile"},
+    look=_look,
     doc="The session's DIG In study: ``dig_in.scores(reference, template)``, ``dig_in.clipscores(template)``.",
     canaries=CANARIES,
 )
