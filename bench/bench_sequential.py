@@ -6,8 +6,11 @@ and decides every run twice on the same images:
 * **fixed N**: every gate on all ``N`` images per prompt; ``gating.gate.measure`` + ``judge`` at the
   default options (significant mode, Holm's first step ``alpha / m``, ``alpha = 0.05``);
 * **sequential** (:func:`t2i_fairness.gating.sequential.run_rounds` on
-  :mod:`t2i_fairness.metrics.sequential`): rounds of ``round_sizes(N, batch)`` images per prompt; after each round, closed e-testing (e-Holm) at ``alpha / 2`` over every share gate's
-  normal-mixture e-process fails gates early; a share gate passes early when its confidence sequence
+  :mod:`t2i_fairness.metrics.sequential`): rounds of ``round_sizes(N, batch)`` images per prompt; after each
+  round a share gate fails early when its normal-mixture e-process reaches ``e_threshold(alpha, m) =
+  m / (alpha / 2)`` (``--control bonferroni``, the default: the rule of the suite's ``--t2i-sequential``,
+  per gate) or by closed e-testing (e-Holm) at ``alpha / 2`` over every share gate's e-process
+  (``--control e-holm``: what docs/sequential.md's first tables measured); a share gate passes early when its confidence sequence
   clears the bound ("met") or by futility (conditional power of the full-N test below 0.01 at the
   sequence's least favourable mean); a coverage gate passes early when its coverage at ``n`` already
   meets a ``min`` bound (nested samples); a gate that reaches ``N`` gets the fixed-N test
@@ -61,6 +64,7 @@ ALPHA = 0.05
 CIS_GATES, CIS_PROMPTS, CIS_N = 30, 100, 16
 DIG = DigSize(9, 40, 24, 0, "bench_sequential")
 BATCH = 4
+CONTROL = "bonferroni"  # --control
 GROWTH = 2.0  # --growth
 DROP = 5  # CIS gates in the drop_component slice
 #: the paper preset's planned images per family (issue 24, measured on main) and how they are modelled
@@ -158,7 +162,7 @@ def fixed_verdicts(ms: list, thresholds: ThresholdFile, alpha: float) -> dict:
     return {m.gate: judge(m, thresholds, {}, o, family_size=len(ms))[0].status for m in ms}
 
 
-def sequential_run(cis: np.ndarray, dig: dict, thresholds: ThresholdFile) -> tuple[dict, dict]:
+def sequential_run(cis: np.ndarray, dig: dict, thresholds: ThresholdFile, control: str | None = None) -> tuple[dict, dict]:
     """Verdicts and images-per-prompt used per gate under the sequential design
     (:func:`t2i_fairness.gating.sequential.run_rounds`, the controller a sequential run uses)."""
     from t2i_fairness.gating.sequential import SequentialGate, run_rounds
@@ -187,7 +191,7 @@ def sequential_run(cis: np.ndarray, dig: dict, thresholds: ThresholdFile) -> tup
         return full[gate]
 
     out = run_rounds(gates, thresholds, _opts(alpha=ALPHA), batch=BATCH, scores=scores, coverage=coverage,
-                     full_measurement=full_measurement, growth=GROWTH)
+                     full_measurement=full_measurement, growth=GROWTH, control=control or CONTROL)
     verdict = {g: r["verdict"] for g, r in out.records.items()}
     short = {"fail: bound excluded": "fail", "pass: bound met with certainty": "met", "pass: futility": "futility",
              "ran to N": "full"}
@@ -204,7 +208,7 @@ def slice_of(scenario: str) -> set:
     return set()
 
 
-def run(runs: int, seed: int = 0) -> list[dict]:
+def run(runs: int, seed: int = 0, control: str | None = None) -> list[dict]:
     theta, mu = cis_world(seed)
     world = dig_world(DIG, seed)
     ref = np.random.default_rng([seed, 1000])
@@ -223,7 +227,7 @@ def run(runs: int, seed: int = 0) -> list[dict]:
             dig = dig_membership(world, dig_images(world, rng, scenario))
             ms = measurements_full(cis, dig)
             fixed = fixed_verdicts(ms, thresholds, ALPHA)
-            seq, info = sequential_run(cis, dig, thresholds)
+            seq, info = sequential_run(cis, dig, thresholds, control)
             acc["fixed_false"] += any(v == "fail" for g, v in fixed.items() if g not in sl)
             acc["seq_false"] += any(v == "fail" for g, v in seq.items() if g not in sl)
             if sl:
@@ -287,15 +291,19 @@ def main(argv=None) -> int:
     ap.add_argument("--growth", type=float, default=GROWTH, help="round size factor (> 1)")
     ap.add_argument("--reasons", action="store_true", help="also print the stopping reasons per scenario")
     ap.add_argument("--batch", type=int, default=BATCH, help="generation batch size: rounds are its multiples")
+    ap.add_argument("--control", choices=("bonferroni", "e-holm"), default="bonferroni",
+                    help="early-fail rule at alpha/2: per-gate Bonferroni e-threshold m/(alpha/2) (the suite's "
+                         "--t2i-sequential; default) or e-Holm closed testing")
     a = ap.parse_args(argv)
     if a.batch < 1 or a.growth <= 1:
         ap.error("--batch must be >= 1 and --growth > 1")
-    globals()["GROWTH"], globals()["BATCH"] = a.growth, a.batch
+    globals()["GROWTH"], globals()["BATCH"], globals()["CONTROL"] = a.growth, a.batch, a.control
     if a.runs < 1:
         ap.error("--runs must be >= 1")
     t0 = time.time()
     rows = run(a.runs, a.seed)
     print(f"# bench_sequential: {a.runs} runs per scenario, seed {a.seed}, batch {a.batch}, growth {a.growth:g}, "
+          f"control {a.control}, "
           f"{platform.node()} "
           f"({platform.processor() or platform.machine()}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{time.time() - t0:.0f} s")

@@ -225,3 +225,29 @@ def test_max_gates_mirror_min_gates():
             assert a.reason == b.reason
             assert a.wealth == pytest.approx(b.wealth) and a.conditional_power == pytest.approx(b.conditional_power)
             assert a.lower == pytest.approx(1 - b.upper) and a.upper == pytest.approx(1 - b.lower)
+
+
+@pytest.mark.parametrize("share", [0.40, 0.44])
+def test_controller_bonferroni_never_rejects_more_than_e_holm(share):
+    """run_rounds(control=...): the suite's per-gate Bonferroni (wealth >= m / (alpha/2)) fails a gate at a
+    look only where e-Holm has failed it at that look or earlier, so its fails are a subset of e-Holm's and
+    never come sooner; with 20 gates just under the bound e-Holm's pooled evidence fails more of them early."""
+    from t2i_fairness.gating.sequential import e_threshold, run_rounds
+    from t2i_fairness.spine.options import T2IOptions
+
+    rng = np.random.default_rng(5)
+    data, gates, t, full = _controller_case(rng, [share] * 20, P=60)
+    out = {c: run_rounds(gates, t, T2IOptions(), batch=4, scores=lambda g, n: data[g][:, :n], coverage=None,
+                         full_measurement=full, control=c) for c in ("e-holm", "bonferroni")}
+    holm, bonf = out["e-holm"].records, out["bonferroni"].records
+    early = {c: {g for g, r in out[c].records.items() if r["reason"] == "fail: bound excluded"} for c in out}
+    assert early["bonferroni"] <= early["e-holm"]
+    assert {g for g, r in bonf.items() if r["verdict"] == "fail"} <= {g for g, r in holm.items() if r["verdict"] == "fail"}
+    for g in early["bonferroni"]:
+        assert holm[g]["round"] <= bonf[g]["round"]
+        assert bonf[g]["wealth"] >= bonf[g]["e_threshold"] == e_threshold(0.05, 20) == 800.0
+    # where they differ, in the expected direction: e-Holm stops sooner or fails more
+    assert out["e-holm"].images < out["bonferroni"].images or len(early["e-holm"]) > len(early["bonferroni"])
+    assert "Bonferroni" in out["bonferroni"].method and "e-Holm" in out["e-holm"].method
+    with pytest.raises(ValueError, match="`control` must be one of"):
+        run_rounds(gates, t, T2IOptions(), batch=4, scores=None, coverage=None, full_measurement=None, control="holm")

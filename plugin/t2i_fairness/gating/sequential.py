@@ -8,9 +8,12 @@ verdict of :func:`~t2i_fairness.gating.gate.judge`. The caller supplies the data
 so the same loop serves the simulation bench (``bench/bench_sequential.py``) and, once the suite
 makes its images in rounds, the plugin (what remains for that is listed in ``docs/sequential.md``).
 
-Error control (the run's ``alpha``, family-wise): ``alpha / 2`` for early fails, by closed testing
-on the share gates' e-processes at every look
-(:func:`~t2i_fairness.metrics.sequential.e_closed_rejections`); ``alpha / 2`` for the fixed-N
+Error control (the run's ``alpha``, family-wise): ``alpha / 2`` for early fails, either per gate
+(``control="bonferroni"``, what the suite's ``--t2i-sequential`` does: a gate fails early when its own
+e-process reaches :func:`e_threshold` ``= m / (alpha / 2)``) or by closed testing on the share gates'
+e-processes at every look (``control="e-holm"``,
+:func:`~t2i_fairness.metrics.sequential.e_closed_rejections`; at every look it rejects every gate
+Bonferroni rejects, and possibly more); ``alpha / 2`` for the fixed-N
 verdicts of the gates that reach ``N`` (``judge`` with ``alpha / 2`` and the run's gate count, then
 the session's Holm step-down as in a fixed-N run). Passing early (bound met, futility, nested
 coverage) is non-binding: it cannot add a false alarm.
@@ -38,8 +41,11 @@ from t2i_fairness.metrics.sequential import (
     round_sizes,
 )
 
-__all__ = ["SequentialGate", "SequentialOutcome", "Sweeps", "decide_look", "image_range", "look_record", "run_rounds",
-           "stopped_verdict"]
+__all__ = ["CONTROLS", "SequentialGate", "SequentialOutcome", "Sweeps", "decide_look", "e_threshold", "image_range",
+           "look_record", "run_rounds", "stopped_verdict"]
+
+#: early-fail rules of :func:`run_rounds`: per-gate Bonferroni (the suite's) and e-Holm closed testing
+CONTROLS = ("bonferroni", "e-holm")
 
 
 @dataclass(frozen=True)
@@ -108,7 +114,7 @@ class SequentialOutcome:
 def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
                scores: Callable[[str, int], np.ndarray], coverage: Callable[[str, int], float],
                full_measurement: Callable[[str], object], family_size: int | None = None,
-               gamma: float = 0.01, growth: float = 2.0) -> SequentialOutcome:
+               gamma: float = 0.01, growth: float = 2.0, control: str = "e-holm") -> SequentialOutcome:
     """Decide ``gates`` in rounds; return their records and the run's image totals.
 
     Args:
@@ -125,9 +131,15 @@ def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
         family_size: Holm's ``m`` (default: the number of gates).
         gamma: the futility level.
         growth: round size factor.
+        control: the early-fail rule at ``alpha / 2`` (:data:`CONTROLS`): ``"e-holm"`` (default; closed
+            testing over the share gates' e-processes at each look) or ``"bonferroni"`` (a gate fails
+            when its own e-process reaches :func:`e_threshold` ``(alpha, m)``: the rule of the suite's
+            ``--t2i-sequential``, which decides each gate without waiting for the others). At the same
+            look Bonferroni never rejects a gate e-Holm does not (a mean over any set holding a gate
+            with ``e >= m / a`` is at least ``e / m >= 1 / a``).
 
     Raises:
-        ValueError: a gate without a bound in ``thresholds`` (named), ``batch < 1``.
+        ValueError: a gate without a bound in ``thresholds`` (named), ``batch < 1``, an unknown ``control``.
 
     Example:
         >>> from pathlib import Path
@@ -144,17 +156,23 @@ def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
         [('high', 'pass: bound met with certainty', 4, 'pass'), ('low', 'fail: bound excluded', 4, 'fail')]
         >>> out.images, out.planned_images
         (1600, 6400)
+        >>> run_rounds(gates, t, T2IOptions(), batch=4, scores=lambda g, n: data[g][:, :n], coverage=None,
+        ...            full_measurement=None, control="bonferroni").records["low"]["e_threshold"]
+        80.0
     """
     from t2i_fairness.gating.gate import judge
 
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"`batch` must be a positive integer, but got {batch!r}")
+    if control not in CONTROLS:
+        raise ValueError(f"`control` must be one of {list(CONTROLS)}, but got {control!r}")
     for g in gates:
         if g.gate not in thresholds.gates:
             raise ValueError(f"gate {g.gate}: no bound in {thresholds.path}; a sequential run needs every gate's bound")
     alpha = float(options.alpha)
     m = int(family_size or len(gates))
     z_fail = float(-_special.ndtri(alpha / 2 / m))
+    threshold = e_threshold(alpha, m)
     schedules = {g.gate: round_sizes(g.planned, batch, first=batch, growth=growth) for g in gates}
     betting = [g for g in gates if KINDS[g.kind] == "betting"]
     wealth = {g.gate: 1.0 for g in betting}
@@ -175,7 +193,10 @@ def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
                                                      n_target=max(1.0, g.planned / 4))[-1])
             current[g.gate] = (g, y, n)
         names = [g.gate for g in betting]
-        rejected = dict(zip(names, e_closed_rejections([wealth[k] for k in names], alpha / 2))) if names else {}
+        if control == "e-holm":
+            rejected = dict(zip(names, e_closed_rejections([wealth[k] for k in names], alpha / 2))) if names else {}
+        else:  # per gate: its own wealth against m / (alpha / 2)
+            rejected = {k: wealth[k] >= threshold for k in names}
         for name, (g, y, n) in current.items():
             b = thresholds.gates[name]
             lk = look(y, g.planned, b.value, b.direction, prompts=len(g.prompts), e_threshold=math.inf,
@@ -192,8 +213,10 @@ def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
             elif KINDS[g.kind] == "nested" and coverage_settled(coverage(g.gate, n), b.value, b.direction):
                 stopped[g.gate] = ("met", r + 1, n, None)
     level = dataclasses.replace(options, alpha=alpha / 2)
-    out = SequentialOutcome(method=f"e-Holm (closed testing, mean of e-processes) at alpha/2 = {alpha / 2:g} for "
-                                   f"early fails; fixed-N test at alpha/2 over {m} gates for gates that ran to N")
+    early = (f"e-Holm (closed testing, mean of e-processes) at alpha/2 = {alpha / 2:g}" if control == "e-holm" else
+             f"per-gate Bonferroni (e-process >= m / (alpha/2) = {threshold:g}) at alpha/2 = {alpha / 2:g}")
+    out = SequentialOutcome(method=f"{early} for early fails; fixed-N test at alpha/2 over {m} gates for gates that "
+                                   "ran to N")
     for g in gates:
         reason, rnd, n, lk = stopped[g.gate]
         verdict = {"fail": "fail", "met": "pass", "futility": "pass"}.get(reason)
@@ -202,6 +225,8 @@ def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
                   "images": n * len(g.prompts), "planned_images": g.planned * len(g.prompts)}
         if lk is not None:
             record.update(wealth=lk.wealth, sequence=[lk.lower, lk.upper], conditional_power=lk.conditional_power)
+            if control == "bonferroni":
+                record["e_threshold"] = threshold
         if reason == "full":
             rec, _ = judge(full_measurement(g.gate), thresholds, {}, level, family_size=m)
             verdict = rec.status
