@@ -1,5 +1,9 @@
 """Sequential gates against fixed N, on simulated per-image scores, through the suite's decision code.
 
+``python bench/bench_sequential.py --procedural 20`` runs the procedural-world part instead: the real suite
+through pytest, fixed N and ``--t2i-sequential`` on the same seeds (``bench/bench_sequential_suite.py``, where
+its options are; any option this parser does not know is passed on to it).
+
 ``python bench/bench_sequential.py --runs 200`` simulates whole runs of a scaled-down paper gate mix
 and decides every run twice on the same images:
 
@@ -286,15 +290,28 @@ def table(rows: list[dict]) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--procedural", type=int, default=None, metavar="RUNS",
+                    help="run the procedural-world part instead: RUNS pytest seeds per scenario, both designs "
+                         "(bench/bench_sequential_suite.py; its own options pass through)")
     ap.add_argument("--runs", type=int, default=200, help="simulated runs per scenario (>= 1)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--growth", type=float, default=GROWTH, help="round size factor (> 1)")
-    ap.add_argument("--reasons", action="store_true", help="also print the stopping reasons per scenario")
-    ap.add_argument("--batch", type=int, default=BATCH, help="generation batch size: rounds are its multiples")
+    ap.add_argument("--reasons", action="store_true",
+                    help="also print the stopping reasons and exact images per scenario")
+    ap.add_argument("--batch", type=int, default=None,
+                    help=f"generation batch size: rounds are its multiples (default {BATCH}; procedural: 2)")
     ap.add_argument("--control", choices=("bonferroni", "e-holm"), default="bonferroni",
                     help="early-fail rule at alpha/2: per-gate Bonferroni e-threshold m/(alpha/2) (the suite's "
                          "--t2i-sequential; default) or e-Holm closed testing")
-    a = ap.parse_args(argv)
+    a, rest = ap.parse_known_args(argv)
+    if a.procedural is not None:
+        import bench_sequential_suite
+
+        return bench_sequential_suite.main(["--runs", str(a.procedural), *(["--batch", str(a.batch)] if a.batch else []),
+                                            *rest])
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    a.batch = BATCH if a.batch is None else a.batch
     if a.batch < 1 or a.growth <= 1:
         ap.error("--batch must be >= 1 and --growth > 1")
     globals()["GROWTH"], globals()["BATCH"], globals()["CONTROL"] = a.growth, a.batch, a.control
@@ -310,7 +327,8 @@ def main(argv=None) -> int:
     print("\n".join(table(rows)))
     if a.reasons:
         for r in rows:
-            print(r["scenario"], dict(sorted(r["reasons"].items())))
+            print(r["scenario"], dict(sorted(r["reasons"].items())), "images used/planned:",
+                  {k: tuple(v) for k, v in r["images"].items()})
     return 0
 
 
