@@ -8,17 +8,20 @@ simulator of the synthetic reference's world whose values move with the seed) at
 1. **Bounds**: one fixed-N run at ``--bounds-seed`` (default 1000) with ``--t2i-update-thresholds`` into a fresh
    thresholds file (the update flow, at ANOTHER seed than every gated run).
 2. Per scenario (``null``: the unchanged model; a canary of ``t2i_fairness.canaries``, ``--t2i-canary``) and per
-   seed ``1..RUNS``: the fixed-N run, then the ``--t2i-sequential`` run at the same seed on the same cache (it
-   reuses the fixed-N run's images: a round's images are the fixed-N run's first ones, byte for byte). Both read
-   ``run.json`` (``--t2i-artifacts``): verdicts, and ``details["sequential"]`` of every gate.
+   seed ``1..RUNS``: the ``--t2i-sequential`` run on a cache that holds no image of that seed, so what it
+   generates is what a sequential run makes; then the fixed-N run at the same seed on the same cache (it reuses
+   those images, a round's images being the fixed-N run's first ones, byte for byte, and generates the rest).
+   Both read ``run.json`` (``--t2i-artifacts``): verdicts, and ``details["sequential"]`` of every gate.
 
 Per scenario it prints: runs; family-wise false alarms (a run with any failed gate outside the canary's slice;
 ``fail``, ``missing``, ``refused`` or a blocking ``inconclusive``; gates pooling the slice with others are counted
 apart) fixed / sequential with the two-sided 95% Clopper-Pearson interval; canary caught (a gate of its slice
 failed) fixed / sequential; gate verdicts that differ between the designs, on the slice and off it; images used as
 a share of fixed N per kind (from the records: ``images`` / ``planned_images`` of ``details["sequential"]``) and
-the run's images from the cache's counts (``images: G generated, C from cache``: the sequential run asks for
-``G + C`` images, the fixed-N run for its own ``G + C``). Every run with a false alarm or a slice verdict that
+the run's distinct images from the cache's counts (``images: G generated, C from cache``): the sequential run's
+``G`` against ``G`` of both runs (the fixed-N run's images: the sequential run's plus those the fixed-N run added;
+checked against the fixed-N run's own ``G + C``). The cache's ``G + C`` of a sequential run counts requests, and
+a look asks again for the images of earlier looks: requests are printed apart. Every run with a false alarm or a slice verdict that
 differs is listed with its gates, statuses and messages.
 
 Selection (``--select``, default :data:`SELECTION`): the CIS ``test_cis[k]`` gates and DIG In's
@@ -101,7 +104,8 @@ def compare(scenario: str, seed: int, fixed: dict, seq: dict) -> dict:
                            f"{sorted(set(fixed['records']) ^ set(seq['records']))}")
     role = roles(scenario, fixed["records"])
     out = {"seed": seed, "false": {}, "caught": {}, "differ": {"slice": [], "other": []}, "kinds": {},
-           "images": (seq["generated"] + seq["cached"], fixed["generated"] + fixed["cached"]),
+           "images": (seq["generated"], seq["generated"] + fixed["generated"]),
+           "requests": (seq["generated"] + seq["cached"], fixed["generated"] + fixed["cached"]),
            "seconds": (fixed["seconds"], seq["seconds"]), "anomalies": [], "reasons": {}}
     for design, run_ in (("fixed", fixed), ("sequential", seq)):
         recs = run_["records"]
@@ -124,6 +128,9 @@ def compare(scenario: str, seed: int, fixed: dict, seq: dict) -> dict:
         out["kinds"][kind] = (used, planned)
         reason = (detail or {}).get("reason", "no sequential record")
         out["reasons"].setdefault(f"{kind}: {s['status']} ({reason})", []).append(g)
+    if out["images"][1] != out["requests"][1]:
+        out["anomalies"].append(f"cache accounting seed {seed}: sequential + fixed-N generated {out['images'][1]} images, "
+                                f"the fixed-N run asked for {out['requests'][1]}")
     for design in ("fixed", "sequential"):
         for g in out["false"][design]:
             out["anomalies"].append(f"false alarm ({design}) seed {seed} {g}: {_state(fixed, seq, g)}")
@@ -165,6 +172,7 @@ def summarize(scenario: str, per_seed: list[dict]) -> dict:
             "differ_slice": sum(len(r["differ"]["slice"]) for r in per_seed),
             "differ_other": sum(len(r["differ"]["other"]) for r in per_seed),
             "kinds": kinds, "images": [sum(r["images"][0] for r in per_seed), sum(r["images"][1] for r in per_seed)],
+            "requests": [sum(r["requests"][0] for r in per_seed), sum(r["requests"][1] for r in per_seed)],
             "seconds": [sum(r["seconds"][0] for r in per_seed), sum(r["seconds"][1] for r in per_seed)],
             "anomalies": [a for r in per_seed for a in r["anomalies"]], "reasons": reasons}
 
@@ -173,8 +181,8 @@ def table(rows: list[dict]) -> list[str]:
     kinds = [k for _, k in KINDS]
     out = ["| scenario | runs | FWER fixed N | FWER sequential | slice caught fixed / sequential | slice verdicts "
            "that differ | other verdicts that differ | " + " | ".join(f"{k}: images" for k in kinds) +
-           " | run's images (cache counts) | seconds fixed / sequential |",
-           "|---|---|---|---|---|---|---|" + "---|" * len(kinds) + "---|---|"]
+           " | run's images generated (cache) | image requests sequential / fixed | seconds fixed / sequential |",
+           "|---|---|---|---|---|---|---|" + "---|" * len(kinds) + "---|---|---|"]
     for r in rows:
         canary = r["scenario"] != "null"
         share = [f"{r['kinds'][k][0] / r['kinds'][k][1]:.0%}" if r["kinds"].get(k, [0, 0])[1] else "-" for k in kinds]
@@ -183,7 +191,8 @@ def table(rows: list[dict]) -> list[str]:
                    f"{cp(r['false_seq'], r['runs'])} | "
                    f"{(str(r['caught_fixed']) + '/' + str(r['runs']) + ' / ' + str(r['caught_seq']) + '/' + str(r['runs'])) if canary else '-'} | "
                    f"{r['differ_slice'] if canary else '-'} | {r['differ_other']} | " + " | ".join(share) +
-                   f" | {used}/{planned} = {used / planned:.0%} | {r['seconds'][0]:.0f} / {r['seconds'][1]:.0f} |")
+                   f" | {used}/{planned} = {used / planned:.0%} | {r['requests'][0]} / {r['requests'][1]} | "
+                   f"{r['seconds'][0]:.0f} / {r['seconds'][1]:.0f} |")
     return out
 
 
@@ -206,8 +215,8 @@ def run(a: argparse.Namespace, log=print) -> list[dict]:
             per_seed = []
             for seed in range(1, a.runs + 1):
                 label = f"{scenario.replace(':', '_')}-{seed}"
-                fixed = pytest_run(work, label + "-fixed", seed, *extra, a=a, thresholds=thresholds)
                 seq = pytest_run(work, label + "-seq", seed, *extra, "--t2i-sequential", a=a, thresholds=thresholds)
+                fixed = pytest_run(work, label + "-fixed", seed, *extra, a=a, thresholds=thresholds)
                 per_seed.append(compare(scenario, seed, fixed, seq))
                 log(f"# {scenario} seed {seed}: fixed {fixed['seconds']:.0f} s, sequential {seq['seconds']:.0f} s; "
                     f"false alarms {len(per_seed[-1]['false']['fixed'])} / {len(per_seed[-1]['false']['sequential'])}, "

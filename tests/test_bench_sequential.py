@@ -79,13 +79,14 @@ def test_procedural_mode_rows_add_up(bench, tmp_path, capsys):
         for used, planned in r["kinds"].values():
             assert 0 < used <= planned
         used, planned = r["images"]
-        assert 0 < used <= planned
+        assert 0 < used <= planned == r["requests"][1]  # distinct images: the fixed-N run asked for each once
+        assert not [a for a in r["anomalies"] if a.startswith("cache accounting")]
         assert f"| {r['scenario']} | 1 | " in text
     # CIS: 2 K x 4 prompts x 4 images, looked at in rounds of 2 (the records' planned images are the fixed N's)
     assert rows["null"]["kinds"]["CIS"][1] == 2 * 4 * 4
     assert rows["collapse_region:africa"]["caught_fixed"] == rows["collapse_region:africa"]["caught_seq"] == 1
     assert rows["collapse_region:africa"]["differ_slice"] == 0
-    assert len([line for line in text.splitlines() if line.startswith("| ")]) == 2 + 2
+    assert len([line for line in text.splitlines() if line.startswith("|")]) == 2 + 2  # header, rule, 2 rows
 
 
 def test_procedural_usage_errors(bench, capsys):
