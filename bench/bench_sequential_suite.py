@@ -71,7 +71,7 @@ def pytest_run(work: Path, label: str, seed: int, *extra: str, a: argparse.Names
            "--t2i-cis-images", str(a.images), "--t2i-objects", a.objects, "--t2i-cis-k", a.cis_k,
            "--t2i-seed", str(seed), "--t2i-thresholds", str(thresholds), "--t2i-cache-dir", str(work / "cache"),
            "--t2i-artifacts", str(artifacts), "--t2i-no-progress", "-p", "no:cacheprovider", "-p", "no:randomly",
-           "-q", "-W", "ignore::UserWarning", *extra]
+           "-q", "-W", "ignore::UserWarning", *a.pytest_args, *extra]
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
     env.pop("PYTEST_ADDOPTS", None)
     t0 = time.perf_counter()
@@ -239,6 +239,9 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--bounds-seed", type=int, default=1000, help="seed of the update-flow run writing the bounds")
     ap.add_argument("--work", default=None, help="parent folder of the temp work folder (default: the system's)")
     ap.add_argument("--timeout", type=float, default=900, help="seconds per pytest run")
+    ap.add_argument("--pytest-args", default="", type=lambda s: s.split(),
+                    help="more pytest arguments for every run (bounds included), whitespace-separated, e.g. "
+                         "'--t2i-fake-dedupe=none' (nested coverage: its early pass becomes possible)")
     ap.add_argument("--json", default=None, help="also write the rows here")
     ap.add_argument("--reasons", action="store_true", help="also print the sequential stopping reasons per scenario")
     return ap
@@ -254,7 +257,8 @@ def main(argv=None) -> int:
     t0 = time.time()
     rows = run(a)
     print(f"# bench_sequential_suite: {a.runs} runs per scenario (seeds 1..{a.runs}), bounds at seed {a.bounds_seed}, "
-          f"procedural, objects {a.objects}, CIS K {a.cis_k}, N {a.images}, batch {a.batch}; {platform.node()} "
+          f"procedural, objects {a.objects}, CIS K {a.cis_k}, N {a.images}, batch {a.batch}"
+          f"{', pytest ' + ' '.join(a.pytest_args) if a.pytest_args else ''}; {platform.node()} "
           f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores), "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {time.time() - t0:.0f} s")
     print("\n".join(table(rows)))
