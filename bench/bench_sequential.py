@@ -308,7 +308,7 @@ def main(argv=None) -> int:
         import bench_sequential_suite
 
         return bench_sequential_suite.main(["--runs", str(a.procedural), *(["--batch", str(a.batch)] if a.batch else []),
-                                            *rest])
+                                            *(["--reasons"] if a.reasons else []), *rest])
     if rest:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
     a.batch = BATCH if a.batch is None else a.batch

@@ -106,11 +106,12 @@ def compare(scenario: str, seed: int, fixed: dict, seq: dict) -> dict:
     out = {"seed": seed, "false": {}, "caught": {}, "differ": {"slice": [], "other": []}, "kinds": {},
            "images": (seq["generated"], seq["generated"] + fixed["generated"]),
            "requests": (seq["generated"] + seq["cached"], fixed["generated"] + fixed["cached"]),
-           "seconds": (fixed["seconds"], seq["seconds"]), "anomalies": [], "reasons": {}}
+           "seconds": (fixed["seconds"], seq["seconds"]), "anomalies": [], "reasons": {}, "notes": []}
     for design, run_ in (("fixed", fixed), ("sequential", seq)):
         recs = run_["records"]
         out["false"][design] = sorted(g for g, r in recs.items() if role[g] == "other" and failed(r))
         out["caught"][design] = sorted(g for g, r in recs.items() if role[g] == "slice" and failed(r))
+    unknown = []  # gates whose sequential record has no image counts
     for g, f in fixed["records"].items():
         s = seq["records"][g]
         if failed(f) != failed(s):
@@ -121,13 +122,26 @@ def compare(scenario: str, seed: int, fixed: dict, seq: dict) -> dict:
         used, planned = out["kinds"].get(kind, (0, 0))
         if detail and detail.get("images") is not None:
             used, planned = used + detail["images"], planned + detail["planned_images"]
-        else:  # no look recorded (a test that raised at a look, or no record): counted at its fixed N
-            n = int(f.get("n") or 0)
-            used, planned = used + n, planned + n
-            out["reasons"].setdefault("no images in record", []).append(g)
+        else:
+            unknown.append((g, kind, detail))
         out["kinds"][kind] = (used, planned)
         reason = (detail or {}).get("reason", "no sequential record")
         out["reasons"].setdefault(f"{kind}: {s['status']} ({reason})", []).append(g)
+    for g, kind, detail in unknown:
+        # no look recorded (no look before N, or a test that stopped before its gate): it ran to N; its planned
+        # images are those of a gate of its kind with a record in this run (one size per kind), else counted apart
+        peers = [d["planned_images"] for h, d in ((h, (r.get("details") or {}).get("sequential") or {})
+                                                  for h, r in seq["records"].items())
+                 if kind_of(h) == kind and d.get("planned_images") is not None]
+        s = seq["records"][g]
+        note = f"{g}: {s['status']}, sequential record {json.dumps(detail)}; message: {s.get('message', '')[:240]}"
+        if peers and len(set(peers)) == 1:
+            used, planned = out["kinds"][kind]
+            out["kinds"][kind] = (used + peers[0], planned + peers[0])
+            out["reasons"].setdefault("no images in record: counted at N (a peer's planned images)", []).append(g)
+        else:
+            out["reasons"].setdefault("no images in record: not counted", []).append(g)
+        out["notes"].append(note)
     if out["images"][1] != out["requests"][1]:
         out["anomalies"].append(f"cache accounting seed {seed}: sequential + fixed-N generated {out['images'][1]} images, "
                                 f"the fixed-N run asked for {out['requests'][1]}")
@@ -174,7 +188,9 @@ def summarize(scenario: str, per_seed: list[dict]) -> dict:
             "kinds": kinds, "images": [sum(r["images"][0] for r in per_seed), sum(r["images"][1] for r in per_seed)],
             "requests": [sum(r["requests"][0] for r in per_seed), sum(r["requests"][1] for r in per_seed)],
             "seconds": [sum(r["seconds"][0] for r in per_seed), sum(r["seconds"][1] for r in per_seed)],
-            "anomalies": [a for r in per_seed for a in r["anomalies"]], "reasons": reasons}
+            "anomalies": [a for r in per_seed for a in r["anomalies"]], "reasons": reasons,
+            # one note per gate, status and record (one run's message)
+            "notes": list({n.split("; message:")[0]: n for r in per_seed for n in reversed(r["notes"])}.values())}
 
 
 def table(rows: list[dict]) -> list[str]:
@@ -205,6 +221,9 @@ def run(a: argparse.Namespace, log=print) -> list[dict]:
             parse_canary(s, option="--scenarios")
     with tempfile.TemporaryDirectory(prefix="bench-seqsuite-", dir=a.work) as tmp:
         work = Path(tmp)
+        if a.keep:
+            work = Path(tempfile.mkdtemp(prefix="bench-seqsuite-kept-", dir=a.work))
+            log(f"# work folder (kept): {work}")
         thresholds = work / "thresholds.yaml"
         bounds = pytest_run(work, "bounds", a.bounds_seed, "--t2i-update-thresholds", a=a, thresholds=thresholds)
         log(f"# bounds: seed {a.bounds_seed}, {len(bounds['records'])} gates written to a temp thresholds file "
@@ -242,6 +261,7 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--pytest-args", default="", type=lambda s: s.split(),
                     help="more pytest arguments for every run (bounds included), whitespace-separated, e.g. "
                          "'--t2i-fake-dedupe=none' (nested coverage: its early pass becomes possible)")
+    ap.add_argument("--keep", action="store_true", help="keep the work folder (caches, thresholds, run.json files)")
     ap.add_argument("--json", default=None, help="also write the rows here")
     ap.add_argument("--reasons", action="store_true", help="also print the sequential stopping reasons per scenario")
     return ap
@@ -267,6 +287,8 @@ def main(argv=None) -> int:
             print(f"{r['scenario']}: {line}")
         if a.reasons:
             print(r["scenario"], json.dumps(dict(sorted(r["reasons"].items()))))
+            for line in r["notes"]:
+                print(f"{r['scenario']}: {line}")
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     return 0
