@@ -28,7 +28,7 @@ from typing import Any, Mapping
 
 from t2i_fairness.gating.outcome import OK_STATUSES
 from t2i_fairness.report.changes import provenance_summary
-from t2i_fairness.report.sequential import junit_sequential, sequential_summary
+from t2i_fairness.report.sequential import junit_sequential, sequential_lines, sequential_summary
 from t2i_fairness.gating.session import record_from_json, record_json, strict  # noqa: F401  (re-exported)
 
 __all__ = ["github_annotations", "junit_properties", "record_from_json", "record_json", "relative",
@@ -156,6 +156,11 @@ def step_summary(session, limit: int = 150) -> str:
         fields = "; ".join(f"`{f}`: {_md(a)} → {_md(b)}" for f, a, b, _ in summary.changes)
         out += [f"⚠️ {summary.gates} of {summary.total} gates were set under other settings ({fields}): "
                 f"{_md(summary.meaning)}", ""]
+    sequential = sequential_lines(session, limit=0)  # --t2i-sequential only: method, reasons, images (no gate lines)
+    if sequential:
+        out += ["<details><summary>sequential (--t2i-sequential)</summary>", "", "```",
+                *[line for line in sequential[1:] if not line.startswith("early stops") and "more (run.json)" not in line],
+                "```", "</details>", ""]
     odd = session.outcome.without_gate(records)
     if odd:
         out += ["| test | what happened |", "|---|---|"]
