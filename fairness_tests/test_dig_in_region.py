@@ -22,15 +22,16 @@ from t2i_fairness.families.dig_in.report import region_bars, region_bounds, regi
 from t2i_fairness.families.dig_in.study import disparity, parity
 
 
-def _gate_group(s, metric, gate, confidence, **extra):
+def _gate_group(s, metric, gate, confidence, sweeps=None, **extra):
     """Gate one group's precision or coverage with its interval; a collapsed group's undefined precision
-    is that gate's failure (once it has a bound), never its neighbours'."""
+    is that gate's failure (once it has a bound), never its neighbours'. ``sweeps``: how the value is made
+    from images (``--t2i-sequential``'s early stops)."""
     value = getattr(s, metric)
     if math.isnan(value):
         gate.undefined(s.note or f"{metric} is undefined")
     gate(value, n=s.n_fake if metric == "precision" else s.n_real, interval=s.interval(metric, confidence),
          details={**_sizes(s), "n_scored": s.member.n_fake, **extra,
-                  **({"note": s.note} if s.note else {})})
+                  **({"note": s.note} if s.note else {})}, sweeps=sweeps)
 
 
 def _lowest(scores, metric):
@@ -70,12 +71,14 @@ def _sizes(s) -> dict:
 
 def test_region_precision(reference, template, region, dig_in, gate, t2i, t2i_report):
     t2i_report.on_failure(evidence(dig_in, reference, template, "precision", region))
-    _gate_group(dig_in.scores(reference, template).region[region], "precision", gate, t2i.options.confidence)
+    s = dig_in.scores(reference, template).region[region]
+    _gate_group(s, "precision", gate, t2i.options.confidence, dig_in.sweeps(template, s))
 
 
 def test_region_coverage(reference, template, region, dig_in, gate, t2i, t2i_report):
     t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", region))
-    _gate_group(dig_in.scores(reference, template).region[region], "coverage", gate, t2i.options.confidence)
+    s = dig_in.scores(reference, template).region[region]
+    _gate_group(s, "coverage", gate, t2i.options.confidence, dig_in.sweeps(template, s))
 
 
 def test_worst_region_precision(reference, template, dig_in, gate, t2i, t2i_report):
@@ -120,13 +123,13 @@ def _object_region(dig_in, reference, template, object, region, k):
 def test_object_region_precision(reference, template, object, region, dig_in, gate, t2i, t2i_report):
     s = _object_region(dig_in, reference, template, object, region, t2i.options.nearest_k)
     t2i_report.on_failure(evidence(dig_in, reference, template, "precision", region, object))
-    _gate_group(s, "precision", gate, t2i.options.confidence)
+    _gate_group(s, "precision", gate, t2i.options.confidence, dig_in.sweeps(template, s))
 
 
 def test_object_region_coverage(reference, template, object, region, dig_in, gate, t2i, t2i_report):
     s = _object_region(dig_in, reference, template, object, region, t2i.options.nearest_k)
     t2i_report.on_failure(evidence(dig_in, reference, template, "coverage", region, object))
-    _gate_group(s, "coverage", gate, t2i.options.confidence)
+    _gate_group(s, "coverage", gate, t2i.options.confidence, dig_in.sweeps(template, s))
 
 
 def _per_region(dig_in, reference, template, object):

@@ -29,7 +29,7 @@ try:  # pytest's JUnit writer, which report/junit.py makes tell the run's outcom
 except ImportError:  # pragma: no cover  (another pytest: the XML is left as pytest writes it)
     junit_xml_key = None
 
-pytest_plugins = ("t2i_fairness.fixtures.core", "t2i_fairness.fixtures.studies")
+pytest_plugins = ("t2i_fairness.fixtures.core", "t2i_fairness.fixtures.studies", "t2i_fairness.fixtures.rounds")
 
 
 

@@ -213,7 +213,7 @@ class Gate:
         """``resample(indices) -> value`` with ``units`` (and optional ``strata`` labels) gives a seeded
         percentile-bootstrap interval over those units (``--t2i-bootstrap`` resamples); ``test`` (a
         :class:`~t2i_fairness.metrics.decisions.HypothesisTest`) makes the gate that test (see :func:`measure`).
-        ``sweeps`` (a :class:`~t2i_fairness.gating.sequential.Sweeps`) says how the value is made from
+        ``sweeps`` (a :class:`~t2i_fairness.metrics.sequential.Sweeps`) says how the value is made from
         images, for ``--t2i-sequential``'s early stops (ignored otherwise)."""
         __tracebackhide__ = True
         import pytest

@@ -30,6 +30,7 @@ from t2i_fairness.metrics.sequential import (
     KINDS,
     REASONS,
     Look,
+    Sweeps,
     coverage_settled,
     e_closed_rejections,
     look,
@@ -261,40 +262,6 @@ def image_range(requests, batch: int, *, images_per_hour: float | None = None) -
 # -- one gate of the suite, look by look (the plugin's --t2i-sequential) ----------------------------------
 
 
-@dataclass(frozen=True)
-class Sweeps:
-    """How a gate's value is made from images, for ``--t2i-sequential`` (a gate test passes it to ``gate``).
-
-    ``share`` gates: the value is the mean over ``prompts`` prompts of ``images`` images each (the
-    first ``images`` of the fixed-N run's ``planned``) of per-image scores in [0, 1], every image
-    counted once (a balanced grid: image ``j`` of every prompt is sweep ``j``). ``coverage`` gates:
-    the value is a coverage of those images; ``nested`` says the images kept at ``images`` stay kept
-    at ``planned`` (no de-duplication that can drop an earlier image later), so coverage cannot fall.
-
-    Attributes:
-        prompts: prompts per sweep (>= 1).
-        images: images per prompt at this look (1..planned).
-        planned: images per prompt of the fixed-N run (``N``).
-        nested: for coverage: the scored images at this look are a subset of those at ``N``.
-
-    Raises:
-        ValueError: a size below 1, or ``images > planned``.
-    """
-
-    prompts: int
-    images: int
-    planned: int
-    nested: bool = True
-
-    def __post_init__(self) -> None:
-        for name in ("prompts", "images", "planned"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-                raise ValueError(f"Sweeps.{name} must be a positive integer, but got {v!r}")
-        if self.images > self.planned:
-            raise ValueError(f"Sweeps: {self.images} images per prompt is more than the {self.planned} planned")
-
-
 def e_threshold(alpha: float, family_size: int) -> float:
     """The wealth at which one gate fails early: ``m / (alpha / 2)`` (Bonferroni over the run's ``m`` gates
     with the early-fail half of ``alpha``; Ville's inequality makes each gate's chance of ever reaching
@@ -341,6 +308,8 @@ def decide_look(kind: str, value: float, sweeps: Sweeps, bound, *, alpha: float,
         'met'
         >>> decide_look("ratio", 0.2, Sweeps(9, 4, 16), Bound("min", 0.6), alpha=0.05, family_size=9, rounds=3).reason
         'full'
+        >>> decide_look("share", 0.2, s, Bound("min", -0.04), alpha=0.05, family_size=475, rounds=5).reason
+        'met'
     """
     if kind not in KINDS:
         raise ValueError(f"unknown sequential kind {kind!r}; one of {sorted(KINDS)}")
@@ -355,6 +324,10 @@ def decide_look(kind: str, value: float, sweeps: Sweeps, bound, *, alpha: float,
         return Look("met" if met else "open", n, N, 1.0, nan, nan, nan)
     if not 0.0 <= float(value) <= 1.0:
         raise ValueError(f"a {kind} gate's value must be in [0, 1], but got {value!r}")
+    b = float(bound.value)
+    if not 0.0 <= b <= 1.0:  # a share's bound outside [0, 1]: met for certain on its passing side
+        passing = b < 0.0 if bound.direction == "min" else b > 1.0
+        return Look("met" if passing else "full", n, N, 1.0, nan, nan, nan)
     m = max(1, int(family_size))
     z_fail = float(-_special.ndtri(float(alpha) / 2 / m))
     return look(np.full(n, float(value)), N, bound.value, bound.direction, prompts=int(sweeps.prompts),

@@ -88,6 +88,7 @@ __all__ = [
     "KINDS",
     "REASONS",
     "Look",
+    "Sweeps",
     "aggregate_bets",
     "conditional_power",
     "confidence_sequence",
@@ -476,6 +477,40 @@ def round_sizes(N: int, batch: int, *, first: int | None = None, growth: float =
         nxt = int(math.ceil(out[-1] * growth / batch)) * batch
         out.append(min(N, max(nxt, out[-1] + batch)))
     return out
+
+
+@dataclass(frozen=True)
+class Sweeps:
+    """How a gate's value is made from images, for ``--t2i-sequential`` (a gate test passes it to ``gate``).
+
+    ``share`` gates: the value is the mean over ``prompts`` prompts of ``images`` images each (the
+    first ``images`` of the fixed-N run's ``planned``) of per-image scores in [0, 1], every image
+    counted once (a balanced grid: image ``j`` of every prompt is sweep ``j``). ``coverage`` gates:
+    the value is a coverage of those images; ``nested`` says the images kept at ``images`` stay kept
+    at ``planned`` (no de-duplication that can drop an earlier image later), so coverage cannot fall.
+
+    Attributes:
+        prompts: prompts per sweep (>= 1).
+        images: images per prompt at this look (1..planned).
+        planned: images per prompt of the fixed-N run (``N``).
+        nested: for coverage: the scored images at this look are a subset of those at ``N``.
+
+    Raises:
+        ValueError: a size below 1, or ``images > planned``.
+    """
+
+    prompts: int
+    images: int
+    planned: int
+    nested: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("prompts", "images", "planned"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+                raise ValueError(f"Sweeps.{name} must be a positive integer, but got {v!r}")
+        if self.images > self.planned:
+            raise ValueError(f"Sweeps: {self.images} images per prompt is more than the {self.planned} planned")
 
 
 @dataclass(frozen=True)

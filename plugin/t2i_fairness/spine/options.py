@@ -278,7 +278,7 @@ class T2IOptions:
     # the parsed --t2i-canary, bound to the registered family's canary (resolve_options sets it)
     canary_spec: Any = field(default=None, compare=False, repr=False)
     plan_samples: float | None = _default("--t2i-plan-samples")
-    sequential: bool = _default("--t2i-sequential")
+    sequential: bool = bool(_default("--t2i-sequential"))
     baseline_model: str | None = _default("--t2i-baseline-model")
     baseline_delta: float = _default("--t2i-baseline-delta")
     baseline_seed: int | None = _default("--t2i-baseline-seed")

@@ -98,6 +98,32 @@ class Workbench:
             if note:
                 self.cache.stats.identity.append(note)
 
+    @property
+    def planned_images_per_prompt(self) -> int:
+        """``--t2i-images-per-prompt`` of the fixed-N run (a look's view keeps it while showing fewer)."""
+        return int(getattr(self, "_planned", self.options.images_per_prompt))
+
+    def at_images(self, n: int) -> "Workbench":
+        """This workbench seen at the first ``n`` images per prompt of the fixed-N run (``--t2i-sequential``'s
+        looks): the same generator, cache, scorers and shared values, ``options.images_per_prompt = n``,
+        and the fixed-N run's provenance (a look is not another setting).
+
+        Raises:
+            ValueError: ``n`` outside ``1..--t2i-images-per-prompt``.
+        """
+        import copy
+        import dataclasses
+
+        planned = self.planned_images_per_prompt
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= planned:
+            raise ValueError(f"a look at {n!r} images per prompt: must be 1..{planned} (--t2i-images-per-prompt)")
+        view = copy.copy(self)  # shares the factory, cache, scorers and the shared values (keys name their counts)
+        view.options = dataclasses.replace(self.options, images_per_prompt=n)
+        view._planned = planned
+        view.provenance = getattr(self, "_full_provenance", self.provenance)
+        view._full_provenance = view.provenance
+        return view
+
     # -- generation ---------------------------------------------------------------------------
     def images(self, prompts: Sequence[str], n: int | None = None, desc: str = "generating") -> list[list[ImageRef]]:
         """``n`` images per prompt (default ``--t2i-images-per-prompt``), generated only when missing."""

@@ -19,6 +19,10 @@ def _study(bench, options):
     return CisStudy(bench, options)
 
 
+def _look(study, n: int):
+    return study.at_images(n)
+
+
 def _parameters(names: set[str], core, options) -> list[Parameters]:
     if "cis_k" not in names:
         return []

@@ -21,6 +21,10 @@ def _study(bench, options):
     return DigInStudy(bench)
 
 
+def _look(study, n: int):
+    return study.at_images(n)
+
+
 def _parameters(names: set[str], core, options) -> list[Parameters]:
     """``reference, template[, object][, region]`` for the region gates (the consistency gates are static)."""
     if not {"reference", "template"} <= names:

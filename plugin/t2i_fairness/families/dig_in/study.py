@@ -268,6 +268,25 @@ class DigInStudy(Study):
         super().__init__(bench)
         self.library = ReferenceLibrary.of(bench)
 
+    def at_images(self, n: int) -> "DigInStudy":
+        """This study on the first ``n`` images per prompt of the fixed-N run (``--t2i-sequential``'s looks)."""
+        return DigInStudy(self.bench.at_images(n))
+
+    def sweeps(self, template: str, score: "GroupScore"):
+        """How a group's precision or coverage is made (:class:`~t2i_fairness.metrics.sequential.Sweeps`),
+        or ``None`` where it is not a balanced grid of images: only ``{object} in {region}`` groups
+        (``{object}`` groups sample, country prompts split N unevenly) with no generated image dropped
+        as a duplicate at this look. Coverage is nested (cannot fall as images are added) unless the
+        generated images are de-duplicated with ``drop_all``, which can drop an image kept earlier."""
+        from t2i_fairness.metrics.sequential import Sweeps
+
+        n = int(self.bench.options.images_per_prompt)
+        total = int(score.n_generated or 0)
+        if template != "object_in_region" or total < n or total % n or score.n_duplicates:
+            return None
+        return Sweeps(prompts=total // n, images=n, planned=self.bench.planned_images_per_prompt,
+                      nested=fake_dedupe(self.bench.options) != "drop_all")
+
 
     @property
     def reference_sets(self):
