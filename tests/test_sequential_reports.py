@@ -228,3 +228,10 @@ def test_without_sequential_every_output_is_unchanged():
     changed = json.loads(json.dumps(outputs(s)))
     assert {name for name in golden if changed[name] != golden[name]} == {"terminal", "run_json", "step_summary", "junit",
                                                                           "junit_run", "html", "allure"}
+
+
+def test_the_docs_show_the_block_this_code_prints():
+    """docs/sequential-reports.md quotes the block of ``_mix()``: it must be what the code prints."""
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "sequential-reports.md").read_text(encoding="utf-8")
+    quoted = re.search(r"```text\n(.*?)\n```", doc, flags=re.S).group(1).splitlines()
+    assert quoted == sequential_lines(_session(_mix()))
