@@ -235,3 +235,59 @@ def test_the_docs_show_the_block_this_code_prints():
     doc = (Path(__file__).resolve().parents[1] / "docs" / "sequential-reports.md").read_text(encoding="utf-8")
     quoted = re.search(r"```text\n(.*?)\n```", doc, flags=re.S).group(1).splitlines()
     assert quoted == sequential_lines(_session(_mix()))
+
+
+# -- end to end: the plugin's sessions, with and without xdist ------------------------------------------
+
+SEQ_GATES = """
+import numpy as np
+import pytest
+
+
+@pytest.mark.parametrize("region", ["africa", "europe", "east_asia"])
+def test_region(region, t2i, gate):
+    refs = [r for row in t2i.images([f"a bag in {region}"], 4) for r in row]
+    gate(float(np.mean([np.asarray(r.load()).mean() for r in refs])) / 255, n=len(refs))
+"""
+
+
+def test_a_sequential_run_reports_the_block_the_same_with_and_without_xdist(pytester, monkeypatch):
+    """Through the plugin: every gate's record carries its sequential record (these test functions are in
+    no family, so they declare no kind and run to N), the controller's summary has the block, run.json
+    its object and the JUnit XML each gate's properties, whether the records came from xdist workers or not."""
+    import os
+    import xml.etree.ElementTree as ET
+
+    from demo_gates import RUN_FLAGS
+
+    pytester.makepyfile(test_seq=SEQ_GATES, fakegen=(Path(__file__).resolve().parent / "fakegen.py").read_text())
+    for var in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(pytester.path), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    args = ["-p", "xdist", "--t2i-model", "python:fakegen:make", "--t2i-device", "cpu", "--t2i-no-progress",
+            "--t2i-thresholds", str(pytester.path / "t.yaml"), "--t2i-cache-dir", str(pytester.path / "cache"), *RUN_FLAGS]
+    first = pytester.runpytest_subprocess(*args, "--t2i-update-thresholds", "-n", "0", timeout=300)
+    first.assert_outcomes(passed=3)
+    assert "-- sequential" not in first.stdout.str()
+    blocks = {}
+    for n in ("0", "2"):
+        art = pytester.path / f"art{n}"
+        result = pytester.runpytest_subprocess(*args, "--t2i-sequential", "-n", n, "--t2i-artifacts", str(art),
+                                               "--junitxml", str(art / "junit.xml"), timeout=300)
+        result.assert_outcomes(passed=3)
+        lines = result.stdout.str().splitlines()
+        start = lines.index("-- sequential (--t2i-sequential) --")
+        end = next(i for i in range(start, len(lines)) if lines[i].startswith("images used this run"))
+        blocks[n] = lines[start:end + 1]
+        data = json.loads((art / "run.json").read_text())
+        assert data["sequential"]["reasons"]["ran to N"] == 3 and data["sequential"]["alpha"] == 0.05
+        assert data["sequential"]["images_used"] == 12  # 3 regions x 4 images, from the first run's cache
+        cases = ET.parse(art / "junit.xml").getroot().iter("testcase")
+        props = [{p.get("name"): p.get("value") for p in case.iter("property")} for case in cases]
+        assert sorted(p["t2i_sequential_reason"] for p in props) == ["ran to N"] * 3
+        assert {p["t2i_sequential_kind"] for p in props} == {"undeclared"}
+    assert blocks["2"] == blocks["0"]
+    assert "reasons: 0 fail: bound excluded, 0 pass: bound met with certainty, 0 pass: futility, 3 ran to N" in blocks["0"]
+    assert "  undeclared: 3 gates (0 early): ran to N (sizes not recorded)" in blocks["0"]
+    assert blocks["0"][-1].startswith("images used this run: 12 (0 generated, 12 from cache)")
