@@ -49,12 +49,12 @@ def _f(x: Any) -> float | None:
     """A number of a record that may have crossed strict JSON (``"Infinity"``), or ``None``."""
     if isinstance(x, str):
         x = _NONFINITE.get(x)
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        try:
-            return float(x) if x is not None and hasattr(x, "__float__") else None
-        except (TypeError, ValueError):
-            return None
-    return float(x)
+    if x is None or isinstance(x, bool):
+        return None
+    try:
+        return float(x)  # numpy numbers too
+    except (TypeError, ValueError):
+        return None
 
 
 def _int(x: Any) -> int | None:
@@ -254,7 +254,7 @@ def sequential_summary(session) -> dict | None:
         "method": method, "alpha": alpha, "alpha_early_fails": half, "alpha_fixed_n": half,
         "e_threshold": e_threshold, "gates_early_fail_family": m_early, "multiplicity": multiplicity,
         "gates": len(records) - without, "gates_without_record": without,
-        "reasons": {k: v for k, v in reasons.items() if v or k in REASON_ORDER},
+        "reasons": reasons,  # the four reasons always, then any other a record names
         "kinds": dict(sorted(kinds.items())),
         "early_stops": [{"gate": r.gate, **{key: record_of(r).get(key) for key in (
             "kind", "reason", "round", "rounds", "images_per_prompt", "planned_per_prompt", "sequence")}}
