@@ -103,15 +103,15 @@ def test_terminal_summary_has_the_sequential_block():
         "  test_cov[africa]: pass: bound met with certainty at round 1 of 3, 4 of 16 images per prompt",
         "  test_a[futile]: pass: futility at round 2 of 3, 8 of 16 images per prompt, sequence [0.4458, 0.5542]",
     ]
-    assert ("images this run: 3,000 generated, 200 read from cache (a look re-reads the images of earlier looks); "
-            "the fixed-N plan: 100,000 images (generated 3% of it)") in block
+    assert ("images used this run: 3,200 (3,000 generated, 200 from the cache of earlier runs) of the fixed-N plan's "
+            "100,000 (3%; generated 3%)") in block
     assert not any(line.startswith("  test_a[full]") or line.startswith("  test_ratio") for line in block)
 
 
 def test_terminal_says_when_the_fixed_n_plan_is_unknown_and_gives_generation_time():
     s = _session(_mix(), planned=None)
-    assert sequential_lines(s)[-1] == ("images this run: 3,000 generated, 200 read from cache (a look re-reads the "
-                                       "images of earlier looks); the fixed-N plan's total is not recorded for this run "
+    assert sequential_lines(s)[-1] == ("images used this run: 3,200 (3,000 generated, 200 from the cache of earlier "
+                                       "runs); the fixed-N plan's total is not recorded for this run "
                                        "(`t2i-fairness plan` prints it)")
     s = _session(_mix(), planned=100_000)
     s.sequential["generation_seconds"] = 60.0
@@ -145,8 +145,8 @@ def test_run_json_has_the_sequential_object():
     assert seq["kinds"]["share"] == {"gates": 4, "early": 3, "sized": 4, "images": 15_200, "planned_images": 40_000,
                                      "share_of_planned": 0.38}
     assert seq["kinds"]["ratio"]["sized"] == 0 and seq["kinds"]["ratio"]["share_of_planned"] is None
-    assert (seq["generated"], seq["from_cache"], seq["planned_images"]) == (3000, 200, 100_000)
-    assert seq["generated_share_of_planned"] == 0.03
+    assert (seq["images_used"], seq["generated"], seq["from_cache"], seq["planned_images"]) == (3200, 3000, 200, 100_000)
+    assert (seq["share_of_planned"], seq["generated_share_of_planned"]) == (0.032, 0.03)
     assert [e["gate"] for e in seq["early_stops"]] == ["test_a[fail]", "test_a[met]", "test_cov[africa]", "test_a[futile]"]
     by_gate = {g["gate"]: g for g in data["gates"]}  # the per-gate records carry theirs
     assert by_gate["test_a[futile]"]["details"]["sequential"]["images_per_prompt"] == 8
@@ -171,7 +171,7 @@ def test_github_step_summary_has_the_run_block():
     text = step_summary(_session(_mix()))
     assert "<details><summary>sequential (--t2i-sequential)</summary>" in text
     assert "reasons: 1 fail: bound excluded, 2 pass: bound met with certainty" in text
-    assert "the fixed-N plan: 100,000 images (generated 3% of it)" in text
+    assert "of the fixed-N plan's 100,000 (3%; generated 3%)" in text
     assert "early stops (" not in text and "more (run.json)" not in text  # the gate table and run.json have the gates
 
 
@@ -202,7 +202,7 @@ def test_html_has_a_sequential_column_and_block():
     assert any(c.startswith("ran to N") and "no valid early stop for a ratio gate" in c for c in cells)
     assert '<section id="sequential"><h2>Sequential</h2>' in page and 'href="#sequential"' in page
     section = page[page.index('<section id="sequential">'):]
-    assert "reasons: 1 fail: bound excluded" in section and "the fixed-N plan: 100,000 images" in section
+    assert "reasons: 1 fail: bound excluded" in section and "fixed-N plan&#x27;s 100,000" in section
     rows = re.findall(r'<tr class="gate[^"]*"[^>]*data-search="([^"]*)"', page)
     assert any("pass: futility" in row for row in rows)  # the filter box finds gates by reason
 
@@ -280,7 +280,7 @@ def test_a_sequential_run_reports_the_block_the_same_with_and_without_xdist(pyte
         result.assert_outcomes(passed=3)
         lines = result.stdout.str().splitlines()
         start = lines.index("-- sequential (--t2i-sequential) --")
-        end = next(i for i in range(start, len(lines)) if lines[i].startswith("images this run"))
+        end = next(i for i in range(start, len(lines)) if lines[i].startswith("images used this run"))
         blocks[n] = lines[start:end + 1]
         data = json.loads((art / "run.json").read_text())
         assert data["sequential"]["reasons"]["ran to N"] == 3 and data["sequential"]["alpha"] == 0.05
@@ -292,4 +292,4 @@ def test_a_sequential_run_reports_the_block_the_same_with_and_without_xdist(pyte
     assert blocks["2"] == blocks["0"]
     assert "reasons: 0 fail: bound excluded, 0 pass: bound met with certainty, 0 pass: futility, 3 ran to N" in blocks["0"]
     assert "  undeclared: 3 gates (0 early): ran to N (sizes not recorded)" in blocks["0"]
-    assert blocks["0"][-1].startswith("images this run: 0 generated, 12 read from cache")
+    assert blocks["0"][-1].startswith("images used this run: 12 (0 generated, 12 from the cache of earlier runs)")

@@ -182,9 +182,9 @@ def sequential_summary(session) -> dict | None:
 
     ``images`` per kind sum each gate's ``images`` (images per prompt at stopping x its prompts) over the
     gates whose record has them; gates that share prompts count them once each, so these sums say
-    where each kind's evidence came from, not what was generated. The run's ``generated`` (the cache
-    counts, summed over xdist workers) is the GPU work; ``from_cache`` counts every read, a look's
-    re-read of earlier looks' images included, so the two together can exceed the images used.
+    where each kind's evidence came from, not what was generated. The run's ``images_used`` is the cache
+    counts' ``generated`` (the GPU work) plus ``from_cache`` (distinct images an earlier run made: the
+    session counts each image once, whichever xdist worker or look read it).
     ``planned_images`` is the fixed-N plan's total over the selection when the round driver records it
     (``GateSession.sequential["planned_images"]``), else ``None``.
 
@@ -247,6 +247,7 @@ def sequential_summary(session) -> dict | None:
     order = {reason: i for i, reason in enumerate(REASON_ORDER)}
     early.sort(key=lambda r: (order.get(str(record_of(r).get("reason")), 9), r.gate))
     c = session.cache
+    used_total = int(c.generated) + int(c.from_cache)
     planned_total = _int(info.get("planned_images"))
     secs = _f(info.get("generation_seconds"))
     rate = c.generated / secs if secs and c.generated else None  # images per second of generation this run
@@ -259,7 +260,9 @@ def sequential_summary(session) -> dict | None:
         "early_stops": [{"gate": r.gate, **{key: record_of(r).get(key) for key in (
             "kind", "reason", "round", "rounds", "images_per_prompt", "planned_per_prompt", "sequence")}}
             for r in early],
-        "generated": int(c.generated), "from_cache": int(c.from_cache), "planned_images": planned_total,
+        "images_used": used_total, "generated": int(c.generated), "from_cache": int(c.from_cache),
+        "planned_images": planned_total,
+        "share_of_planned": round(used_total / planned_total, 4) if planned_total else None,
         "generated_share_of_planned": round(int(c.generated) / planned_total, 4) if planned_total else None,
         "generation_seconds": secs,
         "planned_seconds_at_this_rate": round(planned_total / rate, 1) if rate and planned_total else None,
@@ -290,7 +293,7 @@ def sequential_lines(session, limit: int = EARLY_LIMIT) -> list[str]:
           share: 1 gate (1 early): 40 of 160 images (25%)
         early stops (1):
           g: pass: futility at round 1 of 3, 4 of 16 images per prompt, sequence [0.6000, 0.8000]
-        images this run: 0 generated, 0 read from cache (a look re-reads the images of earlier looks); the fixed-N plan's total is not recorded for this run (`t2i-fairness plan` prints it)
+        images used this run: 0 (0 generated, 0 from the cache of earlier runs); the fixed-N plan's total is not recorded for this run (`t2i-fairness plan` prints it)
     """
     summary = sequential_summary(session)
     if summary is None:
@@ -320,11 +323,12 @@ def sequential_lines(session, limit: int = EARLY_LIMIT) -> list[str]:
         out += [f"  {r.gate}: {gate_line(record_of(r))}" for r in early[:limit]]
         if len(early) > limit:
             out.append(f"  ... and {len(early) - limit} more (run.json)")
-    used = (f"images this run: {summary['generated']:,} generated, {summary['from_cache']:,} read from cache (a look "
-            "re-reads the images of earlier looks)")
+    used = (f"images used this run: {summary['images_used']:,} ({summary['generated']:,} generated, "
+            f"{summary['from_cache']:,} from the cache of earlier runs)")
     if summary["planned_images"]:
-        used += (f"; the fixed-N plan: {summary['planned_images']:,} images (generated "
-                 f"{_pct(summary['generated'], summary['planned_images'])} of it)")
+        used += (f" of the fixed-N plan's {summary['planned_images']:,} "
+                 f"({_pct(summary['images_used'], summary['planned_images'])}; generated "
+                 f"{_pct(summary['generated'], summary['planned_images'])})")
     else:
         used += "; the fixed-N plan's total is not recorded for this run (`t2i-fairness plan` prints it)"
     out.append(used)
