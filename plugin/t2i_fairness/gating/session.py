@@ -124,6 +124,9 @@ class GateSession:
     vocabulary: object = None  # report.labels.Vocabulary: the families' label tokens, for the reports
     outcome: RunOutcome = field(default_factory=RunOutcome)  # what pytest decided: tests, selection, interruption
     write_error: str | None = None  # the bounds or proposals could not be written (a full disk): the run fails
+    # --t2i-sequential (None when off): {"alpha": the run's alpha, set by finish; optional, from the round
+    # driver: "planned_images" (the fixed-N plan's images over the selection), "generation_seconds"}
+    sequential: dict | None = None
 
     def add(self, data: dict | str) -> None:
         """A gate record (a dict, or the JSON text of the report property)."""
@@ -207,6 +210,8 @@ class GateSession:
         if options is not None and write_files:
             # --t2i-sequential: the gates that ran to N are tested at alpha / 2 (the early fails spend the other half)
             self.adjust(options.multiplicity, options.alpha / 2 if options.sequential else options.alpha)
+            if options.sequential:  # the reports' sequential block (report.sequential) reads it
+                self.sequential = {**(self.sequential or {}), "alpha": float(options.alpha)}
             if options.canary:
                 from t2i_fairness.generators.canary import catch_report
 
