@@ -164,3 +164,25 @@ def test_prompt_use_checks_its_values():
     with pytest.raises(ValueError, match="share"):
         PromptUse("a", 8, 2, 1.5)
     assert math.isclose(PromptUse("a", 8, 2).share, 1.0)
+
+
+def test_hours_of_each_case_from_the_measured_rate(tmp_path, subprocess_env):
+    import dataclasses
+
+    from t2i_fairness.spine.options import T2IOptions
+    from t2i_fairness.spine.rates import Rate, store_rate
+    from t2i_fairness.spine.workbench import Workbench
+
+    bench = Workbench(T2IOptions(model="python:fakegen:make", cache_dir=tmp_path / "cache", device="cpu", batch_size=2,
+                                 progress=False))
+    store_rate(bench.cache, Rate(1.8, 64, "cpu", bench.source.fingerprint, dataclasses.asdict(bench.source.settings),
+                                 "bench"))
+    bench.close()
+    out, role = _plan(tmp_path, subprocess_env, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-batch-size", "2",
+                      "--t2i-cis-images", "8")
+    seq = role["sequential"]
+    for case, label in (("worst", "worst case"), ("expected", "expected"), ("best", "best case")):
+        assert seq[f"{case}_hours"] == pytest.approx(seq[f"{case}_to_make"] * 1.8 / 3600)
+        assert re.search(rf"^    {label} +{seq[case]} +{seq[case + '_to_make']} +{seq[case + '_hours']:.2f} h ", out, re.M), out
+    assert seq["best_hours"] < seq["worst_hours"] == pytest.approx(role["estimate"]["hours"])
+    assert "no measured rate" not in out

@@ -346,7 +346,8 @@ def sequential_plan(rp: RolePlan) -> dict:
     holds its prompts at ``N``. Arithmetic: :func:`~t2i_fairness.gating.sequential.sequential_images`.
 
     Returns:
-        the counts of ``sequential_images`` and ``batch``, ``gates``, ``early_gates``, ``runs_to_n``
+        the counts of ``sequential_images``, ``<case>_hours`` (from the role's measured rate; ``None``
+        without one) and ``batch``, ``gates``, ``early_gates``, ``runs_to_n``
         (reason -> number of tests), ``bench_batches`` (the bench batch sizes whose shares were used),
         ``source``.
     """
@@ -354,6 +355,7 @@ def sequential_plan(rp: RolePlan) -> dict:
 
     from t2i_fairness.families import FAMILIES
     from t2i_fairness.gating.sequential import NULL_SHARES_SOURCE, PromptUse, null_share, sequential_images
+    from t2i_fairness.spine.rates import estimate_hours
 
     families = {f.name: f for f in FAMILIES}
     batch = int(rp.bench.factory.batch_size)
@@ -382,6 +384,9 @@ def sequential_plan(rp: RolePlan) -> dict:
         cached.setdefault(p, set()).add(i)
     out = sequential_images(uses, cached)
     reasons = Counter(why for _, why, _ in decided.values() if why)
+    rate = None if rp.bench.source.spec.startswith("images:") else role_rate(rp)[1]
+    for case in ("worst", "expected", "best"):
+        out[f"{case}_hours"] = estimate_hours(out[f"{case}_to_make"], rate) if rate else None
     out.update(batch=batch, gates=len(decided), early_gates=sum(1 for _, why, _ in decided.values() if why is None),
                runs_to_n=dict(reasons.most_common()), bench_batches=sorted(bench_batches), source=NULL_SHARES_SOURCE)
     return out
