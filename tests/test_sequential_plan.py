@@ -54,6 +54,7 @@ def test_cis_share_gates_best_is_one_batch_per_prompt_and_expected_the_bench_sha
     assert seq["expected"] == round(sum(max(n - N + B, share * n) for _, n in requests))
     assert seq["best"] < seq["expected"] < seq["worst"]
     assert seq["early_gates"] == seq["gates"] == 2 and seq["runs_to_n"] == {} and seq["bench_batches"] == [B]
+    assert seq["early_prompts"] == seq["prompts"] == len(requests)
     # printed: the three cases (nothing cached: to make = images), where the expectation comes from, no rate yet
     assert _row(out, "worst case") == (seq["worst"], seq["worst"])
     assert _row(out, "expected") == (seq["expected"], seq["expected"])
@@ -81,7 +82,7 @@ def test_a_selection_of_only_run_to_n_gates_has_best_equal_expected_equal_worst(
                       "--t2i-batch-size", "2", "--t2i-images-per-prompt", "8", "--t2i-cis-images", "8")
     seq = role["sequential"]
     assert seq["worst"] > 0 and seq["best"] == seq["expected"] == seq["worst"]
-    assert seq["early_gates"] == 0 and seq["bench_batches"] == []
+    assert seq["early_gates"] == seq["early_prompts"] == 0 and seq["bench_batches"] == []
     assert any("percentile gates have no valid early stop" in why for why in seq["runs_to_n"])
     assert any("spread gates have no valid early stop" in why for why in seq["runs_to_n"])
     assert "none used: no gate stops early" in out
@@ -102,6 +103,7 @@ def test_a_run_to_n_gate_holds_the_prompts_it_shares_with_early_gates(tmp_path, 
                                                                      r"Southeast Asia|West Asia)", r["prompt"])]
     assert len(in_region) == 6 and set(in_region) == {8}
     assert b["best"] == b["worst"] - 6 * (8 - 2)  # only the object-in-region prompts stop after one batch
+    assert (a["early_prompts"], b["early_prompts"]) == (0, 6)
     cov = NULL_SHARES[("dig_in", "coverage")][2]  # the most demanding kind reading them: coverage
     assert b["expected"] == round(b["worst"] - 6 * 8 + 6 * max(2, cov * 8))
 

@@ -424,7 +424,8 @@ def sequential_lines(rp: RolePlan, seq: dict | None = None) -> list[str]:
     if rate is None and device is not None and seq["worst_to_make"]:
         lines.append(f"    no measured rate for this model and settings on {device}: no hours "
                      "(a generating run stores one; or run bench/bench_generation.py)")
-    lines.append(f"    {seq['early_gates']} of {seq['gates']} planned gate test(s) can stop early"
+    lines.append(f"    {seq['early_prompts']} of {seq['prompts']} prompt(s) can stop before N (every gate reading them can); "
+                 f"{seq['early_gates']} of {seq['gates']} planned gate test(s) can stop early"
                  + ("; the others run to N:" if seq["runs_to_n"] else ""))
     for why, count in seq["runs_to_n"].items():
         lines.append(f"      {count:>5}  {why}")

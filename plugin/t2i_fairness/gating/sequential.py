@@ -347,8 +347,9 @@ def sequential_images(uses, cached=None) -> dict:
         cached: prompt -> set of cached image indices (``None``: nothing cached).
 
     Returns:
-        ``{"prompts", "worst", "expected", "best", "worst_to_make", "expected_to_make", "best_to_make"}``
-        (expected figures rounded to whole images).
+        ``{"prompts", "early_prompts", "worst", "expected", "best", "worst_to_make", "expected_to_make",
+        "best_to_make"}`` (``early_prompts``: prompts whose best case is below ``planned``; expected
+        figures rounded to whole images).
 
     Example:
         >>> uses = [PromptUse("a", 16, 4, 0.33), PromptUse("a", 16, 4, 0.8), PromptUse("b", 16, 4, 0.33),
@@ -375,7 +376,8 @@ def sequential_images(uses, cached=None) -> dict:
         missing = sum(1 for i in range(whole) if i not in have)
         return missing + ((n - whole) if n > whole and whole not in have else 0.0)
 
-    return {"prompts": len(worst), "worst": sum(worst.values()), "expected": int(round(sum(expected.values()))),
+    return {"prompts": len(worst), "early_prompts": sum(1 for p in worst if best[p] < worst[p]),
+            "worst": sum(worst.values()), "expected": int(round(sum(expected.values()))),
             "best": sum(best.values()),
             "worst_to_make": sum(int(to_make(p, n)) for p, n in worst.items()),
             "expected_to_make": int(round(sum(to_make(p, n) for p, n in expected.items()))),
