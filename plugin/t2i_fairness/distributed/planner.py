@@ -221,7 +221,7 @@ def plan_lines(plan: Plan, tests_total: int | None = None) -> list[str]:
                          "those, and looks for duplicates within each group only)")
         lines.append("  " + cost_line(rp, len(make)))
         if rp.options.sequential:
-            lines += sequential_lines(rp)
+            lines += _sequential_lines(rp)
     if plan.unplanned:
         lines.append(f"{len(plan.unplanned)} selected test(s) generate as they run (no family plans them), e.g. "
                      f"{plan.unplanned[0]}")
@@ -345,11 +345,29 @@ def sequential_plan(rp: RolePlan) -> dict:
     the null-model share of :func:`~t2i_fairness.gating.sequential.null_share`. Every other test
     holds its prompts at ``N``. Arithmetic: :func:`~t2i_fairness.gating.sequential.sequential_images`.
 
+    Args:
+        rp: a role's plan from :func:`build_plan` (its needs, the tests reading each, its studies).
+
     Returns:
         the counts of ``sequential_images``, ``<case>_hours`` (from the role's measured rate; ``None``
         without one) and ``batch``, ``gates``, ``early_gates``, ``runs_to_n``
         (reason -> number of tests), ``bench_batches`` (the bench batch sizes whose shares were used),
         ``source``.
+
+    Raises:
+        what a family's ``needs`` or ``look`` raises (a look's ``ValueError``, the batch not below
+        ``N``, is the single look, not an error).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> from t2i_fairness.spine.plan import GateCall, ImageRequest, Need
+        >>> need = Need("rows", (), (ImageRequest("a doctor", 4),))
+        >>> bench = SimpleNamespace(factory=SimpleNamespace(batch_size=2), source=SimpleNamespace(spec="images:x"))
+        >>> rp = RolePlan("candidate", T2IOptions(), bench, needs=[("word_influence", need)], requests=list(need.images),
+        ...               readers={("word_influence", need.key): [GateCall("test_word_influence")]})
+        >>> s = sequential_plan(rp)
+        >>> s["worst"], s["expected"], s["best"], s["runs_to_n"]
+        (4, 4, 4, {'Word-level explanations: hoeffding gates have no valid early stop': 1})
     """
     from collections import Counter
 
@@ -403,7 +421,7 @@ def _case_hours(rp: RolePlan, images: int) -> str:
     return f"{estimate_hours(images, rate):.2f} h" if rate else "no rate"
 
 
-def sequential_lines(rp: RolePlan, seq: dict | None = None) -> list[str]:
+def _sequential_lines(rp: RolePlan, seq: dict | None = None) -> list[str]:
     """The plan's ``--t2i-sequential`` section of a role (``t2i-fairness plan --t2i-sequential``)."""
     seq = seq or sequential_plan(rp)
     device, rate = (None, None) if rp.bench.source.spec.startswith("images:") else role_rate(rp)
