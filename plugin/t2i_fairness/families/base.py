@@ -110,6 +110,17 @@ class Family:
     runs_to_n: Callable[[GateCall, T2IOptions], str | None] | None = None
     doc: str = field(default="", compare=False)
 
+    def __post_init__(self) -> None:
+        from t2i_fairness.metrics.sequential import KINDS
+
+        bad = {test: kind for test, kind in self.sequential.items() if kind not in KINDS}
+        if bad:
+            raise ValueError(f"family {self.name}: unknown sequential kind(s) {bad}; one of {sorted(KINDS)}")
+        early = [test for test, kind in self.sequential.items() if KINDS[kind] != "fixed"]
+        if early and self.look is None:
+            raise ValueError(f"family {self.name}: {early} stop early but the family has no look (give look=, "
+                             "or declare a kind that runs to N)")
+
 
 class Study:
     """Base of the families' studies: a workbench, and numbers computed once, on first request."""

@@ -139,6 +139,10 @@ class GateSession:
             self.artifacts.append(dict(data))
 
     def merge_cache_stats(self, stats: dict) -> None:
+        """Add one workbench's counts (a worker's, or this process's). Where the keys behind them came
+        too, the run's counts are of distinct entries: an entry computed by one worker and read by
+        another, or read twice, counts once; reused means made before this run. So ``-n 0`` and
+        ``-n 2`` on the same selection print the same computed and reused counts."""
         self.cache.generated += stats.get("generated", 0)
         self.cache.from_cache += stats.get("from_cache", 0)
         self.cache.regenerated += stats.get("regenerated", 0)
@@ -149,6 +153,19 @@ class GateSession:
             for k, v in stats.get(attr, {}).items():
                 mine[k] = mine.get(k, 0) + v
         self.cache.identity.extend(n for n in stats.get("identity", []) if n not in self.cache.identity)  # workers say it alike
+        if "computed_keys" not in stats:
+            return
+        c = self.cache
+        for name in ("computed_keys", "reused_keys"):
+            for kind, keys in stats.get(name, {}).items():
+                getattr(c, name).setdefault(kind, set()).update(keys)
+        c.generated_keys.update(stats.get("generated_keys", ()))
+        c.from_cache_keys.update(stats.get("from_cache_keys", ()))
+        for kind in set(c.computed_keys) | set(c.reused_keys):
+            made = c.computed_keys.get(kind, set())
+            c.computed[kind] = len(made)
+            c.reused[kind] = len(c.reused_keys.get(kind, set()) - made)
+        c.from_cache = len(c.from_cache_keys - c.generated_keys)
 
     def adjust(self, method: str, alpha: float) -> None:
         """Adjust the p-values of the run's gates across the run (``holm``, ``bh`` or ``none``) and list the

@@ -22,6 +22,10 @@ def _study(bench, options):
     return DecomposedStudy(bench, options)
 
 
+def _look(study, n: int):
+    return study.at_images(n)
+
+
 def _parameters(names: set[str], core, options) -> list[Parameters]:
     """``reference[, template][, region | setup, metric]`` for the Decomposed-DIG gates."""
     if "reference" not in names:
@@ -85,6 +89,7 @@ FAMILY = Family(
     sequential={"test_obj_precision": "share", "test_bg_precision": "share", "test_obj_coverage": "coverage",
                 "test_bg_coverage": "coverage", "test_worst_region_bg_coverage": "worst", "test_region_spread": "spread",
                 "test_template_improvement": "spread"},
+    look=_look,
     doc="The session's Decomposed-DIG study: ``decomposed.scores(reference, template)``, ``.real(reference)``, "
         "``.diagnostics(reference, template)``, ``.models()``.",
 )
