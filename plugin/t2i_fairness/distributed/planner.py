@@ -194,8 +194,9 @@ def widening(rp: RolePlan) -> dict | None:
     return {"why": wide[0].widened, "gates": len(wide), "narrow_images": len(narrow)}
 
 
-def plan_lines(plan: Plan, tests_total: int | None = None) -> list[str]:
-    """The plan for people: selection, per-family counts and what is cached, per role."""
+def plan_lines(plan: Plan, tests_total: int | None = None, sequential: bool = True) -> list[str]:
+    """The plan for people: selection, per-family counts and what is cached, per role; under
+    ``--t2i-sequential`` (and ``sequential``) the worst, expected and best case of a run in rounds."""
     sel = plan.selection
     lines = [f"t2i-fairness plan: {len(sel.tests)} of {sel.collected} tests selected "
              f"(pytest {' '.join(sel.args)})"]
@@ -220,7 +221,7 @@ def plan_lines(plan: Plan, tests_total: int | None = None) -> list[str]:
                          f"their own prompts need {widened['narrow_images']} (--t2i-dedupe-scope group plans only "
                          "those, and looks for duplicates within each group only)")
         lines.append("  " + cost_line(rp, len(make)))
-        if rp.options.sequential:
+        if rp.options.sequential and sequential:
             lines += _sequential_lines(rp)
     if plan.unplanned:
         lines.append(f"{len(plan.unplanned)} selected test(s) generate as they run (no family plans them), e.g. "
