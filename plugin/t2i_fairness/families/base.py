@@ -86,6 +86,10 @@ class Family:
         look: ``look(study, n) -> study`` on the first ``n`` images per prompt of the fixed-N run
             (``n`` a multiple of the batch size; the same bytes, nested as ``n`` grows), with the fixed-N
             run's provenance; needed when ``sequential`` names a test.
+        runs_to_n: ``runs_to_n(call, core_options) -> str | None``: why a selected test of a kind with an
+            early stop still runs to ``N`` under these options (a template that is not a balanced grid of
+            images, coverage that is not nested, ...), or ``None``; what ``t2i-fairness plan
+            --t2i-sequential`` counts (the round driver decides from the data itself).
     """
 
     name: str
@@ -103,6 +107,7 @@ class Family:
     canaries: tuple[CanaryInfo, ...] = ()
     sequential: Mapping[str, str] = field(default_factory=dict)
     look: Callable[[Any, int], Any] | None = None
+    runs_to_n: Callable[[GateCall, T2IOptions], str | None] | None = None
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
