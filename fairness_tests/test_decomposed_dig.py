@@ -90,36 +90,38 @@ def _difference(a, b, confidence, method):
                                        method=method)
 
 
-def _region_gate(sc, region, setup, metric, gate, t2i):
-    """Gate one region's value with its interval."""
+def _region_gate(sc, region, setup, metric, gate, t2i, decomposed):
+    """Gate one region's value with its interval (``sweeps``: how it is made from images, for
+    ``--t2i-sequential``'s early stops)."""
     s = sc.scores[region][setup]
     gate(getattr(s, metric), n=s.n_fake if metric == "precision" else s.n_real,
          interval=_interval(sc, region, setup, metric, t2i.options.confidence),
-         details={"n_fake": s.n_fake, "n_used": s.n_used, "n_missing": s.n_missing, "n_real": s.n_real})
+         details={"n_fake": s.n_fake, "n_used": s.n_used, "n_missing": s.n_missing, "n_real": s.n_real},
+         sweeps=decomposed.sweeps(s))
 
 
 # -- per region (Sec. 4.1-4.2) -----------------------------------------------------------------
 
 def test_obj_precision(reference, template, region, decomposed, gate, t2i, t2i_report):
     t2i_report.on_failure(evidence(decomposed, reference, template, "obj", "precision", region))
-    _region_gate(_scored(decomposed, reference, template, gate, region), region, "obj", "precision", gate, t2i)
+    _region_gate(_scored(decomposed, reference, template, gate, region), region, "obj", "precision", gate, t2i, decomposed)
 
 
 def test_obj_coverage(reference, template, region, decomposed, gate, t2i, t2i_report):
     t2i_report.on_failure(evidence(decomposed, reference, template, "obj", "coverage", region))
-    _region_gate(_scored(decomposed, reference, template, gate, region), region, "obj", "coverage", gate, t2i)
+    _region_gate(_scored(decomposed, reference, template, gate, region), region, "obj", "coverage", gate, t2i, decomposed)
 
 
 def test_bg_precision(reference, template, region, decomposed, gate, t2i, t2i_report):
     t2i_report.on_failure(evidence(decomposed, reference, template, "bg", "precision", region))
-    _region_gate(_scored(decomposed, reference, template, gate, region), region, "bg", "precision", gate, t2i)
+    _region_gate(_scored(decomposed, reference, template, gate, region), region, "bg", "precision", gate, t2i, decomposed)
 
 
 def test_bg_coverage(reference, template, region, decomposed, gate, t2i, table1, t2i_report):
     t2i_report.on_failure(evidence(decomposed, reference, template, "bg", "coverage", region))
     sc = _scored(decomposed, reference, template, gate, region)
     table1(reference)
-    _region_gate(sc, region, "bg", "coverage", gate, t2i)
+    _region_gate(sc, region, "bg", "coverage", gate, t2i, decomposed)
 
 
 # -- across regions ----------------------------------------------------------------------------

@@ -37,6 +37,31 @@ def test_every_gate_module_of_the_suite_belongs_to_one_family():
     assert all(len(names) == 1 for names in owners.values()), owners
 
 
+def test_every_gate_test_of_the_suite_declares_its_sequential_kind():
+    """--t2i-sequential reads each gate test's kind from its family (Family.sequential): every test that asks
+    for ``gate`` is named there, and nothing else is (a renamed test would silently lose its early stops)."""
+    import ast
+
+    for family in FAMILIES:
+        gate_tests = set()
+        for module in family.suite_modules:
+            tree = ast.parse((REPO / "fairness_tests" / f"{module}.py").read_text())
+            gate_tests |= {f.name for f in tree.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")
+                           and "gate" in [a.arg for a in f.args.args]}
+        assert gate_tests == set(family.sequential), (family.name, gate_tests ^ set(family.sequential))
+
+
+def test_a_family_with_early_stopping_kinds_needs_a_look_or_says_why_not():
+    from t2i_fairness.families.base import Family
+
+    with pytest.raises(ValueError, match="no look"):
+        Family("x", "X", "p", (), "x", lambda b, o: None, sequential={"test_a": "share"})
+    with pytest.raises(ValueError, match="unknown sequential kind"):
+        Family("x", "X", "p", (), "x", lambda b, o: None, sequential={"test_a": "mean"})
+    Family("x", "X", "p", (), "x", lambda b, o: None, sequential={"test_a": "share"}, look=lambda s, n: s)
+    Family("x", "X", "p", (), "x", lambda b, o: None, sequential={"test_a": "ratio"})
+
+
 def test_family_study_fixtures_are_distinct_and_options_are_unique():
     fixtures = [f.fixture for f in FAMILIES]
     assert len(set(fixtures)) == len(fixtures)

@@ -162,7 +162,7 @@ def _run(ns: argparse.Namespace, extra: Sequence[str]) -> int:
         plan = build_plan(selection, generate_on=generate_on, read_only=ns.command == "plan")  # planning writes nothing
     except (SelectionError, OptionError, ModelLoadError, OSError) as exc:
         raise _Usage(str(exc)) from None
-    for line in plan_lines(plan):
+    for line in plan_lines(plan, sequential=ns.command == "plan"):  # generate makes the fixed-N plan
         print(line)
     if ns.output:
         Path(ns.output).write_text(json.dumps(plan_json(plan), indent=1) + "\n")

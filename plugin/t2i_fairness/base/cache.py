@@ -162,6 +162,28 @@ class CacheStats:
     reused: dict[str, int] = field(default_factory=dict)  # kind -> entries read from cache
     identity: list[str] = field(default_factory=list)  # weights that changed since the last run, unversioned fingerprints
     digests: dict[str, float] = field(default_factory=dict)  # weights digests: seconds, files, read, bytes (base.identity)
+    # the keys behind the counts, so a run's counts are of distinct entries whatever the sharding: an entry
+    # computed by one xdist worker and read by another is computed once and reused never (run_counts)
+    computed_keys: dict[str, set] = field(default_factory=dict)  # kind -> keys computed by this process
+    reused_keys: dict[str, set] = field(default_factory=dict)  # kind -> keys read from the cache by this process
+    generated_keys: set = field(default_factory=set)  # images this process wrote
+    from_cache_keys: set = field(default_factory=set)  # images this process read from the cache
+
+    def note(self, attr: str, label: str, keys) -> None:
+        """Record ``keys`` as computed (``attr="computed"``) or reused (``"reused"``) entries of ``label``."""
+        if keys:
+            getattr(self, f"{attr}_keys").setdefault(label, set()).update(keys)
+
+    def payload(self) -> dict:
+        """These counts as plain data for another process (xdist's workeroutput): key sets as sorted lists."""
+        import dataclasses
+
+        data = dataclasses.asdict(self)
+        for name in ("computed_keys", "reused_keys"):
+            data[name] = {k: sorted(v) for k, v in data[name].items()}
+        for name in ("generated_keys", "from_cache_keys"):
+            data[name] = sorted(data[name])
+        return data
 
 
 def is_url(location: str | os.PathLike) -> bool:

@@ -125,10 +125,13 @@ class Memo:
         """The file of ``key`` (file entries only)."""
         return self.entries.path(key)
 
-    def _count(self, attr: str, n: int) -> None:
+    def _count(self, attr: str, n: int, keys=()) -> None:
         if n:
             counts = getattr(self.cache.stats, attr)
             counts[self.label] = counts.get(self.label, 0) + n
+        note = getattr(self.cache.stats, "note", None)  # the keys, for the run's distinct counts (CacheStats)
+        if note is not None:
+            note(attr, self.label, keys)
 
     def lookup(self, keys: Sequence[str]) -> list[Any | None]:
         """The cached value of each key, or ``None`` (nothing is computed or counted)."""
@@ -165,8 +168,9 @@ class Memo:
         values: list[Any | None] = self.lookup(keys)
         todo = [i for i, v in enumerate(values) if v is None]
         reused = len(keys) - len(todo)
+        read = [keys[i] for i, v in enumerate(values) if v is not None]  # the keys behind the counts
         if not todo:
-            self._count("reused", reused)
+            self._count("reused", reused, read)
             return values
         split = chunks or (lambda idx: [idx[s:s + batch_size] for s in range(0, len(idx), batch_size)])
         computed = 0
@@ -185,6 +189,7 @@ class Memo:
                         # computed again, as before the locks: what a caller's counts rely on)
                         done_meanwhile = self._fill_from_cache(keys, [i for i in ours if keys[i] not in made_here], values)
                         reused += len(done_meanwhile)
+                        read += [keys[i] for i in done_meanwhile]
                         ours = [i for i in ours if i not in done_meanwhile]
                         if ours:
                             made = list(compute(ours))
@@ -203,10 +208,11 @@ class Memo:
                     self._lock(key).acquire().release()
                 found = self._fill_from_cache(keys, theirs, values)
                 reused += len(found)
+                read += [keys[i] for i in found]
                 advance(len(found))
                 pending = [i for i in theirs if i not in found]  # its holder failed: compute them ourselves
-        self._count("reused", reused)
-        self._count("computed", computed)
+        self._count("reused", reused, read)
+        self._count("computed", computed, made_here)
         return values
 
     def _lock(self, key: str):

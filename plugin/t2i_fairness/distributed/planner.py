@@ -17,7 +17,7 @@ from t2i_fairness.distributed.selection import Selection
 from t2i_fairness.spine.options import T2IOptions
 from t2i_fairness.spine.plan import BatchJob, ImageRequest, Need, batch_jobs, role_options, unique_requests
 
-__all__ = ["Plan", "RolePlan", "build_plan", "plan_json", "plan_lines", "widening"]
+__all__ = ["Plan", "RolePlan", "build_plan", "plan_json", "plan_lines", "sequential_plan", "widening"]
 
 
 @dataclass
@@ -32,6 +32,8 @@ class RolePlan:
     by_family: dict[str, list[ImageRequest]] = field(default_factory=dict)
     jobs: list[BatchJob] = field(default_factory=list)
     generate_on: str = "cpu"  # the device kind the image keys name (workers generate on it)
+    readers: dict[tuple[str, tuple], list] = field(default_factory=dict)  # (family, need key) -> GateCalls reading it
+    studies: dict[str, Any] = field(default_factory=dict)  # family -> its study (what ``needs`` was asked of)
 
     @property
     def images(self) -> set[tuple[str, int]]:
@@ -118,7 +120,9 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
             key = (role, family.name)
             if key not in studies:
                 studies[key] = family.study(rp.bench, rp.options.family(family.name))
+                rp.studies[family.name] = studies[key]
             for need in family.needs(test.call, studies[key]):
+                rp.readers.setdefault((family.name, need.key), []).append(test.call)
                 if (role, family.name, need.key) in seen:
                     continue
                 seen.add((role, family.name, need.key))
@@ -190,8 +194,9 @@ def widening(rp: RolePlan) -> dict | None:
     return {"why": wide[0].widened, "gates": len(wide), "narrow_images": len(narrow)}
 
 
-def plan_lines(plan: Plan, tests_total: int | None = None) -> list[str]:
-    """The plan for people: selection, per-family counts and what is cached, per role."""
+def plan_lines(plan: Plan, tests_total: int | None = None, sequential: bool = True) -> list[str]:
+    """The plan for people: selection, per-family counts and what is cached, per role; under
+    ``--t2i-sequential`` (and ``sequential``) the worst, expected and best case of a run in rounds."""
     sel = plan.selection
     lines = [f"t2i-fairness plan: {len(sel.tests)} of {sel.collected} tests selected "
              f"(pytest {' '.join(sel.args)})"]
@@ -216,6 +221,8 @@ def plan_lines(plan: Plan, tests_total: int | None = None) -> list[str]:
                          f"their own prompts need {widened['narrow_images']} (--t2i-dedupe-scope group plans only "
                          "those, and looks for duplicates within each group only)")
         lines.append("  " + cost_line(rp, len(make)))
+        if rp.options.sequential and sequential:
+            lines += _sequential_lines(rp)
     if plan.unplanned:
         lines.append(f"{len(plan.unplanned)} selected test(s) generate as they run (no family plans them), e.g. "
                      f"{plan.unplanned[0]}")
@@ -270,6 +277,8 @@ def plan_json(plan: Plan) -> dict:
             "jobs": [j.to_dict() for j in rp.jobs],
             "estimate": _estimate_json(rp),
         })
+        if rp.options.sequential:
+            out["roles"][-1]["sequential"] = sequential_plan(rp)
     return out
 
 
@@ -285,3 +294,158 @@ def _estimate_json(rp: RolePlan) -> dict:
     device, rate = role_rate(rp)
     return {"device": device, "images": images, "seconds_per_image": rate.seconds_per_image if rate else None,
             "hours": estimate_hours(images, rate) if rate else None, "rate": dataclasses.asdict(rate) if rate else None}
+
+
+# -- --t2i-sequential: what a run in rounds would cost -------------------------------------------------
+
+
+def _call_id(family: str, call) -> tuple:
+    return (family, call.test, call.nodeid or repr(sorted(call.params.items(), key=lambda kv: kv[0])))
+
+
+def _early(family, call, rp: RolePlan, batch: int, looks: dict) -> tuple[str | None, str | None, dict | None]:
+    """``(kind, why it runs to N or None, {need key: {prompt: images at the first round}})`` of one selected test."""
+    from t2i_fairness.metrics.sequential import KINDS
+
+    kind = family.sequential.get(call.test)
+    if kind is None or kind not in KINDS:
+        return kind, f"{family.title}: no sequential kind declared for {call.test}", None
+    if KINDS[kind] == "fixed":
+        return kind, f"{family.title}: {kind} gates have no valid early stop", None
+    if family.look is None:
+        return kind, f"{family.title}: no look at fewer images yet (its {kind} gates run to N)", None
+    if call.role == "baseline":
+        return kind, "baseline role: runs to N", None
+    if family.runs_to_n is not None:
+        why = family.runs_to_n(call, rp.options)
+        if why:
+            return kind, f"{family.title} {kind}: {why}", None
+    if family.name not in looks:
+        try:
+            looks[family.name] = family.look(rp.studies[family.name], batch)
+        except ValueError:  # the batch is not below N: the round driver's single look
+            looks[family.name] = None
+    if looks[family.name] is None:
+        return kind, f"--t2i-batch-size {batch} gives one look for N <= {batch}", None
+    first = {n.key: {r.prompt: r.n for r in n.images} for n in family.needs(call, looks[family.name])}
+    full = {n.key: {r.prompt: r.n for r in n.images} for n in family.needs(call, rp.studies[family.name])}
+    if all(first.get(key, {}).get(p, n) >= n for key, prompts in full.items() for p, n in prompts.items()):
+        return kind, f"--t2i-batch-size {batch} gives one look for N <= {batch}", None  # the look is the fixed-N study
+    return kind, None, first
+
+
+def sequential_plan(rp: RolePlan) -> dict:
+    """What a ``--t2i-sequential`` run of a role's plan would make: worst, expected and best case images.
+
+    Each selected test is matched with the prompts it reads (its family's ``needs``). A test can stop
+    early when its function's kind (``Family.sequential``) has an early stop (``share``, ``coverage``),
+    its family has a look (``Family.look``), nothing in these options makes it run to ``N``
+    (``Family.runs_to_n``) and the batch size is below ``N`` (rounds are multiples of the batch size:
+    ``--t2i-batch-size B`` gives one look for ``N <= B``). Its first round is what its ``needs`` ask of
+    the family's look at one batch per prompt, the round driver's first look; its expected images are
+    the null-model share of :func:`~t2i_fairness.gating.sequential.null_share`. Every other test
+    holds its prompts at ``N``. Arithmetic: :func:`~t2i_fairness.gating.sequential.sequential_images`.
+
+    Args:
+        rp: a role's plan from :func:`build_plan` (its needs, the tests reading each, its studies).
+
+    Returns:
+        the counts of ``sequential_images``, ``<case>_hours`` (from the role's measured rate; ``None``
+        without one) and ``batch``, ``gates``, ``early_gates``, ``runs_to_n``
+        (reason -> number of tests), ``bench_batches`` (the bench batch sizes whose shares were used),
+        ``source``.
+
+    Raises:
+        what a family's ``needs`` or ``look`` raises (a look's ``ValueError``, the batch not below
+        ``N``, is the single look, not an error).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> from t2i_fairness.spine.plan import GateCall, ImageRequest, Need
+        >>> need = Need("rows", (), (ImageRequest("a doctor", 4),))
+        >>> bench = SimpleNamespace(factory=SimpleNamespace(batch_size=2), source=SimpleNamespace(spec="images:x"))
+        >>> rp = RolePlan("candidate", T2IOptions(), bench, needs=[("word_influence", need)], requests=list(need.images),
+        ...               readers={("word_influence", need.key): [GateCall("test_word_influence")]})
+        >>> s = sequential_plan(rp)
+        >>> s["worst"], s["expected"], s["best"], s["runs_to_n"]
+        (4, 4, 4, {'Word-level explanations: hoeffding gates have no valid early stop': 1})
+    """
+    from collections import Counter
+
+    from t2i_fairness.families import FAMILIES
+    from t2i_fairness.gating.sequential import NULL_SHARES_SOURCE, PromptUse, null_share, sequential_images
+    from t2i_fairness.spine.rates import estimate_hours
+
+    families = {f.name: f for f in FAMILIES}
+    batch = int(rp.bench.factory.batch_size)
+    looks: dict[str, Any] = {}
+    decided: dict[tuple, tuple] = {}
+    uses: list[PromptUse] = []
+    bench_batches: set[int] = set()
+    for fname, need in rp.needs:
+        full: dict[str, int] = {}
+        for r in need.images:
+            full[r.prompt] = max(full.get(r.prompt, 0), r.n)
+        for call in rp.readers.get((fname, need.key), ()):
+            cid = _call_id(fname, call)
+            if cid not in decided:
+                decided[cid] = _early(families[fname], call, rp, batch, looks)
+            kind, why, first = decided[cid]
+            share, at = (1.0, None) if why else null_share(fname, kind, batch)
+            if at is not None:
+                bench_batches.add(at)
+            at_first = {} if first is None else first.get(need.key, {})
+            for prompt, n in full.items():
+                f = min(n, at_first.get(prompt, n)) if why is None else n
+                uses.append(PromptUse(prompt, n, f, share if why is None else 1.0))
+    cached: dict[str, set[int]] = {}
+    for p, i in rp.images - rp.to_make:
+        cached.setdefault(p, set()).add(i)
+    out = sequential_images(uses, cached)
+    reasons = Counter(why for _, why, _ in decided.values() if why)
+    rate = None if rp.bench.source.spec.startswith("images:") else role_rate(rp)[1]
+    for case in ("worst", "expected", "best"):
+        out[f"{case}_hours"] = estimate_hours(out[f"{case}_to_make"], rate) if rate else None
+    out.update(batch=batch, gates=len(decided), early_gates=sum(1 for _, why, _ in decided.values() if why is None),
+               runs_to_n=dict(reasons.most_common()), bench_batches=sorted(bench_batches), source=NULL_SHARES_SOURCE)
+    return out
+
+
+def _case_hours(rp: RolePlan, images: int) -> str:
+    from t2i_fairness.spine.rates import estimate_hours
+
+    if not images:
+        return "0 h"
+    if rp.bench.source.spec.startswith("images:"):
+        return "none (images read from a manifest)"
+    device, rate = role_rate(rp)
+    return f"{estimate_hours(images, rate):.2f} h" if rate else "no rate"
+
+
+def _sequential_lines(rp: RolePlan, seq: dict | None = None) -> list[str]:
+    """The plan's ``--t2i-sequential`` section of a role (``t2i-fairness plan --t2i-sequential``)."""
+    seq = seq or sequential_plan(rp)
+    device, rate = (None, None) if rp.bench.source.spec.startswith("images:") else role_rate(rp)
+    kind = "GPU" if (device or "").startswith("cuda") else (device or "generation")
+    lines = [f"  --t2i-sequential (docs/sequential-plan.md): images of a run in rounds (multiples of the batch size "
+             f"{seq['batch']}), {kind} time from the rate above"]
+    lines.append(f"    {'case':<11} {'images':>7} {'to make':>8} {'time':>9}")
+    bench = ", ".join(f"batch {b}" + ("" if b == seq["batch"] else f" (the bench's nearest to {seq['batch']})")
+                      for b in seq["bench_batches"]) or "none used: no gate stops early"
+    for case, what in (("worst", "the fixed-N plan: no gate uses more than N images per prompt"),
+                       ("expected", f"null model (did not regress): per-gate image shares measured at {bench}"),
+                       ("best", "every gate that can stop early stops after its first round (one batch per prompt)")):
+        label = "expected" if case == "expected" else f"{case} case"
+        lines.append(f"    {label:<11} {seq[case]:>7} {seq[case + '_to_make']:>8} {_case_hours(rp, seq[case + '_to_make']):>9}"
+                     f"  {what}")
+    lines.append(f"    expected: the null-model expectation of {seq['source']}; a regressed or borderline model costs "
+                 "more, up to the worst case. Prompts read by a gate that runs to N count at N in every case.")
+    if rate is None and device is not None and seq["worst_to_make"]:
+        lines.append(f"    no measured rate for this model and settings on {device}: no hours "
+                     "(a generating run stores one; or run bench/bench_generation.py)")
+    lines.append(f"    {seq['early_prompts']} of {seq['prompts']} prompt(s) can stop before N (every gate reading them can); "
+                 f"{seq['early_gates']} of {seq['gates']} planned gate test(s) can stop early"
+                 + ("; the others run to N:" if seq["runs_to_n"] else ""))
+    for why, count in seq["runs_to_n"].items():
+        lines.append(f"      {count:>5}  {why}")
+    return lines

@@ -86,6 +86,10 @@ class Family:
         look: ``look(study, n) -> study`` on the first ``n`` images per prompt of the fixed-N run
             (``n`` a multiple of the batch size; the same bytes, nested as ``n`` grows), with the fixed-N
             run's provenance; needed when ``sequential`` names a test.
+        runs_to_n: ``runs_to_n(call, core_options) -> str | None``: why a selected test of a kind with an
+            early stop still runs to ``N`` under these options (a template that is not a balanced grid of
+            images, coverage that is not nested, ...), or ``None``; what ``t2i-fairness plan
+            --t2i-sequential`` counts (the round driver decides from the data itself).
     """
 
     name: str
@@ -103,7 +107,19 @@ class Family:
     canaries: tuple[CanaryInfo, ...] = ()
     sequential: Mapping[str, str] = field(default_factory=dict)
     look: Callable[[Any, int], Any] | None = None
+    runs_to_n: Callable[[GateCall, T2IOptions], str | None] | None = None
     doc: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        from t2i_fairness.metrics.sequential import KINDS
+
+        bad = {test: kind for test, kind in self.sequential.items() if kind not in KINDS}
+        if bad:
+            raise ValueError(f"family {self.name}: unknown sequential kind(s) {bad}; one of {sorted(KINDS)}")
+        early = [test for test, kind in self.sequential.items() if KINDS[kind] != "fixed"]
+        if early and self.look is None:
+            raise ValueError(f"family {self.name}: {early} stop early but the family has no look (give look=, "
+                             "or declare a kind that runs to N)")
 
 
 class Study:

@@ -301,11 +301,14 @@ class Gate:
         else:
             status, blocking = "fail", True
             message = f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass"
+        details: dict[str, Any] = {"undefined": reason}
+        if self.context.options.sequential:  # undefined at N, after its looks (or with none)
+            details["sequential"] = dict(self.stop) if self.stop is not None else _ran_to_n(self.context.kind)
         # recorded like any judged gate, so the summary, run.json and a canary's tally count it
         self.context.emit(GateRecord(
             gate=gate_id, nodeid=self.context.nodeid, value=float("nan"), n=0, direction=bound.direction,
             status=status, bound=bound.value, write=None, message=message, provenance=self.context.provenance(),
-            family=self.context.family, details={"undefined": reason}, blocking=blocking and inconclusive))
+            family=self.context.family, details=details, blocking=blocking and inconclusive))
         if blocking:
             pytest.fail(message, pytrace=False)
         warnings.warn(T2IInconclusiveWarning(message), stacklevel=2)

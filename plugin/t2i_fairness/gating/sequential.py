@@ -41,8 +41,9 @@ from t2i_fairness.metrics.sequential import (
     round_sizes,
 )
 
-__all__ = ["CONTROLS", "SequentialGate", "SequentialOutcome", "Sweeps", "decide_look", "e_threshold", "image_range",
-           "look_record", "run_rounds", "stopped_verdict"]
+__all__ = ["CONTROLS", "NULL_SHARES", "NULL_SHARES_SOURCE", "PromptUse", "SequentialGate", "SequentialOutcome", "Sweeps",
+           "decide_look", "e_threshold", "image_range", "look_record", "null_share", "run_rounds", "sequential_images",
+           "stopped_verdict"]
 
 #: early-fail rules of :func:`run_rounds`: per-gate Bonferroni (the suite's) and e-Holm closed testing
 CONTROLS = ("bonferroni", "e-holm")
@@ -249,9 +250,10 @@ def image_range(requests, batch: int, *, images_per_hour: float | None = None) -
     """Best and worst case images of a sequential run over a plan's requests (the ``plan`` command's hook).
 
     Worst case: the fixed-N plan itself (no gate uses more than ``N`` images per prompt). Best case:
-    every gate decided after the first round, one batch per prompt (``min(batch, n)``). An expected
-    figure needs each selected gate's kind and the per-kind stopping shares measured by
-    ``bench/bench_sequential.py`` (``docs/sequential.md``); it is not computed here. GPU hours: pass
+    every gate decided after the first round, one batch per prompt (``min(batch, n)``), whatever the
+    gates' kinds: :func:`sequential_images` counts per gate (kinds that run to ``N``, the first round
+    of each family's look) and adds the null-model expectation (``t2i-fairness plan --t2i-sequential``
+    uses it). GPU hours: pass
     ``images_per_hour`` (the rate lookup the plan's cost estimate uses, when one exists).
 
     Args:
@@ -282,6 +284,130 @@ def image_range(requests, batch: int, *, images_per_hour: float | None = None) -
         out["best_hours"] = round(out["best_images"] / images_per_hour, 4)
         out["worst_hours"] = round(out["worst_images"] / images_per_hour, 4)
     return out
+
+
+# -- what a sequential run of a plan costs (``t2i-fairness plan --t2i-sequential``) ----------------------
+
+#: Images a gate used, as a share of its fixed N, in ``bench/bench_sequential.py``'s **null** scenario (a
+#: model that did not regress, against bounds the update flow wrote at another seed), per (family, kind)
+#: and batch size: the "null" rows of ``docs/sequential.md``. The bench's worlds: CIS-like share gates of
+#: 100 prompts x 16 images; DIG In object-in-region groups of 9 objects x 24 images (coverage nested).
+NULL_SHARES: dict[tuple[str, str], dict[int, float]] = {
+    ("cis", "share"): {4: 0.33, 2: 0.29},
+    ("dig_in", "share"): {4: 0.28, 2: 0.26},
+    ("dig_in", "coverage"): {4: 0.80, 2: 0.80},
+}
+NULL_SHARES_SOURCE = ("bench/bench_sequential.py --runs 200 (--batch 4 and --batch 2), null scenario, "
+                      "2026-11-25, docs/sequential.md")
+
+
+def null_share(family: str, kind: str, batch: int) -> tuple[float, int | None]:
+    """The null-model image share of one gate (:data:`NULL_SHARES`) and the bench batch size it was measured at.
+
+    A kind with no early stop (``KINDS[kind] == "fixed"``) and a (family, kind) the bench did not
+    measure give ``(1.0, None)``: they are counted at ``N``. A batch size the bench did not run takes
+    the nearest one it did (the larger on a tie: larger batches stop later).
+
+    Args:
+        family: the family's name (``cis``, ``dig_in``, ...).
+        kind: a key of :data:`~t2i_fairness.metrics.sequential.KINDS`.
+        batch: the generation batch size (>= 1).
+
+    Raises:
+        ValueError: an unknown kind or a batch size below 1.
+
+    Example:
+        >>> null_share("cis", "share", 4), null_share("cis", "share", 1), null_share("dig_in", "share", 16)
+        ((0.33, 4), (0.29, 2), (0.28, 4))
+        >>> null_share("cis", "spread", 4), null_share("decomposed", "share", 4)
+        ((1.0, None), (1.0, None))
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown sequential kind {kind!r}; one of {sorted(KINDS)}")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"`batch` must be a positive integer, but got {batch!r}")
+    table = NULL_SHARES.get((family, kind))
+    if KINDS[kind] == "fixed" or not table:
+        return 1.0, None
+    at = min(table, key=lambda b: (abs(b - batch), -b))
+    return float(table[at]), at
+
+
+@dataclass(frozen=True)
+class PromptUse:
+    """One gate's use of one prompt, for :func:`sequential_images`.
+
+    Attributes:
+        prompt: the prompt.
+        planned: images of the prompt the gate reads in the fixed-N plan (its request's ``n``).
+        first: images after the gate's first round (``planned`` when the gate runs to ``N``).
+        share: the expected images as a share of ``planned`` (the null-model figure; 1.0 when the
+            gate runs to ``N``).
+    """
+
+    prompt: str
+    planned: int
+    first: int
+    share: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.first <= self.planned:
+            raise ValueError(f"PromptUse {self.prompt!r}: first round {self.first} not in 1..{self.planned}")
+        if not 0.0 <= self.share <= 1.0:
+            raise ValueError(f"PromptUse {self.prompt!r}: share {self.share!r} not in [0, 1]")
+
+
+def sequential_images(uses, cached=None) -> dict:
+    """Worst, expected and best case images of a sequential run over a plan (per prompt, then summed).
+
+    Per prompt, every gate reading it is counted: the prompt's images are those of the gate that
+    needs the most. **Worst**: ``planned`` (the fixed-N plan: no gate uses more than ``N``). **Best**:
+    ``first`` (every gate that can stop early does so after its first round; a gate that runs to
+    ``N`` holds its prompts at ``planned``). **Expected**: ``share * planned``, never below ``first``
+    nor above ``planned`` (the null-model figure; a regressed or borderline model costs more, up to
+    the worst case). Each case also counts the images still **to make** given ``cached`` (image
+    indices already in the cache, per prompt; the expected case counts the fraction of its last image).
+
+    Args:
+        uses: :class:`PromptUse` items (a prompt may appear once per gate reading it).
+        cached: prompt -> set of cached image indices (``None``: nothing cached).
+
+    Returns:
+        ``{"prompts", "early_prompts", "worst", "expected", "best", "worst_to_make", "expected_to_make",
+        "best_to_make"}`` (``early_prompts``: prompts whose best case is below ``planned``; expected
+        figures rounded to whole images).
+
+    Example:
+        >>> uses = [PromptUse("a", 16, 4, 0.33), PromptUse("a", 16, 4, 0.8), PromptUse("b", 16, 4, 0.33),
+        ...         PromptUse("c", 16, 16, 1.0)]
+        >>> r = sequential_images(uses)
+        >>> r["worst"], r["expected"], r["best"]         # a: 12.8, b: 5.28, c: 16
+        (48, 34, 24)
+        >>> sequential_images(uses, cached={"c": set(range(16)), "a": {0, 1}})["best_to_make"]
+        6
+    """
+    cached = cached or {}
+    worst: dict[str, int] = {}
+    best: dict[str, int] = {}
+    expected: dict[str, float] = {}
+    for u in uses:
+        worst[u.prompt] = max(worst.get(u.prompt, 0), int(u.planned))
+        best[u.prompt] = max(best.get(u.prompt, 0), int(u.first))
+        e = max(float(u.first), min(float(u.planned), u.share * u.planned))
+        expected[u.prompt] = max(expected.get(u.prompt, 0.0), e)
+
+    def to_make(prompt: str, n: float) -> float:
+        have = cached.get(prompt, ())
+        whole = int(math.floor(n))
+        missing = sum(1 for i in range(whole) if i not in have)
+        return missing + ((n - whole) if n > whole and whole not in have else 0.0)
+
+    return {"prompts": len(worst), "early_prompts": sum(1 for p in worst if best[p] < worst[p]),
+            "worst": sum(worst.values()), "expected": int(round(sum(expected.values()))),
+            "best": sum(best.values()),
+            "worst_to_make": sum(int(to_make(p, n)) for p, n in worst.items()),
+            "expected_to_make": int(round(sum(to_make(p, n) for p, n in expected.items()))),
+            "best_to_make": sum(int(to_make(p, n)) for p, n in best.items())}
 
 
 # -- one gate of the suite, look by look (the plugin's --t2i-sequential) ----------------------------------

@@ -124,6 +124,9 @@ class GateSession:
     vocabulary: object = None  # report.labels.Vocabulary: the families' label tokens, for the reports
     outcome: RunOutcome = field(default_factory=RunOutcome)  # what pytest decided: tests, selection, interruption
     write_error: str | None = None  # the bounds or proposals could not be written (a full disk): the run fails
+    # --t2i-sequential (None when off): {"alpha": the run's alpha, set by finish; optional, from the round
+    # driver: "planned_images" (the fixed-N plan's images over the selection), "generation_seconds"}
+    sequential: dict | None = None
 
     def add(self, data: dict | str) -> None:
         """A gate record (a dict, or the JSON text of the report property)."""
@@ -139,6 +142,10 @@ class GateSession:
             self.artifacts.append(dict(data))
 
     def merge_cache_stats(self, stats: dict) -> None:
+        """Add one workbench's counts (a worker's, or this process's). Where the keys behind them came
+        too, the run's counts are of distinct entries: an entry computed by one worker and read by
+        another, or read twice, counts once; reused means made before this run. So ``-n 0`` and
+        ``-n 2`` on the same selection print the same computed and reused counts."""
         self.cache.generated += stats.get("generated", 0)
         self.cache.from_cache += stats.get("from_cache", 0)
         self.cache.regenerated += stats.get("regenerated", 0)
@@ -149,6 +156,19 @@ class GateSession:
             for k, v in stats.get(attr, {}).items():
                 mine[k] = mine.get(k, 0) + v
         self.cache.identity.extend(n for n in stats.get("identity", []) if n not in self.cache.identity)  # workers say it alike
+        if "computed_keys" not in stats:
+            return
+        c = self.cache
+        for name in ("computed_keys", "reused_keys"):
+            for kind, keys in stats.get(name, {}).items():
+                getattr(c, name).setdefault(kind, set()).update(keys)
+        c.generated_keys.update(stats.get("generated_keys", ()))
+        c.from_cache_keys.update(stats.get("from_cache_keys", ()))
+        for kind in set(c.computed_keys) | set(c.reused_keys):
+            made = c.computed_keys.get(kind, set())
+            c.computed[kind] = len(made)
+            c.reused[kind] = len(c.reused_keys.get(kind, set()) - made)
+        c.from_cache = len(c.from_cache_keys - c.generated_keys)
 
     def adjust(self, method: str, alpha: float) -> None:
         """Adjust the p-values of the run's gates across the run (``holm``, ``bh`` or ``none``) and list the
@@ -190,6 +210,8 @@ class GateSession:
         if options is not None and write_files:
             # --t2i-sequential: the gates that ran to N are tested at alpha / 2 (the early fails spend the other half)
             self.adjust(options.multiplicity, options.alpha / 2 if options.sequential else options.alpha)
+            if options.sequential:  # the reports' sequential block (report.sequential) reads it
+                self.sequential = {**(self.sequential or {}), "alpha": float(options.alpha)}
             if options.canary:
                 from t2i_fairness.generators.canary import catch_report
 

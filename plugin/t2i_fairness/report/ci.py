@@ -3,14 +3,17 @@
 - Every gate test's JUnit ``<properties>`` (``--junitxml``) hold the gate's record as strict JSON
   (``t2i_gate``; non-finite numbers as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``) and flat
   ``value``, ``bound``, ``n``, ``direction``, ``verdict``, ``interval`` and ``thresholds`` (the
-  thresholds file and the line of the gate's key: ``thresholds/tiny.yaml:120``).
+  thresholds file and the line of the gate's key: ``thresholds/tiny.yaml:120``); under
+  ``--t2i-sequential`` also ``t2i_sequential_reason``, ``t2i_sequential_round`` (``r/R``),
+  ``t2i_sequential_images`` (``n/N per prompt``) and ``t2i_sequential_kind``.
 - Under GitHub Actions (``GITHUB_ACTIONS=true``) each failing gate becomes an
   ``::error file=thresholds/....yaml,line=N::`` annotation on its bound, each crashed test one on
   the test, and ``$GITHUB_STEP_SUMMARY`` gets the verdict, the selection and a gate table.
 - ``run.json`` in ``--t2i-artifacts``: the verdict, selection, gate records, tests without a gate, how
   the run decided (``decisions``: multiplicity method, alpha, gates the step-down failed, a canary's tally)
   and ``provenance`` (what differs from the settings the bounds were written under, once; ``null`` when
-  nothing does). The JUnit XML's testsuite properties carry the same (:mod:`t2i_fairness.report.junit`).
+  nothing does); under ``--t2i-sequential`` a ``sequential`` object (method, alpha split, counts per
+  reason, images used against planned per kind and for the run: :mod:`t2i_fairness.report.sequential`). The JUnit XML's testsuite properties carry the same (:mod:`t2i_fairness.report.junit`).
 
 Everything here is plain (no pytest); the plugin calls it.
 """
@@ -25,6 +28,7 @@ from typing import Any, Mapping
 
 from t2i_fairness.gating.outcome import OK_STATUSES
 from t2i_fairness.report.changes import provenance_summary
+from t2i_fairness.report.sequential import junit_sequential, sequential_lines, sequential_summary
 from t2i_fairness.gating.session import record_from_json, record_json, strict  # noqa: F401  (re-exported)
 
 __all__ = ["github_annotations", "junit_properties", "record_from_json", "record_json", "relative",
@@ -67,6 +71,7 @@ def junit_properties(record: Mapping[str, Any], thresholds: str | None = None) -
     props.append(("interval", json.dumps(flat.get("interval"))))
     if thresholds:
         props.append(("thresholds", thresholds))
+    props += junit_sequential(record)  # --t2i-sequential: reason, round r/R, images n/N per prompt, kind
     return props
 
 
@@ -151,6 +156,11 @@ def step_summary(session, limit: int = 150) -> str:
         fields = "; ".join(f"`{f}`: {_md(a)} → {_md(b)}" for f, a, b, _ in summary.changes)
         out += [f"⚠️ {summary.gates} of {summary.total} gates were set under other settings ({fields}): "
                 f"{_md(summary.meaning)}", ""]
+    sequential = sequential_lines(session, limit=0)  # --t2i-sequential only: method, reasons, images (no gate lines)
+    if sequential:
+        out += ["<details><summary>sequential (--t2i-sequential)</summary>", "", "```",
+                *[line for line in sequential[1:] if not line.startswith("early stops") and "more (run.json)" not in line],
+                "```", "</details>", ""]
     odd = session.outcome.without_gate(records)
     if odd:
         out += ["| test | what happened |", "|---|---|"]
@@ -179,6 +189,9 @@ def run_json(session) -> dict:
     data["decisions"] = strict({  # how the run decided (#13): the adjustment across gates, a canary's tally
         "multiplicity": session.multiplicity, "alpha": session.alpha, "escalated": list(session.escalated),
         "canary": dict(session.canary_counts)})
+    sequential = sequential_summary(session)  # --t2i-sequential only: no key otherwise
+    if sequential is not None:
+        data["sequential"] = strict(sequential)
     return data
 
 

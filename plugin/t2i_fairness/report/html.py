@@ -37,6 +37,7 @@ from typing import Any, Iterable
 
 from t2i_fairness.report.labels import gate_labels
 from t2i_fairness.report.changes import changes_html, digest_line
+from t2i_fairness.report.sequential import record_of, sequential_lines, sequential_on, where_parts
 from t2i_fairness.report.terminal import regenerated_note
 from t2i_fairness.gating.session import GateRecord, GateSession
 
@@ -121,6 +122,7 @@ def render_report(session: GateSession, artifacts_dir: Path, title: str, header:
         _nav(session, artifacts),
         "</header>",
         _gate_table(records, anchors, session),
+        _sequential_section(session),
         _baseline_table(records),
         _sections(session.sections),
         _families(session, artifacts),
@@ -195,6 +197,8 @@ def _outcome_block(session: GateSession, records: list[GateRecord]) -> str:
 
 def _nav(session: GateSession, artifacts: dict) -> str:
     links = [("gates", "Gates")]
+    if sequential_on(session):
+        links.append(("sequential", "Sequential"))
     if any(_baseline(r) for r in session.records):
         links.append(("baseline", "Baseline deltas"))
     if session.sections:
@@ -210,6 +214,7 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
     if not records and not odd:
         return '<section id="gates"><h2>Gates</h2><p>No gate ran in this session.</p></section>'
     rows = _outcome_rows(session, records, odd, anchors)
+    seq_on = sequential_on(session)  # --t2i-sequential: one more column (nothing changes without it)
     for r in records:
         lab = gate_labels(r.nodeid, vocabulary=session.vocabulary)
         test = session.outcome.tests.get(r.nodeid)
@@ -221,12 +226,15 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
         if r.provenance_changes:
             extra["provenance_changes"] = r.provenance_changes
         verdict = VERDICTS.get(r.status, r.status)
+        search = _search_text(r.gate, lab, r.family, verdict, r.status)
+        if seq_on:
+            search += " " + str((record_of(r) or {}).get("reason", "")).lower()
         message = r.message if (bad or r.status not in ("pass",)) else ""
         if test is not None and test.bad and r.status not in FAILED:
             message = f"{session.outcome.kind(test, records)}: {test.message}"
         rows.append(
             f'<tr class="gate {"failed" if bad else _e(r.status)}" data-status="{_e(r.status)}" '
-            f'data-search="{_e(_search_text(r.gate, lab, r.family, verdict, r.status))}">'
+            f'data-search="{_e(search.strip())}">'
             f'<td class="verdict-cell">{"&#10007; " if bad else ""}{_e(verdict)}</td>'
             f'<td class="gate-name">{name}'
             + (f'<div class="message">{_e(message)}</div>' if message else "")
@@ -235,7 +243,8 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
             f'<td class="num interval">{_interval(r.interval)}</td>'
             f'<td class="num bound">{"-" if r.bound is None else _e(r.direction) + " " + _num(r.bound)}</td>'
             f'<td class="num n">{r.n}</td>'
-            f'<td class="plot">{_bar(r)}</td></tr>'
+            + (_sequential_cell(record_of(r)) if seq_on else "")
+            + f'<td class="plot">{_bar(r)}</td></tr>'
         )
     statuses = list(dict.fromkeys(_status_of(row) for row in rows))
     boxes = "".join(f'<label class="status"><input type="checkbox" class="status-box" value="{_e(st)}" checked> '
@@ -249,7 +258,7 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
         '<p class="filters"><label>Filter: <input id="filter" type="search" placeholder="gate id, family or verdict" '
         f'autocomplete="off"></label> <span id="status-boxes">{boxes}</span> <span id="shown"></span></p>'
         '<table id="gate-table"><thead><tr><th>verdict</th><th>gate</th><th>measured</th><th>interval</th>'
-        "<th>bound</th><th>n</th><th>estimate vs bound</th></tr></thead><tbody>"
+        "<th>bound</th><th>n</th>" + ("<th>sequential</th>" if seq_on else "") + "<th>estimate vs bound</th></tr></thead><tbody>"
         + "".join(rows) + "</tbody></table></section>"
     )
 
@@ -258,6 +267,7 @@ def _outcome_rows(session: GateSession, records: list[GateRecord], odd, anchors:
     """Gate-table rows for tests that produced no gate record: crashed before ``gate()``, errors,
     skips (with the reason), a test the interruption cut off. They come first: pytest counted them."""
     rows = []
+    seq_on = sequential_on(session)
     order = {"failed": 0, "error": 0, "running": 1, "xpassed": 2, "skipped": 3, "xfailed": 4}
     for t in sorted(odd, key=lambda t: (order.get(t.outcome, 5), t.nodeid)):
         kind = session.outcome.kind(t, records)
@@ -274,9 +284,30 @@ def _outcome_rows(session: GateSession, records: list[GateRecord], odd, anchors:
             f'<td class="gate-name">{shown}<div class="message">{_e(t.message or kind)}</div>'
             f'<div class="nodeid">{_e(t.nodeid)}</div></td>'
             '<td class="num measured">-</td><td class="num interval">-</td><td class="num bound">-</td>'
-            '<td class="num n">-</td><td class="plot"></td></tr>'
+            '<td class="num n">-</td>' + ('<td class="sequential">-</td>' if seq_on else "")
+            + '<td class="plot"></td></tr>'
         )
     return rows
+
+
+def _sequential_cell(seq: dict | None) -> str:
+    """The gate table's ``sequential`` cell: the reason, then round r of R, images n of N per prompt, the sequence."""
+    if not seq:
+        return '<td class="sequential">-</td>'
+    reason = str(seq.get("reason", ""))
+    where = ", ".join(where_parts(seq))
+    note = f'<div class="hint">{_e(seq["note"])}</div>' if seq.get("note") else ""
+    return (f'<td class="sequential" data-reason="{_e(reason)}">{_e(reason)}'
+            + (f'<div class="hint">{_e(where)}</div>' if where else "") + note + "</td>")
+
+
+def _sequential_section(session: GateSession) -> str:
+    """The run's sequential block (method, reasons, images per kind and for the run), as the terminal prints it."""
+    lines = sequential_lines(session)
+    if not lines:
+        return ""
+    return ('<section id="sequential"><h2>Sequential</h2>'
+            f'<pre class="section">{_e(chr(10).join(lines[1:]))}</pre></section>')
 
 
 def _status_of(row: str) -> str:

@@ -8,7 +8,9 @@ plugin hands pytest's ``LogXML`` object to :func:`mark_run`, which
 - names each interrupted test and records it as an ``<error message="interrupted: ...">``;
 - adds testsuite-level properties: ``t2i_verdict`` (the run's headline), ``t2i_interrupted`` and
   ``t2i_stopped`` when so, ``t2i_provenance`` (JSON: which settings differ from those the bounds were
-  written under, for how many gates, what it means; absent when they match) and ``t2i_thresholds``;
+  written under, for how many gates, what it means; absent when they match), ``t2i_sequential`` (JSON,
+  ``--t2i-sequential`` only: the method, counts per reason, images per kind and for the run; each gate's
+  own testcase has ``t2i_sequential_reason``/``_round``/``_images``/``_kind``) and ``t2i_thresholds``;
 - when the run did not pass but the XML holds no failure or error (an interruption between tests, a
   gate that only the step-down across the run rejects), adds one ``t2i-fairness :: run verdict``
   testcase with that error, so the suite is never green when the run was not.
@@ -21,7 +23,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from t2i_fairness.gating.session import strict
 from t2i_fairness.report.changes import provenance_summary
+from t2i_fairness.report.sequential import sequential_summary
 
 __all__ = ["junit_names", "mark_run", "run_properties"]
 
@@ -63,6 +67,10 @@ def run_properties(session, thresholds: str | None = None) -> list[tuple[str, st
     summary = provenance_summary(session)
     if summary is not None:
         props.append(("t2i_provenance", json.dumps(summary.to_dict())))
+    sequential = sequential_summary(session)  # --t2i-sequential only: the run.json object less its early-stop list
+    if sequential is not None:
+        props.append(("t2i_sequential", json.dumps(strict({k: v for k, v in sequential.items() if k != "early_stops"}),
+                                                   allow_nan=False)))
     props.append(("t2i_thresholds", str(thresholds if thresholds is not None else session.thresholds_path)))
     return props
 

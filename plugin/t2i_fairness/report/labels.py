@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from t2i_fairness.report.sequential import junit_sequential
 
 
 @dataclass(frozen=True)
@@ -231,7 +232,10 @@ def allure_label(node, options, vocabulary: Vocabulary | None = None, family: st
 
 
 def allure_measurement(record: dict, vocabulary: Vocabulary | None = None) -> None:
-    """The gate's title (verdict, estimate, interval, bound) and its measurement as JSON; in the test call."""
+    """The gate's title (verdict, estimate, interval, bound) and its measurement as JSON; in the test call.
+    Under ``--t2i-sequential`` also the gate's sequential record as parameters (``sequential reason``,
+    ``sequential round`` r/R, ``sequential images`` n/N per prompt, ``sequential kind``; excluded from the
+    history id) and a ``sequential:<reason>`` tag."""
     import json
 
     import allure
@@ -241,6 +245,11 @@ def allure_measurement(record: dict, vocabulary: Vocabulary | None = None) -> No
     interval = f" [{iv[0]:.4f}, {iv[1]:.4f}]" if iv else ""
     bound = "no bound" if record.get("bound") is None else f"{record['direction']} {record['bound']:.4f}"
     allure.dynamic.title(f"{lab.title}: {record['value']:.4f}{interval} vs {bound}")
+    sequential = junit_sequential(record)  # --t2i-sequential only: reason, round r/R, images n/N, kind
+    for key, value in sequential:  # shown, but out of the history id: a gate's history spans rounds and runs
+        allure.dynamic.parameter(key.replace("t2i_sequential_", "sequential "), _Bare(value), excluded=True)
+    if sequential:
+        allure.dynamic.tag(f"sequential:{sequential[0][1]}")
     allure.attach(json.dumps(record, indent=2, sort_keys=True, default=str), name="measurement.json",
                   attachment_type=allure.attachment_type.JSON)
 

@@ -9,6 +9,7 @@ from t2i_fairness.gating.session import GateSession
 from t2i_fairness.gating.thresholds import proposed_path
 from t2i_fairness.gating.verdicts import bound_cannot_fail
 from t2i_fairness.report.changes import change_lines, digest_line
+from t2i_fairness.report.sequential import sequential_lines
 
 
 VERDICTS = {"pass": "ok", "fail": "FAIL", "inconclusive": "INCONCLUSIVE", "missing": "MISSING", "written": "written",
@@ -99,6 +100,8 @@ class GateReport:
             out.append(f"{len(gated)} gates, {failed} failed" + (f", {inconclusive} inconclusive" if inconclusive else "")
                        + f" ({s.thresholds_path})")
             out += self.decision_lines()
+            seq = sequential_lines(s)  # --t2i-sequential only: nothing otherwise
+            out += [""] + seq if seq else []
         deltas = [r for r in s.records if r.status != "baseline" and isinstance(r.details.get("baseline"), dict)
                   and "delta" in r.details["baseline"]]
         if deltas:

@@ -139,8 +139,10 @@ class ImageFactory:
                         self.cache.stats.corrupt.append(str(r.path))
                 if all(states):
                     self.cache.stats.from_cache += len(batch)
+                    _note_keys(self.cache.stats, "from_cache_keys", batch)
                     continue
                 self.cache.stats.from_cache += sum(1 for st in states if st)
+                _note_keys(self.cache.stats, "from_cache_keys", [r for r, st in zip(batch, states) if st])
                 missing_count += sum(1 for st in states if not st)
                 batches.append((batch, [r for r, st in zip(batch, states) if not st]))
         if batches:
@@ -229,6 +231,7 @@ class ImageFactory:
         wanted = set(batch if only is None else only)
         todo = [r for r in batch if r in wanted and _image_is_sound(r.path) is not True]
         self.cache.stats.from_cache += sum(1 for r in missing if r not in todo)
+        _note_keys(self.cache.stats, "from_cache_keys", [r for r in missing if r not in todo])
         if not todo:
             return 0 if writer is None else _Pending([], [])
         images = generator.generate([r.prompt for r in batch], [r.seed for r in batch])
@@ -244,6 +247,7 @@ class ImageFactory:
                 )
         self.cache.stats.generated += len(batch)  # the generator made (and a paid API bills) the whole batch
         self.cache.stats.regenerated += len(batch) - len(todo)
+        _note_keys(self.cache.stats, "generated_keys", todo)
         jobs = [(r, im) for r, im in zip(batch, images) if r in todo]
         if writer is None:
             for r, im in jobs:
@@ -254,6 +258,13 @@ class ImageFactory:
     def _note_blank(self, ref: ImageRef, blank: bool) -> None:
         if blank:  # a safety checker's blank, or NaN pixels cast to 0
             self.cache.stats.blank.append(f"{ref.prompt!r} (seed {ref.seed})")
+
+
+def _note_keys(stats, name: str, refs) -> None:
+    """Add the images' keys to ``stats.<name>`` (the run's distinct counts: :class:`~t2i_fairness.base.cache.CacheStats`)."""
+    keys = getattr(stats, name, None)
+    if keys is not None:
+        keys.update(r.key for r in refs)
 
 
 def _store_image(cache: Cache, path: Path, image: Image.Image) -> bool:

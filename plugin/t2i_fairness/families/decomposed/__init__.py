@@ -22,6 +22,19 @@ def _study(bench, options):
     return DecomposedStudy(bench, options)
 
 
+def _look(study, n: int):
+    return study.at_images(n)
+
+
+def _runs_to_n(call, core) -> str | None:
+    """Why a Decomposed-DIG gate of a kind with an early stop runs to N under ``core`` (``None``: it can
+    stop), as :meth:`~t2i_fairness.families.decomposed.study.DecomposedStudy.sweeps` decides at each look."""
+    mode = "none" if core.fake_dedupe == "auto" else core.fake_dedupe
+    if mode != "none":
+        return f"generated duplicates may be dropped (--t2i-fake-dedupe {mode}): not a grid of images"
+    return None
+
+
 def _parameters(names: set[str], core, options) -> list[Parameters]:
     """``reference[, template][, region | setup, metric]`` for the Decomposed-DIG gates."""
     if "reference" not in names:
@@ -85,6 +98,8 @@ FAMILY = Family(
     sequential={"test_obj_precision": "share", "test_bg_precision": "share", "test_obj_coverage": "coverage",
                 "test_bg_coverage": "coverage", "test_worst_region_bg_coverage": "worst", "test_region_spread": "spread",
                 "test_template_improvement": "spread"},
+    look=_look,
+    runs_to_n=_runs_to_n,
     doc="The session's Decomposed-DIG study: ``decomposed.scores(reference, template)``, ``.real(reference)``, "
         "``.diagnostics(reference, template)``, ``.models()``.",
 )

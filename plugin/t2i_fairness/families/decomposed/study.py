@@ -97,6 +97,28 @@ class DecomposedStudy(Study):
         self.options = options
         self.library = ReferenceLibrary.of(bench)
 
+    def at_images(self, n: int) -> "DecomposedStudy":
+        """This study on the first ``n`` images per prompt of the fixed-N run (``--t2i-sequential``'s looks).
+
+        The classes left out are decided by the *real* images' segmentation failures (App. C.2.1), so
+        the prompts behind a region's value are the same at every look."""
+        return DecomposedStudy(self.bench.at_images(n), self.options)
+
+    def sweeps(self, score):
+        """How a region's Obj-only / BG-only precision or coverage is made
+        (:class:`~t2i_fairness.metrics.sequential.Sweeps`): each generated image of the region's kept
+        classes scores 0 or 1 (an unsegmented one a miss, or used whole), every prompt with the same
+        number of images; ``None`` where the images are not such a grid, or where generated duplicates
+        may be dropped (``--t2i-fake-dedupe`` other than ``none``; the fork drops none, the default).
+        Without dropping, coverage is nested: it cannot fall as images are added."""
+        from t2i_fairness.metrics.sequential import Sweeps
+
+        n = int(self.bench.options.images_per_prompt)
+        total = int(score.n_fake)
+        if self.fake_dedupe() != "none" or total < n or total % n:
+            return None
+        return Sweeps(prompts=total // n, images=n, planned=self.bench.planned_images_per_prompt)
+
 
     @property
     def reference_sets(self):

@@ -25,6 +25,21 @@ def _look(study, n: int):
     return study.at_images(n)
 
 
+def _runs_to_n(call, core) -> str | None:
+    """Why a DIG In gate of a kind with an early stop runs to N under ``core`` (``None``: it can stop),
+    as :meth:`~t2i_fairness.families.dig_in.study.DigInStudy.sweeps` decides at each look."""
+    from t2i_fairness.families.dig_in.study import fake_dedupe
+
+    template = call.get("template")
+    if template is not None and template != "object_in_region":
+        why = "its groups sample their prompts" if template == "object" else "its prompts split N unevenly"
+        return f"the {template} template is not a balanced grid of images ({why})"
+    if FAMILY.sequential.get(call.test) == "coverage" and fake_dedupe(core) == "drop_all":
+        return ("coverage is not nested when generated duplicates are dropped with drop_all "
+                "(--t2i-fake-dedupe, DIG In's default): an image kept now may be dropped later")
+    return None
+
+
 def _parameters(names: set[str], core, options) -> list[Parameters]:
     """``reference, template[, object][, region]`` for the region gates (the consistency gates are static)."""
     if not {"reference", "template"} <= names:
@@ -80,6 +95,7 @@ FAMILY = Family(
                 "test_region_disparity_precision": "ratio", "test_region_disparity_coverage": "ratio",
                 "test_object_region_disparity_coverage": "ratio", "test_object_consistency": "percentile"},
     look=_look,
+    runs_to_n=_runs_to_n,
     doc="The session's DIG In study: ``dig_in.scores(reference, template)``, ``dig_in.clipscores(template)``.",
     canaries=CANARIES,
 )

@@ -1,0 +1,190 @@
+"""``t2i-fairness plan --t2i-sequential``: worst, expected and best case images (and hours) of a run in rounds.
+
+The CLI tests plan small selections of the real suite (a fake generator; nothing is generated) and
+check the figures against the plan's own requests, counted here independently: the worst case is
+the fixed-N plan, the best case one batch per prompt for the prompts whose every gate can stop early
+(a repeated CIS text: its earlier occurrences' N images, then one batch), the expected case the
+bench's null-model share of N, never below the best case. Without the option the plan's output is
+the same as before.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+import subprocess
+import sys
+
+import pytest
+
+from t2i_fairness.gating.sequential import NULL_SHARES, PromptUse, null_share, sequential_images
+
+COMMON = ["--t2i-model", "python:fakegen:make", "--t2i-objects", "bag", "--t2i-no-progress", "--t2i-cis-k", "1,2",
+          "--t2i-cis-prompts", "12"]
+CIS_ONLY = "test_cis and not drop and not order and not floor"  # test_cis[k]: share gates with a look
+
+
+def _plan(tmp_path, env, *args, name="plan"):
+    out = tmp_path / f"{name}.json"
+    done = subprocess.run([sys.executable, "-m", "t2i_fairness.cli", "plan", *COMMON, "--t2i-cache-dir",
+                           str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml"), *args,
+                           "--output", str(out)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout, json.loads(out.read_text())["roles"][0]
+
+
+def _row(stdout: str, label: str) -> tuple[int, int]:
+    m = re.search(rf"^    {label} +(\d+) +(\d+) ", stdout, re.M)
+    assert m, stdout
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_cis_share_gates_best_is_one_batch_per_prompt_and_expected_the_bench_share(tmp_path, subprocess_env):
+    N, B = 8, 2
+    out, role = _plan(tmp_path, subprocess_env, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-batch-size", str(B),
+                      "--t2i-cis-images", str(N))
+    seq = role["sequential"]
+    requests = [(r["prompt"], r["n"]) for r in role["requests"]]
+    assert requests and all(n % N == 0 for _, n in requests)  # a text drawn t times has t * N images
+    share = NULL_SHARES[("cis", "share")][B]
+    assert seq["worst"] == sum(n for _, n in requests) == sum(f["images"] for f in role["families"])
+    assert seq["best"] == sum(n - N + B for _, n in requests)  # the look: earlier occurrences whole, then one batch
+    assert seq["expected"] == round(sum(max(n - N + B, share * n) for _, n in requests))
+    assert seq["best"] < seq["expected"] < seq["worst"]
+    assert seq["early_gates"] == seq["gates"] == 2 and seq["runs_to_n"] == {} and seq["bench_batches"] == [B]
+    assert seq["early_prompts"] == seq["prompts"] == len(requests)
+    # printed: the three cases (nothing cached: to make = images), where the expectation comes from, no rate yet
+    assert _row(out, "worst case") == (seq["worst"], seq["worst"])
+    assert _row(out, "expected") == (seq["expected"], seq["expected"])
+    assert _row(out, "best case") == (seq["best"], seq["best"])
+    assert "null-model expectation of bench/bench_sequential.py" in out and "up to the worst case" in out
+    assert re.search(rf"^  {seq['worst']} image\(s\) to make", out, re.M)  # the worst case is the fixed-N plan's
+    assert "no measured rate for this model and settings on cpu: no hours" in out
+
+
+def test_without_the_option_the_plan_is_unchanged(tmp_path, subprocess_env):
+    args = ["-k", CIS_ONLY, "--t2i-batch-size", "2", "--t2i-cis-images", "8"]
+    off, role_off = _plan(tmp_path, subprocess_env, *args, name="off")
+    on, role_on = _plan(tmp_path, subprocess_env, *args, "--t2i-sequential", name="on")
+    assert "--t2i-sequential" not in off and "sequential" not in role_off
+    section = on.index("  --t2i-sequential (")
+    tail = on[section:].split("\n")
+    rest = [line for line in tail[1:] if not line.startswith("    ")]  # the lines after the section
+    without = (on[:section] + "\n".join(rest)).replace("on.json", "off.json")
+    assert off.split("\n")[1:] == without.split("\n")[1:]  # the first line names the args
+    assert {k: v for k, v in role_on.items() if k != "sequential"} == role_off
+
+
+def test_a_selection_of_only_run_to_n_gates_has_best_equal_expected_equal_worst(tmp_path, subprocess_env):
+    out, role = _plan(tmp_path, subprocess_env, "-k", "object_consistency or cis_drop", "--t2i-sequential",
+                      "--t2i-batch-size", "2", "--t2i-images-per-prompt", "8", "--t2i-cis-images", "8")
+    seq = role["sequential"]
+    assert seq["worst"] > 0 and seq["best"] == seq["expected"] == seq["worst"]
+    assert seq["early_gates"] == seq["early_prompts"] == 0 and seq["bench_batches"] == []
+    assert any("percentile gates have no valid early stop" in why for why in seq["runs_to_n"])
+    assert any("spread gates have no valid early stop" in why for why in seq["runs_to_n"])
+    assert "none used: no gate stops early" in out
+
+
+def test_a_run_to_n_gate_holds_the_prompts_it_shares_with_early_gates(tmp_path, subprocess_env):
+    # DIG In object-in-region: precision (share) can stop early; coverage cannot under drop_all (DIG In's
+    # default generated de-duplication), and both read the same prompts: those stay at N
+    args = ["-k", "object_region_precision or object_region_coverage", "--t2i-sequential", "--t2i-batch-size", "2",
+            "--t2i-images-per-prompt", "8"]
+    _, drop_all = _plan(tmp_path, subprocess_env, *args, name="drop_all")
+    _, nested = _plan(tmp_path, subprocess_env, *args, "--t2i-fake-dedupe", "none", name="nested")
+    a, b = drop_all["sequential"], nested["sequential"]
+    assert a["worst"] == b["worst"] and a["best"] == a["worst"]
+    assert any("coverage is not nested" in why for why in a["runs_to_n"])
+    assert not any("coverage is not nested" in why for why in b["runs_to_n"])
+    in_region = [r["n"] for r in nested["requests"] if re.fullmatch(r"bag in (Africa|the Americas|East Asia|Europe|"
+                                                                     r"Southeast Asia|West Asia)", r["prompt"])]
+    assert len(in_region) == 6 and set(in_region) == {8}
+    assert b["best"] == b["worst"] - 6 * (8 - 2)  # only the object-in-region prompts stop after one batch
+    assert (a["early_prompts"], b["early_prompts"]) == (0, 6)
+    cov = NULL_SHARES[("dig_in", "coverage")][2]  # the most demanding kind reading them: coverage
+    assert b["expected"] == round(b["worst"] - 6 * 8 + 6 * max(2, cov * 8))
+
+
+def test_a_batch_not_below_n_gives_one_look(tmp_path, subprocess_env):
+    out, role = _plan(tmp_path, subprocess_env, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-batch-size", "8",
+                      "--t2i-cis-images", "8")
+    seq = role["sequential"]
+    assert seq["best"] == seq["expected"] == seq["worst"] > 0
+    assert "--t2i-batch-size 8 gives one look for N <= 8" in out
+
+
+# -- the arithmetic ------------------------------------------------------------------------------------
+
+
+def test_sequential_images_by_hand():
+    uses = [PromptUse("a", 16, 4, 0.33), PromptUse("b", 16, 4, 0.1), PromptUse("b", 16, 16, 1.0),
+            PromptUse("c", 16, 4, 0.8), PromptUse("c", 16, 4, 0.33)]
+    r = sequential_images(uses)
+    assert (r["worst"], r["best"], r["prompts"]) == (48, 4 + 16 + 4, 3)
+    # a: 0.33 * 16 = 5.28; b: held at N by its run-to-N gate; c: the most demanding (0.8 * 16 = 12.8)
+    assert r["expected"] == round(5.28 + 16 + 12.8)
+    # a share below the first round counts the first round (never below the best case)
+    assert sequential_images([PromptUse("a", 16, 8, 0.1)])["expected"] == 8
+    # cached images are not made again; the expected case counts the fraction of its last image
+    r = sequential_images([PromptUse("a", 16, 4, 0.33)], cached={"a": {0, 1, 5}})
+    assert (r["worst_to_make"], r["best_to_make"], r["expected_to_make"]) == (13, 2, round(3 + 0.28))
+
+
+def test_best_expected_worst_are_ordered_on_random_plans():
+    rng = random.Random(0)
+    for _ in range(200):
+        uses = []
+        for p in range(rng.randint(1, 6)):
+            for _ in range(rng.randint(1, 3)):
+                n = rng.randint(1, 32)
+                uses.append(PromptUse(f"p{p}", n, rng.randint(1, n), rng.random()))
+        r = sequential_images(uses)
+        assert r["best"] <= r["expected"] <= r["worst"]
+        assert r["worst"] == sum(max(u.planned for u in uses if u.prompt == p) for p in {u.prompt for u in uses})
+
+
+def test_null_share_picks_the_bench_figure_or_n():
+    assert null_share("cis", "share", 4) == (0.33, 4) and null_share("cis", "share", 2) == (0.29, 2)
+    assert null_share("dig_in", "share", 2) == (0.26, 2) and null_share("dig_in", "coverage", 4) == (0.8, 4)
+    assert null_share("cis", "share", 3) == (0.33, 4)  # a tie takes the larger batch (stops later)
+    assert null_share("cis", "share", 64)[1] == 4 and null_share("cis", "share", 1)[1] == 2
+    for kind in ("ratio", "spread", "percentile", "hoeffding", "test", "worst", "score"):
+        assert null_share("cis", kind, 4) == (1.0, None)
+    assert null_share("decomposed", "share", 4) == (1.0, None)  # not measured: counted at N
+    with pytest.raises(ValueError, match="unknown sequential kind"):
+        null_share("cis", "mean", 4)
+    with pytest.raises(ValueError, match="batch"):
+        null_share("cis", "share", 0)
+
+
+def test_prompt_use_checks_its_values():
+    with pytest.raises(ValueError, match="first round 9 not in 1..8"):
+        PromptUse("a", 8, 9)
+    with pytest.raises(ValueError, match="share"):
+        PromptUse("a", 8, 2, 1.5)
+    assert math.isclose(PromptUse("a", 8, 2).share, 1.0)
+
+
+def test_hours_of_each_case_from_the_measured_rate(tmp_path, subprocess_env):
+    import dataclasses
+
+    from t2i_fairness.spine.options import T2IOptions
+    from t2i_fairness.spine.rates import Rate, store_rate
+    from t2i_fairness.spine.workbench import Workbench
+
+    bench = Workbench(T2IOptions(model="python:fakegen:make", cache_dir=tmp_path / "cache", device="cpu", batch_size=2,
+                                 progress=False))
+    store_rate(bench.cache, Rate(1.8, 64, "cpu", bench.source.fingerprint, dataclasses.asdict(bench.source.settings),
+                                 "bench"))
+    bench.close()
+    out, role = _plan(tmp_path, subprocess_env, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-batch-size", "2",
+                      "--t2i-cis-images", "8")
+    seq = role["sequential"]
+    for case, label in (("worst", "worst case"), ("expected", "expected"), ("best", "best case")):
+        assert seq[f"{case}_hours"] == pytest.approx(seq[f"{case}_to_make"] * 1.8 / 3600)
+        assert re.search(rf"^    {label} +{seq[case]} +{seq[case + '_to_make']} +{seq[case + '_hours']:.2f} h ", out, re.M), out
+    assert seq["best_hours"] < seq["worst_hours"] == pytest.approx(role["estimate"]["hours"])
+    assert "no measured rate" not in out

@@ -1,0 +1,116 @@
+"""``--t2i-sequential`` in the suite (issue #24): the round driver (``fixtures/rounds.py``), its records,
+and the done-means check: a sequential run of the suite gives the fixed-N verdicts on the canaries'
+held slices, with fewer images.
+
+The suite here is the repository's CIS and DIG In gate files on the procedural model (fast, and its
+regressions are real: a canary changes the pixels of its slice), at ``--t2i-batch-size 2`` so that
+the rounds are 2, 4, 8 images per prompt (rounds are multiples of the batch size: the tiny model's
+default batch of 16 is not below its N, so it has a single look).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+SELECTION = ("(test_cis and not order and not drop and not rate) or "
+             "(object_in_region and (test_region_precision or test_region_coverage))")
+FLAGS = ["--t2i-model", "procedural", "--t2i-objects", "bag,stove", "--t2i-no-progress", "-p", "no:cacheprovider",
+         "--t2i-batch-size", "2", "--t2i-images-per-prompt", "8", "--t2i-cis-images", "8", "-k", SELECTION]
+
+
+@pytest.fixture
+def suite(pytester):
+    (pytester.path / "fairness_tests").mkdir()
+    for name in ("test_dig_in_region.py", "test_cis.py"):
+        (pytester.path / "fairness_tests" / name).write_text((REPO / "fairness_tests" / name).read_text())
+    return pytester
+
+
+def _run(pytester, *extra, cache: str = "cache"):
+    args = ["fairness_tests", *FLAGS, "--t2i-thresholds", str(pytester.path / "t.yaml"),
+            "--t2i-cache-dir", str(pytester.path / cache), "--t2i-artifacts", str(pytester.path / "art"), *extra]
+    result = pytester.runpytest_subprocess(*args, timeout=900)
+    records = {r["gate"]: r for r in json.loads((pytester.path / "art" / "run.json").read_text())["gates"]}
+    return result, records
+
+
+def _line(result, start: str) -> str:
+    return next(line for line in result.stdout.lines if line.startswith(start))
+
+
+def _generated(result) -> int:
+    return int(_line(result, "images: ").split()[1])
+
+
+@pytest.mark.parametrize("canary", ["collapse_region:africa", "drop_component:macaw"])
+def test_a_sequential_run_gives_the_fixed_n_verdicts_on_the_canary_slices_with_fewer_images(suite, canary):
+    written, _ = _run(suite, "--t2i-update-thresholds")  # bounds from seed 0 (fixed N), as a team writes them
+    assert written.ret == pytest.ExitCode.OK, written.stdout.str()[-3000:]
+    # the sequential run first, on a cold cache: what it generates is what it needed
+    seq, seq_records = _run(suite, "--t2i-seed", "1", "--t2i-canary", canary, "--t2i-sequential")
+    fixed, fixed_records = _run(suite, "--t2i-seed", "1", "--t2i-canary", canary)
+    assert seq_records.keys() == fixed_records.keys() and len(seq_records) == 16
+    # the canary's tally (caught on its slice, false alarms elsewhere) and every gate's verdict are the same
+    assert _line(seq, f"canary {canary}") == _line(fixed, f"canary {canary}")
+    assert {g: r["status"] for g, r in seq_records.items()} == {g: r["status"] for g, r in fixed_records.items()}
+    assert seq.ret == fixed.ret
+    # ... with fewer images: the fixed-N run after it still had images to make, and gates stopped early
+    assert _generated(fixed) > 0, fixed.stdout.str()[-2000:]
+    records = [r["details"]["sequential"] for r in seq_records.values()]
+    early = [r for r in records if r["early"]]
+    assert early and all(r["images_per_prompt"] < r["planned_per_prompt"] for r in early)
+    assert all(r["images_per_prompt"] % 2 == 0 for r in early)  # rounds are multiples of the batch size
+    # every gate says how it was decided; no record leaks into the fixed-N run
+    assert all(r["reason"] in ("fail: bound excluded", "pass: bound met with certainty", "pass: futility", "ran to N")
+               for r in records)
+    assert not any("sequential" in r["details"] for r in fixed_records.values())
+
+
+def test_sequential_records_name_the_kind_the_round_and_why_a_gate_ran_to_n(suite):
+    _run(suite, "--t2i-update-thresholds")
+    result, records = _run(suite, "--t2i-seed", "1", "--t2i-sequential")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    cis = records["test_cis[k2]"]["details"]["sequential"]
+    assert cis["kind"] == "share" and cis["planned_per_prompt"] == 8 and cis["rounds"] == 3
+    coverage = records["test_region_coverage[synthetic-object_in_region-africa]"]["details"]["sequential"]
+    # DIG In drops duplicated generated images (drop_all): coverage is then not nested, so no early pass
+    assert coverage["kind"] == "coverage" and coverage["reason"] == "ran to N" and "drop_all" in coverage["note"]
+    # the fixed-N part is tested at alpha / 2: the summary says so
+    result.stdout.fnmatch_lines(["decisions: *alpha 0.025*"])
+    # with keep_one, coverage is nested: a met bound can pass early (the gates written above are low floors)
+    _, kept = _run(suite, "--t2i-seed", "1", "--t2i-sequential", "--t2i-fake-dedupe", "keep_one")
+    reasons = {g: r["details"]["sequential"]["reason"] for g, r in kept.items() if "coverage" in g}
+    assert "pass: bound met with certainty" in reasons.values(), reasons
+    # a batch not below N: a single look, the fixed-N call
+    one, records = _run(suite, "--t2i-seed", "1", "--t2i-sequential", "--t2i-batch-size", "8")
+    assert one.ret == pytest.ExitCode.OK, one.stdout.str()[-3000:]
+    seq = records["test_cis[k1]"]["details"]["sequential"]
+    assert seq["reason"] == "ran to N" and seq["early"] is False and seq["rounds"] == 1
+
+
+@pytest.mark.parametrize("flag", ["--t2i-update-thresholds", "--t2i-baseline-model", "--t2i-plan-samples",
+                                  "--t2i-gate"])
+def test_sequential_refuses_what_it_cannot_keep_its_level_with(flag):
+    from t2i_fairness.errors import OptionError
+    from t2i_fairness.families import FAMILIES
+    from t2i_fairness.spine.options import resolve_options
+
+    given = {"--t2i-sequential": True, "--t2i-update-thresholds": True, "--t2i-baseline-model": "tiny",
+             "--t2i-plan-samples": 0.05, "--t2i-gate": "point"}
+    raw = {"--t2i-reference": [], "--t2i-sequential": True, flag: given[flag]}
+    with pytest.raises(OptionError, match=r"--t2i-sequential.*" + flag.removeprefix("--") if flag != "--t2i-gate"
+                       else "--t2i-gate significant"):
+        resolve_options(lambda f: raw.get(f), families=FAMILIES)
+    resolve_options(lambda f: {"--t2i-reference": [], "--t2i-sequential": True}.get(f), families=FAMILIES)
+
+
+def test_sequential_refusal_is_a_usage_error_naming_the_option(suite):
+    result = suite.runpytest_subprocess("fairness_tests", *FLAGS, "--t2i-sequential", "--t2i-update-thresholds",
+                                        "--t2i-cache-dir", str(suite.path / "cache"))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--t2i-sequential: cannot be combined with --t2i-update-thresholds" in result.stderr.str() + result.stdout.str()
