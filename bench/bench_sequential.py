@@ -14,7 +14,10 @@ and decides every run twice on the same images:
   round a share gate fails early when its normal-mixture e-process reaches ``e_threshold(alpha, m) =
   m / (alpha / 2)`` (``--control bonferroni``, the default: the rule of the suite's ``--t2i-sequential``,
   per gate) or by closed e-testing (e-Holm) at ``alpha / 2`` over every share gate's e-process
-  (``--control e-holm``: what docs/sequential.md's first tables measured); a share gate passes early when its confidence sequence
+  (``--control e-holm``: what docs/sequential.md's first tables measured); with ``--control bonferroni``
+  each look is decided by default by ``gating.sequential.decide_look`` on the gate's value, the function the
+  suite calls (``--decide suite``; ``--decide sweeps``: ``metrics.sequential.look`` on the observed sweeps,
+  as e-Holm always is); a share gate passes early when its confidence sequence
   clears the bound ("met") or by futility (conditional power of the full-N test below 0.01 at the
   sequence's least favourable mean); a coverage gate passes early when its coverage at ``n`` already
   meets a ``min`` bound (nested samples); a gate that reaches ``N`` gets the fixed-N test
@@ -69,6 +72,7 @@ CIS_GATES, CIS_PROMPTS, CIS_N = 30, 100, 16
 DIG = DigSize(9, 40, 24, 0, "bench_sequential")
 BATCH = 4
 CONTROL = "bonferroni"  # --control
+DECIDE = "suite"  # --decide
 GROWTH = 2.0  # --growth
 DROP = 5  # CIS gates in the drop_component slice
 #: the paper preset's planned images per family (issue 24, measured on main) and how they are modelled
@@ -166,7 +170,8 @@ def fixed_verdicts(ms: list, thresholds: ThresholdFile, alpha: float) -> dict:
     return {m.gate: judge(m, thresholds, {}, o, family_size=len(ms))[0].status for m in ms}
 
 
-def sequential_run(cis: np.ndarray, dig: dict, thresholds: ThresholdFile, control: str | None = None) -> tuple[dict, dict]:
+def sequential_run(cis: np.ndarray, dig: dict, thresholds: ThresholdFile, control: str | None = None,
+                   decide: str | None = None) -> tuple[dict, dict]:
     """Verdicts and images-per-prompt used per gate under the sequential design
     (:func:`t2i_fairness.gating.sequential.run_rounds`, the controller a sequential run uses)."""
     from t2i_fairness.gating.sequential import SequentialGate, run_rounds
@@ -195,7 +200,8 @@ def sequential_run(cis: np.ndarray, dig: dict, thresholds: ThresholdFile, contro
         return full[gate]
 
     out = run_rounds(gates, thresholds, _opts(alpha=ALPHA), batch=BATCH, scores=scores, coverage=coverage,
-                     full_measurement=full_measurement, growth=GROWTH, control=control or CONTROL)
+                     full_measurement=full_measurement, growth=GROWTH, control=control or CONTROL,
+                     decide=decide or (DECIDE if (control or CONTROL) == "bonferroni" else "sweeps"))
     verdict = {g: r["verdict"] for g, r in out.records.items()}
     short = {"fail: bound excluded": "fail", "pass: bound met with certainty": "met", "pass: futility": "futility",
              "ran to N": "full"}
@@ -212,7 +218,7 @@ def slice_of(scenario: str) -> set:
     return set()
 
 
-def run(runs: int, seed: int = 0, control: str | None = None) -> list[dict]:
+def run(runs: int, seed: int = 0, control: str | None = None, decide: str | None = None) -> list[dict]:
     theta, mu = cis_world(seed)
     world = dig_world(DIG, seed)
     ref = np.random.default_rng([seed, 1000])
@@ -231,7 +237,7 @@ def run(runs: int, seed: int = 0, control: str | None = None) -> list[dict]:
             dig = dig_membership(world, dig_images(world, rng, scenario))
             ms = measurements_full(cis, dig)
             fixed = fixed_verdicts(ms, thresholds, ALPHA)
-            seq, info = sequential_run(cis, dig, thresholds, control)
+            seq, info = sequential_run(cis, dig, thresholds, control, decide)
             acc["fixed_false"] += any(v == "fail" for g, v in fixed.items() if g not in sl)
             acc["seq_false"] += any(v == "fail" for g, v in seq.items() if g not in sl)
             if sl:
@@ -303,6 +309,9 @@ def main(argv=None) -> int:
     ap.add_argument("--control", choices=("bonferroni", "e-holm"), default="bonferroni",
                     help="early-fail rule at alpha/2: per-gate Bonferroni e-threshold m/(alpha/2) (the suite's "
                          "--t2i-sequential; default) or e-Holm closed testing")
+    ap.add_argument("--decide", choices=("suite", "sweeps"), default="suite",
+                    help="with --control bonferroni: decide each look with the suite's decide_look on the gate's "
+                         "value (default) or with look() on the observed sweeps (e-Holm always uses the sweeps)")
     a, rest = ap.parse_known_args(argv)
     if a.procedural is not None:
         import bench_sequential_suite
@@ -314,13 +323,16 @@ def main(argv=None) -> int:
     a.batch = BATCH if a.batch is None else a.batch
     if a.batch < 1 or a.growth <= 1:
         ap.error("--batch must be >= 1 and --growth > 1")
-    globals()["GROWTH"], globals()["BATCH"], globals()["CONTROL"] = a.growth, a.batch, a.control
+    if a.decide == "suite" and a.control != "bonferroni":
+        a.decide = "sweeps"  # decide_look has the per-gate threshold built in: e-Holm decides on the sweeps
+    globals()["GROWTH"], globals()["BATCH"], globals()["CONTROL"], globals()["DECIDE"] = (a.growth, a.batch, a.control,
+                                                                                         a.decide)
     if a.runs < 1:
         ap.error("--runs must be >= 1")
     t0 = time.time()
     rows = run(a.runs, a.seed)
     print(f"# bench_sequential: {a.runs} runs per scenario, seed {a.seed}, batch {a.batch}, growth {a.growth:g}, "
-          f"control {a.control}, "
+          f"control {a.control}, decide {a.decide}, "
           f"{platform.node()} "
           f"({platform.processor() or platform.machine()}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{time.time() - t0:.0f} s")

@@ -251,3 +251,31 @@ def test_controller_bonferroni_never_rejects_more_than_e_holm(share):
     assert "Bonferroni" in out["bonferroni"].method and "e-Holm" in out["e-holm"].method
     with pytest.raises(ValueError, match="`control` must be one of"):
         run_rounds(gates, t, T2IOptions(), batch=4, scores=None, coverage=None, full_measurement=None, control="holm")
+
+
+def test_controller_suite_looks_are_decide_look():
+    """run_rounds(decide="suite") decides every look with decide_look (the suite's function) on the gate's value:
+    a gate's stopping reason and round are those of decide_look on the first n images of its data."""
+    from t2i_fairness.gating.sequential import Sweeps, decide_look, run_rounds
+    from t2i_fairness.metrics.sequential import round_sizes
+    from t2i_fairness.spine.options import T2IOptions
+
+    rng = np.random.default_rng(13)
+    shares = [0.2, 0.45, 0.5, 0.55, 0.62, 0.9]
+    data, gates, t, full = _controller_case(rng, shares, P=40)
+    out = run_rounds(gates, t, T2IOptions(), batch=4, scores=lambda g, n: data[g][:, :n], coverage=None,
+                     full_measurement=full, control="bonferroni", decide="suite")
+    sizes = round_sizes(16, 4)
+    for g, rec in out.records.items():
+        for r, n in enumerate(sizes):
+            lk = decide_look("share", float(data[g][:, :n].mean()), Sweeps(40, n, 16), t.gates[g], alpha=0.05,
+                             family_size=len(shares), rounds=len(sizes))
+            if lk.reason != "open":
+                break
+        assert (rec["round"], rec["images_per_prompt"]) == (r + 1, n), g
+        expected = {"fail": "fail: bound excluded", "met": "pass: bound met with certainty",
+                    "futility": "pass: futility", "full": "ran to N"}[lk.reason]
+        assert rec["reason"] == expected, g
+    assert {r["reason"] for r in out.records.values()} >= {"fail: bound excluded", "ran to N"}
+    with pytest.raises(ValueError, match="`decide` must be"):
+        run_rounds(gates, t, T2IOptions(), batch=4, scores=None, coverage=None, full_measurement=None, decide="suite")

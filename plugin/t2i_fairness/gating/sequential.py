@@ -115,7 +115,8 @@ class SequentialOutcome:
 def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
                scores: Callable[[str, int], np.ndarray], coverage: Callable[[str, int], float],
                full_measurement: Callable[[str], object], family_size: int | None = None,
-               gamma: float = 0.01, growth: float = 2.0, control: str = "e-holm") -> SequentialOutcome:
+               gamma: float = 0.01, growth: float = 2.0, control: str = "e-holm",
+               decide: str = "sweeps") -> SequentialOutcome:
     """Decide ``gates`` in rounds; return their records and the run's image totals.
 
     Args:
@@ -138,9 +139,15 @@ def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
             ``--t2i-sequential``, which decides each gate without waiting for the others). At the same
             look Bonferroni never rejects a gate e-Holm does not (a mean over any set holding a gate
             with ``e >= m / a`` is at least ``e / m >= 1 / a``).
+        decide: how a share gate's look is decided: ``"sweeps"`` (default;
+            :func:`~t2i_fairness.metrics.sequential.look` on the observed sweeps, an e-process fail possible
+            at ``N`` too) or ``"suite"`` (:func:`decide_look` on the gate's value at the look, exactly what
+            the suite's ``--t2i-sequential`` calls: its futility spread is a share's at the current mean,
+            and a gate at ``N`` gets the fixed-N test alone); ``"suite"`` needs ``control="bonferroni"``.
 
     Raises:
-        ValueError: a gate without a bound in ``thresholds`` (named), ``batch < 1``, an unknown ``control``.
+        ValueError: a gate without a bound in ``thresholds`` (named), ``batch < 1``, an unknown ``control`` or
+            ``decide``, ``decide="suite"`` with e-Holm.
 
     Example:
         >>> from pathlib import Path
@@ -167,6 +174,9 @@ def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
         raise ValueError(f"`batch` must be a positive integer, but got {batch!r}")
     if control not in CONTROLS:
         raise ValueError(f"`control` must be one of {list(CONTROLS)}, but got {control!r}")
+    if decide not in ("sweeps", "suite") or (decide == "suite" and control != "bonferroni"):
+        raise ValueError(f"`decide` must be 'sweeps' or 'suite' (with control='bonferroni'), but got {decide!r} "
+                         f"with control={control!r}")
     for g in gates:
         if g.gate not in thresholds.gates:
             raise ValueError(f"gate {g.gate}: no bound in {thresholds.path}; a sequential run needs every gate's bound")
@@ -200,8 +210,15 @@ def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
             rejected = {k: wealth[k] >= threshold for k in names}
         for name, (g, y, n) in current.items():
             b = thresholds.gates[name]
-            lk = look(y, g.planned, b.value, b.direction, prompts=len(g.prompts), e_threshold=math.inf,
-                      z_fail=z_fail, gamma=gamma, looks=len(schedules[name]), rejected=rejected[name])
+            if decide == "suite":
+                lk = decide_look(g.kind, float(y.mean()), Sweeps(len(g.prompts), n, g.planned), b, alpha=alpha,
+                                 family_size=m, rounds=len(schedules[name]), gamma=gamma)
+                if lk.reason == "full":
+                    stopped[name] = ("full", r + 1, n, None)
+                    continue
+            else:
+                lk = look(y, g.planned, b.value, b.direction, prompts=len(g.prompts), e_threshold=math.inf,
+                          z_fail=z_fail, gamma=gamma, looks=len(schedules[name]), rejected=rejected[name])
             if lk.stopped:
                 stopped[name] = (lk.reason, r + 1, n, lk)
         for g in gates:
