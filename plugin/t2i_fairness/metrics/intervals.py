@@ -427,19 +427,25 @@ def share_limit(successes, trials, alpha, side: str):
     """
     x, n, a = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (successes, trials, alpha)))
     x = np.clip(x, 0.0, n)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if side == "high":
-            live = x < n
-            v = _special.betaincinv(x + 1.0, np.where(live, n - x, 1.0), 1.0 - a)
-            out = np.where(live, v, 1.0)
-        elif side == "low":
-            live = x > 0
-            v = _special.betaincinv(np.where(live, x, 1.0), n - x + 1.0, a)
-            out = np.where(live, v, 0.0)
-        else:
-            raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
+    if side == "high":  # 1 - u solves I_{1-u}(n - x, x + 1) = alpha: the same lower quantile, mirrored
+        live = x < n
+        out = np.where(live, 1.0 - _beta_low_quantile(a, np.where(live, n - x, 1.0), x + 1.0), 1.0)
+    elif side == "low":
+        live = x > 0
+        out = np.where(live, _beta_low_quantile(a, np.where(live, x, 1.0), n - x + 1.0), 0.0)
+    else:
+        raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
     out = np.clip(out, 0.0, 1.0)
     return out if out.ndim else float(out)
+
+
+def _beta_low_quantile(p, a, b):
+    """The ``p`` quantile of Beta(a, b) for small ``p`` too: scipy's inverse gives NaN below about 1e-200,
+    where ``I_x(a, b) ~ x^a / (a B(a, b))`` is exact to float precision, so ``x = (p a B(a, b))^(1/a)``."""
+    with np.errstate(invalid="ignore", divide="ignore", under="ignore"):
+        v = _special.betaincinv(a, b, p)
+        tail = np.exp((np.log(p) + np.log(a) + _special.betaln(a, b)) / a)
+    return np.where(np.isfinite(v), v, tail)
 
 
 def share_power(trials: float, bound: float, truth: float, direction: str, alpha: float, *,
