@@ -89,13 +89,12 @@ __all__ = [
     "cluster_mean_interval",
     "coverage_interval",
     "invert_limit",
-    "linear_combination_interval",
+    "upper_quantile",
     "normal_percentile_variance",
     "percentile_mean_interval",
     "precision_interval",
     "share_limit",
     "share_power",
-    "share_se",
     "share_tail",
     "stratified_mean_interval",
 ]
@@ -215,8 +214,8 @@ class Interval:
         n = float(self.n_effective)
         if self.df is None or not math.isfinite(self.df):
             return n
-        z, t = float(_special.ndtri(1.0 - alpha)), float(_stats.t.isf(alpha, self.df))
-        return n * (z / t) ** 2 if t > 0 else n
+        z, t = upper_quantile(alpha), upper_quantile(alpha, self.df)
+        return n * (z / t) ** 2
 
     def limit(self, alpha: float, side: str) -> float:
         """The one-sided confidence limit at level ``alpha`` (``side`` ``"low"`` or ``"high"``): the true
@@ -241,8 +240,7 @@ class Interval:
             return float(share_limit(self.estimate * n, n, alpha, side))
         if self.se is None:
             raise ValueError(f"interval method {self.method!r} has no standard error: no limit at another level")
-        q = float(_stats.t.isf(alpha, self.df)) if self.df is not None and math.isfinite(self.df) else \
-            float(_special.ndtri(1.0 - alpha))
+        q = upper_quantile(alpha, self.df)
         return float(self.estimate - q * self.se if side == "low" else self.estimate + q * self.se)
 
     def p_value(self, bound: float, direction: str) -> float:
@@ -298,9 +296,7 @@ class Interval:
                                integer=self.df is None and float(self.n_effective).is_integer())
         if self.se is None or not self.se > 0:
             return 0.0
-        q = float(_stats.t.isf(alpha, self.df)) if self.df is not None and math.isfinite(self.df) else \
-            float(_special.ndtri(1.0 - alpha))
-        return float(_special.ndtr(float(effect) / self.se - q))
+        return float(_special.ndtr(float(effect) / self.se - upper_quantile(alpha, self.df)))
 
     def scaled(self, factor: float) -> "Interval":
         """The same measurement at ``factor`` times the images (variance as ``1 / n``): for planning power."""
@@ -371,6 +367,30 @@ def _z(confidence: float) -> float:
 P_FLOOR = 1e-300
 
 
+def upper_quantile(alpha: float, df: float | None = None) -> float:
+    """The one-sided upper ``alpha`` quantile of the standard normal (``df`` None or infinite) or of Student's t
+    on ``df`` degrees of freedom, accurate down to ``alpha = 1e-300`` (``ndtri(1 - alpha)`` is infinite
+    there, and scipy's t inverse gives -inf below about 1e-200 for a few degrees of freedom, where the
+    tail ``P(T > t) ~ c t^-df`` gives it in closed form).
+
+    Example:
+        >>> round(upper_quantile(0.025), 4), round(upper_quantile(0.025, 3), 4)
+        (1.96, 3.1824)
+        >>> round(upper_quantile(1e-300), 2), f"{upper_quantile(1e-300, 3):.3e}"
+        (37.05, '1.033e+100')
+    """
+    a = float(alpha)
+    if df is None or not math.isfinite(df):
+        return float(-_special.ndtri(a))
+    q = float(-_stats.t.ppf(a, df))
+    if math.isfinite(q) and q > 0:
+        return q
+    # P(T > t) ~ c t^-df with c = Gamma((df+1)/2) df^((df-2)/2) / (sqrt(pi) Gamma(df/2))
+    log_c = (_special.gammaln((df + 1) / 2) + (df - 2) / 2 * math.log(df) - 0.5 * math.log(math.pi)
+             - _special.gammaln(df / 2))
+    return float(math.exp((log_c - math.log(a)) / df))
+
+
 def _check_alpha(alpha: object) -> float:
     a = float(alpha)
     if not 0.0 < a < 1.0:
@@ -427,12 +447,13 @@ def share_limit(successes, trials, alpha, side: str):
     """
     x, n, a = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (successes, trials, alpha)))
     x = np.clip(x, 0.0, n)
+    known = n > 1e-12  # no trials (a share whose few clusters say nothing at this level): the whole range
     if side == "high":  # 1 - u solves I_{1-u}(n - x, x + 1) = alpha: the same lower quantile, mirrored
-        live = x < n
+        live = (x < n) & known
         out = np.where(live, 1.0 - _beta_low_quantile(a, np.where(live, n - x, 1.0), x + 1.0), 1.0)
     elif side == "low":
-        live = x > 0
-        out = np.where(live, _beta_low_quantile(a, np.where(live, x, 1.0), n - x + 1.0), 0.0)
+        live = (x > 0) & known
+        out = np.where(live, _beta_low_quantile(a, np.where(live, x, 1.0), np.where(live, n - x, 0.0) + 1.0), 0.0)
     else:
         raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
     out = np.clip(out, 0.0, 1.0)
@@ -557,25 +578,6 @@ def agresti_coull(successes: float, trials: float, confidence: float = 0.95) -> 
     n_t = float(trials) + z2
     p_t = (float(successes) + z2 / 2.0) / n_t
     return p_t, math.sqrt(p_t * (1.0 - p_t) / n_t)
-
-
-def share_se(interval: Interval) -> float:
-    """Agresti and Coull's standard error of a share's interval (``n_effective`` set; 0 for any other).
-
-    The error a share of ``n_effective`` draws has near 0 and 1, where ``sqrt(p (1 - p) / n)`` is 0:
-    :func:`agresti_coull` at the share's ``successes = estimate * n_effective`` (95% pseudo-counts,
-    ``z^2 / 2 = 1.92`` each way).
-
-    Example:
-        >>> round(share_se(Interval(1.0, 0.6, 1.0, "wilson", 0.95, 6, se=0.0, n_effective=6)), 4)
-        0.1263
-        >>> share_se(Interval(0.5, 0.4, 0.6, "t", 0.95, 12, se=0.05))
-        0.0
-    """
-    n_eff = interval.n_effective
-    if not n_eff or not math.isfinite(float(n_eff)):
-        return 0.0
-    return agresti_coull(min(max(float(interval.estimate), 0.0), 1.0) * float(n_eff), float(n_eff))[1]
 
 
 def _score(method: str, estimate: float, n_eff: float, confidence: float, n_units: int,
@@ -1324,63 +1326,3 @@ def stratified_mean_interval(
         ys = y[codes == s]
         reps += weights[s] * ys[rng.integers(0, ys.size, size=(n_resamples, ys.size))].mean(axis=1)
     return _from_replicates(method, estimate, reps, confidence, int(y.size))
-
-
-def linear_combination_interval(
-    estimate: float,
-    terms: Sequence[tuple[float, Interval]],
-    *,
-    confidence: float = 0.95,
-    method: str = "linear combination (normal)",
-    low: float = -math.inf,
-    high: float = math.inf,
-) -> Interval:
-    """Normal interval of ``estimate = sum_i w_i theta_i`` (or its first-order delta-method expansion)
-    from independent estimates ``theta_i`` with their own intervals: ``se = sqrt(sum_i (w_i se_i)^2)``.
-
-    A share's part (a score interval: ``n_effective`` set) never brings a standard error of 0 at 0 or 1:
-    ``se_i`` is at least Agresti and Coull's (:func:`share_se`), as the single-share intervals and the
-    update flow's floor (``gating.verdicts.share_se_floor``) already are; so best 6/6 minus worst 0/6 is
-    ``1`` with ``se = 0.18``, not ``[1, 1]``. Coverage of these combinations at shares near 0 and 1:
-    ``bench/bench_gate_calibration.py --combinations``.
-
-    Use it for differences of independent groups (best minus worst region, one template minus
-    another), ratios (weights ``1/b`` and ``-a/b**2``: the delta method) and least-squares slopes
-    over independent samples (CIS's drop per component).
-
-    Args:
-        estimate: the combined value.
-        terms: ``(weight, interval)`` pairs; each interval's standard error at its own estimate
-            (``Interval.se_at``) is used.
-        confidence: two-sided nominal coverage in (0, 1).
-        method: recorded in the result.
-        low, high: the statistic's range (the interval is clipped to it).
-
-    Raises:
-        ValueError: no term, a non-finite weight or estimate, an interval without a standard error.
-
-    Example:
-        >>> a = Interval(0.7, 0.6, 0.8, "t", 0.95, 40, se=0.05)
-        >>> b = Interval(0.5, 0.42, 0.58, "t", 0.95, 30, se=0.04)
-        >>> iv = linear_combination_interval(0.2, [(1.0, a), (-1.0, b)])
-        >>> round(iv.se, 4), iv.n_units
-        (0.064, 30)
-    """
-    confidence = _check_confidence(confidence)
-    if not terms:
-        raise ValueError("`terms` must hold at least one (weight, Interval) pair, but got none")
-    if not math.isfinite(float(estimate)):
-        raise ValueError(f"`estimate` must be finite, but got {estimate!r}")
-    var = 0.0
-    for i, (w, iv) in enumerate(terms):
-        se = iv.se_at(iv.estimate) if isinstance(iv, Interval) else None
-        if se is None or not math.isfinite(float(w)) or not math.isfinite(se):
-            raise ValueError(f"`terms[{i}]` needs a finite weight and an Interval with a standard error, "
-                             f"but got weight {w!r} and {iv!r}")
-        se = max(se, share_se(iv))
-        var += (float(w) * se) ** 2
-    se = math.sqrt(var)
-    z = _z(confidence)
-    units = min(iv.n_units for _, iv in terms)
-    return Interval(float(estimate), max(low, estimate - z * se), min(high, estimate + z * se), method, confidence,
-                    units, se=se)

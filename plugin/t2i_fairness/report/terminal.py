@@ -9,6 +9,7 @@ from t2i_fairness.gating.session import GateSession
 from t2i_fairness.gating.thresholds import proposed_path
 from t2i_fairness.gating.verdicts import bound_cannot_fail
 from t2i_fairness.report.changes import change_lines, digest_line
+from t2i_fairness.report.power import power_cell, power_lines, verdict_suffix
 from t2i_fairness.report.sequential import sequential_lines
 
 
@@ -55,14 +56,14 @@ class GateReport:
     session: GateSession
 
     def table(self) -> list[str]:
-        rows = [("gate", "measured", "bound", "n", "p (adj.)", "verdict")]
+        rows = [("gate", "measured", "bound", "n", "p (adj.)", "power", "verdict")]
         for r in sorted((r for r in self.session.records if r.status != "baseline"), key=lambda r: r.gate):
             interval = f" [{_num(r.interval[0])}, {_num(r.interval[1])}]" if r.interval else ""
             bound = "-" if r.bound is None else f"{r.direction} {_num(r.bound)}"
-            verdict = VERDICTS.get(r.status, r.status.upper())
+            verdict = VERDICTS.get(r.status, r.status.upper()) + verdict_suffix(r)
             if r.gate in self.session.escalated:
                 verdict += " (run FAILED: step-down)"
-            rows.append((r.gate, _num(r.value) + interval, bound, str(r.n), _p(r), verdict))
+            rows.append((r.gate, _num(r.value) + interval, bound, str(r.n), _p(r), power_cell(r), verdict))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         out = []
         for j, row in enumerate(rows):
@@ -99,6 +100,7 @@ class GateReport:
             inconclusive = sum(r.status == "inconclusive" and not r.blocking for r in gated)
             out.append(f"{len(gated)} gates, {failed} failed" + (f", {inconclusive} inconclusive" if inconclusive else "")
                        + f" ({s.thresholds_path})")
+            out += power_lines(gated)  # passes a test could hardly have failed, in words
             out += self.decision_lines()
             seq = sequential_lines(s)  # --t2i-sequential only: nothing otherwise
             out += [""] + seq if seq else []
