@@ -58,7 +58,7 @@ def test_cis(cis_k, cis, gate, t2i_report):
         "prompts": [{"components": list(p), "scores": s.tolist(), "detected": [list(d) for d in det]}
                     for p, s, det in zip(r.prompts, r.scores, r.detected)],
     })
-    gate(r.cis, n=r.n_images, interval=interval, provenance=cis.provenance(), sweeps=cis.sweeps(r),
+    gate(r.cis, n=r.n_images, interval=interval, provenance=cis.provenance(),
          details={"prompts": len(r.prompts), "images_per_prompt": int(r.scores.shape[1]),
                   "mean_components_detected": float(np.mean(r.counts)), "redrawn_77_tokens": r.redrawn,
                   "generator_truncation": cis.truncation(cis_k).details()})

@@ -92,8 +92,7 @@ def _region_gate(sc, region, setup, metric, gate, t2i, decomposed):
     s = sc.scores[region][setup]
     gate(getattr(s, metric), n=s.n_fake if metric == "precision" else s.n_real,
          interval=_interval(sc, region, setup, metric, t2i.options.confidence),
-         details={"n_fake": s.n_fake, "n_used": s.n_used, "n_missing": s.n_missing, "n_real": s.n_real},
-         sweeps=decomposed.sweeps(s))
+         details={"n_fake": s.n_fake, "n_used": s.n_used, "n_missing": s.n_missing, "n_real": s.n_real})
 
 
 # -- per region (Sec. 4.1-4.2) -----------------------------------------------------------------

@@ -15,8 +15,6 @@ import pytest
 
 from t2i_fairness.families.dig_in.report import lowest_scoring
 from t2i_fairness.report.grids import image_grid
-from t2i_fairness.metrics.consistency import object_consistency, object_percentiles
-from t2i_fairness.metrics.intervals import percentile_mean_interval
 from t2i_fairness.errors import T2ISmallSampleWarning
 from t2i_fairness.vocab.geode import GEODE_REGIONS
 
@@ -28,21 +26,14 @@ CASES += [pytest.param(t, r.slug, id=f"{t}-{r.slug}") for t in REGIONAL_TEMPLATE
 
 @pytest.mark.parametrize("template, region", CASES)
 def test_object_consistency(template, region, dig_in, gate, t2i_report):
-    scored = dig_in.clipscores(template, region)  # the region's prompts only (all without a region)
+    ind = dig_in.object_consistency(template, region)
+    scored = ind.at.clipscores(template, region)  # the region's prompts only (all without a region)
     lowest = lowest_scoring(scored)
     if lowest and all(s.image is not None for s in lowest):
         t2i_report.png("lowest_scoring", image_grid([s.image.load() for s in lowest],
                                                     [f"{s.score:.3f} {s.object}" for s in lowest]))
-    by_object: dict[str, list[float]] = {}
-    for s in scored:
-        by_object.setdefault(s.object, []).append(s.score)
-    small = {o: len(v) for o, v in by_object.items() if len(v) < 10}
+    small = {o: n for o, n in ind.details["images_by_object"].items() if n < 10}
     if small:
         warnings.warn(T2ISmallSampleWarning(
             f"10th percentile from fewer than 10 images for {len(small)} object(s) ({small}); the figure is unstable"))
-    gate(
-        object_consistency(by_object),
-        n=len(scored),
-        interval=percentile_mean_interval(by_object, confidence=dig_in.bench.options.confidence),
-        details={"p10_by_object": object_percentiles(by_object), "images_by_object": {k: len(v) for k, v in by_object.items()}},
-    )
+    gate(ind)

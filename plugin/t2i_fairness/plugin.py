@@ -29,7 +29,7 @@ try:  # pytest's JUnit writer, which report/junit.py makes tell the run's outcom
 except ImportError:  # pragma: no cover  (another pytest: the XML is left as pytest writes it)
     junit_xml_key = None
 
-pytest_plugins = ("t2i_fairness.fixtures.core", "t2i_fairness.fixtures.studies", "t2i_fairness.fixtures.rounds")
+pytest_plugins = ("t2i_fairness.fixtures.core", "t2i_fairness.fixtures.studies")
 
 
 
@@ -116,6 +116,20 @@ def defaults_root(config: pytest.Config) -> Path:
     except Exception:  # noqa: BLE001  (another pytest's signature, an unreadable ini: pytest's own rootdir)
         return config.rootpath
     return Path(root)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function):
+    """A gate's verdict, raised by the gating layer as the package's own outcome, becomes pytest's."""
+    __tracebackhide__ = True
+    from t2i_fairness.errors import GateFailed, GateSkipped
+
+    try:
+        return (yield)
+    except GateFailed as exc:
+        raise pytest.fail.Exception(str(exc), pytrace=False) from None
+    except GateSkipped as exc:
+        raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

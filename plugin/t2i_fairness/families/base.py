@@ -28,7 +28,8 @@ from t2i_fairness.generators.canary import CanaryInfo
 from t2i_fairness.spine.options import Option, T2IOptions, Values
 from t2i_fairness.spine.plan import GateCall, ImageRequest, Need
 
-__all__ = ["Family", "GateCall", "ImageRequest", "Need", "Parameters", "Study", "param_id"]
+__all__ = ["Family", "GateCall", "ImageRequest", "Need", "Parameters", "Study", "indicator", "indicator_methods",
+           "param_id"]
 
 
 @dataclass(frozen=True)
@@ -80,16 +81,13 @@ class Family:
             cannot be planned (its gates generate as they run).
         canaries: its canaries (:class:`~t2i_fairness.generators.canary.CanaryInfo`, from
             ``families/<name>/canaries.py``): the ``--t2i-canary NAME:SLICE[:PARAM]`` it knows.
-        sequential: test function name -> its sequential kind (a key of
-            :data:`~t2i_fairness.metrics.sequential.KINDS`: ``share``, ``coverage``) for the tests that
-            ``--t2i-sequential`` decides in rounds; a test not named runs to ``N`` (``docs/sequential.md``).
-        look: ``look(study, n) -> study`` on the first ``n`` images per prompt of the fixed-N run
-            (``n`` a multiple of the batch size; the same bytes, nested as ``n`` grows), with the fixed-N
-            run's provenance; needed when ``sequential`` names a test.
-        runs_to_n: ``runs_to_n(call, core_options) -> str | None``: why a selected test of a kind with an
-            early stop still runs to ``N`` under these options (a template that is not a balanced grid of
-            images, coverage that is not nested, ...), or ``None``; what ``t2i-fairness plan
-            --t2i-sequential`` counts (the round driver decides from the data itself).
+        look: ``look(study, n) -> study``: the study at ``n`` of its planned looks (the first ``n`` images
+            per prompt of the fixed-N run, or its first ``n`` prompts where prompts are sampled; the same
+            bytes, nested as ``n`` grows), with the fixed-N run's provenance. With ``rounds``, what
+            ``--t2i-sequential`` needs: the family's gates are its study's indicator methods
+            (:func:`indicator`), each read by the gate test of the same name (``test_<method>``).
+        rounds: ``rounds(study) -> (looks, unit)``: the planned looks (increasing, the last the fixed-N
+            size) and what they count (``"images per prompt"``, ``"prompts"``).
     """
 
     name: str
@@ -105,21 +103,66 @@ class Family:
     labels: Callable[[T2IOptions, Any], Mapping[str, Iterable[str]]] | None = None
     needs: Callable[[GateCall, Any], Sequence[Need]] | None = None
     canaries: tuple[CanaryInfo, ...] = ()
-    sequential: Mapping[str, str] = field(default_factory=dict)
     look: Callable[[Any, int], Any] | None = None
-    runs_to_n: Callable[[GateCall, T2IOptions], str | None] | None = None
+    rounds: Callable[[Any], tuple[Sequence[int], str]] | None = None
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        from t2i_fairness.metrics.sequential import KINDS
+        if (self.look is None) != (self.rounds is None):
+            raise ValueError(f"family {self.name}: --t2i-sequential needs both look= and rounds= (or neither)")
 
-        bad = {test: kind for test, kind in self.sequential.items() if kind not in KINDS}
-        if bad:
-            raise ValueError(f"family {self.name}: unknown sequential kind(s) {bad}; one of {sorted(KINDS)}")
-        early = [test for test, kind in self.sequential.items() if KINDS[kind] != "fixed"]
-        if early and self.look is None:
-            raise ValueError(f"family {self.name}: {early} stop early but the family has no look (give look=, "
-                             "or declare a kind that runs to N)")
+
+def indicator(kind: str, *, grows: bool = False):
+    """Mark a study method that makes one gate's :class:`~t2i_fairness.gating.indicator.Indicator`.
+
+    The gate test ``test_<method>`` reads it (``gate(study.<method>(...))``), its parameters named as the
+    method's. Under ``--t2i-sequential`` the study routes the call to its round loop
+    (:class:`~t2i_fairness.gating.rounds.Rounds`), which gives the indicator of the look where the gate
+    stopped. ``kind`` (a key of :data:`~t2i_fairness.gating.indicator.KINDS`) and ``grows`` (coverage-like:
+    no early fail) are the method's, declared once here; the indicator it returns must say the same.
+
+    Example:
+        >>> from t2i_fairness.gating.indicator import Indicator
+        >>> class S(Study):
+        ...     @indicator("share")
+        ...     def rate(self, which):
+        ...         return Indicator(0.5, 10, "share")
+        >>> S(None).rate("a").value, S.rate.indicator_kind, sorted(indicator_methods(S))
+        (0.5, 'share', ['rate'])
+    """
+    import functools
+    import inspect
+
+    from t2i_fairness.gating.indicator import KINDS
+
+    if kind not in KINDS:
+        raise ValueError(f"unknown indicator kind {kind!r}; one of {sorted(KINDS)}")
+
+    def mark(method):
+        signature = inspect.signature(method)
+
+        @functools.wraps(method)
+        def read(self, *args, **kwargs):
+            loop = self.__dict__.get("round_loop")
+            if loop is not None:
+                bound = signature.bind(self, *args, **kwargs)
+                bound.apply_defaults()
+                return loop.indicator(method.__name__, {k: v for k, v in bound.arguments.items() if k != "self"})
+            out = method(self, *args, **kwargs)
+            if out.kind != kind or (grows and not out.grows):
+                raise TypeError(f"{type(self).__name__}.{method.__name__} declares kind {kind!r} (grows={grows}) "
+                                f"but returned kind {out.kind!r} (grows={out.grows})")
+            return out if out.at is not None else out.replace(at=self)
+
+        read.indicator_kind, read.indicator_grows, read.indicator_method = kind, grows, method
+        return read
+
+    return mark
+
+
+def indicator_methods(cls) -> dict[str, Callable]:
+    """The indicator methods of a study class (:func:`indicator`): name -> method."""
+    return {name: getattr(cls, name) for name in dir(cls) if hasattr(getattr(cls, name, None), "indicator_kind")}
 
 
 class Study:
@@ -128,6 +171,11 @@ class Study:
     def __init__(self, bench):
         self.bench = bench
         self._memo: dict = {}
+        self.round_loop = None  # --t2i-sequential: the round loop its indicator methods route to (the full study)
+
+    def raw_indicator(self, method: str, kwargs: Mapping[str, Any]):
+        """The indicator ``method`` makes on this study itself, bypassing any round loop."""
+        return getattr(type(self), method).indicator_method(self, **kwargs)
 
     def _once(self, key, make: Callable[[], Any]) -> Any:
         if key not in self._memo:

@@ -20,7 +20,7 @@ from t2i_fairness.gating.thresholds import ThresholdFile
 from t2i_fairness.gating.verdicts import Measurement, Verdict, evaluate
 from t2i_fairness.base.cache import content_key
 
-__all__ = ["Gate", "GateContext", "Probed", "bootstrap_seed", "judge", "measure"]
+__all__ = ["Gate", "GateContext", "bootstrap_seed", "early_record", "judge", "measure"]
 
 
 def bootstrap_seed(gate_id: str, base_seed: int) -> int:
@@ -49,7 +49,7 @@ def measure(gate_id: str, value: float, *, n: int, higher_is_better: bool = True
     from t2i_fairness.metrics.intervals import Interval
 
     uncertainty = replicates = None
-    if isinstance(interval, Interval):
+    if isinstance(interval, Interval) or (hasattr(interval, "p_value") and hasattr(interval, "as_tuple")):
         uncertainty, interval = interval, interval.as_tuple()
         confidence = uncertainty.confidence
     if interval is None and resample is not None and bootstrap > 0 and (units or 0) > 0:
@@ -191,66 +191,59 @@ class GateContext:
     baselines: dict = field(default_factory=dict)
     emit: Callable[[GateRecord], None] = lambda record: None
     family_size: int = 1  # the number of gates in the run
-    kind: str | None = None  # the test's sequential kind (Family.sequential), under --t2i-sequential
-
-
-class Probed(Exception):
-    """Raised by a probing :class:`Gate` (``--t2i-sequential``'s looks) instead of deciding: the test's
-    measurement at this look and how it was made (``sweeps``; ``None`` when the test gave none or the
-    value is undefined here)."""
-
-    def __init__(self, measurement: Measurement | None, sweeps=None):
-        super().__init__("a look of --t2i-sequential (not an error)")
-        self.measurement, self.sweeps = measurement, sweeps
+    kind: str | None = None  # the kind of a bare-value gate (an Indicator carries its own)
 
 
 class Gate:
-    """``gate(value, n=..., ...)`` checks a measured indicator against its bound; ``gate.undefined(reason)``
-    says it cannot be computed here.
+    """``gate(indicator)`` checks a study's :class:`~t2i_fairness.gating.indicator.Indicator` against its bound
+    (``gate(value, n=..., ...)`` a bare value); ``gate.undefined(reason)`` says it cannot be computed here.
 
     The gate id is the test's name (``test_object_consistency[object_in_region-africa]``) unless
     ``name`` is given. ``provenance`` adds what this test's number also depends on (its sample
     sizes, a prompt file digest) to the session's, so a bound is never compared silently with a
-    number measured under other settings.
+    number measured under other settings. A verdict is raised as the package's own outcome
+    (:class:`~t2i_fairness.errors.GateFailed`, :class:`~t2i_fairness.errors.GateSkipped`); the plugin
+    turns it into pytest's.
     """
 
-    def __init__(self, context: GateContext, *, probe: bool = False, stop: dict | None = None):
+    def __init__(self, context: GateContext):
         self.context = context
-        self.probe = probe  # --t2i-sequential: measure, raise Probed, decide nothing
-        self.stop = stop  # --t2i-sequential: the gate's record (details["sequential"]) once it stopped
 
-    def probing(self) -> "Gate":
-        """This gate at a look of ``--t2i-sequential``: calling it raises :class:`Probed`."""
-        return Gate(self.context, probe=True)
-
-    def stopped(self, record: dict) -> "Gate":
-        """This gate deciding with the sequential ``record`` (an early stop, or ``ran to N``)."""
-        return Gate(self.context, stop=record)
-
-    def __call__(self, value: float, *, n: int, higher_is_better: bool = True, interval=None,
+    def __call__(self, value, *, n: int | None = None, higher_is_better: bool = True, interval=None,
                  details: dict[str, Any] | None = None, name: str | None = None,
                  resample: Callable[[Any], float] | None = None, units: int | None = None, strata=None,
-                 provenance: dict[str, Any] | None = None, test=None, sweeps=None) -> Measurement:
-        """``resample(indices) -> value`` with ``units`` (and optional ``strata`` labels) gives a seeded
+                 provenance: dict[str, Any] | None = None, test=None) -> Measurement:
+        """``value``: an :class:`~t2i_fairness.gating.indicator.Indicator` (its value, test, kind and, under
+        ``--t2i-sequential``, where it stopped), or a number with its ``n`` and ``interval``.
+        ``resample(indices) -> value`` with ``units`` (and optional ``strata`` labels) gives a seeded
         percentile-bootstrap interval over those units (``--t2i-bootstrap`` resamples); ``test`` (a
-        :class:`~t2i_fairness.metrics.decisions.HypothesisTest`) makes the gate that test (see :func:`measure`).
-        ``sweeps`` (a :class:`~t2i_fairness.metrics.sequential.Sweeps`) says how the value is made from
-        images, for ``--t2i-sequential``'s early stops (ignored otherwise)."""
+        :class:`~t2i_fairness.metrics.decisions.HypothesisTest`) makes the gate that test (see :func:`measure`)."""
         __tracebackhide__ = True
-        import pytest
+        from t2i_fairness.errors import GateFailed, GateSkipped
+        from t2i_fairness.gating.indicator import Indicator
 
         ctx, o = self.context, self.context.options
         gate_id = name or ctx.gate_id
-        if self.probe:
-            m = measure(gate_id, value, n=n, higher_is_better=higher_is_better, interval=interval, details=details,
-                        confidence=o.confidence, seed=o.seed, test=test)
-            raise Probed(m, sweeps)
+        kind, seq = ctx.kind, None
+        if isinstance(value, Indicator):
+            ind = value
+            if ind.skip is not None:
+                raise GateSkipped(ind.skip)
+            if ind.undefined is not None:
+                self.undefined(ind.undefined, name=name, inconclusive=ind.inconclusive, sequential=ind.sequential)
+                return None
+            kind, seq = ind.kind, ind.sequential
+            value, n, higher_is_better, test = ind.value, ind.n, ind.higher_is_better, ind.test
+            interval, provenance = ind.evidence, {**ind.provenance, **(provenance or {})}
+            details = {**ind.details, **(details or {}), **({"sequential": dict(seq)} if seq else {})}
+            if seq and not seq.get("early") and interval is not None and hasattr(interval, "p_value"):
+                from t2i_fairness.gating.sequential import SequentialEvidence
+
+                interval = SequentialEvidence(interval, float(seq["alpha_share"]), seq.get("earlier_looks_p"))
         m = measure(gate_id, value, n=n, higher_is_better=higher_is_better, interval=interval, details=details,
                     resample=resample, units=units, strata=strata, bootstrap=o.bootstrap,
                     confidence=o.confidence, seed=o.seed, test=test)
         prov = {**ctx.provenance(), **(provenance or {})}
-        if o.sequential and ctx.role != "baseline":
-            return self._sequential(m, prov, resample, units, strata)
         if ctx.role == "baseline":
             ctx.baselines[gate_id] = BaselineMeasurement(m, resample, units, strata)
             ctx.emit(GateRecord(
@@ -261,45 +254,20 @@ class Gate:
             return m
         record, verdict = judge(m, ctx.thresholds, prov, o, nodeid=ctx.nodeid, family=ctx.family,
                                 baseline=ctx.baselines.get(gate_id), resample=resample, units=units, strata=strata,
-                                family_size=ctx.family_size, kind=ctx.kind)
+                                family_size=ctx.family_size, kind=kind)
+        if seq and seq.get("early"):
+            record = early_record(record, seq, ctx.thresholds.gates.get(m.gate))
         ctx.emit(record)
         # a bound written under other settings is said once per run, at the top of the summary
         # (report.changes.provenance_summary), not as one warning per gate
-        if verdict.failed:
-            pytest.fail(verdict.message, pytrace=False)
-        if verdict.status == "inconclusive":
-            warnings.warn(T2IInconclusiveWarning(verdict.message), stacklevel=2)
+        if (record.status == "fail") if (seq and seq.get("early")) else verdict.failed:
+            raise GateFailed(record.message)
+        if record.status == "inconclusive":
+            warnings.warn(T2IInconclusiveWarning(record.message), stacklevel=2)
         return m
 
-    def _sequential(self, m: Measurement, prov: dict, resample, units, strata) -> Measurement:
-        """The verdict under ``--t2i-sequential``: an early stop's (fail: the e-process excluded the bound;
-        pass: the bound met, or futility), or the fixed-N test at ``alpha / 2`` (the other half of the
-        run's level is the early fails'); the record says which, in ``details["sequential"]``."""
-        __tracebackhide__ = True
-        import dataclasses
-
-        import pytest
-
-        from t2i_fairness.gating.sequential import stopped_verdict
-
-        ctx = self.context
-        record = dict(self.stop) if self.stop is not None else _ran_to_n(ctx.kind)
-        m.details["sequential"] = record
-        level = dataclasses.replace(ctx.options, alpha=ctx.options.alpha / 2)
-        rec, verdict = judge(m, ctx.thresholds, prov, level, nodeid=ctx.nodeid, family=ctx.family,
-                             resample=resample, units=units, strata=strata, family_size=ctx.family_size, kind=ctx.kind)
-        if record.get("early"):
-            bound = ctx.thresholds.gates[m.gate]
-            status, message, p = stopped_verdict(m.gate, m.value, record, bound)
-            rec = dataclasses.replace(rec, status=status, message=message, p_value=p, threshold=None, blocking=False)
-        ctx.emit(rec)
-        if (rec.status == "fail") if record.get("early") else verdict.failed:
-            pytest.fail(rec.message, pytrace=False)
-        if rec.status == "inconclusive":
-            warnings.warn(T2IInconclusiveWarning(rec.message), stacklevel=3)
-        return m
-
-    def undefined(self, reason: str, name: str | None = None, inconclusive: bool = False) -> None:
+    def undefined(self, reason: str, name: str | None = None, inconclusive: bool = False,
+                  sequential: dict | None = None) -> None:
         """An indicator that cannot be computed here: skip while the gate has no bound, fail once it has one.
 
         ``inconclusive=True`` is for a value left undefined by sampling noise that another gate judges
@@ -307,14 +275,12 @@ class Gate:
         is a regression): with a bound, the verdict is ``inconclusive`` (a warning, or a failure under
         ``--t2i-inconclusive fail``), never evidence of a regression by itself."""
         __tracebackhide__ = True
-        import pytest
+        from t2i_fairness.errors import GateFailed, GateSkipped
 
-        if self.probe:
-            raise Probed(None)
         gate_id = name or self.context.gate_id
         thresholds = self.context.thresholds
         if gate_id not in thresholds.gates:
-            pytest.skip(reason)
+            raise GateSkipped(reason)
         bound = thresholds.gates[gate_id]
         if inconclusive:
             status, blocking = "inconclusive", self.context.options.inconclusive == "fail"
@@ -323,25 +289,51 @@ class Gate:
             status, blocking = "fail", True
             message = f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass"
         details: dict[str, Any] = {"undefined": reason}
-        if self.context.options.sequential:  # undefined at N, after its looks (or with none)
-            details["sequential"] = dict(self.stop) if self.stop is not None else _ran_to_n(self.context.kind)
+        if sequential is not None:  # undefined at N, after its looks
+            details["sequential"] = dict(sequential)
         # recorded like any judged gate, so the summary, run.json and a canary's tally count it
         self.context.emit(GateRecord(
             gate=gate_id, nodeid=self.context.nodeid, value=float("nan"), n=0, direction=bound.direction,
             status=status, bound=bound.value, write=None, message=message, provenance=self.context.provenance(),
             family=self.context.family, details=details, blocking=blocking and inconclusive))
         if blocking:
-            pytest.fail(message, pytrace=False)
+            raise GateFailed(message)
         warnings.warn(T2IInconclusiveWarning(message), stacklevel=2)
 
 
-def _ran_to_n(kind: str | None) -> dict:
-    """The sequential record of a gate that was not looked at before ``N`` (its kind has no valid early stop)."""
-    from t2i_fairness.metrics.sequential import KINDS, REASONS
+def early_record(record: GateRecord, seq: dict, bound) -> GateRecord:
+    """A gate record made into the verdict of an early stop of ``--t2i-sequential`` (``seq``: the round loop's
+    record): a fail at the alpha this look spent, or a pass by futility; its p-value is the sequential one and
+    its message names the look and the level that decided.
 
-    rec = {"kind": kind or "undeclared", "reason": REASONS["full"], "early": False}
-    if kind is None or kind not in KINDS:
-        rec["note"] = "no sequential kind declared for this test (Family.sequential): runs to N"
-    elif KINDS[kind] == "fixed":
-        rec["note"] = f"no valid early stop for a {kind} gate: runs to N"
-    return rec
+    Example:
+        >>> from t2i_fairness.gating.thresholds import Bound
+        >>> r = GateRecord("g", "t::g", 0.5, 64, "min", "fail", 0.8, None, "g: measured 0.5000", {})
+        >>> seq = {"reason": "fail: alpha spent at this look", "round": 1, "rounds": 4, "unit": "images per prompt",
+        ...        "at": 16, "planned": 60, "p": 1e-9, "level": 3e-8, "gate_level": 1e-4, "alpha_share": 3e-4,
+        ...        "p_sequential": 3.3e-6}
+        >>> e = early_record(r, seq, Bound("min", 0.8))
+        >>> e.status, e.p_value, e.threshold
+        ('fail', 3.3e-06, 0.0001)
+        >>> print(e.message)
+        g: measured 0.5000; FAILED early at look 1 of 4 (16 of 60 images per prompt): p = 1e-09 <= 3e-08, the alpha this look spends (O'Brien-Fleming share 0.0003 of the gate's level 0.0001)
+    """
+    import dataclasses
+
+    where = f"look {seq['round']} of {seq['rounds']} ({seq['at']} of {seq['planned']} {seq['unit']})"
+    head = record.message.split("; p = ")[0]
+    if seq["reason"].startswith("fail"):
+        message = (f"{head}; FAILED early at {where}: p = {seq['p']:.3g} <= {seq['level']:.3g}, the alpha this look "
+                   f"spends (O'Brien-Fleming share {seq['alpha_share']:.2g} of the gate's level {seq['gate_level']:.3g})")
+        status = "fail"
+    else:
+        side = ">" if bound is None or bound.direction == "min" else "<"
+        edge = (bound.value - seq["futility_miss"]) if bound is None or bound.direction == "min" else \
+            (bound.value + seq["futility_miss"])
+        message = (f"{head}; passed early by futility at {where}: its {1 - seq['futility_beta']:.4g} one-sided limit "
+                   f"{seq['futility_limit']:.4f} {side} {edge:.4f} (the bound less half its kind's meaningful miss), so "
+                   f"a model missing the bound by {seq['futility_miss']:g} would stop here at most "
+                   f"{seq['futility_beta']:.2g} of the time")
+        status = "pass"
+    return dataclasses.replace(record, status=status, message=message, p_value=seq.get("p_sequential"),
+                               threshold=seq["gate_level"], blocking=False)

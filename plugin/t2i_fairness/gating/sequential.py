@@ -1,266 +1,214 @@
-"""Rounds of images and the gates they decide: the sequential design's controller (plain, no pytest).
+"""Sequential gates: planned looks, alpha spent over them, futility passes (``--t2i-sequential``, issue #29).
 
-:func:`run_rounds` is the decision loop a sequential run makes (``docs/sequential.md``): images come
-in rounds of :func:`~t2i_fairness.metrics.sequential.round_sizes` per prompt (multiples of the batch
-size, so the images of round ``r`` are the first ``n_r`` images of the fixed-N run, byte for byte);
-after each round every open gate is decided or left open; a gate that reaches ``N`` gets the fixed-N
-verdict of :func:`~t2i_fairness.gating.gate.judge`. The caller supplies the data through callbacks,
-so the same loop serves the simulation bench (``bench/bench_sequential.py``) and, once the suite
-makes its images in rounds, the plugin (what remains for that is listed in ``docs/sequential.md``).
+A gate's fixed-N test gives a valid p-value ``p_k`` at any size (:mod:`t2i_fairness.metrics.evidence`:
+exact for shares, the selection counted for worst-of and pairwise gates). A sequential gate looks at
+``K`` sizes planned before any data (images per prompt over a grid, or prompts drawn for CIS:
+:func:`~t2i_fairness.metrics.sequential.round_sizes`) and spends its level ``a`` (``alpha / m``,
+Holm's first step) over them:
 
-Error control (the run's ``alpha``, family-wise): ``alpha / 2`` for early fails, either per gate
-(``control="bonferroni"``, what the suite's ``--t2i-sequential`` does: a gate fails early when its own
-e-process reaches :func:`e_threshold` ``= m / (alpha / 2)``) or by closed testing on the share gates'
-e-processes at every look (``control="e-holm"``,
-:func:`~t2i_fairness.metrics.sequential.e_closed_rejections`; at every look it rejects every gate
-Bonferroni rejects, and possibly more); ``alpha / 2`` for the fixed-N
-verdicts of the gates that reach ``N`` (``judge`` with ``alpha / 2`` and the run's gate count, then
-the session's Holm step-down as in a fixed-N run). Passing early (bound met, futility, nested
-coverage) is non-binding: it cannot add a false alarm.
+* **Alpha spending** (Lan & DeMets 1983, O'Brien-Fleming shape at the gate's own level):
+  ``F(t) = 2 - 2 Phi(z_{a/2} / sqrt(t))`` at information fraction ``t = n_k / N``; look ``k`` may fail the
+  gate when ``p_k <= a s_k`` with ``s_k = (F(t_k) - F(t_{k-1})) / a``. By the union bound over the looks
+  (valid whatever their dependence) the gate's false-alarm rate is at most ``sum_k a s_k = a``, and its
+  sequential p-value ``p_seq = min_k p_k / s_k`` is a valid p-value for the session's Holm step-down.
+  The shape spends almost nothing early (at ``a = 1e-4``, ``s_1`` is about ``1e-10`` at ``t = 1/4``):
+  the last look keeps nearly the fixed-N critical value, so power at ``N`` is the fixed-N test's
+  (the alpha/2 split of the e-processes before it lost 5 points of power at ``N`` for nothing).
+* **Futility** (non-binding, so it never adds a false alarm): a ``min`` gate passes early when the one-sided
+  limit of its indicator at level ``beta_k`` exceeds ``bound - delta`` (``max``: below ``bound + delta``),
+  with ``delta`` = half its kind's meaningful miss (:data:`FUTILITY_MISS`) and
+  ``sum_k beta_k = FUTILITY_BETA = 0.005``: a model that truly misses by ``delta`` or more stops early by
+  futility with probability at most 0.005 (the limit covers it), so its power is within half a point
+  of the fixed-N test's. The limit is the gate's own (``evidence.limit``): a worst-of gate passes early
+  only when every group clears, a spread when every pair does.
+* **No early fail** where the estimand moves with the sample (``Indicator.early_fail``): coverage grows
+  with ``n`` (a coverage below the bound at ``n`` may meet it at ``N``), a low percentile's expectation
+  shifts with ``n``; they pass early by futility (a lower limit at ``n`` holds at ``N`` for coverage)
+  and otherwise run to ``N``.
+* The last look (``N``) is the fixed-N test at the spent level: ``p_seq`` against ``a``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 from scipy import special as _special
 
-from t2i_fairness.metrics.sequential import (
-    KINDS,
-    REASONS,
-    Look,
-    Sweeps,
-    coverage_settled,
-    e_closed_rejections,
-    look,
-    mixture_e_process,
-    round_sizes,
-)
+from t2i_fairness.gating.indicator import KINDS
+from t2i_fairness.gating.power import MEANINGFUL_MISS
+from t2i_fairness.metrics.intervals import P_FLOOR, upper_quantile
 
-__all__ = ["CONTROLS", "NULL_SHARES", "NULL_SHARES_SOURCE", "PromptUse", "SequentialGate", "SequentialOutcome", "Sweeps",
-           "decide_look", "e_threshold", "image_range", "look_record", "null_share", "run_rounds", "sequential_images",
-           "stopped_verdict"]
+__all__ = ["FUTILITY_BETA", "FUTILITY_MISS", "LookDecision", "NULL_SHARES", "NULL_SHARES_SOURCE", "PromptUse",
+           "REASONS", "SequentialEvidence", "decide_look", "futility_levels", "image_range", "null_share",
+           "sequential_images", "spending_shares"]
 
-#: early-fail rules of :func:`run_rounds`: per-gate Bonferroni (the suite's) and e-Holm closed testing
-CONTROLS = ("bonferroni", "e-holm")
+#: the kinds' futility miss: half their meaningful miss (gating.power): a 0.05 miss of a share keeps its power
+FUTILITY_MISS: dict[str, float] = {k: v / 2 for k, v in MEANINGFUL_MISS.items()}
+#: the chance a model missing by the futility miss is passed early (spread evenly over the looks before N)
+FUTILITY_BETA = 0.005
+#: why a gate stopped, as every report words it
+REASONS = {"fail": "fail: alpha spent at this look", "futility": "pass: futility", "final": "ran to N",
+           "open": "open"}
+
+
+def spending_shares(fractions: Sequence[float], level: float) -> np.ndarray:
+    """The share of ``level`` each planned look may spend (O'Brien-Fleming-type, Lan & DeMets 1983).
+
+    ``F(t) = 2 - 2 Phi(z_{level/2} / sqrt(t))``; ``s_k = (F(t_k) - F(t_{k-1})) / level`` with ``F(t_K = 1) =
+    level``. The shares sum to 1.
+
+    Args:
+        fractions: the looks' information fractions ``n_k / N``, increasing, the last 1.
+        level: the gate's level (``alpha / m``).
+
+    Raises:
+        ValueError: fractions not increasing in (0, 1] or not ending at 1, a level outside (0, 1).
+
+    Example:
+        >>> s = spending_shares([0.25, 0.5, 1.0], 0.05 / 475)
+        >>> f"{s[0]:.1e}", f"{s[1]:.1e}", round(float(s[2]), 6), round(float(s.sum()), 12)
+        ('8.3e-11', '3.9e-04', 0.999606, 1.0)
+        >>> spending_shares([1.0], 0.05).tolist()
+        [1.0]
+    """
+    t = np.asarray(fractions, dtype=np.float64)
+    if t.ndim != 1 or t.size == 0 or not (np.all(np.diff(t) > 0) and t[0] > 0 and abs(t[-1] - 1.0) < 1e-12):
+        raise ValueError(f"`fractions` must increase in (0, 1] and end at 1, but got {list(fractions)}")
+    if not 0 < level < 1:
+        raise ValueError(f"`level` must be in (0, 1), but got {level!r}")
+    z = upper_quantile(level / 2)
+    cumulative = np.array([2.0 * float(_special.ndtr(-z / math.sqrt(x))) for x in t[:-1]] + [level])
+    return np.diff(np.r_[0.0, cumulative]) / level
+
+
+def futility_levels(looks: int) -> list[float]:
+    """``beta_k`` of each look before ``N`` (``FUTILITY_BETA`` spread evenly; none at ``N``).
+
+    Example:
+        >>> futility_levels(4)
+        [0.0016666666666666668, 0.0016666666666666668, 0.0016666666666666668]
+    """
+    early = max(0, int(looks) - 1)
+    return [FUTILITY_BETA / early] * early
 
 
 @dataclass(frozen=True)
-class SequentialGate:
-    """A gate as the sequential design sees it.
+class LookDecision:
+    """One gate at one look.
 
     Attributes:
-        gate: the gate id (a key of the thresholds file).
-        kind: a key of :data:`~t2i_fairness.metrics.sequential.KINDS` (``share``, ``coverage``, ...).
-        prompts: the prompts whose images feed it (a key per prompt; gates sharing a prompt share its images).
-        planned: images per prompt of the fixed-N run (``N``).
+        reason: ``fail`` (alpha spent here rejects), ``futility`` (passed early), ``open`` (next look),
+            ``final`` (the last look: the fixed-N test at the spent level decides).
+        p: this look's p-value (``None`` without one: undefined, or a test gate's at a look it has none).
+        level: the alpha this look may spend (``a s_k``).
+        p_sequential: ``min over the looks so far of p_j / s_j`` (the gate's p-value for Holm).
+        futility_limit: the one-sided limit at ``beta_k`` the futility rule compared (``None``: none).
+        futility_miss: ``delta`` of that rule.
     """
 
-    gate: str
-    kind: str
-    prompts: tuple[str, ...]
-    planned: int
+    reason: str
+    p: float | None
+    level: float
+    p_sequential: float | None
+    futility_limit: float | None = None
+    futility_miss: float | None = None
 
-    def __post_init__(self) -> None:
-        if self.kind not in KINDS:
-            raise ValueError(f"gate {self.gate}: unknown sequential kind {self.kind!r}; one of {sorted(KINDS)}")
-        if not self.prompts or self.planned < 1:
-            raise ValueError(f"gate {self.gate}: needs at least one prompt and planned >= 1")
-
-
-@dataclass
-class SequentialOutcome:
-    """Per gate: why and when it stopped; for the run: images made against the fixed-N plan.
-
-    Attributes:
-        records: gate -> the record reports carry (reason, round, images used and planned, wealth,
-            sequence at stopping, conditional power, verdict).
-        images: images made (per prompt, the largest round any of its gates needed), summed over prompts.
-        planned_images: the fixed-N run's images over the same prompts.
-        method: the error-control method, for the summary.
-    """
-
-    records: dict = field(default_factory=dict)
-    images: int = 0
-    planned_images: int = 0
-    method: str = ""
-
-    def summary_lines(self) -> list[str]:
-        """The terminal summary's lines: one per gate (verdict, reason, round, images used of N,
-        sequence at stopping), then the run's images against the fixed-N plan and the method.
-
-        Example:
-            >>> o = SequentialOutcome({"g": {"verdict": "pass", "reason": "pass: futility", "round": 1, "rounds": 3,
-            ...     "images_per_prompt": 4, "planned_per_prompt": 16, "sequence": [0.61, 0.74]}}, 400, 1600, "e-Holm")
-            >>> print("\\n".join(o.summary_lines()))
-            g: pass (pass: futility) at round 1 of 3, 4 of 16 images per prompt, sequence [0.6100, 0.7400]
-            sequential: 400 images of the fixed-N plan's 1600 (25%); e-Holm
-        """
-        out = []
-        for gate, r in self.records.items():
-            seq = r.get("sequence")
-            tail = f", sequence [{seq[0]:.4f}, {seq[1]:.4f}]" if seq else ""
-            out.append(f"{gate}: {r['verdict']} ({r['reason']}) at round {r['round']} of {r['rounds']}, "
-                       f"{r['images_per_prompt']} of {r['planned_per_prompt']} images per prompt{tail}")
-        share = self.images / self.planned_images if self.planned_images else 0.0
-        out.append(f"sequential: {self.images} images of the fixed-N plan's {self.planned_images} ({share:.0%}); "
-                   f"{self.method}")
-        return out
+    @property
+    def stopped(self) -> bool:
+        return self.reason in ("fail", "futility")
 
 
-def run_rounds(gates: list[SequentialGate], thresholds, options, *, batch: int,
-               scores: Callable[[str, int], np.ndarray], coverage: Callable[[str, int], float],
-               full_measurement: Callable[[str], object], family_size: int | None = None,
-               gamma: float = 0.01, growth: float = 2.0, control: str = "e-holm",
-               decide: str = "sweeps") -> SequentialOutcome:
-    """Decide ``gates`` in rounds; return their records and the run's image totals.
+def decide_look(indicator, bound: float, direction: str, *, level: float, share: float, beta: float | None,
+                prior: float | None = None, final: bool = False) -> LookDecision:
+    """Decide one gate at one look (module docstring).
 
     Args:
-        gates: the run's gates (every kind; those without a valid early stop run to ``N``).
-        thresholds: the run's :class:`~t2i_fairness.gating.thresholds.ThresholdFile` (every gate has a bound).
-        options: the run's :class:`~t2i_fairness.spine.options.T2IOptions` (``alpha`` and the gate settings).
-        batch: the generation batch size (rounds are its multiples).
-        scores: ``scores(gate, n)`` -> ``(prompts, n)`` per-image scores in [0, 1] of a ``share`` /
-            ``bounded`` gate, the first ``n`` images of every prompt.
-        coverage: ``coverage(gate, n)`` -> the coverage of a ``coverage`` gate on the first ``n``
-            images per prompt.
-        full_measurement: ``full_measurement(gate)`` -> the gate's fixed-N
-            :class:`~t2i_fairness.gating.verdicts.Measurement` (called only for gates that reach ``N``).
-        family_size: Holm's ``m`` (default: the number of gates).
-        gamma: the futility level.
-        growth: round size factor.
-        control: the early-fail rule at ``alpha / 2`` (:data:`CONTROLS`): ``"e-holm"`` (default; closed
-            testing over the share gates' e-processes at each look) or ``"bonferroni"`` (a gate fails
-            when its own e-process reaches :func:`e_threshold` ``(alpha, m)``: the rule of the suite's
-            ``--t2i-sequential``, which decides each gate without waiting for the others). At the same
-            look Bonferroni never rejects a gate e-Holm does not (a mean over any set holding a gate
-            with ``e >= m / a`` is at least ``e / m >= 1 / a``).
-        decide: how a share gate's look is decided: ``"sweeps"`` (default;
-            :func:`~t2i_fairness.metrics.sequential.look` on the observed sweeps, an e-process fail possible
-            at ``N`` too) or ``"suite"`` (:func:`decide_look` on the gate's value at the look, exactly what
-            the suite's ``--t2i-sequential`` calls: its futility spread is a share's at the current mean,
-            and a gate at ``N`` gets the fixed-N test alone); ``"suite"`` needs ``control="bonferroni"``.
-
-    Raises:
-        ValueError: a gate without a bound in ``thresholds`` (named), ``batch < 1``, an unknown ``control`` or
-            ``decide``, ``decide="suite"`` with e-Holm.
+        indicator: the gate's :class:`~t2i_fairness.gating.indicator.Indicator` at this look.
+        bound, direction: its bound.
+        level: the gate's level ``a`` (``alpha / m``).
+        share: this look's spending share ``s_k`` (:func:`spending_shares`).
+        beta: this look's futility level (``None`` at ``N`` or without futility).
+        prior: ``p_sequential`` of the earlier looks.
+        final: the last look (``N``): no stop is decided here, the fixed-N test at the spent level is.
 
     Example:
-        >>> from pathlib import Path
-        >>> from t2i_fairness.gating.gate import measure
-        >>> from t2i_fairness.gating.thresholds import Bound, ThresholdFile
-        >>> from t2i_fairness.spine.options import T2IOptions
-        >>> rng = np.random.default_rng(0)
-        >>> data = {"low": rng.random((200, 16)) < 0.3, "high": rng.random((200, 16)) < 0.9}
-        >>> t = ThresholdFile(Path("t.yaml"), {"low": Bound("min", 0.5), "high": Bound("min", 0.5)})
-        >>> gates = [SequentialGate(g, "share", tuple(f"{g}{i}" for i in range(200)), 16) for g in data]
-        >>> out = run_rounds(gates, t, T2IOptions(), batch=4, scores=lambda g, n: data[g][:, :n],
-        ...                  coverage=None, full_measurement=None)
-        >>> [(g, r["reason"], r["images_per_prompt"], r["verdict"]) for g, r in sorted(out.records.items())]
-        [('high', 'pass: bound met with certainty', 4, 'pass'), ('low', 'fail: bound excluded', 4, 'fail')]
-        >>> out.images, out.planned_images
-        (1600, 6400)
-        >>> run_rounds(gates, t, T2IOptions(), batch=4, scores=lambda g, n: data[g][:, :n], coverage=None,
-        ...            full_measurement=None, control="bonferroni").records["low"]["e_threshold"]
-        80.0
+        >>> import numpy as np
+        >>> from t2i_fairness.gating.indicator import Indicator
+        >>> from t2i_fairness.metrics.intervals import precision_interval
+        >>> def share(k, n): return precision_interval(np.r_[np.ones(k, bool), np.zeros(n - k, bool)])
+        >>> lk = lambda k, n: decide_look(Indicator(k / n, n, "share", share(k, n)), 0.8, "min", level=1e-4,
+        ...                               share=0.01, beta=0.002)
+        >>> lk(330, 400).reason, lk(200, 400).reason, lk(310, 400).reason    # above, far below, just below
+        ('futility', 'fail', 'open')
     """
-    from t2i_fairness.gating.gate import judge
+    ev = indicator.evidence
+    if indicator.undefined is not None or indicator.skip is not None or not math.isfinite(indicator.value):
+        return LookDecision("final" if final else "open", None, level * share, prior)
+    p = None
+    if indicator.test is not None:
+        p = float(indicator.test.p_value)
+    elif ev is not None and hasattr(ev, "p_value"):
+        try:
+            p = float(ev.p_value(bound, direction))
+        except ValueError:
+            p = None
+    p_seq = prior
+    if p is not None and share > 0:
+        p_seq = min(1.0, p / share) if prior is None else min(prior, 1.0, p / share)
+        p_seq = max(p_seq, P_FLOOR)
+    spent = level * share
+    if final:
+        return LookDecision("final", p, spent, p_seq)
+    misses = (indicator.value < bound) if direction == "min" else (indicator.value > bound)
+    if indicator.test is not None:
+        misses = True  # a test gate has no bound: its H0 is rejected or not
+    if indicator.early_fail and misses and p is not None and p <= spent:
+        return LookDecision("fail", p, spent, p_seq)
+    delta = FUTILITY_MISS.get(indicator.kind)
+    if beta and delta is not None and "futility" in KINDS[indicator.kind] and ev is not None and hasattr(ev, "limit"):
+        try:
+            side = "low" if direction == "min" else "high"
+            lim = float(ev.limit(beta, side))
+        except ValueError:
+            lim = None
+        if lim is not None and math.isfinite(lim):
+            clear = lim > bound - delta if direction == "min" else lim < bound + delta
+            if clear:
+                return LookDecision("futility", p, spent, p_seq, lim, delta)
+            return LookDecision("open", p, spent, p_seq, lim, delta)
+    return LookDecision("open", p, spent, p_seq)
 
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ValueError(f"`batch` must be a positive integer, but got {batch!r}")
-    if control not in CONTROLS:
-        raise ValueError(f"`control` must be one of {list(CONTROLS)}, but got {control!r}")
-    if decide not in ("sweeps", "suite") or (decide == "suite" and control != "bonferroni"):
-        raise ValueError(f"`decide` must be 'sweeps' or 'suite' (with control='bonferroni'), but got {decide!r} "
-                         f"with control={control!r}")
-    for g in gates:
-        if g.gate not in thresholds.gates:
-            raise ValueError(f"gate {g.gate}: no bound in {thresholds.path}; a sequential run needs every gate's bound")
-    alpha = float(options.alpha)
-    m = int(family_size or len(gates))
-    z_fail = float(-_special.ndtri(alpha / 2 / m))
-    threshold = e_threshold(alpha, m)
-    schedules = {g.gate: round_sizes(g.planned, batch, first=batch, growth=growth) for g in gates}
-    betting = [g for g in gates if KINDS[g.kind] == "betting"]
-    wealth = {g.gate: 1.0 for g in betting}
-    stopped: dict[str, tuple[str, int, int, object]] = {}  # gate -> (reason, round, n, look)
-    rounds = max(len(s) for s in schedules.values())
-    for r in range(rounds):
-        current = {}
-        for g in betting:
-            if g.gate in stopped:
-                continue
-            n = schedules[g.gate][min(r, len(schedules[g.gate]) - 1)]
-            x = np.asarray(scores(g.gate, n), dtype=np.float64)
-            if x.shape != (len(g.prompts), n):
-                raise ValueError(f"gate {g.gate}: scores must have shape ({len(g.prompts)}, {n}), got {x.shape}")
-            y = x.mean(axis=0)
-            b = thresholds.gates[g.gate]
-            wealth[g.gate] = float(mixture_e_process(y, b.value, b.direction, prompts=len(g.prompts),
-                                                     n_target=max(1.0, g.planned / 4))[-1])
-            current[g.gate] = (g, y, n)
-        names = [g.gate for g in betting]
-        if control == "e-holm":
-            rejected = dict(zip(names, e_closed_rejections([wealth[k] for k in names], alpha / 2))) if names else {}
-        else:  # per gate: its own wealth against m / (alpha / 2)
-            rejected = {k: wealth[k] >= threshold for k in names}
-        for name, (g, y, n) in current.items():
-            b = thresholds.gates[name]
-            if decide == "suite":
-                lk = decide_look(g.kind, float(y.mean()), Sweeps(len(g.prompts), n, g.planned), b, alpha=alpha,
-                                 family_size=m, rounds=len(schedules[name]), gamma=gamma)
-                if lk.reason == "full":
-                    stopped[name] = ("full", r + 1, n, None)
-                    continue
-            else:
-                lk = look(y, g.planned, b.value, b.direction, prompts=len(g.prompts), e_threshold=math.inf,
-                          z_fail=z_fail, gamma=gamma, looks=len(schedules[name]), rejected=rejected[name])
-            if lk.stopped:
-                stopped[name] = (lk.reason, r + 1, n, lk)
-        for g in gates:
-            if g.gate in stopped or KINDS[g.kind] == "betting":
-                continue
-            n = schedules[g.gate][min(r, len(schedules[g.gate]) - 1)]
-            b = thresholds.gates[g.gate]
-            if n == g.planned:
-                stopped[g.gate] = ("full", r + 1, n, None)
-            elif KINDS[g.kind] == "nested" and coverage_settled(coverage(g.gate, n), b.value, b.direction):
-                stopped[g.gate] = ("met", r + 1, n, None)
-    level = dataclasses.replace(options, alpha=alpha / 2)
-    early = (f"e-Holm (closed testing, mean of e-processes) at alpha/2 = {alpha / 2:g}" if control == "e-holm" else
-             f"per-gate Bonferroni (e-process >= m / (alpha/2) = {threshold:g}) at alpha/2 = {alpha / 2:g}")
-    out = SequentialOutcome(method=f"{early} for early fails; fixed-N test at alpha/2 over {m} gates for gates that "
-                                   "ran to N")
-    for g in gates:
-        reason, rnd, n, lk = stopped[g.gate]
-        verdict = {"fail": "fail", "met": "pass", "futility": "pass"}.get(reason)
-        record = {"reason": REASONS[reason], "round": rnd, "rounds": len(schedules[g.gate]),
-                  "images_per_prompt": n, "planned_per_prompt": g.planned, "kind": g.kind,
-                  "images": n * len(g.prompts), "planned_images": g.planned * len(g.prompts)}
-        if lk is not None:
-            record.update(wealth=lk.wealth, sequence=[lk.lower, lk.upper], conditional_power=lk.conditional_power)
-            if control == "bonferroni":
-                record["e_threshold"] = threshold
-        if reason == "full":
-            rec, _ = judge(full_measurement(g.gate), thresholds, {}, level, family_size=m)
-            verdict = rec.status
-            record["p_value"], record["interval"] = rec.p_value, rec.interval
-        if KINDS[g.kind] == "fixed":
-            record["note"] = "no valid early stop for this kind: runs to N"
-        record["verdict"] = verdict
-        out.records[g.gate] = record
-    need: dict[str, int] = {}
-    planned: dict[str, int] = {}
-    for g in gates:
-        for p in g.prompts:
-            need[p] = max(need.get(p, 0), out.records[g.gate]["images_per_prompt"])
-            planned[p] = max(planned.get(p, 0), g.planned)
-    out.images, out.planned_images = sum(need.values()), sum(planned.values())
-    return out
+
+@dataclass(frozen=True)
+class SequentialEvidence:
+    """A gate's evidence at its last look, judged as the sequential test: its p-value is ``p_seq`` (``min`` of the
+    earlier looks' ``p_j / s_j`` and this look's ``p / s_K``) and its power is at the spent level ``a s_K``;
+    everything else is the evidence's own."""
+
+    evidence: Any
+    share: float
+    prior: float | None = None
+
+    def __getattr__(self, name: str):
+        return getattr(self.evidence, name)
+
+    def p_value(self, bound: float, direction: str) -> float:
+        p = float(self.evidence.p_value(bound, direction)) / self.share
+        if self.prior is not None:
+            p = min(p, self.prior)
+        return min(1.0, max(P_FLOOR, p))
+
+    def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
+        return float(self.evidence.power(bound, direction, effect, alpha * self.share))
+
+    def scaled(self, factor: float) -> "SequentialEvidence":
+        return SequentialEvidence(self.evidence.scaled(factor), self.share, self.prior)
+
+    def record(self) -> dict:
+        return {**self.evidence.record(), "sequential_share": self.share, "earlier_looks_p": self.prior}
 
 
 def image_range(requests, batch: int, *, images_per_hour: float | None = None) -> dict:
@@ -321,8 +269,7 @@ NULL_SHARES_SOURCE = ("bench/bench_sequential.py --runs 200 (--batch 4 and --bat
 def null_share(family: str, kind: str, batch: int) -> tuple[float, int | None]:
     """The null-model image share of one gate (:data:`NULL_SHARES`) and the bench batch size it was measured at.
 
-    A kind with no early stop (``KINDS[kind] == "fixed"``) and a (family, kind) the bench did not
-    measure give ``(1.0, None)``: they are counted at ``N``. A batch size the bench did not run takes
+    A (family, kind) the bench did not measure gives ``(1.0, None)``: they are counted at ``N``. A batch size the bench did not run takes
     the nearest one it did (the larger on a tie: larger batches stop later).
 
     Args:
@@ -344,7 +291,7 @@ def null_share(family: str, kind: str, batch: int) -> tuple[float, int | None]:
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"`batch` must be a positive integer, but got {batch!r}")
     table = NULL_SHARES.get((family, kind))
-    if KINDS[kind] == "fixed" or not table:
+    if not table:
         return 1.0, None
     at = min(table, key=lambda b: (abs(b - batch), -b))
     return float(table[at]), at
@@ -427,141 +374,3 @@ def sequential_images(uses, cached=None) -> dict:
             "best_to_make": sum(int(to_make(p, n)) for p, n in best.items())}
 
 
-# -- one gate of the suite, look by look (the plugin's --t2i-sequential) ----------------------------------
-
-
-def e_threshold(alpha: float, family_size: int) -> float:
-    """The wealth at which one gate fails early: ``m / (alpha / 2)`` (Bonferroni over the run's ``m`` gates
-    with the early-fail half of ``alpha``; Ville's inequality makes each gate's chance of ever reaching
-    it under its null at most ``alpha / (2 m)``, at any stopping time, without waiting for other gates).
-
-    Example:
-        >>> e_threshold(0.05, 475)
-        19000.0
-    """
-    return float(max(1, int(family_size)) / (float(alpha) / 2))
-
-
-def decide_look(kind: str, value: float, sweeps: Sweeps, bound, *, alpha: float, family_size: int, rounds: int,
-                gamma: float = 0.01) -> Look:
-    """One gate of the suite at one look: ``fail``, ``met``, ``futility``, ``full`` or ``open``.
-
-    ``share`` / ``bounded``: the normal-mixture e-process and confidence sequence of the sweeps
-    (:func:`~t2i_fairness.metrics.sequential.look`). With only the gate's value at each look, the
-    sweeps are given as ``images`` copies of it: the e-process and the sequence depend on the sweeps'
-    sum alone, and the futility spread becomes the share's at the current mean, the largest a mean of
-    ``prompts`` [0, 1] scores with that mean can have (conservative: fewer futility stops). ``coverage``:
-    the nested early pass only (:func:`~t2i_fairness.metrics.sequential.coverage_settled`), when the
-    images are nested. Every other kind, and any gate at ``N``: ``full`` (the fixed-N test decides).
-    An undefined (nan) value is ``open``.
-
-    Args:
-        kind: a key of :data:`~t2i_fairness.metrics.sequential.KINDS`.
-        value: the gate's value at this look.
-        sweeps: how it was made.
-        bound: the gate's :class:`~t2i_fairness.gating.thresholds.Bound`.
-        alpha: the run's family-wise level.
-        family_size: the run's number of gates (Bonferroni's ``m`` for early fails, Holm's for the rest).
-        rounds: the gate's number of looks (the futility bound's split).
-        gamma: the futility level.
-
-    Example:
-        >>> from t2i_fairness.gating.thresholds import Bound
-        >>> s = Sweeps(prompts=200, images=4, planned=64)
-        >>> decide_look("share", 0.30, s, Bound("min", 0.5), alpha=0.05, family_size=475, rounds=5).reason
-        'fail'
-        >>> decide_look("share", 0.80, s, Bound("min", 0.5), alpha=0.05, family_size=475, rounds=5).reason
-        'met'
-        >>> decide_look("coverage", 0.70, Sweeps(9, 4, 16), Bound("min", 0.6), alpha=0.05, family_size=9, rounds=3).reason
-        'met'
-        >>> decide_look("ratio", 0.2, Sweeps(9, 4, 16), Bound("min", 0.6), alpha=0.05, family_size=9, rounds=3).reason
-        'full'
-        >>> decide_look("share", 0.2, s, Bound("min", -0.04), alpha=0.05, family_size=475, rounds=5).reason
-        'met'
-    """
-    if kind not in KINDS:
-        raise ValueError(f"unknown sequential kind {kind!r}; one of {sorted(KINDS)}")
-    n, N = int(sweeps.images), int(sweeps.planned)
-    nan = float("nan")
-    if n >= N or KINDS[kind] == "fixed":
-        return Look("full", n, N, 1.0, nan, nan, nan)
-    if not math.isfinite(float(value)):
-        return Look("open", n, N, 1.0, nan, nan, nan)
-    if KINDS[kind] == "nested":
-        met = sweeps.nested and coverage_settled(float(value), bound.value, bound.direction)
-        return Look("met" if met else "open", n, N, 1.0, nan, nan, nan)
-    if not 0.0 <= float(value) <= 1.0:
-        raise ValueError(f"a {kind} gate's value must be in [0, 1], but got {value!r}")
-    b = float(bound.value)
-    if not 0.0 <= b <= 1.0:  # a share's bound outside [0, 1]: met for certain on its passing side
-        passing = b < 0.0 if bound.direction == "min" else b > 1.0
-        return Look("met" if passing else "full", n, N, 1.0, nan, nan, nan)
-    m = max(1, int(family_size))
-    z_fail = float(-_special.ndtri(float(alpha) / 2 / m))
-    return look(np.full(n, float(value)), N, bound.value, bound.direction, prompts=int(sweeps.prompts),
-                e_threshold=e_threshold(alpha, m), z_fail=z_fail, gamma=gamma, looks=max(1, int(rounds)))
-
-
-def look_record(lk: Look, kind: str, *, at_round: int, rounds: int, sweeps: Sweeps | None, threshold: float | None,
-                note: str | None = None) -> dict:
-    """The ``details["sequential"]`` record of a gate (what every report shows).
-
-    Example:
-        >>> from t2i_fairness.metrics.sequential import Look
-        >>> r = look_record(Look("futility", 4, 16, 0.02, 0.61, 0.74, 0.001), "share", at_round=1, rounds=3,
-        ...                 sweeps=Sweeps(30, 4, 16), threshold=19000.0)
-        >>> r["reason"], r["early"], r["images"], r["planned_images"], r["share_of_planned"]
-        ('pass: futility', True, 120, 480, 0.25)
-    """
-    prompts = sweeps.prompts if sweeps is not None else None
-    rec = {"kind": kind, "reason": REASONS[lk.reason], "early": lk.reason in ("fail", "met", "futility"),
-           "round": int(at_round), "rounds": int(rounds), "images_per_prompt": int(lk.n), "planned_per_prompt": int(lk.N),
-           "prompts": prompts, "images": None if prompts is None else int(lk.n) * prompts,
-           "planned_images": None if prompts is None else int(lk.N) * prompts,
-           "share_of_planned": round_share(lk.n, lk.N)}
-    if math.isfinite(lk.lower):
-        rec.update(wealth=lk.wealth, e_threshold=threshold, sequence=[lk.lower, lk.upper],
-                   conditional_power=lk.conditional_power)
-    if note or KINDS.get(kind) == "fixed":
-        rec["note"] = note or f"no valid early stop for a {kind} gate: runs to N"
-    return rec
-
-
-def round_share(n: int, N: int) -> float:
-    """``n / N`` rounded for reports."""
-    return round(float(n) / float(N), 4) if N else 0.0
-
-
-def stopped_verdict(gate: str, value: float, record: dict, bound) -> tuple[str, str, float | None]:
-    """Status, message and anytime-valid p-value (``min(1, 1 / wealth)``) of a gate that stopped early.
-
-    Example:
-        >>> from t2i_fairness.gating.thresholds import Bound
-        >>> rec = {"reason": "fail: bound excluded", "round": 1, "rounds": 3, "images_per_prompt": 4,
-        ...        "planned_per_prompt": 16, "wealth": 5.0e4, "e_threshold": 1.9e4, "sequence": [0.2, 0.4]}
-        >>> status, message, p = stopped_verdict("g", 0.3, rec, Bound("min", 0.5))
-        >>> status, p
-        ('fail', 2e-05)
-        >>> print(message)
-        g: 0.3000 is below its bound 0.5000 at round 1 of 3 (4 of 16 images per prompt): e-process 5e+04 >= 1.9e+04, the sequence [0.2000, 0.4000] excludes the bound at any stopping time
-    """
-    reason = record["reason"]
-    where = (f"at round {record['round']} of {record['rounds']} ({record['images_per_prompt']} of "
-             f"{record['planned_per_prompt']} images per prompt)")
-    wealth = record.get("wealth")
-    p = None if wealth is None else float(min(1.0, 1.0 / max(float(wealth), 1e-300)))
-    seq = record.get("sequence")
-    seq_text = f"[{seq[0]:.4f}, {seq[1]:.4f}]" if seq else None
-    side = "below" if bound.direction == "min" else "above"
-    if reason == REASONS["fail"]:
-        return "fail", (f"{gate}: {value:.4f} is {side} its bound {bound.value:.4f} {where}: e-process "
-                        f"{wealth:.3g} >= {record['e_threshold']:.3g}, the sequence {seq_text} excludes the bound "
-                        "at any stopping time"), p
-    if reason == REASONS["met"]:
-        why = (f"the sequence {seq_text} lies on the passing side of {bound.value:.4f}" if seq_text else
-               f"coverage {value:.4f} already meets {bound.value:.4f} and cannot fall as images are added")
-        return "pass", f"{gate}: {value:.4f} passes {where}: {why}", p
-    if reason == REASONS["futility"]:
-        return "pass", (f"{gate}: {value:.4f} passes by futility {where}: the full-N test would fail with "
-                        f"conditional power {record['conditional_power']:.2g} < the futility level"), p
-    raise ValueError(f"{gate}: not an early stop: {reason!r}")

@@ -95,11 +95,6 @@ FAMILY = Family(
     header=_header,
     labels=_labels,
     needs=_needs,
-    sequential={"test_obj_precision": "share", "test_bg_precision": "share", "test_obj_coverage": "coverage",
-                "test_bg_coverage": "coverage", "test_worst_region_bg_coverage": "worst", "test_region_spread": "spread",
-                "test_template_improvement": "spread"},
-    look=_look,
-    runs_to_n=_runs_to_n,
     doc="The session's Decomposed-DIG study: ``decomposed.scores(reference, template)``, ``.real(reference)``, "
         "``.diagnostics(reference, template)``, ``.models()``.",
 )

@@ -25,21 +25,6 @@ def _look(study, n: int):
     return study.at_images(n)
 
 
-def _runs_to_n(call, core) -> str | None:
-    """Why a DIG In gate of a kind with an early stop runs to N under ``core`` (``None``: it can stop),
-    as :meth:`~t2i_fairness.families.dig_in.study.DigInStudy.sweeps` decides at each look."""
-    from t2i_fairness.families.dig_in.study import fake_dedupe
-
-    template = call.get("template")
-    if template is not None and template != "object_in_region":
-        why = "its groups sample their prompts" if template == "object" else "its prompts split N unevenly"
-        return f"the {template} template is not a balanced grid of images ({why})"
-    if FAMILY.sequential.get(call.test) == "coverage" and fake_dedupe(core) == "drop_all":
-        return ("coverage is not nested when generated duplicates are dropped with drop_all "
-                "(--t2i-fake-dedupe, DIG In's default): an image kept now may be dropped later")
-    return None
-
-
 def _parameters(names: set[str], core, options) -> list[Parameters]:
     """``reference, template[, object][, region]`` for the region gates (the consistency gates are static)."""
     if not {"reference", "template"} <= names:
@@ -88,14 +73,8 @@ FAMILY = Family(
     parameters=_parameters,
     labels=_labels,
     needs=_needs,
-    sequential={"test_region_precision": "share", "test_region_coverage": "coverage",
-                "test_object_region_precision": "share", "test_object_region_coverage": "coverage",
-                "test_worst_region_precision": "worst", "test_worst_region_coverage": "worst",
-                "test_object_worst_region_precision": "worst", "test_object_worst_region_coverage": "worst",
-                "test_region_disparity_precision": "ratio", "test_region_disparity_coverage": "ratio",
-                "test_object_region_disparity_coverage": "ratio", "test_object_consistency": "percentile"},
     look=_look,
-    runs_to_n=_runs_to_n,
+    rounds=lambda study: study.planned_looks(),
     doc="The session's DIG In study: ``dig_in.scores(reference, template)``, ``dig_in.clipscores(template)``.",
     canaries=CANARIES,
 )

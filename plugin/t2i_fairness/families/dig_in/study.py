@@ -22,6 +22,8 @@ from t2i_fairness.generators.tokens import counted_truncation
 from t2i_fairness.references.grouping import (PromptImages, PromptSpace, group_generated, prompt_calls, prompt_images,
                                               template_truncation)
 from t2i_fairness.references.library import ReferenceLibrary
+from t2i_fairness.families.base import indicator
+from t2i_fairness.gating.indicator import Indicator
 from t2i_fairness.spine.generation import ImageRef
 from t2i_fairness.vocab.geode import GEODE_OBJECTS
 
@@ -227,20 +229,158 @@ class DigInStudy(Study):
         """This study on the first ``n`` images per prompt of the fixed-N run (``--t2i-sequential``'s looks)."""
         return DigInStudy(self.bench.at_images(n))
 
-    def sweeps(self, template: str, score: "GroupScore"):
-        """How a group's precision or coverage is made (:class:`~t2i_fairness.metrics.sequential.Sweeps`),
-        or ``None`` where it is not a balanced grid of images: only ``{object} in {region}`` groups
-        (``{object}`` groups sample, country prompts split N unevenly) with no generated image dropped
-        as a duplicate at this look. Coverage is nested (cannot fall as images are added) unless the
-        generated images are de-duplicated with ``drop_all``, which can drop an image kept earlier."""
-        from t2i_fairness.metrics.sequential import Sweeps
+    def planned_looks(self) -> tuple[list[int], str]:
+        """``--t2i-sequential``'s planned looks: images per prompt in multiples of the batch size up to ``N``."""
+        from t2i_fairness.metrics.sequential import round_sizes
 
-        n = int(self.bench.options.images_per_prompt)
-        total = int(score.n_generated or 0)
-        if template != "object_in_region" or total < n or total % n or score.n_duplicates:
-            return None
-        return Sweeps(prompts=total // n, images=n, planned=self.bench.planned_images_per_prompt,
-                      nested=fake_dedupe(self.bench.options) != "drop_all")
+        return (round_sizes(int(self.bench.planned_images_per_prompt), int(self.bench.factory.batch_size)),
+                "images per prompt")
+
+    # -- the gated indicators (each read by the gate test of its name: test_<method>) ---------------------
+    def _confidence(self) -> float:
+        return float(self.bench.options.confidence)
+
+    def _group_indicator(self, s: GroupScore, metric: str, **details) -> Indicator:
+        """One group's precision (a share of its generated images) or coverage (a share of its real balls,
+        growing with the images); a collapsed group's undefined precision is that gate's failure."""
+        value = getattr(s, metric)
+        kind, grows = ("share", False) if metric == "precision" else ("coverage", True)
+        n = s.n_fake if metric == "precision" else s.n_real
+        info = {"n_real": s.n_real, "n_fake": s.n_fake, "n_generated": s.n_generated, "n_duplicates": s.n_duplicates,
+                "n_scored": s.member.n_fake, **details, **({"note": s.note} if s.note else {})}
+        if math.isnan(value):
+            return Indicator(value, n, kind, grows=grows, details=info, undefined=s.note or f"{metric} is undefined")
+        return Indicator(value, n, kind, s.interval(metric, self._confidence()), grows=grows, details=info)
+
+    def _object_groups(self, reference: str, template: str, object: str) -> dict:
+        scores = self.scores(reference, template).object_region
+        return {r: scores[(o, r)] for (o, r) in scores if o == object}  # this object's groups (computed on access)
+
+    def _worst_indicator(self, groups: Mapping[str, GroupScore], metric: str, **details) -> Indicator:
+        kind, grows = "worst", metric == "coverage"
+        undefined = [g for g, s in groups.items() if math.isnan(getattr(s, metric))]
+        if undefined:
+            return Indicator(math.nan, 0, kind, grows=grows, undefined=(
+                f"{metric} is undefined for {', '.join(map(str, undefined))}: "
+                + "; ".join(groups[g].note for g in undefined if groups[g].note)))
+        from t2i_fairness.metrics.evidence import worst_of
+
+        ev = worst_of({str(g): s.interval(metric, self._confidence()) for g, s in groups.items()},
+                      confidence=self._confidence())
+        s = groups[ev.worst_label]
+        return Indicator(ev.estimate, s.n_fake if metric == "precision" else s.n_real, kind, ev, grows=grows,
+                         details={"worst": ev.worst_label, "by_group": {str(g): getattr(v, metric) for g, v in
+                                                                       groups.items()},
+                                  "selected_from": ev.selection, **details})
+
+    def _parity_indicator(self, groups: Mapping[str, GroupScore], metric: str) -> Indicator:
+        """Worst / best ratio (1 = every group alike); the best/worst disparity of the paper's figures is in the
+        details."""
+        values = {g: getattr(s, metric) for g, s in groups.items()}
+        grows = metric == "coverage"
+        undefined = [g for g, v in values.items() if math.isnan(v)]
+        if undefined:
+            return Indicator(math.nan, 0, "ratio", grows=grows,
+                             undefined=f"{metric} is undefined for {', '.join(map(str, undefined))}")
+        if len(values) < 2:
+            return Indicator(math.nan, 0, "ratio", grows=grows, skip=(
+                f"parity needs two groups with {metric}; only {', '.join(map(str, values))} has one"))
+        from t2i_fairness.metrics.evidence import pairs
+
+        ev = pairs({str(g): s.interval(metric, self._confidence()) for g, s in groups.items()}, contrast="ratio",
+                   confidence=self._confidence())
+        worst, best = min(values, key=values.get), max(values, key=values.get)
+        return Indicator(ev.estimate, len(groups), "ratio", ev, grows=grows, details={
+            "worst": str(worst), "best": str(best), "best_over_worst": disparity(values),
+            "by_group": {str(g): v for g, v in values.items()}, "pairs_tested": ev.selection})
+
+    @indicator("share")
+    def region_precision(self, reference: str, template: str, region: str) -> Indicator:
+        """Generated images of ``region`` are realistic: the share inside the k-NN manifold of its real images."""
+        return self._group_indicator(self.scores(reference, template).region[region], "precision")
+
+    @indicator("coverage", grows=True)
+    def region_coverage(self, reference: str, template: str, region: str) -> Indicator:
+        """Generated images of ``region`` are diverse: the share of its real images' balls they reach."""
+        return self._group_indicator(self.scores(reference, template).region[region], "coverage")
+
+    def _object_region(self, reference: str, template: str, object: str, region: str) -> GroupScore | None:
+        return self.scores(reference, template).object_region.get((object, region))
+
+    def _few_real(self, reference: str, object: str, region: str) -> str:
+        return (f"{reference}: {object} in {region} has fewer than k+2={self.bench.options.nearest_k + 2} real images; "
+                "no manifold")
+
+    @indicator("share")
+    def object_region_precision(self, reference: str, template: str, object: str, region: str) -> Indicator:
+        s = self._object_region(reference, template, object, region)
+        if s is None:
+            return Indicator(math.nan, 0, "share", skip=self._few_real(reference, object, region))
+        return self._group_indicator(s, "precision")
+
+    @indicator("coverage", grows=True)
+    def object_region_coverage(self, reference: str, template: str, object: str, region: str) -> Indicator:
+        s = self._object_region(reference, template, object, region)
+        if s is None:
+            return Indicator(math.nan, 0, "coverage", grows=True, skip=self._few_real(reference, object, region))
+        return self._group_indicator(s, "coverage")
+
+    @indicator("worst")
+    def worst_region_precision(self, reference: str, template: str) -> Indicator:
+        """The worst region's precision, judged as picked among the regions (Bonferroni)."""
+        return self._worst_indicator(self.scores(reference, template).region, "precision")
+
+    @indicator("worst", grows=True)
+    def worst_region_coverage(self, reference: str, template: str) -> Indicator:
+        return self._worst_indicator(self.scores(reference, template).region, "coverage")
+
+    def _object_worst(self, reference: str, template: str, object: str, metric: str) -> Indicator:
+        groups = self._object_groups(reference, template, object)
+        if not groups:
+            return Indicator(math.nan, 0, "worst", grows=metric == "coverage",
+                             skip=f"{reference}: no region has enough real images of {object}")
+        return self._worst_indicator(groups, metric)
+
+    @indicator("worst")
+    def object_worst_region_precision(self, reference: str, template: str, object: str) -> Indicator:
+        return self._object_worst(reference, template, object, "precision")
+
+    @indicator("worst", grows=True)
+    def object_worst_region_coverage(self, reference: str, template: str, object: str) -> Indicator:
+        return self._object_worst(reference, template, object, "coverage")
+
+    @indicator("ratio")
+    def region_disparity_precision(self, reference: str, template: str) -> Indicator:
+        """Worst / best region precision, every ordered pair of regions counted (MOVER-R)."""
+        return self._parity_indicator(self.scores(reference, template).region, "precision")
+
+    @indicator("ratio", grows=True)
+    def region_disparity_coverage(self, reference: str, template: str) -> Indicator:
+        return self._parity_indicator(self.scores(reference, template).region, "coverage")
+
+    @indicator("ratio", grows=True)
+    def object_region_disparity_coverage(self, reference: str, template: str, object: str) -> Indicator:
+        groups = self._object_groups(reference, template, object)
+        if not groups:
+            return Indicator(math.nan, 0, "ratio", grows=True,
+                             skip=f"{reference}: no region has enough real images of {object}")
+        return self._parity_indicator(groups, "coverage")
+
+    @indicator("percentile", grows=True)
+    def object_consistency(self, template: str, region: str | None) -> Indicator:
+        """The 10th-percentile CLIP cosine of generated images and their object, averaged over objects (of
+        ``region``'s prompts; all without a region); its expectation moves with the images: no early fail."""
+        from t2i_fairness.metrics.consistency import object_consistency, object_percentiles
+        from t2i_fairness.metrics.intervals import percentile_mean_interval
+
+        scored = self.clipscores(template, region)
+        by_object: dict[str, list[float]] = {}
+        for s in scored:
+            by_object.setdefault(s.object, []).append(s.score)
+        return Indicator(object_consistency(by_object), len(scored), "percentile",
+                         percentile_mean_interval(by_object, confidence=self._confidence()), grows=True,
+                         details={"p10_by_object": object_percentiles(by_object),
+                                  "images_by_object": {k: len(v) for k, v in by_object.items()}})
 
 
     @property

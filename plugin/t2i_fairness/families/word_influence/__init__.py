@@ -59,7 +59,6 @@ FAMILY = Family(
     parameters=_parameters,
     header=_header,
     needs=_needs,
-    sequential={"test_word_influence": "hoeffding", "test_representation": "hoeffding"},
     doc="The session's word-level analysis: ``word_influence.result`` (computed on first use).",
     canaries=CANARIES,
 )

@@ -1,0 +1,93 @@
+"""What a study hands a gate: one indicator's value, the test it is judged by, and its kind.
+
+A family's study computes each gated indicator in one method (``DigInStudy.region_precision(...)``,
+marked :func:`~t2i_fairness.families.base.indicator`) and returns an :class:`Indicator`; the gate test
+reads it and calls ``gate(indicator)``. Because the study, not the test, makes the number, the round
+loop of ``--t2i-sequential`` (:mod:`t2i_fairness.gating.rounds`) can compute every selected indicator
+at each planned look without calling a test, and each test is then called once, on the indicator of
+the look where its gate stopped (``at``: the study at that look, for the test's reports).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+__all__ = ["Indicator", "KINDS"]
+
+#: gate kinds and what ``--t2i-sequential`` may stop them for (``docs/sequential.md``): every kind passes
+#: early by futility; ``fail`` marks the kinds whose early fail is valid (their estimand does not move with
+#: the images per prompt: coverage grows with ``n``, a low percentile's expectation shifts with ``n``)
+KINDS: dict[str, frozenset[str]] = {
+    "share": frozenset({"fail", "futility"}),  # precision, CIS_K: a share of images (or prompts' images)
+    "coverage": frozenset({"futility"}),  # a share of real balls: its expectation grows with n
+    "worst": frozenset({"fail", "futility"}),  # the worst of G groups (of shares; of coverages: no early fail)
+    "spread": frozenset({"fail", "futility"}),  # best minus worst, template improvement, CIS drop
+    "ratio": frozenset({"fail", "futility"}),  # worst / best, CLGC(l) / CLGC(English)
+    "percentile": frozenset({"futility"}),  # a mean of low percentiles: its expectation shifts with n
+    "score": frozenset({"fail", "futility"}),  # IndicTTI's means of cosines
+    "test": frozenset({"fail"}),  # the CIS order test (a p-value, no effect size to be futile against)
+    "hoeffding": frozenset({"fail", "futility"}),  # word-level: Hoeffding's inequality
+}
+
+
+@dataclass(frozen=True)
+class Indicator:
+    """One gate's measurement, as a study makes it.
+
+    Attributes:
+        value: the indicator's value (NaN when ``undefined``).
+        n: the units behind it (images, real images for coverage, prompts), for reports.
+        kind: a key of :data:`KINDS`.
+        evidence: the test it is judged by: an :class:`~t2i_fairness.metrics.intervals.Interval` or one of
+            :mod:`t2i_fairness.metrics.evidence` (limits, p-value and power at any level), a ``(low, high)``
+            pair, or ``None``.
+        higher_is_better: ``min`` gate (True) or ``max``.
+        test: a :class:`~t2i_fairness.metrics.decisions.HypothesisTest` when the gate is a test (no bound).
+        details: what a person triaging it wants (per-group values, sizes).
+        provenance: what the number depends on beyond the session's settings.
+        undefined: why the value cannot be computed here (the gate fails once it has a bound).
+        inconclusive: an undefined value whose cause another gate judges: inconclusive, not failed.
+        skip: why the gate does not apply to this run (skipped whatever the thresholds say).
+        grows: the estimand grows with the images (coverage-like): no early fail for it.
+        at: the study it was measured on (a look's under ``--t2i-sequential``); the test's reports read it.
+        sequential: the round loop's record of where and why the gate stopped (``None`` without rounds).
+
+    Example:
+        >>> ind = Indicator(0.8, 60, "share")
+        >>> ind.direction, ind.early_fail, ind.replace(value=0.7).value
+        ('min', True, 0.7)
+        >>> Indicator(0.5, 20, "coverage").early_fail
+        False
+    """
+
+    value: float
+    n: int
+    kind: str
+    evidence: Any = None
+    higher_is_better: bool = True
+    test: Any = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    undefined: str | None = None
+    inconclusive: bool = False
+    skip: str | None = None
+    grows: bool = False
+    at: Any = field(default=None, repr=False, compare=False)
+    sequential: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown indicator kind {self.kind!r}; one of {sorted(KINDS)}")
+
+    @property
+    def direction(self) -> str:
+        return "min" if self.higher_is_better else "max"
+
+    @property
+    def early_fail(self) -> bool:
+        """Whether a look before ``N`` may fail this gate (its kind allows it and its estimand does not grow)."""
+        return "fail" in KINDS[self.kind] and not self.grows
+
+    def replace(self, **changes) -> "Indicator":
+        return replace(self, **changes)

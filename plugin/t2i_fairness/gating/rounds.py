@@ -1,0 +1,140 @@
+"""The round loop of ``--t2i-sequential``: every selected gate of a study, decided look by look (plain, no pytest).
+
+A study's indicator methods (:func:`~t2i_fairness.families.base.indicator`) make each gate's
+:class:`~t2i_fairness.gating.indicator.Indicator`. :class:`Rounds` runs around one study: at each planned
+look before ``N`` (``schedule``: images per prompt over a grid, or prompts drawn for CIS) it asks the study
+at that look (``look(study, n)``: the first ``n`` of the fixed-N run, byte for byte) for the indicator of
+every gate still open, decides each with :func:`~t2i_fairness.gating.sequential.decide_look`, and closes
+the gates that stopped. Images are made only when an open gate's indicator asks for them, so a prompt
+gets images up to the last look any gate reading it needed. Then each gate test is called once: its
+call to the study's indicator method returns the indicator of the look where its gate stopped (with
+its record in ``Indicator.sequential``), or, for a gate still open after the last look before ``N``, the
+indicator at ``N`` with what the earlier looks spent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+from t2i_fairness.gating.sequential import REASONS, decide_look, futility_levels, spending_shares
+
+__all__ = ["GateCallSpec", "Rounds"]
+
+
+@dataclass(frozen=True)
+class GateCallSpec:
+    """A selected gate of a study: its id and the indicator method (and arguments) that makes it."""
+
+    gate: str
+    method: str
+    kwargs: tuple[tuple[str, Any], ...]
+
+    @property
+    def key(self) -> tuple[str, tuple[tuple[str, Any], ...]]:
+        return self.method, self.kwargs
+
+
+def _key(method: str, kwargs: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    return method, tuple(sorted(kwargs.items()))
+
+
+class Rounds:
+    """Decide a study's selected gates in rounds (module docstring).
+
+    Args:
+        study: the fixed-N study (its indicator methods route here).
+        look: ``look(study, n)`` -> the study at ``n`` (images per prompt, or prompts).
+        schedule: the planned looks, increasing, the last ``N``.
+        unit: what ``n`` counts, for reports (``"images per prompt"``, ``"prompts"``).
+        gates: the selected gates that have a bound.
+        bounds: gate id -> its :class:`~t2i_fairness.gating.thresholds.Bound`.
+        level: each gate's level (``alpha / m``: Holm's first step).
+        raw: ``raw(study, method, kwargs)`` -> the indicator, bypassing the rounds.
+
+    Example:
+        >>> import numpy as np
+        >>> from t2i_fairness.gating.indicator import Indicator
+        >>> from t2i_fairness.gating.thresholds import Bound
+        >>> from t2i_fairness.metrics.intervals import precision_interval
+        >>> class S:  # a share of n images: 95% inside for "good", 50% for "bad"
+        ...     def __init__(self, n): self.n = n
+        ...     def rate(self, which):
+        ...         k = int(round((0.95 if which == "good" else 0.5) * self.n))
+        ...         return Indicator(k / self.n, self.n, "share", precision_interval(np.r_[np.ones(k, bool),
+        ...                          np.zeros(self.n - k, bool)]))
+        >>> gates = [GateCallSpec(w, "rate", (("which", w),)) for w in ("good", "bad")]
+        >>> r = Rounds(S(1024), lambda s, n: S(n), [256, 512, 1024], "images", gates,
+        ...            {"good": Bound("min", 0.8), "bad": Bound("min", 0.8)}, 1e-3,
+        ...            raw=lambda s, m, kw: getattr(s, m)(**kw))
+        >>> [(w, r.indicator("rate", {"which": w}).sequential["reason"]) for w in ("good", "bad")]
+        [('good', 'pass: futility'), ('bad', 'fail: alpha spent at this look')]
+        >>> r.indicator("rate", {"which": "bad"}).sequential["at"]      # 128 of 256 against 0.8: at the first look
+        256
+    """
+
+    def __init__(self, study, look: Callable[[Any, int], Any], schedule: Sequence[int], unit: str,
+                 gates: Sequence[GateCallSpec], bounds: Mapping[str, Any], level: float,
+                 raw: Callable[[Any, str, Mapping[str, Any]], Any]):
+        self.study, self.look, self.unit, self.level, self.raw = study, look, unit, float(level), raw
+        self.schedule = [int(n) for n in schedule]
+        if not self.schedule or any(b <= a for a, b in zip(self.schedule, self.schedule[1:])):
+            raise ValueError(f"`schedule` must be increasing and non-empty, but got {list(schedule)}")
+        self.gates = {g.key: g for g in gates}
+        self.bounds = bounds
+        self.decided: dict = {}  # key -> the indicator at the look where its gate stopped
+        self.finals: dict = {}  # key -> the record of a gate that reached N
+        self.done = False
+
+    def _run(self) -> None:
+        self.done = True
+        N = self.schedule[-1]
+        shares = spending_shares([n / N for n in self.schedule], self.level)
+        betas = futility_levels(len(self.schedule))
+        prior: dict = {}
+        open_ = dict(self.gates)
+        for k, n in enumerate(self.schedule[:-1]):
+            if not open_:
+                break
+            at = self.look(self.study, n)
+            for key, spec in list(open_.items()):
+                bound = self.bounds[spec.gate]
+                try:
+                    ind = self.raw(at, spec.method, dict(spec.kwargs))
+                except Exception:  # noqa: BLE001  (not computable at this look: the test at N says what is wrong)
+                    continue
+                d = decide_look(ind, bound.value, bound.direction, level=self.level, share=float(shares[k]),
+                                beta=betas[k], prior=prior.get(key))
+                prior[key] = d.p_sequential
+                if d.stopped:
+                    self.decided[key] = ind.replace(at=at, sequential=self._record(ind.kind, d, k, n, float(shares[k]),
+                                                                                     betas[k]))
+                    del open_[key]
+        K = len(self.schedule)
+        for key, spec in open_.items():
+            self.finals[key] = {"reason": REASONS["final"], "early": False, "round": K, "rounds": K, "unit": self.unit,
+                                "at": N, "planned": N, "share_of_planned": 1.0, "alpha_share": float(shares[-1]),
+                                "level": self.level * float(shares[-1]), "gate_level": self.level,
+                                "earlier_looks_p": prior.get(key)}
+
+    def _record(self, kind: str, d, k: int, n: int, share: float, beta: float) -> dict:
+        N = self.schedule[-1]
+        rec = {"kind": kind, "reason": REASONS[d.reason], "early": True, "round": k + 1, "rounds": len(self.schedule),
+               "unit": self.unit, "at": int(n), "planned": int(N), "share_of_planned": round(n / N, 4),
+               "p": d.p, "level": d.level, "gate_level": self.level, "alpha_share": share,
+               "p_sequential": d.p_sequential}
+        if d.reason == "futility":
+            rec.update(futility_limit=d.futility_limit, futility_miss=d.futility_miss, futility_beta=beta)
+        return rec
+
+    def indicator(self, method: str, kwargs: Mapping[str, Any]):
+        """The indicator a gate test reads: at the look where its gate stopped, or at ``N``."""
+        if not self.done:
+            self._run()
+        key = _key(method, kwargs)
+        if key in self.decided:
+            return self.decided[key]
+        ind = self.raw(self.study, method, kwargs)
+        if key in self.finals:
+            return ind.replace(at=self.study, sequential={"kind": ind.kind, **self.finals[key]})
+        return ind.replace(at=self.study)
