@@ -21,9 +21,8 @@ import pytest
 
 from t2i_fairness.families.decomposed.evidence import evidence
 from t2i_fairness.families.decomposed.report import diagnostics_grids, diagnostics_report, table1_section
-from t2i_fairness.families.decomposed.rules import SETUP_NAMES, spread, summarize
+from t2i_fairness.families.decomposed.rules import summarize
 from t2i_fairness.families.decomposed.study import DECOMPOSED_TEMPLATES
-from t2i_fairness.metrics.evidence import combination, pairs, worst_of
 
 
 @pytest.fixture
@@ -36,7 +35,8 @@ def table1(request, decomposed, t2i_report):
     region only, and Table 1 needs them all.
     """
 
-    def emit(reference: str) -> None:
+    def emit(reference: str, study=None) -> None:
+        study = decomposed if study is None else study  # the study at the look where the gate stopped
         selected: dict[str, set] = {}  # template -> the regions its selected tests read (None: every region)
         for item in request.session.items:
             params = getattr(getattr(item, "callspec", None), "params", {})
@@ -48,11 +48,11 @@ def table1(request, decomposed, t2i_report):
         if not templates:
             return
         # a selection of one region's gates (triage) shows that region's table alone, computing nothing more
-        by_template = {t: decomposed.scores(reference, t, next(iter(selected[t])) if len(selected[t]) == 1 else None)
+        by_template = {t: study.scores(reference, t, next(iter(selected[t])) if len(selected[t]) == 1 else None)
                        for t in templates}
-        real = decomposed.real(reference)
-        lines = table1_section(reference, decomposed.reference_sets[reference], real, by_template,
-                               decomposed.options.limit_source)
+        real = study.real(reference)
+        lines = table1_section(reference, study.reference_sets[reference], real, by_template,
+                               study.options.limit_source)
         t2i_report.section(f"Decomposed-DIG (Table 1): {reference}", lines)
         t2i_report.json("decomposed_dig", {
             "reference": reference,
@@ -64,116 +64,61 @@ def table1(request, decomposed, t2i_report):
     return emit
 
 
-def _scored(decomposed, reference, template, gate, region=None):
-    """The template's scores (the region's alone for a region's gate); a gate that cannot be computed
-    is undefined: skipped while it has no bound, failed once it has one."""
-    sc = decomposed.scores(reference, template, region)
-    if region is not None and region not in sc.scores:
-        gate.undefined(f"{reference}/{template}/{region}: {sc.skipped.get(region, 'no scores')}")
-    if not sc.scores:
-        gate.undefined(f"{reference}/{template}: no region has scores ({sc.skipped})")
-    return sc
-
-
-def _interval(sc, region, setup, metric, confidence):
-    """The region's interval over its generated images (the unit drawn; unsegmented ones stay in as
-    misses): Wilson's for precision, the jackknife-Wilson interval for coverage."""
-    from t2i_fairness.metrics.intervals import coverage_interval, precision_interval
-
-    member = sc.membership(region, setup)
-    if metric == "precision":
-        return precision_interval(member, confidence=confidence)
-    return coverage_interval(member, confidence=confidence)
-
-
-def _region_gate(sc, region, setup, metric, gate, t2i, decomposed):
-    """Gate one region's value with its interval (``sweeps``: how it is made from images, for
-    ``--t2i-sequential``'s early stops)."""
-    s = sc.scores[region][setup]
-    gate(getattr(s, metric), n=s.n_fake if metric == "precision" else s.n_real,
-         interval=_interval(sc, region, setup, metric, t2i.options.confidence),
-         details={"n_fake": s.n_fake, "n_used": s.n_used, "n_missing": s.n_missing, "n_real": s.n_real})
-
-
 # -- per region (Sec. 4.1-4.2) -----------------------------------------------------------------
 
-def test_obj_precision(reference, template, region, decomposed, gate, t2i, t2i_report):
-    t2i_report.on_failure(evidence(decomposed, reference, template, "obj", "precision", region))
-    _region_gate(_scored(decomposed, reference, template, gate, region), region, "obj", "precision", gate, t2i, decomposed)
+def test_obj_precision(reference, template, region, decomposed, gate, t2i_report):
+    ind = decomposed.obj_precision(reference, template, region)
+    t2i_report.on_failure(evidence(ind.at, reference, template, "obj", "precision", region))
+    gate(ind)
 
 
-def test_obj_coverage(reference, template, region, decomposed, gate, t2i, t2i_report):
-    t2i_report.on_failure(evidence(decomposed, reference, template, "obj", "coverage", region))
-    _region_gate(_scored(decomposed, reference, template, gate, region), region, "obj", "coverage", gate, t2i, decomposed)
+def test_obj_coverage(reference, template, region, decomposed, gate, t2i_report):
+    ind = decomposed.obj_coverage(reference, template, region)
+    t2i_report.on_failure(evidence(ind.at, reference, template, "obj", "coverage", region))
+    gate(ind)
 
 
-def test_bg_precision(reference, template, region, decomposed, gate, t2i, t2i_report):
-    t2i_report.on_failure(evidence(decomposed, reference, template, "bg", "precision", region))
-    _region_gate(_scored(decomposed, reference, template, gate, region), region, "bg", "precision", gate, t2i, decomposed)
+def test_bg_precision(reference, template, region, decomposed, gate, t2i_report):
+    ind = decomposed.bg_precision(reference, template, region)
+    t2i_report.on_failure(evidence(ind.at, reference, template, "bg", "precision", region))
+    gate(ind)
 
 
-def test_bg_coverage(reference, template, region, decomposed, gate, t2i, table1, t2i_report):
-    t2i_report.on_failure(evidence(decomposed, reference, template, "bg", "coverage", region))
-    sc = _scored(decomposed, reference, template, gate, region)
-    table1(reference)
-    _region_gate(sc, region, "bg", "coverage", gate, t2i, decomposed)
+def test_bg_coverage(reference, template, region, decomposed, gate, table1, t2i_report):
+    ind = decomposed.bg_coverage(reference, template, region)
+    t2i_report.on_failure(evidence(ind.at, reference, template, "bg", "coverage", region))
+    if ind.undefined is None:
+        table1(reference, ind.at)
+    gate(ind)
 
 
 # -- across regions ----------------------------------------------------------------------------
 
-def _regions(sc, setup, metric, confidence):
-    """Every region's interval of one setup and metric (the groups a worst-of or spread gate picks from)."""
-    return {r: _interval(sc, r, setup, metric, confidence) for r in sc.scores}
+def test_worst_region_bg_coverage(reference, template, decomposed, gate, table1, t2i_report):
+    ind = decomposed.worst_region_bg_coverage(reference, template)
+    t2i_report.on_failure(evidence(ind.at, reference, template, "bg", "coverage",
+                                   lambda: ind.details["worst_region"]))
+    if ind.undefined is None:
+        table1(reference, ind.at)
+    gate(ind)
 
 
-def test_worst_region_bg_coverage(reference, template, decomposed, gate, table1, t2i, t2i_report):
-    sc = _scored(decomposed, reference, template, gate)
-    values = {r: by["bg"].coverage for r, by in sc.scores.items()}
-    worst = min(values, key=values.get)
-    t2i_report.on_failure(evidence(decomposed, reference, template, "bg", "coverage", worst))
-    table1(reference)
-    picked = worst_of(_regions(sc, "bg", "coverage", t2i.options.confidence), confidence=t2i.options.confidence)
-    gate(picked.estimate, n=sc.scores[worst]["bg"].n_real, interval=picked,
-         details={"worst_region": worst, "by_region": values, "selected_from": picked.selection})
-
-
-def test_region_spread(reference, template, setup, metric, decomposed, gate, t2i, t2i_report):
+def test_region_spread(reference, template, setup, metric, decomposed, gate, t2i_report):
     """Best minus worst region; the paper finds backgrounds spread about 1.5-2x more than objects."""
-    sc = _scored(decomposed, reference, template, gate)
-    values = {r: getattr(by[setup], metric) for r, by in sc.scores.items()}
-    other = "obj" if setup == "bg" else "bg"
-    other_spread = spread({r: getattr(by[other], metric) for r, by in sc.scores.items()})
-    best, worst = max(values, key=values.get), min(values, key=values.get)
-    t2i_report.on_failure(evidence(decomposed, reference, template, setup, metric, worst))  # the region that widens it
-    if len(values) < 2:
-        pytest.skip(f"{reference}/{template}: a spread needs two regions with scores; only {best} has them")
-    interval = pairs(_regions(sc, setup, metric, t2i.options.confidence), confidence=t2i.options.confidence)
-    gate(spread(values), n=len(values), higher_is_better=False, interval=interval,
-         details={"by_region": values, f"{other}_spread": other_spread, "setup": SETUP_NAMES[setup],
-                  "best": best, "worst": worst, "pairs_tested": interval.selection})
+    ind = decomposed.region_spread(reference, template, setup, metric)
+    if ind.undefined is None and ind.skip is None:  # the region that widens it
+        t2i_report.on_failure(evidence(ind.at, reference, template, setup, metric, ind.details["worst"]))
+    gate(ind)
 
 
-def test_template_improvement(reference, decomposed, gate, table1, t2i, t2i_report):
+def test_template_improvement(reference, decomposed, gate, table1, t2i_report):
     """``{regional adjective} {object}`` minus ``{object} in {region}`` on worst-region BG-only coverage."""
-    worst, picked = {}, {}
-    conf = t2i.options.confidence
-    for template in DECOMPOSED_TEMPLATES:
-        sc = _scored(decomposed, reference, template, gate)
-        values = {r: by["bg"].coverage for r, by in sc.scores.items()}
-        region = min(values, key=values.get)
-        worst[template] = (values[region], region, sc.scores[region]["bg"].n_real)
-        picked[template] = worst_of(_regions(sc, "bg", "coverage", conf), confidence=conf)
-    table1(reference)
-    (old, old_region, n_old), (new, new_region, n_new) = (worst[t] for t in DECOMPOSED_TEMPLATES)
-    t2i_report.on_failure(evidence(decomposed, reference, DECOMPOSED_TEMPLATES[1], "bg", "coverage", new_region))
-    # each template's worst region counts its selection (WorstOf); the two templates' images are independent
-    interval = combination([picked[t] for t in reversed(DECOMPOSED_TEMPLATES)], [1.0, -1.0], confidence=conf,
-                           method="difference of two templates' worst regions (MOVER over worst-of limits)",
-                           bounds=(-1.0, 1.0))
-    gate(new - old, n=min(n_old, n_new), interval=interval, details={
-        "object_in_region": {"worst_bg_coverage": old, "worst_region": old_region},
-        "regional_adjective": {"worst_bg_coverage": new, "worst_region": new_region},
-    })
+    ind = decomposed.template_improvement(reference)
+    if ind.undefined is None:
+        table1(reference, ind.at)
+        t2i_report.on_failure(evidence(ind.at, reference, DECOMPOSED_TEMPLATES[1], "bg", "coverage",
+                                       ind.details["regional_adjective"]["worst_region"]))
+    gate(ind)
 
 
 # -- diagnostics (Sec. 4.3): reported, not gated ------------------------------------------------

@@ -19,44 +19,18 @@ it does not gate.  Definitions (the paper's formulas were lost): :mod:`t2i_fairn
 from __future__ import annotations
 
 from t2i_fairness.families.word_influence.report import show
-from t2i_fairness.metrics.evidence import Hoeffding
 
 
 def test_word_influence(word_case, word_influence, t2i_report, gate):
-    word, group, k = word_case
-    result = word_influence.for_word(word, group, k)  # the prompts holding the word, alone
-    row = result.word(word, group, k)
-    show(word_influence, t2i_report)
-    per_prompt = {r.prompts[0]: r.influence for r in result.per_prompt if (r.word, r.group, r.k) == (word, group, k)}
-    gate(
-        abs(row.influence),
-        n=row.n_images,
-        higher_is_better=False,
-        interval=Hoeffding.from_half_width(abs(row.influence), row.hoeffding, row.abs_interval, row.n_images,
-                                           confidence=result.confidence, method="Hoeffding (|influence|)"),
-        details={
-            "word": word, "group": group, "k": k, "influence": row.influence,
-            "hoeffding_half_width": row.hoeffding, "hoeffding_interval": list(row.interval),
-            "bootstrap_interval": None if row.bootstrap is None else list(row.bootstrap),
-            "confidence": result.confidence, "influence_by_prompt": per_prompt,
-        },
-    )
+    ind = word_influence.word_influence(word_case)
+    show(ind.at, t2i_report)
+    gate(ind)
 
 
 def test_representation(prompt_case, word_influence, t2i_report, gate):
-    prompt, group = prompt_case
-    result = word_influence.for_prompt(prompt, group)
-    r = result.prompt_representation(prompt, group)
-    show(word_influence, t2i_report)
-    gate(
-        r.gap,
-        n=r.n_images,
-        higher_is_better=False,
-        interval=Hoeffding.from_half_width(r.gap, r.hoeffding, r.interval, r.n_images, confidence=result.confidence,
-                                           upper=1.0 - 1.0 / r.n_groups, method="Hoeffding (|p - parity|)"),
-        details={"prompt": prompt, "group": group, "p": r.p, "parity": 1 / r.n_groups,
-                 "hoeffding_half_width_of_p": r.hoeffding, "confidence": result.confidence},
-    )
+    ind = word_influence.representation(prompt_case)
+    show(ind.at, t2i_report)
+    gate(ind)
 
 
 def test_word_influence_report(word_influence, t2i_report):

@@ -304,47 +304,41 @@ def _call_id(family: str, call) -> tuple:
 
 
 def _early(family, call, rp: RolePlan, batch: int, looks: dict) -> tuple[str | None, str | None, dict | None]:
-    """``(kind, why it runs to N or None, {need key: {prompt: images at the first round}})`` of one selected test."""
-    from t2i_fairness.metrics.sequential import KINDS
+    """``(kind, why it runs to N or None, {need key: {prompt: images at the first look}})`` of one selected test:
+    its kind is its study's indicator method's (``test_<method>``), its first look the family's first planned
+    look (``Family.rounds``)."""
+    from t2i_fairness.families.base import indicator_methods
 
-    kind = family.sequential.get(call.test)
-    if kind is None or kind not in KINDS:
-        return kind, f"{family.title}: no sequential kind declared for {call.test}", None
-    if KINDS[kind] == "fixed":
-        return kind, f"{family.title}: {kind} gates have no valid early stop", None
+    study = rp.studies.get(family.name)
+    if study is None:
+        return None, f"{family.title}: no study in this plan", None
+    method = indicator_methods(type(study)).get(call.test.removeprefix("test_"))
+    if method is None:
+        return None, f"{family.title}: {call.test} reads no indicator method of its study (a report, or not a gate)", None
+    kind = method.indicator_kind
     if family.look is None:
-        return kind, f"{family.title}: no look at fewer images yet (its {kind} gates run to N)", None
+        return kind, f"{family.title}: no look at fewer images yet (its gates run to N)", None
     if call.role == "baseline":
         return kind, "baseline role: runs to N", None
-    if family.runs_to_n is not None:
-        why = family.runs_to_n(call, rp.options)
-        if why:
-            return kind, f"{family.title} {kind}: {why}", None
     if family.name not in looks:
-        try:
-            looks[family.name] = family.look(rp.studies[family.name], batch)
-        except ValueError:  # the batch is not below N: the round driver's single look
-            looks[family.name] = None
+        schedule, _ = family.rounds(study)
+        looks[family.name] = family.look(study, int(schedule[0])) if len(schedule) > 1 else None
     if looks[family.name] is None:
-        return kind, f"--t2i-batch-size {batch} gives one look for N <= {batch}", None
+        return kind, f"{family.title}: one planned look (--t2i-batch-size {batch} is not below N)", None
     first = {n.key: {r.prompt: r.n for r in n.images} for n in family.needs(call, looks[family.name])}
-    full = {n.key: {r.prompt: r.n for r in n.images} for n in family.needs(call, rp.studies[family.name])}
-    if all(first.get(key, {}).get(p, n) >= n for key, prompts in full.items() for p, n in prompts.items()):
-        return kind, f"--t2i-batch-size {batch} gives one look for N <= {batch}", None  # the look is the fixed-N study
     return kind, None, first
 
 
 def sequential_plan(rp: RolePlan) -> dict:
     """What a ``--t2i-sequential`` run of a role's plan would make: worst, expected and best case images.
 
-    Each selected test is matched with the prompts it reads (its family's ``needs``). A test can stop
-    early when its function's kind (``Family.sequential``) has an early stop (``share``, ``coverage``),
-    its family has a look (``Family.look``), nothing in these options makes it run to ``N``
-    (``Family.runs_to_n``) and the batch size is below ``N`` (rounds are multiples of the batch size:
-    ``--t2i-batch-size B`` gives one look for ``N <= B``). Its first round is what its ``needs`` ask of
-    the family's look at one batch per prompt, the round driver's first look; its expected images are
-    the null-model share of :func:`~t2i_fairness.gating.sequential.null_share`. Every other test
-    holds its prompts at ``N``. Arithmetic: :func:`~t2i_fairness.gating.sequential.sequential_images`.
+    Each selected test is matched with the prompts it reads (its family's ``needs``). Every gate kind can
+    stop early (futility for every kind; early fails where valid) when its family has looks
+    (``Family.look`` and ``Family.rounds``) and more than one look is planned (rounds are multiples of the
+    batch size: ``--t2i-batch-size B`` gives one look for ``N <= B``). Its best case is what its ``needs``
+    ask of the family's first look; its expected images are the null-model share of
+    :func:`~t2i_fairness.gating.sequential.null_share`. Arithmetic:
+    :func:`~t2i_fairness.gating.sequential.sequential_images`.
 
     Args:
         rp: a role's plan from :func:`build_plan` (its needs, the tests reading each, its studies).
@@ -367,8 +361,8 @@ def sequential_plan(rp: RolePlan) -> dict:
         >>> rp = RolePlan("candidate", T2IOptions(), bench, needs=[("word_influence", need)], requests=list(need.images),
         ...               readers={("word_influence", need.key): [GateCall("test_word_influence")]})
         >>> s = sequential_plan(rp)
-        >>> s["worst"], s["expected"], s["best"], s["runs_to_n"]
-        (4, 4, 4, {'Word-level explanations: hoeffding gates have no valid early stop': 1})
+        >>> s["worst"], s["expected"], s["best"], sorted(s["runs_to_n"].values())
+        (4, 4, 4, [1])
     """
     from collections import Counter
 

@@ -177,18 +177,14 @@ class GateSession:
         each gate is held to the procedure's first step, ``alpha / m``): they fail the run."""
         from t2i_fairness.metrics.decisions import adjust_p_values
 
-        early = [r for r in self.records if (r.details or {}).get("sequential", {}).get("early")]
-        early_ids = {id(r) for r in early}
         tested = [r for r in self.records if r.status in ("pass", "fail", "inconclusive") and r.p_value is not None
-                  and r.p_value == r.p_value and id(r) not in early_ids]
+                  and r.p_value == r.p_value]
         self.multiplicity, self.alpha = method, alpha
         if not tested:
             return
-        # --t2i-sequential: a gate that stopped early was decided by its e-process; in the fixed-N
-        # step-down it counts as one of the m hypotheses with p = 1 (never rejected by this route), so
-        # the step-down over the gates that ran to N keeps its level (Holm is monotone in the p-values)
-        ps = [min(1.0, max(0.0, r.p_value)) for r in tested] + [1.0] * len(early)
-        adjusted = adjust_p_values(ps, method)[:len(tested)]
+        # --t2i-sequential: a gate's p-value is its sequential one (min over its looks of p_k / s_k: valid by the
+        # union bound over the looks), so the step-down over every gate keeps the run's level
+        adjusted = adjust_p_values([min(1.0, max(0.0, r.p_value)) for r in tested], method)
         for r, pa in zip(tested, adjusted):
             r.p_adjusted = float(pa)
             if r.status == "inconclusive" and r.p_adjusted <= alpha and method != "none":
@@ -209,8 +205,7 @@ class GateSession:
             tests: gate ids of the tests that ran (a test that crashed before its gate still used it).
         """
         if options is not None and write_files:
-            # --t2i-sequential: the gates that ran to N are tested at alpha / 2 (the early fails spend the other half)
-            self.adjust(options.multiplicity, options.alpha / 2 if options.sequential else options.alpha)
+            self.adjust(options.multiplicity, options.alpha)
             if options.sequential:  # the reports' sequential block (report.sequential) reads it
                 self.sequential = {**(self.sequential or {}), "alpha": float(options.alpha)}
             if options.canary:

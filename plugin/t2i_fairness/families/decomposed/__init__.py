@@ -26,15 +26,6 @@ def _look(study, n: int):
     return study.at_images(n)
 
 
-def _runs_to_n(call, core) -> str | None:
-    """Why a Decomposed-DIG gate of a kind with an early stop runs to N under ``core`` (``None``: it can
-    stop), as :meth:`~t2i_fairness.families.decomposed.study.DecomposedStudy.sweeps` decides at each look."""
-    mode = "none" if core.fake_dedupe == "auto" else core.fake_dedupe
-    if mode != "none":
-        return f"generated duplicates may be dropped (--t2i-fake-dedupe {mode}): not a grid of images"
-    return None
-
-
 def _parameters(names: set[str], core, options) -> list[Parameters]:
     """``reference[, template][, region | setup, metric]`` for the Decomposed-DIG gates."""
     if "reference" not in names:
@@ -95,6 +86,8 @@ FAMILY = Family(
     header=_header,
     labels=_labels,
     needs=_needs,
+    look=_look,
+    rounds=lambda study: study.planned_looks(),
     doc="The session's Decomposed-DIG study: ``decomposed.scores(reference, template)``, ``.real(reference)``, "
         "``.diagnostics(reference, template)``, ``.models()``.",
 )

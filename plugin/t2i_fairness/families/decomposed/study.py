@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from t2i_fairness.families.base import Study
+from t2i_fairness.families.base import Study, indicator
+from t2i_fairness.gating.indicator import Indicator
 from t2i_fairness.families.decomposed.options import DecomposedOptions
 from t2i_fairness.families.decomposed.rules import SETUPS
 from t2i_fairness.base.cache import content_key
@@ -104,21 +105,129 @@ class DecomposedStudy(Study):
         the prompts behind a region's value are the same at every look."""
         return DecomposedStudy(self.bench.at_images(n), self.options)
 
-    def sweeps(self, score):
-        """How a region's Obj-only / BG-only precision or coverage is made
-        (:class:`~t2i_fairness.metrics.sequential.Sweeps`): each generated image of the region's kept
-        classes scores 0 or 1 (an unsegmented one a miss, or used whole), every prompt with the same
-        number of images; ``None`` where the images are not such a grid, or where generated duplicates
-        may be dropped (``--t2i-fake-dedupe`` other than ``none``; the fork drops none, the default).
-        Without dropping, coverage is nested: it cannot fall as images are added."""
-        from t2i_fairness.metrics.sequential import Sweeps
+    def planned_looks(self) -> tuple[list[int], str]:
+        """``--t2i-sequential``'s planned looks: images per prompt in multiples of the batch size up to ``N``."""
+        from t2i_fairness.metrics.sequential import round_sizes
 
-        n = int(self.bench.options.images_per_prompt)
-        total = int(score.n_fake)
-        if self.fake_dedupe() != "none" or total < n or total % n:
-            return None
-        return Sweeps(prompts=total // n, images=n, planned=self.bench.planned_images_per_prompt)
+        return (round_sizes(int(self.bench.planned_images_per_prompt), int(self.bench.factory.batch_size)),
+                "images per prompt")
 
+    # -- the gated indicators (each read by the gate test of its name: test_<method>) ---------------------
+    def _confidence(self) -> float:
+        return float(self.bench.options.confidence)
+
+    def _scored(self, name: str, template: str, region: str | None = None):
+        """The template's scores (the region's alone for a region's gate), or why a gate cannot be computed."""
+        sc = self.scores(name, template, region)
+        if region is not None and region not in sc.scores:
+            return sc, f"{name}/{template}/{region}: {sc.skipped.get(region, 'no scores')}"
+        if not sc.scores:
+            return sc, f"{name}/{template}: no region has scores ({sc.skipped})"
+        return sc, None
+
+    def interval(self, sc: "DecomposedScores", region: str, setup: str, metric: str):
+        """A region's interval over its generated images (the unit drawn; unsegmented ones stay in as
+        misses): Wilson's for precision, the jackknife-Wilson interval for coverage."""
+        from t2i_fairness.metrics.intervals import coverage_interval, precision_interval
+
+        member = sc.membership(region, setup)
+        if metric == "precision":
+            return precision_interval(member, confidence=self._confidence())
+        return coverage_interval(member, confidence=self._confidence())
+
+    def _regions(self, sc, setup: str, metric: str) -> dict:
+        return {r: self.interval(sc, r, setup, metric) for r in sc.scores}
+
+    def _region_indicator(self, name: str, template: str, region: str, setup: str, metric: str) -> Indicator:
+        kind, grows = ("share", False) if metric == "precision" else ("coverage", True)
+        sc, why = self._scored(name, template, region)
+        if why:
+            return Indicator(float("nan"), 0, kind, grows=grows, undefined=why)
+        s = sc.scores[region][setup]
+        return Indicator(getattr(s, metric), s.n_fake if metric == "precision" else s.n_real, kind,
+                         self.interval(sc, region, setup, metric), grows=grows,
+                         details={"n_fake": s.n_fake, "n_used": s.n_used, "n_missing": s.n_missing, "n_real": s.n_real})
+
+    @indicator("share")
+    def obj_precision(self, reference: str, template: str, region: str) -> Indicator:
+        """Generated objects of ``region`` are realistic (Obj-only precision, Sec. 3)."""
+        return self._region_indicator(reference, template, region, "obj", "precision")
+
+    @indicator("coverage", grows=True)
+    def obj_coverage(self, reference: str, template: str, region: str) -> Indicator:
+        return self._region_indicator(reference, template, region, "obj", "coverage")
+
+    @indicator("share")
+    def bg_precision(self, reference: str, template: str, region: str) -> Indicator:
+        return self._region_indicator(reference, template, region, "bg", "precision")
+
+    @indicator("coverage", grows=True)
+    def bg_coverage(self, reference: str, template: str, region: str) -> Indicator:
+        """Generated backgrounds of ``region`` are diverse (BG-only coverage, Sec. 3)."""
+        return self._region_indicator(reference, template, region, "bg", "coverage")
+
+    @indicator("worst", grows=True)
+    def worst_region_bg_coverage(self, reference: str, template: str) -> Indicator:
+        """The worst region's background coverage, judged as picked among the regions (Bonferroni)."""
+        from t2i_fairness.metrics.evidence import worst_of
+
+        sc, why = self._scored(reference, template)
+        if why:
+            return Indicator(float("nan"), 0, "worst", grows=True, undefined=why)
+        values = {r: by["bg"].coverage for r, by in sc.scores.items()}
+        picked = worst_of(self._regions(sc, "bg", "coverage"), confidence=self._confidence())
+        worst = picked.worst_label
+        return Indicator(picked.estimate, sc.scores[worst]["bg"].n_real, "worst", picked, grows=True,
+                         details={"worst_region": worst, "by_region": values, "selected_from": picked.selection})
+
+    @indicator("spread")
+    def region_spread(self, reference: str, template: str, setup: str, metric: str) -> Indicator:
+        """Best minus worst region (the paper finds backgrounds spread about 1.5-2x more than objects), every
+        ordered pair of regions counted (MOVER); a spread of coverages moves with the images: no early fail."""
+        from t2i_fairness.families.decomposed.rules import SETUP_NAMES, spread
+        from t2i_fairness.metrics.evidence import pairs
+
+        grows = metric == "coverage"
+        sc, why = self._scored(reference, template)
+        if why:
+            return Indicator(float("nan"), 0, "spread", higher_is_better=False, grows=grows, undefined=why)
+        values = {r: getattr(by[setup], metric) for r, by in sc.scores.items()}
+        other = "obj" if setup == "bg" else "bg"
+        best, worst = max(values, key=values.get), min(values, key=values.get)
+        details = {"by_region": values, f"{other}_spread": spread({r: getattr(by[other], metric)
+                                                                   for r, by in sc.scores.items()}),
+                   "setup": SETUP_NAMES[setup], "best": best, "worst": worst}
+        if len(values) < 2:
+            return Indicator(float("nan"), 0, "spread", higher_is_better=False, grows=grows, details=details,
+                             skip=f"{reference}/{template}: a spread needs two regions with scores; only {best} has them")
+        ev = pairs(self._regions(sc, setup, metric), confidence=self._confidence())
+        return Indicator(spread(values), len(values), "spread", ev, higher_is_better=False, grows=grows,
+                         details={**details, "pairs_tested": ev.selection})
+
+    @indicator("spread", grows=True)
+    def template_improvement(self, reference: str) -> Indicator:
+        """``{regional adjective} {object}`` minus ``{object} in {region}`` on worst-region BG-only coverage:
+        each template's worst region counts its selection (WorstOf); the two templates' images are
+        independent (MOVER)."""
+        from t2i_fairness.metrics.evidence import combination, worst_of
+
+        worst, picked = {}, {}
+        for template in DECOMPOSED_TEMPLATES:
+            sc, why = self._scored(reference, template)
+            if why:
+                return Indicator(float("nan"), 0, "spread", grows=True, undefined=why)
+            values = {r: by["bg"].coverage for r, by in sc.scores.items()}
+            region = min(values, key=values.get)
+            worst[template] = (values[region], region, sc.scores[region]["bg"].n_real)
+            picked[template] = worst_of(self._regions(sc, "bg", "coverage"), confidence=self._confidence())
+        (old, old_region, n_old), (new, new_region, n_new) = (worst[t] for t in DECOMPOSED_TEMPLATES)
+        ev = combination([picked[t] for t in reversed(DECOMPOSED_TEMPLATES)], [1.0, -1.0],
+                         confidence=self._confidence(),
+                         method="difference of two templates' worst regions (MOVER over worst-of limits)",
+                         bounds=(-1.0, 1.0))
+        return Indicator(new - old, min(n_old, n_new), "spread", ev, grows=True, details={
+            "object_in_region": {"worst_bg_coverage": old, "worst_region": old_region},
+            "regional_adjective": {"worst_bg_coverage": new, "worst_region": new_region}})
 
     @property
     def reference_sets(self):

@@ -38,7 +38,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from t2i_fairness.errors import IndicModelWarning, ModelLoadError
-from t2i_fairness.families.base import Study
+from t2i_fairness.families.base import Study, indicator
+from t2i_fairness.gating.indicator import Indicator
 from t2i_fairness.base.cache import CorruptEntry, content_key
 from t2i_fairness.spine.generation import ImageRef
 from t2i_fairness.vocab.languages import ENGLISH, get_language
@@ -369,6 +370,90 @@ class IndicEvaluation(Study):
             igc_prompts=len(self.reference_ids),
             captions={pid: row for pid, row in zip(self.prompt_ids, captions)},
         )
+
+    # -- the gated indicators (each read by the gate test of its name: test_<method>) ---------------------
+    def at_images(self, n: int) -> "IndicEvaluation":
+        """This evaluation on the first ``n`` images per prompt and language (``--t2i-sequential``'s looks)."""
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= self.n_images:
+            raise ValueError(f"a look at {n!r} images per prompt: must be 1..{self.n_images}")
+        return IndicEvaluation(self.bench, self.prompts, n, self.models)
+
+    def planned_looks(self) -> tuple[list[int], str]:
+        """Images per prompt and language in multiples of the batch size up to ``N`` (the prompt file is fixed)."""
+        from t2i_fairness.metrics.sequential import round_sizes
+
+        return round_sizes(self.n_images, int(self.bench.factory.batch_size)), "images per prompt"
+
+    def _details(self, scores: LanguageScores, **extra) -> dict:
+        """The language's sample and how the generator's tokenizer truncated its prompts (issue #15, finding 11)."""
+        return {"lang": scores.lang, "n_prompts": scores.n_prompts, "images_per_prompt": scores.n_images,
+                "truncation": self.truncation(scores.lang).details(), **extra}
+
+    def _score_indicator(self, lang: str, metric: str, n: int | None = None, **extra) -> Indicator:
+        s = self.scores(lang)
+        conf = float(self.bench.options.confidence)
+        return Indicator(getattr(s, metric), s.n if n is None else n, "score", self.interval(lang, metric, conf),
+                         details=self._details(s, **extra))
+
+    @indicator("score")
+    def clgc(self, indic_language: str) -> Indicator:
+        """CLGC(l) (Eq. 3): captions of ``l``'s images agree with the English prompt."""
+        s = self.scores(indic_language)
+        first = {pid: rows[0] for pid, rows in list(s.captions.items())[:5]}  # a few, for triage
+        return self._score_indicator(indic_language, "clgc", sentence_model=self.models.sentence_model,
+                                     first_caption_by_prompt=first)
+
+    @indicator("score")
+    def igc(self, indic_language: str) -> Indicator:
+        if not self.reference_ids:
+            return Indicator(float("nan"), 0, "score", skip=(
+                f"IGC needs reference images: no prompt in {self.prompts.source} sets the field 'reference_image'"))
+        s = self.scores(indic_language)
+        return self._score_indicator(indic_language, "igc", n=s.igc_prompts * s.n_images,
+                                     prompts_with_reference=s.igc_prompts)
+
+    @indicator("score")
+    def lgc(self, indic_language: str) -> Indicator:
+        return self._score_indicator(indic_language, "lgc")
+
+    @indicator("score")
+    def scwl(self, indic_language: str) -> Indicator:
+        s = self.scores(indic_language)
+        if s.scwl is None:
+            return Indicator(float("nan"), 0, "score", skip=(
+                f"SCWL compares images of the same prompt: needs --t2i-images-per-prompt >= 2, got {s.n_images}"))
+        return self._score_indicator(indic_language, "scwl")
+
+    @indicator("score")
+    def dwl(self, indic_language: str) -> Indicator:
+        s = self.scores(indic_language)
+        if s.dwl is None:
+            return Indicator(float("nan"), 0, "score", skip=(
+                f"DWL compares images of different prompts: {self.prompts.source} has 1 prompt id"))
+        return self._score_indicator(indic_language, "dwl")
+
+    @indicator("ratio")
+    def clgc_vs_english(self, indic_non_english: str) -> Indicator:
+        """CLGC(l) / CLGC(English) >= r (Section 5's headline), by Fieller's ratio over the shared prompts."""
+        english, s = self.scores(ENGLISH), self.scores(indic_non_english)
+        if english.clgc <= 0:
+            # noise or a regression of English itself, which test_clgc[eng_latn] judges: not evidence against l
+            return Indicator(float("nan"), 0, "ratio", inconclusive=True, undefined=(
+                f"CLGC(l) / CLGC({ENGLISH}) is undefined: CLGC({ENGLISH}) = {english.clgc:.4f} <= 0 "
+                f"(test_clgc[{ENGLISH.lower()}] gates English itself)"))
+        conf = float(self.bench.options.confidence)
+        return Indicator(s.clgc / english.clgc, s.n, "ratio", self.interval(indic_non_english, "clgc_ratio", conf),
+                         details=self._details(s, clgc=s.clgc, clgc_english=english.clgc, drop=english.clgc - s.clgc))
+
+    @indicator("score")
+    def scal_with_english(self, indic_non_english: str) -> Indicator:
+        """SCAL(English, l) (Figure 3's English row): images of ``l`` resemble those of English."""
+        s = self.scores(indic_non_english)
+        self.scores(ENGLISH)
+        conf = float(self.bench.options.confidence)
+        return Indicator(self.scal(ENGLISH, indic_non_english), s.n, "score",
+                         self.interval(indic_non_english, "scal", conf),
+                         details=self._details(s, pair=[ENGLISH, indic_non_english]))
 
     # -- intervals (prompts are the sampled unit: a prompt's images move together) ------------------
     def _prompts_of(self, idx: np.ndarray) -> np.ndarray:

@@ -61,4 +61,6 @@ FAMILY = Family(
     needs=_needs,
     doc="The session's word-level analysis: ``word_influence.result`` (computed on first use).",
     canaries=CANARIES,
+    look=lambda study, n: study.at_images(n),
+    rounds=lambda study: study.planned_looks(),
 )

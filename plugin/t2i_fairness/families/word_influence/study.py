@@ -65,7 +65,8 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from t2i_fairness.families.base import Study
+from t2i_fairness.families.base import Study, indicator
+from t2i_fairness.gating.indicator import Indicator
 from t2i_fairness.metrics.stats import hoeffding_half_width, hoeffding_half_width_combination, percentile_bootstrap
 from t2i_fairness.metrics.word_influence import (
     WORKED_EXAMPLES,
@@ -803,6 +804,53 @@ class WordInfluenceStudy(Study):
             return found
 
         return self._once(("truncation", tuple(sorted(measured.texts))), make)
+
+    # -- the gated indicators (each read by the gate test of its name: test_<method>) ---------------------
+    def at_images(self, n: int) -> "WordInfluenceStudy":
+        """This analysis on the first ``n`` images per candidate prompt (``m n`` of each original), the same
+        candidates (``--t2i-sequential``'s looks)."""
+        import dataclasses
+
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= self.settings.images_per_text:
+            raise ValueError(f"a look at {n!r} images per candidate prompt: must be 1..{self.settings.images_per_text}")
+        return WordInfluenceStudy(self.bench, dataclasses.replace(self.settings, images_per_text=n))
+
+    def planned_looks(self) -> tuple[list[int], str]:
+        from t2i_fairness.metrics.sequential import round_sizes
+
+        return (round_sizes(int(self.settings.images_per_text), int(self.bench.factory.batch_size)),
+                "images per candidate prompt")
+
+    @indicator("hoeffding")
+    def word_influence(self, word_case: tuple) -> Indicator:
+        """``|I_k(w)| <= x`` for a word and group: Hoeffding's interval (Theorem 1) and its p-value."""
+        from t2i_fairness.metrics.evidence import Hoeffding
+
+        word, group, k = word_case
+        result = self.for_word(word, group, k)  # the prompts holding the word, alone
+        row = result.word(word, group, k)
+        per_prompt = {r.prompts[0]: r.influence for r in result.per_prompt if (r.word, r.group, r.k) == (word, group, k)}
+        return Indicator(abs(row.influence), row.n_images, "hoeffding", Hoeffding.from_half_width(
+            abs(row.influence), row.hoeffding, row.abs_interval, row.n_images, confidence=result.confidence,
+            method="Hoeffding (|influence|)"), higher_is_better=False, details={
+            "word": word, "group": group, "k": k, "influence": row.influence,
+            "hoeffding_half_width": row.hoeffding, "hoeffding_interval": list(row.interval),
+            "bootstrap_interval": None if row.bootstrap is None else list(row.bootstrap),
+            "confidence": result.confidence, "influence_by_prompt": per_prompt})
+
+    @indicator("hoeffding")
+    def representation(self, prompt_case: tuple) -> Indicator:
+        """``|p(g) - 1/|groups|| <= y`` for a prompt and group (HEIM's imbalance), by Hoeffding."""
+        from t2i_fairness.metrics.evidence import Hoeffding
+
+        prompt, group = prompt_case
+        result = self.for_prompt(prompt, group)
+        r = result.prompt_representation(prompt, group)
+        return Indicator(r.gap, r.n_images, "hoeffding", Hoeffding.from_half_width(
+            r.gap, r.hoeffding, r.interval, r.n_images, confidence=result.confidence, upper=1.0 - 1.0 / r.n_groups,
+            method="Hoeffding (|p - parity|)"), higher_is_better=False, details={
+            "prompt": prompt, "group": group, "p": r.p, "parity": 1 / r.n_groups,
+            "hoeffding_half_width_of_p": r.hoeffding, "confidence": result.confidence})
 
     def for_word(self, word: str, group: str, k: int) -> WordLevelResult:
         """The prompts holding ``word`` at level ``k`` (all of them when none does: the error names the known words)."""
