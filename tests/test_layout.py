@@ -37,29 +37,55 @@ def test_every_gate_module_of_the_suite_belongs_to_one_family():
     assert all(len(names) == 1 for names in owners.values()), owners
 
 
-def test_every_gate_test_of_the_suite_declares_its_sequential_kind():
-    """--t2i-sequential reads each gate test's kind from its family (Family.sequential): every test that asks
-    for ``gate`` is named there, and nothing else is (a renamed test would silently lose its early stops)."""
+def _gate_tests(family) -> dict[str, "object"]:
     import ast
 
-    for family in FAMILIES:
-        gate_tests = set()
-        for module in family.suite_modules:
-            tree = ast.parse((REPO / "fairness_tests" / f"{module}.py").read_text())
-            gate_tests |= {f.name for f in tree.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")
-                           and "gate" in [a.arg for a in f.args.args]}
-        assert gate_tests == set(family.sequential), (family.name, gate_tests ^ set(family.sequential))
+    out = {}
+    for module in family.suite_modules:
+        tree = ast.parse((REPO / "fairness_tests" / f"{module}.py").read_text())
+        out.update({f.name: f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name.startswith("test_")
+                    and "gate" in [a.arg for a in f.args.args]})
+    return out
 
 
-def test_a_family_with_early_stopping_kinds_needs_a_look_or_says_why_not():
-    from t2i_fairness.families.base import Family
+@pytest.mark.parametrize("family", FAMILIES, ids=[f.name for f in FAMILIES])
+def test_every_gate_test_reads_its_studys_indicator_of_its_name_and_carries_no_sequential_machinery(family):
+    """A gate's number comes from its study (one home): ``test_<method>`` calls ``<fixture>.<method>(...)``, an
+    indicator method (``families.base.indicator``) whose kind the study declares; the round loop of
+    ``--t2i-sequential`` finds it by that name, so no table keyed by test names exists, and a gate test
+    passes no sequential argument (``sweeps=``) and knows nothing of rounds."""
+    import ast
+    import inspect
 
-    with pytest.raises(ValueError, match="no look"):
-        Family("x", "X", "p", (), "x", lambda b, o: None, sequential={"test_a": "share"})
-    with pytest.raises(ValueError, match="unknown sequential kind"):
-        Family("x", "X", "p", (), "x", lambda b, o: None, sequential={"test_a": "mean"})
-    Family("x", "X", "p", (), "x", lambda b, o: None, sequential={"test_a": "share"}, look=lambda s, n: s)
-    Family("x", "X", "p", (), "x", lambda b, o: None, sequential={"test_a": "ratio"})
+    from t2i_fairness.families.base import indicator_methods
+
+    source = inspect.getsource(family.study)
+    classes = [n for n in ("DigInStudy", "DecomposedStudy", "WordInfluenceStudy", "CisStudy", "IndicEvaluation")
+               if n in source]
+    assert classes, family.name
+    module = __import__(f"t2i_fairness.families.{family.name}.study", fromlist=[classes[0]])
+    methods = indicator_methods(getattr(module, classes[0]))
+    for name, fn in _gate_tests(family).items():
+        method = name.removeprefix("test_")
+        assert method in methods, f"{family.name}: {name} has no indicator method {method!r}"
+        calls = [n for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+                 and n.func.attr == method and isinstance(n.func.value, ast.Name) and n.func.value.id == family.fixture]
+        assert calls, f"{family.name}: {name} does not read {family.fixture}.{method}(...)"
+        names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)} | {
+            n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)} | {
+            k.arg for n in ast.walk(fn) if isinstance(n, ast.Call) for k in n.keywords}
+        banned = {"sweeps", "sequential", "round_loop", "rounds", "look", "probing", "Probed", "stopped"}
+        assert not names & banned, (name, names & banned)
+
+
+def test_a_family_gives_both_look_and_rounds_or_neither():
+    from t2i_fairness.families.base import Family, indicator
+
+    with pytest.raises(ValueError, match="both look= and rounds="):
+        Family("x", "X", "p", (), "x", lambda b, o: None, look=lambda s, n: s)
+    Family("x", "X", "p", (), "x", lambda b, o: None, look=lambda s, n: s, rounds=lambda s: ([1, 2], "images"))
+    with pytest.raises(ValueError, match="unknown indicator kind"):
+        indicator("mean")
 
 
 def test_family_study_fixtures_are_distinct_and_options_are_unique():
