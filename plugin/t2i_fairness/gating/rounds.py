@@ -51,6 +51,8 @@ class Rounds:
         bounds: gate id -> its :class:`~t2i_fairness.gating.thresholds.Bound`.
         level: each gate's level (``alpha / m``: Holm's first step).
         raw: ``raw(study, method, kwargs)`` -> the indicator, bypassing the rounds.
+        group_methods: method -> its parameter names; a worst-of method with ``groups`` and ``total`` parameters
+            measures only the groups still open at later looks (``metrics.evidence.WorstOf.open_groups``).
 
     Example:
         >>> import numpy as np
@@ -75,7 +77,7 @@ class Rounds:
 
     def __init__(self, study, look: Callable[[Any, int], Any], schedule: Sequence[int], unit: str,
                  gates: Sequence[GateCallSpec], bounds: Mapping[str, Any], level: float,
-                 raw: Callable[[Any, str, Mapping[str, Any]], Any]):
+                 raw: Callable[[Any, str, Mapping[str, Any]], Any], group_methods: Mapping[str, Sequence[str]] | None = None):
         self.study, self.look, self.unit, self.level, self.raw = study, look, unit, float(level), raw
         self.schedule = [int(n) for n in schedule]
         if not self.schedule or any(b <= a for a, b in zip(self.schedule, self.schedule[1:])):
@@ -84,6 +86,9 @@ class Rounds:
         self.bounds = bounds
         self.decided: dict = {}  # key -> the indicator at the look where its gate stopped
         self.finals: dict = {}  # key -> the record of a gate that reached N
+        self.groups: dict = {}  # key -> a worst-of gate's groups still open
+        self.total: dict = {}  # key -> a worst-of gate's number of groups
+        self.group_methods = dict(group_methods or {})  # method -> its parameters (those with ``groups`` filter)
         self.done = False
 
     def _run(self) -> None:
@@ -100,7 +105,7 @@ class Rounds:
             for key, spec in list(open_.items()):
                 bound = self.bounds[spec.gate]
                 try:
-                    ind = self.raw(at, spec.method, dict(spec.kwargs))
+                    ind = self.raw(at, spec.method, self._kwargs(spec))
                 except Exception:  # noqa: BLE001  (not computable at this look: the test at N says what is wrong)
                     continue
                 d = decide_look(ind, bound.value, bound.direction, level=self.level, share=float(shares[k]),
@@ -110,12 +115,30 @@ class Rounds:
                     self.decided[key] = ind.replace(at=at, sequential=self._record(ind.kind, d, k, n, float(shares[k]),
                                                                                      betas[k]))
                     del open_[key]
+                elif self._by_group(spec) and hasattr(ind.evidence, "open_groups") and d.futility_miss is not None:
+                    # a worst-of gate goes on with the groups not yet clear of a miss (the Bonferroni factor stays
+                    # the gate's): its cleared groups' prompts get no more images for it
+                    self.groups[key] = ind.evidence.open_groups(bound.value, bound.direction, betas[k],
+                                                                d.futility_miss)
+                    self.total.setdefault(key, ind.evidence.selection)
         K = len(self.schedule)
         for key, spec in open_.items():
             self.finals[key] = {"reason": REASONS["final"], "early": False, "round": K, "rounds": K, "unit": self.unit,
                                 "at": N, "planned": N, "share_of_planned": 1.0, "alpha_share": float(shares[-1]),
                                 "level": self.level * float(shares[-1]), "gate_level": self.level,
                                 "earlier_looks_p": prior.get(key)}
+            if key in self.groups:
+                self.finals[key]["open_groups"] = list(self.groups[key])
+
+    def _by_group(self, spec: GateCallSpec) -> bool:
+        """Whether the gate's indicator method measures a subset of its groups (a ``groups`` parameter)."""
+        return "groups" in self.group_methods.get(spec.method, ())
+
+    def _kwargs(self, spec: GateCallSpec) -> dict:
+        kwargs = dict(spec.kwargs)
+        if spec.key in self.groups:
+            kwargs.update(groups=tuple(self.groups[spec.key]), total=self.total[spec.key])
+        return kwargs
 
     def _record(self, kind: str, d, k: int, n: int, share: float, beta: float) -> dict:
         N = self.schedule[-1]
@@ -134,6 +157,8 @@ class Rounds:
         key = _key(method, kwargs)
         if key in self.decided:
             return self.decided[key]
+        if key in self.groups:
+            kwargs = {**kwargs, "groups": tuple(self.groups[key]), "total": self.total[key]}
         ind = self.raw(self.study, method, kwargs)
         if key in self.finals:
             return ind.replace(at=self.study, sequential={"kind": ind.kind, **self.finals[key]})

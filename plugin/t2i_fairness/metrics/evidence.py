@@ -141,11 +141,30 @@ class WorstOf(Interval):
     labels: tuple[str, ...] = ()
     groups: tuple[Interval, ...] = ()
     worst: str = "min"
+    total: int | None = None  # the groups the worst is picked from when only some are measured here
 
     @property
     def selection(self) -> int:
-        """How many groups the worst was picked from (the Bonferroni factor)."""
-        return len(self.groups)
+        """How many groups the worst was picked from (the Bonferroni factor): every group of the gate, also
+        those a sequential run no longer measures (``total``)."""
+        return max(len(self.groups), int(self.total or 0))
+
+    def open_groups(self, bound: float, direction: str, beta: float, delta: float) -> tuple[str, ...]:
+        """The groups not yet clear of a miss of ``delta``: those whose one-sided limit at ``beta / G`` does not
+        clear ``bound - delta`` (``+`` for ``max``). A sequential run measures only these at its next look.
+
+        Example:
+            >>> import numpy as np
+            >>> from t2i_fairness.metrics.intervals import precision_interval
+            >>> g = {r: precision_interval(np.r_[np.ones(k, bool), np.zeros(400 - k, bool)]) for r, k in
+            ...      [("a", 390), ("b", 300)]}
+            >>> worst_of(g).open_groups(0.8, "min", 0.002, 0.05)
+            ('b',)
+        """
+        side = "low" if direction == "min" else "high"
+        a = beta / self.selection
+        clear = (lambda v: v > bound - delta) if direction == "min" else (lambda v: v < bound + delta)
+        return tuple(label for label, g in zip(self.labels, self.groups) if not clear(g.limit(a, side)))
 
     @property
     def worst_label(self) -> str:
@@ -182,13 +201,15 @@ class WorstOf(Interval):
 
 
 def worst_of(groups: Mapping[str, Interval] | Sequence[Interval], *, worst: str = "min",
-             confidence: float = 0.95) -> WorstOf:
+             confidence: float = 0.95, total: int | None = None) -> WorstOf:
     """The worst group's value with its selection counted (:class:`WorstOf`).
 
     Args:
         groups: label -> the group's :class:`Interval` (a share's, or a t/normal one).
         worst: ``"min"`` (the lowest value is the worst) or ``"max"``.
         confidence: of the displayed interval (simultaneous over the groups).
+        total: the gate's number of groups when ``groups`` are only those still measured (a sequential run's
+            open groups): the Bonferroni factor stays the gate's.
 
     Raises:
         ValueError: no group, a group that is not an Interval, an unknown ``worst``.
@@ -212,7 +233,8 @@ def worst_of(groups: Mapping[str, Interval] | Sequence[Interval], *, worst: str 
     shares = all(g.is_share for g in ivs)
     ev = WorstOf(float(ivs[i].estimate), 0.0, 0.0, f"worst of {len(ivs)} groups (Bonferroni over the groups)",
                  float(confidence), min(g.n_units for g in ivs), se=ivs[i].se, df=ivs[i].df,
-                 n_effective=ivs[i].n_effective if shares else None, labels=labels, groups=ivs, worst=worst)
+                 n_effective=ivs[i].n_effective if shares else None, labels=labels, groups=ivs, worst=worst,
+                 total=total)
     return _display(ev)
 
 

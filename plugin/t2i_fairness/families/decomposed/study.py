@@ -167,15 +167,19 @@ class DecomposedStudy(Study):
         return self._region_indicator(reference, template, region, "bg", "coverage")
 
     @indicator("worst", grows=True)
-    def worst_region_bg_coverage(self, reference: str, template: str) -> Indicator:
-        """The worst region's background coverage, judged as picked among the regions (Bonferroni)."""
+    def worst_region_bg_coverage(self, reference: str, template: str, groups=None, total=None) -> Indicator:
+        """The worst region's background coverage, judged as picked among the regions (Bonferroni; ``groups``:
+        only these regions, a sequential run's open ones, ``total`` the regions it was picked from)."""
         from t2i_fairness.metrics.evidence import worst_of
 
         sc, why = self._scored(reference, template)
         if why:
             return Indicator(float("nan"), 0, "worst", grows=True, undefined=why)
         values = {r: by["bg"].coverage for r, by in sc.scores.items()}
-        picked = worst_of(self._regions(sc, "bg", "coverage"), confidence=self._confidence())
+        regions = self._regions(sc, "bg", "coverage")
+        if groups is not None:
+            regions = {r: regions[r] for r in groups}
+        picked = worst_of(regions, confidence=self._confidence(), total=total)
         worst = picked.worst_label
         return Indicator(picked.estimate, sc.scores[worst]["bg"].n_real, "worst", picked, grows=True,
                          details={"worst_region": worst, "by_region": values, "selected_from": picked.selection})

@@ -256,8 +256,13 @@ class DigInStudy(Study):
         scores = self.scores(reference, template).object_region
         return {r: scores[(o, r)] for (o, r) in scores if o == object}  # this object's groups (computed on access)
 
-    def _worst_indicator(self, groups: Mapping[str, GroupScore], metric: str, **details) -> Indicator:
+    def _worst_indicator(self, groups: Mapping[str, GroupScore], metric: str, chosen=None, total: int | None = None,
+                         **details) -> Indicator:
+        """The worst group; ``chosen``: only these groups are measured (a sequential run's open groups; ``total``
+        the gate's number of groups, its Bonferroni factor)."""
         kind, grows = "worst", metric == "coverage"
+        if chosen is not None:
+            groups = {g: groups[g] for g in chosen}
         undefined = [g for g, s in groups.items() if math.isnan(getattr(s, metric))]
         if undefined:
             return Indicator(math.nan, 0, kind, grows=grows, undefined=(
@@ -266,7 +271,7 @@ class DigInStudy(Study):
         from t2i_fairness.metrics.evidence import worst_of
 
         ev = worst_of({str(g): s.interval(metric, self._confidence()) for g, s in groups.items()},
-                      confidence=self._confidence())
+                      confidence=self._confidence(), total=total)
         s = groups[ev.worst_label]
         return Indicator(ev.estimate, s.n_fake if metric == "precision" else s.n_real, kind, ev, grows=grows,
                          details={"worst": ev.worst_label, "by_group": {str(g): getattr(v, metric) for g, v in
@@ -326,28 +331,30 @@ class DigInStudy(Study):
         return self._group_indicator(s, "coverage")
 
     @indicator("worst")
-    def worst_region_precision(self, reference: str, template: str) -> Indicator:
+    def worst_region_precision(self, reference: str, template: str, groups=None, total=None) -> Indicator:
         """The worst region's precision, judged as picked among the regions (Bonferroni)."""
-        return self._worst_indicator(self.scores(reference, template).region, "precision")
+        return self._worst_indicator(self.scores(reference, template).region, "precision", groups, total)
 
     @indicator("worst", grows=True)
-    def worst_region_coverage(self, reference: str, template: str) -> Indicator:
-        return self._worst_indicator(self.scores(reference, template).region, "coverage")
+    def worst_region_coverage(self, reference: str, template: str, groups=None, total=None) -> Indicator:
+        return self._worst_indicator(self.scores(reference, template).region, "coverage", groups, total)
 
-    def _object_worst(self, reference: str, template: str, object: str, metric: str) -> Indicator:
-        groups = self._object_groups(reference, template, object)
-        if not groups:
+    def _object_worst(self, reference: str, template: str, object: str, metric: str, groups, total) -> Indicator:
+        found = self._object_groups(reference, template, object)
+        if not found:
             return Indicator(math.nan, 0, "worst", grows=metric == "coverage",
                              skip=f"{reference}: no region has enough real images of {object}")
-        return self._worst_indicator(groups, metric)
+        return self._worst_indicator(found, metric, groups, total)
 
     @indicator("worst")
-    def object_worst_region_precision(self, reference: str, template: str, object: str) -> Indicator:
-        return self._object_worst(reference, template, object, "precision")
+    def object_worst_region_precision(self, reference: str, template: str, object: str, groups=None,
+                                      total=None) -> Indicator:
+        return self._object_worst(reference, template, object, "precision", groups, total)
 
     @indicator("worst", grows=True)
-    def object_worst_region_coverage(self, reference: str, template: str, object: str) -> Indicator:
-        return self._object_worst(reference, template, object, "coverage")
+    def object_worst_region_coverage(self, reference: str, template: str, object: str, groups=None,
+                                     total=None) -> Indicator:
+        return self._object_worst(reference, template, object, "coverage", groups, total)
 
     @indicator("ratio")
     def region_disparity_precision(self, reference: str, template: str) -> Indicator:
