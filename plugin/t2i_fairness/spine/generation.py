@@ -115,6 +115,36 @@ class ImageFactory:
                           settings=self.source.settings.key())
         return ImageRef(key, self.cache.path("images", key, ".png"), prompt, index, seed)
 
+    def keys(self, prompt: str, n: int) -> Iterator[str]:
+        """The cache keys of images ``0 .. n-1`` of ``prompt``, as :meth:`ref` gives them, without an
+        :class:`ImageRef` each (planning computes keys of many images): the JSON that
+        :func:`~t2i_fairness.base.cache.content_key` digests is built once per prompt, the seed
+        formatted in per image."""
+        if self.source.item_key is not None:  # each image has its own identity: ref() knows it
+            yield from (self.ref(prompt, i).key for i in range(n))
+            return
+        import json
+
+        head = (f'{{"generator":{json.dumps(self.source.fingerprint, default=str)},'
+                f'"prompt":{json.dumps(prompt)},"seed":').encode("utf-8")
+        tail = (',"settings":' + json.dumps(self.source.settings.key(), sort_keys=True, separators=(",", ":"),
+                                            default=str) + "}").encode("utf-8")
+        salt = f"{self.base_seed}\x1f".encode("utf-8")
+        text = f"\x1f{prompt}".encode("utf-8")
+        sha = hashlib.sha256
+        for i in range(n):
+            seed = int.from_bytes(sha(salt + str(i).encode() + text).digest()[:4], "big")
+            yield sha(head + str(seed).encode() + tail).hexdigest()[:40]
+
+    def state(self, ref: ImageRef) -> bool | None:
+        """Whether a cached image is there and sound: ``True``, ``False`` (there but corrupt), ``None`` (missing;
+        fetched from the shared store first when there is one)."""
+        return _image_is_sound(ref.path) if self.cache.fetch(ref.path) else None
+
+    def sound(self, ref: ImageRef) -> bool:
+        """Whether a cached image is there and sound (:meth:`state` is ``True``)."""
+        return self.state(ref) is True
+
     def images(self, prompts: Sequence[str], n: int, desc: str = "generating") -> list[list[ImageRef]]:
         """``n`` images of each prompt (a list per prompt, in prompt order), generating the missing ones.
 
@@ -133,7 +163,7 @@ class ImageFactory:
         for row in refs:
             for start in range(0, n, self.batch_size):
                 batch = row[start : start + self.batch_size]
-                states = [_image_is_sound(r.path) if self.cache.fetch(r.path) else None for r in batch]
+                states = [self.state(r) for r in batch]
                 for r, st in zip(batch, states):
                     if st is False:
                         self.cache.stats.corrupt.append(str(r.path))
