@@ -20,7 +20,7 @@ from t2i_fairness.gating.outcome import first_line
 from t2i_fairness.gating.session import ARTIFACT, PROPERTY, SECTION, GateSession
 from t2i_fairness.gating.thresholds import ThresholdFile, ThresholdFileError
 from t2i_fairness.runstate import (  # noqa: F401  (the stash keys and helpers; public names of this module)
-    BASELINES, FAMILY_SIZE, OPTIONS, ROLES, SESSION, THRESHOLDS, _RUNNING, fatal, gate_id_of, is_worker, progress_for,
+    BASELINES, CLOCKS, FAMILY_SIZE, OPTIONS, ROLES, SESSION, THRESHOLDS, _RUNNING, fatal, gate_id_of, is_worker, progress_for,
 )
 from t2i_fairness.spine.options import CORE_OPTIONS, T2IOptions, add_options, resolve_options  # noqa: F401
 
@@ -213,6 +213,17 @@ class GateHooks:
             self.config.workeroutput["t2i_selection"] = {  # type: ignore[attr-defined]
                 "collected": sel.collected, "selected": sel.selected, "functions": sel.functions,
                 "gate_tests": sel.gate_tests}
+        elif self.config.stash[OPTIONS].progress and session.items and not self.config.option.collectonly:
+            self.estimate(session.items)
+
+    def estimate(self, items) -> None:
+        """The header's expected generation time (from the stored rate), and the progress lines' clocks."""
+        from t2i_fairness.distributed.planner import run_header
+
+        lines, self.config.stash[CLOCKS] = run_header(items, self.config.stash[OPTIONS])
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        for line in lines if reporter is not None else ():
+            reporter.write_line(line)
 
     def pytest_collectreport(self, report) -> None:
         if report.failed:

@@ -17,7 +17,8 @@ from t2i_fairness.distributed.selection import Selection
 from t2i_fairness.spine.options import T2IOptions
 from t2i_fairness.spine.plan import ImageRequest, Jobs, Need, batch_jobs, cached_indices, request_tops, role_options, unique_requests
 
-__all__ = ["Plan", "RolePlan", "build_plan", "cost_warning", "plan_json", "plan_lines", "sequential_plan", "widening"]
+__all__ = ["Plan", "RolePlan", "build_plan", "cost_warning", "header_lines", "plan_json", "plan_lines", "run_header",
+           "sequential_plan", "widening"]
 
 
 @dataclass
@@ -35,6 +36,7 @@ class RolePlan:
     generate_on: str = "cpu"  # the device kind the image keys name (workers generate on it)
     readers: dict[tuple[str, tuple], list] = field(default_factory=dict)  # (family, need key) -> GateCalls reading it
     studies: dict[str, Any] = field(default_factory=dict)  # family -> its study (what ``needs`` was asked of)
+    rated: bool = True  # planned (build_plan's rated_only plans only roles with a stored generation rate)
 
     @property
     def tops(self) -> dict[str, int]:
@@ -85,7 +87,7 @@ def _families_of(test) -> list:
 
 
 def build_plan(selection: Selection, check_cache: bool = True, progress=None, generate_on: str | None = None,
-               read_only: bool = False) -> Plan:
+               read_only: bool = False, rated_only: bool = False) -> Plan:
     """The plan of a selection: needs per family and role, image requests, and the jobs that make the missing ones.
 
     Args:
@@ -96,6 +98,9 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
             cluster's GPUs); it enters the image keys (CUDA images are fp16).
         read_only: look at the cache and create nothing (``t2i-fairness plan``); ``generate`` makes images
             with the plan's workbenches, so it plans writable.
+        rated_only: plan only the roles whose generation rate is stored (the run header's estimate:
+            without a rate there is nothing to say how long, so the studies' planning is not paid for);
+            the others get no needs and ``rated = False``.
 
     Raises:
         OptionError, ModelLoadError, OSError: as a pytest run of the selection would (a bad option,
@@ -122,7 +127,11 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
             opts = role_options(options, role)
             bench = Workbench(opts, progress or no_progress, generate_on=generate_on, device=device, read_only=read_only)
             roles[role] = RolePlan(role, opts, bench, generate_on=(generate_on or bench.device).split(":")[0])
+            if rated_only:
+                roles[role].rated = not bench.source.spec.startswith("images:") and role_rate(roles[role])[1] is not None
         rp = roles[role]
+        if not rp.rated:
+            continue
         for family in families:
             plan.tests_by_family[family.name] += 1
             if family.needs is None:
@@ -274,6 +283,58 @@ def cost_line(rp: RolePlan, images: int) -> str:
                 "(a generating run stores one; or run bench/bench_generation.py)")
     hours = estimate_hours(images, rate)
     return f"estimated {'GPU' if device.startswith('cuda') else device} time: {hours:.2f} h for {images} image(s) at {rate.describe()}"
+
+
+def header_lines(plan: Plan) -> tuple[list[str], dict[str, Any]]:
+    """The run header's estimate (``pytest`` prints it after collection): per role, the images the
+    selection makes and how long at the stored rate, or why there is no estimate; and per role a
+    :class:`~t2i_fairness.spine.rates.RunClock` for the progress lines (only where a rate is stored).
+
+    Args:
+        plan: from :func:`build_plan` with ``rated_only=True``.
+
+    Example:
+        >>> from t2i_fairness.distributed.selection import Selection
+        >>> header_lines(Plan(Selection(T2IOptions()), []))
+        ([], {})
+    """
+    from t2i_fairness.spine.rates import RunClock, duration, estimate_hours
+
+    lines, clocks = [], {}
+    for rp in plan.roles:
+        who = f"t2i-fairness: {rp.role} {rp.options.model}: " if len(plan.roles) > 1 else "t2i-fairness: "
+        if rp.bench.source.spec.startswith("images:"):
+            continue  # read from a manifest: nothing generated
+        device, rate = role_rate(rp)
+        if rate is None:
+            lines.append(f"{who}expected generation time: unknown, no measured rate for this model and settings on "
+                         f"{device} yet (this run stores one; `t2i-fairness plan` counts the images)")
+            continue
+        make = rp.n_to_make
+        clocks[rp.role] = RunClock(make, rate.seconds_per_image)
+        hours = estimate_hours(make, rate)
+        lines.append(f"{who}expected generation time: {duration(hours * 3600)} for {make} image(s) to make "
+                     f"({rp.n_cached} of {rp.n_images} cached) at {rate.describe()}")
+        warning = cost_warning(rp, make)
+        if warning:
+            lines.append(f"{who}{warning}")
+    return lines, clocks
+
+
+def run_header(items, options: T2IOptions) -> tuple[list[str], dict[str, Any]]:
+    """:func:`header_lines` of the pytest items a run selected (the plugin calls it after collection).
+
+    Only roles with a stored rate are planned (:func:`build_plan`'s ``rated_only``); planning looks and
+    writes nothing. It never raises: what stops it (a model that cannot be resolved, a study's own
+    error) is said in one line and the run reports it where it happens.
+    """
+    from t2i_fairness.distributed.selection import selection_of
+
+    try:
+        return header_lines(build_plan(selection_of(items, options), read_only=True, rated_only=True))
+    except Exception as exc:  # noqa: BLE001 - an estimate must never stop the run it estimates
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return [f"t2i-fairness: expected generation time: not estimated ({type(exc).__name__}: {first})"], {}
 
 
 WARN_HOURS = 8.0  # a plan above this many hours of generation on its device is said to be large

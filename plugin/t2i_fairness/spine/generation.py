@@ -95,6 +95,7 @@ class ImageFactory:
         self.write_threads = write_threads
         self.measured = [0.0, 0]  # seconds generating (model loading excluded, writes included), images made
         self.on_measured: Callable[[float, int], None] | None = None  # told the totals after each generating call
+        self.clock = None  # a spine.rates.RunClock: the run's images planned and time left, shown on each progress line
         self.source = source
         self.cache = cache
         self.base_seed = base_seed
@@ -187,7 +188,15 @@ class ImageFactory:
             check([r.prompt for r in flat], [r.seed for r in flat])
         deferred = []
         start, made = time.perf_counter(), self.cache.stats.generated
-        with self.progress(total, desc) as advance, _Writer(self.cache, self.write_threads) as writer:
+        clock = self.clock
+        if clock is not None:
+            desc = f"{desc} [{clock.describe(self.measured)}]"
+        with self.progress(total, desc) as shown, _Writer(self.cache, self.write_threads) as writer:
+            def advance(n: int) -> None:
+                shown(n)
+                if clock is not None:
+                    clock.written += n
+
             # a batch's images are encoded and written on the writer's threads while the next batch
             # generates; its lock is released (here, on this thread) once they are all written
             def make_holding(batch, missing, lock) -> None:
