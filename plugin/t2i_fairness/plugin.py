@@ -15,9 +15,10 @@ from pathlib import Path
 import pytest
 
 from t2i_fairness.errors import T2IProvenanceWarning, T2ISmallSampleWarning  # noqa: F401  (public names)
-from t2i_fairness.families import FAMILIES, family_of_module
+from t2i_fairness.families import FAMILIES, family_of_module, value_ranges
 from t2i_fairness.gating.outcome import first_line
 from t2i_fairness.gating.session import ARTIFACT, PROPERTY, SECTION, GateSession
+from t2i_fairness.gating.ranges import bounds_outside
 from t2i_fairness.gating.thresholds import ThresholdFile, ThresholdFileError
 from t2i_fairness.runstate import (  # noqa: F401  (the stash keys and helpers; public names of this module)
     BASELINES, CLOCKS, FAMILY_SIZE, OPTIONS, ROLES, SESSION, THRESHOLDS, _RUNNING, fatal, gate_id_of, is_worker, progress_for,
@@ -86,6 +87,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[THRESHOLDS] = ThresholdFile.load(options.thresholds)
     except ThresholdFileError as exc:
         raise pytest.UsageError(f"--t2i-thresholds: {exc}") from None
+    refused = bounds_outside(config.stash[THRESHOLDS], value_ranges())
+    if refused:  # a bound no value of its indicator can meet: a typo, refused before anything runs
+        raise pytest.UsageError("--t2i-thresholds: " + "\n".join(refused))
     config.stash[OPTIONS] = options
     config.stash[BASELINES] = {}
     session = GateSession(options.thresholds)
