@@ -135,6 +135,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
                      "(--rootdir decides otherwise)")
     lines += [f.header(o, o.family(f.name)) for f in FAMILIES if f.header]
     lines.append(config.stash.get(AUTO_WORKERS, ""))
+    from t2i_fairness.report.changes import version_lines
+
+    lines += version_lines(root / "requirements.lock", config.stash[THRESHOLDS])  # before anything is generated
     return [line for line in lines if line]
 
 
