@@ -306,7 +306,7 @@ def cached_indices(factory):
     """``cached(prompt, n)``: the indices below ``n`` of the prompt's images in the factory's cache and sound.
 
     An image counts when its file is there and passes the factory's check on read
-    (:meth:`~t2i_fairness.spine.generation.ImageFactory.sound`). The cache's image folder is listed
+    (:meth:`~t2i_fairness.spine.generation.ImageFactory.states`: its index entry). The cache's image folder is listed
     once: on a cold cache no image key is computed, and once every listed file is accounted for
     the rest are known to be missing. Keys are computed per image only while files remain
     unaccounted for (or, with a shared store behind the cache, which cannot be listed, always).
@@ -317,16 +317,19 @@ def cached_indices(factory):
     def cached(prompt: str, n: int) -> list[int]:
         if left[0] == 0:
             return []
-        out = []
+        there = []
         for i, key in enumerate(factory.keys(prompt, n)):
             if names is not None:
                 if key not in names:
                     continue
                 left[0] -= 1
-            if factory.sound(factory.ref(prompt, i)):
-                out.append(i)
+            there.append(i)
             if left[0] == 0:
                 break
+        out = []
+        for start in range(0, len(there), 256):  # checked against the images' index a chunk at a time
+            chunk = there[start:start + 256]
+            out += [i for i, ok in zip(chunk, factory.states([factory.ref(prompt, i) for i in chunk])) if ok]
         return out
 
     return cached
