@@ -232,7 +232,7 @@ def _options_command(ns: argparse.Namespace) -> int:
 def _generate(ns, plan, show: bool) -> int:
     from t2i_fairness.distributed import engines
 
-    cached = sum(len(rp.images - rp.to_make) for rp in plan.roles)
+    cached = sum(rp.n_cached for rp in plan.roles)
     if ns.engine == "ray":
         outcome = engines.generate_ray(plan, ns.address, ns.workers, ns.num_cpus, show)
     else:
