@@ -95,9 +95,13 @@ def test_cluster_shares_shrink_their_trials_with_few_prompts_at_far_levels():
     z, t = stats.norm.isf(1e-4), stats.t.isf(1e-4, 3)
     assert iv.trials(1e-4) == pytest.approx(iv.n_effective * (z / t) ** 2)
     # p-value and limits agree: p <= a exactly when the limit at a excludes the bound
-    for bound in (0.9, 0.95, 0.99):
+    for bound in (0.8, 0.9, 0.99):  # 9 of 12 images over 4 prompts: each bound excluded at some level below 1/2
         p = iv.p_value(bound, "min")
+        assert p < 0.5
         assert iv.limit(p * 1.001, "high") < bound <= iv.limit(p * 0.999, "high")
+    # at alpha = 1/2 the few-prompt correction is the ratio of the densities at 0, not 0 / 0
+    assert iv.trials(0.5) == pytest.approx(iv.n_effective * (stats.t.pdf(0, 3) / stats.norm.pdf(0)) ** 2)
+    assert iv.trials(0.4999999) == pytest.approx(iv.trials(0.5), rel=1e-4)
 
 
 # -- the worst of G groups ------------------------------------------------------------------------------
@@ -259,3 +263,13 @@ def test_minimum_detectable_and_images_for_power_invert_power():
     assert f > 1 and iv.scaled(f).power(0.9, "min", 0.1, level) == pytest.approx(0.8, abs=1e-3)
     cov = coverage_interval(np.eye(20, dtype=bool)[:, :20] | np.eye(20, k=1, dtype=bool))
     assert cov.power(0.5, "min", 0.1, level) <= 1.0
+
+
+def test_a_clustered_share_far_below_its_bound_has_a_tiny_p_value():
+    """CIS_K over 100 prompts x 16 images at 0.5 against a floor of 0.8: the exact test at the effective size
+    rejects far below the run's level (a cluster share must be able to fail)."""
+    rng = np.random.default_rng(0)
+    q = rng.beta(5, 5, size=100)
+    y = (rng.random((100, 16)) < q[:, None]).astype(float).ravel()
+    iv = cluster_mean_interval(y, np.repeat(np.arange(100), 16))
+    assert iv.p_value(0.8, "min") < 1e-12 and iv.p_value(0.3, "min") == 1.0

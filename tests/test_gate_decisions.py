@@ -318,3 +318,16 @@ def test_underpowered_passes_are_said_in_words_in_every_output_and_match_the_pow
     assert len(cases) == len(weak)
     html = (region_suite.path / "rep" / "index.html").read_text()
     assert html.count(", underpowered") >= len(weak)
+    # and `t2i-fairness plan` lists them, from that run, with the images for 80%
+    import subprocess
+    import sys
+
+    args = [a for a in PROCEDURAL if a not in ("-p", "no:cacheprovider")]
+    plan = subprocess.run([sys.executable, "-m", "t2i_fairness.cli", "plan", *args,
+                           "--t2i-thresholds", str(region_suite.path / "t.yaml"),
+                           "--t2i-artifacts", str(region_suite.path / "art")],
+                          cwd=region_suite.path, capture_output=True, text=True, timeout=600)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    assert f"{len(weak)} of the 12 selected gate(s) underpowered" in plan.stdout, plan.stdout[-2000:]
+    listed = [line for line in plan.stdout.splitlines() if line.startswith("  test_region_") and "80%" in line]
+    assert len(listed) == len(weak)

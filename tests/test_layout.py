@@ -55,16 +55,11 @@ def test_every_gate_test_reads_its_studys_indicator_of_its_name_and_carries_no_s
     ``--t2i-sequential`` finds it by that name, so no table keyed by test names exists, and a gate test
     passes no sequential argument (``sweeps=``) and knows nothing of rounds."""
     import ast
-    import inspect
 
     from t2i_fairness.families.base import indicator_methods
 
-    source = inspect.getsource(family.study)
-    classes = [n for n in ("DigInStudy", "DecomposedStudy", "WordInfluenceStudy", "CisStudy", "IndicEvaluation")
-               if n in source]
-    assert classes, family.name
-    module = __import__(f"t2i_fairness.families.{family.name}.study", fromlist=[classes[0]])
-    methods = indicator_methods(getattr(module, classes[0]))
+    assert family.study_type is not None, family.name
+    methods = indicator_methods(family.study_type())
     for name, fn in _gate_tests(family).items():
         method = name.removeprefix("test_")
         assert method in methods, f"{family.name}: {name} has no indicator method {method!r}"

@@ -18,7 +18,7 @@ from t2i_fairness.gating.session import GateSession
 from t2i_fairness.gating.thresholds import ThresholdFile
 from t2i_fairness.spine.options import T2IOptions
 
-__all__ = ["BASELINES", "FAMILY_SIZE", "OPTIONS", "ROLES", "SESSION", "THRESHOLDS", "fatal", "gate_id_of",
+__all__ = ["BASELINES", "CLOCKS", "FAMILY_SIZE", "OPTIONS", "ROLES", "SESSION", "THRESHOLDS", "fatal", "gate_id_of",
            "is_worker", "progress_for"]
 
 OPTIONS = pytest.StashKey[T2IOptions]()
@@ -26,6 +26,7 @@ SESSION = pytest.StashKey[GateSession]()
 THRESHOLDS = pytest.StashKey[ThresholdFile]()
 BASELINES = pytest.StashKey[dict]()  # gate id -> the baseline's measurement (same process)
 FAMILY_SIZE = pytest.StashKey[int]()  # gates selected in this run: the m of the multiplicity adjustment
+CLOCKS = pytest.StashKey[dict]()  # role -> spine.rates.RunClock: the run's planned images and time left (progress lines)
 ROLES = ("baseline", "candidate")
 
 

@@ -17,7 +17,7 @@ from typing import Sequence
 from t2i_fairness.spine.options import T2IOptions
 from t2i_fairness.spine.plan import GateCall
 
-__all__ = ["Selection", "SelectionError", "collect", "default_paths"]
+__all__ = ["Selection", "SelectionError", "collect", "default_paths", "selection_of"]
 
 
 class SelectionError(RuntimeError):
@@ -63,16 +63,18 @@ class _Collector:
     def pytest_collection_finish(self, session) -> None:
         from t2i_fairness.runstate import OPTIONS
 
-        options = session.config.stash[OPTIONS]
-        tests = []
-        for item in session.items:
-            params = dict(getattr(getattr(item, "callspec", None), "params", {}) or {})
-            name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
-            module = getattr(getattr(item, "module", None), "__name__", "") or ""
-            tests.append(SelectedTest(GateCall(name, params, item.nodeid), module,
-                                      tuple(getattr(item, "fixturenames", ()))))
-        self.selection = Selection(dataclasses.replace(options, families=dict(options.families)), tests,
-                                   len(session.items) + self.deselected)
+        self.selection = selection_of(session.items, session.config.stash[OPTIONS], self.deselected)
+
+
+def selection_of(items, options: T2IOptions, deselected: int = 0) -> Selection:
+    """The :class:`Selection` of pytest items (their names, parameters, modules and fixtures) under ``options``."""
+    tests = []
+    for item in items:
+        params = dict(getattr(getattr(item, "callspec", None), "params", {}) or {})
+        name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
+        module = getattr(getattr(item, "module", None), "__name__", "") or ""
+        tests.append(SelectedTest(GateCall(name, params, item.nodeid), module, tuple(getattr(item, "fixturenames", ()))))
+    return Selection(dataclasses.replace(options, families=dict(options.families)), tests, len(items) + deselected)
 
 
 def default_paths() -> list[str]:

@@ -23,7 +23,30 @@ REGISTERED: tuple[str, ...] = (  # one line per family, in report order
 
 FAMILIES: tuple[Family, ...] = tuple(importlib.import_module(f"{__name__}.{name}").FAMILY for name in REGISTERED)
 
-__all__ = ["FAMILIES", "Family", "family_of_module"]
+__all__ = ["FAMILIES", "Family", "family_of_module", "value_ranges"]
+
+
+def value_ranges(families=None) -> dict:
+    """Test function -> ``(kind, (lowest, highest))``: the values each gate test measures, from its study's
+    indicator method (``test_<method>``; :func:`~t2i_fairness.families.base.indicator`): its declared range, or
+    its kind's (:data:`~t2i_fairness.gating.ranges.KIND_RANGES`).
+
+    Example:
+        >>> r = value_ranges()
+        >>> r["test_region_coverage"], r["test_dwl"], r["test_clgc_vs_english"]
+        (('coverage', (0.0, 1.0)), ('score', (0.0, 2.0)), ('ratio', (None, None)))
+    """
+    from t2i_fairness.families.base import indicator_methods
+    from t2i_fairness.gating.ranges import KIND_RANGES
+
+    out = {}
+    for family in FAMILIES if families is None else families:
+        if family.study_type is None:
+            continue
+        for name, method in indicator_methods(family.study_type()).items():
+            kind = method.indicator_kind
+            out[f"test_{name}"] = (kind, method.indicator_range or KIND_RANGES[kind])
+    return out
 
 
 def family_of_module(module: str) -> Family | None:

@@ -88,6 +88,9 @@ class Family:
             (:func:`indicator`), each read by the gate test of the same name (``test_<method>``).
         rounds: ``rounds(study) -> (looks, unit)``: the planned looks (increasing, the last the fixed-N
             size) and what they count (``"images per prompt"``, ``"prompts"``).
+        study_type: ``study_type() -> the study's class`` (imported when called): its indicator methods are
+            the family's gates, each with its kind and value range (:func:`indicator`), which the thresholds
+            file's bounds are checked against before a run.
     """
 
     name: str
@@ -105,6 +108,7 @@ class Family:
     canaries: tuple[CanaryInfo, ...] = ()
     look: Callable[[Any, int], Any] | None = None
     rounds: Callable[[Any], tuple[Sequence[int], str]] | None = None
+    study_type: Callable[[], type] | None = None
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -112,7 +116,7 @@ class Family:
             raise ValueError(f"family {self.name}: --t2i-sequential needs both look= and rounds= (or neither)")
 
 
-def indicator(kind: str, *, grows: bool = False):
+def indicator(kind: str, *, grows: bool = False, value_range: tuple[float | None, float | None] | None = None):
     """Mark a study method that makes one gate's :class:`~t2i_fairness.gating.indicator.Indicator`.
 
     The gate test ``test_<method>`` reads it (``gate(study.<method>(...))``), its parameters named as the
@@ -120,6 +124,8 @@ def indicator(kind: str, *, grows: bool = False):
     (:class:`~t2i_fairness.gating.rounds.Rounds`), which gives the indicator of the look where the gate
     stopped. ``kind`` (a key of :data:`~t2i_fairness.gating.indicator.KINDS`) and ``grows`` (coverage-like:
     no early fail) are the method's, declared once here; the indicator it returns must say the same.
+    ``value_range``: the values it takes when they are not its kind's
+    (:data:`~t2i_fairness.gating.ranges.KIND_RANGES`; ``None`` on a side: unbounded).
 
     Example:
         >>> from t2i_fairness.gating.indicator import Indicator
@@ -155,6 +161,7 @@ def indicator(kind: str, *, grows: bool = False):
             return out if out.at is not None else out.replace(at=self)
 
         read.indicator_kind, read.indicator_grows, read.indicator_method = kind, grows, method
+        read.indicator_range = value_range
         return read
 
     return mark

@@ -215,6 +215,8 @@ class Interval:
         if self.df is None or not math.isfinite(self.df):
             return n
         z, t = upper_quantile(alpha), upper_quantile(alpha, self.df)
+        if abs(t) < 1e-9:  # alpha = 1/2: both quantiles 0, their ratio the ratio of the densities at 0
+            return n * (float(_stats.t.pdf(0.0, self.df)) / float(_stats.norm.pdf(0.0))) ** 2
         return n * (z / t) ** 2
 
     def limit(self, alpha: float, side: str) -> float:
@@ -383,7 +385,7 @@ def upper_quantile(alpha: float, df: float | None = None) -> float:
     if df is None or not math.isfinite(df):
         return float(-_special.ndtri(a))
     q = float(-_stats.t.ppf(a, df))
-    if math.isfinite(q) and q > 0:
+    if math.isfinite(q):  # (<= 0 from alpha = 1/2 on: that is the quantile)
         return q
     # P(T > t) ~ c t^-df with c = Gamma((df+1)/2) df^((df-2)/2) / (sqrt(pi) Gamma(df/2))
     log_c = (_special.gammaln((df + 1) / 2) + (df - 2) / 2 * math.log(df) - 0.5 * math.log(math.pi)

@@ -81,3 +81,48 @@ def power_summary(records: Iterable[Any]) -> dict:
     return {"meaningful_miss": dict(MEANINGFUL_MISS), "underpowered_below": UNDERPOWERED, "underpowered": len(weak),
             "gates": [{"gate": _get(r, "gate"), "status": _get(r, "status"), **(_get(r, "power") or {})}
                       for r in sorted(weak, key=lambda r: _get(r, "gate"))]}
+
+
+def plan_power_lines(artifacts, gate_ids: Iterable[str], limit: int = 30) -> list[str]:
+    """``t2i-fairness plan``'s list of the selected gates that the last run found underpowered, each with the
+    images that would lift it to 80% (power is measured by a run: from ``<artifacts>/run.json``).
+
+    Args:
+        artifacts: the run's ``--t2i-artifacts`` folder.
+        gate_ids: the gate ids the plan selects.
+        limit: how many to list.
+
+    Example:
+        >>> import json, tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "run.json").write_text(json.dumps({"gates": [{"gate": "g", "status": "pass", "power": {
+        ...     "effect": 0.1, "power": 0.03, "underpowered": True, "factor_for_80": 4.0, "n": 60, "images_for_80": 240,
+        ...     "level": 1e-4}}]}))
+        >>> plan_power_lines(d, ["g"])[1]
+        '  g: would catch a 0.1 miss 3.0% of the time at 0.0001; 80% needs about 4x its images per prompt (240 of its 60 units)'
+    """
+    import json
+    from pathlib import Path
+
+    path = Path(artifacts) / "run.json"
+    if not path.is_file():
+        return [f"power: not measured yet (no run in {path}); a run of these gates records each gate's power against "
+                "its kind's meaningful miss, and this command then lists the underpowered ones"]
+    try:
+        records = json.loads(path.read_text()).get("gates", [])
+    except (OSError, ValueError) as exc:
+        return [f"power: {path} could not be read ({exc}); run the gates to measure power"]
+    wanted = set(gate_ids)
+    weak = sorted((r for r in underpowered(records) if r.get("gate") in wanted), key=lambda r: r["gate"])
+    head = (f"power (from the last run, {path}): {len(weak)} of the {len(wanted)} selected gate(s) underpowered "
+            f"(below {UNDERPOWERED:.0%} against their kind's meaningful miss)")
+    out = [head + (":" if weak else "")]
+    for r in weak[:limit]:
+        p = r["power"]
+        need = (f"80% needs about {p['factor_for_80']:.3g}x its images per prompt ({p['images_for_80']} of its "
+                f"{p['n']} units)" if p.get("factor_for_80") else "no size up to 10,000x its images reaches 80%")
+        out.append(f"  {r['gate']}: would catch a {p['effect']:g} miss {power_cell(r)} of the time at {p['level']:.2g}; "
+                   f"{need}")
+    if len(weak) > limit:
+        out.append(f"  ... and {len(weak) - limit} more (plan --output FILE lists all)")
+    return out

@@ -130,9 +130,7 @@ class GateReport:
         for kind in sorted(set(c.computed) | set(c.reused)):
             out.append(f"{kind}: {c.computed.get(kind, 0)} computed, {c.reused.get(kind, 0)} from cache")
         out += [line for line in [digest_line(s)] if line]
-        if c.corrupt:
-            out.append(f"{len(c.corrupt)} unreadable cache entr{'y' if len(c.corrupt) == 1 else 'ies'} found and made again:")
-            out += [f"  {p}" for p in c.corrupt[:10]]
+        out += corrupt_lines(c.corrupt)
         if s.written:
             out.append(f"updated {len(s.written)} gate(s) in {s.thresholds_path}:")
             for r in s.records:
@@ -174,3 +172,42 @@ class GateReport:
             out += [f"  {g}" for g in s.escalated]
         out += s.canary_lines + s.plan_lines
         return out
+
+
+def corrupt_lines(corrupt: list[str], limit: int = 10) -> list[str]:
+    """The summary's lines on damaged cache entries found on read and made again: segments of the row
+    store found cut short (their rows past the cut computed again), images (whose bytes match no index
+    entry and do not decode), then every other entry (features, masks, damaged rows), each listed
+    once (two workers may find the same one).
+
+    Example:
+        >>> for line in corrupt_lines(["/c/images/ab/ab12.png", "/c/rows/e/seg-1.rows@40: cut short (3 bytes ...)",
+        ...                            "/c/rows/e/seg-1.rows@9: payload checksum mismatch", "/c/images/ab/ab12.png"]):
+        ...     print(line)
+        1 cache segment found cut short; the rows past the cut are computed again:
+          /c/rows/e/seg-1.rows@40: cut short (3 bytes ...)
+        1 corrupt image regenerated (its bytes matched no index entry and did not decode):
+          /c/images/ab/ab12.png
+        1 unreadable cache entry found and made again:
+          /c/rows/e/seg-1.rows@9: payload checksum mismatch
+    """
+    import os
+
+    seen = list(dict.fromkeys(corrupt))
+    images = [p for p in seen if p.endswith(".png") and f"{os.sep}images{os.sep}" in p]
+    torn = [p for p in seen if ": cut short (" in p]
+    other = [p for p in seen if p not in set(images) | set(torn)]
+    out = []
+    if torn:  # rows lost past a cut (what a killed run leaves too): computed again, said
+        out.append(f"{len(torn)} cache segment{'' if len(torn) == 1 else 's'} found cut short; the rows past the cut "
+                   "are computed again:")
+        out += [f"  {p}" for p in torn[:limit]] + ([f"  ... and {len(torn) - limit} more"] if len(torn) > limit else [])
+    if images:
+        out.append(f"{len(images)} corrupt image{'' if len(images) == 1 else 's'} regenerated "
+                   "(its bytes matched no index entry and did not decode):" if len(images) == 1 else
+                   f"{len(images)} corrupt images regenerated (their bytes matched no index entry and did not decode):")
+        out += [f"  {p}" for p in images[:limit]] + ([f"  ... and {len(images) - limit} more"] if len(images) > limit else [])
+    if other:
+        out.append(f"{len(other)} unreadable cache entr{'y' if len(other) == 1 else 'ies'} found and made again:")
+        out += [f"  {p}" for p in other[:limit]] + ([f"  ... and {len(other) - limit} more"] if len(other) > limit else [])
+    return out

@@ -41,6 +41,12 @@ def _header(core, o) -> str:
             f"order test on {o.order_prompts} prompts; {fid}")
 
 
+def _study_type():
+    from t2i_fairness.families.cis.study import CisStudy
+
+    return CisStudy
+
+
 FAMILY = Family(
     name="cis",
     title="Components Inclusion Score",
@@ -49,6 +55,7 @@ FAMILY = Family(
     suite_modules=("test_cis",),
     fixture="cis",
     study=_study,
+    study_type=_study_type,
     options=OPTIONS,
     resolve=resolve,
     parameters=_parameters,

@@ -73,6 +73,12 @@ def _labels(core, options) -> dict:
     return {"region": reference_regions(core), "template": list(TEMPLATES)}
 
 
+def _study_type():
+    from t2i_fairness.families.decomposed.study import DecomposedStudy
+
+    return DecomposedStudy
+
+
 FAMILY = Family(
     name="decomposed",
     title="Decomposed-DIG",
@@ -80,6 +86,7 @@ FAMILY = Family(
     suite_modules=("test_decomposed_dig",),
     fixture="decomposed",
     study=_study,
+    study_type=_study_type,
     options=OPTIONS,
     resolve=resolve,
     parameters=_parameters,

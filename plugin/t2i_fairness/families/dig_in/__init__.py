@@ -62,6 +62,12 @@ def _labels(core, options) -> dict:
     return {"region": reference_regions(core), "template": list(TEMPLATES)}
 
 
+def _study_type():
+    from t2i_fairness.families.dig_in.study import DigInStudy
+
+    return DigInStudy
+
+
 FAMILY = Family(
     name="dig_in",
     title="DIG In",
@@ -69,6 +75,7 @@ FAMILY = Family(
     suite_modules=("test_dig_in_region", "test_dig_in_consistency"),
     fixture="dig_in",
     study=_study,
+    study_type=_study_type,
     options=OPTIONS,
     parameters=_parameters,
     labels=_labels,

@@ -47,6 +47,12 @@ def _labels(core, sel) -> dict:
     return {"language": [lang.code for lang in LANGUAGES]}
 
 
+def _study_type():
+    from t2i_fairness.families.indic_tti.study import IndicEvaluation
+
+    return IndicEvaluation
+
+
 FAMILY = Family(
     name="indic_tti",
     title="IndicTTI",
@@ -55,6 +61,7 @@ FAMILY = Family(
     suite_modules=("test_indic_tti",),
     fixture="indic",
     study=_study,
+    study_type=_study_type,
     options=OPTIONS,
     resolve=resolve,
     parameters=_parameters,

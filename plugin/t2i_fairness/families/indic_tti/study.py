@@ -424,7 +424,7 @@ class IndicEvaluation(Study):
                 f"SCWL compares images of the same prompt: needs --t2i-images-per-prompt >= 2, got {s.n_images}"))
         return self._score_indicator(indic_language, "scwl")
 
-    @indicator("score")
+    @indicator("score", value_range=(0.0, 2.0))  # a distance, 1 - cosine
     def dwl(self, indic_language: str) -> Indicator:
         s = self.scores(indic_language)
         if s.dwl is None:
@@ -432,7 +432,7 @@ class IndicEvaluation(Study):
                 f"DWL compares images of different prompts: {self.prompts.source} has 1 prompt id"))
         return self._score_indicator(indic_language, "dwl")
 
-    @indicator("ratio")
+    @indicator("ratio", value_range=(None, None))  # a cosine mean in [-1, 1] over a positive one: any value
     def clgc_vs_english(self, indic_non_english: str) -> Indicator:
         """CLGC(l) / CLGC(English) >= r (Section 5's headline), by Fieller's ratio over the shared prompts."""
         english, s = self.scores(ENGLISH), self.scores(indic_non_english)

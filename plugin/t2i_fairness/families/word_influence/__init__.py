@@ -46,6 +46,12 @@ def _header(core, s) -> str:
             f"per candidate prompt ({s.images_per_distribution} per distribution)")
 
 
+def _study_type():
+    from t2i_fairness.families.word_influence.study import WordInfluenceStudy
+
+    return WordInfluenceStudy
+
+
 FAMILY = Family(
     name="word_influence",
     title="Word-level explanations",
@@ -54,6 +60,7 @@ FAMILY = Family(
     suite_modules=("test_word_influence",),
     fixture="word_influence",
     study=_study,
+    study_type=_study_type,
     options=OPTIONS,
     resolve=resolve,
     parameters=_parameters,
