@@ -1,346 +1,766 @@
-"""Sequential gates against fixed N, on simulated per-image scores, through the suite's decision code.
+"""``--t2i-sequential`` against fixed N on simulated runs of the paper preset's gate mix, decided by the product's code.
 
-``python bench/bench_sequential.py --procedural 20`` runs the procedural-world part instead: the real suite
-through pytest, fixed N and ``--t2i-sequential`` on the same seeds (``bench/bench_sequential_suite.py``, where
-its options are; any option this parser does not know is passed on to it).
+``python bench/bench_sequential.py`` (the full run: about an hour on a 2-core machine; ``--quick``: under 3
+minutes at a twentieth of CIS and a third of DIG In's objects). ``--procedural RUNS`` runs the real suite
+through pytest instead (``bench/bench_sequential_suite.py``; options it does not know pass on).
 
-``python bench/bench_sequential.py --runs 200`` simulates whole runs of a scaled-down paper gate mix
-and decides every run twice on the same images:
+**What is simulated** (``bench/sequential_worlds.py`` has the worlds):
 
-* **fixed N**: every gate on all ``N`` images per prompt; ``gating.gate.measure`` + ``judge`` at the
-  default options (significant mode, Holm's first step ``alpha / m``, ``alpha = 0.05``);
-* **sequential** (:func:`t2i_fairness.gating.sequential.run_rounds` on
-  :mod:`t2i_fairness.metrics.sequential`): rounds of ``round_sizes(N, batch)`` images per prompt; after each
-  round a share gate fails early when its normal-mixture e-process reaches ``e_threshold(alpha, m) =
-  m / (alpha / 2)`` (``--control bonferroni``, the default: the rule of the suite's ``--t2i-sequential``,
-  per gate) or by closed e-testing (e-Holm) at ``alpha / 2`` over every share gate's e-process
-  (``--control e-holm``: what docs/sequential.md's first tables measured); with ``--control bonferroni``
-  each look is decided by default by ``gating.sequential.decide_look`` on the gate's value, the function the
-  suite calls (``--decide suite``; ``--decide sweeps``: ``metrics.sequential.look`` on the observed sweeps,
-  as e-Holm always is); a share gate passes early when its confidence sequence
-  clears the bound ("met") or by futility (conditional power of the full-N test below 0.01 at the
-  sequence's least favourable mean); a coverage gate passes early when its coverage at ``n`` already
-  meets a ``min`` bound (nested samples); a gate that reaches ``N`` gets the fixed-N test
-  (``judge``) at ``alpha / 2``. Gates of the kinds with no valid early stop are not simulated here:
-  they run to ``N`` in both designs (counted at 100% of their images in the paper-mix column).
+* **CIS** (93% of the paper preset's images): K = 1, 2, 4, 8, ``M`` prompts per K (10,000 at full scale) x 16
+  images, ``C`` components (1,000), prompts a sample (per-prompt rates with between-prompt sd 0.2 or 0.3).
+  Gates: CIS_K (cluster shares), the drop per component (MOVER over the CIS_K), the per-component rate
+  floor (worst of the components, each a cluster share over the prompts naming it, going on with its open
+  components only). Looks are prefixes of each K's drawn prompt list, each prompt with all its images:
+  ``round_sizes(M, 1, first=M/16)`` (``--cis-first``). The order test runs to N (a ``test`` kind: no
+  futility; not simulated, counted at N: its 1,000 shuffled prompts and the first 1,000 K = 8 prompts).
+* **DIG In** (4.3%): the ``{object} in {region}`` template (9 objects at full scale, a third of the paper's
+  27; 6 regions; 180 real images per object-region, 60 generated per prompt) and every gate kind it has:
+  region and object-region precision (share) and coverage (coverage: grows, no early fail), worst region and
+  object worst region (worst, going on with open regions), disparity (ratio) and object consistency
+  (percentile: futility only). Looks: ``round_sizes(60, batch)`` images per prompt (batch 8: 8, 16, 32, 60;
+  batch 16: 16, 32, 60). Its image share is applied to all of DIG In's images (the other templates have the
+  same gates per region and object).
+* **Not simulated, counted at N** in the paper mix: Decomposed-DIG (2.7%), word-level (0.3%), IndicTTI.
 
-The simulated run (parameters fixed before any run):
-    CIS-like share gates: 30 gates, each over 100 prompts x 16 images (the paper's N = 16 images per
-    prompt); prompt ``p`` of gate ``g`` shows its component with probability
-    ``clip(theta_g + N(0, 0.1^2))``, ``theta_g ~ U(0.3, 0.9)`` (one fixed draw).
-    DIG In region gates: :func:`simulated_canaries.dig_world` features, 9 objects x 40 real images per
-    region and 24 generated images per object (batch 4): a precision gate (a share: per image, inside
-    the real manifold) and a coverage gate per region, 6 regions.
-    Bounds: written by the update flow (``judge`` with ``--t2i-update-thresholds``, level 0.99) from
-    one reference run of the unchanged model at another seed.
+**Decisions, on the same simulated images.** Each run is decided twice:
 
-Scenarios: ``null`` (the unchanged model, fresh seeds); each simulable canary of
-``t2i_fairness.canaries``: ``degrade_region:africa:0.6`` and ``collapse_region:africa`` (DIG In
-features, as in ``bench/simulated_canaries.py``; the collapse as every image of the region one draw
-plus noise of 1e-3, so that dedupe leaves them), ``drop_component`` (5 of the 30 CIS gates: their
-prompts' shares times 0.6); ``far floor`` (policy floors: coverage floor 0.3 and CIS floors at
-``theta_g / 2``); ``borderline`` (every CIS bound on its gate's true value). ``answer_language`` and
-``shift_group_share`` move IndicTTI and word-level gates, kinds that run to ``N`` (same images, same
-test at ``alpha / 2``): not simulated.
+* **fixed N**: every gate's indicator at N (the product's evidence object), judged as the gate fixture judges
+  it (``gating.gate.measure`` + ``gating.verdicts.evaluate`` at ``alpha / m``, ``alpha = 0.05``, ``m`` = 1,435:
+  the paper preset's gate tests; an undefined indicator with a bound fails), then Holm over the run
+  (``metrics.decisions.adjust_p_values``; the 1,435 - simulated gates counted as p = 1): an inconclusive gate
+  whose adjusted p-value is <= alpha fails the run;
+* **sequential**: ``gating.rounds.Rounds`` over each toy study (its looks nested: look ``n`` is the first ``n``
+  images per prompt, or prompts per K, of the same data), each gate then judged as the gate fixture judges the
+  indicator the round loop hands it (an early stop's verdict; at N the ``SequentialEvidence`` p-value), Holm
+  over the run with the sequential p-values.
+
+**Bounds**: (a) written by the update flow (``gating.verdicts.bound_for`` at level 0.99) from one reference run
+of the null model at another seed; (b) population bounds: each gate's population value less the margin (a)
+wrote; (c) borderline: bounds exactly at the population value. Population values: exact for CIS; for DIG In
+the mean of ``--pop-runs`` replicate runs at N (worst-of and ratio gates from their groups' values).
+
+**Scenarios**: ``null`` (bounds a), ``population`` (b), ``borderline`` (c); ``miss-0.05`` and ``miss-0.10`` (bounds
+b; a slice of three gates missing its bound by that much: CIS_4, the rate floor (one component) and DIG In
+Africa's region precision (a share of Africa's images far from every real image)); the canaries
+``degrade_region:africa:0.6``, ``collapse_region:africa``, ``drop_component`` (bounds a).
+
+Images are counted per prompt as the round loop asks for them (a prompt's images: the last look any gate
+reading it needed). DIG In's default set-scope de-duplication makes every group's rows depend on the
+whole template's images: its images are those of the template's last look (``DIG In``); ``DIG In group``
+counts per prompt (``--t2i-dedupe-scope group``).
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
+import json
+import math
+import os
 import platform
 import sys
 import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-for p in (REPO / "plugin", REPO / "bench"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
+for _p in (REPO / "plugin", REPO / "bench"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
 
-from simulated_canaries import REGIONS, DigSize, dig_world, upper95  # noqa: E402
-from t2i_fairness.gating.gate import judge, measure  # noqa: E402
+from sequential_worlds import (CIS_KS, CIS_N, DIG_N, CisWorld, DigWorld, SimCis, SimDig, cis_run,  # noqa: E402
+                               dig_run)
+from simulated_canaries import REGIONS  # noqa: E402
+from t2i_fairness.gating.gate import measure  # noqa: E402
+from t2i_fairness.gating.rounds import GateCallSpec, Rounds  # noqa: E402
+from t2i_fairness.gating.sequential import SequentialEvidence  # noqa: E402
 from t2i_fairness.gating.thresholds import Bound, ThresholdFile  # noqa: E402
-from t2i_fairness.metrics.intervals import precision_interval  # noqa: E402
-from t2i_fairness.metrics.manifold import ball_membership  # noqa: E402
-from t2i_fairness.spine.options import T2IOptions  # noqa: E402
+from t2i_fairness.gating.verdicts import bound_for, evaluate  # noqa: E402
+from t2i_fairness.metrics.decisions import adjust_p_values  # noqa: E402
+from t2i_fairness.metrics.sequential import round_sizes  # noqa: E402
 
 ALPHA = 0.05
-CIS_GATES, CIS_PROMPTS, CIS_N = 30, 100, 16
-DIG = DigSize(9, 40, 24, 0, "bench_sequential")
-BATCH = 4
-CONTROL = "bonferroni"  # --control
-DECIDE = "suite"  # --decide
-GROWTH = 2.0  # --growth
-DROP = 5  # CIS gates in the drop_component slice
-#: the paper preset's planned images per family (issue 24, measured on main) and how they are modelled
-PAPER_MIX = {"cis": 656_000, "dig_in": 30_780, "decomposed": 19_440, "word_level": 2_160, "indic_tti": 96}
+PAPER_GATES = 1435  # gate tests of `t2i-fairness plan --t2i-preset paper` (Holm's m)
+#: images per family of `t2i-fairness plan --t2i-preset paper` (2026-11-26, this branch): family rows; the
+#: distinct total is 689,036 (prompts shared between families counted once)
+PAPER_MIX = {"cis": 656_000, "dig_in": 30_780, "decomposed": 19_440, "word_influence": 2_160, "indic_tti": 96}
+PAPER_DISTINCT = 689_036
+REF, TPL = "geode", "object_in_region"
+SCENARIOS = ("null", "population", "borderline", "miss-0.05", "miss-0.10", "degrade_region:africa:0.6",
+             "collapse_region:africa", "drop_component")
+PLANTED = ("test_cis[k4]", "test_cis_component_rate_floor", "test_region_precision[africa]")
+MISSED_COMPONENT = 1  # the rate floor's planted component
+DROPPED_COMPONENT = 0  # drop_component's
 
 
-def _opts(**kw) -> T2IOptions:
-    return dataclasses.replace(T2IOptions(), **kw)
+@dataclass(frozen=True)
+class Size:
+    """The simulated sizes: CIS prompts per K, components, order-test prompts; DIG In objects per region."""
+
+    cis_prompts: int
+    components: int
+    order_prompts: int
+    dig_objects: int
+
+    @property
+    def label(self) -> str:
+        return (f"CIS {self.cis_prompts} prompts/K x {CIS_N} images, {self.components} components; DIG In "
+                f"{self.dig_objects} objects x 6 regions x {DIG_N} images")
 
 
-def cis_world(seed: int = 0):
-    rng = np.random.default_rng([seed, 7])
-    theta = rng.uniform(0.3, 0.9, CIS_GATES)
-    mu = np.clip(theta[:, None] + rng.normal(0, 0.1, (CIS_GATES, CIS_PROMPTS)), 0.01, 0.99)
-    return theta, mu
+FULL = Size(10_000, 1_000, 1_000, 9)
+QUICK = Size(500, 50, 50, 3)
 
 
-def cis_images(mu: np.ndarray, rng, drop: bool = False) -> np.ndarray:
-    m = mu.copy()
-    if drop:
-        m[:DROP] *= 0.6
-    return rng.random((CIS_GATES, CIS_PROMPTS, CIS_N)) < m[:, :, None]  # (gate, prompt, image)
+@dataclass(frozen=True)
+class Gate:
+    id: str
+    family: str
+    method: str
+    kwargs: tuple
+
+    @property
+    def spec(self) -> GateCallSpec:
+        return GateCallSpec(self.id, self.method, tuple(sorted(self.kwargs)))
+
+    @property
+    def key(self) -> tuple:
+        return self.method, tuple(sorted(self.kwargs))
 
 
-def dig_images(world, rng, scenario: str) -> dict:
-    """Per region: (objects, images, dim) generated features."""
-    out = {}
-    o, g = DIG.objects, DIG.generated_per_group
-    for i, region in enumerate(REGIONS):
-        x = world.centres[i][:, None, :] + rng.normal(size=(o, g, world.centres.shape[-1]))
-        if region == "africa" and scenario == "degrade_region:africa:0.6":
-            m = world.means[region]
-            x = m + 0.4 * (x - m) + 0.6 * rng.normal(size=x.shape)
-        if region == "africa" and scenario == "collapse_region:africa":
-            x = x[0, 0][None, None, :] + 1e-3 * rng.normal(size=x.shape)
-        out[region] = x
-    return out
+def cis_gates() -> list[Gate]:
+    return ([Gate(f"test_cis[k{k}]", "cis", "cis", (("k", k),)) for k in CIS_KS]
+            + [Gate("test_cis_drop_per_component", "cis", "cis_drop_per_component", ()),
+               Gate("test_cis_component_rate_floor", "cis", "cis_component_rate_floor", ())])
 
 
-def dig_membership(world, feats: dict) -> dict:
-    """Per region: (objects, images, n_real) ball membership."""
-    out = {}
-    for region, x in feats.items():
-        man = world.manifolds[region]
-        real = world.real[region]
-        mem = ball_membership(real, man.radii, x.reshape(-1, x.shape[-1]))
-        out[region] = mem.reshape(x.shape[0], x.shape[1], -1)
-    return out
-
-
-def measurements_full(cis: np.ndarray, dig: dict, n: int | None = None) -> list:
-    """Fixed-size measurements (first ``n`` images per prompt; all when None), as the gate tests make them."""
-    from t2i_fairness.metrics.intervals import coverage_interval
-
+def dig_gates(objects: int) -> list[Gate]:
+    rt = (("reference", REF), ("template", TPL))
+    objs = [f"o{j}" for j in range(objects)]
     out = []
-    k = CIS_N if n is None else n
-    for g in range(CIS_GATES):
-        member = cis[g, :, :k].ravel()
-        out.append(measure(f"cis[{g}]", float(member.mean()), n=member.size, interval=precision_interval(member)))
-    for region, mem in dig.items():
-        kk = mem.shape[1] if n is None else n
-        m = mem[:, :kk].reshape(-1, mem.shape[-1])
-        prec = m.any(axis=1)
-        out.append(measure(f"precision[{region}]", float(prec.mean()), n=prec.size, interval=precision_interval(prec)))
-        cov_iv = coverage_interval(m)  # rows: generated images, columns: real balls
-        out.append(measure(f"coverage[{region}]", cov_iv.estimate, n=m.shape[1], interval=cov_iv))
+    for r in REGIONS:
+        out += [Gate(f"test_region_{m}[{r}]", "dig_in", f"region_{m}", rt + (("region", r),))
+                for m in ("precision", "coverage")]
+        out += [Gate(f"test_object_region_{m}[{o}-{r}]", "dig_in", f"object_region_{m}",
+                     rt + (("object", o), ("region", r))) for o in objs for m in ("precision", "coverage")]
+    out += [Gate(f"test_worst_region_{m}", "dig_in", f"worst_region_{m}", rt) for m in ("precision", "coverage")]
+    out += [Gate(f"test_object_worst_region_{m}[{o}]", "dig_in", f"object_worst_region_{m}", rt + (("object", o),))
+            for o in objs for m in ("precision", "coverage")]
+    out += [Gate(f"test_region_disparity_{m}", "dig_in", f"region_disparity_{m}", rt) for m in ("precision", "coverage")]
+    out += [Gate(f"test_object_region_disparity_coverage[{o}]", "dig_in", "object_region_disparity_coverage",
+                 rt + (("object", o),)) for o in objs]
+    out += [Gate(f"test_object_consistency[{r or 'all'}]", "dig_in", "object_consistency",
+                 (("template", TPL), ("region", r))) for r in (*REGIONS, None)]
     return out
 
 
-def write_bounds(ms: list) -> ThresholdFile:
-    update = _opts(update_thresholds=True)
-    empty = ThresholdFile(Path("sequential.yaml"), {})
-    gates = {}
-    for m in ms:
-        record, _ = judge(m, empty, {}, update)
-        gates[m.gate] = Bound(m.direction, record.write, margin=record.write_margin, level=record.write_level)
-    return ThresholdFile(Path("sequential.yaml"), gates)
+# -------------------------------------------------------------------------------------------- deciding
 
 
-def policy(thresholds: ThresholdFile, theta: np.ndarray, mu: np.ndarray, scenario: str) -> ThresholdFile:
-    gates = dict(thresholds.gates)
-    if scenario == "far floor":
-        for g in range(CIS_GATES):
-            gates[f"cis[{g}]"] = Bound("min", float(theta[g] / 2), policy=True)
-        for r in REGIONS:
-            gates[f"coverage[{r}]"] = Bound("min", 0.3, policy=True)
-    if scenario == "borderline":
-        for g in range(CIS_GATES):  # the gate's true value: the mean of its prompts' shares
-            gates[f"cis[{g}]"] = Bound("min", float(mu[g].mean()), policy=True)
-    return ThresholdFile(thresholds.path, gates)
+def judge_indicator(ind, gate: Gate, thresholds: ThresholdFile) -> tuple[str, float | None]:
+    """``(status, p)`` of one gate as the gate fixture decides it (``gating.gate.Gate.__call__`` without its
+    reports: power and minimum detectable effect change no verdict): skip; undefined with a bound: fail;
+    an early stop: its reason at the sequential p-value; else ``evaluate`` at ``alpha / m`` (at N after looks:
+    the ``SequentialEvidence`` p-value)."""
+    if ind.skip is not None:
+        return "skip", None
+    if ind.undefined is not None:
+        return ("inconclusive" if ind.inconclusive else "fail"), None
+    seq = ind.sequential
+    if seq and seq.get("early"):
+        return ("fail" if seq["reason"].startswith("fail") else "pass"), seq.get("p_sequential")
+    interval = ind.evidence
+    if seq and interval is not None and hasattr(interval, "p_value"):
+        interval = SequentialEvidence(interval, float(seq["alpha_share"]), seq.get("earlier_looks_p"))
+    m = measure(gate.id, ind.value, n=ind.n, higher_is_better=ind.higher_is_better, interval=interval, test=ind.test)
+    v = evaluate(m, thresholds, {}, alpha=ALPHA, family_size=PAPER_GATES, multiplicity="holm")
+    return v.status, v.p_value
 
 
-def fixed_verdicts(ms: list, thresholds: ThresholdFile, alpha: float) -> dict:
-    o = _opts(alpha=alpha)
-    return {m.gate: judge(m, thresholds, {}, o, family_size=len(ms))[0].status for m in ms}
+def holm(verdicts: dict) -> dict:
+    """gate -> failed (a fail, or an inconclusive gate the run's Holm step-down rejects); the gates not simulated
+    enter the step-down as p = 1."""
+    tested = [(g, p) for g, (s, p) in verdicts.items() if s in ("pass", "fail", "inconclusive") and p is not None]
+    adjusted = {}
+    if tested:
+        ps = [min(1.0, max(0.0, p)) for _, p in tested] + [1.0] * max(0, PAPER_GATES - len(tested))
+        adj = adjust_p_values(ps, "holm")
+        adjusted = {g: float(a) for (g, _), a in zip(tested, adj)}
+    return {g: s == "fail" or (s == "inconclusive" and adjusted.get(g, 1.0) <= ALPHA) for g, (s, _) in verdicts.items()}
 
 
-def sequential_run(cis: np.ndarray, dig: dict, thresholds: ThresholdFile, control: str | None = None,
-                   decide: str | None = None) -> tuple[dict, dict]:
-    """Verdicts and images-per-prompt used per gate under the sequential design
-    (:func:`t2i_fairness.gating.sequential.run_rounds`, the controller a sequential run uses)."""
-    from t2i_fairness.gating.sequential import SequentialGate, run_rounds
+@dataclass
+class Log:
+    """What the round loop asked of the studies: ``(gate key, n, reads)`` per indicator computed."""
 
-    gates = [SequentialGate(f"cis[{g}]", "share", tuple(f"cis{g}-{p}" for p in range(CIS_PROMPTS)), CIS_N)
-             for g in range(CIS_GATES)]
-    for r in REGIONS:
-        prompts = tuple(f"{r}-{o}" for o in range(DIG.objects))
-        gates += [SequentialGate(f"precision[{r}]", "share", prompts, DIG.generated_per_group),
-                  SequentialGate(f"coverage[{r}]", "coverage", prompts, DIG.generated_per_group)]
+    entries: list = field(default_factory=list)
 
-    def scores(gate: str, n: int) -> np.ndarray:
-        if gate.startswith("cis"):
-            return cis[int(gate[4:-1]), :, :n]
-        return dig[gate[10:-1]][:, :n].any(axis=2)
-
-    def coverage(gate: str, n: int) -> float:
-        mem = dig[gate[9:-1]][:, :n].reshape(-1, dig[gate[9:-1]].shape[-1])
-        return float(mem.any(axis=0).mean())
-
-    full = {}
-
-    def full_measurement(gate: str):
-        if not full:
-            full.update({m.gate: m for m in measurements_full(cis, dig)})
-        return full[gate]
-
-    out = run_rounds(gates, thresholds, _opts(alpha=ALPHA), batch=BATCH, scores=scores, coverage=coverage,
-                     full_measurement=full_measurement, growth=GROWTH, control=control or CONTROL,
-                     decide=decide or (DECIDE if (control or CONTROL) == "bonferroni" else "sweeps"))
-    verdict = {g: r["verdict"] for g, r in out.records.items()}
-    short = {"fail: bound excluded": "fail", "pass: bound met with certainty": "met", "pass: futility": "futility",
-             "ran to N": "full"}
-    return verdict, {"used": {g: r["images_per_prompt"] for g, r in out.records.items()},
-                     "reason": {g: short[r["reason"]] for g, r in out.records.items()},
-                     "images": (out.images, out.planned_images)}
+    def raw(self, study, method: str, kwargs):
+        key = (method, tuple(sorted((k, v) for k, v in kwargs.items() if k not in ("groups", "total"))))
+        self.entries.append((key, study.n, study.reads(method, dict(kwargs)), kwargs.get("groups")))
+        return study.raw_indicator(method, kwargs)
 
 
-def slice_of(scenario: str) -> set:
-    if scenario.startswith(("degrade_region", "collapse_region")):
-        return {"precision[africa]", "coverage[africa]"}
+def sequential(study, look, schedule, unit: str, gates: list[Gate], thresholds: ThresholdFile, log: Log) -> dict:
+    """Every gate through ``gating.rounds.Rounds`` (the fixture's wiring, fixtures/studies.py): gate -> indicator."""
+    import inspect
+
+    from t2i_fairness.families.base import indicator_methods
+
+    methods = indicator_methods(type(study))
+    params = {name: tuple(inspect.signature(m.indicator_method).parameters) for name, m in methods.items()}
+    loop = Rounds(study, look, schedule, unit, [g.spec for g in gates], thresholds.gates, ALPHA / PAPER_GATES,
+                  raw=log.raw, group_methods=params)
+    study.round_loop = loop
+    try:
+        return {g.id: getattr(study, g.method)(**dict(g.kwargs)) for g in gates}
+    finally:
+        study.round_loop = None
+
+
+def fixed(study, gates: list[Gate]) -> dict:
+    return {g.id: study.raw_indicator(g.method, dict(g.kwargs)) for g in gates}
+
+
+@contextmanager
+def proposal(name: str | None):
+    """``--propose worst-futility`` (a proposal, not the product): a worst-of gate's futility limit is its groups' own
+    one-sided limits at ``beta_k`` (``min_g`` of each group's limit; ``WorstOf.limit`` divides ``beta_k`` by ``G``) and
+    its open groups those whose own limit at ``beta_k`` does not clear ``bound - delta``. A model missing by ``delta``
+    in one group still passes early with probability at most ``beta_k`` per look: that group's limit must clear,
+    whatever the other groups do. The early-fail test (Bonferroni over the groups) is unchanged. Patched on
+    ``metrics.evidence.WorstOf`` for the run of the bench (its displayed interval changes with it)."""
+    if name is None:
+        yield
+        return
+    if name != "worst-futility":
+        raise ValueError(f"unknown proposal {name!r}")
+    from t2i_fairness.metrics.evidence import WorstOf
+
+    saved = WorstOf.limit, WorstOf.open_groups
+
+    def limit(self, alpha, side):
+        pick = min if self.worst == "min" else max
+        return float(pick(g.limit(alpha, side) for g in self.groups))
+
+    def open_groups(self, bound, direction, beta, delta):
+        side = "low" if direction == "min" else "high"
+        clear = (lambda v: v > bound - delta) if direction == "min" else (lambda v: v < bound + delta)
+        return tuple(lab for lab, g in zip(self.labels, self.groups) if not clear(g.limit(beta, side)))
+
+    WorstOf.limit, WorstOf.open_groups = limit, open_groups
+    try:
+        yield
+    finally:
+        WorstOf.limit, WorstOf.open_groups = saved
+
+
+# -------------------------------------------------------------------------------------------- bounds
+
+
+def pop_dig(world: DigWorld, runs: int, seed: int) -> dict:
+    """DIG In gates' population values: Monte-Carlo means at N of the share, coverage and percentile gates;
+    worst-of and ratio gates from their groups' means."""
+    gates = dig_gates(world.objects)
+    plain = [g for g in gates if not g.method.startswith(("worst", "object_worst", "region_disparity",
+                                                          "object_region_disparity"))]
+    sums = {g.id: 0.0 for g in plain}
+    for i in range(runs):
+        study = SimDig(dig_run(world, np.random.default_rng([seed, 90, i])), DIG_N)
+        for g in plain:
+            sums[g.id] += study.raw_indicator(g.method, dict(g.kwargs)).value / runs
+    out = dict(sums)
+    objs = [f"o{j}" for j in range(world.objects)]
+    for m in ("precision", "coverage"):
+        reg = [sums[f"test_region_{m}[{r}]"] for r in REGIONS]
+        out[f"test_worst_region_{m}"] = min(reg)
+        out[f"test_region_disparity_{m}"] = min(reg) / max(reg)
+        for o in objs:
+            groups = [sums[f"test_object_region_{m}[{o}-{r}]"] for r in REGIONS]
+            out[f"test_object_worst_region_{m}[{o}]"] = min(groups)
+            if m == "coverage":
+                out[f"test_object_region_disparity_coverage[{o}]"] = min(groups) / max(groups)
+    return out
+
+
+def pop_cis(world: CisWorld) -> dict:
+    p = world.population()
+    out = {f"test_cis[k{k}]": p[("cis", (("k", k),))] for k in CIS_KS}
+    out["test_cis_drop_per_component"] = p[("cis_drop_per_component", ())]
+    out["test_cis_component_rate_floor"] = p[("cis_component_rate_floor", ())]
+    return out
+
+
+def written_bounds(indicators: dict, gates: list[Gate]) -> dict:
+    """Gate -> Bound as the update flow writes it from a run (``bound_for`` at level 0.99)."""
+    out = {}
+    for g in gates:
+        ind = indicators[g.id]
+        m = measure(g.id, ind.value, n=ind.n, higher_is_better=ind.higher_is_better, interval=ind.evidence)
+        b, margin, problem = bound_for(m, m.direction, 0.99)
+        if problem is not None:
+            raise RuntimeError(f"{g.id}: no bound written from the reference run: {problem}")
+        out[g.id] = Bound(m.direction, b, margin=margin, level=0.99)
+    return out
+
+
+def moved(bounds: dict, pop: dict, margin: bool) -> dict:
+    """Bounds at each gate's population value, less the update flow's margin (``margin``) or exactly on it."""
+    out = {}
+    for g, b in bounds.items():
+        shift = (b.margin or 0.0) if margin else 0.0
+        out[g] = Bound(b.direction, pop[g] - shift if b.direction == "min" else pop[g] + shift, policy=True)
+    return out
+
+
+# -------------------------------------------------------------------------------------------- one run
+
+
+def roles(scenario: str, gate: str) -> str:
+    """``slice`` (the planted gates), ``aggregate`` (gates that read the planted change) or ``other``."""
+    if scenario in ("null", "population", "borderline"):
+        return "other"
+    if scenario.startswith("miss"):
+        if gate in PLANTED:
+            return "slice"
+        africa = "africa" in gate or gate.startswith(("test_worst_region", "test_region_disparity",
+                                                      "test_object_worst_region", "test_object_region_disparity",
+                                                      "test_object_consistency[all]"))
+        cis = gate.startswith(("test_cis_drop", "test_cis[k2]", "test_cis[k8]"))  # the planted component's K >= 2
+        return "aggregate" if africa or cis else "other"
     if scenario == "drop_component":
-        return {f"cis[{g}]" for g in range(DROP)}
-    return set()
+        if gate == "test_cis_component_rate_floor":
+            return "slice"
+        return "aggregate" if gate.startswith(("test_cis_drop", "test_cis[k2]", "test_cis[k4]", "test_cis[k8]")) \
+            else "other"
+    if "africa" in gate:
+        return "slice"
+    return "aggregate" if gate.startswith(("test_worst_region", "test_region_disparity", "test_object_worst_region",
+                                           "test_object_region_disparity", "test_object_consistency[all]")) \
+        else "other"
 
 
-def run(runs: int, seed: int = 0, control: str | None = None, decide: str | None = None) -> list[dict]:
-    theta, mu = cis_world(seed)
-    world = dig_world(DIG, seed)
-    ref = np.random.default_rng([seed, 1000])
-    base = write_bounds(measurements_full(cis_images(mu, ref), dig_membership(world, dig_images(world, ref, "null"))))
-    scenarios = ["null", "degrade_region:africa:0.6", "collapse_region:africa", "drop_component", "far floor",
-                 "borderline"]
-    rows = []
-    for scenario in scenarios:
-        thresholds = policy(base, theta, mu, scenario)
-        sl = slice_of(scenario)
-        acc = {"fixed_false": 0, "seq_false": 0, "fixed_detect": 0, "seq_detect": 0, "flips": 0, "slice_differ": 0, "reasons": {},
-               "images": {"cis": [0, 0], "dig_in": [0, 0], "coverage": [0, 0]}}
-        for i in range(runs):
-            rng = np.random.default_rng([seed, 1, scenarios.index(scenario), i])
-            cis = cis_images(mu, rng, drop=scenario == "drop_component")
-            dig = dig_membership(world, dig_images(world, rng, scenario))
-            ms = measurements_full(cis, dig)
-            fixed = fixed_verdicts(ms, thresholds, ALPHA)
-            seq, info = sequential_run(cis, dig, thresholds, control, decide)
-            acc["fixed_false"] += any(v == "fail" for g, v in fixed.items() if g not in sl)
-            acc["seq_false"] += any(v == "fail" for g, v in seq.items() if g not in sl)
-            if sl:
-                acc["fixed_detect"] += any(fixed[g] == "fail" for g in sl)
-                acc["seq_detect"] += any(seq[g] == "fail" for g in sl)
-            acc["flips"] += sum(fixed[g] == "fail" and seq[g] != "fail" for g in fixed)
-            acc["slice_differ"] += sum((fixed[g] == "fail") != (seq[g] == "fail") for g in sl)
-            for g, why in info["reason"].items():
-                kind = "cis" if g.startswith("cis") else g.split("[")[0]
-                key = f"{kind}:{why if why != 'full' else 'full:' + seq[g]}"
-                acc["reasons"][key] = acc["reasons"].get(key, 0) + 1
-            for g, n in info["used"].items():
-                fam = "cis" if g.startswith("cis") else "coverage" if g.startswith("coverage") else "dig_in"
-                acc["images"][fam][0] += n
-                acc["images"][fam][1] += CIS_N if fam == "cis" else DIG.generated_per_group
-            # a region's images are needed until both its gates stop
-            for r in REGIONS:
-                acc["images"].setdefault("dig_prompt", [0, 0])
-                acc["images"]["dig_prompt"][0] += max(info["used"][f"precision[{r}]"], info["used"][f"coverage[{r}]"])
-                acc["images"]["dig_prompt"][1] += DIG.generated_per_group
-        rows.append({"scenario": scenario, "runs": runs, **acc})
-    return rows
+@dataclass
+class Worlds:
+    size: Size
+    cis: CisWorld
+    dig: DigWorld
+    cis_variant: CisWorld
+    dig_variant: dict
 
 
-def paper_share(row: dict) -> float:
-    """Images used as a share of fixed N over the paper preset's mix (kinds without early stop at 100%)."""
-    f_cis = row["images"]["cis"][0] / row["images"]["cis"][1]
-    f_dig = row["images"]["dig_prompt"][0] / row["images"]["dig_prompt"][1]
-    used = PAPER_MIX["cis"] * f_cis + PAPER_MIX["dig_in"] * f_dig + sum(
-        v for k, v in PAPER_MIX.items() if k not in ("cis", "dig_in"))
+def variant(scenario: str, cis: CisWorld, bounds: dict, dig_pop: dict) -> tuple[CisWorld, dict]:
+    """The model of a scenario: the CIS world and ``dig_run`` arguments."""
+    if scenario.startswith("miss"):
+        delta = float(scenario.split("-")[1])
+        target4 = bounds["test_cis[k4]"].value - delta
+        w = cis.replace(shift={4: cis.shifted_for(4, target4)})
+        floor = bounds["test_cis_component_rate_floor"].value - delta
+        w.component_w[MISSED_COMPONENT] = w.component_for(MISSED_COMPONENT, floor)
+        p0 = dig_pop["test_region_precision[africa]"]
+        target = bounds["test_region_precision[africa]"].value - delta
+        return w, {"outliers": 1.0 - target / p0}
+    if scenario == "drop_component":
+        return cis.replace(dropped=DROPPED_COMPONENT), {}
+    if scenario.startswith("degrade_region"):
+        return cis, {"degrade": float(scenario.split(":")[2])}
+    if scenario.startswith("collapse_region"):
+        return cis, {"collapse": True}
+    return cis, {}
+
+
+def run_once(size: Size, cis_world: CisWorld, dig_world: DigWorld, dig_kwargs: dict, thresholds: ThresholdFile,
+             rng: np.random.Generator, batches, cis_first: int) -> dict:
+    """One simulated run decided both ways: per batch, ``{"fixed", "seq"}`` -> gate -> failed, the images, the
+    per-gate image use and which gates held each family's images."""
+    cg, dg = cis_gates(), dig_gates(dig_world.objects)
+    cdata = cis_run(cis_world, rng)
+    ddata = dig_run(dig_world, rng, **dig_kwargs)
+    cfull, dfull = SimCis(cdata, size.cis_prompts), SimDig(ddata, DIG_N)
+    at_n = {**fixed(cfull, cg), **fixed(dfull, dg)}
+    vf = {g.id: judge_indicator(at_n[g.id], g, thresholds) for g in cg + dg}
+    fixed_failed = holm(vf)
+    clog = Log()
+    cschedule = round_sizes(size.cis_prompts, 1, first=cis_first)
+    cind = sequential(cfull, lambda s, n: s.at_prompts(n), cschedule, "prompts", cg, thresholds, clog)
+    cv = {g.id: judge_indicator(cind[g.id], g, thresholds) for g in cg}
+    cis_use = cis_usage(clog, size, cg, cdata)
+    out = {}
+    for batch in batches:
+        dlog = Log()
+        dind = sequential(dfull, lambda s, n: s.at_images(n), round_sizes(DIG_N, batch), "images per prompt", dg,
+                          thresholds, dlog)
+        sv = {**cv, **{g.id: judge_indicator(dind[g.id], g, thresholds) for g in dg}}
+        out[batch] = {"fixed": fixed_failed, "seq": holm(sv), "cis": cis_use, "dig": dig_usage(dlog, dig_world, dg),
+                      "fixed_status": {g: s for g, (s, _) in vf.items()},
+                      "values": {g: at_n[g].value for g in PLANTED},
+                      "seq_status": {g: s for g, (s, _) in sv.items()}}
+    return out
+
+
+def cis_usage(log: Log, size: Size, gates: list[Gate], data) -> dict:
+    """CIS images of the sequential run and per gate: prompts per K as the round loop asked for them (the order
+    test, not simulated, holds the first ``order_prompts`` K = 8 prompts and its shuffled prompts at N)."""
+    per_gate = {g.key: {} for g in gates}
+    for key, n, reads, _ in log.entries:
+        for k, m in reads.items():
+            per_gate[key][k] = max(per_gate[key].get(k, 0), m)
+    n_k = {k: max([u.get(k, 0) for u in per_gate.values()] + ([size.order_prompts] if k == 8 else [0]))
+           for k in CIS_KS}
+    holders = {k: [g.id for g in gates if per_gate[g.key].get(k, 0) == n_k[k]] or ["test_cis_order_invariance"]
+               for k in CIS_KS}
+    order = size.order_prompts * CIS_N
+    kinds = {"share": [0, 0], "spread": [0, 0], "worst": [0, 0], "test": [order + size.order_prompts * CIS_N] * 2}
+    kind_of = {"cis": "share", "cis_drop_per_component": "spread", "cis_component_rate_floor": "worst"}
+    for g in gates:
+        u = per_gate[g.key]
+        kinds[kind_of[g.method]][0] += sum(u.values()) * CIS_N
+        kinds[kind_of[g.method]][1] += len(u) * size.cis_prompts * CIS_N
+    # what the floor would need if its later looks took only the prompts naming an open component (each
+    # component's prompts stay a prefix of its own): every other gate's prefix, then those prompts
+    floor = [(n, groups) for key, n, _, groups in log.entries if key[0] == "cis_component_rate_floor"]
+    open_images = order
+    for k in CIS_KS:
+        rest = max([u.get(k, 0) for key, u in per_gate.items() if key[0] != "cis_component_rate_floor"]
+                   + ([size.order_prompts] if k == 8 else [0]))
+        idx = np.arange(size.cis_prompts)
+        need = idx < rest
+        if k in data.mention_comp:
+            for n, groups in floor:
+                if groups is None:
+                    need |= idx < n
+                else:
+                    ids = np.array([int(g[1:]) for g in groups], dtype=int)
+                    need |= (idx < n) & np.isin(data.comps[k], ids).any(axis=1)
+        open_images += int(need.sum()) * CIS_N
+    # components the floor gates at N that were named by fewer than 2 prompts at its first look: absent from that
+    # look's evidence, they are not among its open groups, so a floor that went on with open groups never judges them
+    first = min((n for n, _ in floor), default=size.cis_prompts)
+    went_on = any(groups is not None for _, groups in floor)
+    counts = {n: sum(np.bincount(data.mention_comp[k][: n * k], minlength=data.world.components) for k in data.mention_comp)
+              for n in (first, size.cis_prompts)}
+    unjudged = int(((counts[size.cis_prompts] >= 2) & (counts[first] < 2)).sum()) if went_on else 0
+    return {"images": sum(n_k.values()) * CIS_N + order, "planned": len(CIS_KS) * size.cis_prompts * CIS_N + order,
+            "holders": holders, "kinds": kinds, "open_images": open_images, "unjudged": unjudged}
+
+
+DIG_KIND = {"region_precision": "share", "object_region_precision": "share", "region_coverage": "coverage",
+            "object_region_coverage": "coverage", "worst_region_precision": "worst",
+            "object_worst_region_precision": "worst", "worst_region_coverage": "worst",
+            "object_worst_region_coverage": "worst", "region_disparity_precision": "ratio",
+            "region_disparity_coverage": "ratio", "object_region_disparity_coverage": "ratio",
+            "object_consistency": "percentile"}
+
+
+def dig_usage(log: Log, world: DigWorld, gates: list[Gate]) -> dict:
+    """DIG In images: per prompt the last look any gate read it at (group scope), the template's last look
+    (set scope, DIG In's default), and per gate kind."""
+    per_gate: dict = {}
+    for key, n, reads, _ in log.entries:
+        u = per_gate.setdefault(key, {})
+        for p in reads:
+            u[p] = max(u.get(p, 0), n)
+    prompts = world.objects * len(REGIONS)
+    per_prompt: dict = {}
+    for u in per_gate.values():
+        for p, n in u.items():
+            per_prompt[p] = max(per_prompt.get(p, 0), n)
+    top = max(per_prompt.values())
+    kinds: dict = {}
+    for g in gates:
+        u = per_gate.get(g.key, {})
+        k = kinds.setdefault(DIG_KIND[g.method], [0, 0])
+        k[0] += sum(u.values())
+        k[1] += len(u) * DIG_N
+    holders = sorted({g.method for g in gates if max(per_gate.get(g.key, {0: 0}).values()) == top})
+    return {"set": prompts * top, "group": sum(per_prompt.values()), "planned": prompts * DIG_N, "kinds": kinds,
+            "holders": holders}
+
+
+# -------------------------------------------------------------------------------------------- a scenario
+
+
+def new_tally() -> dict:
+    return {"runs": 0, "false": [0, 0], "caught": [0, 0], "planted": {g: [0, 0, 0] for g in PLANTED},
+            "differ": {"slice": 0, "aggregate": 0, "other": 0}, "images": {"cis": [0, 0], "cis_open": [0, 0], "dig": [0, 0], "dig_group": [0, 0]}, "unjudged": 0,
+            "values": {g: 0.0 for g in PLANTED},
+            "kinds": {}, "holders": {"cis": {}, "dig": {}}, "flips": []}
+
+
+def tally(t: dict, scenario: str, r: dict, run: int) -> None:
+    t["runs"] += 1
+    role = {g: roles(scenario, g) for g in r["fixed"]}
+    for i, design in enumerate(("fixed", "seq")):
+        failed = r[design]
+        t["false"][i] += any(failed[g] for g in failed if role[g] == "other")
+        t["caught"][i] += any(failed[g] for g in failed if role[g] == "slice")
+    for g in PLANTED:
+        if role.get(g) == "slice":
+            f, s = r["fixed"][g], r["seq"][g]
+            t["planted"][g][0] += f
+            t["planted"][g][1] += s
+            t["planted"][g][2] += f != s
+    for g in r["fixed"]:
+        if r["fixed"][g] != r["seq"][g]:
+            t["differ"][role[g]] += 1
+            if len(t["flips"]) < 20:
+                t["flips"].append(f"run {run} {g} ({role[g]}): fixed {r['fixed_status'][g]}, sequential "
+                                  f"{r['seq_status'][g]}")
+    t["images"]["cis"][0] += r["cis"]["images"]
+    t["images"]["cis"][1] += r["cis"]["planned"]
+    t["images"]["cis_open"][0] += r["cis"]["open_images"]
+    t["images"]["cis_open"][1] += r["cis"]["planned"]
+    t["unjudged"] += r["cis"]["unjudged"]
+    for g in PLANTED:
+        t["values"][g] += r["values"][g]
+    t["images"]["dig"][0] += r["dig"]["set"]
+    t["images"]["dig"][1] += r["dig"]["planned"]
+    t["images"]["dig_group"][0] += r["dig"]["group"]
+    t["images"]["dig_group"][1] += r["dig"]["planned"]
+    for fam in ("cis", "dig"):
+        for kind, (u, p) in r[fam]["kinds"].items():
+            acc = t["kinds"].setdefault(("cis" if fam == "cis" else "dig_in", kind), [0, 0])
+            acc[0] += u
+            acc[1] += p
+    for k, hs in r["cis"]["holders"].items():
+        for h in hs:
+            t["holders"]["cis"][f"K={k}: {h}"] = t["holders"]["cis"].get(f"K={k}: {h}", 0) + 1
+    for h in r["dig"]["holders"]:
+        t["holders"]["dig"][h] = t["holders"]["dig"].get(h, 0) + 1
+
+
+def share(pair) -> float:
+    return pair[0] / pair[1] if pair[1] else float("nan")
+
+
+def paper_share(t: dict, cis: str = "cis", dig: str = "dig") -> float:
+    """Images of the sequential run as a share of fixed N over the paper preset's family rows (the families not
+    simulated at N). ``cis``/``dig``: which count (``cis_open``: the floor going on with its open components'
+    prompts only; ``dig_group``: DIG In de-duplicated per group)."""
+    used = (PAPER_MIX["cis"] * share(t["images"][cis]) + PAPER_MIX["dig_in"] * share(t["images"][dig])
+            + sum(v for k, v in PAPER_MIX.items() if k not in ("cis", "dig_in")))
     return used / sum(PAPER_MIX.values())
 
 
+def cp(h: int, n: int) -> str:
+    """``h/n [lo, hi]``: the two-sided 95% Clopper-Pearson interval."""
+    from scipy.stats import beta
+
+    lo = 0.0 if h == 0 else float(beta.ppf(0.025, h, n - h + 1))
+    hi = 1.0 if h == n else float(beta.ppf(0.975, h + 1, n - h))
+    return f"{h}/{n} [{lo:.3f}, {hi:.3f}]"
+
+
+def simulate(size: Size, sds, scenarios, runs: int, batches, *, seed: int = 0, pop_runs: int = 100,
+             cis_first: int | None = None, canary_runs: int | None = None, miss_runs: int | None = None,
+             propose: str | None = None, log=print) -> list[dict]:
+    """Every scenario at every between-prompt sd: rows ``{"scenario", "sd", "batch", tally}``."""
+    cis_first = cis_first or max(1, size.cis_prompts // 16)
+    dworld = DigWorld(size.dig_objects, seed)
+    t0 = time.perf_counter()
+    dpop = pop_dig(dworld, pop_runs, seed)
+    log(f"# DIG In population values from {pop_runs} runs at N ({time.perf_counter() - t0:.0f} s)")
+    cg, dg = cis_gates(), dig_gates(size.dig_objects)
+    rows = []
+    for si, sd in enumerate(sds):
+        cworld = CisWorld(size.cis_prompts, size.components, sd, size.order_prompts, seed)
+        ref = np.random.default_rng([seed, 1000, si])  # the update flow's reference run: another seed
+        cref, dref = SimCis(cis_run(cworld, ref), size.cis_prompts), SimDig(dig_run(dworld, ref), DIG_N)
+        written = {**written_bounds(fixed(cref, cg), cg), **written_bounds(fixed(dref, dg), dg)}
+        pop = {**pop_cis(cworld), **dpop}
+        bounds = {"a": written, "b": moved(written, pop, True), "c": moved(written, pop, False)}
+        for sc in scenarios:
+            which = "b" if sc == "population" or sc.startswith("miss") else "c" if sc == "borderline" else "a"
+            thresholds = ThresholdFile(Path("bench_sequential.yaml"), bounds[which])
+            cw, dkw = variant(sc, cworld, bounds[which], dpop)
+            n_runs = (miss_runs or runs) if sc.startswith("miss") else runs if sc in ("null", "population", "borderline") \
+                else (canary_runs or runs)
+            tallies = {b: new_tally() for b in batches}
+            t0 = time.perf_counter()
+            for i in range(n_runs):
+                rng = np.random.default_rng([seed, 1 + si, SCENARIOS.index(sc), i])
+                with proposal(propose):
+                    r = run_once(size, cw, dworld, dkw, thresholds, rng, batches, cis_first)
+                for b in batches:
+                    tally(tallies[b], sc, r[b], i)
+            for b in batches:
+                rows.append({"scenario": sc, "sd": sd, "batch": b, "bounds": which, "propose": propose,
+                             "targets": {g: bounds[which][g].value for g in PLANTED}, **tallies[b]})
+            log(f"# sd {sd} {sc}: {n_runs} runs, {time.perf_counter() - t0:.0f} s")
+    return rows
+
+
+# -------------------------------------------------------------------------------------------- tables
+
+
+def _label(r: dict) -> str:
+    return f"{r['scenario']} ({r['bounds']})" + (f" [{r['propose']}]" if r.get("propose") else "")
+
+
 def table(rows: list[dict]) -> list[str]:
-    def rate(h, n):
-        from scipy.stats import beta
-
-        lo = 0.0 if h == 0 else float(beta.ppf(0.025, h, n - h + 1))
-        hi = 1.0 if h == n else float(beta.ppf(0.975, h + 1, n - h))
-        return f"{h}/{n} [{lo:.3f}, {hi:.3f}]"
-
-    out = ["| scenario | runs | CIS-like share gates: images | DIG In precision | DIG In coverage | DIG In prompts "
-           "(both gates) | paper mix | FWER fixed N | FWER sequential | slice caught fixed / sequential | "
-           "fixed-N fails not failed sequentially | slice gate verdicts that differ |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| scenario (bounds) | sd | batch | runs | CIS images | DIG In images | paper mix | CIS, floor on open "
+           "components' prompts | DIG In, group scope | paper mix, both | FWER fixed N | FWER sequential | slice "
+           "caught fixed / sequential | verdicts that differ (slice / aggregate / other) | floor components unjudged "
+           "per run |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        im = r["images"]
-        f = {k: f"{v[0] / v[1]:.0%}" for k, v in im.items()}
-        caught = f"{r['fixed_detect']}/{r['runs']} / {r['seq_detect']}/{r['runs']}" if slice_of(r["scenario"]) else "-"
-        out.append(f"| {r['scenario']} | {r['runs']} | {f['cis']} | {f['dig_in']} | {f['coverage']} | "
-                   f"{f['dig_prompt']} | {paper_share(r):.0%} | {rate(r['fixed_false'], r['runs'])} | "
-                   f"{rate(r['seq_false'], r['runs'])} | {caught} | {r['flips']} | "
-                   f"{r['slice_differ'] if slice_of(r['scenario']) else '-'} |")
+        n = r["runs"]
+        planted = r["scenario"] not in ("null", "population", "borderline")
+        out.append(f"| {_label(r)} | {r['sd']:g} | {r['batch']} | {n} | {share(r['images']['cis']):.1%} | "
+                   f"{share(r['images']['dig']):.1%} | {paper_share(r):.1%} | {share(r['images']['cis_open']):.1%} | "
+                   f"{share(r['images']['dig_group']):.1%} | {paper_share(r, 'cis_open', 'dig_group'):.1%} | "
+                   f"{cp(r['false'][0], n)} | {cp(r['false'][1], n)} | "
+                   + (f"{r['caught'][0]}/{n} / {r['caught'][1]}/{n}" if planted else "-") + " | "
+                   + " / ".join(str(r["differ"][k]) for k in ("slice", "aggregate", "other"))
+                   + f" | {r['unjudged'] / n:.2f} |")
     return out
+
+
+def power_table(rows: list[dict]) -> list[str]:
+    out = ["| scenario | sd | batch | runs | planted gate | bound | mean value at N | caught fixed N | caught sequential "
+           "| runs that differ |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if not r["scenario"].startswith("miss"):
+            continue
+        for g, (f, s, d) in r["planted"].items():
+            out.append(f"| {r['scenario']}" + (f" [{r['propose']}]" if r.get("propose") else "")
+                       + f" | {r['sd']:g} | {r['batch']} | {r['runs']} | {g} | {r['targets'][g]:.4f} | "
+                       f"{r['values'][g] / r['runs']:.4f} | {cp(f, r['runs'])} | {cp(s, r['runs'])} | {d} |")
+    return out
+
+
+def kind_table(rows: list[dict], scenario: str = "null") -> list[str]:
+    null = [r for r in rows if r["scenario"] == scenario]
+    cols = [(r["sd"], r["batch"], r.get("propose")) for r in null]
+    out = ["| family, kind | " + " | ".join(f"sd {sd:g}, batch {b}" + (f" [{p}]" if p else "") for sd, b, p in cols) + " |",
+           "|---|" + "---|" * len(cols)]
+    for key in sorted({k for r in null for k in r["kinds"]}):
+        out.append(f"| {key[0]}, {key[1]} | " + " | ".join(f"{share(r['kinds'][key]):.1%}" if key in r["kinds"] else "-"
+                                                            for r in null) + " |")
+    return out
+
+
+def holder_lines(rows: list[dict]) -> list[str]:
+    out = []
+    for r in rows:
+        n = r["runs"]
+        cis = ", ".join(f"{h} {c}/{n}" for h, c in sorted(r["holders"]["cis"].items(), key=lambda kv: -kv[1])[:8])
+        dig = ", ".join(f"{h} {c}/{n}" for h, c in sorted(r["holders"]["dig"].items(), key=lambda kv: -kv[1])[:6])
+        out.append(f"{_label(r)} sd {r['sd']:g} batch {r['batch']}: CIS held by {cis}; DIG In held by {dig}")
+    return out
+
+
+def null_shares(rows: list[dict]) -> dict:
+    """``gating.sequential.NULL_SHARES`` from the null rows: per (family, kind) and batch the larger share over
+    the sds (the conservative figure), rounded up to the percent."""
+    out: dict = {}
+    for r in rows:
+        if r["scenario"] != "null" or r.get("propose"):
+            continue
+        for key, pair in r["kinds"].items():
+            v = math.ceil(100 * share(pair) - 1e-9) / 100
+            out.setdefault(key, {})[r["batch"]] = max(out.get(key, {}).get(r["batch"], 0.0), v)
+    return dict(sorted(out.items()))
+
+
+def goals(rows: list[dict]) -> list[str]:
+    from scipy.stats import beta
+
+    def upper(h, n):
+        return 1.0 if h == n else float(beta.ppf(0.975, h + 1, n - h))
+
+    lines = []
+    rows = [r for r in rows if not r.get("propose")]
+    null = [r for r in rows if r["scenario"] == "null"]
+    if null:
+        worst = max(paper_share(r) for r in null)
+        lines.append(f"null-model images <= 25% of fixed N over the paper mix: {'met' if worst <= 0.25 else 'MISSED'} "
+                     f"(largest {worst:.1%} over sd and batch)")
+    fw = [r for r in rows if r["scenario"] in ("null", "population", "borderline")]
+    if fw:
+        worst = max(upper(r["false"][1], r["runs"]) for r in fw)
+        lines.append(f"FWER <= 5% (upper 95% bound) sequential, null / population / borderline: "
+                     f"{'met' if worst <= 0.05 else 'MISSED'} (largest upper bound {worst:.3f})")
+    miss = [r for r in rows if r["scenario"] == "miss-0.05"]
+    if miss:
+        gaps = [(r["planted"][g][0] - r["planted"][g][1]) / r["runs"] for r in miss for g in PLANTED]
+        lines.append(f"a 0.05 miss caught within one point of fixed N: {'met' if max(gaps) <= 0.01 else 'MISSED'} "
+                     f"(largest loss {max(gaps):.1%} of runs)")
+    can = [r for r in rows if r["scenario"].startswith(("degrade", "collapse", "drop_component"))]
+    if can:
+        same = all(r["caught"][0] == r["caught"][1] for r in can)
+        worst = max(paper_share(r) for r in can)
+        lines.append(f"canaries caught as at fixed N with <= 40% of its images: "
+                     f"{'met' if same and worst <= 0.40 else 'MISSED'} (caught as fixed: {same}; largest share "
+                     f"{worst:.1%})")
+    return lines
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--procedural", type=int, default=None, metavar="RUNS",
-                    help="run the procedural-world part instead: RUNS pytest seeds per scenario, both designs "
-                         "(bench/bench_sequential_suite.py; its own options pass through)")
-    ap.add_argument("--runs", type=int, default=200, help="simulated runs per scenario (>= 1)")
+                    help="run the real suite through pytest instead (bench/bench_sequential_suite.py; its options pass on)")
+    ap.add_argument("--quick", action="store_true", help="a twentieth of CIS, 3 DIG In objects, 8 runs, sd 0.3: < 3 min")
+    ap.add_argument("--runs", type=int, default=None, help="runs per scenario (default 200; --quick 8)")
+    ap.add_argument("--canary-runs", type=int, default=None, help="runs of each canary scenario (default --runs)")
+    ap.add_argument("--miss-runs", type=int, default=None, help="runs of each miss scenario (default --runs)")
+    ap.add_argument("--sd", type=float, nargs="+", default=None, help="between-prompt sds (default 0.2 0.3)")
+    ap.add_argument("--batch", type=int, nargs="+", default=[8, 16], help="generation batch sizes (default 8 16)")
+    ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS), choices=SCENARIOS)
+    ap.add_argument("--cis-prompts", type=int, default=None, help=f"CIS prompts per K (default {FULL.cis_prompts})")
+    ap.add_argument("--components", type=int, default=None, help=f"CIS components (default {FULL.components})")
+    ap.add_argument("--dig-objects", type=int, default=None, help=f"DIG In objects per region (default {FULL.dig_objects})")
+    ap.add_argument("--cis-first", type=int, default=None, help="CIS first look, prompts per K (default M/16)")
+    ap.add_argument("--pop-runs", type=int, default=None, help="DIG In runs for population values (default 100)")
+    ap.add_argument("--propose", choices=("worst-futility",), default=None,
+                    help="measure a proposal instead of the product: see proposal() (the rows say so)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--growth", type=float, default=GROWTH, help="round size factor (> 1)")
-    ap.add_argument("--reasons", action="store_true",
-                    help="also print the stopping reasons and exact images per scenario")
-    ap.add_argument("--batch", type=int, default=None,
-                    help=f"generation batch size: rounds are its multiples (default {BATCH}; procedural: 2)")
-    ap.add_argument("--control", choices=("bonferroni", "e-holm"), default="bonferroni",
-                    help="early-fail rule at alpha/2: per-gate Bonferroni e-threshold m/(alpha/2) (the suite's "
-                         "--t2i-sequential; default) or e-Holm closed testing")
-    ap.add_argument("--decide", choices=("suite", "sweeps"), default="suite",
-                    help="with --control bonferroni: decide each look with the suite's decide_look on the gate's "
-                         "value (default) or with look() on the observed sweeps (e-Holm always uses the sweeps)")
+    ap.add_argument("--json", default=None, help="also write the rows here")
     a, rest = ap.parse_known_args(argv)
     if a.procedural is not None:
         import bench_sequential_suite
 
-        return bench_sequential_suite.main(["--runs", str(a.procedural), *(["--batch", str(a.batch)] if a.batch else []),
-                                            *(["--reasons"] if a.reasons else []), *rest])
+        return bench_sequential_suite.main(["--runs", str(a.procedural), *rest])
     if rest:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
-    a.batch = BATCH if a.batch is None else a.batch
-    if a.batch < 1 or a.growth <= 1:
-        ap.error("--batch must be >= 1 and --growth > 1")
-    if a.decide == "suite" and a.control != "bonferroni":
-        a.decide = "sweeps"  # decide_look has the per-gate threshold built in: e-Holm decides on the sweeps
-    globals()["GROWTH"], globals()["BATCH"], globals()["CONTROL"], globals()["DECIDE"] = (a.growth, a.batch, a.control,
-                                                                                         a.decide)
-    if a.runs < 1:
-        ap.error("--runs must be >= 1")
+    base = QUICK if a.quick else FULL
+    size = Size(a.cis_prompts or base.cis_prompts, a.components or base.components,
+                max(1, round((a.cis_prompts or base.cis_prompts) * base.order_prompts / base.cis_prompts)),
+                a.dig_objects or base.dig_objects)
+    runs = a.runs if a.runs is not None else (8 if a.quick else 200)
+    sds = a.sd or ([0.3] if a.quick else [0.2, 0.3])
+    if runs < 1 or any(b < 1 for b in a.batch) or size.cis_prompts < 32 or size.components < 2:
+        ap.error("--runs and --batch must be >= 1, --cis-prompts >= 32, --components >= 2")
+    if any(not 0 < s < 0.4 for s in sds):
+        ap.error("--sd must be in (0, 0.4): a Beta population with CIS's means has no larger sd")
     t0 = time.time()
-    rows = run(a.runs, a.seed)
-    print(f"# bench_sequential: {a.runs} runs per scenario, seed {a.seed}, batch {a.batch}, growth {a.growth:g}, "
-          f"control {a.control}, decide {a.decide}, "
-          f"{platform.node()} "
-          f"({platform.processor() or platform.machine()}), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"{time.time() - t0:.0f} s")
+    rows = simulate(size, sds, a.scenarios, runs, a.batch, seed=a.seed,
+                    pop_runs=a.pop_runs or (10 if a.quick else 100), cis_first=a.cis_first,
+                    canary_runs=a.canary_runs, miss_runs=a.miss_runs, propose=a.propose)
+    print(f"# bench_sequential{' --propose ' + a.propose if a.propose else ''}: {size.label}; {runs} runs per scenario (misses {a.miss_runs or runs}, canaries {a.canary_runs or runs}), sd "
+          f"{', '.join(map(str, sds))}, batch {', '.join(map(str, a.batch))}, seed {a.seed}; alpha {ALPHA} over "
+          f"m = {PAPER_GATES}; {platform.node()} ({platform.machine()}, {os.cpu_count()} cores), "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {time.time() - t0:.0f} s")
     print("\n".join(table(rows)))
-    if a.reasons:
-        for r in rows:
-            print(r["scenario"], dict(sorted(r["reasons"].items())), "images used/planned:",
-                  {k: tuple(v) for k, v in r["images"].items()})
+    print("\nPower (a slice of three gates missing its bound; bounds (b)):")
+    print("\n".join(power_table(rows)))
+    print("\nImages per gate kind, null scenario (gating.sequential.NULL_SHARES):")
+    print("\n".join(kind_table(rows)))
+    print("NULL_SHARES =", null_shares(rows))
+    print("\nWhich gates held each family's images (the last look asked for):")
+    print("\n".join(holder_lines(rows)))
+    flips = [f"{r['scenario']} sd {r['sd']:g} batch {r['batch']}: {f}" for r in rows for f in r["flips"]]
+    if flips:
+        print("\nVerdicts that differ (first 20 per row):")
+        print("\n".join(flips))
+    print("\nGoals (issue #29):")
+    print("\n".join(goals(rows)))
+    if a.json:
+        Path(a.json).write_text(json.dumps([{**r, "kinds": {f"{k[0]}:{k[1]}": v for k, v in r["kinds"].items()}}
+                                            for r in rows], indent=1))
     return 0
 
 

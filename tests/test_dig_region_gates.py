@@ -89,3 +89,36 @@ def test_region_gates_ids_reference_reuse_and_updates(suite):
     # are not (their features live in the cached manifolds).
     assert "features:InceptionFeatures: 18 computed" in out, out
     assert "were set under other settings" in out and "model: fake:a -> fake:bb" in out
+
+
+def test_object_region_indicators_read_the_studys_groups_and_skip_a_pair_without_a_manifold():
+    """``DigInStudy.object_region_precision``/``coverage`` read the object-region group of ``scores(...)`` and skip a
+    pair that has none (fewer than k + 2 real images). A second method of the same name once replaced that helper
+    with the group builder: the skip was dead and each call rebuilt the group outside the study's memo."""
+    import inspect
+    import math
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from t2i_fairness.families.base import Study
+    from t2i_fairness.families.dig_in.study import DigInStudy, DigScores, GroupScore
+    from t2i_fairness.metrics.manifold import Membership
+
+    inside = np.eye(4, 6, dtype=bool)
+    group = GroupScore(1.0, 4 / 6, 4, 6, Membership(inside, np.arange(4)))
+
+    class Study_(DigInStudy):
+        def __init__(self):
+            Study.__init__(self, SimpleNamespace(options=SimpleNamespace(confidence=0.95, nearest_k=3)))
+
+        def scores(self, reference, template):
+            return DigScores(region={}, object_region={("bag", "africa"): group})
+
+    assert list(inspect.signature(DigInStudy._object_region).parameters) == ["self", "reference", "template", "object",
+                                                                             "region"]
+    s = Study_()
+    assert s.object_region_precision("geode", "object_in_region", "bag", "africa").value == 1.0
+    assert s.object_region_coverage("geode", "object_in_region", "bag", "africa").value == 4 / 6
+    skipped = s.object_region_precision("geode", "object_in_region", "car", "africa")
+    assert math.isnan(skipped.value) and "fewer than k+2" in skipped.skip

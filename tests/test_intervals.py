@@ -528,3 +528,24 @@ def test_stratified_interval_covers(strata, n):
         y = np.concatenate([g.beta(a, b, n) for a, b in params])
         hits += stratified_mean_interval(y, labels).contains(truth)
     assert 0.90 <= hits / 500 <= 0.99
+
+
+def test_scalar_share_limit_and_t_quantile_are_the_vectorised_and_scipy_values():
+    """The fast paths (one share's limit on floats, Student's t quantile by ``special.stdtrit``, its density at 0 in
+    closed form) give the values of the vectorised code and of ``scipy.stats.t`` exactly."""
+    import itertools
+
+    import numpy as np
+    from scipy import stats
+
+    from t2i_fairness.metrics.intervals import _t_density_at_0, share_limit, upper_quantile
+
+    for x, n, a, side in itertools.product([0, 0.5, 3, 7.25, 59, 60, 1e4], [0, 1e-13, 1, 7.25, 60, 1e4, 2.5e5],
+                                           [1e-300, 1e-200, 1e-30, 1e-6, 0.025, 0.5, 0.9], ["low", "high"]):
+        one = share_limit(x, n, a, side)
+        many = float(share_limit(np.array([x]), np.array([n]), np.array([a]), side)[0])
+        assert type(one) is float and (one == many or (math.isnan(one) and math.isnan(many))), (x, n, a, side)
+    for a, df in itertools.product([1e-150, 1e-30, 1e-6, 0.025, 0.5, 0.7], [1.0, 2.5, 8.0, 139.0, 1e6]):
+        assert upper_quantile(a, df) == float(-stats.t.ppf(a, df)), (a, df)
+    for df in (1.0, 2.5, 8.0, 139.0):
+        assert _t_density_at_0(df) == pytest.approx(float(stats.t.pdf(0.0, df)), rel=1e-14)

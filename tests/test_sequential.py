@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from t2i_fairness.families.base import Study, indicator
 from t2i_fairness.gating.indicator import Indicator
 from t2i_fairness.gating.rounds import GateCallSpec, Rounds
 from t2i_fairness.gating.sequential import (
@@ -190,3 +191,33 @@ def test_a_worst_of_gate_goes_on_with_its_open_groups_only_and_keeps_its_bonferr
     assert last_good < last_edge, (last_good, last_edge, looks)
     if ind.sequential["reason"] == "ran to N":
         assert ind.sequential["open_groups"] == ["edge"] and ind.evidence.selection == 3
+
+
+class _Decorated(Study):
+    """A worst-of indicator method as the studies declare them (``families.base.indicator``): the gate test calls it
+    without ``groups``/``total``, the decorator hands the round loop every parameter, defaults included."""
+
+    def __init__(self, n: int):
+        super().__init__(None)
+        self.n = n
+
+    @indicator("worst")
+    def worst(self, groups=None, total=None) -> Indicator:
+        from t2i_fairness.metrics.evidence import worst_of
+
+        truth = {"low": 0.3, "high": 0.95}
+        names = groups if groups is not None else tuple(truth)
+        ev = worst_of({g: _share(int(truth[g] * self.n), self.n).evidence for g in names}, total=total)
+        return Indicator(ev.estimate, self.n, "worst", ev)
+
+
+def test_a_worst_of_gate_read_through_its_indicator_method_gets_the_round_loops_record():
+    """The spec of a worst-of gate leaves ``groups``/``total`` out (fixtures/studies.py); the decorator passes them as
+    ``None``: the loop must still find the gate (it once keyed them apart: every worst-of gate ran to N without a
+    record, judged by the fixed-N test)."""
+    full = _Decorated(1024)
+    full.round_loop = Rounds(full, lambda s, n: _Decorated(n), [256, 512, 1024], "images", [GateCallSpec("w", "worst", ())],
+                             {"w": Bound("min", 0.8)}, 1e-4, raw=lambda s, m, kw: s.raw_indicator(m, kw),
+                             group_methods={"worst": ("self", "groups", "total")})
+    ind = full.worst()
+    assert ind.sequential is not None and ind.sequential["reason"].startswith("fail") and ind.sequential["at"] == 256

@@ -36,7 +36,9 @@ class GateCallSpec:
 
 
 def _key(method: str, kwargs: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
-    return method, tuple(sorted(kwargs.items()))
+    """A gate's key: its method and arguments, without a worst-of method's ``groups``/``total`` left at ``None``
+    (the indicator decorator passes every parameter, its defaults included; the gates' specs leave those two out)."""
+    return method, tuple(sorted((k, v) for k, v in kwargs.items() if not (k in ("groups", "total") and v is None)))
 
 
 class Rounds:

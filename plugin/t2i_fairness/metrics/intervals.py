@@ -216,7 +216,7 @@ class Interval:
             return n
         z, t = upper_quantile(alpha), upper_quantile(alpha, self.df)
         if abs(t) < 1e-9:  # alpha = 1/2: both quantiles 0, their ratio the ratio of the densities at 0
-            return n * (float(_stats.t.pdf(0.0, self.df)) / float(_stats.norm.pdf(0.0))) ** 2
+            return n * (_t_density_at_0(self.df) * math.sqrt(2.0 * math.pi)) ** 2  # over the normal density at 0
         return n * (z / t) ** 2
 
     def limit(self, alpha: float, side: str) -> float:
@@ -384,13 +384,23 @@ def upper_quantile(alpha: float, df: float | None = None) -> float:
     a = float(alpha)
     if df is None or not math.isfinite(df):
         return float(-_special.ndtri(a))
-    q = float(-_stats.t.ppf(a, df))
+    q = float(-_special.stdtrit(df, a))  # scipy's t.ppf, without its per-call argument checks (80 times faster)
     if math.isfinite(q):  # (<= 0 from alpha = 1/2 on: that is the quantile)
         return q
     # P(T > t) ~ c t^-df with c = Gamma((df+1)/2) df^((df-2)/2) / (sqrt(pi) Gamma(df/2))
     log_c = (_special.gammaln((df + 1) / 2) + (df - 2) / 2 * math.log(df) - 0.5 * math.log(math.pi)
              - _special.gammaln(df / 2))
     return float(math.exp((log_c - math.log(a)) / df))
+
+
+def _t_density_at_0(df: float) -> float:
+    """Student's t density at 0, ``Gamma((df + 1) / 2) / (sqrt(df pi) Gamma(df / 2))`` (``scipy.stats.t.pdf(0, df)``).
+
+    Example:
+        >>> abs(_t_density_at_0(7.0) - float(_stats.t.pdf(0.0, 7.0))) < 1e-15
+        True
+    """
+    return math.exp(_special.gammaln((df + 1) / 2) - _special.gammaln(df / 2)) / math.sqrt(df * math.pi)
 
 
 def _check_alpha(alpha: object) -> float:
@@ -447,6 +457,8 @@ def share_limit(successes, trials, alpha, side: str):
         >>> round(float(share_limit(45, 60, 0.025, "low")), 4)
         0.6214
     """
+    if side in ("low", "high") and np.ndim(successes) == 0 and np.ndim(trials) == 0 and np.ndim(alpha) == 0:
+        return _share_limit_one(float(successes), float(trials), float(alpha), side)
     x, n, a = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (successes, trials, alpha)))
     x = np.clip(x, 0.0, n)
     known = n > 1e-12  # no trials (a share whose few clusters say nothing at this level): the whole range
@@ -460,6 +472,27 @@ def share_limit(successes, trials, alpha, side: str):
         raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
     out = np.clip(out, 0.0, 1.0)
     return out if out.ndim else float(out)
+
+
+def _share_limit_one(x: float, n: float, a: float, side: str) -> float:
+    """:func:`share_limit` of one share: the same formulas on floats, without numpy's array machinery (about ten
+    times faster: a worst-of gate over a thousand CIS components asks for thousands of limits per look)."""
+    x = min(max(x, 0.0), n)
+    known = n > 1e-12
+    if side == "high":
+        out = 1.0 - _beta_low_quantile_one(a, n - x, x + 1.0) if (x < n and known) else 1.0
+    else:
+        out = _beta_low_quantile_one(a, x, n - x + 1.0) if (x > 0 and known) else 0.0
+    return min(max(out, 0.0), 1.0)
+
+
+def _beta_low_quantile_one(p: float, a: float, b: float) -> float:
+    """:func:`_beta_low_quantile` of one quantile."""
+    v = float(_special.betaincinv(a, b, p))
+    if math.isfinite(v):
+        return v
+    with np.errstate(invalid="ignore", divide="ignore", under="ignore"):
+        return float(np.exp((np.log(p) + np.log(a) + _special.betaln(a, b)) / a))
 
 
 def _beta_low_quantile(p, a, b):
@@ -559,7 +592,7 @@ def _subsample_masks(rng: np.random.Generator, n: int, m: int, n_resamples: int)
 
 def _normal(method: str, estimate: float, se: float, confidence: float, n_units: int, df: float | None = None,
             clip: tuple[float, float] | None = None) -> Interval:
-    q = float(_stats.t.ppf(0.5 + confidence / 2.0, df)) if df is not None and math.isfinite(df) else _z(confidence)
+    q = float(_special.stdtrit(df, 0.5 + confidence / 2.0)) if df is not None and math.isfinite(df) else _z(confidence)
     low, high = estimate - q * se, estimate + q * se
     if clip is not None:
         low, high = (min(max(float(v), clip[0]), clip[1]) for v in (low, high))
@@ -590,7 +623,7 @@ def _score(method: str, estimate: float, n_eff: float, confidence: float, n_unit
     z = _z(confidence)
     shown = n_eff
     if df is not None:
-        shown = max(n_eff * (z / float(_stats.t.ppf(0.5 + confidence / 2.0, df))) ** 2, 1e-9)
+        shown = max(n_eff * (z / float(_special.stdtrit(df, 0.5 + confidence / 2.0))) ** 2, 1e-9)
     interval = _wilson(method, estimate, shown, confidence, n_units, z)
     if df is None:
         return interval

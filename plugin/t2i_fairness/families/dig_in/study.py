@@ -463,7 +463,7 @@ class DigInStudy(Study):
                  if obj in space.objects and len(real.kept(records)) >= o.nearest_k + 2]  # smaller: reported by the test
         return DigScores(
             region=LazyGroups(ref.regions, lambda region: self._region(name, template, region)),
-            object_region=LazyGroups(pairs, lambda key: self._object_region(name, template, *key)),
+            object_region=LazyGroups(pairs, lambda key: self._score_object_region(name, template, *key)),
             truncation=template_truncation(self.bench, template, space, count=counted_truncation),
         )
 
@@ -528,7 +528,7 @@ class DigInStudy(Study):
         rows, n_generated = fake[region]
         return self._group(m, rows, region, n_generated)
 
-    def _object_region(self, name: str, template: str, obj: str, region: str) -> GroupScore:
+    def _score_object_region(self, name: str, template: str, obj: str, region: str) -> GroupScore:
         real = self.library.features(name, "inception")
         if self._set_scope():
             fake = self._once(("template_groups", name, template, "object_region"),
