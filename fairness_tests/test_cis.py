@@ -19,8 +19,9 @@ Claims gated:
   (never 0: at least ``1 / (B + 1)``, B from the run's level). The section prints its power against
   the first-named component drawn 0.2 more often than the last-named, at this run's size and level
   and at the paper's 1,000 prompts x 16 images. ``--t2i-cis-order-test paper`` gates on the paper's
-  chi-square by component instead (same permutations; little power). The chi-square on the number of
-  components detected per image is printed for comparison: it has no power against an order effect.
+  chi-square by component instead (same permutations; less power against small effects). The chi-square
+  on the number of components detected per image is printed for comparison: it has no power against an
+  order effect.
 * ``test_cis_component_rate_floor`` (min): the lowest per-component generation rate (section 8.2)
   among components requested in at least ``--t2i-cis-rate-min-images`` images.
 
@@ -35,21 +36,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from t2i_fairness.families.cis.options import EXTREMES, PAPER_IMAGES, PAPER_ORDER_PROMPTS, PAPER_PRESET_GATES
-from t2i_fairness.families.cis.report import cis_figure, fmt_rate
-from t2i_fairness.families.cis.study import cis_interval, drop_interval
+from t2i_fairness.families.cis.options import EXTREMES, PAPER_PRESET_GATES
+from t2i_fairness.families.cis.report import cis_figure, fmt_rate, order_lines, order_record
+from t2i_fairness.families.cis.study import cis_interval, drop_interval, order_tests
 from t2i_fairness.metrics.intervals import precision_interval
 from t2i_fairness.metrics.cis import (
-    ORDER_EFFECT,
     component_generation_rates,
     degradation_slope,
     extreme_components,
-    order_arrays,
-    order_component_permutation_test,
-    order_invariance_test,
-    order_position_power,
-    order_position_test,
-    order_resamples,
 )
 from t2i_fairness.gating.gate import bootstrap_seed
 from t2i_fairness.metrics.decisions import HypothesisTest
@@ -140,105 +134,31 @@ def _run_level(gate) -> tuple[float, str]:
     return o.alpha / m, f"alpha {o.alpha:g} over {m} gate(s)"
 
 
-def _power_text(p) -> str:
-    if not p.reachable:
-        return (f"0 at {p.prompts} prompts x {p.images} images, K={p.k}: the smallest p this design can give is "
-                f"{p.floor:.2g} > {p.level:.2g}")
-    return f"{p.power:.3f} at {p.prompts} prompts x {p.images} images, K={p.k} ({p.runs} simulated studies)"
-
-
 def test_cis_order_invariance(cis, gate, t2i_report):
     study = cis.order()
     if study is None:
         pytest.skip(f"order invariance needs a K >= 2; --t2i-cis-k gives {list(cis.options.ks)}")
-    k, orig, shuf = study.k, study.original, study.shuffled
-    m, n = len(orig.prompts), int(orig.scores.shape[1])
-    # both groups against the original prompt's table: the same scorer, so a rejection is the generator's
-    same = order_arrays(orig.prompts, shuf.prompts, orig.detected, study.shuffled_on_original.detected)
-    own = order_arrays(orig.prompts, shuf.prompts, orig.detected, shuf.detected)  # as the paper scores
     level, level_text = _run_level(gate)
-    resamples = order_resamples(level)
-    seed = bootstrap_seed("test_cis_order_invariance", cis.t2i.options.seed)
-    chosen = cis.options.order_test
-    position = order_position_test(same.original, same.shuffled, same.order,
-                                   n_resamples=resamples if chosen == "position" else 0, seed=seed)
-    paper = order_component_permutation_test(same.original, same.shuffled, same.components,
-                                             n_resamples=resamples if chosen == "paper" else 0, seed=seed)
-    wording = order_position_test(own.original, own.shuffled, own.order, n_resamples=0)
-    counts = order_invariance_test(orig.counts, shuf.counts, k)
-    rates = (same.original.sum(axis=1) + same.shuffled.sum(axis=1)) / (2.0 * n)
-    power = order_position_power(rates, n, level=level, effect=ORDER_EFFECT, seed=seed)
-    paper_level = cis.t2i.options.alpha / PAPER_PRESET_GATES
-    bootstrap = rates[np.random.default_rng(seed).integers(m, size=PAPER_ORDER_PROMPTS)]
-    paper_power = order_position_power(bootstrap, PAPER_IMAGES, level=paper_level, effect=ORDER_EFFECT, seed=seed)
-
-    def p_text(r) -> str:
-        if not r.resamples:
-            return f"asymptotic chi-square p = {r.asymptotic_pvalue:.4g}"
-        return (f"permutation p = {r.pvalue:.4g} ({r.resamples} within-prompt permutations, resolution "
-                f"{r.resolution:.2g}; asymptotic chi-square p = {r.asymptotic_pvalue:.4g})")
-
-    gated = {"position": " [the gate]", "paper": ""} if chosen == "position" else {"position": "", "paper": " [the gate]"}
-    lines = [
-        f"K={k}: {m} prompts x {n} images per group; {study.unchanged} of {m} shuffles left the order unchanged",
-        f"CIS_{k}: original {orig.cis:.3f}, shuffled {shuf.cis:.3f} (each prompt's images against its own table, "
-        f"as the paper; {study.shuffled_on_original.cis:.3f} against the original prompt's table)",
-        f"inclusion by position 1..{k} minus the mean over positions (within prompts; the shuffled images scored "
-        f"against the original prompt's table): " + " ".join(f"{x:+.3f}" for x in position.profile),
-        f"position test{gated['position']}: T = {position.statistic:.3f} ({position.dof} df), {p_text(position)}; "
-        f"{position.informative} of {m} prompts informative",
-        f"power of the position test against the first-named component drawn {ORDER_EFFECT:g} more often than the "
-        f"last-named (linear in between, added to this run's inclusion rates): {_power_text(power)}, at this run's "
-        f"level {level:.3g} ({level_text}); {_power_text(paper_power)} (the paper's size), at the paper preset's "
-        f"level {paper_level:.3g} (alpha {cis.t2i.options.alpha:g} over {PAPER_PRESET_GATES} gates); each study "
-        "judged by T's chi-square reference (docs/calibration.md measures it against the permutation p)",
-        f"chi-square by component (the paper's statistic, its X2(996, N=175918) = 1006.76, p = .399){gated['paper']}: "
-        + (f"X2({paper.dof}, N={int(paper.table.sum())}) = {paper.statistic:.3f}, {p_text(paper)}" if paper.dof
-           else "undefined (fewer than two components detected)"),
-        f"as the paper scores (each group against its own prompt's table, so CLIP's sensitivity to the wording "
-        f"moves it too): position T = {wording.statistic:.3f} ({wording.dof} df), {p_text(wording)}",
-        f"chi-square on components detected per image (2 x {len(counts.columns)}), no power against an order effect "
-        "(the shuffles are uniform, so both groups expect the same counts under any position effect): "
-        + (f"X2({counts.dof}, N={int(counts.table.sum())}) = {counts.statistic:.3f}, asymptotic p = {counts.pvalue:.4g}"
-           if counts.dof else "undefined (one column)"),
-    ]
-    t2i_report.section(f"CIS order invariance (K={k})", lines)
-    t2i_report.json("cis_order_invariance", {
-        "k": k, "prompts": m, "images_per_prompt": n, "unchanged_shuffles": study.unchanged,
-        "cis_original": orig.cis, "cis_shuffled": shuf.cis, "cis_shuffled_original_table": study.shuffled_on_original.cis,
-        "test": chosen, "level": level,
-        "position_test": {"statistic": position.statistic, "dof": position.dof,
-                          "pvalue": position.pvalue if position.resamples else None, "resamples": position.resamples,
-                          "resolution": position.resolution if position.resamples else None,
-                          "asymptotic_pvalue": position.asymptotic_pvalue, "informative_prompts": position.informative,
-                          "min_exact_pvalue": position.min_exact_pvalue, "profile": position.profile.tolist()},
-        "power": {"effect_first_minus_last": ORDER_EFFECT, "method": power.method,
-                  "run": {"power": power.power, "level": power.level, "reachable": power.reachable, "floor": power.floor,
-                          "prompts": m, "images": n, "k": k, "runs": power.runs},
-                  "paper_size": {"power": paper_power.power, "level": paper_level, "prompts": PAPER_ORDER_PROMPTS,
-                                 "images": PAPER_IMAGES, "k": k, "runs": paper_power.runs}},
-        "by_component_test": {"statistic": paper.statistic, "dof": paper.dof,
-                              "pvalue": paper.pvalue if paper.resamples else None,
-                              "asymptotic_pvalue": paper.asymptotic_pvalue, "n": int(paper.table.sum())},
-        "own_table_position_test": {"statistic": wording.statistic, "dof": wording.dof,
-                                    "asymptotic_pvalue": wording.asymptotic_pvalue},
-        "counts_test_no_power": {"statistic": counts.statistic, "dof": counts.dof,
-                                 "asymptotic_pvalue": counts.pvalue if counts.dof else None,
-                                 "original_counts": orig.counts, "shuffled_counts": shuf.counts},
-    })
-    test = position if chosen == "position" else paper
+    alpha = cis.t2i.options.alpha
+    tests = order_tests(study, cis.options.order_test, level=level, paper_level=alpha / PAPER_PRESET_GATES,
+                        seed=bootstrap_seed("test_cis_order_invariance", cis.t2i.options.seed))
+    t2i_report.section(f"CIS order invariance (K={study.k})", order_lines(
+        study, tests, level_text, f"alpha {alpha:g} over {PAPER_PRESET_GATES} gates"))
+    t2i_report.json("cis_order_invariance", order_record(study, tests))
+    test = tests.gated
     if test.dof == 0:
         pytest.skip("order test undefined: no prompt is informative (no shuffle moved a component whose detection "
-                    "differs between the prompt's images)" if chosen == "position" else
+                    "differs between the prompt's images)" if tests.chosen == "position" else
                     "order test undefined: fewer than two components detected")
     # A test, not an indicator: it fails when its H0 is rejected at the run's adjusted level (no bound).
-    gate(test.pvalue, n=position.images, provenance=cis.provenance(),
+    gate(test.pvalue, n=tests.position.images, provenance=cis.provenance(),
          test=HypothesisTest(test.pvalue, "shuffling the component order changes nothing", test.method,
                              test.statistic, test.resolution),
-         details={"statistic": test.statistic, "dof": test.dof, "test": chosen, "resamples": test.resamples,
-                  "asymptotic_pvalue": test.asymptotic_pvalue, "cis_original": orig.cis, "cis_shuffled": shuf.cis,
-                  "unchanged_shuffles": study.unchanged, "profile": position.profile.tolist(),
-                  "power_at_run_level": power.power, "power_at_paper_size": paper_power.power})
+         details={"statistic": test.statistic, "dof": test.dof, "test": tests.chosen, "resamples": test.resamples,
+                  "asymptotic_pvalue": test.asymptotic_pvalue, "cis_original": study.original.cis,
+                  "cis_shuffled": study.shuffled.cis, "unchanged_shuffles": study.unchanged,
+                  "profile": tests.position.profile.tolist(), "power_at_run_level": tests.power.power,
+                  "power_at_paper_size": tests.paper_power.power})
 
 
 def test_cis_component_rate_floor(cis, gate, t2i_report):

@@ -132,7 +132,8 @@ def test_gates_report_and_update_then_pass(suite):
         "0.0001; asymptotic chi-square p = *); * of 3 prompts informative",
         "power of the position test against the first-named component drawn 0.2 more often than the last-named "
         "* 0 at 3 prompts x 2 images, K=4: the smallest p this design can give is 0.0093 > 0.0083, at this run's "
-        "level 0.00833 (alpha 0.05 over 6 gate(s)); * at 1000 prompts x 16 images, K=4 (200 simulated studies) *",
+        "level 0.00833 (alpha 0.05 over 6 gate(s)); at the paper's size, * at 1000 prompts x 16 images, K=4 (200 simulated "
+        "studies), *",
         "chi-square by component (the paper's statistic*",
         "as the paper scores *",
         "chi-square on components detected per image (2 x *), no power against an order effect *",
@@ -200,6 +201,7 @@ def test_single_k_skips_the_drop_and_order_needs_k_two(suite):
     (("--t2i-cis-prompts", "0"), "--t2i-cis-prompts: must be >= 1, got 0"),
     (("--t2i-cis-images", "-1"), "--t2i-cis-images: must be >= 1, got -1"),
     (("--t2i-cis-fid-reference", "/no/such/folder"), "--t2i-cis-fid-reference: '/no/such/folder': not a folder"),
+    (("--t2i-cis-order-test", "chi2"), "--t2i-cis-order-test: invalid choice: 'chi2'"),
 ])
 def test_bad_options_are_usage_errors_naming_the_option(suite, args, message):
     result = suite.runpytest("fairness_tests/test_cis.py", "--collect-only", "-p", "no:cacheprovider", *args)

@@ -80,3 +80,12 @@ def test_drop_position_is_caught_by_the_order_test_and_by_no_gate_of_another_sli
     ])
     # CIS_1 never sees a targeted image: its value is the null run's, to the bit
     assert records["test_cis[k1]"]["status"] == "pass" and records["test_cis[k1]"]["value"] == null["test_cis[k1]"]["value"]
+
+    # the paper's statistic on the same images (all from the cache): the gate reads it instead
+    paper, paper_records = _run(suite, "--t2i-canary", "drop_position:last", "--t2i-cis-order-test", "paper")
+    assert "images: 0 generated" in paper.stdout.str()
+    paper.stdout.fnmatch_lines(["position test: T = * (3 df), asymptotic chi-square p = *",
+                                "chi-square by component (the paper's statistic, *) [[]the gate[]]: X2(*) = *, "
+                                "permutation p = * (9999 within-prompt permutations, *"])
+    by_component = paper_records["test_cis_order_invariance"]
+    assert by_component["details"]["test"] == "paper" and by_component["p_value"] != order["p_value"]
