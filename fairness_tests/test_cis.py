@@ -30,57 +30,46 @@ Claims gated:
 
 Reported beside them: the scorer ceiling (section 5.1's self-check on tiled single-component
 images), Inception Score per K and FID per K (section 6.2), the most ignored and most prominent
-components. Rules for sampling, the 77-token limit, the composites and the splits:
-:mod:`t2i_fairness.families.cis.study`.
+components. Each gate's number is made by the study (:class:`~t2i_fairness.families.cis.study.CisStudy`, one
+indicator method per gate, of the test's name); the test reports and judges it. Rules for sampling, the
+77-token limit, the composites and the splits: :mod:`t2i_fairness.families.cis.study`.
 """
 
 from __future__ import annotations
 
-import numpy as np
-import pytest
-
 from t2i_fairness.families.cis.options import EXTREMES, PAPER_PRESET_GATES
 from t2i_fairness.families.cis.report import cis_figure, fmt_rate, order_lines, order_record
-from t2i_fairness.families.cis.study import cis_interval, drop_interval, order_tests
-from t2i_fairness.metrics.evidence import worst_of
-from t2i_fairness.metrics.cis import (
-    component_generation_rates,
-    component_rate_intervals,
-    degradation_slope,
-    extreme_components,
-)
-from t2i_fairness.gating.gate import bootstrap_seed
-from t2i_fairness.metrics.decisions import HypothesisTest
+from t2i_fairness.families.cis.study import cis_interval
+from t2i_fairness.metrics.cis import degradation_slope, extreme_components
 
 PAPER_DROP = 0.0853  # section 6.3, averaged over the paper's four models
 
 
 def test_cis(cis_k, cis, gate, t2i_report):
-    r = cis.scores(cis_k)
-    interval = cis_interval(r, cis.t2i.options.confidence)
-    low, high = interval.as_tuple()
+    ind = cis.cis(cis_k)
+    r = ind.at.scores(cis_k)
+    low, high = ind.evidence.as_tuple()
     t2i_report.json(f"cis_k{cis_k}", {
         "k": cis_k, "cis": r.cis, "interval95": [low, high], "redrawn_77_tokens": r.redrawn,
         "prompts": [{"components": list(p), "scores": s.tolist(), "detected": [list(d) for d in det]}
                     for p, s, det in zip(r.prompts, r.scores, r.detected)],
     })
-    gate(r.cis, n=r.n_images, interval=interval, provenance=cis.provenance(),
-         details={"prompts": len(r.prompts), "images_per_prompt": int(r.scores.shape[1]),
-                  "mean_components_detected": float(np.mean(r.counts)), "redrawn_77_tokens": r.redrawn,
-                  "generator_truncation": cis.truncation(cis_k).details()})
+    gate(ind, details={"generator_truncation": ind.at.truncation(cis_k).details()})
 
 
 def test_cis_drop_per_component(cis, gate, t2i_report):
-    ks = list(cis.options.ks)
-    model = [cis.scores(k) for k in ks]
-    ceiling = [cis.ceiling(k) for k in ks]
-    inception = [cis.inception_score(k) for k in ks]
-    fids = [cis.fid(k) for k in ks]
+    ind = cis.cis_drop_per_component()
+    at = ind.at
+    ks = list(at.options.ks)
+    model = [at.scores(k) for k in ks]
+    ceiling = [at.ceiling(k) for k in ks]
+    inception = [at.inception_score(k) for k in ks]
+    fids = [at.fid(k) for k in ks]
 
     lines = [f"{'K':>2}  {'prompts':>7}  {'images':>6}  {'CIS_K':>5}  {'95% CI':<15}  {'ceiling':>7}  "
              f"{'CIS/ceil':>8}  {'IS':<24}  FID"]
     for k, r, c, s, (fid, n_real, _) in zip(ks, model, ceiling, inception, fids):
-        lo, hi = cis_interval(r, cis.t2i.options.confidence).as_tuple()
+        lo, hi = cis_interval(r, at.t2i.options.confidence).as_tuple()
         ratio = f"{r.cis / c.cis:8.2f}" if c.cis > 0 else f"{'-':>8}"
         is_text = (f"{s.mean:.2f} ± {s.std:.2f} ({s.splits} splits)" if s.splits > 1 else f"{s.mean:.2f} (1 split)")
         fid_text = f"{fid:.2f} (ref {n_real})" if fid is not None else "-"
@@ -89,7 +78,7 @@ def test_cis_drop_per_component(cis, gate, t2i_report):
     redrawn = {k: r.redrawn for k, r in zip(ks, model) if r.redrawn}
     lines.append("77-token rule: " + (", ".join(f"K={k}: {n} prompt(s) redrawn" for k, n in redrawn.items())
                                       if redrawn else "no prompt exceeded CLIP's 77 tokens"))
-    cut = {k: cis.truncation(k) for k in ks}
+    cut = {k: at.truncation(k) for k in ks}
     lines.append("generator's tokenizer: " + ("not counted (" + cut[ks[0]].encoder + ")" if not cut[ks[0]].counted else
                  ", ".join(f"K={k}: {t.cell()} prompts truncated" for k, t in cut.items()) + f" ({cut[ks[0]].encoder})"))
     missing = {k: f[2] for k, f in zip(ks, fids) if f[0] is None}
@@ -102,32 +91,26 @@ def test_cis_drop_per_component(cis, gate, t2i_report):
                "fid_reference_images": [f[1] for f in fids], "redrawn_77_tokens": [r.redrawn for r in model]}
     t2i_report.png("cis_vs_k", cis_figure(ks, summary["cis"], summary["ceiling"], inception))
 
-    if len(ks) < 2:
-        t2i_report.section("CIS: Components Inclusion Score vs K", lines)
-        t2i_report.json("cis_vs_k", summary)
-        pytest.skip(f"the drop per component needs two values of K; --t2i-cis-k gives only K={ks[0]}")
-
-    drop = -degradation_slope(ks, summary["cis"])
-    ceiling_drop = -degradation_slope(ks, summary["ceiling"])
-    interval = drop_interval(model, cis.t2i.options.confidence)
-    is_change = degradation_slope(ks, [s.mean for s in inception], relative_to="mean")
-    lines.append(f"drop per component: {100 * drop:.2f} points of CIS per added component "
-                 f"[{100 * interval.low:.2f}, {100 * interval.high:.2f}] (least-squares slope over K={','.join(map(str, ks))}; "
-                 f"paper: {100 * PAPER_DROP:.2f}% across its models)")
-    lines.append(f"ceiling drop per component: {100 * ceiling_drop:.2f} points (what the scorer alone loses)")
-    lines.append(f"Inception Score change per component: {100 * is_change:+.2f}% of its mean (paper: -15.91% over K=1..8)")
-    summary.update(drop_per_component=drop, drop_interval95=list(interval.as_tuple()), ceiling_drop_per_component=ceiling_drop,
-                   inception_score_change_per_component=is_change)
-    if all(f[0] is not None for f in fids):
-        fid_change = degradation_slope(ks, [f[0] for f in fids], relative_to="mean")
-        lines.append(f"FID change per component: {100 * fid_change:+.2f}% of its mean (paper: +9.62%)")
-        summary["fid_change_per_component"] = fid_change
+    ceiling_drop = None
+    if ind.skip is None:
+        drop, interval = ind.value, ind.evidence
+        ceiling_drop = -degradation_slope(ks, summary["ceiling"])
+        is_change = degradation_slope(ks, [s.mean for s in inception], relative_to="mean")
+        lines.append(f"drop per component: {100 * drop:.2f} points of CIS per added component "
+                     f"[{100 * interval.low:.2f}, {100 * interval.high:.2f}] (least-squares slope over "
+                     f"K={','.join(map(str, ks))}; paper: {100 * PAPER_DROP:.2f}% across its models)")
+        lines.append(f"ceiling drop per component: {100 * ceiling_drop:.2f} points (what the scorer alone loses)")
+        lines.append(f"Inception Score change per component: {100 * is_change:+.2f}% of its mean (paper: -15.91% over K=1..8)")
+        summary.update(drop_per_component=drop, drop_interval95=list(interval.as_tuple()),
+                       ceiling_drop_per_component=ceiling_drop, inception_score_change_per_component=is_change)
+        if all(f[0] is not None for f in fids):
+            fid_change = degradation_slope(ks, [f[0] for f in fids], relative_to="mean")
+            lines.append(f"FID change per component: {100 * fid_change:+.2f}% of its mean (paper: +9.62%)")
+            summary["fid_change_per_component"] = fid_change
     t2i_report.section("CIS: Components Inclusion Score vs K", lines)
     t2i_report.json("cis_vs_k", summary)
-    gate(drop, n=sum(r.n_images for r in model), higher_is_better=False, interval=interval,
-         provenance=cis.provenance(),
-         details={"cis": dict(zip(map(str, ks), summary["cis"])), "ceiling": dict(zip(map(str, ks), summary["ceiling"])),
-                  "ceiling_drop_per_component": ceiling_drop})
+    gate(ind, details={"ceiling": dict(zip(map(str, ks), summary["ceiling"])),
+                       "ceiling_drop_per_component": ceiling_drop})
 
 
 def _run_level(gate) -> tuple[float, str]:
@@ -139,72 +122,36 @@ def _run_level(gate) -> tuple[float, str]:
 
 
 def test_cis_order_invariance(cis, gate, t2i_report):
-    study = cis.order()
-    if study is None:
-        pytest.skip(f"order invariance needs a K >= 2; --t2i-cis-k gives {list(cis.options.ks)}")
     level, level_text = _run_level(gate)
-    alpha = cis.t2i.options.alpha
-    tests = order_tests(study, cis.options.order_test, level=level, paper_level=alpha / PAPER_PRESET_GATES,
-                        seed=bootstrap_seed("test_cis_order_invariance", cis.t2i.options.seed))
-    t2i_report.section(f"CIS order invariance (K={study.k})", order_lines(
-        study, tests, level_text, f"alpha {alpha:g} over {PAPER_PRESET_GATES} gates"))
-    t2i_report.json("cis_order_invariance", order_record(study, tests))
-    test = tests.gated
-    if test.dof == 0:
-        pytest.skip("order test undefined: no prompt is informative (no shuffle moved a component whose detection "
-                    "differs between the prompt's images)" if tests.chosen == "position" else
-                    "order test undefined: fewer than two components detected")
-    # A test, not an indicator: it fails when its H0 is rejected at the run's adjusted level (no bound).
-    gate(test.pvalue, n=tests.position.images, provenance=cis.provenance(),
-         test=HypothesisTest(test.pvalue, "shuffling the component order changes nothing", test.method,
-                             test.statistic, test.resolution),
-         details={"statistic": test.statistic, "dof": test.dof, "test": tests.chosen, "resamples": test.resamples,
-                  "asymptotic_pvalue": test.asymptotic_pvalue, "cis_original": study.original.cis,
-                  "cis_shuffled": study.shuffled.cis, "unchanged_shuffles": study.unchanged,
-                  "profile": tests.position.profile.tolist(), "power_at_run_level": tests.power.power,
-                  "power_at_paper_size": tests.paper_power.power})
+    ind = cis.cis_order_invariance(level)
+    tests = ind.at.order_results(level)
+    if tests is not None:
+        study, alpha = ind.at.order(), ind.at.t2i.options.alpha
+        t2i_report.section(f"CIS order invariance (K={study.k})", order_lines(
+            study, tests, level_text, f"alpha {alpha:g} over {PAPER_PRESET_GATES} gates"))
+        t2i_report.json("cis_order_invariance", order_record(study, tests))
+    # A test, not an indicator with a bound: it fails when its H0 is rejected at the run's adjusted level.
+    gate(ind)
 
 
 def test_cis_component_rate_floor(cis, gate, t2i_report):
-    ks = cis.options.rate_ks
-    if not ks:
-        pytest.skip(f"per-component rates need a K >= 2; --t2i-cis-k gives {list(cis.options.ks)}")
-    requested, detected, prompts, by_prompt = [], [], [], []
-    for k in ks:
-        r = cis.scores(k)
-        for comps, row in zip(r.prompts, r.detected):
-            requested += [comps] * len(row)
-            detected += row
-            prompts.append(comps)
-            by_prompt.append(row)
-    rates = component_generation_rates(requested, detected)
-    floor = cis.options.rate_min_images
-    # the floor is over components named by at least two prompts: prompts are the sampled unit, and one
-    # prompt's images say nothing of how the component fares in other combinations
-    intervals, single = component_rate_intervals(prompts, by_prompt, min_requested=floor,
-                                                 confidence=cis.t2i.options.confidence)
-    counted = len(intervals)
-    gated = {c: rates[c] for c in intervals}
-    # at most half of the counted components in each list, so the two lists never overlap
-    ignored, prominent = extreme_components(gated, n=min(EXTREMES, max(1, counted // 2)), min_requested=floor)
-    lines = [f"{len(rates)} components requested over K={','.join(map(str, ks))}; "
-             f"{counted} requested in >= {floor} images (--t2i-cis-rate-min-images) by >= 2 prompts"
-             + (f"; {len(single)} more named by a single prompt (not gated: no between-prompt variation)"
-                if single else "")]
-    if ignored:
-        lines.append("most ignored:   " + "; ".join(fmt_rate(r) for r in ignored))
-        lines.append("most prominent: " + "; ".join(fmt_rate(r) for r in prominent))
-    t2i_report.section(f"CIS per-component generation rate (K={','.join(map(str, ks))})", lines)
-    t2i_report.json("cis_component_rates", sorted(
-        ({"component": r.component, "requested": r.requested, "detected": r.detected, "rate": r.rate,
-          "gated": r.component in intervals} for r in rates.values()),
-        key=lambda d: (d["rate"], -d["requested"], d["component"])))
-    if not intervals:
-        most = max(r.requested for r in rates.values())
-        pytest.skip(f"no component was requested in >= {floor} images by >= 2 prompts (the most: {most} images); "
-                    "lower --t2i-cis-rate-min-images or raise --t2i-cis-prompts")
-    evidence = worst_of(intervals, confidence=cis.t2i.options.confidence)
-    worst = gated[evidence.worst_label]
-    gate(evidence.estimate, n=worst.requested, interval=evidence, provenance=cis.provenance(),
-         details={"component": worst.component, "detected": worst.detected, "components_counted": counted,
-                  "selected_from": evidence.selection, "single_prompt_components": len(single)})
+    ind = cis.cis_component_rate_floor()
+    rates = ind.at.component_rates()
+    if rates is not None:
+        ks, floor, counted = rates.ks, ind.at.options.rate_min_images, len(rates.intervals)
+        gated = {c: rates.rates[c] for c in rates.intervals}
+        # at most half of the counted components in each list, so the two lists never overlap
+        ignored, prominent = extreme_components(gated, n=min(EXTREMES, max(1, counted // 2)), min_requested=floor)
+        lines = [f"{len(rates.rates)} components requested over K={','.join(map(str, ks))}; "
+                 f"{counted} requested in >= {floor} images (--t2i-cis-rate-min-images) by >= 2 prompts"
+                 + (f"; {len(rates.single)} more named by a single prompt (not gated: no between-prompt variation)"
+                    if rates.single else "")]
+        if ignored:
+            lines.append("most ignored:   " + "; ".join(fmt_rate(r) for r in ignored))
+            lines.append("most prominent: " + "; ".join(fmt_rate(r) for r in prominent))
+        t2i_report.section(f"CIS per-component generation rate (K={','.join(map(str, ks))})", lines)
+        t2i_report.json("cis_component_rates", sorted(
+            ({"component": r.component, "requested": r.requested, "detected": r.detected, "rate": r.rate,
+              "gated": r.component in rates.intervals} for r in rates.rates.values()),
+            key=lambda d: (d["rate"], -d["requested"], d["component"])))
+    gate(ind)

@@ -161,7 +161,7 @@ def test_null_share_picks_the_bench_figure_or_n():
 
 
 def test_prompt_use_checks_its_values():
-    with pytest.raises(ValueError, match="first round 9 not in 1..8"):
+    with pytest.raises(ValueError, match="first round 9 not in 0..8"):
         PromptUse("a", 8, 9)
     with pytest.raises(ValueError, match="share"):
         PromptUse("a", 8, 2, 1.5)

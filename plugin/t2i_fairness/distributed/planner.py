@@ -417,11 +417,15 @@ def _call_id(family: str, call) -> tuple:
     return (family, call.test, call.nodeid or repr(sorted(call.params.items(), key=lambda kv: kv[0])))
 
 
+_ABSENT = "images at the first look of a prompt it does not name"  # a key of _early's first-look map
+
+
 def _early(family, call, rp: RolePlan, batch: int, looks: dict) -> tuple[str | None, str | None, dict | None]:
     """``(kind, why it runs to N or None, {need key: {prompt: images at the first look}})`` of one selected test:
     its kind is its study's indicator method's (``test_<method>``), its first look the family's first planned
     look (``Family.rounds``)."""
     from t2i_fairness.families.base import indicator_methods
+    from t2i_fairness.gating.indicator import KINDS
 
     study = rp.studies.get(family.name)
     if study is None:
@@ -430,16 +434,22 @@ def _early(family, call, rp: RolePlan, batch: int, looks: dict) -> tuple[str | N
     if method is None:
         return None, f"{family.title}: {call.test} reads no indicator method of its study (a report, or not a gate)", None
     kind = method.indicator_kind
+    if not KINDS[kind]:
+        return kind, f"{family.title}: a {kind} (no effect size, no early stop: decided at N)", None
     if family.look is None:
         return kind, f"{family.title}: no look at fewer images yet (its gates run to N)", None
     if call.role == "baseline":
         return kind, "baseline role: runs to N", None
     if family.name not in looks:
-        schedule, _ = family.rounds(study)
-        looks[family.name] = family.look(study, int(schedule[0])) if len(schedule) > 1 else None
-    if looks[family.name] is None:
-        return kind, f"{family.title}: one planned look (--t2i-batch-size {batch} is not below N)", None
-    first = {n.key: {r.prompt: r.n for r in n.images} for n in family.needs(call, looks[family.name])}
+        schedule, unit = family.rounds(study)
+        looks[family.name] = (family.look(study, int(schedule[0])) if len(schedule) > 1 else None), unit
+    look, unit = looks[family.name]
+    if look is None:
+        return kind, (f"{family.title}: one planned look ({unit})" if unit == "prompts" else
+                      f"{family.title}: one planned look (--t2i-batch-size {batch} is not below N)"), None
+    first = {n.key: {r.prompt: r.n for r in n.images} for n in family.needs(call, look)}
+    if unit == "prompts":  # a look over prompts (a sample of them: CIS) asks nothing of those after its prefix
+        first[_ABSENT] = 0
     return kind, None, first
 
 
@@ -503,8 +513,9 @@ def sequential_plan(rp: RolePlan) -> dict:
             if at is not None:
                 bench_batches.add(at)
             at_first = {} if first is None else first.get(need.key, {})
+            absent = None if first is None else first.get(_ABSENT)
             for prompt, n in full.items():
-                f = min(n, at_first.get(prompt, n)) if why is None else n
+                f = min(n, at_first.get(prompt, n if absent is None else absent)) if why is None else n
                 uses.append(PromptUse(prompt, n, f, share if why is None else 1.0))
     out = sequential_images(uses, {p: set(idx) for p, idx in rp.cached.items()})
     reasons = Counter(why for _, why, _ in decided.values() if why)

@@ -15,8 +15,8 @@ from typing import Any, Mapping
 
 __all__ = ["Indicator", "KINDS"]
 
-#: gate kinds and what ``--t2i-sequential`` may stop them for (``docs/sequential.md``): every kind passes
-#: early by futility; ``fail`` marks the kinds whose early fail is valid (their estimand does not move with
+#: gate kinds and what ``--t2i-sequential`` may stop them for (``docs/sequential.md``): every kind with an
+#: effect size passes early by futility; ``fail`` marks the kinds whose early fail is valid (their estimand does not move with
 #: the images per prompt: coverage grows with ``n``, a low percentile's expectation shifts with ``n``)
 KINDS: dict[str, frozenset[str]] = {
     "share": frozenset({"fail", "futility"}),  # precision, CIS_K: a share of images (or prompts' images)
@@ -26,7 +26,9 @@ KINDS: dict[str, frozenset[str]] = {
     "ratio": frozenset({"fail", "futility"}),  # worst / best, CLGC(l) / CLGC(English)
     "percentile": frozenset({"futility"}),  # a mean of low percentiles: its expectation shifts with n
     "score": frozenset({"fail", "futility"}),  # IndicTTI's means of cosines
-    "test": frozenset({"fail"}),  # the CIS order test (a p-value, no effect size to be futile against)
+    # the CIS order test: a p-value with no effect size to be futile against, and a Monte Carlo permutation p that
+    # cannot reach an early look's O'Brien-Fleming share of the level: decided at N only
+    "test": frozenset(),
     "hoeffding": frozenset({"fail", "futility"}),  # word-level: Hoeffding's inequality
 }
 

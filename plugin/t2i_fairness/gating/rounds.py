@@ -19,7 +19,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 from t2i_fairness.gating.sequential import REASONS, decide_look, futility_levels, spending_shares
 
-__all__ = ["GateCallSpec", "Rounds"]
+__all__ = ["GROUP_PARAMETERS", "GateCallSpec", "Rounds"]
+
+#: the parameters through which a worst-of indicator method measures only some of its groups
+GROUP_PARAMETERS = ("groups", "total", "cleared")
 
 
 @dataclass(frozen=True)
@@ -36,9 +39,10 @@ class GateCallSpec:
 
 
 def _key(method: str, kwargs: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, Any], ...]]:
-    """A gate's key: its method and arguments, without a worst-of method's ``groups``/``total`` left at ``None``
-    (the indicator decorator passes every parameter, its defaults included; the gates' specs leave those two out)."""
-    return method, tuple(sorted((k, v) for k, v in kwargs.items() if not (k in ("groups", "total") and v is None)))
+    """A gate's key: its method and arguments, without a worst-of method's ``groups``/``total``/``cleared`` left at
+    ``None`` (the indicator decorator passes every parameter, its defaults included; the gates' specs leave those out)."""
+    return method, tuple(sorted((k, v) for k, v in kwargs.items() if not (k in GROUP_PARAMETERS and v is None)))
+
 
 
 class Rounds:
@@ -54,7 +58,10 @@ class Rounds:
         level: each gate's level (``alpha / m``: Holm's first step).
         raw: ``raw(study, method, kwargs)`` -> the indicator, bypassing the rounds.
         group_methods: method -> its parameter names; a worst-of method with ``groups`` and ``total`` parameters
-            measures only the groups still open at later looks (``metrics.evidence.WorstOf.open_groups``).
+            measures only the groups still open at later looks (``metrics.evidence.WorstOf.open_groups``), its
+            Bonferroni factor the gate's ``total``; one with a ``cleared`` parameter (groups that grow with the
+            look: CIS's components, counted once two prompts name them) is told the groups earlier looks found
+            clear of a miss, and measures every other group of its look with that look's Bonferroni factor.
 
     Example:
         >>> import numpy as np
@@ -90,6 +97,7 @@ class Rounds:
         self.finals: dict = {}  # key -> the record of a gate that reached N
         self.groups: dict = {}  # key -> a worst-of gate's groups still open
         self.total: dict = {}  # key -> a worst-of gate's number of groups
+        self.cleared: dict = {}  # key -> the groups earlier looks found clear of a miss (``cleared`` methods)
         self.group_methods = dict(group_methods or {})  # method -> its parameters (those with ``groups`` filter)
         self.done = False
 
@@ -120,9 +128,13 @@ class Rounds:
                 elif self._by_group(spec) and hasattr(ind.evidence, "open_groups") and d.futility_miss is not None:
                     # a worst-of gate goes on with the groups not yet clear of a miss (the Bonferroni factor stays
                     # the gate's): its cleared groups' prompts get no more images for it
-                    self.groups[key] = ind.evidence.open_groups(bound.value, bound.direction, betas[k],
-                                                                d.futility_miss)
-                    self.total.setdefault(key, ind.evidence.selection)
+                    still = ind.evidence.open_groups(bound.value, bound.direction, betas[k], d.futility_miss)
+                    if "cleared" in self.group_methods.get(spec.method, ()):
+                        self.cleared[key] = self.cleared.get(key, frozenset()) | (
+                            frozenset(ind.evidence.labels) - frozenset(still))
+                    else:
+                        self.groups[key] = still
+                        self.total.setdefault(key, ind.evidence.selection)
         K = len(self.schedule)
         for key, spec in open_.items():
             self.finals[key] = {"reason": REASONS["final"], "early": False, "round": K, "rounds": K, "unit": self.unit,
@@ -131,16 +143,24 @@ class Rounds:
                                 "earlier_looks_p": prior.get(key)}
             if key in self.groups:
                 self.finals[key]["open_groups"] = list(self.groups[key])
+            if key in self.cleared:
+                self.finals[key]["cleared_groups"] = sorted(self.cleared[key])
 
     def _by_group(self, spec: GateCallSpec) -> bool:
-        """Whether the gate's indicator method measures a subset of its groups (a ``groups`` parameter)."""
-        return "groups" in self.group_methods.get(spec.method, ())
+        """Whether the gate's indicator method measures a subset of its groups (a ``groups`` or ``cleared`` parameter)."""
+        return bool({"groups", "cleared"} & set(self.group_methods.get(spec.method, ())))
+
+    def _restricted(self, key, kwargs: Mapping[str, Any]) -> dict:
+        """``kwargs`` with the groups the earlier looks left open (or found clear) of a worst-of gate."""
+        kwargs = dict(kwargs)
+        if key in self.groups:
+            kwargs.update(groups=tuple(self.groups[key]), total=self.total[key])
+        if key in self.cleared:
+            kwargs.update(cleared=tuple(sorted(self.cleared[key])))
+        return kwargs
 
     def _kwargs(self, spec: GateCallSpec) -> dict:
-        kwargs = dict(spec.kwargs)
-        if spec.key in self.groups:
-            kwargs.update(groups=tuple(self.groups[spec.key]), total=self.total[spec.key])
-        return kwargs
+        return self._restricted(spec.key, spec.kwargs)
 
     def _record(self, kind: str, d, k: int, n: int, share: float, beta: float) -> dict:
         N = self.schedule[-1]
@@ -159,9 +179,7 @@ class Rounds:
         key = _key(method, kwargs)
         if key in self.decided:
             return self.decided[key]
-        if key in self.groups:
-            kwargs = {**kwargs, "groups": tuple(self.groups[key]), "total": self.total[key]}
-        ind = self.raw(self.study, method, kwargs)
+        ind = self.raw(self.study, method, self._restricted(key, kwargs))
         if key in self.finals:
             return ind.replace(at=self.study, sequential={"kind": ind.kind, **self.finals[key]})
         return ind.replace(at=self.study)

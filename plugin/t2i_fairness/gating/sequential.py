@@ -304,7 +304,8 @@ class PromptUse:
     Attributes:
         prompt: the prompt.
         planned: images of the prompt the gate reads in the fixed-N plan (its request's ``n``).
-        first: images after the gate's first round (``planned`` when the gate runs to ``N``).
+        first: images after the gate's first round (``planned`` when the gate runs to ``N``; 0 for a prompt
+            after the first look's prefix where looks are over prompts).
         share: the expected images as a share of ``planned`` (the null-model figure; 1.0 when the
             gate runs to ``N``).
     """
@@ -315,8 +316,8 @@ class PromptUse:
     share: float = 1.0
 
     def __post_init__(self) -> None:
-        if not 1 <= self.first <= self.planned:
-            raise ValueError(f"PromptUse {self.prompt!r}: first round {self.first} not in 1..{self.planned}")
+        if not 0 <= self.first <= self.planned:
+            raise ValueError(f"PromptUse {self.prompt!r}: first round {self.first} not in 0..{self.planned}")
         if not 0.0 <= self.share <= 1.0:
             raise ValueError(f"PromptUse {self.prompt!r}: share {self.share!r} not in [0, 1]")
 

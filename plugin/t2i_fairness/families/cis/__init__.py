@@ -19,8 +19,8 @@ def _study(bench, options):
     return CisStudy(bench, options)
 
 
-def _look(study, n: int):
-    return study.at_images(n)
+def _look(study, m: int):
+    return study.at_prompts(m)
 
 
 def _parameters(names: set[str], core, options) -> list[Parameters]:
@@ -61,6 +61,8 @@ FAMILY = Family(
     parameters=_parameters,
     header=_header,
     needs=_needs,
+    look=_look,
+    rounds=lambda study: study.planned_looks(),
     doc="The session's Components Inclusion Score study (:class:`~t2i_fairness.families.cis.study.CisStudy`).",
     canaries=CANARIES,
 )
