@@ -1,0 +1,167 @@
+"""CIS under ``--t2i-sequential`` (issue #29): looks are prefixes of the seeded prompt list, each prompt with all
+its images, so a look's gate is the fixed-N gate of the first ``m`` prompts; the round loop stops a clearly
+passing or failing CIS_K early and leaves a borderline one to ``N``, where it is the fixed-N gate."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _bench(tmp_path):
+    from t2i_fairness.spine.options import T2IOptions
+    from t2i_fairness.spine.workbench import Workbench
+
+    return Workbench(T2IOptions(model="python:fakegen:make", cache_dir=tmp_path / "cache", device="cpu",
+                                progress=False))
+
+
+def _same(a, b):
+    """Two indicators agree on everything a gate reads (the provenance aside: it names the planned M)."""
+    assert (a.kind, a.n, a.skip, a.undefined) == (b.kind, b.n, b.skip, b.undefined)
+    assert a.value == b.value or (math.isnan(a.value) and math.isnan(b.value))
+    if a.evidence is not None:
+        assert a.evidence.as_tuple() == b.evidence.as_tuple()
+        assert a.evidence.p_value(0.5, "min") == b.evidence.p_value(0.5, "min")
+        assert a.evidence.limit(0.001, "low") == b.evidence.limit(0.001, "low")
+    assert a.details == b.details
+
+
+def test_a_look_at_m_prompts_is_the_fixed_n_study_of_the_first_m_prompts(tmp_path):
+    from t2i_fairness.families.cis import FAMILY
+    from t2i_fairness.families.cis.options import CisOptions
+    from t2i_fairness.families.cis.study import CisStudy
+
+    bench = _bench(tmp_path)
+    try:
+        options = CisOptions(ks=(1, 2, 4), prompts=32, images=2, rate_min_images=2)
+        study = CisStudy(bench, options)
+        assert FAMILY.rounds(study) == ([2, 4, 8, 16, 32], "prompts")  # M / 16, then doubling
+        for m in (4, 8, 16):
+            look = FAMILY.look(study, m)
+            alone = CisStudy(bench, CisOptions(ks=(1, 2, 4), prompts=m, images=2, rate_min_images=2))
+            for k in options.ks:
+                # the seeded draw's first m prompts, each with all its images (the same bytes)
+                assert look.prompts(k)[0] == study.prompts(k)[0][:m] == alone.prompts(k)[0]
+                assert look.scores(k).scores.shape == (m, 2)
+                assert [[im.key for im in row] for row in look.images(look.prompts(k)[0], "")] == \
+                    [[im.key for im in row] for row in study.images(study.prompts(k)[0], "")][:m]
+                _same(look.raw_indicator("cis", {"cis_k": k}), alone.raw_indicator("cis", {"cis_k": k}))
+            _same(look.raw_indicator("cis_drop_per_component", {}), alone.raw_indicator("cis_drop_per_component", {}))
+            _same(look.raw_indicator("cis_component_rate_floor", {}),
+                  alone.raw_indicator("cis_component_rate_floor", {}))
+            assert look.provenance() == study.provenance()  # a look keeps the fixed-N run's settings
+        assert FAMILY.look(study, 32).look is None  # the last look is the fixed-N study
+        with pytest.raises(ValueError, match="must be 1..32"):
+            study.at_prompts(33)
+    finally:
+        bench.close()
+
+
+def test_the_rate_floor_leaves_out_cleared_components_and_counts_every_component_of_its_look(tmp_path):
+    """``cleared`` (the round loop's components clear of a miss): not measured, the Bonferroni factor every
+    counted component of the look; without it, the fixed-N gate."""
+    from t2i_fairness.families.cis.options import CisOptions
+    from t2i_fairness.families.cis.study import CisStudy
+
+    bench = _bench(tmp_path)
+    try:
+        study = CisStudy(bench, CisOptions(ks=(2, 4), prompts=24, images=2, rate_min_images=2))
+        full = study.raw_indicator("cis_component_rate_floor", {})
+        counted = full.details["components_counted"]
+        assert counted >= 3 and full.evidence.selection == counted
+        worst = full.details["component"]
+        part = study.raw_indicator("cis_component_rate_floor", {"cleared": (worst,)})
+        assert part.details["component"] != worst and part.evidence.selection == counted
+        assert worst not in part.evidence.labels and len(part.evidence.labels) == counted - 1
+        assert part.value >= full.value and part.evidence.p_value(0.9, "min") >= full.evidence.p_value(0.9, "min")
+    finally:
+        bench.close()
+
+
+def test_rounds_tell_a_cleared_method_the_groups_it_cleared_and_measure_new_ones():
+    """A worst-of gate whose groups grow with the look (``cleared=``): a group clear of a miss at a look is not
+    measured later; a group first seen at a later look is; the factor is each look's own count."""
+    import numpy as np
+
+    from t2i_fairness.gating.indicator import Indicator
+    from t2i_fairness.gating.rounds import GateCallSpec, Rounds
+    from t2i_fairness.gating.thresholds import Bound
+    from t2i_fairness.metrics.evidence import worst_of
+    from t2i_fairness.metrics.intervals import precision_interval
+
+    seen = []
+
+    class S:
+        def __init__(self, n):
+            self.n = n
+
+        def floor(self, cleared=None):
+            seen.append((self.n, tuple(sorted(cleared or ()))))
+            rates = {"a": 0.99, "b": 0.83, "c": 0.83} if self.n >= 400 else {"a": 0.99, "b": 0.83}  # c: a new group
+            groups = {g: precision_interval(np.r_[np.ones(int(r * self.n), bool), np.zeros(self.n - int(r * self.n), bool)])
+                      for g, r in rates.items() if g not in set(cleared or ())}
+            ev = worst_of(groups, total=len(rates) if cleared else None)
+            return Indicator(ev.estimate, self.n, "worst", ev)
+
+    loop = Rounds(S(1600), lambda s, n: S(n), [200, 400, 800, 1600], "prompts", [GateCallSpec("g", "floor", ())],
+                  {"g": Bound("min", 0.85)}, 1e-3, raw=lambda s, m, kw: getattr(s, m)(**kw),
+                  group_methods={"floor": ("self", "cleared")})
+    out = loop.indicator("floor", {"cleared": None})
+    assert seen[0] == (200, ()) and all("a" in c for n, c in seen[1:])  # "a" cleared at the first look
+    assert out.sequential["reason"] == "ran to N" and out.sequential["cleared_groups"] == ["a"]
+    assert out.evidence.labels == ("b", "c") and out.evidence.selection == 3  # c measured, a counted
+
+
+def _suite(pytester, thresholds: dict[str, float]):
+    (pytester.path / "fairness_tests").mkdir(exist_ok=True)
+    (pytester.path / "fairness_tests" / "test_cis.py").write_text((REPO / "fairness_tests" / "test_cis.py").read_text())
+    lines = ["gates:"] + [f"  {g}:\n    min: {v!r}" for g, v in thresholds.items()]
+    (pytester.path / "t.yaml").write_text("\n".join(lines) + "\n")
+
+
+def _run(pytester, *extra, art: str):
+    args = ["fairness_tests", "--t2i-model", "procedural", "--t2i-no-progress", "-p", "no:cacheprovider",
+            "-p", "no:randomly", "--t2i-cis-k", "1,2,4", "--t2i-cis-prompts", "64", "--t2i-cis-images", "4",
+            "-k", "test_cis and not order and not drop and not rate", "--t2i-thresholds", str(pytester.path / "t.yaml"),
+            "--t2i-cache-dir", str(pytester.path / "cache"), "--t2i-artifacts", str(pytester.path / art), *extra]
+    result = pytester.runpytest_subprocess(*args, timeout=900)
+    records = {r["gate"]: r for r in json.loads((pytester.path / art / "run.json").read_text())["gates"]}
+    return result, records
+
+
+def _generated(result) -> int:
+    return int(next(line for line in result.stdout.lines if line.startswith("images: ")).split()[1])
+
+
+def test_a_sequential_cis_run_stops_clear_gates_early_and_is_the_fixed_n_gate_at_n(pytester):
+    # K=4's bound: its fixed-N estimate, so that it neither fails nor clears early and runs to N
+    _suite(pytester, {"test_cis[k1]": 0.05, "test_cis[k2]": 0.99, "test_cis[k4]": 0.0})
+    _, probe = _run(pytester, art="probe", )
+    at_n = probe["test_cis[k4]"]["value"]
+    _suite(pytester, {"test_cis[k1]": 0.05, "test_cis[k2]": 0.99, "test_cis[k4]": at_n})
+    # the sequential run first on a cold cache (what it generates is what it needed), then fixed N
+    import shutil
+
+    shutil.rmtree(pytester.path / "cache")
+    seq, seq_records = _run(pytester, "--t2i-sequential", art="seq")
+    fixed, fixed_records = _run(pytester, art="fixed")
+    assert {g: r["status"] for g, r in seq_records.items()} == {g: r["status"] for g, r in fixed_records.items()} == {
+        "test_cis[k1]": "pass", "test_cis[k2]": "fail", "test_cis[k4]": "pass"}
+    assert seq.ret == fixed.ret == pytest.ExitCode.TESTS_FAILED
+    passing, failing, border = (seq_records[f"test_cis[k{k}]"]["details"]["sequential"] for k in (1, 2, 4))
+    assert passing["reason"] == "pass: futility" and passing["early"] and passing["unit"] == "prompts"
+    assert failing["reason"] == "fail: alpha spent at this look" and failing["early"]
+    assert passing["at"] < 64 and failing["at"] < 64 and passing["planned"] == failing["planned"] == 64
+    assert seq_records["test_cis[k1]"]["details"]["prompts"] == passing["at"]  # the look's prompts, all images
+    assert border["reason"] == "ran to N" and not border["early"] and border["at"] == 64
+    s, f = seq_records["test_cis[k4]"], fixed_records["test_cis[k4]"]
+    assert (s["value"], s["n"], s["interval"]) == (f["value"], f["n"], f["interval"])  # the fixed-N gate at N
+    assert "sequential" not in f["details"]
+    # the fixed-N run after it still had the prompts the early gates never asked for to make
+    assert _generated(fixed) == (64 - passing["at"]) * 4 + (64 - failing["at"]) * 4
