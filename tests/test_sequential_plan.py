@@ -2,9 +2,10 @@
 
 The CLI tests plan small selections of the real suite (a fake generator; nothing is generated) and
 check the figures against the plan's own requests, counted here independently: the worst case is
-the fixed-N plan, the best case one batch per prompt for the prompts whose every gate can stop early
-(a repeated CIS text: its earlier occurrences' N images, then one batch), the expected case the
-bench's null-model share of N, never below the best case. Without the option the plan's output is
+the fixed-N plan, the best case the family's first look for the prompts whose every gate can stop early
+(a grid family: one batch per prompt; CIS, whose prompts are a sample: the first look's prompts with all
+their images, nothing for the others), the expected case the bench's null-model share of N, never below
+the best case. Without the option the plan's output is
 the same as before.
 """
 
@@ -41,20 +42,22 @@ def _row(stdout: str, label: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def test_cis_share_gates_best_is_one_batch_per_prompt_and_expected_the_bench_share(tmp_path, subprocess_env):
-    N, B = 8, 2
+def test_cis_share_gates_best_is_the_first_look_s_prompts_and_expected_the_bench_share(tmp_path, subprocess_env):
+    """CIS looks over prompts: the first look is the first M / 16 (at least 1) prompts of each K with all their
+    images; the prompts after it need nothing in the best case."""
+    N, B, K = 8, 2, 2
     out, role = _plan(tmp_path, subprocess_env, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-batch-size", str(B),
                       "--t2i-cis-images", str(N))
     seq = role["sequential"]
     requests = [(r["prompt"], r["n"]) for r in role["requests"]]
-    assert requests and all(n % N == 0 for _, n in requests)  # a text drawn t times has t * N images
+    assert len(requests) == 12 * K and all(n == N for _, n in requests)  # 12 prompts per K, no text drawn twice
     share = NULL_SHARES[("cis", "share")][B]
     assert seq["worst"] == sum(n for _, n in requests) == sum(f["images"] for f in role["families"])
-    assert seq["best"] == sum(n - N + B for _, n in requests)  # the look: earlier occurrences whole, then one batch
-    assert seq["expected"] == round(sum(max(n - N + B, share * n) for _, n in requests))
+    assert seq["best"] == K * N  # round_sizes(12, 1) = [1, 2, 4, 8, 12]: one prompt per K, all its images
+    assert seq["expected"] == round(K * N + (len(requests) - K) * share * N)  # never below the best case
     assert seq["best"] < seq["expected"] < seq["worst"]
     assert seq["early_gates"] == seq["gates"] == 2 and seq["runs_to_n"] == {} and seq["bench_batches"] == [B]
-    assert seq["early_prompts"] == seq["prompts"] == len(requests)
+    assert seq["early_prompts"] == seq["prompts"] - K == len(requests) - K
     # printed: the three cases (nothing cached: to make = images), where the expectation comes from, no rate yet
     assert _row(out, "worst case") == (seq["worst"], seq["worst"])
     assert _row(out, "expected") == (seq["expected"], seq["expected"])
@@ -78,42 +81,41 @@ def test_without_the_option_the_plan_is_unchanged(tmp_path, subprocess_env):
 
 
 def test_a_selection_of_only_run_to_n_gates_has_best_equal_expected_equal_worst(tmp_path, subprocess_env):
-    out, role = _plan(tmp_path, subprocess_env, "-k", "object_consistency or cis_drop", "--t2i-sequential",
-                      "--t2i-batch-size", "2", "--t2i-images-per-prompt", "8", "--t2i-cis-images", "8")
+    # the CIS order test: a test with no effect size (no futility) whose Monte Carlo p cannot reach an early look's
+    # share of the level: decided at N
+    out, role = _plan(tmp_path, subprocess_env, "-k", "order_invariance", "--t2i-sequential", "--t2i-cis-images", "8")
     seq = role["sequential"]
     assert seq["worst"] > 0 and seq["best"] == seq["expected"] == seq["worst"]
     assert seq["early_gates"] == seq["early_prompts"] == 0 and seq["bench_batches"] == []
-    assert any("percentile gates have no valid early stop" in why for why in seq["runs_to_n"])
-    assert any("spread gates have no valid early stop" in why for why in seq["runs_to_n"])
+    assert list(seq["runs_to_n"]) == ["Components Inclusion Score: a test (no effect size, no early stop: decided at N)"]
     assert "none used: no gate stops early" in out
 
 
 def test_a_run_to_n_gate_holds_the_prompts_it_shares_with_early_gates(tmp_path, subprocess_env):
-    # DIG In object-in-region: precision (share) can stop early; coverage cannot under drop_all (DIG In's
-    # default generated de-duplication), and both read the same prompts: those stay at N
-    args = ["-k", "object_region_precision or object_region_coverage", "--t2i-sequential", "--t2i-batch-size", "2",
-            "--t2i-images-per-prompt", "8"]
-    _, drop_all = _plan(tmp_path, subprocess_env, *args, name="drop_all")
-    _, nested = _plan(tmp_path, subprocess_env, *args, "--t2i-fake-dedupe", "none", name="nested")
-    a, b = drop_all["sequential"], nested["sequential"]
-    assert a["worst"] == b["worst"] and a["best"] == a["worst"]
-    assert any("coverage is not nested" in why for why in a["runs_to_n"])
-    assert not any("coverage is not nested" in why for why in b["runs_to_n"])
-    in_region = [r["n"] for r in nested["requests"] if re.fullmatch(r"bag in (Africa|the Americas|East Asia|Europe|"
-                                                                     r"Southeast Asia|West Asia)", r["prompt"])]
-    assert len(in_region) == 6 and set(in_region) == {8}
-    assert b["best"] == b["worst"] - 6 * (8 - 2)  # only the object-in-region prompts stop after one batch
-    assert (a["early_prompts"], b["early_prompts"]) == (0, 6)
-    cov = NULL_SHARES[("dig_in", "coverage")][2]  # the most demanding kind reading them: coverage
-    assert b["expected"] == round(b["worst"] - 6 * 8 + 6 * max(2, cov * 8))
+    # the order test (runs to N) reads the first 4 prompts of K=2 and their shuffles; test_cis[k2] (early) reads
+    # K=2's 12 prompts: those 4 stay at N, the 8 after them and K=1's 11 after its first look need nothing
+    N = 8
+    args = ["-k", "test_cis and not drop and not floor", "--t2i-sequential", "--t2i-cis-images", str(N),
+            "--t2i-cis-order-prompts", "4"]
+    _, role = _plan(tmp_path, subprocess_env, *args)
+    seq = role["sequential"]
+    assert seq["gates"] == 3 and seq["early_gates"] == 2
+    assert seq["best"] == seq["worst"] - (12 - 1) * N - (12 - 4) * N
+    assert seq["early_prompts"] == (12 - 1) + (12 - 4)
 
 
-def test_a_batch_not_below_n_gives_one_look(tmp_path, subprocess_env):
-    out, role = _plan(tmp_path, subprocess_env, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-batch-size", "8",
+def test_a_single_look_runs_to_n(tmp_path, subprocess_env):
+    # CIS: one prompt per K leaves no earlier look; DIG In: a batch not below N
+    out, role = _plan(tmp_path, subprocess_env, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-cis-prompts", "1",
                       "--t2i-cis-images", "8")
     seq = role["sequential"]
     assert seq["best"] == seq["expected"] == seq["worst"] > 0
-    assert "--t2i-batch-size 8 gives one look for N <= 8" in out
+    assert list(seq["runs_to_n"]) == ["Components Inclusion Score: one planned look (1 prompts: too few for an earlier one)"]
+    _, role = _plan(tmp_path, subprocess_env, "-k", "object_region_precision", "--t2i-sequential", "--t2i-batch-size", "8",
+                    "--t2i-images-per-prompt", "8", name="dig")
+    seq = role["sequential"]
+    assert seq["best"] == seq["expected"] == seq["worst"] > 0
+    assert list(seq["runs_to_n"]) == ["DIG In: one planned look (--t2i-batch-size 8 is not below N)"]
 
 
 # -- the arithmetic ------------------------------------------------------------------------------------

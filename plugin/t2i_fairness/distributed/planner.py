@@ -442,11 +442,11 @@ def _early(family, call, rp: RolePlan, batch: int, looks: dict) -> tuple[str | N
         return kind, "baseline role: runs to N", None
     if family.name not in looks:
         schedule, unit = family.rounds(study)
-        looks[family.name] = (family.look(study, int(schedule[0])) if len(schedule) > 1 else None), unit
-    look, unit = looks[family.name]
+        looks[family.name] = (family.look(study, int(schedule[0])) if len(schedule) > 1 else None), unit, schedule[-1]
+    look, unit, size = looks[family.name]
     if look is None:
-        return kind, (f"{family.title}: one planned look ({unit})" if unit == "prompts" else
-                      f"{family.title}: one planned look (--t2i-batch-size {batch} is not below N)"), None
+        return kind, (f"{family.title}: one planned look ({size} {unit}: too few for an earlier one)" if unit == "prompts"
+                      else f"{family.title}: one planned look (--t2i-batch-size {batch} is not below N)"), None
     first = {n.key: {r.prompt: r.n for r in n.images} for n in family.needs(call, look)}
     if unit == "prompts":  # a look over prompts (a sample of them: CIS) asks nothing of those after its prefix
         first[_ABSENT] = 0
