@@ -1,11 +1,7 @@
-"""Every report of one fixed run without ``--t2i-sequential``, as text: the golden file's source.
-
-``tests/golden/sequential_reports_off.json`` holds these outputs as the report layer made them before
-the sequential block existed (commit 278000b, made with
-``git archive 278000b plugin | tar -x -C /tmp/old && PYTHONPATH=/tmp/old/plugin python tests/sequential_reports_golden.py``);
-``tests/test_sequential_reports.py`` checks that today's code makes the same bytes. This module imports
-only what that commit had, so it runs under both.
-"""
+"""Every report of one fixed run without ``--t2i-sequential``, as text (:func:`outputs` of :func:`off_session`):
+``tests/test_sequential_reports.py`` checks that none of it mentions the sequential block, and that a
+sequential record changes each of them. (The golden bytes of commit 278000b it once held predate main's
+later report changes, the power column among them, and are gone.)"""
 
 from __future__ import annotations
 
@@ -14,7 +10,6 @@ import sys
 import types
 from pathlib import Path
 
-GOLDEN = Path(__file__).resolve().parent / "golden" / "sequential_reports_off.json"
 
 
 def off_session():
@@ -101,8 +96,3 @@ def outputs(session) -> dict:
         "allure": [allure_calls(r.to_dict()) for r in records],
     }
 
-
-if __name__ == "__main__":
-    GOLDEN.parent.mkdir(parents=True, exist_ok=True)
-    GOLDEN.write_text(json.dumps(outputs(off_session()), indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(GOLDEN)
