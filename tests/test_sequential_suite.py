@@ -1,11 +1,11 @@
-"""``--t2i-sequential`` in the suite (issue #24): the round driver (``fixtures/rounds.py``), its records,
-and the done-means check: a sequential run of the suite gives the fixed-N verdicts on the canaries'
-held slices, with fewer images.
+"""``--t2i-sequential`` in the suite (issue #29): the round loop (``gating.rounds.Rounds``, attached to each
+family's study by ``fixtures/studies.py``), its records, and the done-means check: a sequential run of the
+suite gives the fixed-N verdicts on the canaries' held slices, with fewer images.
 
 The suite here is the repository's CIS and DIG In gate files on the procedural model (fast, and its
-regressions are real: a canary changes the pixels of its slice), at ``--t2i-batch-size 2`` so that
-the rounds are 2, 4, 8 images per prompt (rounds are multiples of the batch size: the tiny model's
-default batch of 16 is not below its N, so it has a single look).
+regressions are real: a canary changes the pixels of its slice). DIG In looks at 2, 4, 8 images per
+prompt (``--t2i-batch-size 2``: rounds are multiples of the batch size); CIS at 1, 2, 4 of its 4 prompts
+per K (the smoke preset's M; each prompt with all its images).
 """
 
 from __future__ import annotations
@@ -63,34 +63,34 @@ def test_a_sequential_run_gives_the_fixed_n_verdicts_on_the_canary_slices_with_f
     assert _generated(fixed) > 0, fixed.stdout.str()[-2000:]
     records = [r["details"]["sequential"] for r in seq_records.values()]
     early = [r for r in records if r["early"]]
-    assert early and all(r["images_per_prompt"] < r["planned_per_prompt"] for r in early)
-    assert all(r["images_per_prompt"] % 2 == 0 for r in early)  # rounds are multiples of the batch size
+    assert early and all(r["at"] < r["planned"] for r in early)
+    assert all(r["at"] % 2 == 0 for r in early if r["unit"] == "images per prompt")  # multiples of the batch size
+    assert {r["unit"] for r in records} == {"images per prompt", "prompts"}
     # every gate says how it was decided; no record leaks into the fixed-N run
-    assert all(r["reason"] in ("fail: bound excluded", "pass: bound met with certainty", "pass: futility", "ran to N")
-               for r in records)
+    assert all(r["reason"] in ("fail: alpha spent at this look", "pass: futility", "ran to N") for r in records)
     assert not any("sequential" in r["details"] for r in fixed_records.values())
 
 
-def test_sequential_records_name_the_kind_the_round_and_why_a_gate_ran_to_n(suite):
+def test_sequential_records_name_the_kind_the_look_and_why_a_gate_ran_to_n(suite):
     _run(suite, "--t2i-update-thresholds")
     result, records = _run(suite, "--t2i-seed", "1", "--t2i-sequential")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
     cis = records["test_cis[k2]"]["details"]["sequential"]
-    assert cis["kind"] == "share" and cis["planned_per_prompt"] == 8 and cis["rounds"] == 3
+    assert cis["kind"] == "share" and (cis["unit"], cis["planned"], cis["rounds"]) == ("prompts", 4, 3)
     coverage = records["test_region_coverage[synthetic-object_in_region-africa]"]["details"]["sequential"]
-    # DIG In drops duplicated generated images (drop_all): coverage is then not nested, so no early pass
-    assert coverage["kind"] == "coverage" and coverage["reason"] == "ran to N" and "drop_all" in coverage["note"]
-    # the fixed-N part is tested at alpha / 2: the summary says so
-    result.stdout.fnmatch_lines(["decisions: *alpha 0.025*"])
-    # with keep_one, coverage is nested: a met bound can pass early (the gates written above are low floors)
-    _, kept = _run(suite, "--t2i-seed", "1", "--t2i-sequential", "--t2i-fake-dedupe", "keep_one")
-    reasons = {g: r["details"]["sequential"]["reason"] for g, r in kept.items() if "coverage" in g}
-    assert "pass: bound met with certainty" in reasons.values(), reasons
-    # a batch not below N: a single look, the fixed-N call
+    # coverage grows with the images: it never fails early, it may pass by futility
+    assert coverage["kind"] == "coverage" and coverage["reason"] in ("pass: futility", "ran to N")
+    assert (coverage["unit"], coverage["planned"], coverage["rounds"]) == ("images per prompt", 8, 3)
+    for rec in (r["details"]["sequential"] for r in records.values()):
+        if rec["reason"] == "ran to N":
+            assert not rec["early"] and rec["at"] == rec["planned"] and 0 < rec["alpha_share"] <= 1
+    result.stdout.fnmatch_lines(["-- sequential (--t2i-sequential) --", "reasons: * ran to N"])
+    # a batch not below N: DIG In has a single look, the fixed-N call; CIS's looks are prompts, whatever the batch
     one, records = _run(suite, "--t2i-seed", "1", "--t2i-sequential", "--t2i-batch-size", "8")
     assert one.ret == pytest.ExitCode.OK, one.stdout.str()[-3000:]
-    seq = records["test_cis[k1]"]["details"]["sequential"]
+    seq = records["test_region_precision[synthetic-object_in_region-africa]"]["details"]["sequential"]
     assert seq["reason"] == "ran to N" and seq["early"] is False and seq["rounds"] == 1
+    assert records["test_cis[k1]"]["details"]["sequential"]["rounds"] == 3
 
 
 @pytest.mark.parametrize("flag", ["--t2i-update-thresholds", "--t2i-baseline-model", "--t2i-plan-samples",

@@ -90,9 +90,11 @@ def futility_levels(looks: int) -> list[float]:
     Example:
         >>> futility_levels(4)
         [0.0016666666666666668, 0.0016666666666666668, 0.0016666666666666668]
+        >>> futility_levels(1)      # a single look (N itself): none
+        []
     """
     early = max(0, int(looks) - 1)
-    return [FUTILITY_BETA / early] * early
+    return [FUTILITY_BETA / early] * early if early else []
 
 
 @dataclass(frozen=True)
