@@ -221,3 +221,31 @@ def test_a_worst_of_gate_read_through_its_indicator_method_gets_the_round_loops_
                              group_methods={"worst": ("self", "groups", "total")})
     ind = full.worst()
     assert ind.sequential is not None and ind.sequential["reason"].startswith("fail") and ind.sequential["at"] == 256
+
+
+def test_a_gate_that_cannot_fail_early_is_tested_at_n_alone_with_its_whole_level():
+    """Coverage grows with the images: a look's p-value (far below the bound at a few images) tests another
+    hypothesis than the gate's at N. It never enters the sequential p-value, and the gate spends its whole level
+    at N; a share gate's early looks do count (min_k p_k / s_k)."""
+    from t2i_fairness.gating.rounds import GateCallSpec, Rounds
+    from t2i_fairness.gating.sequential import SequentialEvidence
+    from t2i_fairness.gating.thresholds import Bound
+
+    class S:  # coverage far below its bound early, just at it at N
+        def __init__(self, n):
+            self.n = n
+
+        def rate(self, kind):
+            k = int(0.3 * self.n) if self.n < 400 else int(0.8 * self.n)
+            return Indicator(k / self.n, self.n, kind, precision_interval(np.r_[np.ones(k, bool), np.zeros(self.n - k, bool)]),
+                             grows=kind == "coverage")
+
+    gates = [GateCallSpec(kind, "rate", (("kind", kind),)) for kind in ("coverage", "share")]
+    loop = Rounds(S(400), lambda s, n: S(n), [50, 100, 200, 400], "images per prompt", gates,
+                  {g.gate: Bound("min", 0.8) for g in gates}, 1e-3, raw=lambda s, m, kw: getattr(s, m)(**kw))
+    cov, share = loop.indicator("rate", {"kind": "coverage"}), loop.indicator("rate", {"kind": "share"})
+    assert cov.sequential["reason"] == "ran to N" and cov.sequential["earlier_looks_p"] is None
+    assert cov.sequential["alpha_share"] == 1.0
+    ev = SequentialEvidence(cov.evidence, cov.sequential["alpha_share"], cov.sequential["earlier_looks_p"])
+    assert ev.p_value(0.8, "min") == cov.evidence.p_value(0.8, "min") > 0.4  # the fixed-N p: at its bound
+    assert share.sequential["reason"].startswith("fail")  # the same early data fail a share gate

@@ -107,6 +107,7 @@ class Rounds:
         shares = spending_shares([n / N for n in self.schedule], self.level)
         betas = futility_levels(len(self.schedule))
         prior: dict = {}
+        can_fail: dict = {}  # key -> whether its looks may fail it (else its level is all spent at N)
         open_ = dict(self.gates)
         for k, n in enumerate(self.schedule[:-1]):
             if not open_:
@@ -120,6 +121,7 @@ class Rounds:
                     continue
                 d = decide_look(ind, bound.value, bound.direction, level=self.level, share=float(shares[k]),
                                 beta=betas[k], prior=prior.get(key))
+                can_fail[key] = ind.early_fail
                 prior[key] = d.p_sequential
                 if d.stopped:
                     self.decided[key] = ind.replace(at=at, sequential=self._record(ind.kind, d, k, n, float(shares[k]),
@@ -137,9 +139,11 @@ class Rounds:
                         self.total.setdefault(key, ind.evidence.selection)
         K = len(self.schedule)
         for key, spec in open_.items():
+            # a gate its looks could not fail (coverage: its estimand grows) spends its whole level at N
+            last = float(shares[-1]) if can_fail.get(key, True) else 1.0
             self.finals[key] = {"reason": REASONS["final"], "early": False, "round": K, "rounds": K, "unit": self.unit,
-                                "at": N, "planned": N, "share_of_planned": 1.0, "alpha_share": float(shares[-1]),
-                                "level": self.level * float(shares[-1]), "gate_level": self.level,
+                                "at": N, "planned": N, "share_of_planned": 1.0, "alpha_share": last,
+                                "level": self.level * last, "gate_level": self.level,
                                 "earlier_looks_p": prior.get(key)}
             if key in self.groups:
                 self.finals[key]["open_groups"] = list(self.groups[key])

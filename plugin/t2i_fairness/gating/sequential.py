@@ -106,7 +106,8 @@ class LookDecision:
             ``final`` (the last look: the fixed-N test at the spent level decides).
         p: this look's p-value (``None`` without one: undefined, or a test gate's at a look it has none).
         level: the alpha this look may spend (``a s_k``).
-        p_sequential: ``min over the looks so far of p_j / s_j`` (the gate's p-value for Holm).
+        p_sequential: ``min over the looks so far of p_j / s_j`` (the gate's p-value for Holm); the looks before
+            ``N`` count only for a gate that may fail early (``Indicator.early_fail``).
         futility_limit: the one-sided limit at ``beta_k`` the futility rule compared (``None``: none).
         futility_miss: ``delta`` of that rule.
     """
@@ -158,7 +159,9 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
         except ValueError:
             p = None
     p_seq = prior
-    if p is not None and share > 0:
+    # an early look's p-value joins the sequential p-value only where the gate may fail early: where the estimand
+    # moves with the sample (coverage grows with n) a look's p tests another hypothesis than the gate's at N
+    if p is not None and share > 0 and (final or indicator.early_fail):
         p_seq = min(1.0, p / share) if prior is None else min(prior, 1.0, p / share)
         p_seq = max(p_seq, P_FLOOR)
     spent = level * share
