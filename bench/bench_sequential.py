@@ -74,7 +74,7 @@ from sequential_worlds import (CIS_KS, CIS_N, DIG_N, CisWorld, DigWorld, SimCis,
                                dig_run)
 from simulated_canaries import REGIONS  # noqa: E402
 from t2i_fairness.gating.gate import measure  # noqa: E402
-from t2i_fairness.gating.rounds import GateCallSpec, Rounds  # noqa: E402
+from t2i_fairness.gating.rounds import GROUP_PARAMETERS, GateCallSpec, Rounds  # noqa: E402
 from t2i_fairness.gating.sequential import SequentialEvidence  # noqa: E402
 from t2i_fairness.gating.thresholds import Bound, ThresholdFile  # noqa: E402
 from t2i_fairness.gating.verdicts import bound_for, evaluate  # noqa: E402
@@ -198,8 +198,9 @@ class Log:
     entries: list = field(default_factory=list)
 
     def raw(self, study, method: str, kwargs):
-        key = (method, tuple(sorted((k, v) for k, v in kwargs.items() if k not in ("groups", "total"))))
-        self.entries.append((key, study.n, study.reads(method, dict(kwargs)), kwargs.get("groups")))
+        key = (method, tuple(sorted((k, v) for k, v in kwargs.items() if k not in GROUP_PARAMETERS)))
+        self.entries.append((key, study.n, study.reads(method, dict(kwargs)), kwargs.get("groups"),
+                             kwargs.get("cleared")))
         return study.raw_indicator(method, kwargs)
 
 
@@ -404,7 +405,7 @@ def cis_usage(log: Log, size: Size, gates: list[Gate], data) -> dict:
     """CIS images of the sequential run and per gate: prompts per K as the round loop asked for them (the order
     test, not simulated, holds the first ``order_prompts`` K = 8 prompts and its shuffled prompts at N)."""
     per_gate = {g.key: {} for g in gates}
-    for key, n, reads, _ in log.entries:
+    for key, n, reads, *_ in log.entries:
         for k, m in reads.items():
             per_gate[key][k] = max(per_gate[key].get(k, 0), m)
     n_k = {k: max([u.get(k, 0) for u in per_gate.values()] + ([size.order_prompts] if k == 8 else [0]))
@@ -420,7 +421,7 @@ def cis_usage(log: Log, size: Size, gates: list[Gate], data) -> dict:
         kinds[kind_of[g.method]][1] += len(u) * size.cis_prompts * CIS_N
     # what the floor would need if its later looks took only the prompts naming an open component (each
     # component's prompts stay a prefix of its own): every other gate's prefix, then those prompts
-    floor = [(n, groups) for key, n, _, groups in log.entries if key[0] == "cis_component_rate_floor"]
+    floor = [(n, cleared) for key, n, _, _, cleared in log.entries if key[0] == "cis_component_rate_floor"]
     open_images = order
     for k in CIS_KS:
         rest = max([u.get(k, 0) for key, u in per_gate.items() if key[0] != "cis_component_rate_floor"]
@@ -428,17 +429,17 @@ def cis_usage(log: Log, size: Size, gates: list[Gate], data) -> dict:
         idx = np.arange(size.cis_prompts)
         need = idx < rest
         if k in data.mention_comp:
-            for n, groups in floor:
-                if groups is None:
+            for n, cleared in floor:
+                if cleared is None:
                     need |= idx < n
-                else:
-                    ids = np.array([int(g[1:]) for g in groups], dtype=int)
-                    need |= (idx < n) & np.isin(data.comps[k], ids).any(axis=1)
+                else:  # a prompt naming a component not yet cleared
+                    ids = np.array([int(g[1:]) for g in cleared], dtype=int)
+                    need |= (idx < n) & (~np.isin(data.comps[k], ids)).any(axis=1)
         open_images += int(need.sum()) * CIS_N
-    # components the floor gates at N that were named by fewer than 2 prompts at its first look: absent from that
-    # look's evidence, they are not among its open groups, so a floor that went on with open groups never judges them
+    # components the floor gates at N that were named by fewer than 2 prompts at its first look: a floor that went on
+    # with its first look's open groups never judged them; told what it cleared (cleared=), it judges every one
     first = min((n for n, _ in floor), default=size.cis_prompts)
-    went_on = any(groups is not None for _, groups in floor)
+    went_on = False
     counts = {n: sum(np.bincount(data.mention_comp[k][: n * k], minlength=data.world.components) for k in data.mention_comp)
               for n in (first, size.cis_prompts)}
     unjudged = int(((counts[size.cis_prompts] >= 2) & (counts[first] < 2)).sum()) if went_on else 0
@@ -458,7 +459,7 @@ def dig_usage(log: Log, world: DigWorld, gates: list[Gate]) -> dict:
     """DIG In images: per prompt the last look any gate read it at (group scope), the template's last look
     (set scope, DIG In's default), and per gate kind."""
     per_gate: dict = {}
-    for key, n, reads, _ in log.entries:
+    for key, n, reads, *_ in log.entries:
         u = per_gate.setdefault(key, {})
         for p in reads:
             u[p] = max(u.get(p, 0), n)

@@ -16,7 +16,8 @@ gates compute them:
 * ``cis_component_rate_floor(groups, total)`` (``worst``): the worst component's rate over the K >= 2 prompts
   naming it, each a cluster share over those prompts (``metrics.cis.component_rate_intervals`` semantics,
   vectorised here: components named by a single prompt are not gated), ``metrics.evidence.worst_of`` with the
-  selection counted; ``groups``/``total`` measure the open components only (``WorstOf.open_groups``).
+  selection counted; ``cleared`` leaves out the components earlier looks found clear of a miss (the factor stays
+  every component counted at the look, as the product's ``CisStudy.cis_component_rate_floor``).
 
 A look is a prefix of each K's drawn prompt list, every prompt with its 16 images (``look(study, n)``: the
 first ``n`` prompts per K), so a look tests the population quantity the fixed-N gate tests. Population
@@ -290,13 +291,16 @@ class SimCis(Study):
         return Indicator(ev.estimate, sum(s.n_images for s in scored), "spread", ev, higher_is_better=False)
 
     @indicator("worst")
-    def cis_component_rate_floor(self, groups=None, total=None) -> Indicator:
+    def cis_component_rate_floor(self, cleared=None) -> Indicator:
+        """As ``CisStudy.cis_component_rate_floor``: the components earlier looks ``cleared`` are left out, the
+        Bonferroni factor every component counted at this look (the set grows with the prompts)."""
         from t2i_fairness.metrics.evidence import worst_of
 
-        ivs = rate_intervals(self.data, self.n, groups)
-        if not ivs:
+        every = rate_intervals(self.data, self.n)
+        if not every:
             return Indicator(math.nan, 0, "worst", skip="no component named by 2 prompts")
-        ev = worst_of(ivs, confidence=CONFIDENCE, total=total)
+        ivs = {c: iv for c, iv in every.items() if c not in set(cleared or ())} or every
+        ev = worst_of(ivs, confidence=CONFIDENCE, total=len(every) if cleared else None)
         return Indicator(ev.estimate, ev.n_units, "worst", ev, details={"worst": ev.worst_label})
 
 
