@@ -277,3 +277,15 @@ def test_a_combination_of_few_prompt_shares_states_its_own_tests_power():
     assert combination(many, w).power(0.0, "max", 0.1, level) == pytest.approx(
         combination([Interval(t.estimate, 0, 1, "wilson", 0.95, 4, se=t.se, n_effective=t.n_effective)
                      for t in many], w).power(0.0, "max", 0.1, level), rel=1e-3)
+
+
+def test_a_few_cluster_share_keeps_its_correction_down_to_the_smallest_level():
+    """A share over 7 prompts (df 6) with a large effective size: scipy's t.isf is -inf at 1e-300 on few df,
+    and ndtri(1 - a) is infinite below 1e-16, so Interval.trials dropped the (z / t)^2 correction there and
+    invert_limit reported p = 1e-300 for a bound the test's own limits exclude only from 9e-11 up."""
+    iv = Interval(0.3, 0.0, 1.0, "wilson", 0.95, 7, se=0.003, df=6.0, n_effective=20000.0)
+    levels = np.geomspace(1e-300, 0.4, 80)
+    assert np.all(np.diff([iv.trials(a) for a in levels]) > 0)  # fewer trials the further out the level
+    p = iv.p_value(0.6, "min")
+    assert p > 1e-250
+    assert iv.limit(p * 1.01, "high") < 0.6 <= iv.limit(p * 0.99, "high")

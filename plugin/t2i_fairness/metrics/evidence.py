@@ -46,7 +46,7 @@ import numpy as np
 from scipy import special as _special
 from scipy import stats as _stats
 
-from t2i_fairness.metrics.intervals import P_FLOOR, Interval, agresti_coull, invert_limit
+from t2i_fairness.metrics.intervals import P_FLOOR, Interval, agresti_coull, invert_limit, upper_quantile
 
 __all__ = [
     "Combination",
@@ -89,7 +89,7 @@ def _se(iv: Interval, alpha: float | None = None) -> float:
 def _normal_power(effect: float, se: float, alpha: float) -> float:
     if not se > 0 or not math.isfinite(se):
         return 0.0
-    return float(_special.ndtr(float(effect) / se - float(_special.ndtri(1.0 - alpha))))
+    return float(_special.ndtr(float(effect) / se - upper_quantile(alpha)))
 
 
 def mover_limit(estimates, lows, highs, weights, side: str) -> float:
@@ -442,7 +442,7 @@ class FiellerRatio(Interval):
     s_dd: float = 0.0
 
     def _t(self, alpha: float) -> float:
-        return float(_stats.t.isf(alpha, self.df)) if self.df is not None else float(_special.ndtri(1.0 - alpha))
+        return upper_quantile(alpha, self.df)
 
     def _se_r(self, r: float) -> float:
         return math.sqrt(max(self.s_nn - 2 * r * self.s_nd + r * r * self.s_dd, 0.0))

@@ -98,6 +98,7 @@ __all__ = [
     "share_se",
     "share_tail",
     "stratified_mean_interval",
+    "upper_quantile",
 ]
 
 COVERAGE_METHODS: tuple[str, ...] = (
@@ -216,7 +217,7 @@ class Interval:
         n = float(self.n_effective)
         if self.df is None or not math.isfinite(self.df):
             return n
-        z, t = float(_special.ndtri(1.0 - alpha)), float(_stats.t.isf(alpha, self.df))
+        z, t = upper_quantile(alpha), upper_quantile(alpha, self.df)
         return n * (z / t) ** 2 if t > 0 else n
 
     def limit(self, alpha: float, side: str) -> float:
@@ -242,8 +243,7 @@ class Interval:
             return float(share_limit(self.estimate * n, n, alpha, side))
         if self.se is None:
             raise ValueError(f"interval method {self.method!r} has no standard error: no limit at another level")
-        q = float(_stats.t.isf(alpha, self.df)) if self.df is not None and math.isfinite(self.df) else \
-            float(_special.ndtri(1.0 - alpha))
+        q = upper_quantile(alpha, self.df)
         return float(self.estimate - q * self.se if side == "low" else self.estimate + q * self.se)
 
     def p_value(self, bound: float, direction: str) -> float:
@@ -299,8 +299,7 @@ class Interval:
                                integer=self.df is None and float(self.n_effective).is_integer())
         if self.se is None or not self.se > 0:
             return 0.0
-        q = float(_stats.t.isf(alpha, self.df)) if self.df is not None and math.isfinite(self.df) else \
-            float(_special.ndtri(1.0 - alpha))
+        q = upper_quantile(alpha, self.df)
         return float(_special.ndtr(float(effect) / self.se - q))
 
     def scaled(self, factor: float) -> "Interval":
@@ -379,6 +378,30 @@ def _check_alpha(alpha: object) -> float:
     return a
 
 
+def upper_quantile(alpha: float, df: float | None = None) -> float:
+    """The upper ``alpha`` quantile of the standard normal (``df`` None or infinite) or of Student's t on ``df``
+    degrees of freedom, accurate down to ``alpha = 1e-300``: ``-ndtri(alpha)`` (``ndtri(1 - alpha)`` is
+    infinite below ``1e-16``, where ``1 - alpha`` rounds to 1), and for t the beta form
+    ``P(T > t) = I_{df / (df + t^2)}(df / 2, 1 / 2) / 2`` where scipy's ``t.isf`` returns ``-inf`` (small df,
+    ``alpha`` near ``1e-300``: before, ``Interval.trials`` then dropped the few-clusters correction and
+    ``invert_limit`` could report a p-value of 1e-300 for a share its own limits do not exclude).
+
+    Example:
+        >>> round(upper_quantile(0.025), 4), round(upper_quantile(0.025, 3), 4)
+        (1.96, 3.1824)
+        >>> upper_quantile(1e-300) > 37 and 1e49 < upper_quantile(1e-300, 6) < 1e51
+        True
+    """
+    a = float(alpha)
+    if df is None or not math.isfinite(float(df)):
+        return float(-_special.ndtri(a))
+    t = float(_stats.t.isf(a, df))
+    if math.isfinite(t) and t > 0:
+        return t
+    x = float(_beta_low_quantile(np.float64(2.0 * a), np.float64(df / 2.0), np.float64(0.5)))
+    return math.sqrt(df * (1.0 - x) / x) if x > 0 else math.inf
+
+
 def share_tail(successes, trials, bound, direction: str):
     """Exact one-sided binomial p-value of H0 "the share meets ``bound``": ``P(X <= x)`` for a ``min``
     gate and ``P(X >= x)`` for ``max``, ``X ~ Binomial(trials, bound)``, vectorised.
@@ -428,6 +451,11 @@ def share_limit(successes, trials, alpha, side: str):
     """
     x, n, a = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (successes, trials, alpha)))
     x = np.clip(x, 0.0, n)
+    with np.errstate(invalid="ignore"):  # the branch np.where leaves out may be NaN (1 - NaN): not a result
+        return _share_limit(x, n, a, side)
+
+
+def _share_limit(x: np.ndarray, n: np.ndarray, a: np.ndarray, side: str):
     if side == "high":  # 1 - u solves I_{1-u}(n - x, x + 1) = alpha: the same lower quantile, mirrored
         live = x < n
         out = np.where(live, 1.0 - _beta_low_quantile(a, np.where(live, n - x, 1.0), x + 1.0), 1.0)
