@@ -97,10 +97,12 @@ __all__ = [
     "share_power",
     "share_tail",
     "stratified_mean_interval",
+    "upper_quantile",
 ]
 
 COVERAGE_METHODS: tuple[str, ...] = (
     "jackknife_wilson",
+    "jackknife_wilson_df",
     "jackknife",
     "half_sampling",
     "subsampling",
@@ -449,6 +451,11 @@ def share_limit(successes, trials, alpha, side: str):
     """
     x, n, a = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (successes, trials, alpha)))
     x = np.clip(x, 0.0, n)
+    with np.errstate(invalid="ignore"):  # the branch np.where leaves out may be NaN (1 - NaN): not a result
+        return _share_limit(x, n, a, side)
+
+
+def _share_limit(x: np.ndarray, n: np.ndarray, a: np.ndarray, side: str):
     known = n > 1e-12  # no trials (a share whose few clusters say nothing at this level): the whole range
     if side == "high":  # 1 - u solves I_{1-u}(n - x, x + 1) = alpha: the same lower quantile, mirrored
         live = (x < n) & known
@@ -696,6 +703,13 @@ def coverage_interval(
     together, never more independent than ``n_real`` coin flips), and Wilson's score interval at
     ``n_eff`` (Korn & Graubard 1998's effective sample size): it stays inside [0, 1], is skewed
     like a share near 0 or 1, and has width when every covered ball is held twice;
+    ``jackknife_wilson_df``: the same, with the jackknife variance's degrees of freedom, Kish's
+    effective number of images behind it ``(sum_i d_i^2)^2 / sum_i d_i^4`` (``d_i`` the centred
+    delete-one values; 1 when the variance is 0, which says nothing of it), so a test at level ``a``
+    uses ``n_eff (z_a / t_{df, a})^2`` trials (:meth:`Interval.trials`, Korn & Graubard): a few
+    images carrying the whole variance make a noisy variance, and ``bench/bench_gate_sizes.py``
+    measures the default's size up to 6x its level at 60 images and 180 balls (a proposal for
+    issue #28; docs/calibration.md);
     ``jackknife`` (the same variance, normal interval);
     ``half_sampling`` (delete-d jackknife with d = n/2: standard error from subsets of half the
     images drawn without replacement, normal interval); ``subsampling`` (Politis-Romano: quantiles of
@@ -729,6 +743,8 @@ def coverage_interval(
         (0.15, 0.85)
         >>> coverage_interval(m, method="percentile", seed=1).as_tuple()   # the biased one
         (0.25, 0.5)
+        >>> round(coverage_interval(m, method="jackknife_wilson_df").df, 2)   # image 0 carries the variance
+        1.43
     """
     member = _membership(membership)
     method = _check_method(method, COVERAGE_METHODS)
@@ -738,13 +754,17 @@ def coverage_interval(
     if n < 2 or r < 1:
         raise ValueError(f"`membership` must have at least 2 generated rows and 1 real column, but got shape {member.shape}")
     estimate = float(member.any(axis=0).mean())
-    if method in ("jackknife", "jackknife_wilson"):
+    if method in ("jackknife", "jackknife_wilson", "jackknife_wilson_df"):
         jack = _coverage_jackknife(member)
-        se = math.sqrt((n - 1) / n * float(np.sum((jack - jack.mean()) ** 2)))
+        d2 = (jack - jack.mean()) ** 2
+        se = math.sqrt((n - 1) / n * float(np.sum(d2)))
         if method == "jackknife":
             return _normal(method, estimate, se, confidence, n, clip=(0.0, 1.0))
         n_eff = float(r) if se == 0 else min(float(r), estimate * (1.0 - estimate) / se**2)
-        return _score(method, estimate, max(n_eff, 1.0), confidence, n)
+        df = None
+        if method == "jackknife_wilson_df":
+            df = 1.0 if se == 0 else max(1.0, float(np.sum(d2)) ** 2 / float(np.sum(d2**2)))
+        return _score(method, estimate, max(n_eff, 1.0), confidence, n, df=df)
     rng = np.random.default_rng(seed)
     fmember = member.astype(np.float32)
     if method in ("half_sampling", "subsampling"):
