@@ -52,6 +52,7 @@ from t2i_fairness.metrics.evidence import Pairs, combination, pairs, worst_of  #
 from t2i_fairness.metrics.intervals import (  # noqa: E402
     Interval,
     cluster_mean_interval,
+    floor_to_units,
     percentile_mean_interval,
     precision_interval,
     share_limit,
@@ -958,18 +959,21 @@ class PromptLaw:
         return np.interp(v, x, logd, left=-690.0, right=-690.0)
 
 
-def t_fails(v: np.ndarray, truth: float, level: float) -> np.ndarray:
+def t_fails(v: np.ndarray, truth: float, level: float, floor: bool = True) -> np.ndarray:
     """The jackknife-t rule of a mean over G prompts (``v``: ``(runs, G)``, the prompts' values): estimate below
-    the bound and ``t.cdf((mean - bound) / (sd / sqrt(G)), G - 1) <= level``."""
+    the bound and ``max(t.cdf((mean - bound) / (sd / sqrt(G)), G - 1), 2^-G) <= level`` (the product's
+    ``p_floor``, :func:`~t2i_fairness.metrics.intervals.floor_to_units`; ``floor=False``: the bare t test)."""
     g = v.shape[1]
     mean, sd = v.mean(axis=1), v.std(axis=1, ddof=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         p = stats.t.cdf((mean - truth) / (sd / math.sqrt(g)), g - 1)
+    if floor:
+        p = np.maximum(p, 0.5**g)
     return (mean < truth) & (p <= level)
 
 
-def t_runs(law: PromptLaw, g: int, truth: float, level: float, runs: int, rng, tilted: bool = True
-           ) -> Estimate:
+def t_runs(law: PromptLaw, g: int, truth: float, level: float, runs: int, rng, tilted: bool = True,
+           floor: bool = True) -> Estimate:
     """P(the t test over ``g`` prompts fails at ``level``) with the bound on the population mean (0). Importance
     sampling: a defensive mixture of the law itself and correlated normals around ``(-delta) 1`` with a small
     spread (the thin cone ``t <= -t_level`` where the test fails: every prompt low, close together)."""
@@ -990,7 +994,7 @@ def t_runs(law: PromptLaw, g: int, truth: float, level: float, runs: int, rng, t
         else:
             mu, s, tau = c
             v[sel] = mu + tau * rng.standard_normal((sel.size, 1)) + s * rng.standard_normal((sel.size, g))
-    fails = t_fails(v, truth, level)
+    fails = t_fails(v, truth, level, floor)
     if not tilted:
         return weighted(fails, None, "")
     log_p = law.logpdf(v).sum(axis=1)
@@ -1192,9 +1196,9 @@ def coverage_fails(est, n_eff, bound: float, level: float, df=None) -> np.ndarra
 
 
 def coverage_size(group: CoverageGroup, level: float, runs: int, rng, plain: bool = False,
-                  bound: float | None = None, with_df: bool = False) -> Estimate:
-    """P(the coverage gate fails) with the bound at the truth (or at ``bound``); ``with_df``: the
-    ``jackknife_wilson_df`` proposal."""
+                  bound: float | None = None, with_df: bool = True) -> Estimate:
+    """P(the coverage gate fails) with the bound at the truth (or at ``bound``); ``with_df``: the product's
+    ``jackknife_wilson_df`` (the default), else ``jackknife_wilson`` (the default before issue #28's measurements)."""
     bound = group.truth() if bound is None else bound
     lams = (0.0,) if plain else coverage_tilts(group, level)
     est, n_eff, df, log_ratio = coverage_sample(group, rng.integers(0, len(lams), size=runs), lams, rng)
@@ -1330,7 +1334,7 @@ def coverage_world_groups(preset: Preset, laws: Sequence[str], pool: int, seed: 
     return out
 
 
-def coverage_power(group: CoverageGroup, level: float, runs: int, rng, groups: int = 1, with_df: bool = False
+def coverage_power(group: CoverageGroup, level: float, runs: int, rng, groups: int = 1, with_df: bool = True
                    ) -> tuple[float, float]:
     """(measured, stated) power of a coverage gate whose bound is 0.1 above the group's truth (``groups > 1``: the
     worst of them, that group missing and the others on the bound; measured by plain simulation; stated: the
@@ -1353,27 +1357,27 @@ def coverage_power(group: CoverageGroup, level: float, runs: int, rng, groups: i
     return 1.0 - (1.0 - miss) * (1.0 - null) ** (groups - 1), stated
 
 
-def coverage_proposal_rows(preset: Preset, level: float, budget: Budget, rng, pools: dict) -> list[Row]:
-    """The single-group coverage kinds under the proposal ``coverage_interval(method="jackknife_wilson_df")``
-    (the jackknife variance's effective degrees of freedom in Korn and Graubard's correction)."""
+def coverage_old_rows(preset: Preset, level: float, budget: Budget, rng, pools: dict) -> list[Row]:
+    """The single-group coverage kinds under ``coverage_interval(method="jackknife_wilson")``, the default before
+    these measurements (no degrees of freedom for the jackknife variance): what the df correction fixed."""
     laws = list(dict.fromkeys(law for _, law in pools))
     rows = []
     for scope in ("region", "object"):
         cands = []
         for law in laws:
             g = pools[(scope, law)]
-            # the tilts aim at the default test's failures; where plain runs are cheap they bound it directly
+            # where plain runs are cheap they bound it directly
             plain = int(math.ceil(10.0 / level))
             if budget.full and g.n_fake * g.n_real * plain <= 3e8:
-                e = coverage_size(g, level, plain, rng, plain=True, with_df=True)
+                e = coverage_size(g, level, plain, rng, plain=True, with_df=False)
             else:
-                e = coverage_size(g, level, budget.runs, rng, with_df=True)
+                e = coverage_size(g, level, budget.runs, rng, with_df=False)
             cands.append((e, f"{law} world, truth {g.truth():.3f} = bound ({g.n_real} balls, {g.n_fake} images)"))
         e, where = _best(cands)
-        power, stated = coverage_power(pools[(scope, "matched")], level, budget.plain, rng, with_df=True)
+        power, stated = coverage_power(pools[(scope, "matched")], level, budget.plain, rng, with_df=False)
         label = "region" if scope == "region" else "object-region"
         how = "simulated" if e.method.startswith("simulated") else "importance-sampled"
-        rows.append(Row(f"coverage ({scope}) proposed df", "(coverage_interval jackknife_wilson_df)", preset.name,
+        rows.append(Row(f"coverage ({scope}) old, no df", "(coverage_interval jackknife_wilson)", preset.name,
                         level, e.value, e.upper, where, f"{how}, {e.runs:,} runs x {len(cands)} worlds", power,
                         stated, "matched world, bound 0.1 above its truth"))
     return rows
@@ -1602,8 +1606,9 @@ def indic_rows(preset: Preset, level: float, budget: Budget, rng) -> list[Row]:
             effect_units = effect
         delta = -effect_units / (sd / math.sqrt(g))
         tq = stats.t.isf(level, g - 1)
-        measured = float(stats.nct.cdf(-tq, g - 1, delta))  # exact: the t test on normal prompt values
-        iv = Interval(0.0, 0.0, 0.0, "t", 0.95, g, se=sd / math.sqrt(g), df=g - 1)
+        # exact: the t test on normal prompt values (0 where 2^-G, the p floor, is above the level)
+        measured = float(stats.nct.cdf(-tq, g - 1, delta)) if 0.5**g <= level else 0.0
+        iv = floor_to_units(Interval(0.0, 0.0, 0.0, "t", 0.95, g, se=sd / math.sqrt(g), df=g - 1), g)
         stated = float(iv.power(0.0, "min", effect_units, level))
         rows.append(Row(kind, tests, preset.name, level, e.value, e.upper, where,
                         f"importance-sampled, {budget.runs:,} runs x {len(cands)} laws", measured, stated,
@@ -1696,7 +1701,7 @@ def measure(preset: Preset, m: int, budget: Budget, seed: int = 0, log=print) ->
     pool = 20_000 if preset.name == "smoke" else (10_000 if budget.full else 4_000)
     pools = coverage_world_groups(preset, laws, pool, seed)
     step("coverage", lambda: coverage_rows(preset, level, budget, rng, pools))
-    step("coverage proposal", lambda: coverage_proposal_rows(preset, level, budget, rng, pools))
+    step("coverage without df", lambda: coverage_old_rows(preset, level, budget, rng, pools))
     step("CIS_K", lambda: cis_share_rows(preset, level, budget, rng))
     step("CIS drop", lambda: [cis_drop_row(preset, level, budget, rng)])
     step("CIS rate floor", lambda: [rate_floor_row(preset, level, budget, rng)])

@@ -3,7 +3,9 @@
 ``tests/golden/sequential_reports_off.json`` holds these outputs as the report layer made them before
 the sequential block existed (commit 278000b, made with
 ``git archive 278000b plugin | tar -x -C /tmp/old && PYTHONPATH=/tmp/old/plugin python tests/sequential_reports_golden.py``);
-``tests/test_sequential_reports.py`` checks that today's code makes the same bytes. This module imports
+``tests/test_sequential_reports.py`` checks that today's code makes the same bytes. A feature of every run
+that changes the reports remakes it with ``python tests/sequential_reports_golden.py`` (issue #28's power
+column did), reviewing that the diff holds no sequential word. This module imports
 only what that commit had, so it runs under both.
 """
 

@@ -130,7 +130,7 @@ def test_coverage_stats_are_coverage_interval(b):
             for a in draws[o][r]:
                 member[i, group.balls[o][group.indptr[o][a]:group.indptr[o][a + 1]]] = True
                 i += 1
-        plain = coverage_interval(member)
+        plain = coverage_interval(member, method="jackknife_wilson")
         proposal = coverage_interval(member, method="jackknife_wilson_df")
         assert est[r] == plain.estimate and n_eff[r] == pytest.approx(plain.n_effective, rel=1e-12)
         assert df[r] == pytest.approx(proposal.df, rel=1e-12)
@@ -188,24 +188,29 @@ def test_consistency_rule_is_percentile_mean_interval(b):
 
 def test_t_rule_is_the_jackknife_t_and_fieller(b):
     from t2i_fairness.metrics.evidence import fieller_ratio
-    from t2i_fairness.metrics.intervals import cluster_bootstrap_interval
+    from t2i_fairness.metrics.intervals import cluster_bootstrap_interval, floor_to_units
 
     rng = np.random.default_rng(6)
-    for _ in range(40):
-        v = rng.normal(0.5, 0.05, 4)
+    seen = set()
+    for _ in range(80):
+        g = int(rng.choice([4, 8]))
+        v = rng.normal(0.5, 0.05, g)
         level = float(rng.choice([0.05, 1e-2]))
         bound = float(v.mean() + rng.normal(0, 0.05))
-        iv = cluster_bootstrap_interval(lambda idx: v[np.asarray(idx)].mean(), np.arange(4), method="t")
+        iv = floor_to_units(cluster_bootstrap_interval(lambda idx: v[np.asarray(idx)].mean(), np.arange(g),
+                                                       method="t"), g)  # as the IndicTTI study builds it
         product = iv.estimate < bound and iv.p_value(bound, "min") <= level
         assert bool(b.t_fails((v - bound)[None], 0.0, level)[0]) == product
-        den = rng.normal(0.6, 0.05, 4)
+        seen.add(product)
+        den = rng.normal(0.6, 0.05, g)
         r = 0.9
         num = r * den + v - 0.5
-        jn = [np.delete(num, i).mean() for i in range(4)]
-        jd = [np.delete(den, i).mean() for i in range(4)]
-        f = fieller_ratio(jn, jd, num.mean(), den.mean())
+        jn = [np.delete(num, i).mean() for i in range(g)]
+        jd = [np.delete(den, i).mean() for i in range(g)]
+        f = floor_to_units(fieller_ratio(jn, jd, num.mean(), den.mean()), g)
         product = f.estimate < r and f.p_value(r, "min") <= level
         assert bool(b.t_fails((num - r * den)[None], 0.0, level)[0]) == product
+    assert seen == {True, False}  # both outcomes occur: the comparison can fail
 
 
 # -- the importance samplers agree with plain simulation at moderate levels ------------------------------
@@ -295,26 +300,27 @@ def _lower_above(e, level):
 KNOWN = "bench/bench_gate_sizes.py measures it above 1.2 x its level with the current statistics (docs/calibration.md)"
 
 
-@pytest.mark.xfail(strict=True, reason="coverage of 60 images x 180 balls (paper object-region): " + KNOWN)
 def test_coverage_object_region_paper(b, levels):
     rng = np.random.default_rng(11)
     group = b.coverage_group("shifted", 1, 180, 60, 5000, 0)
     assert not _lower_above(b.coverage_size(group, levels["paper"], 3000, rng), levels["paper"])
 
 
-@pytest.mark.xfail(strict=True, reason="coverage of 36 images x 60 balls (smoke region): " + KNOWN)
 def test_coverage_region_smoke(b, levels):
     rng = np.random.default_rng(12)
     group = b.coverage_group("off-manifold 30%", 6, 10, 6, 5000, 0)
     assert not _lower_above(b.coverage_size(group, levels["smoke"], 3000, rng), levels["smoke"])
 
 
-def test_coverage_proposal_holds_its_level_where_the_default_does_not(b, levels):
+def test_coverage_without_df_broke_its_level_where_the_default_holds_it(b, levels):
+    """The default (``jackknife_wilson_df``) holds the level at the small groups where the jackknife variance
+    taken at face value (``jackknife_wilson``, the default before these measurements) exceeds it several times."""
     rng = np.random.default_rng(13)
     for group, level in ((b.coverage_group("shifted", 1, 180, 60, 5000, 0), levels["paper"]),
                          (b.coverage_group("off-manifold 30%", 6, 10, 6, 5000, 0), levels["smoke"])):
-        e = b.coverage_size(group, level, 3000, rng, with_df=True)
+        e = b.coverage_size(group, level, 3000, rng)
         assert e.hits == 0 or e.value + b.Z95 * e.se <= FLAG * level
+        assert _lower_above(b.coverage_size(group, level, 3000, rng, with_df=False), level)
 
 
 def test_coverage_of_the_paper_region_holds_its_level(b, levels):
@@ -345,17 +351,27 @@ def test_cis_rate_floor_paper(b, levels):
     assert not (e.lower * g > FLAG * levels["paper"])
 
 
-@pytest.mark.xfail(strict=True, reason="IndicTTI t over 4 prompts with skewed prompt effects: " + KNOWN)
 @pytest.mark.parametrize("preset", ["smoke", "paper"])
 def test_indic_t_over_four_prompts(b, levels, preset):
+    """The bare t over 4 prompts with skewed prompt effects exceeds its level many times; the product's p floor
+    (2^-4 = 0.0625 above the level) makes the gate unable to fail there, and its report says so."""
     rng = np.random.default_rng(18)
     law = b.PromptLaw("gamma", "gamma", 0.05, 0.02 / math.sqrt(b.PRESETS[preset].indic_images))
-    assert not _lower_above(b.t_runs(law, 4, 0.0, levels[preset], 8000, rng), levels[preset])
+    assert _lower_above(b.t_runs(law, 4, 0.0, levels[preset], 8000, rng, floor=False), levels[preset])
+    assert b.t_runs(law, 4, 0.0, levels[preset], 8000, rng).hits == 0
+
+
+@pytest.mark.xfail(strict=True, reason="IndicTTI t over 20 prompts with skewed prompt effects (the p floor, "
+                   "2^-20, no longer binds): the t test's validity rests on near-normal prompt values")
+def test_indic_t_over_twenty_skewed_prompts(b, levels):
+    rng = np.random.default_rng(20)
+    law = b.PromptLaw("easy-prompts", "easy-prompts", 0.05, 0.02 / math.sqrt(b.PRESETS["paper"].indic_images))
+    assert not _lower_above(b.t_runs(law, 20, 0.0, levels["paper"], 8000, rng), levels["paper"])
 
 
 def test_indic_t_on_normal_prompts_is_exact(b, levels):
     rng = np.random.default_rng(19)
-    e = b.t_runs(b.PromptLaw("normal", "normal", 0.05, 0.01), 4, 0.0, levels["paper"], 8000, rng)
+    e = b.t_runs(b.PromptLaw("normal", "normal", 0.05, 0.01), 4, 0.0, levels["paper"], 8000, rng, floor=False)
     assert abs(e.value - levels["paper"]) <= 4 * e.se  # the t test on normal values: exactly its level
 
 

@@ -40,7 +40,7 @@ def test_dig_in_values_are_the_suites_precision_and_coverage(sim):
         c = measured[f"test_region_coverage[synthetic-object_in_region-{region}]"]
         assert p.value == pytest.approx(precision, abs=1e-12) and c.value == pytest.approx(coverage, abs=1e-12)
         assert (p.n, c.n) == (18, 30)  # n as the gate test passes it: generated for precision, real for coverage
-        assert p.uncertainty.method == "wilson" and c.uncertainty.method == "jackknife_wilson"
+        assert p.uncertainty.method == "wilson" and c.uncertainty.method == "jackknife_wilson_df"
 
 
 def test_indic_values_and_jackknife_are_the_suites(sim):

@@ -448,6 +448,8 @@ class FiellerRatio(Interval):
         return math.sqrt(max(self.s_nn - 2 * r * self.s_nd + r * r * self.s_dd, 0.0))
 
     def limit(self, alpha: float, side: str) -> float:
+        if alpha < self.p_floor:
+            return -math.inf if side == "low" else math.inf
         t2 = self._t(alpha) ** 2
         a = self.den**2 - t2 * self.s_dd
         b = self.num * self.den - t2 * self.s_nd
@@ -466,9 +468,11 @@ class FiellerRatio(Interval):
             return 1.0 if d >= 0 else P_FLOOR
         cdf = _stats.t.cdf if self.df is not None else (lambda x: _special.ndtr(x))
         p = float(cdf(d / se, self.df)) if self.df is not None else float(cdf(d / se))
-        return min(max(p, P_FLOOR), 1.0)
+        return min(max(p, P_FLOOR, self.p_floor), 1.0)
 
     def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
+        if alpha < self.p_floor:
+            return 0.0
         se = self._se_r(float(bound)) / max(abs(self.den), 1e-12)
         if not se > 0:
             return 0.0

@@ -376,13 +376,14 @@ class IndicEvaluation(Study):
         return np.asarray(idx).reshape(-1, self.n_images)[:, 0] // self.n_images
 
     def _jackknife(self, statistic, confidence: float):
-        from t2i_fairness.metrics.intervals import cluster_bootstrap_interval
+        from t2i_fairness.metrics.intervals import cluster_bootstrap_interval, floor_to_units
 
         if len(self.prompt_ids) < 2:
             return None  # one prompt: nothing to resample; the gate compares the value as measured
         clusters = np.repeat(np.arange(len(self.prompt_ids)), self.n_images)
-        return cluster_bootstrap_interval(lambda idx: statistic(self._prompts_of(idx)), clusters, method="t",
-                                          confidence=confidence)
+        # a t over few prompts claims no p below 2^-G (docs/calibration.md: skewed prompt effects)
+        return floor_to_units(cluster_bootstrap_interval(lambda idx: statistic(self._prompts_of(idx)), clusters,
+                                                         method="t", confidence=confidence), len(self.prompt_ids))
 
     def interval(self, lang: str, metric: str, confidence: float = 0.95):
         """The interval of one indicator of ``lang`` (delete-one-prompt jackknife, t on prompts - 1 degrees of
@@ -403,6 +404,7 @@ class IndicEvaluation(Study):
         """CLGC(lang) / CLGC(English) as Fieller's ratio (:func:`t2i_fairness.metrics.evidence.fieller_ratio`):
         the two statistics' delete-one-prompt values, the same prompt left out of both (they share prompts)."""
         from t2i_fairness.metrics.evidence import fieller_ratio
+        from t2i_fairness.metrics.intervals import floor_to_units
 
         g = len(self.prompt_ids)
         if g < 2:
@@ -410,8 +412,8 @@ class IndicEvaluation(Study):
         num, den = self._statistic(code, "clgc"), self._statistic(ENGLISH, "clgc")
         every = np.arange(g)
         drop = [np.delete(every, i) for i in range(g)]
-        return fieller_ratio([num(d) for d in drop], [den(d) for d in drop], num(every), den(every),
-                             confidence=confidence)
+        return floor_to_units(fieller_ratio([num(d) for d in drop], [den(d) for d in drop], num(every), den(every),
+                                            confidence=confidence), g)
 
     def _statistic(self, code: str, metric: str):
         """``statistic(prompt indices) -> value``: the indicator on a subset of prompts (repeats allowed)."""
