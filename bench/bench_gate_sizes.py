@@ -110,6 +110,7 @@ class Preset:
     cis_prompts: int
     cis_images: int
     cis_ks: tuple[int, ...]
+    cis_order_prompts: int  # --t2i-cis-order-prompts: min(M, 1,000)
     indic_prompts: int  # the prompt file's prompts (the bundled sample: 4)
     indic_images: int
     wi_candidates: int  # --t2i-wi-replacements M
@@ -132,9 +133,9 @@ class Preset:
 
 PRESETS = {
     "smoke": Preset("smoke", objects=6, images=6, real_per_group=10, regions=6, cis_prompts=4, cis_images=2,
-                    cis_ks=(1, 2, 4, 8), indic_prompts=4, indic_images=6, wi_candidates=3, wi_images=2),
+                    cis_ks=(1, 2, 4, 8), cis_order_prompts=4, indic_prompts=4, indic_images=6, wi_candidates=3, wi_images=2),
     "paper": Preset("paper", objects=27, images=60, real_per_group=180, regions=6, cis_prompts=10_000, cis_images=16,
-                    cis_ks=(1, 2, 4, 8), indic_prompts=4, indic_images=4, wi_candidates=3, wi_images=20),
+                    cis_ks=(1, 2, 4, 8), cis_order_prompts=1_000, indic_prompts=4, indic_images=4, wi_candidates=3, wi_images=20),
 }
 CIS_COMPONENTS = 998  # t2i_fairness/data/imagenet_classnames_cis.txt
 
@@ -1510,39 +1511,41 @@ def rate_floor_row(preset: Preset, level: float, budget: Budget, rng) -> Row:
                note=f"one component alone on the bound: {single:.2g} ({single / level:.2g} x the level)")
 
 
-def order_row(preset: Preset, level: float, budget: Budget, rng, pvalue: Callable | None = None,
-              power: Callable | None = None) -> Row:
-    """``test_cis_order_invariance``: a Monte Carlo permutation test, ``p = (1 + #{T* >= T}) / (1 + B)``.
+def order_row(preset: Preset, level: float, budget: Budget, rng) -> Row:
+    """``test_cis_order_invariance``: the position test (:func:`~t2i_fairness.metrics.cis.order_position_test`), a
+    Monte Carlo permutation test, ``p = (1 + #{T* >= T}) / (1 + B)`` with ``B = order_resamples(level)``.
 
-    Exact validity: under H0 the prompt's 2N images are exchangeable between the groups, so the observed
-    statistic is one of B + 1 exchangeable values and ``P(p <= a) = floor(a (B + 1)) / (B + 1) <= a`` (ties only
-    lower it): the size at the run's level is that number, whatever the data. Checked here by simulation at a
-    moderate level (0.05, B = 99, plain runs of the test on null data with per-prompt rates). ``pvalue`` is the
-    test (default: the product's :func:`~t2i_fairness.metrics.cis.order_invariance_permutation_test`; branch
-    ``order`` may pass its own) and ``power`` a callable ``(preset, level, rng) -> (measured, stated)`` for the
-    power at the stated position effect (the hook for the rebuilt test; without it power is not measured)."""
-    from t2i_fairness.metrics.cis import ORDER_RESAMPLES, order_invariance_permutation_test
+    Exact validity: under H0 a prompt's 2N images are exchangeable between the groups, so the observed statistic
+    is one of B + 1 exchangeable values and ``P(p <= a) = floor(a (B + 1)) / (B + 1) <= a`` (ties only lower it):
+    the size at the run's level is that number, whatever the data (and 0 where the design has fewer labellings
+    than the level needs). Checked here by simulation at a moderate level (0.05, B = 99, the product's test on
+    null studies with per-prompt, per-component rates). Power: :func:`~t2i_fairness.metrics.cis.order_position_power`
+    at the preset's size and level against the first-named component drawn 0.2 more than the last-named (what
+    the gate's section states; ``bench/bench_order_test.py`` measures it against the Monte Carlo test)."""
+    from t2i_fairness.metrics.cis import ORDER_EFFECT, order_position_power, order_position_test, order_resamples
 
-    pvalue = pvalue or (lambda a, b, k, n_resamples, seed: order_invariance_permutation_test(
-        a, b, k, n_resamples=n_resamples, seed=seed).pvalue)
-    resamples = ORDER_RESAMPLES
-    size = math.floor(level * (resamples + 1) + 1e-9) / (resamples + 1)
+    resamples = order_resamples(level)
     k = max(preset.cis_ks)
-    prompts = min(preset.cis_prompts, 1000 if not budget.full else 1000)
-    prompts = min(prompts, 60)  # the moderate-level check: its validity does not depend on M
-    runs, alpha, hits = max(budget.plain // 2, 100), 0.05, 0
+    n = preset.cis_images
+    labellings = math.comb(2 * n, n) ** preset.cis_order_prompts if preset.cis_order_prompts * n < 60 else math.inf
+    size = math.floor(level * (resamples + 1) + 1e-9) / (resamples + 1) if 2.0 / labellings <= level else 0.0
+    prompts = min(preset.cis_order_prompts, 60)  # the moderate-level check: its validity does not depend on M
+    runs, alpha, hits = max(budget.plain // 4, 100), 0.05, 0
     for i in range(runs):
-        q = rng.beta(2.0, 2.0, size=prompts)[:, None]
-        a = rng.binomial(k, np.repeat(q, preset.cis_images, axis=1))
-        b = rng.binomial(k, np.repeat(q, preset.cis_images, axis=1))
-        hits += pvalue(a, b, k, 99, i) <= alpha
+        rates = rng.beta(2.0, 2.0, size=(prompts, k))
+        a = rng.random((prompts, n, k)) < rates[:, None, :]
+        b = rng.random((prompts, n, k)) < rates[:, None, :]
+        order = np.argsort(rng.random((prompts, k)), axis=1)
+        hits += order_position_test(a, b, order, n_resamples=99, seed=i).pvalue <= alpha
     check = Estimate(hits / runs, 0.0, hits, runs, "simulated")
-    measured, stated = power(preset, level, rng) if power else (None, None)
+    power = order_position_power(rng.beta(2.0, 2.0, size=(preset.cis_order_prompts, k)), n, level=level,
+                                 runs=100 if budget.full else 40, seed=int(rng.integers(1 << 30)))
     return Row("CIS order test (permutation)", "test_cis_order_invariance", preset.name, level, size, None,
                f"B = {resamples:,}: floor(level (B + 1)) / (B + 1)",
                f"exact (validity of a permutation p); null check at 0.05: {check.value:.3f} "
-               f"(<= {check.upper:.3f}), {runs} runs of {prompts} prompts", measured, stated,
-               note="cannot fail at all: its smallest p, 1 / (B + 1), exceeds the level" if size == 0 else "")
+               f"(<= {check.upper:.3f}), {runs} runs of {prompts} prompts", power.power, power.power,
+               f"{preset.cis_order_prompts} prompts x {n} images, K = {k}, first - last = {ORDER_EFFECT:g}",
+               note="cannot fail at all: its design gives no p at or below the level" if size == 0 else "")
 
 
 def consistency_rows(preset: Preset, level: float, budget: Budget, rng) -> list[Row]:

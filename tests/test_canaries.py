@@ -22,6 +22,7 @@ from t2i_fairness.canaries import (
     CollapseRegion,
     DegradeRegion,
     DropComponent,
+    DropPosition,
     ShiftGroupShare,
     make_canary,
     parse_canary,
@@ -112,7 +113,8 @@ def test_each_family_lists_its_own_canaries():
 
     owned = {f.name: [c.name for c in f.canaries] for f in FAMILIES}
     assert owned == {"dig_in": ["collapse_region", "degrade_region"], "decomposed": [],
-                     "word_influence": ["shift_group_share"], "cis": ["drop_component"], "indic_tti": ["answer_language"]}
+                     "word_influence": ["shift_group_share"], "cis": ["drop_component", "drop_position"],
+                     "indic_tti": ["answer_language"]}
     assert list(CANARIES) == [n for names in owned.values() for n in names]
 
 
@@ -211,6 +213,31 @@ def test_drop_component_leaves_one_component_prompts_alone():
     assert images_of(canary, render_prompt(["crab"])) == images_of(inner, render_prompt(["crab"]))
     assert canary.rewrite("a photo of a crab, and a macaw.") == "a photo of a macaw."
     assert canary.rewrite("A photo of a crab, and a macaw.") == "A photo of a macaw."
+
+
+# ------------------------------------------------------------------------------- drop_position
+
+
+def test_drop_position_replaces_a_share_of_the_images_of_multi_component_prompts_without_that_position():
+    inner = PromptFake()
+    half = DropPosition(inner, "last")
+    seeds = list(range(400))
+    prompt = render_prompt(("crab", "steel drum", "sock"))
+    new = [half._replacement(prompt, s) for s in seeds]
+    hit = [i for i, x in enumerate(new) if x is not None]
+    assert {new[i] for i in hit} == {render_prompt(("crab", "steel drum"))}
+    assert 0.42 < len(hit) / len(seeds) < 0.58  # p = 0.5, drawn per image
+    mine, theirs = half.generate([prompt] * 400, seeds), inner.generate([prompt] * 400, seeds)
+    changed = [i for i in range(400) if png(mine[i]) != png(theirs[i])]
+    assert changed == hit  # exactly the drawn images, each the inner image of the shortened prompt at its seed
+    assert [png(mine[i]) for i in hit] == [png(im) for im in inner.generate([new[i] for i in hit], [seeds[i] for i in hit])]
+    assert [half._replacement(prompt, s) for s in seeds] == new  # deterministic
+    # outside the slice: one-component CIS prompts, prompts too short for the position, other families
+    assert DropPosition(inner, "3", 1.0).rewrite(render_prompt(("crab", "sock"))) is None
+    assert DropPosition(inner, "first", 1.0).rewrite("a photo of a crab, and a sock.") == "a photo of a sock."
+    assert DropPosition(inner, "2", 1.0).rewrite(render_prompt(("crab", "sock", "vase"))) == render_prompt(("crab", "vase"))
+    changed_prompts, _ = split_changes(DropPosition(inner, "last", 1.0), inner)
+    assert changed_prompts == {render_prompt(c) for c in CIS if len(c) >= 2}
 
 
 # ------------------------------------------------------------------------------- answer_language
@@ -372,6 +399,8 @@ def test_check_available_is_forwarded_with_the_prompts_really_generated():
     ("collapse_region: Southeast Asian ", "collapse_region", "southeast_asia", None),
     ("degrade_region:Japan:0.25", "degrade_region", "east_asia", "0.25"),
     ("drop_component:steel drum", "drop_component", "steel drum", None),
+    ("drop_position:Last", "drop_position", "last", None),
+    ("drop_position:02:0.25", "drop_position", "2", "0.25"),
     ("answer_language:HIN_DEVA", "answer_language", "hin_Deva", None),
     ("shift_group_share:doctor:female=0.8", "shift_group_share", "doctor", "female=0.8"),
     ("shift_group_share:ceo:0.9", "shift_group_share", "ceo", "0.9"),
@@ -395,7 +424,10 @@ def test_make_canary_reads_the_parameters():
 
 @pytest.mark.parametrize("spec, message", [
     ("collapse_region", r"expected NAME:SLICE\[:PARAM\] \(collapse_region:<region>; degrade_region:<region>\[:PARAM\]"),
-    ("melt:africa", "unknown canary 'melt'; choose from collapse_region, degrade_region, shift_group_share, drop_component, answer_language"),
+    ("melt:africa", "unknown canary 'melt'; choose from collapse_region, degrade_region, shift_group_share, drop_component, "
+                    "drop_position, answer_language"),
+    ("drop_position:middle", "SLICE 'middle': a position in the CIS prompts: first, last or a number from 1"),
+    ("drop_position:last:0", r"P must be in \(0, 1\], got '0'"),
     ("collapse_region:mars", "unknown region 'mars'; give a region slug, name, adjective or country, one of: africa, americas"),
     ("collapse_region:", "empty SLICE"),
     ("collapse_region:africa:0.5", "collapse_region takes no PARAM, got '0.5'"),
@@ -415,7 +447,7 @@ def test_parse_canary_errors_name_the_option_and_the_choices(spec, message):
 
 def test_every_registered_canary_is_buildable():
     specs = {"collapse_region": "africa", "degrade_region": "africa", "drop_component": "crab",
-             "answer_language": "hin_Deva", "shift_group_share": "doctor"}
+             "answer_language": "hin_Deva", "shift_group_share": "doctor", "drop_position": "last"}
     assert set(specs) == set(CANARIES)
     for name, slice_ in specs.items():
         canary = make_canary(f"{name}:{slice_}", PromptFake(), multilingual=SAMPLE)
@@ -457,6 +489,10 @@ def test_language_component_and_word_slices():
     assert "test_clgc[tam_taml]" in lang["slice"] and "test_clgc[eng_latn]" in lang["slice"]
     assert "test_clgc[hin_deva]" in lang["other"] and "test_scal_with_english[hin_deva]" in lang["aggregate"]
     assert all(g.startswith(("test_clgc", "test_igc", "test_lgc", "test_scwl", "test_dwl", "test_scal")) for g in lang["slice"])
+    position = roles(CanarySlice("position", "last"))  # the order test has no bound, so no entry in tiny.yaml
+    assert CanarySlice("position", "last").gate_role("test_cis_order_invariance") == "slice"
+    assert not position["slice"] and "test_cis[k1]" in position["other"]
+    assert {"test_cis[k8]", "test_cis_drop_per_component", "test_cis_component_rate_floor"} <= position["aggregate"]
     comp = roles(CanarySlice("component", "macaw"))
     assert comp["slice"] == {"test_cis_component_rate_floor"}
     assert "test_cis[k1]" in comp["other"] and "test_cis[k8]" in comp["aggregate"]

@@ -2,7 +2,7 @@
 in a pytester folder on a fast fake generator, with the tiny offline scorers.
 
 Each run is a subprocess that loads the scorers (a few seconds); four runs cover the update flow,
-the report, the cache, provenance, FID per K, the undefined chi-square and single-K skips.
+the report, the cache, provenance, FID per K, the undefined order test and single-K skips.
 """
 
 from __future__ import annotations
@@ -126,9 +126,17 @@ def test_gates_report_and_update_then_pass(suite):
         "ceiling drop per component: *",
         "*-- CIS order invariance (K=4) --*",
         "K=4: 3 prompts x 2 images per group; * of 3 shuffles left the order unchanged",
-        "chi-square on detected counts (2 x * columns): X2(*) = *, permutation p = * (19999 within-prompt "
-        "permutations, resolution 5e-05; asymptotic chi-square p = *)",
-        "chi-square by component *",
+        "inclusion by position 1..4 minus the mean over positions *",
+        # 6 gates: level 0.05 / 6, B = 9,999; 3 prompts x 2 images cannot go below 2 / C(4, 2)^3 = 9.3e-3
+        "position test [[]the gate[]]: T = * df), permutation p = * (9999 within-prompt permutations, resolution "
+        "0.0001; asymptotic chi-square p = *); * of 3 prompts informative",
+        "power of the position test against the first-named component drawn 0.2 more often than the last-named "
+        "* 0 at 3 prompts x 2 images, K=4: the smallest p this design can give is 0.0093 > 0.0083, at this run's "
+        "level 0.00833 (alpha 0.05 over 6 gate(s)); at the paper's size, * at 1000 prompts x 16 images, K=4 (200 simulated "
+        "studies), *",
+        "chi-square by component (the paper's statistic*",
+        "as the paper scores *",
+        "chi-square on components detected per image (2 x *), no power against an order effect *",
         "*-- CIS per-component generation rate (K=2,4) --*",
         "most ignored: *",
         "most prominent: *",
@@ -148,10 +156,10 @@ def test_gates_report_and_update_then_pass(suite):
     assert "WARNING: 5 gate(s) were set under other settings:" in out and "cis_rate_min_images: 2 -> 1" in out, out
 
 
-def test_fid_per_k_folders_and_an_undefined_chi_square(suite):
-    """FID where DIR/k<K> exists, a reason where it does not; the order test on one prompt with one
-    image per group finds both images in the same column: no degrees of freedom, so the gate is
-    skipped with the reason, never given p = 1; the rate floor, a share clustered by prompt, is
+def test_fid_per_k_folders_and_an_undefined_order_test(suite):
+    """FID where DIR/k<K> exists, a reason where it does not; the order test on one prompt whose shuffle
+    left the order unchanged has nothing to compare (no informative prompt: no degrees of freedom), so
+    the gate is skipped with the reason, never given p = 1; the rate floor, a share clustered by prompt, is
     skipped too: no component is named by two prompts. (Deterministic: fake model, seeded tiny CLIP.)"""
     from PIL import Image
 
@@ -167,9 +175,8 @@ def test_fid_per_k_folders_and_an_undefined_chi_square(suite):
         " 1        2       2  * (ref 4)", " 2        2       2  * -",
         "FID not computed: needs >= 2 images on each side (0 reference, 2 generated)",
         "K=2: 1 prompts x 1 images per group; 1 of 1 shuffles left the order unchanged",
-        "chi-square on detected counts: chi-square undefined: all 2 images of both groups show exactly * of 2 "
-        "components (one non-empty column, no degrees of freedom)",
-        "SKIPPED [[]1[]] fairness_tests/test_cis.py:*: chi-square undefined: *",
+        "position test [[]the gate[]]: T = 0.000 (0 df), permutation p = 1 *; 0 of 1 prompts informative",
+        "SKIPPED [[]1[]] fairness_tests/test_cis.py:*: order test undefined: no prompt is informative *",
         "SKIPPED [[]1[]] fairness_tests/test_cis.py:*: no component was requested in >= 1 images by >= 2 prompts*",
     ])
     table = result.stdout.str().split("t2i-fairness gates")[1].split("gates, ")[0]
@@ -196,6 +203,7 @@ def test_single_k_skips_the_drop_and_order_needs_k_two(suite):
     (("--t2i-cis-prompts", "0"), "--t2i-cis-prompts: must be >= 1, got 0"),
     (("--t2i-cis-images", "-1"), "--t2i-cis-images: must be >= 1, got -1"),
     (("--t2i-cis-fid-reference", "/no/such/folder"), "--t2i-cis-fid-reference: '/no/such/folder': not a folder"),
+    (("--t2i-cis-order-test", "chi2"), "--t2i-cis-order-test: invalid choice: 'chi2'"),
 ])
 def test_bad_options_are_usage_errors_naming_the_option(suite, args, message):
     result = suite.runpytest("fairness_tests/test_cis.py", "--collect-only", "-p", "no:cacheprovider", *args)

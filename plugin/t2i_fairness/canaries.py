@@ -10,6 +10,9 @@ canary (``NAME:SLICE``)     slice        what the wrapped model does
 ``collapse_region:R``       region R     every prompt of R returns one identical image (mode collapse)
 ``degrade_region:R[:S]``    region R     R's images blurred, noised and desaturated by strength S
 ``drop_component:C``        component C  CIS prompts naming C (and another) are generated without C
+``drop_position:Q[:P]``      position Q   the component named at position Q (first, last or a number)
+                                         left out of a share P (default 0.5) of the images of CIS
+                                         prompts of two or more components: an order effect
 ``answer_language:L``       languages    every language's prompt answered with language L's text
                             other than L  of the same prompt id (IndicTTI)
 ``shift_group_share:W[:P]`` word W       prompts containing W get, per image with probability p, an
@@ -25,6 +28,9 @@ Which prompts a slice holds
     DollarStreet country outside GeoDE's 18 is not recognised as R's.
     A component C holds the CIS prompts (``a photo of a X, a Y, and a Z.``) that name C among at
     least two components (a one-component prompt would be left empty); C is matched case-insensitively.
+    A position Q holds the CIS prompts of at least two components that name a component there; which
+    component that is changes with the order, so the original and the shuffled prompt of the order
+    test lose different components: only ``test_cis_order_invariance`` has it as its slice.
     The language slice of ``answer_language:L`` is every text of the given prompt set in a
     language other than L whose prompt id has an L text (English included).
     A word W holds the prompts one of whose words is W, case-insensitively; words are split on
@@ -68,7 +74,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from t2i_fairness.families import FAMILIES
-from t2i_fairness.families.cis.canaries import DropComponent
+from t2i_fairness.families.cis.canaries import DropComponent, DropPosition
 from t2i_fairness.families.dig_in.canaries import CollapseRegion, DegradeRegion
 from t2i_fairness.families.indic_tti.canaries import AnswerLanguage
 from t2i_fairness.families.word_influence.canaries import ShiftGroupShare
@@ -94,6 +100,7 @@ __all__ = [
     "CollapseRegion",
     "DegradeRegion",
     "DropComponent",
+    "DropPosition",
     "ShiftGroupShare",
     "SliceKind",
     "catch_report",
@@ -133,7 +140,7 @@ def parse_canary(spec: str, *, option: str = "--t2i-canary") -> CanarySpec:
         >>> parse_canary("melt_region:africa")
         Traceback (most recent call last):
         ...
-        ValueError: --t2i-canary 'melt_region:africa': unknown canary 'melt_region'; choose from collapse_region, degrade_region, shift_group_share, drop_component, answer_language
+        ValueError: --t2i-canary 'melt_region:africa': unknown canary 'melt_region'; choose from collapse_region, degrade_region, shift_group_share, drop_component, drop_position, answer_language
     """
     return _machinery.parse_canary(spec, canaries=CANARIES, option=option)
 

@@ -179,8 +179,8 @@ CORE_OPTIONS: tuple[Option, ...] = (
            "new seeds) passes a written bound; the bound is the estimate minus z * sqrt(2) * its standard error "
            "(default 0.99)", default=0.99, type=float, metavar="P"),
     Option("--t2i-canary", "run the suite against a planted regression in one slice: NAME:SLICE[:PARAM], e.g. "
-           "collapse_region:africa, degrade_region:africa:0.5, drop_component:macaw, answer_language:eng_Latn, "
-           "shift_group_share:doctor:female=0.5 (t2i_fairness.canaries); the summary says which gates caught it",
+           "collapse_region:africa, degrade_region:africa:0.5, drop_component:macaw, drop_position:last:0.5, "
+           "answer_language:eng_Latn, shift_group_share:doctor:female=0.5 (t2i_fairness.canaries); the summary says which gates caught it",
            metavar="NAME:SLICE"),
     Option("--t2i-sequential", "decide gates in rounds of growing size per prompt (multiples of the batch size, the "
            "fixed-N run's first images) and stop each gate as soon as its verdict holds at any stopping time, at the "

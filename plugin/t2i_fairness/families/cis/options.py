@@ -1,4 +1,4 @@
-"""Components Inclusion Score's options (sample sizes per the smoke and paper presets, the order test, FID)."""
+"""Components Inclusion Score's options (sample sizes per the smoke and paper presets, the order test and its statistic, FID)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ DEFAULT_KS = (1, 2, 4, 8)
 SMOKE_PROMPTS, PAPER_PROMPTS = 4, 10_000  # prompts per K (paper section 6.1: M = 10,000)
 SMOKE_IMAGES, PAPER_IMAGES = 2, 16  # images per prompt (paper: N = 16)
 PAPER_ORDER_PROMPTS = 1_000  # paper section 8.1: M = 1,000 at K = 8
+PAPER_PRESET_GATES = 1_435  # gates of a full paper-preset run (issue #28, measured on main 1938921): its level 0.05 / 1,435
 MAX_K = 12  # a table has 2**K entries per prompt
 TILE_SIZE = 224
 IS_MAX_SPLITS, IS_MIN_PER_SPLIT = 10, 100
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp")
 TEXT_CHUNK = 2048  # texts per CLIP text-encoder call
 EXTREMES = 5  # components listed as most ignored / most prominent
+ORDER_TESTS = ("position", "paper")  # --t2i-cis-order-test
 
 OPTIONS = (
     Option("--t2i-cis-k", f"CIS: components per prompt, comma-separated (default 1,2,4,8 as the paper; at most {MAX_K})",
@@ -28,6 +30,9 @@ OPTIONS = (
            type=int, metavar="N"),
     Option("--t2i-cis-order-prompts", f"CIS order-invariance test: prompts of the largest K that are shuffled "
            f"(default min(M, {PAPER_ORDER_PROMPTS}))", type=int, metavar="M"),
+    Option("--t2i-cis-order-test", "CIS order-invariance test statistic: 'position' (default: inclusion by position "
+           "within each prompt, with power against an order effect) or 'paper' (section 8.1's chi-square by component); "
+           "both get a within-prompt permutation p-value", default="position", choices=ORDER_TESTS),
     Option("--t2i-cis-rate-min-images", "CIS per-component rate floor: only components requested in at least R "
            "images count (default N)", type=int, metavar="R"),
     Option("--t2i-cis-fid-reference", "CIS: real images for FID per K: DIR/k<K>/ subfolders, or one folder for every "
@@ -43,6 +48,7 @@ class CisOptions:
     order_prompts: int = SMOKE_PROMPTS
     rate_min_images: int = SMOKE_IMAGES
     fid_reference: Path | None = None
+    order_test: str = "position"
 
     @property
     def order_k(self) -> int | None:
@@ -90,4 +96,4 @@ def resolve(v: Values, core) -> CisOptions:
             fid_reference = v.invocation_dir / fid_reference
         if not fid_reference.is_dir():
             raise OptionError("--t2i-cis-fid-reference", f"{fid!r}: not a folder")
-    return CisOptions(ks, prompts, images, order_prompts, rate_min_images, fid_reference)
+    return CisOptions(ks, prompts, images, order_prompts, rate_min_images, fid_reference, v("--t2i-cis-order-test"))
