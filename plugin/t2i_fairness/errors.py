@@ -65,7 +65,7 @@ class DiskFullError(T2IError, OSError):
     """No space left on the disk (or quota) while writing ``path``: one message naming the folder, its
     free space and what was kept, instead of a traceback of ``OSError: [Errno 28]``.
 
-    Writes are atomic (:func:`t2i_fairness.spine.files.atomic_write_bytes`), so every file written before
+    Writes are atomic (:func:`t2i_fairness.base.files.atomic_write_bytes`), so every file written before
     is whole and kept, and the file being written was not left half-written.
 
     Args:
