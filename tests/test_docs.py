@@ -234,7 +234,9 @@ def _value(args, flag: str):
 
 
 def _is_hub(model) -> bool:
-    return bool(model) and "/" in model and not model.startswith((".", "/", "~", "images:", "python:"))
+    from t2i_fairness.generators import spec_kind
+
+    return bool(model) and spec_kind(model).hub
 
 
 def shell_commands(text: str, doc: str = "<doc>") -> list[DocCommand]:

@@ -465,7 +465,7 @@ def balance_size(value: Any, flag: str = "--t2i-balance-per-group") -> int | Non
 
 def resolve_core(v: Values) -> dict[str, Any]:
     """The core fields of :class:`T2IOptions` from the parsed values (a dict, so families can be added)."""
-    from t2i_fairness.generators import model_slug
+    from t2i_fairness.generators import check_revision, model_slug
 
     model = v("--t2i-model")
     raw_objects = v.raw("--t2i-objects")
@@ -478,9 +478,7 @@ def resolve_core(v: Values) -> dict[str, Any]:
         revision = str(revision).strip()
         if not revision or any(c.isspace() for c in revision):
             raise OptionError("--t2i-model-revision", f"expected a branch, tag or commit, got {v.raw('--t2i-model-revision')!r}")
-        if model in ("tiny", "procedural", "sd15-random") or str(model).startswith(("images:", "python:", ".", "/", "~")):
-            raise OptionError("--t2i-model-revision", f"applies to a hub id; --t2i-model {model!r} is not one "
-                              "(a local folder is named by the digest of its files)")
+        check_revision(model, revision)
     if v("--t2i-allow-loosen") and not v("--t2i-update-thresholds"):
         raise OptionError("--t2i-allow-loosen", "only makes sense with --t2i-update-thresholds")
     if v.raw("--t2i-baseline-seed") is not None and not v("--t2i-baseline-model"):
