@@ -231,14 +231,16 @@ def _workers(ray, workers: int | None, jobs: int) -> tuple[int, dict]:
     return max(1, min(n, jobs)), resources
 
 
-def _worker_device(worker) -> str:
-    """A worker actor's device: its roles' options share one ``--t2i-device``, decided once per actor
-    (:func:`~t2i_fairness.base.devices.decide_device`) and handed to each role's workbench."""
-    if getattr(worker, "_device", None) is None:
-        from t2i_fairness.base.devices import decide_device
+def _worker_run(worker):
+    """A worker actor's run context: its roles' options share one ``--t2i-device`` and ``--t2i-precision``,
+    decided once per actor, on its machine (:meth:`~t2i_fairness.base.devices.RunContext.decide`), and
+    handed to each role's workbench."""
+    if getattr(worker, "_run", None) is None:
+        from t2i_fairness.base.devices import RunContext
 
-        worker._device = decide_device(next(iter(worker.options.values())).device)
-    return worker._device
+        options = next(iter(worker.options.values()))
+        worker._run = RunContext.decide(options.device, options.precision)
+    return worker._run
 
 
 class ImageWorker:
@@ -255,7 +257,7 @@ class ImageWorker:
             from t2i_fairness.base.memo import no_progress
             from t2i_fairness.spine.workbench import Workbench
 
-            self.benches[role] = Workbench(self.options[role], no_progress, device=_worker_device(self))
+            self.benches[role] = Workbench(self.options[role], no_progress, run=_worker_run(self))
         return self.benches[role].factory
 
     def __call__(self, batch: dict) -> dict:
@@ -302,7 +304,7 @@ class FeatureWorker:
             d = json.loads(str(text))
             role = d["role"]
             if role not in self.benches:
-                self.benches[role] = Workbench(self.options[role], no_progress, device=_worker_device(self))
+                self.benches[role] = Workbench(self.options[role], no_progress, run=_worker_run(self))
                 self.studies[role] = {}
             bench = self.benches[role]
             before = dataclasses.asdict(bench.cache.stats)

@@ -174,7 +174,7 @@ class Blip2Captioner:
             profile: ``"tiny"`` (small random model, offline) or ``"paper"`` (Salesforce/blip2-opt-2.7b).
             device: torch device string.
             precision: ``auto`` (float16 on CUDA as the model card runs it, float32 elsewhere), ``float32``,
-                ``float16`` or ``bfloat16``; ``None``: the run's (:mod:`t2i_fairness.models.precision`).
+                ``float16`` or ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`).
             **options: ``weights`` (local directory or hub id; ``paper`` only), ``max_new_tokens``
                 (caption length cap; 30 for ``paper``, 8 for ``tiny``), ``batch_size`` (images per
                 generate call, default 8).

@@ -297,7 +297,7 @@ class InceptionFeatures:
         Args:
             profile: "tiny" (seeded random weights, 75 px) or "paper" (ImageNet weights, 299 px).
             device: torch device string.
-            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: the run's
+            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: ``auto``
                 (:mod:`t2i_fairness.models.precision`; ``auto`` is float32 everywhere, as DIG In ran it).
             **options: ``weights`` (local .pth for paper), ``allow_download`` (paper, default False),
                 ``image_size``, ``dtype`` (one of DTYPES: the precision under its older name; it wins

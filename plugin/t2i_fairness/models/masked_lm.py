@@ -109,8 +109,8 @@ class MaskedLMReplacer:
         Args:
             profile: ``"tiny"`` (random small BERT, real vocabulary) or ``"paper"`` (bert-base-uncased).
             device: torch device string.
-            precision: ``auto`` (float32 everywhere), ``float32``, ``float16`` or ``bfloat16``; ``None``: the
-                run's (:mod:`t2i_fairness.models.precision`).
+            precision: ``auto`` (float32 everywhere), ``float32``, ``float16`` or ``bfloat16``; ``None``:
+                ``auto`` (:mod:`t2i_fairness.models.precision`).
             **options: ``weights`` (local directory or hub id replacing the paper source; ``paper`` only),
                 ``stop_tokens`` (replaces ``STOP_TOKENS``).
 

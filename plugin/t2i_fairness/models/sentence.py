@@ -184,7 +184,7 @@ class SentenceEncoder:
             profile: ``"tiny"`` (the real all-MiniLM-L6-v2, bundled) or ``"paper"`` (all-mpnet-base-v2).
             device: torch device string.
             precision: ``auto`` (float32 everywhere, as sentence-transformers), ``float32``, ``float16`` or
-                ``bfloat16``; ``None``: the run's (:mod:`t2i_fairness.models.precision`).
+                ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`).
             **options: ``model`` (a name in ``SENTENCE_MODELS``, overrides the profile's choice),
                 ``weights`` (local directory or hub id to load instead of the config's source),
                 ``batch_size`` (texts per forward pass, default 32).

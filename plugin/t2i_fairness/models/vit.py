@@ -198,8 +198,7 @@ class MaskedViTFeatures:
         Args:
             profile: "tiny" (small seeded random ViT) or "paper" (ViT-B/16 in21k -> in1k).
             device: torch device string.
-            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: the run's
-                (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
+            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
             **options: paper: ``weights`` (local file), ``allow_download`` (default False),
                 ``cache_dir``, ``tag`` (timm pretrained tag); tiny: ``seed``; both: ``batch_size`` and
                 ``dtype`` (float32 by default as the released code ran; float16 on CUDA is recorded in

@@ -250,7 +250,7 @@ class T2IOptions:
     model_revision: str | None = _default("--t2i-model-revision")  # a hub id's branch, tag or commit
     preset: str = "smoke" if _default("--t2i-model") in SMOKE_MODELS else "paper"
     scorers: str = _default("--t2i-scorers")
-    device: str = _default("--t2i-device")  # the request; base.devices.decide_device decides it once per session
+    device: str = _default("--t2i-device")  # the request; base.devices.RunContext.decide decides it once per run
     precision: str = _default("--t2i-precision")  # t2i_fairness.models.precision resolves it per model and device
     objects: tuple[str, ...] = tuple(_default("--t2i-objects"))
     images_per_prompt: int = _default("--t2i-images-per-prompt")
@@ -570,17 +570,6 @@ def resolve_options(get: Callable[[str], Any], *, rootdir: Path | str = ".", inv
             raise OptionError("--t2i-canary", str(exc).removeprefix("--t2i-canary").lstrip(": ")) from None
     parts = {f.name: (f.resolve(v, core) if f.resolve is not None else None) for f in families}
     return dataclasses.replace(core, families=types.MappingProxyType(parts), canary_spec=canary_spec)
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when available, else ``cpu`` (kept name: :func:`t2i_fairness.base.devices.decide_device`).
-
-    Raises:
-        OptionError: ``cuda``/``cuda:N`` on a machine without that device.
-    """
-    from t2i_fairness.base.devices import decide_device
-
-    return decide_device(device)
 
 
 # ------------------------------------------------------------------------------------- the docs' table

@@ -14,7 +14,6 @@ from PIL import Image
 
 from t2i_fairness import __version__
 from t2i_fairness.errors import ModelLoadError
-from t2i_fairness.models import precision
 from t2i_fairness.base import identity
 from t2i_fairness.base.cache import Cache, content_key, decode_array, encode_array
 from t2i_fairness.base.memo import Memo, namespace_of, no_progress
@@ -24,7 +23,7 @@ from t2i_fairness.base.rowstore import FeatureRows
 _no_progress = no_progress  # the name the project's tests import
 from t2i_fairness.spine.generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
 from t2i_fairness.generators import GenerationSettings, GeneratorSource, resolve_generator
-from t2i_fairness.base.devices import decide_device
+from t2i_fairness.base.devices import RunContext
 from t2i_fairness.spine.options import T2IOptions
 
 _no_progress = no_progress  # the name older tests and scripts import from here
@@ -41,15 +40,18 @@ class Workbench:
         generate_on: the device whose images to name when it is not this machine's (``t2i-fairness
             generate --engine ray`` plans on the driver what GPU workers make: CUDA images are fp16,
             so their keys differ); scorers stay on this machine's device.
+        run: the run's device and precision, decided once (:class:`~t2i_fairness.base.devices.RunContext`):
+            the generator and every scorer are built with it (default: decided here from ``options``).
         read_only: look at the cache and write nothing, the cache folder included (``t2i-fairness plan``).
     """
 
     def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None,
                  wrap: Callable[[GeneratorSource], GeneratorSource] | None = None, generate_on: str | None = None,
-                 device: str | None = None, read_only: bool = False):
+                 run: RunContext | None = None, read_only: bool = False):
         self.options = options
         self.fatal = fatal
-        self.device = device if device is not None else decide_device(options.device)
+        self.run = run if run is not None else RunContext.decide(options.device, options.precision)
+        self.device = self.run.device
         self.cache = _make_cache(options.cache_dir, options.cache_mirror)
         if not read_only:
             self.cache.check_writable()
@@ -62,7 +64,7 @@ class Workbench:
         with identity.using(self.digests):
             self.source: GeneratorSource = resolve_generator(
                 options.model, settings, generate_on or self.device, lambda prompt, index: derive_seed(prompt, index, options.seed),
-                revision=options.model_revision, precision=options.precision,
+                revision=options.model_revision, precision=self.run.precision,
             )
             if wrap is not None:  # e.g. a canary (t2i_fairness.canaries): its fingerprint keeps its images apart
                 self.source = wrap(self.source)
@@ -135,19 +137,27 @@ class Workbench:
             raise
 
     # -- scorers ------------------------------------------------------------------------------
-    def scorer(self, name: str, build: Callable[[str, str], object] | None = None):
+    def scorer(self, name: str, build: str | Callable[[str, RunContext], object] | None = None):
         """The session's instance of a scorer, built once from the ``--t2i-scorers`` profile.
 
-        ``build(profile, device)`` makes it; known names need no builder.
+        Args:
+            name: the scorer's name in this session (``clip``, ``decomposed_vit``, ...).
+            build: a registered kind (:data:`t2i_fairness.models.registry.SCORERS`: ``vit``, ``segmenter``,
+                ...), or ``build(profile, run) -> model`` (``run``: this workbench's
+                :class:`~t2i_fairness.base.devices.RunContext`, the device and precision to build at); a
+                callable's ``kind`` attribute, when it has one, names the registered kind it builds.
+                Default: ``name`` is a registered kind.
+
+        Raises:
+            ValueError: neither ``build`` nor ``name`` is a registered kind.
         """
         if name not in self._scorers:
-            builder = build or _BUILDERS.get(name)
-            if builder is None:
-                raise ValueError(f"unknown scorer {name!r}; known: {sorted(_BUILDERS)} (or pass build=)")
+            from t2i_fairness.models.registry import scorer_kind
+
+            builder = scorer_kind(build or name).build if build is None or isinstance(build, str) else build
             try:
-                # --t2i-precision: every adapter's from_profile reads it (t2i_fairness.models.precision)
-                with identity.using(self.digests), precision.using(self.options.precision):
-                    scorer = builder(self.options.scorers, self.device)
+                with identity.using(self.digests):
+                    scorer = builder(self.options.scorers, self.run)
                     fingerprint = getattr(scorer, "fingerprint", None)
                     self._note(f"scorer {name} ({self.options.scorers})", fingerprint if isinstance(fingerprint, str) else None,
                                "its features are computed anew", "its cached features are used again")
@@ -241,21 +251,6 @@ class Workbench:
         if not hasattr(self, "_gpu_name"):
             self._gpu_name = identity.gpu_name(self.device)
         return self._gpu_name
-
-
-def _clip(profile: str, device: str):
-    from t2i_fairness.models.clip import ClipModel
-
-    return ClipModel.from_profile(profile, device)
-
-
-def _inception(profile: str, device: str):
-    from t2i_fairness.models.inception import InceptionFeatures
-
-    return InceptionFeatures.from_profile(profile, device)
-
-
-_BUILDERS: dict[str, Callable[[str, str], object]] = {"clip": _clip, "inception": _inception}
 
 
 def _make_cache(location, mirror_root: Path) -> Cache:
