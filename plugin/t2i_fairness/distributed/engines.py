@@ -33,7 +33,7 @@ from t2i_fairness.base.cache import is_url
 from t2i_fairness.spine.options import T2IOptions
 from t2i_fairness.spine.plan import BatchJob, Need, run_job
 
-__all__ = ["EngineUnavailable", "Outcome", "RAY_INSTALL", "features_local", "features_ray", "generate_local",
+__all__ = ["EngineUnavailable", "Outcome", "RAY_INSTALL", "features_local", "features_ray", "generate_first", "generate_local",
            "generate_ray", "portable_options"]
 
 RAY_INSTALL = "pip install 't2i-fairness[ray]'  (or: pip install 'ray[data]')"
@@ -140,6 +140,47 @@ def generate_local(plan, progress: bool = True) -> Outcome:
     for rp in plan.roles:
         with progress_bar(len(rp.to_make), f"generating ({rp.role})", progress) as advance:
             run_jobs(rp.bench.factory, rp.jobs, advance, outcome)
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
+def generate_first(bench, tests) -> Outcome:
+    """Generation first (a pytest run's): make every image the selected ``tests`` of the workbench's role will
+    ask for, in the plan's canonical batches (the bytes the tests would make), then release the generator and
+    whatever planning loaded, so no scorer shares the memory with the generator.
+
+    Args:
+        bench: the session's :class:`~t2i_fairness.spine.workbench.Workbench` (its ``role``).
+        tests: the selected tests (:func:`~t2i_fairness.distributed.selection.selected_tests`), every role's.
+
+    Raises:
+        ModelLoadError: the generator cannot be loaded or does not fit (``NotEnoughMemoryError``).
+    """
+    from t2i_fairness.distributed.planner import build_plan
+    from t2i_fairness.distributed.selection import Selection
+
+    from t2i_fairness.errors import ModelLoadError, OptionError
+
+    role = getattr(bench, "role", "candidate")
+    selection = Selection(bench.options, [t for t in tests if t.call.role == role])
+    try:
+        plan = build_plan(selection, run=bench.run, benches={role: bench})
+    except (ModelLoadError, OptionError, OSError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a study that cannot plan: its gates generate as they run
+        bench.use.notes.append(f"generation first skipped: planning the {role}'s images raised {_error(exc)}; "
+                               "images are generated as the gates ask, with the generator held until the last")
+        return Outcome()
+    outcome = Outcome()
+    start = time.perf_counter()
+    for rp in plan.roles:
+        bench.release(generator=False)  # what planning loaded (a masked LM to plan word-level prompts): not now
+        if rp.jobs:
+            bench.factory.source.get()  # loaded here, so a model that cannot be loaded stops the run at once
+            with bench.progress(len(rp.to_make), f"generating first ({role})") as advance:
+                run_jobs(bench.factory, rp.jobs, advance, outcome)
+    bench.generated_first = True
+    bench.release(keep=None)  # the generator: every planned image is made
     outcome.seconds = time.perf_counter() - start
     return outcome
 

@@ -74,7 +74,7 @@ def _families_of(test) -> list:
 
 
 def build_plan(selection: Selection, check_cache: bool = True, progress=None, generate_on: str | None = None,
-               read_only: bool = False, run=None) -> Plan:
+               read_only: bool = False, run=None, benches: dict | None = None) -> Plan:
     """The plan of a selection: needs per family and role, image requests, and the jobs that make the missing ones.
 
     Args:
@@ -87,6 +87,7 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
             with the plan's workbenches, so it plans writable.
         run: the run's :class:`~t2i_fairness.base.devices.RunContext` (device and precision), handed to both
             roles' workbenches (default: decided here from the selection's options).
+        benches: role -> the workbench to plan on (a pytest run's own); the other roles get new ones.
 
     Raises:
         OptionError, ModelLoadError, OSError: as a pytest run of the selection would (a bad option,
@@ -111,7 +112,9 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
         role = test.call.role
         if role not in roles:
             opts = role_options(options, role)
-            bench = Workbench(opts, progress or no_progress, generate_on=generate_on, run=run, read_only=read_only)
+            bench = (benches or {}).get(role) or Workbench(opts, progress or no_progress, generate_on=generate_on, run=run,
+                                                            read_only=read_only)
+            opts = bench.options
             roles[role] = RolePlan(role, opts, bench, generate_on=(generate_on or bench.device).split(":")[0])
         rp = roles[role]
         for family in families:

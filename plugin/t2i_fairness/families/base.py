@@ -90,6 +90,9 @@ class Family:
             early stop still runs to ``N`` under these options (a template that is not a balanced grid of
             images, coverage that is not nested, ...), or ``None``; what ``t2i-fairness plan
             --t2i-sequential`` counts (the round driver decides from the data itself).
+        scorers: the workbench scorers its studies ask for (``bench.scorer(name)``): a run releases a
+            scorer once no remaining gate's family names it, and the generator once every planned image is
+            made. ``None`` (the default): not declared, so every model stays loaded while its gates remain.
     """
 
     name: str
@@ -108,6 +111,7 @@ class Family:
     sequential: Mapping[str, str] = field(default_factory=dict)
     look: Callable[[Any, int], Any] | None = None
     runs_to_n: Callable[[GateCall, T2IOptions], str | None] | None = None
+    scorers: tuple[str, ...] | None = None
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

@@ -62,6 +62,9 @@ class GeneratorSource:
             identity of one (prompt, seed), or ``None`` when it has none; image keys then use it
             instead of ``fingerprint``, so replacing one file re-reads that image alone.
         notes: what resolving found worth saying (an unversioned fingerprint).
+        need: ``need() -> MemoryNeed | None``: what the model needs, counted before it is built
+            (:mod:`t2i_fairness.base.memory`); ``None`` for a source with nothing to load.
+        before_load: called with the source before its model is built (the workbench checks that it fits).
     """
 
     spec: str
@@ -73,11 +76,20 @@ class GeneratorSource:
     weights: str | None = None
     item_key: Callable[[str, int], str | None] | None = None
     notes: list[str] = field(default_factory=list)
+    need: Callable[[], object] | None = None
+    before_load: Callable[["GeneratorSource"], None] | None = None
 
     def get(self) -> Generator:
         if self._generator is None:
+            if self.before_load is not None:
+                self.before_load(self)
             self._generator = self._load()
         return self._generator
+
+    def release(self) -> bool:
+        """Drop the model (a later :meth:`get` builds it again); whether one was held."""
+        held, self._generator = self._generator is not None, None
+        return held
 
     @property
     def loaded(self) -> bool:
@@ -262,9 +274,22 @@ def _builtin_random(config_name: str, subject: str, tiny: bool):
         fp = diffusers_fingerprint(tiny_model_name(config_name), resolved, r.device, weights, r.precision)
         load = ((lambda: DiffusersGenerator.tiny(resolved, r.device, r.precision)) if tiny
                 else (lambda: DiffusersGenerator.random(config_name, resolved, r.device, r.precision)))
-        return GeneratorSource(r.spec, fp, resolved, load, subject=subject or f"model {r.spec}", weights=weights)
+        return GeneratorSource(r.spec, fp, resolved, load, subject=subject or f"model {r.spec}", weights=weights,
+                               need=_diffusers_need(r, resolved, config_name=config_name))
 
     return resolve
+
+
+def _diffusers_need(r: SpecRequest, resolved: GenerationSettings, *, config_name: str | None = None, folder=None):
+    """``need()`` of a diffusers source: counted when asked (building the architecture on the meta device
+    takes a second), from a config or the safetensors of a folder (``folder`` may be a callable)."""
+    def need():
+        from t2i_fairness.generators.diffusers_pipe import diffusers_need
+
+        where = folder() if callable(folder) else folder
+        return diffusers_need(r.spec, resolved, r.device, r.precision, config_name=config_name, folder=where)
+
+    return need
 
 
 def _resolve_random(r: SpecRequest) -> GeneratorSource:  # sd15-random: SD 1.5's sizes, seeded random weights
@@ -345,7 +370,8 @@ def _resolve_local(r: SpecRequest) -> GeneratorSource:
             )
         return gen
 
-    return GeneratorSource(spec, fp, resolved, load_local, subject=f"model {folder}", weights=weights)
+    return GeneratorSource(spec, fp, resolved, load_local, subject=f"model {folder}", weights=weights,
+                           need=_diffusers_need(r, resolved, folder=folder))
 
 
 def _resolve_hub(r: SpecRequest) -> GeneratorSource:
@@ -360,7 +386,18 @@ def _resolve_hub(r: SpecRequest) -> GeneratorSource:
         lambda: DiffusersGenerator.from_pretrained(r.spec, resolved, r.device, revision=commit, weights=commit[:12],
                                                    precision=r.precision),
         subject=f"model {r.spec}" + (f" ({r.revision})" if r.revision else ""), weights=commit[:12],
+        need=_diffusers_need(r, resolved, folder=lambda: _hub_snapshot(r.spec, commit)),
     )
+
+
+def _hub_snapshot(repo_id: str, commit: str) -> Path | None:
+    """The local snapshot folder of a hub id at ``commit`` (``None`` when it is not downloaded yet)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - huggingface_hub comes with diffusers
+        return None
+    found = try_to_load_from_cache(repo_id, "model_index.json", revision=commit)
+    return Path(found).parent if isinstance(found, str) else None
 
 
 def _is_random_model(spec: str) -> bool:

@@ -172,6 +172,18 @@ def _load_hf(loader: Any, source: str, what: str, *, allow_download: bool, cache
         ) from err
 
 
+def random_models(config: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The detector and SAM of a random config (tiny, paper-random), seeded: (Grounding DINO, SAM)."""
+    from transformers import GroundingDinoConfig, GroundingDinoForObjectDetection, SamConfig, SamModel
+
+    seed = int(config["seed"])
+    with seeded_init(seed):
+        detector = GroundingDinoForObjectDetection(GroundingDinoConfig(**config["detector"]))
+    with seeded_init(seed + 1):
+        sam = SamModel(SamConfig(**config["sam"]))
+    return detector, sam
+
+
 def _hf_identity(source: str, model: Any) -> str:
     """A loaded checkpoint's identity: a local folder's digest, or the hub id at the commit loaded."""
     if os.path.isdir(source):
@@ -206,6 +218,7 @@ class LangSAMSegmenter:
     """
 
     OPTIONS = ("detector", "sam", "box_threshold", "text_threshold", "dtype", "seed", "allow_download", "cache_dir")
+    box_batch = 16  # boxes per SAM mask-decoder call (masks_for_boxes): bounds its memory, changes no mask
 
     def __init__(self, detector: Any, detector_processor: Any, sam: Any, sam_processor: Any, *,
                  config: Mapping[str, Any], profile: str, weights_id: str, device: str = "cpu") -> None:
@@ -230,8 +243,7 @@ class LangSAMSegmenter:
         Args:
             profile: "tiny" (small random models, offline) or "paper" (grounding-dino-base + sam-vit-huge).
             device: torch device string.
-            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: the run's
-                (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
+            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
             **options: ``detector`` / ``sam`` (paper: hub id or local directory), ``box_threshold``,
                 ``text_threshold``, ``dtype``, ``seed`` (tiny), ``allow_download`` and ``cache_dir`` (paper).
 
@@ -278,23 +290,16 @@ class LangSAMSegmenter:
     @classmethod
     def _tiny(cls, config: dict, profile: str, device: str) -> "LangSAMSegmenter":
         from transformers import (
-            GroundingDinoConfig,
-            GroundingDinoForObjectDetection,
             GroundingDinoImageProcessor,
             GroundingDinoProcessor,
-            SamConfig,
             SamImageProcessor,
-            SamModel,
             SamProcessor,
         )
 
         if config["tokenizer"] != _BUNDLED_TOKENIZER:
             raise ValueError(f"unknown tiny tokenizer {config['tokenizer']!r}; choose from [{_BUNDLED_TOKENIZER!r}]")
         seed = int(config["seed"])
-        with seeded_init(seed):
-            detector = GroundingDinoForObjectDetection(GroundingDinoConfig(**config["detector"]))
-        with seeded_init(seed + 1):
-            sam = SamModel(SamConfig(**config["sam"]))
+        detector, sam = random_models(config)
         detector_processor = GroundingDinoProcessor(
             image_processor=GroundingDinoImageProcessor(size=dict(config["detector_size"])),
             tokenizer=_bundled_tokenizer(),
@@ -332,7 +337,11 @@ class LangSAMSegmenter:
 
     def masks_for_boxes(self, image: Image.Image, boxes: np.ndarray) -> np.ndarray:
         """One SAM mask per box (single-mask output, logits > 0): bool (k, H, W); with the config key
-        ``masks_within_boxes`` (tiny), each mask is cut to its box."""
+        ``masks_within_boxes`` (tiny), each mask is cut to its box.
+
+        The image is encoded once; the mask decoder then takes :attr:`box_batch` boxes at a time (each
+        box's mask depends on the image and that box alone), so a detector that boxes hundreds of
+        queries (a random one) needs the memory of ``box_batch`` masks, not of hundreds."""
         import torch
 
         image = image.convert("RGB")
@@ -343,11 +352,16 @@ class LangSAMSegmenter:
         original_sizes, reshaped_sizes = inputs["original_sizes"], inputs["reshaped_input_sizes"]
         model_inputs = to_weights({"pixel_values": inputs["pixel_values"], "input_boxes": inputs["input_boxes"]},
                                   self._dtype, self.device)
+        chunks = []
         with torch.inference_mode():
-            outputs = self.sam(**model_inputs, multimask_output=False)
-        masks = self.sam_processor.image_processor.post_process_masks(
-            outputs.pred_masks.float().cpu(), original_sizes, reshaped_sizes, binarize=True)[0]
-        masks = masks[:, 0].numpy().astype(bool)
+            embeddings = self.sam.get_image_embeddings(model_inputs["pixel_values"])
+            for start in range(0, len(boxes), self.box_batch):
+                outputs = self.sam(image_embeddings=embeddings, multimask_output=False,
+                                   input_boxes=model_inputs["input_boxes"][:, start:start + self.box_batch])
+                chunk = self.sam_processor.image_processor.post_process_masks(
+                    outputs.pred_masks.float().cpu(), original_sizes, reshaped_sizes, binarize=True)[0]
+                chunks.append(chunk[:, 0].numpy().astype(bool))
+        masks = np.concatenate(chunks)
         if self.config.get("masks_within_boxes"):
             masks &= box_masks(boxes, image.height, image.width)
         return masks

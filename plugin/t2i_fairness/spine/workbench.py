@@ -5,9 +5,10 @@ Plain Python (no pytest): fixtures hand it to tests; other tools can use it dire
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 import re
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 from PIL import Image
@@ -18,7 +19,9 @@ from t2i_fairness.base import identity
 from t2i_fairness.base.cache import Cache, content_key, decode_array, encode_array
 from t2i_fairness.base.memo import Memo, namespace_of, no_progress
 
+from t2i_fairness.base.memory import ModelUse
 from t2i_fairness.base.rowstore import FeatureRows
+from t2i_fairness.spine.residency import Resident
 
 _no_progress = no_progress  # the name the project's tests import
 from t2i_fairness.spine.generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
@@ -66,8 +69,11 @@ class Workbench:
                 options.model, settings, generate_on or self.device, lambda prompt, index: derive_seed(prompt, index, options.seed),
                 revision=options.model_revision, precision=self.run.precision,
             )
+            self._sources = [self.source]  # the model's source, and a wrapper around it: released together
             if wrap is not None:  # e.g. a canary (t2i_fairness.canaries): its fingerprint keeps its images apart
                 self.source = wrap(self.source)
+                self._sources.insert(0, self.source)
+            self._sources[-1].before_load = self._before_generator_load  # the model's own source, wrapped or not
             if self.source.spec.startswith("images:"):
                 self._note(self.source.subject, self.source.weights, "images whose files changed are read anew",
                            "what was cached under them is used again", what="images")
@@ -80,9 +86,11 @@ class Workbench:
             self.factory.on_measured = self._store_rate
         self.rate_device = generate_on or self.device
         self.feature_rows = FeatureRows(self.cache)  # features: rows in segment files, not a file per row
-        self._scorers: dict[str, object] = {}
+        self._scorers: dict[str, Resident] = {}
         self._shared: dict = {}
         self._versions = identity.library_versions()
+        self.use = ModelUse()  # what this workbench loaded and released (the run's summary)
+        self.generated_first = False  # every planned image made before the gates ran (generation first)
 
     def _store_rate(self, seconds: float, images: int) -> None:
         """Store this run's generation time per image so far (:mod:`t2i_fairness.spine.rates`)."""
@@ -137,36 +145,94 @@ class Workbench:
             raise
 
     # -- scorers ------------------------------------------------------------------------------
-    def scorer(self, name: str, build: str | Callable[[str, RunContext], object] | None = None):
-        """The session's instance of a scorer, built once from the ``--t2i-scorers`` profile.
+    def scorer(self, name: str, build: str | Callable[[str, RunContext], object] | None = None) -> Resident:
+        """The session's scorer ``name``, built once from the ``--t2i-scorers`` profile, after checking
+        that it fits in the memory free now (:func:`~t2i_fairness.base.memory.check_fits`).
+
+        What it returns is a :class:`~t2i_fairness.spine.residency.Resident`: the scorer, which the run
+        releases once no remaining gate needs it (:meth:`release`) and which builds itself again if used
+        after that; keep it as long as you like.
 
         Args:
             name: the scorer's name in this session (``clip``, ``decomposed_vit``, ...).
             build: a registered kind (:data:`t2i_fairness.models.registry.SCORERS`: ``vit``, ``segmenter``,
                 ...), or ``build(profile, run) -> model`` (``run``: this workbench's
                 :class:`~t2i_fairness.base.devices.RunContext`, the device and precision to build at); a
-                callable's ``kind`` attribute, when it has one, names the registered kind it builds.
-                Default: ``name`` is a registered kind.
+                callable's ``kind`` attribute, when it has one, names the registered kind it builds (its
+                memory need is that kind's). Default: ``name`` is a registered kind.
 
         Raises:
             ValueError: neither ``build`` nor ``name`` is a registered kind.
+            ModelLoadError: it cannot be loaded, or does not fit (``NotEnoughMemoryError``); ``fatal`` is
+                called with the message first.
         """
         if name not in self._scorers:
             from t2i_fairness.models.registry import scorer_kind
 
-            builder = scorer_kind(build or name).build if build is None or isinstance(build, str) else build
-            try:
-                with identity.using(self.digests):
-                    scorer = builder(self.options.scorers, self.run)
-                    fingerprint = getattr(scorer, "fingerprint", None)
-                    self._note(f"scorer {name} ({self.options.scorers})", fingerprint if isinstance(fingerprint, str) else None,
-                               "its features are computed anew", "its cached features are used again")
-                self._scorers[name] = scorer
-            except ModelLoadError as exc:
-                if self.fatal:
-                    self.fatal(str(exc))
-                raise
+            registered = build is None or isinstance(build, str)
+            kind = scorer_kind(build or name).name if registered else getattr(build, "kind", None)
+            builder = scorer_kind(kind).build if registered else build
+            load = lambda: self._load_scorer(name, kind, builder)  # noqa: E731
+            self._scorers[name] = Resident(name, load, load())
         return self._scorers[name]
+
+    def _load_scorer(self, name: str, kind: str | None, builder: Callable[[str, RunContext], object]) -> object:
+        from t2i_fairness.base.memory import check_fits
+
+        profile = self.options.scorers
+        try:
+            need = None
+            if kind is not None:
+                from t2i_fairness.models.memory import scorer_need
+
+                need = scorer_need(kind, profile, self.device, self.run.precision)
+            if need is not None:
+                need = dataclasses.replace(need, model=f"scorer {name} ({kind}, {profile})")
+                self.use.needs[f"scorer {name}"] = need.total
+            check_fits(need, self.device)
+            with identity.using(self.digests):
+                scorer = builder(profile, self.run)
+                if name not in self._scorers:  # its identity, once (a model built again is the same one)
+                    fingerprint = getattr(scorer, "fingerprint", None)
+                    self._note(f"scorer {name} ({profile})", fingerprint if isinstance(fingerprint, str) else None,
+                               "its features are computed anew", "its cached features are used again")
+        except ModelLoadError as exc:
+            if self.fatal:
+                self.fatal(str(exc))
+            raise
+        self.use.load(f"scorer {name}")
+        return scorer
+
+    def _before_generator_load(self, source: GeneratorSource) -> None:
+        """Check that the generator fits before it is built (one line naming what to change if not)."""
+        from t2i_fairness.base.memory import check_fits
+
+        need = source.need() if source.need is not None else None
+        if need is not None:
+            self.use.needs[f"generator {source.spec}"] = need.total
+        check_fits(need, self.device)  # NotEnoughMemoryError: a ModelLoadError, reported by images()
+        self.use.load(f"generator {source.spec}")
+
+    def release(self, *, generator: bool = True, keep: Iterable[str] | None = ()) -> list[str]:
+        """Release models no remaining gate needs: the generator (``generator``) and every scorer not in
+        ``keep`` (``None``: keep every scorer); they are built again if used later. Returns what was released.
+
+        The memory goes back to the system (:func:`~t2i_fairness.base.memory.give_back`), so the next model
+        loaded has it.
+        """
+        from t2i_fairness.base.memory import give_back
+
+        released = []
+        if generator and any([s.release() for s in self._sources]):
+            released.append(f"generator {self.source.spec}")
+        if keep is not None:
+            keep = set(keep)
+            released += [f"scorer {n}" for n, r in self._scorers.items() if n not in keep and r.release()]
+        for model in released:
+            self.use.release(model)
+        if released:
+            give_back()
+        return released
 
     # -- features -----------------------------------------------------------------------------
     def features(

@@ -63,6 +63,7 @@ FAMILY = Family(
     needs=_needs,
     sequential={"test_clgc": "score", "test_igc": "score", "test_lgc": "score", "test_scwl": "score", "test_dwl": "score",
                 "test_clgc_vs_english": "ratio", "test_scal_with_english": "score"},
+    scorers=("indic-blip2-captioner", "indic-blip2-image-features", "indic-sentence-encoder", "clip"),
     doc="The session's IndicTTI evaluation: ``indic.scores(lang)``, ``indic.scal(a, b)``, ``indic.scal_matrix()``.",
     canaries=CANARIES,
 )
