@@ -140,7 +140,7 @@ PAPER_SIZES = {
 @pytest.mark.parametrize("kind", sorted(PAPER_SIZES))
 def test_paper_random_builds_the_paper_architectures_offline(kind):
     """``--t2i-scorers paper-random``: the paper scorer's classes and sizes, random weights, no download.
-    (The segmenter, Grounding DINO base + SAM at 1024 px, needs ~15 GB on CPU: the GPU lane builds it.)"""
+    (The segmenter, Grounding DINO base + SAM at 1024 px, takes minutes per image on CPU: the GPU lane builds it.)"""
     import numpy as np
     from PIL import Image
 

@@ -1,6 +1,8 @@
 """Resolve ``--t2i-model`` into a generator source: a fingerprint now, the model only when needed.
 
-Spec forms:
+One table, :data:`SPEC_KINDS`, holds the kinds of spec: how each is recognised (the first that matches
+decides), how it resolves into a fingerprint and a loader (and what its model needs in memory), and
+whether ``--t2i-model-revision`` applies (:func:`check_revision`, the one hub-id check). Spec forms:
 - ``tiny``: the built-in smoke model (a real StableDiffusionPipeline with random weights).
 - ``sd15-random``: Stable Diffusion 1.5's UNet, VAE and text encoder at full size with seeded random
   weights (``model_configs/sd15-random.json``): the paper path, offline; its images mean nothing.

@@ -82,9 +82,9 @@ def diffusers_need(spec: str, settings: GenerationSettings, device: str, precisi
     from the safetensors headers of its ``folder`` (a local pipeline or a hub snapshot); ``None`` when
     neither can be read.
 
-    Activations per image are the figure the config's ``_memory`` note holds at ``at_px`` (``sd15-random``'s
-    for a checkpoint: SD 1.5's sizes), scaled by ``(height * width / at_px ** 2) ** exponent``, times the
-    batch size.
+    Activations are the config's ``_memory`` note's (``sd15-random``'s for a checkpoint: SD 1.5's sizes):
+    a fixed part, plus per image the figure at ``at_px`` scaled by the image's area (what
+    ``bench/bench_memory.py`` measured at 64, 128 and 256 px), times the batch size.
 
     Example:
         >>> need = diffusers_need("tiny", GenerationSettings(height=64, width=64, batch_size=16), "cpu", "float32",
@@ -106,10 +106,12 @@ def diffusers_need(spec: str, settings: GenerationSettings, device: str, precisi
         note, detail, in_float32 = activation_note("sd15-random"), "counted from its safetensors headers", False
     at = float(note.get("at_px", 64))
     height, width, batch = settings.height or 512, settings.width or 512, settings.batch_size or 1
-    per_image = float(note.get("activations_mb_per_image", 0)) * (height * width / (at * at)) ** float(note.get("exponent", 1))
-    per_item = int(per_image * 1024 ** 2 * BYTES.get(precision, 4) / 4)
-    return MemoryNeed(f"generator {spec}", parameters, precision, per_item * batch, batch, in_float32, per_item,
-                      detail=f"{detail}; {height}x{width}", flags=("--t2i-batch-size", "--t2i-precision", "--t2i-device"))
+    fixed, per_image = (float(x) for x in note.get("activations_mb", (0, 0)))
+    scale = 1024 ** 2 * BYTES.get(precision, 4) / 4
+    per_item = int(per_image * height * width / (at * at) * scale)
+    return MemoryNeed(f"generator {spec}", parameters, precision, int(fixed * scale) + per_item * batch, batch, in_float32,
+                      per_item, detail=f"{detail}; {height}x{width}",
+                      flags=("--t2i-batch-size", "--t2i-precision", "--t2i-device"))
 
 
 PAPER_DEFAULTS = {"steps": 50, "guidance": 7.0, "height": 512, "width": 512, "batch_size": 8}
