@@ -235,6 +235,8 @@ def refusal(need: MemoryNeed, free: Free, device: str, fits=None) -> str:
         = 4.0 GB, activations 0.20 GB at batch 8, 0.30 GB overhead) and 3.0 GB is free (RAM available). To fit:
         --t2i-precision bfloat16 (needs 2.4 GB), --t2i-device cuda (on a machine with a GPU), or a narrower -k
         (fewer families at once), or free memory on this machine
+        >>> "To fit: --t2i-batch-size 3 (needs 4.3 GB)" in refusal(need, Free(int(4.35 * GiB), "RAM available"), "cpu")
+        True
     """
     fits = fits or (lambda n: n.total <= free.bytes)
     ways = []
@@ -242,10 +244,8 @@ def refusal(need: MemoryNeed, free: Free, device: str, fits=None) -> str:
         smaller = next((b for b in range(need.batch - 1, 0, -1) if fits(need.at(batch=b))), None)
         if smaller:
             ways.append(f"--t2i-batch-size {smaller} (needs {fmt(need.at(batch=smaller).total)})")
-    if "--t2i-precision" in need.flags and need.precision == "float32":
-        half = need.at(precision="bfloat16")
-        if half.total < need.total:
-            ways.append(f"--t2i-precision bfloat16 (needs {fmt(half.total)})")
+    if "--t2i-precision" in need.flags and need.precision == "float32" and fits(need.at(precision="bfloat16")):
+        ways.append(f"--t2i-precision bfloat16 (needs {fmt(need.at(precision='bfloat16').total)})")
     if "--t2i-device" in need.flags and not str(device).startswith("cuda"):
         ways.append("--t2i-device cuda (on a machine with a GPU)")
     ways.append("or a narrower -k (fewer families at once), or free memory on this machine")

@@ -113,15 +113,14 @@ def _scorer_architecture(kind: str, profile: str, options: dict) -> tuple[Callab
     check_profile(profile)
     name = f"{kind}-{profile}"
     if kind == "inception":
-        from t2i_fairness.models.inception import INCEPTION_CONFIGS, _build_random_inception
+        from t2i_fairness.models.inception import _build_random_inception
 
-        cfg = INCEPTION_CONFIGS[profile]
-        return (lambda: _build_random_inception("kaiming_fan_in", 0)), cfg["weights"] is None, name
+        return (lambda: _build_random_inception("kaiming_fan_in", 0)), True, name  # torchvision loads float32
     if kind == "vit":
         from t2i_fairness.models.vit import VIT_CONFIGS, _create_timm
 
         cfg = VIT_CONFIGS[profile]
-        return (lambda: _create_timm(cfg, pretrained=False)), cfg.get("tag") is None, name
+        return (lambda: _create_timm(cfg, pretrained=False)), True, name  # timm builds and loads float32
     if kind == "clip":
         def clip():
             import open_clip
@@ -132,7 +131,7 @@ def _scorer_architecture(kind: str, profile: str, options: dict) -> tuple[Callab
             open_clip.add_model_config(_OPEN_CLIP_CONFIGS)
             return open_clip.create_model(load_model_config(name)["model"], pretrained=None, device="meta")
 
-        return clip, False, name
+        return clip, True, name  # open_clip builds float32, then casts
     if kind == "segmenter":
         from t2i_fairness.models.segmenter import SEGMENTER_CONFIGS, random_models
 
