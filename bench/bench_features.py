@@ -12,6 +12,11 @@ For each encoder, on the same cached PNG images, interleaved repetitions measure
     atomically (fsync + rename);
   * ours, warm: the same call on the now full feature cache (reads only).
 
+Then ``[cache reads]`` (``--reads-only`` runs only it): what checking a cached image on read costs,
+per 1000 images, without a check (fetch and read), with the index check every read does now (the
+bytes' SHA-256 against the entry written with the image, issue #30) and with the full PNG decode
+reads did before the index; printed as ratios to the read alone.
+
 Encoders: the tiny CLIP (open_clip ViT, 64 px) and tiny InceptionV3 (75 px) of ``--t2i-scorers tiny``
 on 64x64 images (the tiny generator's size); in full mode also the paper-size architectures with
 seeded random weights on 512x512 images (the paper generators' size): open_clip ViT-B-32 at 224 px
@@ -174,12 +179,77 @@ def bench_one(side: Side, refs: list, repeats: int, tmp: Path) -> dict[str, list
     return times
 
 
+def bench_reads(root: Path, refs: list, repeats: int) -> dict[str, list[float]]:
+    """Seconds to look at cached images the way a run does before using them, interleaved repetitions:
+
+    * no check: the file fetched and read (what reading an image costs anyway);
+    * index check: :meth:`ImageFactory.states`: read, SHA-256, one row-store lookup per batch of 16
+      against the entry written with the image (what a read does now);
+    * decode check: read and a full PNG decode (what a read did before the index).
+    """
+    from t2i_fairness.base.cache import Cache, decode_png
+    from t2i_fairness.base.memo import no_progress
+    from t2i_fairness.base.rowstore import ImageIndex
+    from t2i_fairness.spine.generation import ImageFactory
+
+    cache = Cache(root)
+    factory = ImageFactory(SimpleNamespace(settings=SimpleNamespace(batch_size=16), item_key=None), cache, 0, no_progress)
+    factory.index.add(ImageIndex.entry(r.key, r.path.read_bytes()) for r in refs)  # as written by the generator
+    batches = [refs[i:i + 16] for i in range(0, len(refs), 16)]
+
+    def no_check():
+        for r in refs:
+            cache.fetch(r.path)
+            r.path.read_bytes()
+
+    def index_check():
+        for batch in batches:
+            assert all(factory.states(batch))
+
+    def decode_check():
+        for r in refs:
+            cache.fetch(r.path)
+            decode_png(r.path.read_bytes())
+
+    sides = {"no check": no_check, "index check": index_check, "decode check": decode_check}
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    index_check()  # the row store's first scan, untimed
+    for rep in range(repeats):
+        for name in (list(sides) if rep % 2 == 0 else list(sides)[::-1]):
+            start = time.perf_counter()
+            sides[name]()
+            times[name].append(time.perf_counter() - start)
+    factory.index.store.close()
+    return times
+
+
+def print_reads(images: dict, tmp: Path, repeats: int) -> None:
+    print("\n[cache reads] checking cached images on read: median seconds per 1000 images (interleaved repetitions); "
+          "ratio = with the check / without")
+    print(f"    {'images':>12s}{'no check':>10s}{'index check':>13s}{'decode check':>14s}{'index/no':>10s}{'decode/no':>11s}")
+    for profile, refs in images.items():
+        t = {k: statistics.median(v) * 1000 / len(refs) for k, v in bench_reads(tmp / f"reads-{profile}", refs, repeats).items()}
+        px = refs[0].load().size[0]
+        print(f"    {f'{len(refs)}x{px}px':>12s}{t['no check']:10.3f}{t['index check']:13.3f}{t['decode check']:14.3f}"
+              f"{t['index check'] / t['no check']:10.2f}{t['decode check'] / t['no check']:11.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny encoders only, fewer images")
+    parser.add_argument("--reads-only", action="store_true", help="only the cache-read check (no encoder)")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # progress lines show up when piped to a file
     sizes = QUICK if args.quick else FULL
+    if args.reads_only:
+        with tempfile.TemporaryDirectory(prefix="t2i-bench-reads-") as tmp_name:
+            tmp = Path(tmp_name)
+            images = {"tiny": make_images(tmp, 4 * sizes["tiny_images"], 64)}
+            if sizes["paper"]:
+                images["paper"] = make_images(tmp, 4 * sizes["paper_images"], 512, seed=1)
+            print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs")
+            print_reads(images, tmp, max(5, sizes["repeats"]))
+        return
 
     import torch
 
@@ -208,6 +278,12 @@ def main() -> None:
         print(f"    {name:31s}{f'{n}x{px}px':>10s}{ips['bare forward']:10.1f}{ips['decode + preprocess']:12.1f}"
               f"{ips['cache writes']:9.0f}"
               f"{ips['ours, cold']:11.1f}{ips['ours, warm']:11.0f}{ratio - 1:+10.1%}")
+    with tempfile.TemporaryDirectory(prefix="t2i-bench-reads-") as tmp_name:
+        tmp = Path(tmp_name)
+        images = {"tiny": make_images(tmp, sizes["tiny_images"], 64)}
+        if sizes["paper"]:
+            images["paper"] = make_images(tmp, sizes["paper_images"], 512, seed=1)
+        print_reads(images, tmp, sizes["repeats"])
     print(f"    load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (1, 5, 15 min)")
 
 

@@ -8,7 +8,10 @@ image); the worst region stays above a floor, and the worst/best ratio (parity) 
 
 Every value carries the interval of its indicator type (:mod:`t2i_fairness.metrics.intervals`):
 Wilson's for precision, the jackknife-Wilson interval for coverage (generated images are the unit
-drawn; the percentile bootstrap of coverage is biased low), the delta method for the ratio.
+drawn; the percentile bootstrap of coverage is biased low). The gate's test is exact for each share
+(Clopper-Pearson at its effective size); the worst region counts that it was picked among G (Bonferroni),
+and parity is the union of the ordered pairs' linear hypotheses ``theta_g - r theta_h >= 0`` (MOVER-R):
+:mod:`t2i_fairness.metrics.evidence`.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ import pytest
 
 from t2i_fairness.families.dig_in.evidence import evidence
 from t2i_fairness.families.dig_in.report import region_bars, region_bounds, region_intervals, region_lines
-from t2i_fairness.families.dig_in.study import disparity, parity
+from t2i_fairness.families.dig_in.study import disparity
+from t2i_fairness.metrics.evidence import pairs, worst_of
 
 
 def _gate_group(s, metric, gate, confidence, sweeps=None, **extra):
@@ -46,8 +50,10 @@ def _worst(scores, metric, gate, confidence, **extra):
                        + "; ".join(scores[g].note for g in undefined if scores[g].note))
     worst = _lowest(scores, metric)
     s = scores[worst]
-    gate(getattr(s, metric), n=s.n_fake if metric == "precision" else s.n_real, interval=s.interval(metric, confidence),
-         details={"worst": worst, "by_group": {str(g): getattr(v, metric) for g, v in scores.items()}, **extra})
+    evidence = worst_of({str(g): v.interval(metric, confidence) for g, v in scores.items()}, confidence=confidence)
+    gate(evidence.estimate, n=s.n_fake if metric == "precision" else s.n_real, interval=evidence,
+         details={"worst": worst, "by_group": {str(g): getattr(v, metric) for g, v in scores.items()},
+                  "selected_from": evidence.selection, **extra})
 
 
 def _parity(scores, metric, gate, confidence):
@@ -56,10 +62,14 @@ def _parity(scores, metric, gate, confidence):
     undefined = [g for g, v in values.items() if math.isnan(v)]
     if undefined:
         gate.undefined(f"{metric} is undefined for {', '.join(map(str, undefined))}")
-    iv, worst, best = parity({g: s.interval(metric, confidence) for g, s in scores.items()}, confidence)
+    if len(values) < 2:
+        pytest.skip(f"parity needs two groups with {metric}; only {', '.join(map(str, values))} has one")
+    iv = pairs({str(g): s.interval(metric, confidence) for g, s in scores.items()}, contrast="ratio",
+               confidence=confidence)
+    worst, best = min(values, key=values.get), max(values, key=values.get)
     gate(iv.estimate, n=len(scores), interval=iv,
          details={"worst": str(worst), "best": str(best), "best_over_worst": disparity(values),
-                  "by_group": {str(g): v for g, v in values.items()}})
+                  "by_group": {str(g): v for g, v in values.items()}, "pairs_tested": iv.selection})
 
 
 # -- Region Indicator (4.2) -------------------------------------------------------------------------

@@ -6,8 +6,9 @@ Claims gated, for the prompts of ``--t2i-wi-prompts`` (default: the paper's two 
 - per word and group, ``|I_k(w)| <= x``: replacing the word by masked-LM candidates moves the share
   of the group by at most ``x`` (``test_word_influence[doctor-female]`` for k = 1,
   ``[ceo-female-k2]`` for k = 2).  A word found in several prompts is gated on its average
-  influence over them (Figure 3).  The gate's interval is Hoeffding's (Theorem 1); the bootstrap
-  interval is in the details and the summary table.
+  influence over them (Figure 3).  The gate's interval is Hoeffding's (Theorem 1), and so is its
+  p-value, ``2 exp(-2 t^2 / V)`` for an excess ``t`` over the bound (valid at any level, by the
+  inequality itself); the bootstrap interval is in the details and the summary table.
 - per prompt and group, ``|p(g) - 1/|groups|| <= y`` (HEIM's imbalance):
   ``test_representation[a_respected_doctor_at_the_hospital-female]``.
 
@@ -18,6 +19,7 @@ it does not gate.  Definitions (the paper's formulas were lost): :mod:`t2i_fairn
 from __future__ import annotations
 
 from t2i_fairness.families.word_influence.report import show
+from t2i_fairness.metrics.evidence import Hoeffding
 
 
 def test_word_influence(word_case, word_influence, t2i_report, gate):
@@ -30,7 +32,8 @@ def test_word_influence(word_case, word_influence, t2i_report, gate):
         abs(row.influence),
         n=row.n_images,
         higher_is_better=False,
-        interval=row.abs_interval,
+        interval=Hoeffding.from_half_width(abs(row.influence), row.hoeffding, row.abs_interval, row.n_images,
+                                           confidence=result.confidence, method="Hoeffding (|influence|)"),
         details={
             "word": word, "group": group, "k": k, "influence": row.influence,
             "hoeffding_half_width": row.hoeffding, "hoeffding_interval": list(row.interval),
@@ -49,7 +52,8 @@ def test_representation(prompt_case, word_influence, t2i_report, gate):
         r.gap,
         n=r.n_images,
         higher_is_better=False,
-        interval=r.interval,
+        interval=Hoeffding.from_half_width(r.gap, r.hoeffding, r.interval, r.n_images, confidence=result.confidence,
+                                           upper=1.0 - 1.0 / r.n_groups, method="Hoeffding (|p - parity|)"),
         details={"prompt": prompt, "group": group, "p": r.p, "parity": 1 / r.n_groups,
                  "hoeffding_half_width_of_p": r.hoeffding, "confidence": result.confidence},
     )

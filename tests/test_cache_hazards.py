@@ -178,3 +178,78 @@ def test_a_factory_in_the_project_root_imports_however_pytest_starts(pytester, s
                            "--t2i-update-thresholds"], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout
+
+
+# -- issue #30: every image and feature segment is checked when read, and what was made again is said --------
+
+
+def test_an_image_is_checked_against_its_index_entry_and_older_images_are_adopted(fake_source, tmp_path):
+    """The bytes written have an entry (size, SHA-256): read back intact they need no decode; damaged ones
+    match no entry and do not decode (corrupt); an image from before the index decodes and gets its entry."""
+    from t2i_fairness.base.rowstore import ImageIndex
+
+    factory = _factory(fake_source, tmp_path)
+    refs = factory.images(["bag"], 3)[0]
+    assert factory.states(refs) == [True, True, True]
+    entries = factory.index.check([r.key for r in refs], [r.path.read_bytes() for r in refs])
+    assert entries == [True, True, True]  # written with the images
+    data = refs[0].path.read_bytes()
+    refs[0].path.write_bytes(data[:len(data) // 2])
+    flipped = bytearray(refs[1].path.read_bytes())
+    flipped[len(flipped) // 2] ^= 0x10
+    refs[1].path.write_bytes(bytes(flipped))
+    assert factory.states(refs) == [False, False, True]
+    # an image written before the index (no entry): decoded once, then its entry is written
+    fresh = ImageIndex.of(Cache(tmp_path / "other"))
+    older = _factory(fake_source, tmp_path / "other")
+    older._index = fresh
+    (tmp_path / "other" / "images" / refs[2].key[:2]).mkdir(parents=True)
+    moved = older.ref("bag", 2)
+    moved.path.write_bytes(refs[2].path.read_bytes())
+    assert fresh.check([moved.key], [moved.path.read_bytes()]) == [None]
+    assert older.states([moved]) == [True]
+    assert fresh.check([moved.key], [moved.path.read_bytes()]) == [True]
+
+
+def test_a_png_truncated_to_100_bytes_with_its_features_cached_is_regenerated_and_counted(tmp_path, subprocess_env):
+    """Issue #30 (Done when): the image is found corrupt on read, made again (the same bytes: its canonical batch
+    is generated whole) and the summary counts it; its features, of the same bytes, are read from the cache.
+    (The built-in procedural generator: fast, deterministic, real-sized PNGs.)
+    Then a feature segment cut in the middle of a row: said in the summary, the rows past the cut computed again."""
+    args = [sys.executable, "-m", "pytest", "--pyargs", "t2i_fairness.fairness_tests", "-q", "-p", "no:cacheprovider",
+            "-k", "test_region_coverage and object_in_region-africa", "--t2i-model", "procedural",
+            "--t2i-objects", "bag", "--t2i-images-per-prompt", "2", "--t2i-no-progress",
+            "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml"),
+            "--t2i-artifacts", str(tmp_path / "art")]
+
+    def run():
+        out = subprocess.run(args, cwd=tmp_path, env=subprocess_env, capture_output=True, text=True, timeout=900)
+        assert "INTERNALERROR" not in out.stdout + out.stderr, out.stdout[-3000:] + out.stderr[-3000:]
+        return out.stdout
+
+    first = run()
+    assert "corrupt" not in first and "cut short" not in first, first[-3000:]
+    pngs = sorted((tmp_path / "cache" / "images").rglob("*.png"))
+    victim = pngs[len(pngs) // 2]
+    data = victim.read_bytes()
+    assert len(data) > 1000  # the procedural world's 64 px images
+    victim.write_bytes(data[:100])
+
+    second = run()
+    assert f"1 corrupt image regenerated (its bytes matched no index entry and did not decode):\n  {victim}\n" in second, \
+        second[-3000:]
+    assert victim.read_bytes() == data  # made again, the same bytes
+    features = {kind: (int(made), int(cached)) for kind, made, cached in
+                __import__("re").findall(r"^(features:\S+): (\d+) computed, (\d+) from cache$", second, __import__("re").M)}
+    assert features and all(made == 0 for made, _ in features.values()), second[-3000:]
+
+    # a feature segment cut in the middle of its last row, its writer gone
+    segments = [p for p in (tmp_path / "cache" / "rows").rglob("seg-*.rows") if p.parent.name != "images"]
+    segment = max(segments, key=lambda p: p.stat().st_size)
+    segment.write_bytes(segment.read_bytes()[:-7])
+    third = run()
+    assert f"1 cache segment found cut short; the rows past the cut are computed again:\n  {segment}@" in third, third[-3000:]
+    recomputed = {kind: int(made) for kind, made in
+                  __import__("re").findall(r"^(features:\S+): (\d+) computed", third, __import__("re").M)}
+    assert sum(recomputed.values()) >= 1, third[-3000:]
+    assert "corrupt image" not in third

@@ -470,3 +470,20 @@ def test_every_make_target_the_docs_name_exists():
         path.read_text(encoding="utf-8"), str(path.relative_to(REPO))) if c.kind == "make" and c.argv}
     missing = sorted(f"{where}: make {target}" for where, target in named if target not in targets)
     assert not missing, f"targets the docs name that the Makefile lacks: {missing}"
+
+
+def test_the_meaningful_miss_table_is_the_codes():
+    """docs/decisions.md's table of each kind's meaningful miss holds exactly gating.power.MEANINGFUL_MISS
+    (the kinds every gate test declares, less the unused alias `bounded`)."""
+    import re
+
+    from t2i_fairness.gating.power import MEANINGFUL_MISS
+
+    text = (REPO / "docs" / "decisions.md").read_text()
+    table = text.split("<!-- meaningful-miss:begin", 1)[1].split("<!-- meaningful-miss:end", 1)[0]
+    rows = {m.group(1): float(m.group(2)) for m in re.finditer(r"^\| `(\w+)` \|[^|]*\| ([0-9.]+) \|$", table, re.M)}
+    assert rows == {k: v for k, v in MEANINGFUL_MISS.items() if k != "bounded"}
+    from t2i_fairness.families import FAMILIES
+
+    declared = {kind for f in FAMILIES for kind in f.sequential.values()} - {"test"}
+    assert declared <= set(rows), declared - set(rows)

@@ -486,7 +486,8 @@ def test_bad_input(project, monkeypatch, case):
     """Prime the cache with one gate's images, run the case, and find every entry still there and decodable."""
     _prime(project)
     before = _snapshot(project.cache)
-    assert sorted(p.suffix for p in before) == [".npy", ".npy", ".png", ".png"]
+    # the two images, their features and the images' index (their sizes and digests, one row-store segment)
+    assert sorted(p.suffix for p in before) == [".npy", ".npy", ".png", ".png", ".rows"]
 
     CASES[case](Ctx(project, monkeypatch))
 

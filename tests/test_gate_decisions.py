@@ -8,6 +8,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 from scipy.stats import norm
 
@@ -139,7 +140,8 @@ def test_a_collapsed_region_fails_its_own_coverage_gates_with_a_value_and_only_t
     run.stdout.fnmatch_lines([
         # no generated image left: coverage 0 with the score interval of images covering nothing (never
         # [0, 0] and p = 0): 0 of 20 balls does not exclude the bound 0.08 at alpha / 12, so inconclusive
-        "*test_region_coverage?synthetic-object_in_region-africa?: measured 0.0000 [[]0.0000, 0.1611[]] (n=20)*p = 0.0878*",
+        # (the exact tail at the effective size since issue #28; Wilson's score test said 0.0878)
+        "*test_region_coverage?synthetic-object_in_region-africa?: measured 0.0000 [[]0.0000, 0.1611[]] (n=20)*p = 0.173*",
         "canary collapse_region:africa (region africa): caught by 1 of 2 gate(s) of its slice; 0 false alarm(s) among 10*",
     ])
     records = {r["gate"]: r for r in json.loads((region_suite.path / "art" / "run.json").read_text())["gates"]}
@@ -156,7 +158,10 @@ def test_plan_samples_prints_images_per_prompt_for_a_change(region_suite):
     run = _suite(region_suite, "--t2i-plan-samples", "0.05")
     run.stdout.fnmatch_lines([
         "images per prompt to detect a change of 0.05 with 80% power (alpha 0.05 over 12 gate(s)); the run used 6:",
-        "  test_region_coverage?synthetic-object_in_region-africa?: * (now se *, detectable now *)",
+        # 0 of 20 balls would not reject a floor of 0.084 at alpha / 12 (0.916^20 = 0.17): nothing to detect
+        "  test_region_coverage?synthetic-object_in_region-africa?: * (now se *, no miss of its bound is caught with "
+        "80% power at this size)",
+        "  test_region_precision?synthetic-object_in_region-americas?: * (now se *, detectable now *)",
     ])
 
 
@@ -266,3 +271,63 @@ def test_the_summary_names_gates_whose_bound_a_share_can_never_miss(nomodel):
     result.stdout.fnmatch_lines(["1 gate(s) cannot fail at their bound (a share in ?0, 1? with a min bound at or below 0*",
                                  "  test_share[edge]"])
     assert "  test_share[inside]" not in result.stdout.str()
+
+
+def test_underpowered_passes_are_said_in_words_in_every_output_and_match_the_power_computation(region_suite):
+    """Issue #28: a pass whose test could hardly fail a model missing its bound by the kind's meaningful miss
+    (0.10 on a share) says so next to its verdict in every output, and the summary counts such gates. The
+    power in the words is checked against an independent computation: scipy's binomial distribution at the
+    exact test's critical count (precision is a binomial share of its images)."""
+    import xml.etree.ElementTree as ET
+
+    from scipy import stats
+
+    _suite(region_suite, "--t2i-update-thresholds").assert_outcomes(passed=12)
+    run = _suite(region_suite, "--junitxml", str(region_suite.path / "j.xml"),
+                 "--t2i-report", str(region_suite.path / "rep"))
+    assert run.ret == pytest.ExitCode.OK, run.stdout.str()[-3000:]
+    out = run.stdout.str()
+    data = json.loads((region_suite.path / "art" / "run.json").read_text())
+    weak = [r for r in data["gates"] if r["status"] in ("pass", "inconclusive") and (r["power"] or {}).get("underpowered")]
+    assert weak, "the smoke sizes (12 images a region) cannot see a 0.10 miss at alpha / 12"
+    checked = 0
+    for r in data["gates"]:
+        if not r["gate"].startswith("test_region_precision") or r["bound"] is None or r["bound"] <= 0:
+            continue
+        n, b, level = int(r["uncertainty"]["n_effective"]), r["bound"], r["threshold"]
+        ks = np.arange(n + 1)
+        crit = ks[stats.binom.cdf(ks, n, b) <= level]
+        expect = float(stats.binom.cdf(crit.max(), n, max(b - 0.1, 0.0))) if crit.size else 0.0
+        assert r["power"]["power"] == pytest.approx(expect, abs=1e-9), r["gate"]
+        assert r["power"]["effect"] == 0.1 and r["power"]["level"] == pytest.approx(level)
+        if expect < 0.5:
+            pct = f"{100 * expect:.1f}%" if expect < 0.1 else f"{100 * expect:.0f}%"
+            if expect < 0.001:
+                pct = "<0.1%"
+            assert f"would catch a 0.1 miss {pct} of the time" in out, r["gate"]
+        checked += 1
+    assert checked >= 3
+    # counted in the summary, the verdict headline, run.json, JUnit, and marked in the HTML report
+    assert f"{len(weak)} gate(s) underpowered:" in out
+    assert f"underpowered)" in out.split("verdict:", 1)[1].splitlines()[0]
+    assert data["power"]["underpowered"] == len(weak) and len(data["power"]["gates"]) == len(weak)
+    suite = ET.parse(region_suite.path / "j.xml").getroot().find("testsuite")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["t2i_underpowered"] == str(len(weak))
+    cases = [c for c in suite.iter("testcase") if any(p.get("name") == "underpowered" for p in c.iter("property"))]
+    assert len(cases) == len(weak)
+    html = (region_suite.path / "rep" / "index.html").read_text()
+    assert html.count(", underpowered") >= len(weak)
+    # and `t2i-fairness plan` lists them, from that run, with the images for 80%
+    import subprocess
+    import sys
+
+    args = [a for a in PROCEDURAL if a not in ("-p", "no:cacheprovider")]
+    plan = subprocess.run([sys.executable, "-m", "t2i_fairness.cli", "plan", *args,
+                           "--t2i-thresholds", str(region_suite.path / "t.yaml"),
+                           "--t2i-artifacts", str(region_suite.path / "art")],
+                          cwd=region_suite.path, capture_output=True, text=True, timeout=600)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    assert f"{len(weak)} of the 12 selected gate(s) underpowered" in plan.stdout, plan.stdout[-2000:]
+    listed = [line for line in plan.stdout.splitlines() if line.startswith("  test_region_") and "80%" in line]
+    assert len(listed) == len(weak)

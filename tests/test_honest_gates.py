@@ -5,7 +5,8 @@
 * a bound an old thresholds file holds for it is not used, and the update flow removes it;
 * every gate kind's measure() path gives a p-value strictly inside (0, 1) or none at all, and never
   fails without one (a property test over the kinds' interval constructors, at shares of 0 and 1);
-* combinations of shares at 0 and 1 have a width and cover at their level (simulated).
+* combinations of shares at 0 and 1 have a width, stay in the parameter space and cover at their level
+  (simulated; issue #28 replaced the normal combination by MOVER with exact limits).
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from t2i_fairness.gating.thresholds import Bound, ThresholdFile, write_back
 from t2i_fairness.gating.verdicts import Measurement, evaluate
 from t2i_fairness.metrics.cis import order_invariance_permutation_test
 from t2i_fairness.metrics.decisions import HypothesisTest
+from t2i_fairness.metrics.evidence import Hoeffding, combination, fieller_ratio, pairs, worst_of
 from t2i_fairness.metrics.intervals import (
     cluster_bootstrap_interval,
     cluster_mean_interval,
     coverage_interval,
-    linear_combination_interval,
     percentile_mean_interval,
     precision_interval,
 )
@@ -116,7 +117,7 @@ def _share_bools(k, n):
 def _kinds(data, n, k1, k2, bound):
     """``name -> Measurement`` of every gate kind's measure() path on draws with shares at 0 and 1 allowed."""
     from t2i_fairness.families.cis.study import Scored, drop_interval
-    from t2i_fairness.families.dig_in.study import GroupScore, parity
+    from t2i_fairness.families.dig_in.study import GroupScore
     from t2i_fairness.families.word_influence.study import WordInfluence
     from t2i_fairness.metrics.manifold import Membership
 
@@ -129,8 +130,13 @@ def _kinds(data, n, k1, k2, bound):
     cis = cluster_mean_interval(values, clusters)
     scored = [Scored(kk, [("c",) * kk] * 3, np.full((3, n), s), [[()] * n] * 3) for kk, s in ((1, k1 / n), (2, k2 / n))]
     drop = drop_interval(scored)
-    diff = linear_combination_interval(a.estimate - b.estimate, [(1.0, a), (-1.0, b)])
-    ratio, _, _ = parity({"x": a, "y": b})
+    diff = pairs({"x": a, "y": b})
+    ratio = pairs({"x": a, "y": b}, contrast="ratio")
+    worst = worst_of({"x": a, "y": b, "c": cov})
+    templates = combination([worst_of({"x": a}), worst_of({"y": b})], [1.0, -1.0], bounds=(-1.0, 1.0))
+    jn = values.reshape(3, n).mean(axis=1)
+    fieller = fieller_ratio([np.delete(jn, i).mean() for i in range(3)], [0.5 + 0.1 * i for i in range(3)],
+                            float(jn.mean()), 0.6)
     consistency = percentile_mean_interval({"o1": np.full(n, 0.3), "o2": np.full(n, 0.3 + k1 / 100)})
     indic = cluster_bootstrap_interval(lambda idx: float(values[idx].mean()), clusters)
     word = WordInfluence("w", "g", 1, (k1 - k2) / n, 0.3, None, 2 * n, ("p",))
@@ -144,16 +150,22 @@ def _kinds(data, n, k1, k2, bound):
         "cis drop": measure("g", drop.estimate, n=6 * n, higher_is_better=False, interval=drop),
         "spread": measure("g", diff.estimate, n=2, higher_is_better=False, interval=diff),
         "parity": measure("g", ratio.estimate, n=2, interval=ratio),
+        "worst": measure("g", worst.estimate, n=n, interval=worst),
+        "template improvement": measure("g", templates.estimate, n=n, interval=templates),
+        "fieller ratio": measure("g", fieller.estimate, n=3, interval=fieller),
         "consistency": measure("g", consistency.estimate, n=2 * n, interval=consistency),
         "indic": measure("g", indic.estimate, n=3 * n, interval=indic),
-        "word-level": measure("g", abs(word.influence), n=2 * n, higher_is_better=False, interval=word.abs_interval),
+        "word-level": measure("g", abs(word.influence), n=2 * n, higher_is_better=False,
+                              interval=Hoeffding.from_half_width(abs(word.influence), word.hoeffding,
+                                                                 word.abs_interval, 2 * n)),
         "order test": measure("g", r.pvalue, n=4 * n, test=HypothesisTest(r.pvalue, "no effect", r.method,
                                                                           r.statistic, r.resolution)),
     }
     return out
 
 
-SHARE_KINDS = ("precision", "coverage", "collapsed coverage", "cis", "cis drop", "spread", "parity")
+SHARE_KINDS = ("precision", "coverage", "collapsed coverage", "cis", "cis drop", "spread", "parity", "worst",
+               "template improvement")
 
 
 @settings(max_examples=60, deadline=None)
@@ -178,21 +190,21 @@ def test_no_gate_kind_reports_p_zero_or_one_or_fails_without_evidence(data, n, b
 # -- combinations of shares cover at their level near 0 and 1 -------------------------------------
 
 
-@pytest.mark.parametrize("p_high, p_low", [(1.0, 0.0), (0.97, 0.03), (0.9, 0.1)])
+@pytest.mark.parametrize("p_high, p_low", [(1.0, 0.0), (0.97, 0.03), (0.9, 0.1), (0.5, 0.5)])
 def test_difference_of_shares_at_the_edges_covers(p_high, p_low):
-    """Best 6/6 minus worst 0/6 is [0.65, 1.35], not [1, 1]; over 2,000 draws at true shares near 0 and 1
-    the 95% interval holds the true difference at least 95% of the time (measured: 0.99-1.0)."""
+    """Best 6/6 minus worst 0/6 is [0.27, 1] (MOVER with exact limits), never [1, 1] nor past 1; over 2,000
+    draws the 95% interval of the difference of two 6-image shares holds the truth at least 95% of the time,
+    in the middle of [0, 1] too (the normal interval of issue #24 held it 84% of the time at 0.5 / 0.5)."""
     rng = np.random.default_rng(5)
     n, runs, covered = 6, 2000, 0
     for _ in range(runs):
         a = precision_interval(rng.random(n) < p_high)
         b = precision_interval(rng.random(n) < p_low)
-        iv = linear_combination_interval(a.estimate - b.estimate, [(1.0, a), (-1.0, b)])
+        iv = combination([a, b], [1.0, -1.0], bounds=(-1.0, 1.0))
         covered += iv.low <= p_high - p_low <= iv.high
     assert covered / runs >= 0.95, covered / runs
-    best, worst = precision_interval(np.ones(6, bool)), precision_interval(np.zeros(6, bool))
-    iv = linear_combination_interval(1.0, [(1.0, best), (-1.0, worst)])
-    assert iv.low == pytest.approx(0.6498, abs=1e-3) and iv.se == pytest.approx(0.1787, abs=1e-3)
+    iv = pairs([precision_interval(np.ones(6, bool)), precision_interval(np.zeros(6, bool))])
+    assert iv.low == pytest.approx(0.2674, abs=1e-3) and iv.high == 1.0
 
 
 def test_the_update_flow_removes_a_test_gates_old_bound_at_the_session_end(tmp_path):

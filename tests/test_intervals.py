@@ -303,9 +303,17 @@ def test_cluster_wilson_is_korn_graubard(g, seed):
     assert res.method == "wilson"
     assert 0.0 <= res.low <= res.estimate <= res.high <= 1.0
     p = res.estimate
-    n_star = labels.size if t.se == 0 else min(labels.size, p * (1 - p) / t.se**2)  # capped for 0/1 values
-    n_star *= (stats.norm.ppf(0.975) / stats.t.ppf(0.975, g - 1)) ** 2
-    assert res.n_effective == pytest.approx(max(n_star, 1.0), rel=1e-9)
+    n_raw = labels.size if t.se == 0 else min(labels.size, p * (1 - p) / t.se**2)  # capped for 0/1 values
+    # the interval records the unadjusted effective size and its degrees of freedom; Korn & Graubard's
+    # (z / t_{G-1})^2 is applied at each level: at 95% for the displayed interval
+    assert res.n_effective == pytest.approx(max(n_raw, 1.0), rel=1e-9) and res.df == g - 1
+    z, tq = stats.norm.ppf(0.975), stats.t.ppf(0.975, g - 1)
+    n_star = max(n_raw, 1.0) * (z / tq) ** 2
+    centre = (p + z * z / (2 * n_star)) / (1 + z * z / n_star)
+    half = z / (1 + z * z / n_star) * np.sqrt(p * (1 - p) / n_star + z * z / (4 * n_star**2))
+    assert res.low == pytest.approx(max(0.0, min(centre - half, p)), abs=1e-12)
+    assert res.high == pytest.approx(min(1.0, max(centre + half, p)), abs=1e-12)
+    assert res.trials(0.025) == pytest.approx(n_star, rel=1e-12)
 
 
 def test_cluster_auto_picks_t_outside_the_unit_interval():

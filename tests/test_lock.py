@@ -136,3 +136,28 @@ def test_check_freeze_tells_an_installed_environment_from_the_lock(tmp_path, cap
     out = capsys.readouterr().out
     assert f"lock pins transformers=={pins['transformers']}, installed: 0.0.1" in out
     assert "installed extra-pkg==1.0, not in the lock" in out
+
+
+def test_the_run_header_names_libraries_that_differ_from_the_lock_and_from_the_bounds(pytester):
+    """Issue #30: transformers 5.24.0 against the lock's 5.23.0 made the tiny model's weights new and every image
+    was made again, unsaid. The header names the package, what is installed and what the lock (or the bounds'
+    provenance) says, before anything is generated."""
+    from importlib.metadata import version
+
+    transformers, torch = version("transformers"), version("torch")
+    (pytester.path / "requirements.lock").write_text(
+        f"# a lock\ntransformers==0.0.1 \\\n    --hash=sha256:00\ntorch=={torch} \\\n    --hash=sha256:11\nno-such-dist-t2i==1.0\n")
+    thresholds = pytester.path / "t.yaml"
+    thresholds.write_text("gates:\n  test_cis[k1]:\n    min: 0.1\n    provenance: p1\n  test_cis[k2]:\n    min: 0.1\n"
+                          f"    provenance: p1\nprovenance:\n  p1: {{transformers: 0.0.2, torch: {torch}+cu999, seed: 0}}\n")
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--t2i-thresholds", str(thresholds))
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    assert (f"t2i-fairness: installed versions differ from {pytester.path / 'requirements.lock'}: transformers "
+            f"{transformers} (locked 0.0.1); ") in out, out
+    assert (f"t2i-fairness: the bounds in {thresholds} were measured under other library versions: transformers 0.0.2 "
+            f"(2 gates; installed {transformers}); ") in out, out
+    assert "torch" not in out.split("test_x.py")[0].split("installed versions differ")[1]  # same public version
+    # the header comes before the tests run
+    assert out.index("installed versions differ") < out.index("test_x.py")

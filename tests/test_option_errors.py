@@ -36,6 +36,12 @@ def test_devices_the_machine_has_are_kept_and_auto_picks_cuda_when_there_is_one(
     (["--t2i-guidance", "nan"], "--t2i-guidance: must be a finite number >= 0, got nan"),
     (["--t2i-objects", "bag,bag"], "--t2i-objects: 'bag' is given twice"),
     (["--t2i-reference", "a=/tmp", "--t2i-reference", "a=/tmp"], "--t2i-reference: the name 'a' is given twice"),
+    # issue #30: seeds numpy would refuse mid-run (negative), or larger than any seed the run makes
+    (["--t2i-seed", "-1"], "--t2i-seed: must be an integer in 0..4294967295 (an unsigned 32-bit seed), got -1"),
+    (["--t2i-seed", "99999999999999999999"],
+     "--t2i-seed: must be an integer in 0..4294967295 (an unsigned 32-bit seed), got 99999999999999999999"),
+    (["--t2i-baseline-model", "tiny", "--t2i-baseline-seed", "4294967296"],
+     "--t2i-baseline-seed: must be an integer in 0..4294967295 (an unsigned 32-bit seed), got 4294967296"),
 ])
 def test_silent_option_values_are_usage_errors(pytester, args, says):
     pytester.makepyfile(test_x="def test_x():\n    pass\n")

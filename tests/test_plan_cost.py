@@ -83,3 +83,41 @@ def test_estimate_hours_and_bad_rates(tmp_path):
     path = store_rate(cache, Rate(1.0, 4, "cpu", "m", {"steps": 2}))
     path.write_bytes(path.read_bytes()[:-3])  # a damaged entry: reported, and no rate
     assert lookup_rate(cache, "cpu", "m", {"steps": 2}) is None and cache.stats.corrupt == [str(path)]
+
+
+def test_the_run_header_says_how_long_from_the_stored_rate_and_progress_lines_say_what_is_left(tmp_path, subprocess_env):
+    """Issue #30: no idea of a run's length up front. Without a stored rate the header says so; with one it says
+    how long the selection's images take (as ``t2i-fairness plan`` counts them), and each generating progress
+    line says how many of the run's images are made and how long is left."""
+    from t2i_fairness.base.cache import Cache
+
+    def run(n):
+        args = [sys.executable, "-m", "pytest", *[a for a in SELECTION if a != "--t2i-no-progress"], "-p", "no:cacheprovider",
+                "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml"),
+                "--t2i-artifacts", str(tmp_path / "art"), "-q"]
+        args[args.index("--t2i-images-per-prompt") + 1] = str(n)
+        return subprocess.run(args, cwd=tmp_path, env=subprocess_env, capture_output=True, text=True, timeout=900)
+
+    first = run(2)
+    assert "INTERNALERROR" not in first.stdout + first.stderr, first.stdout[-3000:] + first.stderr[-3000:]
+    assert "t2i-fairness: expected generation time: unknown, no measured rate for this model and settings on cpu" \
+        in first.stdout, first.stdout[-3000:]
+    cache = Cache(tmp_path / "cache")
+    (path,) = (tmp_path / "cache" / "rates").rglob("*.json")
+    stored = Rate(**cache.read(path, json.loads, checksum=True))
+    store_rate(cache, dataclasses.replace(stored, seconds_per_image=90.0, source="bench", images=64))
+    planned = _cli(["plan", *[a if a != "2" else "6" for a in SELECTION], "--t2i-cache-dir", str(tmp_path / "cache")],
+                   tmp_path, subprocess_env)
+    to_make = int(re.search(r"(\d+) image\(s\) to make", planned.stdout).group(1))
+    assert to_make > 0, planned.stdout
+
+    second = run(6)
+    header = re.search(r"^t2i-fairness: expected generation time: (\d+) min for (\d+) image\(s\) to make "
+                       r"\((\d+) of (\d+) cached\) at 90 s/image on cpu \(bench, 64 images", second.stdout, re.M)
+    assert header, second.stdout[-3000:]
+    assert int(header.group(2)) == to_make and int(header.group(1)) == round(to_make * 90 / 60)
+    assert f"[run: 0 of {to_make} images made, about {round(to_make * 90 / 60)} min left at 90 s/image (stored rate)]" \
+        in second.stderr, second.stderr[-3000:]
+    # later calls: the images this run wrote so far, and the time left at the rate this run measured
+    later = [int(m) for m in re.findall(rf"\[run: (\d+) of {to_make} images made, about [^\]]* \(this run\)\]", second.stderr)]
+    assert later and all(0 < m < to_make for m in later), second.stderr[-3000:]

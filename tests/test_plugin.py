@@ -143,7 +143,7 @@ def test_a_truncated_png_is_regenerated_alone(project):
     result.stdout.fnmatch_lines([
         # the truncated image's canonical batch (3 images) is made again whole; the 2 intact copies are kept
         f"images: 3 generated, {N_IMAGES - 1} from cache (2 of the generated were still cached*",
-        "1 unreadable cache entry found and made again:",
+        "1 corrupt image regenerated (its bytes matched no index entry and did not decode):",
         f"  {victim}",
     ])
     assert victim.read_bytes() == data

@@ -804,3 +804,29 @@ def test_feature_rows_check_what_compute_returns(tmp_path):
         rows.rows("enc", ["a", "b"], lambda idx: np.zeros((1, 4)), kind="features:x")
     with pytest.raises(RowStoreError, match="put_many: 2 keys but 1 rows"):
         rows.put_many("enc", ["a", "b"], np.zeros((1, 4)))
+
+
+def test_a_segment_cut_short_is_said_once_its_writer_is_gone(tmp_path):
+    """Issue #30: a truncated segment was repaired without a word. A cut-short tail is not damage (nothing
+    acknowledged was there, unless the file was cut), so it stays out of ``corrupt``; but once its writer is
+    gone the rows past the cut are computed again, and ``torn`` (the summary) says so. A live writer's
+    partial tail is its write in progress: not reported."""
+    writer = RowStore(tmp_path)
+    writer.put_many("ns", items(range(4)))
+    (seg,) = segments(tmp_path / "ns")
+    whole = seg.read_bytes()
+    partial = encode_record(key_of(99), row_of(99))[:-5]
+    with seg.open("ab") as fh:  # as if the live writer were mid-write
+        fh.write(partial)
+    live = RowStore(tmp_path)
+    assert all_found(live.get_many("ns", [key_of(i) for i in range(4)])) and live.stats.torn == []
+    writer.close()
+    seg.write_bytes(whole[:-3])  # the file cut, its writer gone
+    said = []
+    reader = RowStore(tmp_path, on_torn=said.append)
+    got = reader.get_many("ns", [key_of(i) for i in range(4)])
+    assert [g is not None for g in got] == [True, True, True, False]
+    assert reader.stats.corrupt == [] and len(reader.stats.torn) == 1 == len(said)
+    assert said[0].startswith(f"{seg}@") and "cut short" in said[0]
+    reader.get_many("ns", [key_of(3)])  # looked at again: said once
+    assert len(reader.stats.torn) == 1

@@ -8,25 +8,15 @@ the planted regressions at the realistic sizes, at fixed seeds.
 from __future__ import annotations
 
 import doctest
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "simulated_canaries.py"
-
 
 @pytest.fixture(scope="module")
-def sim():
-    spec = importlib.util.spec_from_file_location("simulated_canaries", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["simulated_canaries"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("simulated_canaries", None)
+def sim(load_bench):
+    return load_bench("simulated_canaries")
 
 
 def _brute_precision_coverage(real, fake, k):

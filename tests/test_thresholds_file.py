@@ -538,3 +538,68 @@ def test_save_names_the_file_it_cannot_write(tmp_path):
 def test_bound_problem_is_the_one_rule():
     assert [bound_problem(v) is None for v in (0, -1, 2.5, 1e300)] == [True] * 4
     assert [bound_problem(v) is None for v in (True, "0.5", None, float("nan"), float("inf"), 10**400)] == [False] * 6
+
+
+# -- issue #30: inputs that cannot be right are refused, with the file and line -------------------------
+
+
+def test_a_bound_no_value_can_meet_is_refused_at_configure_with_file_and_line(pytester):
+    """``min: 5.0`` on a share (a typo of 0.5) used to give INCONCLUSIVE, then ``verdict: PASSED`` and exit 0."""
+    path = pytester.path / "t.yaml"
+    path.write_text(
+        "gates:\n"
+        "  test_region_coverage[synthetic-object-africa]:\n"
+        "    min: 5.0\n"                                # line 3: a coverage (share) above 1
+        "  test_cis[k1]:\n"
+        "    min: -0.2\n"                               # below a share's range: can never fail, kept (the update flow writes these)
+        "  test_dwl[hin_deva]:\n"
+        "    min: 1.5\n"                                # DWL is a distance in [0, 2] (its family's own range)
+        "  test_clgc_vs_english[hin_deva]:\n"
+        "    min: -3\n"                                 # a ratio of cosine means: any value
+        "  test_region_disparity_precision[synthetic-object]:\n"
+        "    provenance: p1\n"
+        "    max: -0.1\n"                               # line 12: a ratio of shares is >= 0
+        "  my_own_gate:\n"
+        "    min: 99\n"                                 # not a suite test: its range is unknown, not checked
+        "provenance:\n  p1: {seed: 0}\n")
+    pytester.makepyfile(test_x="def test_x():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--t2i-thresholds", str(path))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR == 4
+    err = result.stderr.str()
+    assert (f"--t2i-thresholds: {path}:3: gate 'test_region_coverage[synthetic-object-africa]': min 5 can never be met: "
+            "the values lie in [0, 1] (test_region_coverage is a coverage gate)") in err, err
+    assert (f"{path}:12: gate 'test_region_disparity_precision[synthetic-object]': max -0.1 can never be met: the values "
+            "lie in >= 0 (test_region_disparity_precision is a ratio gate)") in err, err
+    assert "test_cis" not in err and "test_dwl" not in err and "clgc" not in err and "my_own_gate" not in err
+    assert "passed" not in result.stdout.str()
+
+
+def test_every_kind_has_a_range_and_the_projects_bounds_are_inside_theirs():
+    from t2i_fairness.families import value_ranges
+    from t2i_fairness.gating.ranges import KIND_RANGES, bounds_outside
+    from t2i_fairness.metrics.sequential import KINDS
+
+    assert set(KIND_RANGES) == set(KINDS)
+    tiny = ThresholdFile.load(Path(__file__).resolve().parents[1] / "thresholds" / "tiny.yaml")
+    ranges = value_ranges()
+    assert all(g.split("[", 1)[0] in ranges for g in tiny.gates)  # every suite gate's range is known
+    assert bounds_outside(tiny, ranges) == []
+
+
+def test_a_file_too_large_to_be_a_thresholds_file_is_refused_at_once(tmp_path):
+    """50 MB took the round-trip parser minutes and 2 GB (nothing printed); it is refused before it is read."""
+    import time
+
+    path = tmp_path / "big.yaml"
+    block = "".join(f"  test_region_coverage[synthetic-object_in_region-r{i}]:\n    min: 0.5\n" for i in range(1000))
+    with path.open("w") as fh:
+        fh.write("gates:\n")
+        while fh.tell() < 50 * 2**20:
+            fh.write(block)
+    start = time.perf_counter()
+    with pytest.raises(ThresholdFileError) as info:
+        ThresholdFile.load(path)
+    assert time.perf_counter() - start < 10
+    assert re.match(rf"{re.escape(str(path))}: 50\.\d MiB is too large to be a thresholds file \(at most 2 MiB", str(info.value))
+    path.write_text("gates:\n" + block)  # a file under the limit still loads
+    assert len(ThresholdFile.load(path).gates) == 1000

@@ -11,20 +11,22 @@ Commands (``make lock`` and ``make lock-upgrade`` call them)::
     python tools/lock.py verify                # the lock's recorded digest is pyproject's (else exit 1)
     python tools/lock.py check-freeze FREEZE   # a `pip freeze --all` output equals the lock (for this Python)
 
-Only the standard library and ``packaging`` are used, so ``tests/test_lock.py`` runs offline and fast.
+Only the standard library and ``packaging`` are used (the lock reader is ``t2i_fairness.base.lockfile``, read
+from the checkout), so ``tests/test_lock.py`` runs offline and fast.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "plugin"))  # the lock reader lives in the package (the run's header uses it too)
+from t2i_fairness.base.lockfile import applicable, parse_lock as _parse_lock  # noqa: E402  (stdlib + packaging only)
 PYPROJECT = REPO / "pyproject.toml"
 LOCK = REPO / "requirements.lock"
 # The oldest Python the lock resolves for; `--universal` forks the resolution where a newer Python
@@ -73,24 +75,8 @@ def recorded_digest(lock: Path = LOCK) -> str | None:
 
 
 def parse_lock(lock: Path = LOCK) -> list[dict]:
-    """Each pinned requirement: name (canonical), version, marker (or None), hashes."""
-    from packaging.requirements import Requirement
-    from packaging.utils import canonicalize_name
-
-    entries, text = [], lock.read_text()
-    # join continuation lines, drop comments
-    logical = re.sub(r"\\\n\s*", " ", text)
-    for raw in logical.splitlines():
-        line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#") or line.startswith("-"):
-            continue
-        parts = line.split(" --hash=")
-        req = Requirement(parts[0].strip())
-        (spec,) = list(req.specifier)
-        assert spec.operator == "==", f"{lock.name}: {parts[0]!r} is not pinned with =="
-        entries.append({"name": canonicalize_name(req.name), "version": spec.version, "marker": req.marker,
-                        "extras": set(req.extras), "hashes": [h.strip() for h in parts[1:]]})
-    return entries
+    """Each pinned requirement: name (canonical), version, marker (or None), hashes (:mod:`t2i_fairness.base.lockfile`)."""
+    return _parse_lock(lock)
 
 
 def _uv() -> str:
@@ -130,17 +116,6 @@ def compile_lock(upgrade: bool = False) -> None:
     )
     lines = [line for line in body.read_text().splitlines() if not line.startswith("# ")]
     LOCK.write_text(header + "\n".join(lines).strip("\n") + "\n")
-
-
-def applicable(entries: list[dict], env: dict) -> dict[str, str]:
-    """name -> version of the entries whose marker holds in ``env`` (a packaging marker environment)."""
-    chosen: dict[str, str] = {}
-    for e in entries:
-        if e["marker"] is None or e["marker"].evaluate(env):
-            if e["name"] in chosen and chosen[e["name"]] != e["version"]:
-                raise ValueError(f"{e['name']}: two pins ({chosen[e['name']]}, {e['version']}) apply to one environment")
-            chosen[e["name"]] = e["version"]
-    return chosen
 
 
 def check_freeze(freeze: Path) -> int:

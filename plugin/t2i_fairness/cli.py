@@ -167,8 +167,20 @@ def _run(ns: argparse.Namespace, extra: Sequence[str]) -> int:
         raise _Usage(str(exc)) from None
     for line in plan_lines(plan, sequential=ns.command == "plan"):  # generate makes the fixed-N plan
         print(line)
+    weak = []
+    if ns.command == "plan":  # the selected gates the last run found underpowered, with the images for 80%
+        from t2i_fairness.report.power import plan_power_lines
+        from t2i_fairness.runstate import gate_id_of
+
+        ids = [gate_id_of(t.call.nodeid.rsplit("::", 1)[-1]) for t in selection.tests]
+        weak = plan_power_lines(selection.options.artifacts, ids, limit=10**9 if ns.output else 30)
+        for line in (weak if not ns.output else weak[:31]):
+            print(line)
     if ns.output:
-        Path(ns.output).write_text(json.dumps(plan_json(plan), indent=1) + "\n")
+        data = plan_json(plan)
+        if weak:
+            data["power"] = weak
+        Path(ns.output).write_text(json.dumps(data, indent=1) + "\n")
         print(f"plan written to {ns.output}")
     if ns.command == "plan":
         return 0
@@ -223,7 +235,7 @@ def _options_command(ns: argparse.Namespace) -> int:
 def _generate(ns, plan, show: bool) -> int:
     from t2i_fairness.distributed import engines
 
-    cached = sum(len(rp.images - rp.to_make) for rp in plan.roles)
+    cached = sum(rp.n_cached for rp in plan.roles)
     if ns.engine == "ray":
         outcome = engines.generate_ray(plan, ns.address, ns.workers, ns.num_cpus, show)
     else:

@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 
 from t2i_fairness.errors import T2IProvenanceWarning, T2ISmallSampleWarning  # noqa: F401  (public names)
-from t2i_fairness.families import FAMILIES, family_of_module
+from t2i_fairness.families import FAMILIES, family_of_module, value_ranges
 from t2i_fairness.gating.outcome import first_line
 from t2i_fairness.gating.session import ARTIFACT, PROPERTY, SECTION, GateSession
+from t2i_fairness.gating.ranges import bounds_outside
 from t2i_fairness.gating.thresholds import ThresholdFile, ThresholdFileError
 from t2i_fairness.runstate import (  # noqa: F401  (the stash keys and helpers; public names of this module)
-    BASELINES, FAMILY_SIZE, OPTIONS, ROLES, SESSION, THRESHOLDS, _RUNNING, fatal, gate_id_of, is_worker, progress_for,
-    release_models,
+    BASELINES, BENCHES, CLOCKS, FAMILY_SIZE, OPTIONS, ROLES, SESSION, THRESHOLDS, _RUNNING, fatal, gate_id_of, is_worker,
+    progress_for, release_models,
 )
 from t2i_fairness.spine.options import CORE_OPTIONS, T2IOptions, add_options, resolve_options  # noqa: F401
 
@@ -87,6 +88,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[THRESHOLDS] = ThresholdFile.load(options.thresholds)
     except ThresholdFileError as exc:
         raise pytest.UsageError(f"--t2i-thresholds: {exc}") from None
+    refused = bounds_outside(config.stash[THRESHOLDS], value_ranges())
+    if refused:  # a bound no value of its indicator can meet: a typo, refused before anything runs
+        raise pytest.UsageError("--t2i-thresholds: " + "\n".join(refused))
     config.stash[OPTIONS] = options
     config.stash[BASELINES] = {}
     session = GateSession(options.thresholds)
@@ -132,6 +136,9 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
                      "(--rootdir decides otherwise)")
     lines += [f.header(o, o.family(f.name)) for f in FAMILIES if f.header]
     lines.append(config.stash.get(AUTO_WORKERS, ""))
+    from t2i_fairness.report.changes import version_lines
+
+    lines += version_lines(root / "requirements.lock", config.stash[THRESHOLDS])  # before anything is generated
     return [line for line in lines if line]
 
 
@@ -214,6 +221,17 @@ class GateHooks:
             self.config.workeroutput["t2i_selection"] = {  # type: ignore[attr-defined]
                 "collected": sel.collected, "selected": sel.selected, "functions": sel.functions,
                 "gate_tests": sel.gate_tests}
+        elif self.config.stash[OPTIONS].progress and session.items and not self.config.option.collectonly:
+            self.estimate(session.items)
+
+    def estimate(self, items) -> None:
+        """The header's expected generation time (from the stored rate), and the progress lines' clocks."""
+        from t2i_fairness.distributed.planner import run_header
+
+        lines, self.config.stash[CLOCKS] = run_header(items, self.config.stash[OPTIONS])
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        for line in lines if reporter is not None else ():
+            reporter.write_line(line)
 
     def pytest_collectreport(self, report) -> None:
         if report.failed:

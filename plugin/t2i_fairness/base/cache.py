@@ -259,6 +259,30 @@ class Cache:
             base = base / namespace
         return base / key[:2] / f"{key}{suffix}"
 
+    def listed(self, kind: str, suffix: str = ".png", namespace: str = "") -> set[str]:
+        """The keys of the entries of ``kind`` this folder holds (file names without ``suffix``), listed
+        once; an empty set when there is no such folder. Looks only: creates nothing.
+
+        Example:
+            >>> import tempfile
+            >>> cache = Cache(tempfile.mkdtemp()); cache.write(cache.path("images", "ab12", ".png"), b"x")
+            >>> cache.listed("images"), Cache(tempfile.mkdtemp()).listed("images")
+            ({'ab12'}, set())
+        """
+        base = self.root / kind / namespace if namespace else self.root / kind
+        out: set[str] = set()
+        try:
+            shards = [e.path for e in os.scandir(base) if e.is_dir()]
+        except (FileNotFoundError, NotADirectoryError):
+            return out
+        for shard in shards:
+            try:
+                with os.scandir(shard) as it:
+                    out.update(e.name[: -len(suffix)] for e in it if e.name.endswith(suffix))
+            except FileNotFoundError:
+                continue
+        return out
+
     def lock(self, path: Path) -> EntryLock:
         """The lock of one entry (or batch): ``root/locks/<name>.lock``, removed by its last holder."""
         lock_path = self.root / "locks" / f"{path.name}.lock"

@@ -165,7 +165,7 @@ class DigestIndex:
             known = self._load().get(name)
             if known is not None and known.same_file(st):
                 return known.sha256
-            if self.location is None:
+            if self.location is None or self.read_only:  # nothing to share, and no lock file (planning writes nothing)
                 return self._read(name, st)
             # Another process on this cache (an xdist worker, a second run) may be reading the same
             # file: one reads it, the others wait for its digest and take it from the index.

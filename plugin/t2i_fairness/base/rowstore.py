@@ -410,6 +410,16 @@ def _flock(path: Path, exclusive: bool = True, blocking: bool = True) -> Iterato
         os.close(fd)  # releases the lock
 
 
+def _writer_gone(fd: int) -> bool:
+    """Whether no process holds the segment open for writing (a live writer holds a shared ``flock`` on it)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return True
+
+
 def _index_blob(pack: str, size: int, entries: list[tuple[str, int, int]]) -> bytes:
     doc = {"format": _IDX_FORMAT, "version": FORMAT_VERSION, "pack": pack, "bytes": size, "rows": entries}
     return zlib.compress(json.dumps(doc, separators=(",", ":")).encode("utf-8"), 6)
@@ -436,6 +446,7 @@ class RowStats:
     objects_put: int = 0  # objects put into the shared tier (packs + indexes)
     compactions: int = 0
     corrupt: list = field(default_factory=list)  # one line per damaged record found
+    torn: list = field(default_factory=list)  # one line per segment found cut short with its writer gone (rows lost)
     remote_errors: list = field(default_factory=list)  # shared-tier failures survived (rows stay local, retried later)
 
 
@@ -482,6 +493,10 @@ class RowStore:
             a process first opens it.
         on_corrupt: called with a one-line description of each damaged record found (default:
             only counted in ``stats.corrupt``).
+        on_torn: called with a one-line description of each segment found to end in a cut-short
+            record whose writer is gone (a process killed mid-write, a full disk, a truncated file):
+            not damage (nothing acknowledged was written there, unless the file was cut), but the
+            rows past the cut are computed again, which is worth saying (default: ``stats.torn``).
 
     Raises:
         RowStoreError: a bad option value (the message names the option).
@@ -508,6 +523,7 @@ class RowStore:
         segment_bytes: int = 256 << 20,
         auto_compact_segments: int = 64,
         on_corrupt: Callable[[str], None] | None = None,
+        on_torn: Callable[[str], None] | None = None,
     ):
         if fcntl is None:  # pragma: no cover - Windows
             raise OSError("the feature row store needs POSIX file locks (fcntl.flock); this platform has none")
@@ -523,6 +539,7 @@ class RowStore:
         self.segment_bytes = int(segment_bytes)
         self.auto_compact_segments = int(auto_compact_segments)
         self.on_corrupt = on_corrupt
+        self.on_torn = on_torn
         self.stats = RowStats()
         self.remote = _Remote(remote) if remote else None
         self._spaces: dict[str, _Space] = {}
@@ -766,6 +783,16 @@ class RowStore:
         if self.on_corrupt is not None:
             self.on_corrupt(line)
 
+    def _report_torn(self, space: _Space, seg: str, offset: int, size: int) -> None:
+        if (seg, offset, "torn") in space.reported:
+            return
+        space.reported.add((seg, offset, "torn"))
+        line = (f"{space.path / seg}@{offset}: cut short ({size - offset} bytes of an incomplete record at its end: a run "
+                "killed mid-write, a full disk or a truncated file); rows past the cut are computed again")
+        self.stats.torn.append(line)
+        if self.on_torn is not None:
+            self.on_torn(line)
+
     def _refresh(self, space: _Space) -> None:
         """Index the bytes appended to every segment since the last look; forget removed segments."""
         for _attempt in range(3):
@@ -784,7 +811,11 @@ class RowStore:
                     size = os.fstat(fd).st_size
                     start = space.scanned.get(name, 0)
                     if size > start:
-                        self._index_records(space, name, *_scan_file(fd, name, start, size, final=False), start=start)
+                        records, stop, damage, garbage = _scan_file(fd, name, start, size, final=False)
+                        self._index_records(space, name, records, stop, damage, garbage, start=start)
+                        own = space.writer is not None and space.writer.name == name
+                        if stop < size and not garbage and not own and _writer_gone(fd):
+                            self._report_torn(space, name, stop, size)
                     else:
                         space.scanned.setdefault(name, start)
                 finally:
@@ -968,7 +999,9 @@ class RowStore:
                             records, _stop, damage, _g = _scan_file(fd, name, 0, fsize, final=True)
                             for offset, reason in damage:
                                 report["damaged"] += 1
-                                if not reason.startswith("torn"):
+                                if reason.startswith("torn"):  # dropped from the pack: said, as a reader says it
+                                    self._report_torn(space, name, offset, fsize)
+                                else:
                                     self._report(space, name, offset, reason)
                             keep = []
                             for key, loc in records:
@@ -1338,6 +1371,7 @@ class FeatureRows:
         remote = getattr(cache, "remote", None)
         url = getattr(remote, "url", None)
         options.setdefault("on_corrupt", cache.stats.corrupt.append)
+        options.setdefault("on_torn", cache.stats.corrupt.append)  # said in the summary (report.terminal.corrupt_lines)
         self.store = RowStore(Path(cache.root) / "rows", f"{url}/rows" if url else None, **options)
         self._legacy_remote: dict[str, set[str]] = {}
 
@@ -1567,3 +1601,69 @@ def _float_rows(made, n: int) -> list[np.ndarray]:
     if len(feats) != n:
         raise RowStoreError(f"compute returned {len(feats)} rows for {n} keys")
     return list(feats)
+
+
+class ImageIndex:
+    """What every cached image was when it was written: its size and SHA-256, checked when it is read.
+
+    Rows of the namespace ``images`` of the cache's row store (``<cache>/rows/images/``; with an fsspec
+    cache, its shared tier too), one per image as written: key ``<image key>.<first 32 hex digits of
+    the SHA-256 of its bytes>``, row ``[size]`` (int64). A read computes the file's digest and looks
+    for the entry of exactly those bytes: found with the same size, the file is the one written (no
+    PNG decode needed). Not found, the file is either damaged (truncated, flipped bytes: it does not
+    decode, and is made again) or older than the index (it decodes: it is taken, and its entry
+    written). An image made again with the same bytes finds its old entry; one made with other bytes
+    gets its own, so no entry ever needs replacing (rows are immutable).
+
+    Args:
+        store: the row store (the workbench's :class:`FeatureRows` store, or one of its own).
+        read_only: look only: entries of old images are not written (``t2i-fairness plan``).
+
+    Example:
+        >>> import tempfile
+        >>> index = ImageIndex(RowStore(tempfile.mkdtemp()))
+        >>> index.add([ImageIndex.entry("k1", b"png bytes")])
+        >>> index.check(["k1", "k1", "k2"], [b"png bytes", b"png bytez", b"png bytes"])
+        [True, None, None]
+    """
+
+    NAMESPACE = "images"
+
+    def __init__(self, store: RowStore, read_only: bool = False):
+        self.store = store
+        self.read_only = read_only
+
+    @classmethod
+    def of(cls, cache, read_only: bool = False) -> "ImageIndex":
+        """An index on ``cache``'s row store (``<root>/rows``, and ``<url>/rows`` for an fsspec cache);
+        a read-only one never compacts (compaction writes)."""
+        remote = getattr(cache, "remote", None)
+        url = getattr(remote, "url", None)
+        store = RowStore(Path(cache.root) / "rows", f"{url}/rows" if url else None, on_corrupt=cache.stats.corrupt.append,
+                         on_torn=cache.stats.corrupt.append, auto_compact_segments=10**9 if read_only else 64)
+        return cls(store, read_only)
+
+    @staticmethod
+    def entry(key: str, data: bytes) -> tuple[str, int]:
+        """The row key and size of an image's bytes (computed where the bytes are: a writer thread).
+
+        Example:
+            >>> ImageIndex.entry("ab12", b"x")
+            ('ab12.2d711642b726b04401627ca9fbac32f5', 1)
+        """
+        return f"{key}.{hashlib.sha256(data).hexdigest()[:32]}", len(data)
+
+    def check(self, keys: Sequence[str], datas: Sequence[bytes]) -> list[bool | None]:
+        """Per image: ``True`` when an entry says these are the bytes written, ``None`` when none does."""
+        if not keys:
+            return []
+        wanted = [self.entry(k, d) for k, d in zip(keys, datas)]
+        rows = self.store.get_many(self.NAMESPACE, [k for k, _ in wanted])
+        return [True if row is not None and row.size == 1 and int(row[0]) == size else None
+                for row, (_, size) in zip(rows, wanted)]
+
+    def add(self, entries: Iterable[tuple[str, int]]) -> None:
+        """Record images written (or found sound without an entry): ``(row key, size)`` from :meth:`entry`."""
+        entries = list(entries)
+        if entries and not self.read_only:
+            self.store.put_many(self.NAMESPACE, [(k, np.array([size], dtype=np.int64)) for k, size in entries])

@@ -138,7 +138,7 @@ def generate_local(plan, progress: bool = True) -> Outcome:
     outcome = Outcome()
     start = time.perf_counter()
     for rp in plan.roles:
-        with progress_bar(len(rp.to_make), f"generating ({rp.role})", progress) as advance:
+        with progress_bar(rp.n_to_make, f"generating ({rp.role})", progress) as advance:
             run_jobs(rp.bench.factory, rp.jobs, advance, outcome)
     outcome.seconds = time.perf_counter() - start
     return outcome
@@ -401,7 +401,7 @@ def generate_ray(plan, address: str | None = None, workers: int | None = None, n
         else:
             outcome.jobs += 1
 
-    total = sum(len(rp.to_make) for rp in plan.roles)
+    total = sum(rp.n_to_make for rp in plan.roles)
     with progress_bar(total, "generating (ray)", progress) as advance:
         _ray_map(ray, rows, ImageWorker, options, workers,
                  lambda row: advance(len(json.loads(str(row["job"]))["write"])), on_row)

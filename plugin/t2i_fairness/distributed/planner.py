@@ -15,9 +15,10 @@ from typing import Any
 
 from t2i_fairness.distributed.selection import Selection
 from t2i_fairness.spine.options import T2IOptions
-from t2i_fairness.spine.plan import BatchJob, ImageRequest, Need, batch_jobs, role_options, unique_requests
+from t2i_fairness.spine.plan import ImageRequest, Jobs, Need, batch_jobs, cached_indices, request_tops, role_options, unique_requests
 
-__all__ = ["Plan", "RolePlan", "build_plan", "plan_json", "plan_lines", "sequential_plan", "widening"]
+__all__ = ["Plan", "RolePlan", "build_plan", "cost_warning", "header_lines", "plan_json", "plan_lines", "run_header",
+           "sequential_plan", "widening"]
 
 
 @dataclass
@@ -30,24 +31,36 @@ class RolePlan:
     needs: list[tuple[str, Need]] = field(default_factory=list)  # (family, need), each once, in pytest's order
     requests: list[ImageRequest] = field(default_factory=list)  # each (prompt, n) once, in the order asked
     by_family: dict[str, list[ImageRequest]] = field(default_factory=dict)
-    jobs: list[BatchJob] = field(default_factory=list)
+    jobs: Jobs = field(default_factory=Jobs)
+    cached: dict[str, list[int]] = field(default_factory=dict)  # prompt -> sorted indices asked for and already cached
     generate_on: str = "cpu"  # the device kind the image keys name (workers generate on it)
     readers: dict[tuple[str, tuple], list] = field(default_factory=dict)  # (family, need key) -> GateCalls reading it
     studies: dict[str, Any] = field(default_factory=dict)  # family -> its study (what ``needs`` was asked of)
+    rated: bool = True  # planned (build_plan's rated_only plans only roles with a stored generation rate)
 
     @property
-    def images(self) -> set[tuple[str, int]]:
+    def tops(self) -> dict[str, int]:
+        """Per prompt, the images asked for (indices ``0 .. top-1``)."""
+        return request_tops(self.requests)
+
+    @property
+    def n_images(self) -> int:
         """Distinct (prompt, image index) pairs asked for."""
-        return {(r.prompt, i) for r in self.requests for i in r.indices}
+        return sum(self.tops.values())
 
     @property
-    def to_make(self) -> set[tuple[str, int]]:
-        return {(j.prompt, i) for j in self.jobs for i in j.write}
+    def n_cached(self) -> int:
+        """Of those, the images already in the cache (the others are what the jobs write)."""
+        return sum(len(v) for v in self.cached.values())
+
+    @property
+    def n_to_make(self) -> int:
+        return self.n_images - self.n_cached
 
     def image_keys(self) -> list[str]:
         """Cache keys of every image asked for (what a run leaves under ``images/``)."""
         factory = self.bench.factory
-        return sorted({factory.ref(p, i).key for p, i in self.images})
+        return sorted({k for p, n in self.tops.items() for k in factory.keys(p, n)})
 
 
 @dataclass
@@ -74,7 +87,7 @@ def _families_of(test) -> list:
 
 
 def build_plan(selection: Selection, check_cache: bool = True, progress=None, generate_on: str | None = None,
-               read_only: bool = False, run=None, benches: dict | None = None) -> Plan:
+               read_only: bool = False, run=None, benches: dict | None = None, rated_only: bool = False) -> Plan:
     """The plan of a selection: needs per family and role, image requests, and the jobs that make the missing ones.
 
     Args:
@@ -88,6 +101,9 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
         run: the run's :class:`~t2i_fairness.base.devices.RunContext` (device and precision), handed to both
             roles' workbenches (default: decided here from the selection's options).
         benches: role -> the workbench to plan on (a pytest run's own); the other roles get new ones.
+        rated_only: plan only the roles whose generation rate is stored (the run header's estimate:
+            without a rate there is nothing to say how long, so the studies' planning is not paid for);
+            the others get no needs and ``rated = False``.
 
     Raises:
         OptionError, ModelLoadError, OSError: as a pytest run of the selection would (a bad option,
@@ -116,7 +132,11 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
                                                             read_only=read_only)
             opts = bench.options
             roles[role] = RolePlan(role, opts, bench, generate_on=(generate_on or bench.device).split(":")[0])
+            if rated_only:
+                roles[role].rated = not bench.source.spec.startswith("images:") and role_rate(roles[role])[1] is not None
         rp = roles[role]
+        if not rp.rated:
+            continue
         for family in families:
             plan.tests_by_family[family.name] += 1
             if family.needs is None:
@@ -137,8 +157,11 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
     for rp in roles.values():
         rp.requests = unique_requests(rp.requests)
         rp.by_family = {f: unique_requests(r) for f, r in rp.by_family.items()}
-        present = None if check_cache else (lambda ref: False)
-        rp.jobs = batch_jobs(rp.requests, rp.bench.factory, rp.role, present=present)
+        tops = request_tops(rp.requests)
+        if check_cache:
+            cached = cached_indices(rp.bench.factory)
+            rp.cached = {p: idx for p, idx in ((p, sorted(cached(p, n))) for p, n in tops.items()) if idx}
+        rp.jobs = batch_jobs(rp.requests, rp.bench.factory, rp.role, cached=lambda p, n: rp.cached.get(p, ()))
     plan.roles = [roles[r] for r in ("baseline", "candidate") if r in roles]
     return plan
 
@@ -156,21 +179,23 @@ def family_counts(rp: RolePlan) -> list[dict]:
         rp: a role's plan (its ``by_family`` requests and its ``jobs``).
 
     Example:
-        >>> from t2i_fairness.spine.plan import BatchJob, ImageRequest
+        >>> from t2i_fairness.spine.plan import ImageRequest
         >>> rp = RolePlan("candidate", T2IOptions(), None, by_family={"dig_in": [ImageRequest("bag in Africa", 4)]},
-        ...               jobs=[BatchJob("bag in Africa", (2, 3), (2, 3))])
+        ...               cached={"bag in Africa": [0, 1, 7]})
         >>> family_counts(rp)
         [{'family': 'dig_in', 'prompts': 1, 'images': 4, 'cached': 2, 'to_make': 2}]
     """
+    import bisect
+
     from t2i_fairness.families import REGISTERED
 
-    make = rp.to_make
     out = []
     order = {name: i for i, name in enumerate(REGISTERED)}
     for name, reqs in sorted(rp.by_family.items(), key=lambda kv: order.get(kv[0], len(order))):
-        images = {(r.prompt, i) for r in reqs for i in r.indices}
-        out.append({"family": name, "prompts": len({r.prompt for r in reqs}), "images": len(images),
-                    "cached": len(images - make), "to_make": len(images & make)})
+        tops = request_tops(reqs)
+        images = sum(tops.values())
+        cached = sum(bisect.bisect_left(rp.cached.get(p, ()), n) for p, n in tops.items())
+        out.append({"family": name, "prompts": len(tops), "images": images, "cached": cached, "to_make": images - cached})
     return out
 
 
@@ -195,8 +220,8 @@ def widening(rp: RolePlan) -> dict | None:
     wide = [n for _, n in rp.needs if n.widened]
     if not wide:
         return None
-    narrow = {(r.prompt, i) for _, n in rp.needs for r in (n.narrow if n.widened else n.images) for i in r.indices}
-    return {"why": wide[0].widened, "gates": len(wide), "narrow_images": len(narrow)}
+    narrow = request_tops(r for _, n in rp.needs for r in (n.narrow if n.widened else n.images))
+    return {"why": wide[0].widened, "gates": len(wide), "narrow_images": sum(narrow.values())}
 
 
 def plan_lines(plan: Plan, tests_total: int | None = None, sequential: bool = True) -> list[str]:
@@ -216,16 +241,19 @@ def plan_lines(plan: Plan, tests_total: int | None = None, sequential: bool = Tr
         for row in family_counts(rp):
             lines.append(f"  {_family_title(row['family']):<28} {plan.tests_by_family[row['family']]:>6} "
                          f"{row['prompts']:>8} {row['images']:>7} {row['cached']:>7} {row['to_make']:>8}")
-        images, make = rp.images, rp.to_make
+        images, make = rp.n_images, rp.n_to_make
         lines.append(f"  {'all (distinct)':<28} {sum(plan.tests_by_family.values()):>6} "
-                     f"{len({p for p, _ in images}):>8} {len(images):>7} {len(images - make):>7} {len(make):>8}")
-        lines.append(f"  {len(make)} image(s) to make in {len(rp.jobs)} batch(es)")
+                     f"{len(rp.tops):>8} {images:>7} {rp.n_cached:>7} {make:>8}")
+        lines.append(f"  {make} image(s) to make in {len(rp.jobs)} batch(es)")
         widened = widening(rp)
         if widened:
-            lines.append(f"  {widened['why']}: {widened['gates']} selected slice(s) plan {len(images)} images where "
+            lines.append(f"  {widened['why']}: {widened['gates']} selected slice(s) plan {images} images where "
                          f"their own prompts need {widened['narrow_images']} (--t2i-dedupe-scope group plans only "
                          "those, and looks for duplicates within each group only)")
-        lines.append("  " + cost_line(rp, len(make)))
+        lines.append("  " + cost_line(rp, make))
+        warning = cost_warning(rp, make)
+        if warning:
+            lines.append("  " + warning)
         if rp.options.sequential and sequential:
             lines += _sequential_lines(rp)
     if plan.unplanned:
@@ -262,6 +290,91 @@ def cost_line(rp: RolePlan, images: int) -> str:
     return f"estimated {'GPU' if device.startswith('cuda') else device} time: {hours:.2f} h for {images} image(s) at {rate.describe()}"
 
 
+def header_lines(plan: Plan) -> tuple[list[str], dict[str, Any]]:
+    """The run header's estimate (``pytest`` prints it after collection): per role, the images the
+    selection makes and how long at the stored rate, or why there is no estimate; and per role a
+    :class:`~t2i_fairness.spine.rates.RunClock` for the progress lines (only where a rate is stored).
+
+    Args:
+        plan: from :func:`build_plan` with ``rated_only=True``.
+
+    Example:
+        >>> from t2i_fairness.distributed.selection import Selection
+        >>> header_lines(Plan(Selection(T2IOptions()), []))
+        ([], {})
+    """
+    from t2i_fairness.spine.rates import RunClock, duration, estimate_hours
+
+    lines, clocks = [], {}
+    for rp in plan.roles:
+        who = f"t2i-fairness: {rp.role} {rp.options.model}: " if len(plan.roles) > 1 else "t2i-fairness: "
+        if rp.bench.source.spec.startswith("images:"):
+            continue  # read from a manifest: nothing generated
+        device, rate = role_rate(rp)
+        if rate is None:
+            lines.append(f"{who}expected generation time: unknown, no measured rate for this model and settings on "
+                         f"{device} yet (this run stores one; `t2i-fairness plan` counts the images)")
+            continue
+        make = rp.n_to_make
+        clocks[rp.role] = RunClock(make, rate.seconds_per_image)
+        hours = estimate_hours(make, rate)
+        lines.append(f"{who}expected generation time: {duration(hours * 3600)} for {make} image(s) to make "
+                     f"({rp.n_cached} of {rp.n_images} cached) at {rate.describe()}")
+        warning = cost_warning(rp, make)
+        if warning:
+            lines.append(f"{who}{warning}")
+    return lines, clocks
+
+
+def run_header(items, options: T2IOptions) -> tuple[list[str], dict[str, Any]]:
+    """:func:`header_lines` of the pytest items a run selected (the plugin calls it after collection).
+
+    Only roles with a stored rate are planned (:func:`build_plan`'s ``rated_only``); planning looks and
+    writes nothing. It never raises: what stops it (a model that cannot be resolved, a study's own
+    error) is said in one line and the run reports it where it happens.
+    """
+    from t2i_fairness.distributed.selection import selection_of
+
+    try:
+        return header_lines(build_plan(selection_of(items, options), read_only=True, rated_only=True))
+    except Exception as exc:  # noqa: BLE001 - an estimate must never stop the run it estimates
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return [f"t2i-fairness: expected generation time: not estimated ({type(exc).__name__}: {first})"], {}
+
+
+WARN_HOURS = 8.0  # a plan above this many hours of generation on its device is said to be large
+WARN_IMAGES = 100_000  # without a measured rate: a plan above this many images to make is said to be large
+
+
+def cost_warning(rp: RolePlan, images: int) -> str | None:
+    """A line in words when a role's plan costs more than :data:`WARN_HOURS` hours at its measured
+    rate, or, without a rate, makes more than :data:`WARN_IMAGES` images; ``None`` below.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> rp = SimpleNamespace(bench=SimpleNamespace(source=SimpleNamespace(spec="images:x")))
+        >>> cost_warning(rp, 10), cost_warning(rp, 200_000)[:41]
+        (None, 'large plan: 200000 images to make (above ')
+    """
+    from t2i_fairness.spine.rates import estimate_hours
+
+    narrow = ("narrow it (-k, --t2i-images-per-prompt, --t2i-objects, a family's options) or spread it over GPUs "
+              "(t2i-fairness generate --engine ray)")
+    rate = None if rp.bench.source.spec.startswith("images:") else role_rate(rp)
+    if rate is not None and rate[1] is not None:
+        device, r = rate
+        hours = estimate_hours(images, r)
+        if hours <= WARN_HOURS:
+            return None
+        kind = "GPU" if device.startswith("cuda") else device
+        return (f"large plan: about {hours:.1f} h of {kind} time ({hours / 24:.1f} days) for {images} images, above "
+                f"the {WARN_HOURS:g} h this tool calls large: {narrow}")
+    if images <= WARN_IMAGES:
+        return None
+    return (f"large plan: {images} images to make (above the {WARN_IMAGES} this tool calls large without a measured "
+            f"rate to turn them into hours): {narrow}")
+
+
 def plan_json(plan: Plan) -> dict:
     """The plan as JSON-ready data (``t2i-fairness plan --output plan.json``)."""
     sel = plan.selection
@@ -277,7 +390,7 @@ def plan_json(plan: Plan) -> dict:
             "widened": widening(rp),
             "needs": [{"family": f, "method": n.method, "args": list(n.args), "images": len(n.images)}
                       for f, n in rp.needs],
-            "requests": [{"prompt": r.prompt, "n": r.n, "keys": [rp.bench.factory.ref(r.prompt, i).key for i in r.indices]}
+            "requests": [{"prompt": r.prompt, "n": r.n, "keys": list(rp.bench.factory.keys(r.prompt, r.n))}
                          for r in rp.requests],
             "jobs": [j.to_dict() for j in rp.jobs],
             "estimate": _estimate_json(rp),
@@ -293,12 +406,13 @@ def _estimate_json(rp: RolePlan) -> dict:
 
     from t2i_fairness.spine.rates import estimate_hours
 
-    images = len(rp.to_make)
+    images = rp.n_to_make
     if rp.bench.source.spec.startswith("images:"):
         return {"device": None, "seconds_per_image": None, "hours": 0.0 if not images else None, "rate": None}
     device, rate = role_rate(rp)
     return {"device": device, "images": images, "seconds_per_image": rate.seconds_per_image if rate else None,
-            "hours": estimate_hours(images, rate) if rate else None, "rate": dataclasses.asdict(rate) if rate else None}
+            "hours": estimate_hours(images, rate) if rate else None, "rate": dataclasses.asdict(rate) if rate else None,
+            "warning": cost_warning(rp, images)}
 
 
 # -- --t2i-sequential: what a run in rounds would cost -------------------------------------------------
@@ -403,10 +517,7 @@ def sequential_plan(rp: RolePlan) -> dict:
             for prompt, n in full.items():
                 f = min(n, at_first.get(prompt, n)) if why is None else n
                 uses.append(PromptUse(prompt, n, f, share if why is None else 1.0))
-    cached: dict[str, set[int]] = {}
-    for p, i in rp.images - rp.to_make:
-        cached.setdefault(p, set()).add(i)
-    out = sequential_images(uses, cached)
+    out = sequential_images(uses, {p: set(idx) for p, idx in rp.cached.items()})
     reasons = Counter(why for _, why, _ in decided.values() if why)
     rate = None if rp.bench.source.spec.startswith("images:") else role_rate(rp)[1]
     for case in ("worst", "expected", "best"):

@@ -17,7 +17,7 @@ from typing import Sequence
 from t2i_fairness.spine.options import T2IOptions
 from t2i_fairness.spine.plan import GateCall
 
-__all__ = ["Selection", "SelectionError", "collect", "default_paths", "selected_tests"]
+__all__ = ["Selection", "SelectionError", "collect", "default_paths", "selected_tests", "selection_of"]
 
 
 class SelectionError(RuntimeError):
@@ -74,9 +74,13 @@ class _Collector:
     def pytest_collection_finish(self, session) -> None:
         from t2i_fairness.runstate import OPTIONS
 
-        options = session.config.stash[OPTIONS]
-        self.selection = Selection(dataclasses.replace(options, families=dict(options.families)),
-                                   selected_tests(session.items), len(session.items) + self.deselected)
+        self.selection = selection_of(session.items, session.config.stash[OPTIONS], self.deselected)
+
+
+def selection_of(items, options: T2IOptions, deselected: int = 0) -> Selection:
+    """The :class:`Selection` of pytest items (:func:`selected_tests`) under ``options``."""
+    return Selection(dataclasses.replace(options, families=dict(options.families)), selected_tests(items),
+                     len(items) + deselected)
 
 
 def default_paths() -> list[str]:

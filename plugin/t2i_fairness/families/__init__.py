@@ -23,7 +23,28 @@ REGISTERED: tuple[str, ...] = (  # one line per family, in report order
 
 FAMILIES: tuple[Family, ...] = tuple(importlib.import_module(f"{__name__}.{name}").FAMILY for name in REGISTERED)
 
-__all__ = ["FAMILIES", "Family", "family_of_module"]
+__all__ = ["FAMILIES", "Family", "family_of_module", "value_ranges"]
+
+
+def value_ranges(families=None) -> dict:
+    """Test function -> ``(kind, (lowest, highest))``: the values each known gate test measures, from its
+    family's kind (``Family.sequential``, ranges in :data:`~t2i_fairness.gating.ranges.KIND_RANGES`) or its
+    own range (``Family.ranges``).
+
+    Example:
+        >>> r = value_ranges()
+        >>> r["test_region_coverage"], r["test_dwl"], r["test_clgc_vs_english"]
+        (('coverage', (0.0, 1.0)), ('score', (0.0, 2.0)), ('ratio', (None, None)))
+    """
+    from t2i_fairness.gating.ranges import KIND_RANGES
+
+    out = {}
+    for family in FAMILIES if families is None else families:
+        for test, kind in family.sequential.items():
+            out[test] = (kind, family.ranges.get(test, KIND_RANGES[kind]))
+        for test, rng in family.ranges.items():
+            out.setdefault(test, ("own", rng))
+    return out
 
 
 def family_of_module(module: str) -> Family | None:

@@ -93,6 +93,10 @@ class Family:
         scorers: the workbench scorers its studies ask for (``bench.scorer(name)``): a run releases a
             scorer once no remaining gate's family names it, and the generator once every planned image is
             made. ``None`` (the default): not declared, so every model stays loaded while its gates remain.
+        ranges: test function name -> ``(lowest, highest)`` value its gate measures, for a test whose
+            range is not its kind's (:data:`~t2i_fairness.gating.ranges.KIND_RANGES`); ``None`` on a side:
+            unbounded. Bounds that no value in the range can meet are refused when the thresholds
+            file is read.
     """
 
     name: str
@@ -112,6 +116,7 @@ class Family:
     look: Callable[[Any, int], Any] | None = None
     runs_to_n: Callable[[GateCall, T2IOptions], str | None] | None = None
     scorers: tuple[str, ...] | None = None
+    ranges: Mapping[str, tuple[float | None, float | None]] = field(default_factory=dict)
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

@@ -65,7 +65,8 @@ def measure(gate_id: str, value: float, *, n: int, higher_is_better: bool = True
 
 def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, *, nodeid: str = "",
           family: str | None = None, baseline: BaselineMeasurement | None = None, resample=None,
-          units: int | None = None, strata=None, family_size: int = 1) -> tuple[GateRecord, Verdict]:
+          units: int | None = None, strata=None, family_size: int = 1, kind: str | None = None
+          ) -> tuple[GateRecord, Verdict]:
     """The verdict on one measurement, as the record every report reads.
 
     Args:
@@ -78,6 +79,8 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
         baseline: the baseline run's measurement of the same gate (``--t2i-baseline-model``).
         resample, units, strata: the candidate's resampling, for the paired interval.
         family_size: the number of gates in the run (the adjustment's ``m``).
+        kind: the gate's kind (``Family.sequential``): its meaningful miss, for the power record
+            (:mod:`t2i_fairness.gating.power`).
 
     Example:
         >>> from pathlib import Path
@@ -101,6 +104,14 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
                        inconclusive=options.inconclusive, bound_level=options.bound_level)
     if comparison is not None and comparison.get("failed") and not verdict.failed:
         verdict.status, verdict.message = "fail", f"{verdict.message}; {comparison['message']}"
+    power = None
+    if verdict.bound is not None and m.test is None and options.gate_mode != "point" and verdict.threshold:
+        from t2i_fairness.gating.power import power_record, power_words
+
+        power = power_record(m.uncertainty, verdict.bound.value, verdict.bound.direction, verdict.threshold, kind, m.n)
+        words = power_words(power, verdict.status)
+        if words:
+            verdict.message = f"{verdict.message}; {words}"
     record = GateRecord(
         gate=m.gate, nodeid=nodeid, value=m.value, n=m.n, direction=m.direction, status=verdict.status,
         bound=verdict.bound.value if verdict.bound else None, write=verdict.write, message=verdict.message,
@@ -110,21 +121,31 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
         mde=minimum_detectable(m, verdict.bound.value if verdict.bound else m.value, options, family_size),
         uncertainty=uncertainty_record(m), write_margin=verdict.write_margin, write_level=verdict.write_level,
         blocking=verdict.blocking_inconclusive,
-        bound_provenance=verdict.bound.provenance if verdict.bound else None,
+        bound_provenance=verdict.bound.provenance if verdict.bound else None, power=power,
     )
     return record, verdict
 
 
 def minimum_detectable(m: Measurement, at: float, options, family_size: int) -> float | None:
-    """The smallest shift of the true value beyond ``at`` the gate detects with 80% power at the run's level."""
+    """The smallest shift of the true value beyond ``at`` the gate detects with 80% power at the run's level:
+    from its own test (:meth:`~t2i_fairness.metrics.intervals.Interval.power`: exact for a share, the
+    selection counted for worst-of and pairwise gates), else the normal formula from its standard error."""
     import math
 
     from t2i_fairness.metrics.decisions import minimum_detectable_effect
 
+    size = family_size if options.multiplicity in ("holm", "bh") else 1
+    level = options.alpha / max(1, size)
+    if m.uncertainty is not None and hasattr(m.uncertainty, "power") and math.isfinite(at):
+        from t2i_fairness.metrics.evidence import minimum_detectable as detectable
+
+        try:
+            return detectable(m.uncertainty, at, m.direction, level, power=0.8)
+        except ValueError:
+            pass
     se = m.se_at(at)
     if not math.isfinite(se) or se <= 0:
         return None
-    size = family_size if options.multiplicity in ("holm", "bh") else 1
     return float(minimum_detectable_effect(se, alpha=options.alpha, power=0.8, family_size=max(1, size)))
 
 
@@ -240,7 +261,7 @@ class Gate:
             return m
         record, verdict = judge(m, ctx.thresholds, prov, o, nodeid=ctx.nodeid, family=ctx.family,
                                 baseline=ctx.baselines.get(gate_id), resample=resample, units=units, strata=strata,
-                                family_size=ctx.family_size)
+                                family_size=ctx.family_size, kind=ctx.kind)
         ctx.emit(record)
         # a bound written under other settings is said once per run, at the top of the summary
         # (report.changes.provenance_summary), not as one warning per gate
@@ -266,7 +287,7 @@ class Gate:
         m.details["sequential"] = record
         level = dataclasses.replace(ctx.options, alpha=ctx.options.alpha / 2)
         rec, verdict = judge(m, ctx.thresholds, prov, level, nodeid=ctx.nodeid, family=ctx.family,
-                             resample=resample, units=units, strata=strata, family_size=ctx.family_size)
+                             resample=resample, units=units, strata=strata, family_size=ctx.family_size, kind=ctx.kind)
         if record.get("early"):
             bound = ctx.thresholds.gates[m.gate]
             status, message, p = stopped_verdict(m.gate, m.value, record, bound)

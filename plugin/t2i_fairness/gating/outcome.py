@@ -198,7 +198,9 @@ class RunOutcome:
         for r in records:
             s = _get(r, "status")
             counts[s] = counts.get(s, 0) + 1
-        gate_part = ", ".join(f"{n} gate{'s' if n != 1 else ''} {'ok' if s == 'pass' else s}" for s, n in counts.items())
+        weak = sum(1 for r in records if _get(r, "status") == "pass" and (_get(r, "power") or {}).get("underpowered"))
+        gate_part = ", ".join(f"{n} gate{'s' if n != 1 else ''} {'ok' if s == 'pass' else s}"
+                              + (f" ({weak} underpowered)" if s == "pass" and weak else "") for s, n in counts.items())
         bad_tests = [t for t in self.tests.values() if t.bad]
         problems = self._problems(records)
         ran = sum(1 for t in self.tests.values() if t.when != "collect")

@@ -416,7 +416,7 @@ def sequential_images(uses, cached=None) -> dict:
     def to_make(prompt: str, n: float) -> float:
         have = cached.get(prompt, ())
         whole = int(math.floor(n))
-        missing = sum(1 for i in range(whole) if i not in have)
+        missing = whole - sum(1 for i in have if 0 <= i < whole)  # per cached image, not per image asked for
         return missing + ((n - whole) if n > whole and whole not in have else 0.0)
 
     return {"prompts": len(worst), "early_prompts": sum(1 for p in worst if best[p] < worst[p]),

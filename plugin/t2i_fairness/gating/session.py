@@ -99,6 +99,7 @@ class GateRecord:
     write_level: float | None = None  # the probability an equivalent model passes that bound
     blocking: bool = False  # an inconclusive verdict that fails the test (--t2i-inconclusive fail)
     bound_provenance: str | None = None  # the id of the settings the bound was written under (thresholds file)
+    power: dict | None = None  # power against the kind's meaningful miss at the run's level (gating.power)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -273,6 +274,7 @@ def plan_sample_lines(records, options) -> list[str]:
             continue
         need = required_sample_size(delta, float(se), options.images_per_prompt, alpha=options.alpha, power=0.8,
                                     family_size=max(1, m))
-        out.append(f"  {r.gate}: {need} (now se {float(se):.3g}, detectable now {r.mde:.3g})" if r.mde else
-                   f"  {r.gate}: {need}")
+        detectable = (f"detectable now {r.mde:.3g}" if r.mde else
+                      "no miss of its bound is caught with 80% power at this size")
+        out.append(f"  {r.gate}: {need} (now se {float(se):.3g}, {detectable})")
     return out

@@ -157,8 +157,8 @@ class ApplyResult:
 
 @dataclass
 class ThresholdFile:
-    """A thresholds file in memory: ``gates`` (gate id -> :class:`Bound`), ``provenances`` (id -> settings)
-    and ``lines`` (gate id -> 1-based line of its key, for messages).
+    """A thresholds file in memory: ``gates`` (gate id -> :class:`Bound`), ``provenances`` (id -> settings),
+    ``lines`` (gate id -> 1-based line of its key, for messages) and ``bound_lines`` (of its bound).
 
     Edit ``gates``/``provenances`` directly or with :meth:`apply_updates`, then :meth:`save`; a file that
     was loaded is written back with its comments and order (see the module docstring).
@@ -188,6 +188,7 @@ class ThresholdFile:
     gates: dict[str, Bound] = field(default_factory=dict)
     provenances: dict[str, dict] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
+    bound_lines: dict[str, int] = field(default_factory=dict)  # gate id -> 1-based line of its min/max value
     _doc: Any = field(default=None, repr=False, compare=False)  # the round-trip document (CommentedMap)
     _preamble: str | None = field(default=None, repr=False, compare=False)  # a comments-only file's text
     _indent: int = field(default=2, repr=False, compare=False)
@@ -282,6 +283,7 @@ class ThresholdFile:
                     out._in_doc[name] = copy.copy(bound)
                     out._gate_keys[name] = dkey
                     out.lines[name] = _line(gkn)
+                    out.bound_lines[name] = _line(value_node)
         return out
 
     # ------------------------------------------------------------------------------ editing
@@ -528,10 +530,29 @@ def _as_update(u: BoundUpdate | Mapping[str, Any]) -> BoundUpdate:
     return u
 
 
+MAX_BYTES = 2 << 20  # a thresholds file is read with its comments' positions (ruamel's round trip, ~100 KB/s)
+
+
 def _read_text(path: Path) -> str | None:
-    """The file's text, None if there is no file; every other failure is a ThresholdFileError naming it."""
+    """The file's text, None if there is no file; every other failure is a ThresholdFileError naming it.
+
+    A file above :data:`MAX_BYTES` is refused before it is read: about 14 000 gates of ~150 bytes
+    (the paper preset's whole suite is about 1 500), which the round-trip parser reads in seconds;
+    a 50 MB file took it minutes and 2 GB of memory, silently.
+    """
     if path.is_dir():
         raise ThresholdFileError(f"{path}: is a directory; expected a thresholds YAML file (e.g. {path / 'tiny.yaml'})")
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return None  # also a dangling symlink: the first save creates its target
+    except OSError as exc:
+        raise ThresholdFileError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if size > MAX_BYTES:
+        raise ThresholdFileError(
+            f"{path}: {size / 2**20:.1f} MiB is too large to be a thresholds file (at most {MAX_BYTES >> 20} MiB, "
+            f"about 14 000 gates; the paper preset's whole suite has about 1 500): is this the file you meant? "
+            f"(a file this size takes the YAML round-trip parser minutes; MAX_BYTES in gating/thresholds.py)")
     try:
         data = path.read_bytes()
     except FileNotFoundError:

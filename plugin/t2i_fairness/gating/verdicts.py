@@ -100,8 +100,9 @@ class Measurement:
 
         if self.test is not None:
             return float(self.test.p_value)
-        if self.uncertainty is not None and self.uncertainty.se_at(bound) is not None:
-            p = decisions.p_value_interval(self.uncertainty, bound, self.direction)
+        if self.uncertainty is not None and hasattr(self.uncertainty, "p_value") and (
+                self.uncertainty.se_at(bound) is not None or self.uncertainty.is_share):
+            p = self.uncertainty.p_value(bound, self.direction)  # the gate's own test (exact for shares)
         elif self.replicates is not None and len(self.replicates) > 1:
             return decisions.p_value_bootstrap(self.value, self.replicates, bound, self.direction)
         else:

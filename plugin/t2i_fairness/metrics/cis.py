@@ -70,6 +70,7 @@ __all__ = [
     "ComponentRate",
     "check_token_lengths",
     "component_generation_rates",
+    "component_rate_intervals",
     "components_inclusion_score",
     "degradation_slope",
     "detected_subsets",
@@ -652,6 +653,64 @@ def component_generation_rates(
         asked.update(req_items)
         found.update(det_items)
     return {c: ComponentRate(c, n, found[c]) for c, n in asked.items()}
+
+
+def component_rate_intervals(
+    prompts: Sequence[Sequence[str]], detected: Sequence[Sequence[Sequence[str]]], *, min_requested: int = 1,
+    confidence: float = 0.95,
+) -> tuple[dict[str, "object"], list[str]]:
+    """Each component's generation rate with its interval over the prompts that asked for it.
+
+    The prompts are the sampled unit (M combinations drawn at random): a prompt's images share its other
+    components, so they move together. A component's rate is the mean of its 0/1 detections over the
+    images of every prompt naming it, with the cluster interval of
+    :func:`t2i_fairness.metrics.intervals.cluster_mean_interval` (prompts resampled; Korn and Graubard's
+    effective size with ``prompts - 1`` degrees of freedom). A component named by a single prompt has no
+    between-prompt variation to measure: it is listed apart, not given an interval.
+
+    Args:
+        prompts: one component tuple per prompt (over every K).
+        detected: per prompt, per image, the detected components.
+        min_requested: components requested in fewer images are left out.
+        confidence: of the intervals.
+
+    Returns:
+        ``({component: Interval}, [components named by one prompt only])``, both in order of first request.
+
+    Raises:
+        ValueError: lengths that differ, or a detected component the prompt did not name.
+
+    Example:
+        >>> ivs, single = component_rate_intervals([("crab", "sock"), ("crab", "vase")],
+        ...                                        [[("crab",), ("crab", "sock")], [(), ("crab",)]])
+        >>> round(ivs["crab"].estimate, 2), ivs["crab"].n_units, ivs["crab"].df, single
+        (0.75, 2, 1.0, ['sock', 'vase'])
+    """
+    from t2i_fairness.metrics.intervals import cluster_mean_interval
+
+    if len(prompts) != len(detected):
+        raise ValueError(f"`prompts` and `detected` must have one entry per prompt, but got {len(prompts)} and "
+                         f"{len(detected)}")
+    hits: dict[str, list[float]] = {}
+    labels: dict[str, list[int]] = {}
+    for i, (comps, rows) in enumerate(zip(prompts, detected)):
+        comps = _check_components(comps, f"prompts[{i}]")
+        for j, det in enumerate(rows):
+            det = set(_check_components(det, f"detected[{i}][{j}]"))
+            if det - set(comps):
+                raise ValueError(f"`detected[{i}][{j}]` has components not requested by its prompt: {sorted(det - set(comps))}")
+            for c in comps:
+                hits.setdefault(c, []).append(float(c in det))
+                labels.setdefault(c, []).append(i)
+    out, single = {}, []
+    for c, values in hits.items():
+        if len(values) < min_requested:
+            continue
+        if len(set(labels[c])) < 2:
+            single.append(c)
+            continue
+        out[c] = cluster_mean_interval(values, labels[c], confidence=confidence)
+    return out, single
 
 
 def extreme_components(

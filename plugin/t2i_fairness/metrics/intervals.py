@@ -88,16 +88,21 @@ __all__ = [
     "cluster_bootstrap_interval",
     "cluster_mean_interval",
     "coverage_interval",
-    "linear_combination_interval",
+    "invert_limit",
+    "upper_quantile",
     "normal_percentile_variance",
     "percentile_mean_interval",
     "precision_interval",
-    "share_se",
+    "share_limit",
+    "share_power",
+    "share_tail",
     "stratified_mean_interval",
+    "upper_quantile",
 ]
 
 COVERAGE_METHODS: tuple[str, ...] = (
     "jackknife_wilson",
+    "jackknife_wilson_df",
     "jackknife",
     "half_sampling",
     "subsampling",
@@ -197,6 +202,116 @@ class Interval:
             return math.sqrt(v * (1.0 - v) / self.n_effective)
         return self.se
 
+    # -- the gate's test: one-sided limits at any level, the p-value, power (docs/calibration.md) --------
+
+    @property
+    def is_share(self) -> bool:
+        """Whether the value is a share (a score interval: ``n_effective`` set, values in [0, 1])."""
+        return self.n_effective is not None
+
+    def trials(self, alpha: float) -> float:
+        """A share's effective number of trials at one-sided level ``alpha``: ``n_effective``, times
+        ``(z_alpha / t_{df, alpha})^2`` when its variance was estimated on ``df`` degrees of freedom
+        (Korn & Graubard 1998), which shrinks it in the far tail where few clusters say little."""
+        n = float(self.n_effective)
+        if self.df is None or not math.isfinite(self.df):
+            return n
+        z, t = upper_quantile(alpha), upper_quantile(alpha, self.df)
+        if abs(t) < 1e-9:  # alpha = 1/2: both quantiles 0, their ratio the ratio of the densities at 0
+            return n * (float(_stats.t.pdf(0.0, self.df)) / float(_stats.norm.pdf(0.0))) ** 2
+        return n * (z / t) ** 2
+
+    def limit(self, alpha: float, side: str) -> float:
+        """The one-sided confidence limit at level ``alpha`` (``side`` ``"low"`` or ``"high"``): the true
+        value lies beyond it with probability at most ``alpha``.
+
+        A share's is exact: Clopper and Pearson's limit at its effective size (:func:`share_limit`; for a
+        binomial precision, ``n`` images). Others: ``estimate -+ q se`` (``q`` the normal or Student t
+        quantile). The gate's p-value is the smallest ``alpha`` whose limit excludes the bound.
+
+        Example:
+            >>> iv = precision_interval(np.r_[np.ones(45, bool), np.zeros(15, bool)])   # 45 of 60
+            >>> round(iv.limit(0.025, "low"), 4), round(iv.limit(0.025, "high"), 4)     # Clopper-Pearson
+            (0.6214, 0.8528)
+            >>> round(Interval(0.5, 0.4, 0.6, "t", 0.95, 12, se=0.05, df=11).limit(0.025, "high"), 4)
+            0.61
+        """
+        alpha = _check_alpha(alpha)
+        if side not in ("low", "high"):
+            raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
+        if self.is_share:
+            n = self.trials(alpha)
+            return float(share_limit(self.estimate * n, n, alpha, side))
+        if self.se is None:
+            raise ValueError(f"interval method {self.method!r} has no standard error: no limit at another level")
+        q = upper_quantile(alpha, self.df)
+        return float(self.estimate - q * self.se if side == "low" else self.estimate + q * self.se)
+
+    def p_value(self, bound: float, direction: str) -> float:
+        """One-sided p-value of H0 "the true value meets ``bound``" (``>=`` for ``min``, ``<=`` for ``max``).
+
+        A share without estimated degrees of freedom: the exact binomial tail at its effective size
+        (:func:`share_tail`); a share with them: the smallest level whose :meth:`limit` excludes the bound;
+        others: the normal or t tail of ``(estimate - bound) / se``. In (0, 1]: never 0.
+
+        Example:
+            >>> iv = precision_interval(np.r_[np.ones(45, bool), np.zeros(15, bool)])
+            >>> round(iv.p_value(0.9, "min"), 6)       # P(Binomial(60, 0.9) <= 45)
+            0.000666
+        """
+        bound = float(bound)
+        if direction not in ("min", "max"):
+            raise ValueError(f"`direction` must be 'min' or 'max', but got {direction!r}")
+        if self.is_share and (self.df is None or not math.isfinite(self.df)):
+            p = float(share_tail(self.estimate * self.n_effective, self.n_effective, bound, direction))
+        elif self.is_share:
+            p = invert_limit(self.limit, bound, direction)
+        else:
+            if self.se is None:
+                raise ValueError(f"interval method {self.method!r} has no standard error: no p-value")
+            sign = 1.0 if direction == "min" else -1.0
+            margin = sign * (self.estimate - bound)
+            if self.se <= 0:
+                p = 1.0 if margin >= 0 else P_FLOOR
+            elif self.df is not None and math.isfinite(self.df):
+                p = float(_stats.t.cdf(margin / self.se, self.df))
+            else:
+                p = float(_special.ndtr(margin / self.se))
+        return min(max(p, P_FLOOR), 1.0)
+
+    def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
+        """The probability that the gate's test at level ``alpha`` fails a model whose true value misses
+        ``bound`` by ``effect`` (``bound - effect`` for ``min``), at this interval's size.
+
+        A share's is exact for a binomial (the test's critical count at the bound, the binomial
+        distribution at the true value; continuous in the effective size otherwise); others: the
+        normal approximation ``Phi(effect / se - q_alpha)`` (``q``: normal or t quantile).
+
+        Example:
+            >>> iv = precision_interval(np.r_[np.ones(54, bool), np.zeros(6, bool)])    # 60 images
+            >>> round(iv.power(0.9, "min", 0.10, 1e-4), 3)    # a 0.10 miss at alpha 1e-4: P(Bin(60, 0.8) <= 43)
+            0.077
+        """
+        alpha = _check_alpha(alpha)
+        sign = 1.0 if direction == "min" else -1.0
+        truth = float(bound) - sign * float(effect)
+        if self.is_share:
+            return share_power(self.trials(alpha), float(bound), truth, direction, alpha,
+                               integer=self.df is None and float(self.n_effective).is_integer())
+        if self.se is None or not self.se > 0:
+            return 0.0
+        return float(_special.ndtr(float(effect) / self.se - upper_quantile(alpha, self.df)))
+
+    def scaled(self, factor: float) -> "Interval":
+        """The same measurement at ``factor`` times the images (variance as ``1 / n``): for planning power."""
+        import dataclasses
+
+        f = float(factor)
+        return dataclasses.replace(
+            self, n_units=int(math.ceil(self.n_units * f)),
+            se=None if self.se is None else self.se / math.sqrt(f),
+            n_effective=None if self.n_effective is None else self.n_effective * f)
+
 
 # --------------------------------------------------------------------------------------------
 # validation
@@ -251,6 +366,183 @@ def _z(confidence: float) -> float:
     return float(_special.ndtri(0.5 + confidence / 2.0))
 
 
+#: The smallest p-value a sampled measurement reports: the tails in float64 underflow beyond it, and a
+#: sample never gives certainty (a p of exactly 0).
+P_FLOOR = 1e-300
+
+
+def upper_quantile(alpha: float, df: float | None = None) -> float:
+    """The one-sided upper ``alpha`` quantile of the standard normal (``df`` None or infinite) or of Student's t
+    on ``df`` degrees of freedom, accurate down to ``alpha = 1e-300`` (``ndtri(1 - alpha)`` is infinite
+    there, and scipy's t inverse gives -inf below about 1e-200 for a few degrees of freedom, where the
+    tail ``P(T > t) ~ c t^-df`` gives it in closed form).
+
+    Example:
+        >>> round(upper_quantile(0.025), 4), round(upper_quantile(0.025, 3), 4)
+        (1.96, 3.1824)
+        >>> round(upper_quantile(1e-300), 2), f"{upper_quantile(1e-300, 3):.3e}"
+        (37.05, '1.033e+100')
+    """
+    a = float(alpha)
+    if df is None or not math.isfinite(df):
+        return float(-_special.ndtri(a))
+    q = float(-_stats.t.ppf(a, df))
+    if math.isfinite(q):  # (<= 0 from alpha = 1/2 on: that is the quantile)
+        return q
+    # P(T > t) ~ c t^-df with c = Gamma((df+1)/2) df^((df-2)/2) / (sqrt(pi) Gamma(df/2))
+    log_c = (_special.gammaln((df + 1) / 2) + (df - 2) / 2 * math.log(df) - 0.5 * math.log(math.pi)
+             - _special.gammaln(df / 2))
+    return float(math.exp((log_c - math.log(a)) / df))
+
+
+def _check_alpha(alpha: object) -> float:
+    a = float(alpha)
+    if not 0.0 < a < 1.0:
+        raise ValueError(f"`alpha` must be in (0, 1), but got {alpha!r}")
+    return a
+
+
+def share_tail(successes, trials, bound, direction: str):
+    """Exact one-sided binomial p-value of H0 "the share meets ``bound``": ``P(X <= x)`` for a ``min``
+    gate and ``P(X >= x)`` for ``max``, ``X ~ Binomial(trials, bound)``, vectorised.
+
+    Continuous in ``successes`` and ``trials`` (the regularized incomplete beta function), so an
+    effective number of trials works as in Korn & Graubard's (1998) Clopper-Pearson interval for
+    survey shares. Never 0 (floored at :data:`P_FLOOR`).
+
+    Example:
+        >>> float(share_tail(45, 60, 0.9, "min")) == float(_stats.binom.cdf(45, 60, 0.9))
+        True
+        >>> float(share_tail(6, 6, 0.5, "max"))     # all 6 of 6 against a ceiling of 0.5: 1/64
+        0.015625
+        >>> float(share_tail(6, 6, 0.5, "min"))
+        1.0
+    """
+    x, n, b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (successes, trials, bound)))
+    x = np.clip(x, 0.0, n)
+    out = np.ones(x.shape)
+    if direction == "min":  # P(X <= x) = I_{1-b}(n - x, x + 1)
+        live = (x < n) & (b > 0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            v = _special.betainc(np.where(live, n - x, 1.0), x + 1.0, np.clip(1.0 - b, 0.0, 1.0))
+        out = np.where(live, np.where(b >= 1, 0.0, v), 1.0)
+    elif direction == "max":  # P(X >= x) = I_b(x, n - x + 1)
+        live = (x > 0) & (b < 1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            v = _special.betainc(np.where(live, x, 1.0), n - x + 1.0, np.clip(b, 0.0, 1.0))
+        out = np.where(live, np.where(b <= 0, 0.0, v), 1.0)
+    else:
+        raise ValueError(f"`direction` must be 'min' or 'max', but got {direction!r}")
+    out = np.clip(out, P_FLOOR, 1.0)
+    return out if out.ndim else float(out)
+
+
+def share_limit(successes, trials, alpha, side: str):
+    """Clopper and Pearson's exact one-sided limit of a share at level ``alpha``, vectorised: the
+    ``high`` limit ``u`` solves ``P(Binomial(n, u) <= x) = alpha`` (1 at ``x = n``), the ``low`` one
+    ``P(Binomial(n, l) >= x) = alpha`` (0 at ``x = 0``). :func:`share_tail` at the bound is at most
+    ``alpha`` exactly when the limit excludes the bound, so the two agree. Continuous in ``x``, ``n``.
+
+    Example:
+        >>> round(float(share_limit(0, 6, 0.025, "high")), 4)     # 1 - 0.025 ** (1 / 6)
+        0.4593
+        >>> round(float(share_limit(45, 60, 0.025, "low")), 4)
+        0.6214
+    """
+    x, n, a = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (successes, trials, alpha)))
+    x = np.clip(x, 0.0, n)
+    with np.errstate(invalid="ignore"):  # the branch np.where leaves out may be NaN (1 - NaN): not a result
+        return _share_limit(x, n, a, side)
+
+
+def _share_limit(x: np.ndarray, n: np.ndarray, a: np.ndarray, side: str):
+    known = n > 1e-12  # no trials (a share whose few clusters say nothing at this level): the whole range
+    if side == "high":  # 1 - u solves I_{1-u}(n - x, x + 1) = alpha: the same lower quantile, mirrored
+        live = (x < n) & known
+        out = np.where(live, 1.0 - _beta_low_quantile(a, np.where(live, n - x, 1.0), x + 1.0), 1.0)
+    elif side == "low":
+        live = (x > 0) & known
+        out = np.where(live, _beta_low_quantile(a, np.where(live, x, 1.0), np.where(live, n - x, 0.0) + 1.0), 0.0)
+    else:
+        raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
+    out = np.clip(out, 0.0, 1.0)
+    return out if out.ndim else float(out)
+
+
+def _beta_low_quantile(p, a, b):
+    """The ``p`` quantile of Beta(a, b) for small ``p`` too: scipy's inverse gives NaN below about 1e-200,
+    where ``I_x(a, b) ~ x^a / (a B(a, b))`` is exact to float precision, so ``x = (p a B(a, b))^(1/a)``."""
+    with np.errstate(invalid="ignore", divide="ignore", under="ignore"):
+        v = _special.betaincinv(a, b, p)
+        tail = np.exp((np.log(p) + np.log(a) + _special.betaln(a, b)) / a)
+    return np.where(np.isfinite(v), v, tail)
+
+
+def share_power(trials: float, bound: float, truth: float, direction: str, alpha: float, *,
+                integer: bool = False) -> float:
+    """Probability that :func:`share_tail` rejects at level ``alpha`` when the true share is ``truth``.
+
+    The test's critical count at the bound (the largest ``x`` with ``share_tail(x) <= alpha``; a whole
+    number for a binomial, ``integer=True``), then the binomial distribution at ``truth``.
+
+    Example:
+        >>> round(share_power(60, 0.9, 0.8, "min", 1e-4, integer=True), 4)  # P(Bin(60, 0.8) <= 43)
+        0.0772
+        >>> share_power(6, 0.5, 0.4, "min", 1e-4, integer=True)            # 0 of 6 is p = 1/64: never
+        0.0
+    """
+    n, b = float(trials), float(bound)
+    t = min(max(float(truth), 0.0), 1.0)
+    if direction == "max":  # mirror: successes <-> failures
+        return share_power(n, 1.0 - b, 1.0 - t, "min", alpha, integer=integer)
+    if not n > 0 or share_tail(0.0, n, b, "min") > alpha:
+        return 0.0
+    if integer:
+        ks = np.arange(int(round(n)) + 1)
+        crit = int(ks[share_tail(ks, n, b, "min") <= alpha].max())
+        return float(_stats.binom.cdf(crit, int(round(n)), t))
+    from scipy.optimize import brentq
+
+    top = n * (1.0 - 1e-12)
+    if share_tail(top, n, b, "min") <= alpha:
+        return 1.0
+    crit = brentq(lambda x: float(share_tail(x, n, b, "min")) - alpha, 0.0, top, xtol=1e-10 * max(1.0, n))
+    return float(share_tail(crit, n, t, "min")) if t > 0 else 1.0
+
+
+def invert_limit(limit: Callable[[float, str], float], bound: float, direction: str) -> float:
+    """The p-value of a test given by its one-sided limits: the smallest level ``alpha`` at which
+    ``limit(alpha, "high") < bound`` (a ``min`` gate: evidence the value is below the bound) or
+    ``limit(alpha, "low") > bound`` (``max``). Limits must move monotonically towards the estimate as
+    ``alpha`` grows. Levels in ``[P_FLOOR, 1/2]``; a bound not excluded at 1/2 gives ``p = 1`` (so
+    ``P(p <= a) <= a`` holds for every ``a``).
+
+    Example:
+        >>> iv = Interval(0.5, 0.4, 0.6, "t", 0.95, 12, se=0.05)
+        >>> round(invert_limit(iv.limit, 0.6, "min"), 6) == round(float(_special.ndtr(-2.0)), 6)
+        True
+    """
+    side = "high" if direction == "min" else "low"
+    bound = float(bound)
+
+    def excluded(log_a: float) -> bool:  # bisection on the decision itself: limits may be clipped or flat
+        v = limit(math.exp(log_a), side)
+        return v < bound if direction == "min" else v > bound
+
+    lo, hi = math.log(P_FLOOR), math.log(0.5)
+    if not excluded(hi):
+        return 1.0
+    if excluded(lo):
+        return P_FLOOR
+    for _ in range(64):  # log-levels to about 4e-17 of the 690 searched: p to relative 1e-15
+        mid = 0.5 * (lo + hi)
+        if excluded(mid):
+            hi = mid
+        else:
+            lo = mid
+    return float(math.exp(hi))
+
+
 # --------------------------------------------------------------------------------------------
 # shared resampling machinery
 # --------------------------------------------------------------------------------------------
@@ -297,28 +589,25 @@ def agresti_coull(successes: float, trials: float, confidence: float = 0.95) -> 
     return p_t, math.sqrt(p_t * (1.0 - p_t) / n_t)
 
 
-def share_se(interval: Interval) -> float:
-    """Agresti and Coull's standard error of a share's interval (``n_effective`` set; 0 for any other).
-
-    The error a share of ``n_effective`` draws has near 0 and 1, where ``sqrt(p (1 - p) / n)`` is 0:
-    :func:`agresti_coull` at the share's ``successes = estimate * n_effective`` (95% pseudo-counts,
-    ``z^2 / 2 = 1.92`` each way).
-
-    Example:
-        >>> round(share_se(Interval(1.0, 0.6, 1.0, "wilson", 0.95, 6, se=0.0, n_effective=6)), 4)
-        0.1263
-        >>> share_se(Interval(0.5, 0.4, 0.6, "t", 0.95, 12, se=0.05))
-        0.0
-    """
-    n_eff = interval.n_effective
-    if not n_eff or not math.isfinite(float(n_eff)):
-        return 0.0
-    return agresti_coull(min(max(float(interval.estimate), 0.0), 1.0) * float(n_eff), float(n_eff))[1]
-
-
-def _score(method: str, estimate: float, n_eff: float, confidence: float, n_units: int) -> Interval:
-    """Wilson's score interval for a proportion ``estimate`` worth ``n_eff`` independent trials."""
+def _score(method: str, estimate: float, n_eff: float, confidence: float, n_units: int,
+           df: float | None = None) -> Interval:
+    """Wilson's score interval for a proportion ``estimate`` worth ``n_eff`` independent trials; with ``df``
+    (a variance estimated from few clusters) at ``n_eff (z / t_df)^2`` trials (Korn & Graubard 1998), the
+    interval recording the unadjusted ``n_eff`` and ``df`` (its limits at other levels adjust again)."""
     z = _z(confidence)
+    shown = n_eff
+    if df is not None:
+        shown = max(n_eff * (z / float(_stats.t.ppf(0.5 + confidence / 2.0, df))) ** 2, 1e-9)
+    interval = _wilson(method, estimate, shown, confidence, n_units, z)
+    if df is None:
+        return interval
+    import dataclasses
+
+    return dataclasses.replace(interval, n_effective=float(n_eff), df=float(df),
+                               se=math.sqrt(estimate * (1.0 - estimate) / n_eff))
+
+
+def _wilson(method: str, estimate: float, n_eff: float, confidence: float, n_units: int, z: float) -> Interval:
     centre = (estimate + z * z / (2.0 * n_eff)) / (1.0 + z * z / n_eff)
     half = z / (1.0 + z * z / n_eff) * math.sqrt(estimate * (1.0 - estimate) / n_eff + z * z / (4.0 * n_eff**2))
     se = math.sqrt(estimate * (1.0 - estimate) / n_eff)
@@ -414,6 +703,13 @@ def coverage_interval(
     together, never more independent than ``n_real`` coin flips), and Wilson's score interval at
     ``n_eff`` (Korn & Graubard 1998's effective sample size): it stays inside [0, 1], is skewed
     like a share near 0 or 1, and has width when every covered ball is held twice;
+    ``jackknife_wilson_df``: the same, with the jackknife variance's degrees of freedom, Kish's
+    effective number of images behind it ``(sum_i d_i^2)^2 / sum_i d_i^4`` (``d_i`` the centred
+    delete-one values; 1 when the variance is 0, which says nothing of it), so a test at level ``a``
+    uses ``n_eff (z_a / t_{df, a})^2`` trials (:meth:`Interval.trials`, Korn & Graubard): a few
+    images carrying the whole variance make a noisy variance, and ``bench/bench_gate_sizes.py``
+    measures the default's size up to 6x its level at 60 images and 180 balls (a proposal for
+    issue #28; docs/calibration.md);
     ``jackknife`` (the same variance, normal interval);
     ``half_sampling`` (delete-d jackknife with d = n/2: standard error from subsets of half the
     images drawn without replacement, normal interval); ``subsampling`` (Politis-Romano: quantiles of
@@ -447,6 +743,8 @@ def coverage_interval(
         (0.15, 0.85)
         >>> coverage_interval(m, method="percentile", seed=1).as_tuple()   # the biased one
         (0.25, 0.5)
+        >>> round(coverage_interval(m, method="jackknife_wilson_df").df, 2)   # image 0 carries the variance
+        1.43
     """
     member = _membership(membership)
     method = _check_method(method, COVERAGE_METHODS)
@@ -456,13 +754,17 @@ def coverage_interval(
     if n < 2 or r < 1:
         raise ValueError(f"`membership` must have at least 2 generated rows and 1 real column, but got shape {member.shape}")
     estimate = float(member.any(axis=0).mean())
-    if method in ("jackknife", "jackknife_wilson"):
+    if method in ("jackknife", "jackknife_wilson", "jackknife_wilson_df"):
         jack = _coverage_jackknife(member)
-        se = math.sqrt((n - 1) / n * float(np.sum((jack - jack.mean()) ** 2)))
+        d2 = (jack - jack.mean()) ** 2
+        se = math.sqrt((n - 1) / n * float(np.sum(d2)))
         if method == "jackknife":
             return _normal(method, estimate, se, confidence, n, clip=(0.0, 1.0))
         n_eff = float(r) if se == 0 else min(float(r), estimate * (1.0 - estimate) / se**2)
-        return _score(method, estimate, max(n_eff, 1.0), confidence, n)
+        df = None
+        if method == "jackknife_wilson_df":
+            df = 1.0 if se == 0 else max(1.0, float(np.sum(d2)) ** 2 / float(np.sum(d2**2)))
+        return _score(method, estimate, max(n_eff, 1.0), confidence, n, df=df)
     rng = np.random.default_rng(seed)
     fmember = member.astype(np.float32)
     if method in ("half_sampling", "subsampling"):
@@ -862,7 +1164,7 @@ def cluster_mean_interval(
         (0.5, 2, 0.2887)
         >>> iv = cluster_mean_interval(values, ["a", "a", "b", "b", "c", "c"])   # shares: wilson
         >>> iv.method, round(iv.low, 4), round(iv.high, 4)
-        ('wilson', 0.0546, 0.9454)
+        ('wilson', 0.0362, 0.9638)
     """
     y = _finite_1d("values", values)
     codes, g = _cluster_index(clusters, y.size)
@@ -892,8 +1194,8 @@ def cluster_mean_interval(
         n_eff = n_images if se == 0 else estimate * (1.0 - estimate) / se**2
         if np.isin(y, (0.0, 1.0)).all():  # 0/1 values: the Bernoulli variance is the largest possible
             n_eff = min(n_eff, n_images)
-        n_eff *= (_z(confidence) / float(_stats.t.ppf(0.5 + confidence / 2.0, g - 1))) ** 2
-        return _score(method, estimate, max(n_eff, 1.0), confidence, g)
+        # the few-prompts correction (z / t_{G-1})^2 is applied at each level (Interval.trials), not stored
+        return _score(method, estimate, max(n_eff, 1.0), confidence, g, df=g - 1)
     rng = np.random.default_rng(seed)
     w = _bootstrap_counts(rng, g, _check_resamples(n_resamples)).astype(np.float64)
     reps = (w @ sums) / (w @ sizes)
@@ -1046,63 +1348,3 @@ def stratified_mean_interval(
         ys = y[codes == s]
         reps += weights[s] * ys[rng.integers(0, ys.size, size=(n_resamples, ys.size))].mean(axis=1)
     return _from_replicates(method, estimate, reps, confidence, int(y.size))
-
-
-def linear_combination_interval(
-    estimate: float,
-    terms: Sequence[tuple[float, Interval]],
-    *,
-    confidence: float = 0.95,
-    method: str = "linear combination (normal)",
-    low: float = -math.inf,
-    high: float = math.inf,
-) -> Interval:
-    """Normal interval of ``estimate = sum_i w_i theta_i`` (or its first-order delta-method expansion)
-    from independent estimates ``theta_i`` with their own intervals: ``se = sqrt(sum_i (w_i se_i)^2)``.
-
-    A share's part (a score interval: ``n_effective`` set) never brings a standard error of 0 at 0 or 1:
-    ``se_i`` is at least Agresti and Coull's (:func:`share_se`), as the single-share intervals and the
-    update flow's floor (``gating.verdicts.share_se_floor``) already are; so best 6/6 minus worst 0/6 is
-    ``1`` with ``se = 0.18``, not ``[1, 1]``. Coverage of these combinations at shares near 0 and 1:
-    ``bench/bench_gate_calibration.py --combinations``.
-
-    Use it for differences of independent groups (best minus worst region, one template minus
-    another), ratios (weights ``1/b`` and ``-a/b**2``: the delta method) and least-squares slopes
-    over independent samples (CIS's drop per component).
-
-    Args:
-        estimate: the combined value.
-        terms: ``(weight, interval)`` pairs; each interval's standard error at its own estimate
-            (``Interval.se_at``) is used.
-        confidence: two-sided nominal coverage in (0, 1).
-        method: recorded in the result.
-        low, high: the statistic's range (the interval is clipped to it).
-
-    Raises:
-        ValueError: no term, a non-finite weight or estimate, an interval without a standard error.
-
-    Example:
-        >>> a = Interval(0.7, 0.6, 0.8, "t", 0.95, 40, se=0.05)
-        >>> b = Interval(0.5, 0.42, 0.58, "t", 0.95, 30, se=0.04)
-        >>> iv = linear_combination_interval(0.2, [(1.0, a), (-1.0, b)])
-        >>> round(iv.se, 4), iv.n_units
-        (0.064, 30)
-    """
-    confidence = _check_confidence(confidence)
-    if not terms:
-        raise ValueError("`terms` must hold at least one (weight, Interval) pair, but got none")
-    if not math.isfinite(float(estimate)):
-        raise ValueError(f"`estimate` must be finite, but got {estimate!r}")
-    var = 0.0
-    for i, (w, iv) in enumerate(terms):
-        se = iv.se_at(iv.estimate) if isinstance(iv, Interval) else None
-        if se is None or not math.isfinite(float(w)) or not math.isfinite(se):
-            raise ValueError(f"`terms[{i}]` needs a finite weight and an Interval with a standard error, "
-                             f"but got weight {w!r} and {iv!r}")
-        se = max(se, share_se(iv))
-        var += (float(w) * se) ** 2
-    se = math.sqrt(var)
-    z = _z(confidence)
-    units = min(iv.n_units for _, iv in terms)
-    return Interval(float(estimate), max(low, estimate - z * se), min(high, estimate + z * se), method, confidence,
-                    units, se=se)

@@ -108,6 +108,11 @@ class ClipModel:
 
     def count_tokens(self, text: str) -> int:
         """Tokens including start and end markers (CLIP's limit is 77)."""
+        tok = self.tokenizer
+        if getattr(tok, "reduction_fn", None) is None and all(hasattr(tok, a) for a in ("encode", "sot_token_id", "eot_token_id")):
+            # open_clip's SimpleTokenizer: the ids its __call__ writes into a 10 000-wide tensor, without the
+            # tensor (CIS draws tens of thousands of prompts to fit; id 0 is not counted, as there)
+            return sum(1 for i in (tok.sot_token_id, *tok.encode(text), tok.eot_token_id) if i != 0)
         ids = self.tokenizer([text], context_length=10_000)[0] if _accepts_context(self.tokenizer) else None
         if ids is None:
             from t2i_fairness.models.clip_tokenizer import offline_clip_tokenizer

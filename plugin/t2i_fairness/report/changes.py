@@ -10,7 +10,9 @@ Two kinds of change make a run's numbers read differently, and neither belongs o
   commit) or a scorer's fingerprint changed, so images or features were made anew (or, back to
   weights seen before, read again), and unversioned ``python:`` fingerprints.
 
-It also formats the time spent computing weights digests (:mod:`t2i_fairness.base.identity`).
+It also formats the time spent computing weights digests (:mod:`t2i_fairness.base.identity`), and the
+run header's version lines (:func:`version_lines`): libraries installed at other versions than the
+lock pins or than the bounds were measured under, said before anything is generated.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from dataclasses import dataclass
 
 from t2i_fairness.gating.session import GateSession
 
-__all__ = ["ProvenanceSummary", "change_lines", "changes_html", "digest_line", "provenance_changes", "provenance_summary"]
+__all__ = ["ProvenanceSummary", "change_lines", "changes_html", "digest_line", "provenance_changes", "provenance_summary",
+           "version_lines"]
 
 
 def provenance_changes(session: GateSession) -> tuple[int, list[tuple[str, str, str, int]]]:
@@ -221,3 +224,72 @@ def changes_html(session: GateSession) -> str:
     if not items:
         return ""
     return f'<section id="changes" class="banner" role="note"><h2>What changed</h2>{"".join(items)}</section>'
+
+
+def _public(version) -> str:
+    """A version without its local part (``2.14.1+cu130`` -> ``2.14.1``): the provenance records torch's
+    ``__version__``, the installed metadata may lack the local part."""
+    text = str(version)
+    try:
+        from packaging.version import Version
+
+        return Version(text).public
+    except Exception:  # noqa: BLE001 - not a PEP 440 version: compared as written
+        return text
+
+
+def version_lines(lock, thresholds, installed: dict[str, str] | None = None, limit: int = 8) -> list[str]:
+    """The run header's lines naming libraries installed at other versions than ``lock`` pins
+    (``requirements.lock``: every pinned package installed for this Python), or than the bounds of
+    ``thresholds`` were measured under (the provenance of the gates' bounds: torch, diffusers,
+    transformers, ...). Said before anything is generated: a library's version can change a model's
+    random initialisation, and so every image key, or move the numbers a bound was set from.
+
+    Args:
+        lock: the lock file (skipped when missing or unreadable: an installed package has none).
+        thresholds: the run's :class:`~t2i_fairness.gating.thresholds.ThresholdFile`.
+        installed: canonical name -> version (default: what is installed).
+        limit: packages named per line (the rest counted).
+
+    Example:
+        >>> from types import SimpleNamespace as NS
+        >>> t = NS(path="t.yaml", gates={"g": NS(provenance="p"), "h": NS(provenance="p")},
+        ...        provenances={"p": {"transformers": "5.23.0", "torch": "2.14.1+cu130", "seed": 0}})
+        >>> version_lines("/no/such.lock", t, {"transformers": "5.24.0", "torch": "2.14.1"})
+        ['t2i-fairness: the bounds in t.yaml were measured under other library versions: transformers 5.23.0 (2 gates; installed 5.24.0); the values they were set from may have moved (the summary lists what changed)']
+    """
+    from pathlib import Path
+
+    from t2i_fairness.base.identity import LIBRARIES
+    from t2i_fairness.base.lockfile import installed_versions, lock_drift
+
+    from packaging.utils import canonicalize_name
+
+    have = installed_versions() if installed is None else installed
+    out = []
+    try:
+        drift = lock_drift(Path(lock), have) if Path(lock).is_file() else []
+    except (OSError, ValueError) as exc:
+        drift, out = [], [f"t2i-fairness: {lock}: cannot compare the installed versions with it ({exc})"]
+    if drift:
+        named = ", ".join(f"{name} {now} (locked {pinned})" for name, now, pinned in drift[:limit])
+        more = f", and {len(drift) - limit} more" if len(drift) > limit else ""
+        out.append(f"t2i-fairness: installed versions differ from {lock}: {named}{more}; a library's version can change "
+                   "a model's random weights and so every image key (images made anew) or move the numbers "
+                   "(`make install` installs the lock)")
+    names = {("open_clip" if d == "open_clip_torch" else d): canonicalize_name(d) for d in LIBRARIES}
+    used: dict[tuple[str, str, str], int] = {}
+    for bound in thresholds.gates.values():
+        settings = thresholds.provenances.get(bound.provenance) if bound.provenance else None
+        for key, dist in names.items():
+            stored = (settings or {}).get(key)
+            now = have.get(dist)
+            if stored is not None and now is not None and _public(stored) != _public(now):
+                used[(key, str(stored), now)] = used.get((key, str(stored), now), 0) + 1
+    if used:
+        named = ", ".join(f"{key} {stored} ({n} gate{'s' if n != 1 else ''}; installed {now})"
+                          for (key, stored, now), n in sorted(used.items())[:limit])
+        more = f", and {len(used) - limit} more" if len(used) > limit else ""
+        out.append(f"t2i-fairness: the bounds in {thresholds.path} were measured under other library versions: "
+                   f"{named}{more}; the values they were set from may have moved (the summary lists what changed)")
+    return out

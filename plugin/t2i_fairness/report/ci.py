@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from t2i_fairness.gating.outcome import OK_STATUSES
+from t2i_fairness.gating.power import power_words
 from t2i_fairness.report.changes import provenance_summary
+from t2i_fairness.report.power import power_cell, power_summary, underpowered, verdict_suffix
 from t2i_fairness.report.sequential import junit_sequential, sequential_lines, sequential_summary
 from t2i_fairness.gating.session import record_from_json, record_json, strict  # noqa: F401  (re-exported)
 
@@ -67,8 +69,13 @@ def junit_properties(record: Mapping[str, Any], thresholds: str | None = None) -
     props = [("t2i_gate", record_json(record))]
     for key in ("value", "bound", "n", "direction"):
         props.append((key, json.dumps(flat.get(key)) if not isinstance(flat.get(key), str) else flat[key]))
-    props.append(("verdict", str(record.get("status"))))
+    props.append(("verdict", str(record.get("status")) + verdict_suffix(record)))
     props.append(("interval", json.dumps(flat.get("interval"))))
+    if record.get("power"):  # against the kind's meaningful miss at the run's per-gate level (gating.power)
+        props.append(("power", power_cell(record)))
+        words = power_words(record["power"], str(record.get("status")))
+        if words:
+            props.append(("underpowered", words))
     if thresholds:
         props.append(("thresholds", thresholds))
     props += junit_sequential(record)  # --t2i-sequential: reason, round r/R, images n/N per prompt, kind
@@ -167,12 +174,17 @@ def step_summary(session, limit: int = 150) -> str:
         out += [f"| `{t.nodeid}` | {_md(session.outcome.kind(t, records))}{': ' + _md(t.message) if t.message else ''} |" for t in odd[:limit]]
         out.append("")
     if records:
-        out += ["| verdict | gate | measured | interval | bound | n |", "|---|---|---:|---:|---:|---:|"]
+        weak = underpowered(records)
+        if weak:
+            out += [f"⚠️ {len(weak)} gate(s) underpowered: their test would catch the miss they exist for less than "
+                    "half the time at the run's level (see the power column; run.json lists them)", ""]
+        out += ["| verdict | gate | measured | interval | bound | n | power |", "|---|---|---:|---:|---:|---:|---:|"]
         for r in records[:limit]:
             iv = f"[{_num(r.interval[0])}, {_num(r.interval[1])}]" if r.interval else "-"
             bound = "-" if r.bound is None else f"{r.direction} {_num(r.bound)}"
             mark = "" if r.status in OK_STATUSES else "❌ "
-            out.append(f"| {mark}{r.status} | `{r.gate}` | {_num(r.value)} | {iv} | {bound} | {r.n} |")
+            out.append(f"| {mark}{r.status}{verdict_suffix(r)} | `{r.gate}` | {_num(r.value)} | {iv} | {bound} | {r.n} "
+                       f"| {power_cell(r)} |")
         if len(records) > limit:
             out.append(f"\n... and {len(records) - limit} more gates (the JUnit XML and the HTML report have all)")
     return "\n".join(out) + "\n"
@@ -189,6 +201,7 @@ def run_json(session) -> dict:
     data["decisions"] = strict({  # how the run decided (#13): the adjustment across gates, a canary's tally
         "multiplicity": session.multiplicity, "alpha": session.alpha, "escalated": list(session.escalated),
         "canary": dict(session.canary_counts)})
+    data["power"] = strict(power_summary(records))  # underpowered gates (gating.power): counted and listed
     sequential = sequential_summary(session)  # --t2i-sequential only: no key otherwise
     if sequential is not None:
         data["sequential"] = strict(sequential)

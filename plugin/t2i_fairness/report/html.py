@@ -37,6 +37,7 @@ from typing import Any, Iterable
 
 from t2i_fairness.report.labels import gate_labels
 from t2i_fairness.report.changes import changes_html, digest_line
+from t2i_fairness.report.power import power_cell, verdict_suffix
 from t2i_fairness.report.sequential import record_of, sequential_lines, sequential_on, where_parts
 from t2i_fairness.report.terminal import regenerated_note
 from t2i_fairness.gating.session import GateRecord, GateSession
@@ -225,11 +226,11 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
         extra = {"details": r.details, "provenance": r.provenance}
         if r.provenance_changes:
             extra["provenance_changes"] = r.provenance_changes
-        verdict = VERDICTS.get(r.status, r.status)
+        verdict = VERDICTS.get(r.status, r.status) + verdict_suffix(r)  # ", underpowered": gating.power
         search = _search_text(r.gate, lab, r.family, verdict, r.status)
         if seq_on:
             search += " " + str((record_of(r) or {}).get("reason", "")).lower()
-        message = r.message if (bad or r.status not in ("pass",)) else ""
+        message = r.message if (bad or r.status not in ("pass",) or verdict_suffix(r)) else ""
         if test is not None and test.bad and r.status not in FAILED:
             message = f"{session.outcome.kind(test, records)}: {test.message}"
         rows.append(
@@ -243,6 +244,7 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
             f'<td class="num interval">{_interval(r.interval)}</td>'
             f'<td class="num bound">{"-" if r.bound is None else _e(r.direction) + " " + _num(r.bound)}</td>'
             f'<td class="num n">{r.n}</td>'
+            f'<td class="num power">{_e(power_cell(r))}</td>'
             + (_sequential_cell(record_of(r)) if seq_on else "")
             + f'<td class="plot">{_bar(r)}</td></tr>'
         )
@@ -258,7 +260,8 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
         '<p class="filters"><label>Filter: <input id="filter" type="search" placeholder="gate id, family or verdict" '
         f'autocomplete="off"></label> <span id="status-boxes">{boxes}</span> <span id="shown"></span></p>'
         '<table id="gate-table"><thead><tr><th>verdict</th><th>gate</th><th>measured</th><th>interval</th>'
-        "<th>bound</th><th>n</th>" + ("<th>sequential</th>" if seq_on else "") + "<th>estimate vs bound</th></tr></thead><tbody>"
+        '<th>bound</th><th>n</th><th title="the chance its test fails a model missing the bound by the kind\'s '
+        'meaningful miss, at the run\'s per-gate level">power</th>' + ("<th>sequential</th>" if seq_on else "") + "<th>estimate vs bound</th></tr></thead><tbody>"
         + "".join(rows) + "</tbody></table></section>"
     )
 

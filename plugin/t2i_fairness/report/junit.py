@@ -25,6 +25,7 @@ from typing import Any
 
 from t2i_fairness.gating.session import strict
 from t2i_fairness.report.changes import provenance_summary
+from t2i_fairness.report.power import underpowered
 from t2i_fairness.report.sequential import sequential_summary
 
 __all__ = ["junit_names", "mark_run", "run_properties"]
@@ -71,6 +72,9 @@ def run_properties(session, thresholds: str | None = None) -> list[tuple[str, st
     if sequential is not None:
         props.append(("t2i_sequential", json.dumps(strict({k: v for k, v in sequential.items() if k != "early_stops"}),
                                                    allow_nan=False)))
+    weak = underpowered(records)
+    if weak:  # passes their test could hardly have failed (gating.power): the count, the gates in run.json
+        props.append(("t2i_underpowered", str(len(weak))))
     props.append(("t2i_thresholds", str(thresholds if thresholds is not None else session.thresholds_path)))
     return props
 

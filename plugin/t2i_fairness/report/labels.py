@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from t2i_fairness.report.power import power_cell, verdict_suffix
 from t2i_fairness.report.sequential import junit_sequential
 
 
@@ -244,7 +245,11 @@ def allure_measurement(record: dict, vocabulary: Vocabulary | None = None) -> No
     iv = record.get("interval")
     interval = f" [{iv[0]:.4f}, {iv[1]:.4f}]" if iv else ""
     bound = "no bound" if record.get("bound") is None else f"{record['direction']} {record['bound']:.4f}"
-    allure.dynamic.title(f"{lab.title}: {record['value']:.4f}{interval} vs {bound}")
+    allure.dynamic.title(f"{lab.title}: {record['value']:.4f}{interval} vs {bound}{verdict_suffix(record)}")
+    if record.get("power"):  # against the kind's meaningful miss at the run's level (gating.power)
+        allure.dynamic.parameter("power", _Bare(power_cell(record)), excluded=True)
+        if verdict_suffix(record):
+            allure.dynamic.tag("underpowered")
     sequential = junit_sequential(record)  # --t2i-sequential only: reason, round r/R, images n/N, kind
     for key, value in sequential:  # shown, but out of the history id: a gate's history spans rounds and runs
         allure.dynamic.parameter(key.replace("t2i_sequential_", "sequential "), _Bare(value), excluded=True)

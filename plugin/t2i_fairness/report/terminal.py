@@ -10,6 +10,7 @@ from t2i_fairness.gating.thresholds import proposed_path
 from t2i_fairness.gating.verdicts import bound_cannot_fail
 from t2i_fairness.base.memory import fmt
 from t2i_fairness.report.changes import change_lines, digest_line
+from t2i_fairness.report.power import power_cell, power_lines, verdict_suffix
 from t2i_fairness.report.sequential import sequential_lines
 
 
@@ -56,14 +57,14 @@ class GateReport:
     session: GateSession
 
     def table(self) -> list[str]:
-        rows = [("gate", "measured", "bound", "n", "p (adj.)", "verdict")]
+        rows = [("gate", "measured", "bound", "n", "p (adj.)", "power", "verdict")]
         for r in sorted((r for r in self.session.records if r.status != "baseline"), key=lambda r: r.gate):
             interval = f" [{_num(r.interval[0])}, {_num(r.interval[1])}]" if r.interval else ""
             bound = "-" if r.bound is None else f"{r.direction} {_num(r.bound)}"
-            verdict = VERDICTS.get(r.status, r.status.upper())
+            verdict = VERDICTS.get(r.status, r.status.upper()) + verdict_suffix(r)
             if r.gate in self.session.escalated:
                 verdict += " (run FAILED: step-down)"
-            rows.append((r.gate, _num(r.value) + interval, bound, str(r.n), _p(r), verdict))
+            rows.append((r.gate, _num(r.value) + interval, bound, str(r.n), _p(r), power_cell(r), verdict))
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         out = []
         for j, row in enumerate(rows):
@@ -100,6 +101,7 @@ class GateReport:
             inconclusive = sum(r.status == "inconclusive" and not r.blocking for r in gated)
             out.append(f"{len(gated)} gates, {failed} failed" + (f", {inconclusive} inconclusive" if inconclusive else "")
                        + f" ({s.thresholds_path})")
+            out += power_lines(gated)  # passes a test could hardly have failed, in words
             out += self.decision_lines()
             seq = sequential_lines(s)  # --t2i-sequential only: nothing otherwise
             out += [""] + seq if seq else []
@@ -130,9 +132,7 @@ class GateReport:
             out.append(f"{kind}: {c.computed.get(kind, 0)} computed, {c.reused.get(kind, 0)} from cache")
         out += [line for line in [digest_line(s)] if line]
         out += memory_lines(s)
-        if c.corrupt:
-            out.append(f"{len(c.corrupt)} unreadable cache entr{'y' if len(c.corrupt) == 1 else 'ies'} found and made again:")
-            out += [f"  {p}" for p in c.corrupt[:10]]
+        out += corrupt_lines(c.corrupt)
         if s.written:
             out.append(f"updated {len(s.written)} gate(s) in {s.thresholds_path}:")
             for r in s.records:
@@ -207,4 +207,43 @@ def memory_lines(s: GateSession) -> list[str]:
         out.append(f"models{' of ' + who if who else ''} (+ loaded when a gate first needed it, - released after the last "
                    f"gate that needs it): {', '.join(shown)}" + (f"; loaded again after a release: {', '.join(again)}" if again else ""))
     out += [note for m in s.memory for note in m.get("notes", [])]
+    return out
+
+
+def corrupt_lines(corrupt: list[str], limit: int = 10) -> list[str]:
+    """The summary's lines on damaged cache entries found on read and made again: segments of the row
+    store found cut short (their rows past the cut computed again), images (whose bytes match no index
+    entry and do not decode), then every other entry (features, masks, damaged rows), each listed
+    once (two workers may find the same one).
+
+    Example:
+        >>> for line in corrupt_lines(["/c/images/ab/ab12.png", "/c/rows/e/seg-1.rows@40: cut short (3 bytes ...)",
+        ...                            "/c/rows/e/seg-1.rows@9: payload checksum mismatch", "/c/images/ab/ab12.png"]):
+        ...     print(line)
+        1 cache segment found cut short; the rows past the cut are computed again:
+          /c/rows/e/seg-1.rows@40: cut short (3 bytes ...)
+        1 corrupt image regenerated (its bytes matched no index entry and did not decode):
+          /c/images/ab/ab12.png
+        1 unreadable cache entry found and made again:
+          /c/rows/e/seg-1.rows@9: payload checksum mismatch
+    """
+    import os
+
+    seen = list(dict.fromkeys(corrupt))
+    images = [p for p in seen if p.endswith(".png") and f"{os.sep}images{os.sep}" in p]
+    torn = [p for p in seen if ": cut short (" in p]
+    other = [p for p in seen if p not in set(images) | set(torn)]
+    out = []
+    if torn:  # rows lost past a cut (what a killed run leaves too): computed again, said
+        out.append(f"{len(torn)} cache segment{'' if len(torn) == 1 else 's'} found cut short; the rows past the cut "
+                   "are computed again:")
+        out += [f"  {p}" for p in torn[:limit]] + ([f"  ... and {len(torn) - limit} more"] if len(torn) > limit else [])
+    if images:
+        out.append(f"{len(images)} corrupt image{'' if len(images) == 1 else 's'} regenerated "
+                   "(its bytes matched no index entry and did not decode):" if len(images) == 1 else
+                   f"{len(images)} corrupt images regenerated (their bytes matched no index entry and did not decode):")
+        out += [f"  {p}" for p in images[:limit]] + ([f"  ... and {len(images) - limit} more"] if len(images) > limit else [])
+    if other:
+        out.append(f"{len(other)} unreadable cache entr{'y' if len(other) == 1 else 'ies'} found and made again:")
+        out += [f"  {p}" for p in other[:limit]] + ([f"  ... and {len(other) - limit} more"] if len(other) > limit else [])
     return out

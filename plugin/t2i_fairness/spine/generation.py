@@ -21,7 +21,8 @@ from typing import Callable, ContextManager, Iterator, Sequence
 from PIL import Image
 
 from t2i_fairness.errors import DiskFullError
-from t2i_fairness.base.cache import Cache, content_key, decode_png, encode_png
+from t2i_fairness.base.cache import Cache, CorruptEntry, content_key, decode_png, encode_png
+from t2i_fairness.base.rowstore import ImageIndex
 from t2i_fairness.generators import GeneratorSource
 
 
@@ -64,19 +65,6 @@ def tqdm_progress(total: int, desc: str) -> Iterator[Callable[[int], None]]:
         yield bar.update
 
 
-def _image_is_sound(path: Path) -> bool | None:
-    """True if readable, False if present but corrupt, None if missing."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    try:
-        decode_png(data)
-    except Exception:
-        return False
-    return True
-
-
 class ImageFactory:
     """Makes the images a test asks for, only those missing, in canonical batches.
 
@@ -91,10 +79,12 @@ class ImageFactory:
     """
 
     def __init__(self, source: GeneratorSource, cache: Cache, base_seed: int = 0, progress: Progress = tqdm_progress,
-                 write_threads: int | None = None):
+                 write_threads: int | None = None, index: ImageIndex | None = None):
         self.write_threads = write_threads
+        self._index = index  # every image's size and digest as written (default: one on the cache's row store)
         self.measured = [0.0, 0]  # seconds generating (model loading excluded, writes included), images made
         self.on_measured: Callable[[float, int], None] | None = None  # told the totals after each generating call
+        self.clock = None  # a spine.rates.RunClock: the run's images planned and time left, shown on each progress line
         self.source = source
         self.cache = cache
         self.base_seed = base_seed
@@ -115,6 +105,75 @@ class ImageFactory:
                           settings=self.source.settings.key())
         return ImageRef(key, self.cache.path("images", key, ".png"), prompt, index, seed)
 
+    def keys(self, prompt: str, n: int) -> Iterator[str]:
+        """The cache keys of images ``0 .. n-1`` of ``prompt``, as :meth:`ref` gives them, without an
+        :class:`ImageRef` each (planning computes keys of many images): the JSON that
+        :func:`~t2i_fairness.base.cache.content_key` digests is built once per prompt, the seed
+        formatted in per image."""
+        if self.source.item_key is not None:  # each image has its own identity: ref() knows it
+            yield from (self.ref(prompt, i).key for i in range(n))
+            return
+        import json
+
+        head = (f'{{"generator":{json.dumps(self.source.fingerprint, default=str)},'
+                f'"prompt":{json.dumps(prompt)},"seed":').encode("utf-8")
+        tail = (',"settings":' + json.dumps(self.source.settings.key(), sort_keys=True, separators=(",", ":"),
+                                            default=str) + "}").encode("utf-8")
+        salt = f"{self.base_seed}\x1f".encode("utf-8")
+        text = f"\x1f{prompt}".encode("utf-8")
+        sha = hashlib.sha256
+        for i in range(n):
+            seed = int.from_bytes(sha(salt + str(i).encode() + text).digest()[:4], "big")
+            yield sha(head + str(seed).encode() + tail).hexdigest()[:40]
+
+    @property
+    def index(self) -> ImageIndex:
+        """The images' index (:class:`~t2i_fairness.base.rowstore.ImageIndex`): what each was when written."""
+        if self._index is None:
+            self._index = ImageIndex.of(self.cache)
+        return self._index
+
+    def states(self, refs: Sequence[ImageRef]) -> list[bool | None]:
+        """Per cached image: ``True`` (there, and the bytes written), ``False`` (there but corrupt), ``None``
+        (missing; fetched from the shared store first when there is one).
+
+        Every image read is checked against its index entry (size and SHA-256 of the bytes written):
+        an image whose bytes have an entry is sound without being decoded. One without (damaged, or
+        written before the index) is decoded: if it does not decode it is corrupt (the caller makes it
+        again and counts it), else its entry is written.
+        """
+        datas: list[bytes | None] = []
+        for r in refs:
+            try:
+                datas.append(r.path.read_bytes() if self.cache.fetch(r.path) else None)
+            except FileNotFoundError:
+                datas.append(None)
+        there = [i for i, d in enumerate(datas) if d is not None]
+        known = self.index.check([refs[i].key for i in there], [datas[i] for i in there])
+        out: list[bool | None] = [None] * len(refs)
+        adopt = []
+        for i, ok in zip(there, known):
+            if ok:
+                out[i] = True
+                continue
+            try:
+                decode_png(datas[i])
+            except CorruptEntry:
+                out[i] = False
+                continue
+            out[i] = True
+            adopt.append(ImageIndex.entry(refs[i].key, datas[i]))
+        self.index.add(adopt)
+        return out
+
+    def state(self, ref: ImageRef) -> bool | None:
+        """:meth:`states` of one image."""
+        return self.states([ref])[0]
+
+    def sound(self, ref: ImageRef) -> bool:
+        """Whether a cached image is there and sound (:meth:`state` is ``True``)."""
+        return self.state(ref) is True
+
     def images(self, prompts: Sequence[str], n: int, desc: str = "generating") -> list[list[ImageRef]]:
         """``n`` images of each prompt (a list per prompt, in prompt order), generating the missing ones.
 
@@ -133,7 +192,7 @@ class ImageFactory:
         for row in refs:
             for start in range(0, n, self.batch_size):
                 batch = row[start : start + self.batch_size]
-                states = [_image_is_sound(r.path) if self.cache.fetch(r.path) else None for r in batch]
+                states = [self.state(r) for r in batch]
                 for r, st in zip(batch, states):
                     if st is False:
                         self.cache.stats.corrupt.append(str(r.path))
@@ -157,7 +216,15 @@ class ImageFactory:
             check([r.prompt for r in flat], [r.seed for r in flat])
         deferred = []
         start, made = time.perf_counter(), self.cache.stats.generated
-        with self.progress(total, desc) as advance, _Writer(self.cache, self.write_threads) as writer:
+        clock = self.clock
+        if clock is not None:
+            desc = f"{desc} [{clock.describe(self.measured)}]"
+        with self.progress(total, desc) as shown, _Writer(self.cache, self.write_threads, self.index) as writer:
+            def advance(n: int) -> None:
+                shown(n)
+                if clock is not None:
+                    clock.written += n
+
             # a batch's images are encoded and written on the writer's threads while the next batch
             # generates; its lock is released (here, on this thread) once they are all written
             def make_holding(batch, missing, lock) -> None:
@@ -228,8 +295,8 @@ class ImageFactory:
         returns the pending batch (:meth:`_Writer.after` waits for it later). Images of ``missing``
         (missing when the caller looked) that another process wrote meanwhile count as from the cache.
         """
-        wanted = set(batch if only is None else only)
-        todo = [r for r in batch if r in wanted and _image_is_sound(r.path) is not True]
+        wanted = [r for r in batch if r in set(batch if only is None else only)]
+        todo = [r for r, st in zip(wanted, self.states(wanted)) if st is not True]
         self.cache.stats.from_cache += sum(1 for r in missing if r not in todo)
         _note_keys(self.cache.stats, "from_cache_keys", [r for r in missing if r not in todo])
         if not todo:
@@ -250,10 +317,12 @@ class ImageFactory:
         _note_keys(self.cache.stats, "generated_keys", todo)
         jobs = [(r, im) for r, im in zip(batch, images) if r in todo]
         if writer is None:
-            for r, im in jobs:
-                self._note_blank(r, _store_image(self.cache, r.path, im))
+            written = [_store_image(self.cache, r, im) for r, im in jobs]
+            self.index.add(entry for _, entry in written)
+            for (r, _), (blank, _) in zip(jobs, written):
+                self._note_blank(r, blank)
             return len(todo)
-        return _Pending(jobs, [writer.submit(r.path, im) for r, im in jobs])
+        return _Pending(jobs, [writer.submit(r, im) for r, im in jobs])
 
     def _note_blank(self, ref: ImageRef, blank: bool) -> None:
         if blank:  # a safety checker's blank, or NaN pixels cast to 0
@@ -267,12 +336,14 @@ def _note_keys(stats, name: str, refs) -> None:
         keys.update(r.key for r in refs)
 
 
-def _store_image(cache: Cache, path: Path, image: Image.Image) -> bool:
-    """Encode one image as PNG and write it to the cache (atomically); returns whether it is all black.
+def _store_image(cache: Cache, ref: ImageRef, image: Image.Image) -> tuple[bool, tuple[str, int]]:
+    """Encode one image as PNG and write it to the cache (atomically); returns whether it is all black,
+    and its index entry (:meth:`~t2i_fairness.base.rowstore.ImageIndex.entry`, recorded by the caller).
 
     Raises:
         OSError: the entry cannot be written; the message names its path.
     """
+    path = ref.path
     rgb = image if image.mode == "RGB" else image.convert("RGB")  # (convert() of an RGB image is a copy)
     blank = rgb.getbbox() is None  # no non-zero pixel (a fast C scan; the same test as getextrema() == all zeros)
     data = encode_png(rgb)
@@ -283,7 +354,7 @@ def _store_image(cache: Cache, path: Path, image: Image.Image) -> bool:
     except OSError as exc:
         raise OSError(exc.errno, f"cannot write the generated image {str(path)!r} to the cache: "
                                  f"{exc.strerror or exc}") from exc
-    return blank
+    return blank, ImageIndex.entry(ref.key, data)
 
 
 @dataclass
@@ -305,23 +376,24 @@ class _Writer:
     file writes release the GIL, so the threads run beside the generator.
     """
 
-    def __init__(self, cache: Cache, threads: int | None = None):
+    def __init__(self, cache: Cache, threads: int | None = None, index: ImageIndex | None = None):
         import os
         from concurrent.futures import ThreadPoolExecutor
 
         self.cache = cache
         self.threads = max(1, min(4, os.cpu_count() or 1)) if threads is None else int(threads)
         self.pool = ThreadPoolExecutor(self.threads, thread_name_prefix="t2i-png") if self.threads > 0 else None
+        self.index = index  # each batch's images are recorded in it once written
         self._waiting = None  # (pending, lock, advance) of the batch in flight
 
-    def submit(self, path: Path, image: Image.Image):
+    def submit(self, ref: ImageRef, image: Image.Image):
         if self.pool is not None:
-            return self.pool.submit(_store_image, self.cache, path, image)
+            return self.pool.submit(_store_image, self.cache, ref, image)
         from concurrent.futures import Future
 
         done: Future = Future()  # no threads: written now, before the next batch generates
         try:
-            done.set_result(_store_image(self.cache, path, image))
+            done.set_result(_store_image(self.cache, ref, image))
         except Exception as exc:
             done.set_exception(exc)
         return done
@@ -343,10 +415,12 @@ class _Writer:
 
         wait(pending.futures)  # every write of the batch done (or failed) before its lock goes
         try:
-            blanks = [f.result() for f in pending.futures]  # the first failed write raises, naming its path
+            written = [f.result() for f in pending.futures]  # the first failed write raises, naming its path
+            if self.index is not None:
+                self.index.add(entry for _, entry in written)  # before the lock goes: a reader finds the entry
         finally:
             lock.release()
-        for (ref, _), blank in zip(pending.jobs, blanks):
+        for (ref, _), (blank, _) in zip(pending.jobs, written):
             if blank:  # a safety checker's blank, or NaN pixels cast to 0
                 self.cache.stats.blank.append(f"{ref.prompt!r} (seed {ref.seed})")
         advance(len(pending.jobs))

@@ -142,8 +142,8 @@ CORE_OPTIONS: tuple[Option, ...] = (
     Option("--t2i-images-per-prompt", "images per prompt ({object} in {country} prompts share an object-region's "
            "N images among its three countries)", smoke=SMOKE_IMAGES_PER_PROMPT, paper=PAPER_IMAGES_PER_PROMPT,
            type=int, metavar="N"),
-    Option("--t2i-seed", "base seed; every image seed derives from it, the prompt and the image index", default=0,
-           type=int, metavar="INT"),
+    Option("--t2i-seed", "base seed (0..4294967295); every image seed derives from it, the prompt and the image index",
+           default=0, type=int, metavar="INT"),
     Option("--t2i-batch-size", "generation batch size (default: the model's: 16 for tiny and procedural, 8 for "
            "diffusers models and python: factories without a batch_size, 32 for images: manifests)", type=int,
            metavar="N"),
@@ -189,7 +189,7 @@ CORE_OPTIONS: tuple[Option, ...] = (
            "indicator's units) with 80%% power at the run's level", type=float, metavar="DELTA"),
     Option("--t2i-baseline-model", "also run the same prompts and seeds through this model and gate "
            "candidate >= baseline - delta (paired bootstrap interval on the difference)", metavar="SPEC"),
-    Option("--t2i-baseline-seed", "base seed of the baseline run (default: --t2i-seed); e.g. tiny vs tiny with "
+    Option("--t2i-baseline-seed", "base seed of the baseline run (0..4294967295; default: --t2i-seed); e.g. tiny vs tiny with "
            "another seed is a null comparison", type=int, metavar="INT"),
     Option("--t2i-baseline-delta", "how much worse than the baseline a gate may be (default 0)", default=0.0,
            type=float, metavar="X"),
@@ -387,6 +387,34 @@ def positive(v: Values, flag: str, minimum: int = 1) -> int | None:
     return value
 
 
+MAX_SEED = 2**32 - 1
+
+
+def seed(v: Values, flag: str) -> int | None:
+    """A base seed: an integer in ``0 .. 2**32 - 1``; ``None`` stays ``None``.
+
+    Unsigned 32-bit, as the seeds it makes are: numpy's generators (``default_rng``, which CIS's
+    prompt draws, the bootstrap and the reference grouping take it in) refuse a negative seed,
+    ``torch.Generator.manual_seed`` takes at most 64 bits, and every image's own seed
+    (:func:`~t2i_fairness.spine.generation.derive_seed`) is 32-bit. A larger base seed would add
+    nothing a 32-bit one cannot say.
+
+    Example:
+        >>> seed(lambda flag: 7, "--t2i-seed")
+        7
+        >>> seed(lambda flag: -1, "--t2i-seed")
+        Traceback (most recent call last):
+        ...
+        t2i_fairness.errors.OptionError: --t2i-seed: must be an integer in 0..4294967295 (an unsigned 32-bit seed), got -1
+    """
+    value = v(flag)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_SEED:
+        raise OptionError(flag, f"must be an integer in 0..{MAX_SEED} (an unsigned 32-bit seed), got {value!r}")
+    return value
+
+
 def finite(v: Values, flag: str, low: float | None = None, high: float | None = None,
            open_low: bool = False, open_high: bool = False) -> float | None:
     """The flag's float value, finite and within the given range (``nan`` and ``inf`` are refused)."""
@@ -513,7 +541,7 @@ def resolve_core(v: Values) -> dict[str, Any]:
     return dict(
         model=model, model_revision=revision, preset=v.preset, scorers=v("--t2i-scorers"), device=device,
         precision=v("--t2i-precision"), objects=tuple(objects),
-        images_per_prompt=positive(v, "--t2i-images-per-prompt"), seed=v("--t2i-seed"),
+        images_per_prompt=positive(v, "--t2i-images-per-prompt"), seed=seed(v, "--t2i-seed"),
         batch_size=v("--t2i-batch-size"), steps=v("--t2i-steps"),
         guidance=finite(v, "--t2i-guidance", 0.0), height=v("--t2i-height"), width=v("--t2i-width"),
         cache_dir=cache_dir, cache_mirror=v.rootdir / ".t2i-cache-mirror", thresholds=thresholds,
@@ -524,7 +552,7 @@ def resolve_core(v: Values) -> dict[str, Any]:
         fake_dedupe=v("--t2i-fake-dedupe"), dedupe_scope=v("--t2i-dedupe-scope"),
         balance_per_group=balance_size(v("--t2i-balance-per-group")), balance_seed=v("--t2i-balance-seed"),
         balance_sampler=v("--t2i-balance-sampler"),
-        baseline_model=v("--t2i-baseline-model"), baseline_seed=v.raw("--t2i-baseline-seed"),
+        baseline_model=v("--t2i-baseline-model"), baseline_seed=seed(v.raw, "--t2i-baseline-seed"),
         baseline_delta=finite(v, "--t2i-baseline-delta", 0.0), bootstrap=bootstrap,
         confidence=finite(v, "--t2i-confidence", 0.0, 1.0, open_low=True, open_high=True),
         alpha=finite(v, "--t2i-alpha", 0.0, 1.0, open_low=True, open_high=True), multiplicity=v("--t2i-multiplicity"),

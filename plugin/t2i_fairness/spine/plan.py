@@ -13,6 +13,8 @@ before any is made:
   current cache, each with the images it writes, as the pytest path would make them. A batch is
   always generated whole (batched kernels round pixels differently with batch composition), and a
   batch whose images are all present is not generated: the same rules as ``ImageFactory.images``.
+  They are computed per prompt and per stretch of batches, never per image (:class:`Jobs`), so a
+  plan of a million images answers in about the time of its requests.
 
 Jobs are independent (each writes images no other job writes), so any engine can run them in any
 order or in parallel (:func:`run_job`), and the bytes are those of the pytest path.
@@ -22,13 +24,15 @@ Nothing here imports pytest or a family.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from t2i_fairness.spine.options import T2IOptions
 
-__all__ = ["BatchJob", "GateCall", "ImageRequest", "Need", "batch_jobs", "role_options", "run_job", "unique_requests"]
+__all__ = ["BatchJob", "GateCall", "ImageRequest", "Jobs", "Need", "batch_jobs", "cached_indices", "request_tops", "role_options",
+           "run_job", "unique_requests"]
 
 ROLES = ("baseline", "candidate")
 
@@ -159,49 +163,176 @@ def unique_requests(requests: Iterable[ImageRequest]) -> list[ImageRequest]:
     return list(dict.fromkeys(requests))
 
 
-def batch_jobs(requests: Iterable[ImageRequest], factory, role: str = "candidate", present=None) -> list[BatchJob]:
+class Jobs(Sequence):
+    """The batch jobs of a plan, in run order, stored per stretch of whole batches.
+
+    A stretch is a prompt's consecutive canonical batches that are all missing (each is generated
+    and written whole); a batch holding a cached image is kept as its own :class:`BatchJob`. So a
+    plan of ``--t2i-images-per-prompt 100000`` on a cold cache is one item per request, not one
+    object per batch, and iterating yields the :class:`BatchJob` of every batch in run order.
+
+    Example:
+        >>> jobs = Jobs(); jobs.add_stretch("a", 0, 10, 4); jobs.add(BatchJob("a", (8, 9, 10, 11), (10, 11)))
+        >>> len(jobs), jobs.images, [j.write for j in jobs][-2:], jobs[1].indices
+        (4, 12, [(8, 9), (10, 11)], (4, 5, 6, 7))
+    """
+
+    def __init__(self, role: str = "candidate"):
+        self.role = role
+        self._items: list = []  # BatchJob, or (prompt, start, stop, size): batches [s, min(s + size, stop)) from start
+        self._ends: list[int] = []  # cumulative batch count at the end of each item
+        self.images = 0  # images the jobs write
+
+    def add(self, job: BatchJob) -> None:
+        self._items.append(job)
+        self._ends.append(len(self) + 1)
+        self.images += len(job.write)
+
+    def add_stretch(self, prompt: str, start: int, stop: int, size: int) -> None:
+        """The whole batches of ``prompt`` from ``start`` (a multiple of ``size``) up to ``stop`` (the last cut at ``stop``)."""
+        if stop <= start:
+            return
+        self._items.append((prompt, start, stop, size))
+        self._ends.append(len(self) + -(-(stop - start) // size))
+        self.images += stop - start
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def _expand(self, item) -> Iterator[BatchJob]:
+        if isinstance(item, BatchJob):
+            yield item
+            return
+        prompt, start, stop, size = item
+        for s in range(start, stop, size):
+            batch = tuple(range(s, min(s + size, stop)))
+            yield BatchJob(prompt, batch, batch, self.role)
+
+    def __iter__(self) -> Iterator[BatchJob]:
+        for item in self._items:
+            yield from self._expand(item)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"job {i} of {n}")
+        k = bisect.bisect_right(self._ends, i)
+        item, first = self._items[k], (self._ends[k - 1] if k else 0)
+        if isinstance(item, BatchJob):
+            return item
+        prompt, start, stop, size = item
+        s = start + (i - first) * size
+        batch = tuple(range(s, min(s + size, stop)))
+        return BatchJob(prompt, batch, batch, self.role)
+
+
+def request_tops(requests: Iterable[ImageRequest]) -> dict[str, int]:
+    """Per prompt, the most images any request asks for (the images asked for are indices ``0 .. top-1``).
+
+    Example:
+        >>> request_tops([ImageRequest("a", 2), ImageRequest("b", 1), ImageRequest("a", 6)])
+        {'a': 6, 'b': 1}
+    """
+    tops: dict[str, int] = {}
+    for r in requests:
+        tops[r.prompt] = max(tops.get(r.prompt, 0), r.n)
+    return tops
+
+
+def batch_jobs(requests: Iterable[ImageRequest], factory, role: str = "candidate", cached=None) -> Jobs:
     """The batches a run of ``requests`` (in order) generates on the factory's cache, as the pytest path would.
+
+    Computed per batch that holds a cached image and per stretch of batches that hold none (never
+    per image): after a request for ``n`` images of a prompt, its indices ``0 .. n-1`` are all
+    there (cached, or written by a job), so a later request only cuts the batches from there on,
+    and a batch is a job when it misses an image, writing only those.
 
     Args:
         requests: image requests in the order the studies make them.
-        factory: the :class:`~t2i_fairness.spine.generation.ImageFactory` (batch size, seeds, cache).
+        factory: the :class:`~t2i_fairness.spine.generation.ImageFactory` (its batch size and cache).
         role: carried into the jobs (``baseline`` / ``candidate``).
-        present: ``present(ref) -> bool`` whether an image is already cached and sound (default:
-            fetched from the shared store if needed and decoded, as the factory checks).
+        cached: ``cached(prompt, n)`` -> the indices below ``n`` of the prompt's images already in the
+            cache and sound (default: :func:`cached_indices` of the factory).
 
     Example:
         >>> from types import SimpleNamespace
-        >>> factory = SimpleNamespace(batch_size=4, ref=lambda p, i: (p, i))
-        >>> jobs = batch_jobs([ImageRequest("a", 6), ImageRequest("a", 8)], factory, present=lambda ref: False)
+        >>> factory = SimpleNamespace(batch_size=4)
+        >>> jobs = batch_jobs([ImageRequest("a", 6), ImageRequest("a", 8)], factory, cached=lambda p, n: ())
         >>> [(j.indices, j.write) for j in jobs]
         [((0, 1, 2, 3), (0, 1, 2, 3)), ((4, 5), (4, 5)), ((4, 5, 6, 7), (6, 7))]
+        >>> [(j.indices, j.write) for j in batch_jobs([ImageRequest("a", 6)], factory, cached=lambda p, n: (1, 4, 5))]
+        [((0, 1, 2, 3), (0, 2, 3))]
     """
-    if present is None:
-        present = _sound(factory)
-    have: dict[str, dict[int, bool]] = {}
-    jobs = []
+    requests = list(requests)
+    if cached is None:
+        cached = cached_indices(factory)
+    size = int(factory.batch_size)
+    tops = request_tops(requests)
+    have: dict[str, list[int]] = {}
+    done: dict[str, int] = {}  # per prompt: indices 0 .. done-1 are there (cached, or written by a job before)
+    jobs = Jobs(role)
     for req in requests:
-        known = have.setdefault(req.prompt, {})
-        for start in range(0, req.n, factory.batch_size):
-            batch = tuple(range(start, min(start + factory.batch_size, req.n)))
-            for i in batch:
-                if i not in known:
-                    known[i] = bool(present(factory.ref(req.prompt, i)))
-            missing = tuple(i for i in batch if not known[i])
+        p, n = req.prompt, req.n
+        if p not in have:
+            have[p] = sorted(set(i for i in cached(p, tops[p]) if 0 <= i < tops[p]))
+        known = done.get(p, 0)
+        if n <= known:
+            continue
+        hits, s = have[p], (known // size) * size
+        while s < n:
+            e = min(s + size, n)
+            lo = max(s, known)
+            j = bisect.bisect_left(hits, lo)
+            nxt = hits[j] if j < len(hits) else n
+            if lo == s and nxt >= e:  # whole batches up to the one holding the next cached image
+                stop = n if nxt >= n else (nxt // size) * size
+                jobs.add_stretch(p, s, stop, size)
+                s = stop
+                continue
+            gone = set(hits[j:bisect.bisect_left(hits, e)])
+            missing = tuple(i for i in range(lo, e) if i not in gone)
             if missing:
-                jobs.append(BatchJob(req.prompt, batch, missing, role))
-                for i in missing:
-                    known[i] = True
+                jobs.add(BatchJob(p, tuple(range(s, e)), missing, role))
+            s += size
+        done[p] = n
     return jobs
 
 
-def _sound(factory):
-    from t2i_fairness.spine.generation import _image_is_sound
+def cached_indices(factory):
+    """``cached(prompt, n)``: the indices below ``n`` of the prompt's images in the factory's cache and sound.
 
-    def present(ref) -> bool:
-        return bool(factory.cache.fetch(ref.path)) and _image_is_sound(ref.path) is True
+    An image counts when its file is there and passes the factory's check on read
+    (:meth:`~t2i_fairness.spine.generation.ImageFactory.states`: its index entry). The cache's image folder is listed
+    once: on a cold cache no image key is computed, and once every listed file is accounted for
+    the rest are known to be missing. Keys are computed per image only while files remain
+    unaccounted for (or, with a shared store behind the cache, which cannot be listed, always).
+    """
+    names = factory.cache.listed("images") if factory.cache.remote is None else None
+    left = [len(names) if names is not None else -1]
 
-    return present
+    def cached(prompt: str, n: int) -> list[int]:
+        if left[0] == 0:
+            return []
+        there = []
+        for i, key in enumerate(factory.keys(prompt, n)):
+            if names is not None:
+                if key not in names:
+                    continue
+                left[0] -= 1
+            there.append(i)
+            if left[0] == 0:
+                break
+        out = []
+        for start in range(0, len(there), 256):  # checked against the images' index a chunk at a time
+            chunk = there[start:start + 256]
+            out += [i for i, ok in zip(chunk, factory.states([factory.ref(prompt, i) for i in chunk])) if ok]
+        return out
+
+    return cached
 
 
 def run_job(factory, job: BatchJob, wait: bool = True) -> int | None:

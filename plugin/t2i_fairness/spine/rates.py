@@ -33,7 +33,7 @@ from typing import Any, Mapping
 
 from t2i_fairness.base.cache import Cache, CorruptEntry, content_key
 
-__all__ = ["Rate", "device_label", "estimate_hours", "lookup_rate", "rate_key", "store_rate"]
+__all__ = ["Rate", "RunClock", "device_label", "duration", "estimate_hours", "lookup_rate", "rate_key", "store_rate"]
 
 
 @dataclass(frozen=True)
@@ -145,3 +145,54 @@ def estimate_hours(images: int, rate: "Rate | float") -> float:
     if images < 0:
         raise ValueError(f"images must be >= 0, got {images}")
     return images * seconds / 3600.0
+
+
+def duration(seconds: float) -> str:
+    """``1 h 05 min``, ``12 min``, ``40 s``: a duration for people.
+
+    Example:
+        >>> duration(3900), duration(720), duration(40.2), duration(2 * 86400 + 3600)
+        ('1 h 05 min', '12 min', '40 s', '49 h 00 min')
+    """
+    seconds = max(0.0, float(seconds))
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = int(round(seconds / 60))
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
+
+
+class RunClock:
+    """How long a run's generation has left: the images its plan makes (written to the cache), at the
+    stored rate until the run has measured its own (``ImageFactory.measured``: seconds generating,
+    images the generator made, whole batches).
+
+    Args:
+        planned: images the run's plan makes (``t2i-fairness plan``'s "to make").
+        rate: the stored seconds per image (``None``: none stored; the run's own once it has made some).
+
+    Example:
+        >>> clock = RunClock(1000, 2.0)
+        >>> clock.describe((0.0, 0))
+        'run: 0 of 1000 images made, about 33 min left at 2 s/image (stored rate)'
+        >>> clock.written += 100; clock.describe((300.0, 100))
+        'run: 100 of 1000 images made, about 45 min left at 3 s/image (this run)'
+        >>> RunClock(10, None).describe((0.0, 0))
+        'run: 0 of 10 images made, time left unknown until a batch is made'
+    """
+
+    def __init__(self, planned: int, rate: float | None):
+        self.planned = int(planned)
+        self.rate = rate
+        self.written = 0  # images of the run written so far (the factory's progress adds them)
+
+    def describe(self, measured) -> str:
+        seconds, generated = float(measured[0]), int(measured[1])
+        head = f"run: {self.written} of {self.planned} images made"
+        left = max(0, self.planned - self.written)
+        if generated:
+            per, source = seconds / generated, "this run"
+        elif self.rate:
+            per, source = float(self.rate), "stored rate"
+        else:
+            return f"{head}, time left unknown until a batch is made"
+        return f"{head}, about {duration(left * per)} left at {per:.3g} s/image ({source})"

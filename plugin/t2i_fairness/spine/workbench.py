@@ -20,7 +20,7 @@ from t2i_fairness.base.cache import Cache, content_key, decode_array, encode_arr
 from t2i_fairness.base.memo import Memo, namespace_of, no_progress
 
 from t2i_fairness.base.memory import ModelUse
-from t2i_fairness.base.rowstore import FeatureRows
+from t2i_fairness.base.rowstore import FeatureRows, ImageIndex
 from t2i_fairness.spine.residency import Resident
 
 _no_progress = no_progress  # the name the project's tests import
@@ -81,11 +81,13 @@ class Workbench:
                 self._note(self.source.subject, self.source.weights, "its images are generated anew",
                            "what was cached under them is used again")
         self.cache.stats.identity.extend(self.source.notes)
-        self.factory = ImageFactory(self.source, self.cache, options.seed, self.progress)
+        self.feature_rows = FeatureRows(self.cache)  # features: rows in segment files, not a file per row
+        # every image's size and digest as written, in the same row store (planning: a look-only one)
+        index = ImageIndex.of(self.cache, read_only=True) if read_only else ImageIndex(self.feature_rows.store)
+        self.factory = ImageFactory(self.source, self.cache, options.seed, self.progress, index=index)
         if not self.source.spec.startswith("images:"):  # the per-image time, for t2i-fairness plan's estimate
             self.factory.on_measured = self._store_rate
         self.rate_device = generate_on or self.device
-        self.feature_rows = FeatureRows(self.cache)  # features: rows in segment files, not a file per row
         self._scorers: dict[str, Resident] = {}
         self._shared: dict = {}
         self._versions = identity.library_versions()

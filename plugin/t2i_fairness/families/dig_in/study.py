@@ -34,7 +34,7 @@ def disparity(values: Mapping[str, float]) -> float:
     """Best / worst ratio over groups (inf when the worst is 0 and the best is not; 1 when all are 0).
 
     Reported, not gated: it is unbounded (a region at 0 makes it infinite), so no bound could gate it;
-    :func:`parity` is its gated form.
+    its gated form is the worst / best ratio (:func:`t2i_fairness.metrics.evidence.pairs` with ``contrast="ratio"``).
 
     Example:
         >>> disparity({"africa": 0.25, "europe": 0.5})
@@ -45,51 +45,6 @@ def disparity(values: Mapping[str, float]) -> float:
     if worst == 0:
         return 1.0 if best == 0 else math.inf
     return best / worst
-
-
-def parity(intervals: Mapping[str, "object"], confidence: float = 0.95):
-    """Worst / best ratio over groups, in [0, 1] (1: every group scores the same; 1 when all are 0),
-    with a delta-method interval from the two groups' own intervals (independent images).
-
-    Args:
-        intervals: group -> :class:`~t2i_fairness.metrics.intervals.Interval` of its value.
-        confidence: of the returned interval.
-
-    Returns:
-        ``(Interval of the ratio, worst group, best group)``.
-
-    Example:
-        >>> from t2i_fairness.metrics.intervals import Interval
-        >>> iv, worst, best = parity({"africa": Interval(0.25, 0.2, 0.3, "t", 0.95, 50, se=0.025),
-        ...                           "europe": Interval(0.5, 0.4, 0.6, "t", 0.95, 50, se=0.05)})
-        >>> iv.estimate, worst, best, round(iv.se, 4)
-        (0.5, 'africa', 'europe', 0.0707)
-    """
-    from t2i_fairness.metrics.intervals import Interval, linear_combination_interval
-
-    worst = min(intervals, key=lambda g: intervals[g].estimate)
-    best = max(intervals, key=lambda g: intervals[g].estimate)
-    w, b = intervals[worst].estimate, intervals[best].estimate
-    if b <= 0:
-        # every group at 0: the ratio is 1 by convention, but two shares at 0 say little about their true
-        # ratio; the delta method at Agresti and Coull's adjusted shares (never 0) gives its uncertainty
-        from t2i_fairness.metrics.intervals import agresti_coull, share_se
-
-        wi, bi = intervals[worst], intervals[best]
-        if wi.n_effective and bi.n_effective:
-            pw, pb = agresti_coull(0.0, wi.n_effective)[0], agresti_coull(0.0, bi.n_effective)[0]
-            se = math.hypot(share_se(wi) / pb, pw * share_se(bi) / pb**2)
-        else:
-            se = 0.0  # not shares: no uncertainty measured (the gate gives no p-value)
-        units = min(iv.n_units for iv in intervals.values())
-        from scipy.special import ndtri
-
-        z = float(ndtri(0.5 + confidence / 2.0))
-        return Interval(1.0, max(0.0, 1.0 - z * se), 1.0, "delta method at Agresti-Coull shares: every group is 0",
-                        confidence, units, se=se), worst, best
-    terms = [(1.0 / b, intervals[worst]), (-w / b**2, intervals[best])]
-    return linear_combination_interval(w / b, terms, confidence=confidence, method="delta method (worst/best)",
-                                       low=0.0, high=1.0), worst, best
 
 
 def fake_dedupe(options) -> str:

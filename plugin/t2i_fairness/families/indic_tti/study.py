@@ -387,29 +387,38 @@ class IndicEvaluation(Study):
         freedom: :func:`t2i_fairness.metrics.intervals.cluster_bootstrap_interval`), or None with one prompt.
 
         ``metric``: ``clgc``, ``igc``, ``lgc``, ``scwl``, ``dwl``, ``clgc_ratio`` (CLGC(lang) / CLGC(English),
-        paired by prompt) or ``scal`` (SCAL(English, lang)).
+        paired by prompt: Fieller's ratio, :meth:`_fieller`) or ``scal`` (SCAL(English, lang)).
         """
         code = self._check(lang)
         if (metric == "dwl" and len(self.prompt_ids) < 3) or (metric == "igc" and len(self.reference_ids) < 2):
             return None  # a delete-one replicate would leave the statistic undefined
         key = ("interval", code, metric, confidence)
+        if metric == "clgc_ratio":
+            return self._once(key, lambda: self._fieller(code, confidence))
         return self._once(key, lambda: self._jackknife(self._statistic(code, metric), confidence))
+
+    def _fieller(self, code: str, confidence: float):
+        """CLGC(lang) / CLGC(English) as Fieller's ratio (:func:`t2i_fairness.metrics.evidence.fieller_ratio`):
+        the two statistics' delete-one-prompt values, the same prompt left out of both (they share prompts)."""
+        from t2i_fairness.metrics.evidence import fieller_ratio
+
+        g = len(self.prompt_ids)
+        if g < 2:
+            return None
+        num, den = self._statistic(code, "clgc"), self._statistic(ENGLISH, "clgc")
+        every = np.arange(g)
+        drop = [np.delete(every, i) for i in range(g)]
+        return fieller_ratio([num(d) for d in drop], [den(d) for d in drop], num(every), den(every),
+                             confidence=confidence)
 
     def _statistic(self, code: str, metric: str):
         """``statistic(prompt indices) -> value``: the indicator on a subset of prompts (repeats allowed)."""
-        if metric in ("clgc", "clgc_ratio"):
-            def clgc_of(lang):
-                sentence = self.models.sentence
-                prompt_t = self.bench.text_features(sentence, self.english)
-                captions = self.captions(lang)
-                caption_t = self._grid(self.bench.text_features(sentence, [c for row in captions for c in row]))
-                return lambda pi: metrics.clgc(prompt_t[pi], caption_t[pi])
-
-            mine = clgc_of(code)
-            if metric == "clgc":
-                return mine
-            english = clgc_of(ENGLISH)
-            return lambda pi: mine(pi) / english(pi)
+        if metric == "clgc":
+            sentence = self.models.sentence
+            prompt_t = self.bench.text_features(sentence, self.english)
+            captions = self.captions(code)
+            caption_t = self._grid(self.bench.text_features(sentence, [c for row in captions for c in row]))
+            return lambda pi: metrics.clgc(prompt_t[pi], caption_t[pi])
         if metric == "lgc":
             prompt_clip = self.bench.text_features(self.models.image_text, self.english)
             feats = self.image_text_features(code)

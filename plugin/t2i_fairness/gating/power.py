@@ -1,0 +1,97 @@
+"""Power in words: would this gate see the miss it exists for? (docs/decisions.md, "Power")
+
+A green gate is only evidence when its test could have failed. Each gate kind has a **minimum
+meaningful miss** (:data:`MEANINGFUL_MISS`: 0.10 on a share, a spread or a ratio; 0.02 on a mean 10th
+percentile of CLIP cosines; 0.05 on an IndicTTI cosine score): the gate's power is the probability that
+its own test, at the level the run holds it to (``alpha / m`` under Holm), fails a model whose true value
+misses the bound by that much, at the gate's own size (the test's exact power for a share, the normal
+approximation elsewhere; worst-of and pairwise gates count their selection: one group or pair missing
+alone, at ``alpha / G``). Below :data:`UNDERPOWERED` (50%) the verdict says so in words, next to the
+verdict, in every output, and the summary counts such gates; ``images_for_80`` says how many images the
+gate would need (the variance falling as ``1 / n``) to catch that miss 80% of the time.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["MEANINGFUL_MISS", "TARGET", "UNDERPOWERED", "power_record", "power_words"]
+
+#: gate kind (``Family.sequential``) -> the smallest miss, in the indicator's units, a release must catch
+MEANINGFUL_MISS: dict[str, float] = {
+    "share": 0.10,  # precision, CIS_K: a share of images
+    "bounded": 0.10,
+    "coverage": 0.10,  # a share of real images' balls
+    "worst": 0.10,  # the worst group's share
+    "spread": 0.10,  # best minus worst, template improvement, CIS drop per component: shares' differences
+    "ratio": 0.10,  # worst / best, CLGC(l) / CLGC(English)
+    "percentile": 0.02,  # mean over objects of the 10th-percentile CLIP cosine (DIG In consistency)
+    "score": 0.05,  # IndicTTI's cosine scores (CLGC, IGC, LGC, SCWL, DWL, SCAL)
+    "hoeffding": 0.10,  # word-level |influence| and the representation gap: shares' differences
+}
+#: a power below this is underpowered: the verdict says so in words
+UNDERPOWERED = 0.5
+#: the power ``images_for_80`` plans for
+TARGET = 0.8
+
+
+def power_record(uncertainty: Any, bound: float, direction: str, level: float, kind: str | None,
+                 n: int) -> dict | None:
+    """The gate's power against its kind's meaningful miss at ``level``, as a record field (``None`` when
+    the kind states no miss or the measurement carries no test to compute it from).
+
+    Returns:
+        ``{"effect", "power", "level", "underpowered", "n", "images_for_80", "factor_for_80"}``:
+        ``factor_for_80`` multiplies the gate's images per prompt (``None`` beyond 10,000 times);
+        ``images_for_80`` is ``ceil(n * factor)`` in the gate's own units ``n`` (images, or real images
+        for coverage).
+
+    Example:
+        >>> import numpy as np
+        >>> from t2i_fairness.metrics.intervals import precision_interval
+        >>> iv = precision_interval(np.r_[np.ones(57, bool), np.zeros(3, bool)])       # 60 images
+        >>> r = power_record(iv, 0.9, "min", 0.05 / 475, "share", 60)
+        >>> round(r["power"], 3), r["underpowered"], r["images_for_80"]
+        (0.077, True, 241)
+    """
+    from t2i_fairness.metrics.evidence import images_for_power
+
+    effect = MEANINGFUL_MISS.get(kind or "")
+    if effect is None or uncertainty is None or not hasattr(uncertainty, "power") or bound is None:
+        return None
+    if not (math.isfinite(bound) and 0 < level < 1):
+        return None
+    try:
+        power = float(uncertainty.power(bound, direction, effect, level))
+        factor = images_for_power(uncertainty, bound, direction, effect, level, power=TARGET)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return {"effect": effect, "power": power, "level": float(level), "underpowered": power < UNDERPOWERED,
+            "n": int(n), "factor_for_80": factor,
+            "images_for_80": None if factor is None else int(math.ceil(n * factor))}
+
+
+def power_words(record: dict | None, status: str) -> str | None:
+    """The words an underpowered verdict carries, or ``None``.
+
+    Example:
+        >>> power_words({"effect": 0.1, "power": 0.031, "underpowered": True, "factor_for_80": 4.02}, "pass")
+        'passed, underpowered: would catch a 0.1 miss 3.1% of the time (80% needs about 4.02x its images per prompt)'
+        >>> power_words({"effect": 0.1, "power": 0.9, "underpowered": False}, "pass") is None
+        True
+    """
+    if not record or not record.get("underpowered") or status not in ("pass", "inconclusive"):
+        return None
+    verdict = "passed" if status == "pass" else "inconclusive"
+    factor = record.get("factor_for_80")
+    plan = (f"80% needs about {factor:.3g}x its images per prompt" if factor is not None
+            else "no size up to 10,000x its images reaches 80%")
+    return (f"{verdict}, underpowered: would catch a {record['effect']:g} miss {_pct(record['power'])} of the time "
+            f"({plan})")
+
+
+def _pct(p: float) -> str:
+    if p < 0.001:
+        return "<0.1%"
+    return f"{100 * p:.1f}%" if p < 0.1 else f"{100 * p:.0f}%"
