@@ -90,6 +90,9 @@ class Family:
             early stop still runs to ``N`` under these options (a template that is not a balanced grid of
             images, coverage that is not nested, ...), or ``None``; what ``t2i-fairness plan
             --t2i-sequential`` counts (the round driver decides from the data itself).
+        scorers: the workbench scorers its studies ask for (``bench.scorer(name)``): a run releases a
+            scorer once no remaining gate's family names it, and the generator once every planned image is
+            made. ``None`` (the default): not declared, so every model stays loaded while its gates remain.
         ranges: test function name -> ``(lowest, highest)`` value its gate measures, for a test whose
             range is not its kind's (:data:`~t2i_fairness.gating.ranges.KIND_RANGES`); ``None`` on a side:
             unbounded. Bounds that no value in the range can meet are refused when the thresholds
@@ -112,6 +115,7 @@ class Family:
     sequential: Mapping[str, str] = field(default_factory=dict)
     look: Callable[[Any, int], Any] | None = None
     runs_to_n: Callable[[GateCall, T2IOptions], str | None] | None = None
+    scorers: tuple[str, ...] | None = None
     ranges: Mapping[str, tuple[float | None, float | None]] = field(default_factory=dict)
     doc: str = field(default="", compare=False)
 

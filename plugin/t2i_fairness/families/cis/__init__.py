@@ -57,6 +57,7 @@ FAMILY = Family(
     sequential={"test_cis": "share", "test_cis_drop_per_component": "spread", "test_cis_order_invariance": "test",
                 "test_cis_component_rate_floor": "worst"},
     look=_look,
+    scorers=("clip", "inception"),
     doc="The session's Components Inclusion Score study (:class:`~t2i_fairness.families.cis.study.CisStudy`).",
     canaries=CANARIES,
 )

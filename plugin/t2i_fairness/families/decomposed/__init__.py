@@ -100,6 +100,7 @@ FAMILY = Family(
                 "test_template_improvement": "spread"},
     look=_look,
     runs_to_n=_runs_to_n,
+    scorers=("decomposed_vit", "segmenter"),
     doc="The session's Decomposed-DIG study: ``decomposed.scores(reference, template)``, ``.real(reference)``, "
         "``.diagnostics(reference, template)``, ``.models()``.",
 )

@@ -96,6 +96,7 @@ FAMILY = Family(
                 "test_object_region_disparity_coverage": "ratio", "test_object_consistency": "percentile"},
     look=_look,
     runs_to_n=_runs_to_n,
+    scorers=("clip", "inception"),
     doc="The session's DIG In study: ``dig_in.scores(reference, template)``, ``dig_in.clipscores(template)``.",
     canaries=CANARIES,
 )

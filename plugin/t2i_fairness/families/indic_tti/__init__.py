@@ -63,6 +63,7 @@ FAMILY = Family(
     needs=_needs,
     sequential={"test_clgc": "score", "test_igc": "score", "test_lgc": "score", "test_scwl": "score", "test_dwl": "score",
                 "test_clgc_vs_english": "ratio", "test_scal_with_english": "score"},
+    scorers=("indic-blip2-captioner", "indic-blip2-image-features", "indic-sentence-encoder", "clip"),
     # DWL is a distance, 1 - cosine, in [0, 2]; CLGC(l) / CLGC(English) divides a cosine mean in [-1, 1] by
     # a positive one (the test refuses English <= 0), so any value
     ranges={"test_dwl": (0.0, 2.0), "test_clgc_vs_english": (None, None)},

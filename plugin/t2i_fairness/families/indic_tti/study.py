@@ -58,17 +58,12 @@ __all__ = [
 # ---------------------------------------------------------------------------------- models
 
 
-def _build_captioner(profile: str, device: str):
-    from t2i_fairness.models.captioner import Blip2Captioner
-
-    return Blip2Captioner.from_profile(profile, device)
-
-
-def _build_sentence(profile: str, device: str):
+def _build_sentence(profile: str, run):
+    """The profile's sentence encoder, or the bundled one (with a warning) when the paper's cannot be loaded."""
     from t2i_fairness.models.sentence import SENTENCE_PROFILES, SentenceEncoder
 
     try:
-        return SentenceEncoder.from_profile(profile, device)
+        return SentenceEncoder.from_profile(profile, run.device, run.precision)
     except ModelLoadError as exc:
         fallback = SENTENCE_PROFILES["tiny"]
         if SENTENCE_PROFILES[profile] == fallback:
@@ -78,7 +73,10 @@ def _build_sentence(profile: str, device: str):
             f"{fallback} (bundled, offline) is used instead; CLGC values are not comparable with bounds set "
             f"with {SENTENCE_PROFILES[profile]}. ({str(exc).splitlines()[0][:300]})"
         ), stacklevel=2)
-        return SentenceEncoder.from_profile(profile, device, model=fallback)
+        return SentenceEncoder.from_profile(profile, run.device, run.precision, model=fallback)
+
+
+_build_sentence.kind = "sentence"  # what it builds (the workbench estimates its memory from that kind)
 
 
 class IndicModels:
@@ -117,13 +115,13 @@ class IndicModels:
     @property
     def captioner(self):
         """c: BLIP-2 captions (CLGC)."""
-        return self._get("captioner", self.CAPTIONER, _build_captioner)
+        return self._get("captioner", self.CAPTIONER, "captioner")
 
     @property
     def image_features(self):
         """f: BLIP-2's image encoder, sharing the captioner's weights (IGC, SCAL, SCWL, DWL)."""
         return self._get("image_features", self.IMAGE_FEATURES,
-                         lambda profile, device: self.captioner.image_features("vision"))
+                         lambda profile, run: self.captioner.image_features("vision"))
 
     @property
     def sentence(self):

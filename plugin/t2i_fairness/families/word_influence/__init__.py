@@ -60,6 +60,7 @@ FAMILY = Family(
     header=_header,
     needs=_needs,
     sequential={"test_word_influence": "hoeffding", "test_representation": "hoeffding"},
+    scorers=("masked_lm", "clip"),
     doc="The session's word-level analysis: ``word_influence.result`` (computed on first use).",
     canaries=CANARIES,
 )
