@@ -12,20 +12,20 @@ kind                  built as the suite builds it
 order test            ``metrics.cis.order_invariance_permutation_test`` + ``HypothesisTest`` (no bound)
 ddig precision        ``fairness_tests.test_decomposed_dig._interval`` (Wilson) on a region's membership
 ddig coverage         the same, jackknife-Wilson (``score_group`` of the simulated DIG world)
-ddig spread           ``_difference(best, worst)`` (``linear_combination_interval``)
-template improvement  ``_difference(new, old)`` of one region's coverage under two templates
-parity (ratio)        ``families.dig_in.study.parity`` (delta method, worst / best)
+ddig spread           ``metrics.evidence.pairs`` over the regions' coverage (MOVER, every ordered pair)
+template improvement  ``metrics.evidence.combination`` of one region's coverage under two templates (MOVER)
+parity (ratio)        ``metrics.evidence.pairs(..., contrast="ratio")`` over the regions' precision (MOVER-R)
 CIS drop              ``families.cis.study.drop_interval`` over K = 1, 2, 4 (``Scored`` of simulated S)
 consistency           ``metrics.intervals.percentile_mean_interval`` (p10 of per-image scores per object)
 word-level            ``WordInfluence.abs_interval`` (Hoeffding, ``hoeffding_half_width_combination``)
-spread at 0/1         ``_difference`` of two Wilson shares of 6 images at true 0.97 and 0.03
+spread at 0/1         ``pairs`` of two shares of 6 images at true 0.97 and 0.03
 ====================  ==========================================================================
 
 Per kind: a reference run (its own seed) writes the bound as the update flow does (``judge`` with
 ``--t2i-update-thresholds`` on an empty file: level 0.99); each of ``--runs`` null runs (fresh draws of
 the same world) is judged against it. Columns: ``miss`` = runs whose estimate misses the bound (the
 written level promises <= 1%, up to the normal approximation), ``fail@m`` = false alarms at Holm's
-first step with ``m = 475`` (the suite's count), ``fail@1`` = false alarms at alpha 0.05 unadjusted
+first step with ``m = 486`` (the smoke suite's gate count, ``bench_gate_sizes.count_gates``), ``fail@1`` = false alarms at alpha 0.05 unadjusted
 (the strictest view of a single gate), ``cover`` = runs whose 95% interval holds ``theta_n`` (the
 mean of the statistic over the runs: the value a re-run estimates), each with its binomial 95% upper
 bound. The order test has no bound and no interval: its ``fail@1`` is its false-alarm rate at 0.05
@@ -58,7 +58,7 @@ from simulated_canaries import DIG_SIZES, REGIONS, _options, _write_bounds, dig_
 
 from t2i_fairness.gating.gate import judge, measure  # noqa: E402
 
-FAMILY = 475  # the suite's gate count: Holm's first step alpha / 475
+FAMILY = 486  # the smoke suite's gate count (bench/bench_gate_sizes.py counts it): Holm's first step alpha / 486
 
 
 def _region_scores(world, rng, options):
@@ -70,8 +70,7 @@ def _region_scores(world, rng, options):
 
 def ddig_kinds(world, options):
     """One run of the Decomposed-DIG-shaped kinds: ``rng -> [Measurement]`` built with the suite's helpers."""
-    from fairness_tests.test_decomposed_dig import _difference
-    from t2i_fairness.families.dig_in.study import parity
+    from t2i_fairness.metrics.evidence import combination, pairs
 
     conf = options.confidence
 
@@ -82,15 +81,13 @@ def ddig_kinds(world, options):
         cov = {r: s.interval("coverage", conf) for r, s in scores.items()}
         out = [measure("ddig precision", prec["africa"].estimate, n=scores["africa"].n_fake, interval=prec["africa"]),
                measure("ddig coverage", cov["africa"].estimate, n=scores["africa"].n_real, interval=cov["africa"])]
-        # spread: the suite picks best and worst by estimate; theta_n of that pair is the mean over runs
-        best = max(cov, key=lambda r: cov[r].estimate)
-        worst = min(cov, key=lambda r: cov[r].estimate)
-        iv = _difference(cov[best], cov[worst], conf, "best - worst (normal)")
+        # spread: best minus worst, every ordered pair of regions (as test_region_spread)
+        iv = pairs(cov, confidence=conf)
         out.append(measure("ddig spread", iv.estimate, n=len(cov), higher_is_better=False, interval=iv))
         new = other["africa"].interval("coverage", conf)
-        iv = _difference(new, cov["africa"], conf, "template difference (normal)")
+        iv = combination([new, cov["africa"]], [1.0, -1.0], confidence=conf, bounds=(-1.0, 1.0))
         out.append(measure("template improvement", iv.estimate, n=min(new.n_units, cov["africa"].n_units), interval=iv))
-        iv, _, _ = parity(prec, conf)
+        iv = pairs(prec, contrast="ratio", confidence=conf)
         out.append(measure("parity (ratio)", iv.estimate, n=len(prec), interval=iv))
         return out
 
@@ -142,13 +139,13 @@ def word_kind(options, n_original=16, candidates=5, n_each=16, share=0.3):
 
 
 def spread01_kind(options, n=6, high=0.97, low=0.03):
-    from fairness_tests.test_decomposed_dig import _difference
+    from t2i_fairness.metrics.evidence import pairs
     from t2i_fairness.metrics.intervals import precision_interval
 
     def run(rng):
         a = precision_interval(rng.random(n) < high, confidence=options.confidence)
         b = precision_interval(rng.random(n) < low, confidence=options.confidence)
-        iv = _difference(a, b, options.confidence, "best - worst (normal)")
+        iv = pairs([a, b], confidence=options.confidence)
         return [measure("spread at 0/1", iv.estimate, n=2 * n, higher_is_better=False, interval=iv)]
 
     return run
@@ -211,7 +208,7 @@ def table(rows: dict, order: tuple[int, int, int]) -> list[str]:
         low = 0.0 if hits == 0 else float(beta.ppf(0.05, hits, n - hits + 1))
         return f"{hits / n:6.3f} (>= {low:.3f})"
 
-    lines = [f"{'kind':<22}{'runs':>6}  {'miss (<= 0.01)':<20}{'fail@m=475':<20}{'fail@1 (alpha 0.05)':<22}cover (0.95)"]
+    lines = [f"{'kind':<22}{'runs':>6}  {'miss (<= 0.01)':<20}{f'fail@m={FAMILY}':<20}{'fail@1 (alpha 0.05)':<22}cover (0.95)"]
     for name, (miss, fm, f1, cv, n) in rows.items():
         lines.append(f"{name:<22}{n:>6}  {cell(miss, n):<20}{cell(fm, n):<20}{cell(f1, n):<22}{cover(cv, n)}")
     fm, f1, n = order

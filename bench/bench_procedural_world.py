@@ -28,10 +28,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugin"))
 
-from t2i_fairness.references.grouping import PromptSpace, group_generated, membership  # noqa: E402
+from t2i_fairness.references.grouping import PromptSpace, group_generated  # noqa: E402
 from t2i_fairness.spine.generation import derive_seed  # noqa: E402
 from t2i_fairness.generators.procedural import ProceduralGenerator  # noqa: E402
-from t2i_fairness.metrics.manifold import precision_coverage, real_radii  # noqa: E402
+from t2i_fairness.metrics.manifold import ball_membership as membership, precision_coverage, real_radii  # noqa: E402
 from t2i_fairness.metrics.stats import index_bootstrap  # noqa: E402
 from t2i_fairness.spine.options import SMOKE_IMAGES_PER_PROMPT, SMOKE_OBJECTS  # noqa: E402
 from t2i_fairness.references.sets import open_image, synthetic_reference  # noqa: E402

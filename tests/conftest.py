@@ -6,7 +6,9 @@ everything else uses ``fakegen`` (flat colours from the seed) to stay fast.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import numpy.fft  # noqa: F401
@@ -19,6 +21,26 @@ import scipy.special  # noqa: F401
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
+
+
+@pytest.fixture(scope="session")
+def load_bench():
+    """``load_bench(name)``: the script ``bench/<name>.py`` as a module (registered under ``name`` while the
+    session runs, so its dataclasses and pickles resolve), loaded once."""
+    loaded: dict[str, object] = {}
+
+    def load(name: str):
+        if name not in loaded:
+            spec = importlib.util.spec_from_file_location(name, REPO / "bench" / f"{name}.py")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
+            loaded[name] = module
+        return loaded[name]
+
+    yield load
+    for name in loaded:
+        sys.modules.pop(name, None)
 
 
 @pytest.fixture(scope="session")

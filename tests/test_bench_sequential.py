@@ -3,7 +3,6 @@ images, never uses more than fixed N, catches the planted canaries and prints it
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -13,14 +12,9 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_sequential.py"
 
 
 @pytest.fixture(scope="module")
-def bench():
-    sys.path.insert(0, str(BENCH.parent))
-    spec = importlib.util.spec_from_file_location("bench_sequential", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_sequential"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("bench_sequential", None)
+def bench(load_bench):
+    sys.path.insert(0, str(BENCH.parent))  # the script imports its sibling modules
+    yield load_bench("bench_sequential")
     sys.path.remove(str(BENCH.parent))
 
 

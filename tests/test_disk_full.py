@@ -99,7 +99,7 @@ def test_a_run_on_a_full_disk_says_so_in_one_line_stops_and_the_next_run_reads_w
     # the failure is that one line (no traceback), named again in the verdict's list of tests
     message = f"t2i-fairness: No space left on the disk holding {cache} (--t2i-cache-dir) while writing images/"
     assert sum(line.startswith(message) for line in result.stdout.lines) == 1
-    assert "Traceback" not in out and "Errno 28" not in out and "spine/files.py" not in out
+    assert "Traceback" not in out and "Errno 28" not in out and "base/files.py" not in out
     result.stdout.fnmatch_lines(["verdict: FAILED: * stopped early (disk full: *)*"])
     kept = sorted(p for p in (cache / "images").rglob("*") if p.is_file())
     assert len(kept) == 8 and not [p for p in kept if p.name.endswith(".tmp")]

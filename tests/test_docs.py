@@ -175,6 +175,27 @@ def test_the_link_checker_sees_a_broken_link(tmp_path):
     assert [t for _, t in _links(doc)] == ["#a-code-heading-with-punctuation", "missing.md"]
 
 
+MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:work|root|home)/")  # a folder of one machine, not of the project
+
+
+def machine_paths(text: str, where: str) -> list[str]:
+    """``where:line: text`` for each line of ``text`` that names an absolute path of one machine."""
+    return [f"{where}:{n}: {line.strip()}" for n, line in enumerate(text.splitlines(), 1) if MACHINE_PATH.search(line)]
+
+
+def test_no_doc_or_code_names_a_folder_of_one_machine():
+    """The docs, the code, the tests and the benchmarks name no absolute path that exists on one machine
+    only (a folder under /work, /root or /home): a reader elsewhere cannot follow it."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True).stdout.split()
+    files = [REPO / f for f in tracked if f.endswith((".py", ".md", ".toml", ".yaml", ".json", ".cfg", ".txt"))
+             or f in ("Makefile", ".ci/run")] if tracked else [*DOCS, *(REPO / "plugin").rglob("*.py")]
+    found = [hit for path in files if path.is_file()
+             for hit in machine_paths(path.read_text(encoding="utf-8", errors="replace"), str(path.relative_to(REPO)))]
+    assert not found, "\n".join(found)
+    planted = "see " + "/work" + "/shared/x.md"  # (written in two parts, so that this file does not name it)
+    assert machine_paths(f"{planted}\nor ~/home/x and /data/geode", "x.md") == [f"x.md:1: {planted}"]
+
+
 # ------------------------------------------------------------------------------ the docs' commands
 
 SHELL_FENCES = ("bash", "sh", "shell", "console")
@@ -213,7 +234,9 @@ def _value(args, flag: str):
 
 
 def _is_hub(model) -> bool:
-    return bool(model) and "/" in model and not model.startswith((".", "/", "~", "images:", "python:"))
+    from t2i_fairness.generators import spec_kind
+
+    return bool(model) and spec_kind(model).hub
 
 
 def shell_commands(text: str, doc: str = "<doc>") -> list[DocCommand]:

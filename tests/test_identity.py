@@ -155,7 +155,7 @@ def test_the_fingerprint_of_a_hub_id_names_its_commit(tmp_path, monkeypatch):
     assert main.fingerprint.startswith(f"diffusers:org/model@{COMMIT_A[:12]}:") and not main.loaded
     pinned = resolve_generator("org/model", settings, "cpu", derive_seed, revision=COMMIT_B)
     assert f"@{COMMIT_B[:12]}:" in pinned.fingerprint
-    with pytest.raises(ModelLoadError, match="--t2i-model-revision 'v1' applies to a hub id; --t2i-model 'tiny' is not one"):
+    with pytest.raises(OptionError, match="--t2i-model-revision: 'v1' applies to a hub id; --t2i-model 'tiny' is not one"):
         resolve_generator("tiny", settings, "cpu", derive_seed, revision="v1")
 
 
@@ -167,7 +167,7 @@ def test_model_revision_option_is_checked():
 
     assert options(**{"--t2i-model": "org/sd", "--t2i-model-revision": "v2"}).model_revision == "v2"
     assert options(**{"--t2i-model": "org/sd"}).model_revision is None
-    with pytest.raises(OptionError, match="--t2i-model-revision: applies to a hub id; --t2i-model 'tiny' is not one"):
+    with pytest.raises(OptionError, match="--t2i-model-revision: 'v2' applies to a hub id; --t2i-model 'tiny' is not one"):
         options(**{"--t2i-model-revision": "v2"})
     with pytest.raises(OptionError, match="--t2i-model-revision: expected a branch, tag or commit, got ' '"):
         options(**{"--t2i-model": "org/sd", "--t2i-model-revision": " "})

@@ -261,12 +261,13 @@ def test_evaluation_measures_igc_on_the_prompts_with_reference_images(tmp_path):
 
 
 def test_paper_sentence_model_falls_back_to_minilm_with_a_warning(monkeypatch):
+    from t2i_fairness.base.devices import RunContext
     from t2i_fairness.generators import ModelLoadError
     from t2i_fairness.models.sentence import SentenceEncoder
 
     built = []
 
-    def from_profile(profile, device="cpu", **options):
+    def from_profile(profile, device="cpu", precision=None, **options):
         name = options.get("model", {"paper": "all-mpnet-base-v2", "tiny": "all-MiniLM-L6-v2"}[profile])
         if name == "all-mpnet-base-v2" or options.get("fail"):
             raise ModelLoadError(f"cannot load the sentence model {name!r}: it is not in the local Hugging Face cache")
@@ -274,12 +275,13 @@ def test_paper_sentence_model_falls_back_to_minilm_with_a_warning(monkeypatch):
         return type("Encoder", (), {"model_name": name, "fingerprint": f"SentenceEncoder/{name}"})()
 
     monkeypatch.setattr(SentenceEncoder, "from_profile", staticmethod(from_profile))
+    RUN = RunContext("cpu")  # what the workbench hands a builder: the run's device and precision
     with pytest.warns(IndicModelWarning, match=r"all-mpnet-base-v2 could not be loaded, so all-MiniLM-L6-v2"):
-        assert indic_eval._build_sentence("paper", "cpu").model_name == "all-MiniLM-L6-v2"
-    assert indic_eval._build_sentence("tiny", "cpu").model_name == "all-MiniLM-L6-v2"
+        assert indic_eval._build_sentence("paper", RUN).model_name == "all-MiniLM-L6-v2"
+    assert indic_eval._build_sentence("tiny", RUN).model_name == "all-MiniLM-L6-v2"
     monkeypatch.setattr(SentenceEncoder, "from_profile", staticmethod(lambda *a, **k: from_profile("tiny", fail=True)))
     with pytest.raises(ModelLoadError, match=r"cannot load the sentence model 'all-MiniLM-L6-v2'"):
-        indic_eval._build_sentence("tiny", "cpu")  # no fallback from the fallback: one clear error
+        indic_eval._build_sentence("tiny", RUN)  # no fallback from the fallback: one clear error
 
 
 # ---------------------------------------------------------------- the caption cache

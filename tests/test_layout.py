@@ -233,31 +233,45 @@ def test_brightness(brightness, colour, gate, t2i_report):
 
 
 def test_adding_a_paper_is_its_folder_its_suite_module_its_thresholds_and_one_registration_line(tmp_path):
-    """A copy of the package gets a throwaway family (docs/adding-a-paper.md's recipe): the files it
-    touches outside its folder are counted, and its gates run, propose, update and pass."""
+    """A copy of the repository gets a throwaway family (docs/adding-a-paper.md's recipe): the files it
+    touches outside its folder are counted, the wheel is built from the copy (pyproject.toml lists no
+    package: the new folder ships by discovery) and installed, and its gates run, propose, update and pass."""
     import difflib
     import shutil
 
-    site = tmp_path / "site"
-    pkg = site / "t2i_fairness"
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    shutil.copytree(PKG, pkg, ignore=ignore)
-    shutil.copytree(REPO / "fixtures", pkg / "fixtures", ignore=ignore)
-    shutil.copytree(REPO / "fairness_tests", pkg / "fairness_tests", ignore=ignore)
-    before = {p.relative_to(pkg): p.read_bytes() for p in pkg.rglob("*") if p.is_file()}
+    repo = tmp_path / "repo"
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+    for folder in ("plugin", "fixtures", "fairness_tests"):
+        shutil.copytree(REPO / folder, repo / folder, ignore=ignore)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, repo / name)
+    before = {p.relative_to(repo): p.read_bytes() for p in repo.rglob("*") if p.is_file()}
+    pkg = repo / "plugin" / "t2i_fairness"
     for rel, text in THROWAWAY.items():
-        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
-        (pkg / rel).write_text(text)
+        path = repo / rel if rel.startswith("fairness_tests/") else pkg / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
     registry = pkg / "families" / "__init__.py"
     old = registry.read_text()
     registry.write_text(old.replace('    "indic_tti",\n', '    "indic_tti",\n    "brightness",\n'))  # the one line
 
-    after = {p.relative_to(pkg): p.read_bytes() for p in pkg.rglob("*") if p.is_file()}
-    touched = sorted(str(p) for p in after if before.get(p) != after[p] and p.parts[:2] != ("families", "brightness"))
-    assert touched == ["fairness_tests/test_brightness.py", "families/__init__.py"], touched
+    after = {p.relative_to(repo): p.read_bytes() for p in repo.rglob("*") if p.is_file()}
+    own = ("plugin", "t2i_fairness", "families", "brightness")
+    touched = sorted(str(p) for p in after if before.get(p) != after[p] and p.parts[:4] != own)
+    assert touched == ["fairness_tests/test_brightness.py", "plugin/t2i_fairness/families/__init__.py"], touched
     diff = [d for d in difflib.unified_diff(old.splitlines(), registry.read_text().splitlines(), lineterm="", n=0)
             if d[:1] in "+-" and not d.startswith(("+++", "---"))]
     assert diff == ['+    "brightness",'], diff
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+                    str(tmp_path / "dist"), str(repo)], check=True, capture_output=True, timeout=600)
+    (wheel,) = (tmp_path / "dist").glob("t2i_fairness-*.whl")
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True, timeout=600)
+    pkg = site / "t2i_fairness"
+    assert {"__init__.py", "options.py", "study.py", "report.py"} <= {p.name for p in (pkg / "families" / "brightness").iterdir()}
+    assert (pkg / "fairness_tests" / "test_brightness.py").is_file()
 
     work = tmp_path / "team-repo"
     work.mkdir()

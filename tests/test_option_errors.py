@@ -6,7 +6,11 @@ import pytest
 
 from t2i_fairness.errors import OptionError
 from t2i_fairness.base import devices as devices_module
-from t2i_fairness.spine.options import resolve_device  # the kept name of base.devices.decide_device
+
+
+def resolve_device(device: str) -> str:
+    """The device a run decides for ``device`` (its context's, :meth:`RunContext.decide`)."""
+    return devices_module.RunContext.decide(device).device
 
 
 @pytest.mark.parametrize("count, device, says", [
@@ -47,25 +51,46 @@ def test_silent_option_values_are_usage_errors(pytester, args, says):
 
 
 def test_the_device_is_decided_once_and_both_workbenches_get_it(pytester, monkeypatch):
-    """``--t2i-device`` is decided by one function, once per session: the baseline's and the
-    candidate's workbenches both receive that decision (neither decides again)."""
+    """``--t2i-device`` and ``--t2i-precision`` are decided once per session into one frozen run context:
+    the baseline's and the candidate's workbenches both receive that context (neither decides again)."""
     from demo_gates import DemoProject
 
     from t2i_fairness.base import devices
-    from t2i_fairness.spine import workbench
 
     calls, benches = [], []
     real = devices.decide_device
     monkeypatch.setattr(devices, "decide_device", lambda requested="auto", **kw: calls.append(requested) or real(requested, **kw))
-    monkeypatch.setattr(workbench, "decide_device", lambda *a, **kw: pytest.fail("a workbench decided the device again"))
+    from t2i_fairness.spine import workbench
+
     init = workbench.Workbench.__init__
 
     def spy(self, *args, **kwargs):
+        assert kwargs.get("run") is not None, "a workbench was built without the session's run context"
         init(self, *args, **kwargs)
-        benches.append(self.device)
+        benches.append(self.run)
 
     monkeypatch.setattr(workbench.Workbench, "__init__", spy)
     project = DemoProject(pytester, "--t2i-model", "python:fakegen:make", "--t2i-objects", "bag",
                           "--t2i-images-per-prompt", "2", "--t2i-device", "cpu", "-k", "africa or europe")
-    project.run("--t2i-baseline-model", "python:fakegen:make", "--t2i-update-thresholds").assert_outcomes(passed=4)
-    assert calls == ["cpu"] and benches == ["cpu", "cpu"], (calls, benches)
+    project.run("--t2i-baseline-model", "python:fakegen:make", "--t2i-update-thresholds",
+                "--t2i-precision", "bfloat16").assert_outcomes(passed=4)
+    assert calls == ["cpu"], calls
+    assert benches == [devices.RunContext("cpu", "bfloat16")] * 2 and benches[0] is benches[1], benches
+
+
+def test_decide_device_has_one_caller_in_the_code():
+    """One place turns ``--t2i-device`` into a device: :meth:`RunContext.decide` (everything else is handed
+    the context it made)."""
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    callers = [f"{p.relative_to(repo)}:{n}" for p in [*(repo / "plugin").rglob("*.py"), *(repo / "fixtures").glob("*.py")]
+               for n, line in enumerate(p.read_text().splitlines(), 1)
+               if re.search(r"\bdecide_device\(", line) and not line.lstrip().startswith(("def ", ">>>", "#"))]
+    assert callers == ["plugin/t2i_fairness/base/devices.py:" + str(_line_of_the_call(repo))], callers
+
+
+def _line_of_the_call(repo) -> int:
+    lines = (repo / "plugin" / "t2i_fairness" / "base" / "devices.py").read_text().splitlines()
+    return next(n for n, line in enumerate(lines, 1) if "return cls(decide_device(" in line)

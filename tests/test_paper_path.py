@@ -4,12 +4,17 @@
   model and CLIP): the images and features of the float32 run are not reused (precision is in their keys).
 * The README's real-model command (``-n auto --dist loadgroup``, ``--t2i-scorers paper``) with
   ``sd15-random`` and ``paper-random``: SD 1.5's full-size UNet, VAE and text encoder and the paper's
-  CLIP ViT-B/32 at 224 px, seeded random weights, at reduced steps, images and resolution.
+  CLIP ViT-B/32 at 224 px, seeded random weights, at reduced steps, images and resolution, in a child
+  whose memory is limited (an address-space limit, ``RLIMIT_AS``): it fits, prints its peak RSS, and
+  released the generator before the scorer was loaded.
+* Under a limit too small for the generator, the run stops before loading it, with one line.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
+import sys
 
 import pytest
 
@@ -26,11 +31,36 @@ def suite(pytester):
     return pytester
 
 
+def _args(pytester, *extra):
+    return ("fairness_tests", "-p", "no:cacheprovider", "--t2i-thresholds", str(pytester.path / "t.yaml"),
+            "--t2i-cache-dir", str(pytester.path / "cache"), "--t2i-artifacts", str(pytester.path / "art"),
+            "--t2i-no-progress", "--t2i-device", "cpu", "-k", SELECTION, *extra)
+
+
 def _run(pytester, *extra):
-    return pytester.runpytest_subprocess(
-        "fairness_tests", "-p", "no:cacheprovider", "--t2i-thresholds", str(pytester.path / "t.yaml"),
-        "--t2i-cache-dir", str(pytester.path / "cache"), "--t2i-artifacts", str(pytester.path / "art"),
-        "--t2i-no-progress", "--t2i-device", "cpu", "-k", SELECTION, *extra, timeout=900)
+    return pytester.runpytest_subprocess(*_args(pytester, *extra), timeout=900)
+
+
+# Starts pytest with an address-space limit (what `ulimit -v` sets): the process, and the xdist workers it
+# starts, cannot hold more; a model that does not fit then fails to allocate, or is refused before loading.
+LIMITED = ("import os, resource, sys; limit = int(sys.argv[1]); resource.setrlimit(resource.RLIMIT_AS, (limit, limit)); "
+           "os.execv(sys.executable, [sys.executable, '-m', 'pytest', *sys.argv[2:]])")
+GB = 1024 ** 3
+
+
+def _run_limited(pytester, limit: int, *extra, timeout: int = 900):
+    """The suite's command in a child limited to ``limit`` bytes of address space."""
+    return pytester.run(sys.executable, "-c", LIMITED, str(limit), "-p", "pytester", *_args(pytester, *extra),
+                        timeout=timeout)
+
+
+def _memory(result) -> tuple[float, list[str]]:
+    """The summary's peak RSS (GB) and the models' load and release events, in order."""
+    out = result.stdout.str()
+    peak = re.search(r"^memory: peak RSS ([0-9.]+) GB", out, flags=re.M)
+    events = re.search(r"^models.*?: (.*)$", out, flags=re.M)
+    assert peak and events, out[-3000:]
+    return float(peak.group(1)), [re.sub(r" \(needs [^)]*\)", "", e) for e in events.group(1).split(", ")]
 
 
 @pytest.mark.slow  # three runs: 136 s on this shared 2-core machine under load
@@ -54,19 +84,46 @@ def test_a_bad_precision_is_a_usage_error_naming_the_option(suite):
 
 
 @pytest.mark.slow
-def test_the_readme_real_model_command_runs_offline_at_paper_size(suite):
+def test_the_readme_real_model_command_runs_offline_at_paper_size_within_a_memory_limit(suite):
     """``pytest fairness_tests -n auto --dist loadgroup --t2i-model sd15-random --t2i-scorers paper-random``
-    on CPU: 2 images of one object at 128 px with 2 steps; the gate's scorer is CLIP ViT-B/32 at 224 px."""
-    result = _run(suite, "-n", "auto", "--dist", "loadgroup", "--t2i-model", "sd15-random",
-                  "--t2i-scorers", "paper-random", "--t2i-objects", "bag", "--t2i-images-per-prompt", "2",
-                  "--t2i-steps", "2", "--t2i-height", "128", "--t2i-width", "128", "--t2i-update-thresholds")
+    on CPU: 2 images of one object at 128 px with 2 steps; the gate's scorer is CLIP ViT-B/32 at 224 px.
+
+    In a child limited to 12 GB of address space: the run passes, its summary prints its peak RSS (below
+    the limit), and the generator (about 4.3 GB) was released before CLIP was loaded (generation first):
+    the models were never held together."""
+    result = _run_limited(suite, 12 * GB, "-n", "auto", "--dist", "loadgroup", "--t2i-model", "sd15-random",
+                          "--t2i-scorers", "paper-random", "--t2i-objects", "bag", "--t2i-images-per-prompt", "2",
+                          "--t2i-steps", "2", "--t2i-height", "128", "--t2i-width", "128", "--t2i-update-thresholds")
+    assert result.ret == 0, result.stdout.str()[-3000:] + result.stderr.str()[-2000:]
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*model sd15-random*", "images: 2 generated, 0 from cache"])
+    peak, events = _memory(result)
+    assert 1 < peak < 12, peak
+    assert events == ["+generator sd15-random", "-generator sd15-random", "+scorer clip", "-scorer clip"], events
     import yaml
 
     written = yaml.safe_load((suite.path / "t.yaml").read_text())
     provenance = str(written)
     assert "sd15-random-" in provenance and "paper-random" in provenance
+
+
+def test_a_run_that_cannot_fit_stops_before_loading_with_one_line(suite):
+    """The README's paper-path command in a child whose address-space limit leaves less than SD 1.5's weights
+    (about 4 GB) free above the imports: the run stops before loading the generator (no kernel kill, no
+    allocation failure deep in torch) with one line naming the model, its need, what is free and what to change."""
+    result = _run_limited(suite, 7 * GB, "--t2i-model", "sd15-random", "--t2i-scorers", "paper-random", "--t2i-objects",
+                          "bag", "--t2i-images-per-prompt", "2", "--t2i-steps", "2", "--t2i-height", "64",
+                          "--t2i-width", "64", timeout=600)
+    out = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, out[-3000:]
+    lines = [line for line in out.splitlines() if "not enough memory" in line and "To fit:" in line]
+    assert len(lines) == 1, out[-3000:]  # the message is one line (the verdict line names it again, shortened)
+    line = lines[0]
+    for says in ("not enough memory to load the generator sd15-random on cpu: it needs ", "M parameters at float32",
+                 "is free (the address-space limit of 7.0 GB (ulimit -v)", "--t2i-device cuda", "a narrower -k"):
+        assert says in line, line
+    assert "MemoryError" not in out and "Traceback" not in out, out[-3000:]
+    assert not list((suite.path / "cache").rglob("*.png"))  # nothing generated
 
 
 PAPER_SIZES = {
@@ -83,7 +140,7 @@ PAPER_SIZES = {
 @pytest.mark.parametrize("kind", sorted(PAPER_SIZES))
 def test_paper_random_builds_the_paper_architectures_offline(kind):
     """``--t2i-scorers paper-random``: the paper scorer's classes and sizes, random weights, no download.
-    (The segmenter, Grounding DINO base + SAM at 1024 px, needs ~15 GB on CPU: the GPU lane builds it.)"""
+    (The segmenter, Grounding DINO base + SAM at 1024 px, takes minutes per image on CPU: the GPU lane builds it.)"""
     import numpy as np
     from PIL import Image
 

@@ -8,25 +8,15 @@ the planted regressions at the realistic sizes, at fixed seeds.
 from __future__ import annotations
 
 import doctest
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "bench" / "simulated_canaries.py"
-
 
 @pytest.fixture(scope="module")
-def sim():
-    spec = importlib.util.spec_from_file_location("simulated_canaries", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["simulated_canaries"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("simulated_canaries", None)
+def sim(load_bench):
+    return load_bench("simulated_canaries")
 
 
 def _brute_precision_coverage(real, fake, k):
@@ -50,7 +40,7 @@ def test_dig_in_values_are_the_suites_precision_and_coverage(sim):
         c = measured[f"test_region_coverage[synthetic-object_in_region-{region}]"]
         assert p.value == pytest.approx(precision, abs=1e-12) and c.value == pytest.approx(coverage, abs=1e-12)
         assert (p.n, c.n) == (18, 30)  # n as the gate test passes it: generated for precision, real for coverage
-        assert p.uncertainty.method == "wilson" and c.uncertainty.method == "jackknife_wilson"
+        assert p.uncertainty.method == "wilson" and c.uncertainty.method == "jackknife_wilson_df"
 
 
 def test_indic_values_and_jackknife_are_the_suites(sim):

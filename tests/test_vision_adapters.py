@@ -35,7 +35,7 @@ from t2i_fairness.models.vit import VIT_CONFIGS, MaskedViTFeatures, build_vit
 
 @pytest.fixture(autouse=True)
 def _single_thread():
-    # Byte-level comparisons need a fixed thread count (see /work/shared/offline-models.md).
+    # Byte-level comparisons need a fixed thread count (the thread count changes a few pixel values by 1).
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     yield

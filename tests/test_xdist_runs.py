@@ -89,7 +89,7 @@ MISSING_PACKAGE_GATE = """
 def test_scored(t2i, gate):
     from t2i_fairness.errors import ModelLoadError
 
-    def build(profile, device):
+    def build(profile, run):
         try:
             import no_such_scorer_package  # noqa: F401
         except ImportError as err:

@@ -153,13 +153,16 @@ def _run(ns: argparse.Namespace, extra: Sequence[str]) -> int:
             ray = init_ray(ns.address, ns.num_cpus)
         except EngineUnavailable as exc:
             raise _Usage(str(exc)) from None
-        from t2i_fairness.base.devices import decide_device
+        from t2i_fairness.base.devices import RunContext
 
         device = ns.t2i_device or "auto"  # the workers' device: decided for the cluster's GPUs, not this machine's
-        generate_on = (decide_device(device, count=cluster_gpus(ray)) if device == "auto" else device).split(":")[0]
+        generate_on = (RunContext.decide(device, count=cluster_gpus(ray)).device if device == "auto" else device).split(":")[0]
     try:
+        from t2i_fairness.base.devices import RunContext
+
         selection = collect(pytest_args(ns, extra))
-        plan = build_plan(selection, generate_on=generate_on, read_only=ns.command == "plan")  # planning writes nothing
+        run = RunContext.decide(selection.options.device, selection.options.precision)  # this machine's, once
+        plan = build_plan(selection, generate_on=generate_on, read_only=ns.command == "plan", run=run)  # planning writes nothing
     except (SelectionError, OptionError, ModelLoadError, OSError) as exc:
         raise _Usage(str(exc)) from None
     for line in plan_lines(plan, sequential=ns.command == "plan"):  # generate makes the fixed-N plan

@@ -3,6 +3,8 @@
 - :class:`ModelLoadError`: a model (generator or scorer) cannot be loaded. The plugin ends the
   session with its message, which names the model and says how to fix it; every adapter raises
   it (never a bare ``RuntimeError``) so that a missing checkpoint stops the run within seconds.
+- :class:`NotEnoughMemoryError`: a model would not fit in the memory free now (a :class:`ModelLoadError`,
+  raised before it is loaded): one line naming the model, its need, what is free and what to change.
 - :class:`OptionError`: a bad option value; the plugin turns it into ``pytest.UsageError`` and the
   ``t2i-fairness`` command line into exit status 2. Its message starts with the option's name.
 - :class:`DiskFullError`: a write found no space left (or the quota spent); it names the folder, its
@@ -24,6 +26,7 @@ __all__ = [
     "GateSkipped",
     "IndicModelWarning",
     "ModelLoadError",
+    "NotEnoughMemoryError",
     "OptionError",
     "T2IError",
     "T2IIdentityWarning",
@@ -49,6 +52,12 @@ class ModelLoadError(T2IError, RuntimeError):
     """
 
 
+class NotEnoughMemoryError(ModelLoadError, MemoryError):
+    """A model would not fit in the memory free now; raised before it is loaded (no kernel kill, no partial
+    load). The message is one line: the model, its need, what is free (and which bound), what to change
+    (:func:`t2i_fairness.base.memory.refusal`)."""
+
+
 class OptionError(T2IError, ValueError):
     """A command-line option has a bad value.
 
@@ -71,7 +80,7 @@ class DiskFullError(T2IError, OSError):
     """No space left on the disk (or quota) while writing ``path``: one message naming the folder, its
     free space and what was kept, instead of a traceback of ``OSError: [Errno 28]``.
 
-    Writes are atomic (:func:`t2i_fairness.spine.files.atomic_write_bytes`), so every file written before
+    Writes are atomic (:func:`t2i_fairness.base.files.atomic_write_bytes`), so every file written before
     is whole and kept, and the file being written was not left half-written.
 
     Args:

@@ -21,7 +21,8 @@ from t2i_fairness.gating.session import ARTIFACT, PROPERTY, SECTION, GateSession
 from t2i_fairness.gating.ranges import bounds_outside
 from t2i_fairness.gating.thresholds import ThresholdFile, ThresholdFileError
 from t2i_fairness.runstate import (  # noqa: F401  (the stash keys and helpers; public names of this module)
-    BASELINES, CLOCKS, FAMILY_SIZE, OPTIONS, ROLES, SESSION, THRESHOLDS, _RUNNING, fatal, gate_id_of, is_worker, progress_for,
+    BASELINES, BENCHES, CLOCKS, FAMILY_SIZE, OPTIONS, ROLES, SESSION, THRESHOLDS, _RUNNING, fatal, gate_id_of, is_worker,
+    progress_for, release_models,
 )
 from t2i_fairness.spine.options import CORE_OPTIONS, T2IOptions, add_options, resolve_options  # noqa: F401
 
@@ -297,9 +298,16 @@ class GateHooks:
         else:
             self.session.outcome.interrupted = f"{excinfo.typename} (Ctrl-C or SIGINT)"
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_teardown(self, item, nextitem):
+        """After a test's teardown: release the models no test still to run needs."""
+        yield
+        release_models(item, nextitem)
+
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
         out = getattr(node, "workeroutput", {})
+        self.session.memory.extend(out.get("t2i_memory") or [])
         self.fatal = self.fatal or out.get("t2i_fatal")
         self.session.merge_cache_stats(out.get("t2i_cache") or {})
         self.session.outcome.selection.merge(out.get("t2i_selection") or {})

@@ -18,14 +18,15 @@ from t2i_fairness.gating.session import GateSession
 from t2i_fairness.gating.thresholds import ThresholdFile
 from t2i_fairness.spine.options import T2IOptions
 
-__all__ = ["BASELINES", "CLOCKS", "FAMILY_SIZE", "OPTIONS", "ROLES", "SESSION", "THRESHOLDS", "fatal", "gate_id_of",
-           "is_worker", "progress_for"]
+__all__ = ["BASELINES", "BENCHES", "CLOCKS", "FAMILY_SIZE", "OPTIONS", "ROLES", "SESSION", "THRESHOLDS", "fatal",
+           "gate_id_of", "is_worker", "progress_for", "release_models"]
 
 OPTIONS = pytest.StashKey[T2IOptions]()
 SESSION = pytest.StashKey[GateSession]()
 THRESHOLDS = pytest.StashKey[ThresholdFile]()
 BASELINES = pytest.StashKey[dict]()  # gate id -> the baseline's measurement (same process)
 FAMILY_SIZE = pytest.StashKey[int]()  # gates selected in this run: the m of the multiplicity adjustment
+BENCHES = pytest.StashKey[dict]()  # role -> the session's Workbench (the t2i fixture registers it)
 CLOCKS = pytest.StashKey[dict]()  # role -> spine.rates.RunClock: the run's planned images and time left (progress lines)
 ROLES = ("baseline", "candidate")
 
@@ -93,3 +94,38 @@ def progress_for(config: pytest.Config):
                 yield advance
 
     return progress
+
+
+def _gate_use(item, benches: dict):
+    """What a test still to run needs of the models (:class:`~t2i_fairness.spine.residency.GateUse`), or
+    ``None`` for a test that uses no workbench."""
+    from t2i_fairness.families import family_of_module
+    from t2i_fairness.spine.residency import ALL, GateUse
+
+    if "t2i" not in getattr(item, "fixturenames", ()):
+        return None
+    role = (getattr(getattr(item, "callspec", None), "params", None) or {}).get("t2i", "candidate")
+    role = role if role in ROLES else "candidate"
+    family = family_of_module(getattr(getattr(item, "module", None), "__name__", "") or "")
+    bench = benches.get(role)
+    planned = family is not None and family.needs is not None and bench is not None and bench.generated_first
+    scorers = ALL if family is None or family.scorers is None else frozenset(family.scorers)
+    return GateUse(role, not planned, scorers)
+
+
+def release_models(item, nextitem) -> None:
+    """After a test: release every model that no test still to run needs (the generator once the planned
+    images are made, a scorer after the last gate of the families that read it), so the run holds at most
+    what one step needs. Under pytest-xdist the tests still to run are taken as those after ``nextitem`` in
+    the collection (a worker's own are among them)."""
+    from t2i_fairness.spine.residency import still_needed
+
+    benches = item.config.stash.get(BENCHES, {})
+    if not benches:
+        return
+    items = item.session.items
+    start = items.index(nextitem) if nextitem is not None and nextitem in items else len(items)
+    needed = still_needed(use for use in (_gate_use(it, benches) for it in items[start:]) if use is not None)
+    for role, bench in benches.items():
+        generates, scorers = needed.get(role, (False, frozenset()))
+        bench.release(generator=not generates, keep=scorers)

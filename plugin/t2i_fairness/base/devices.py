@@ -1,9 +1,13 @@
-"""The run's device, decided in one place: ``--t2i-device`` -> the device every model and generator uses.
+"""The run's device and precision, decided in one place: a frozen :class:`RunContext`.
 
-:func:`decide_device` is the one function that turns the request (``auto``, ``cpu``, ``cuda``,
-``cuda:N``, ``mps``) into a device: the suite's ``t2i`` fixture calls it once per session and hands
-the result to each :class:`~t2i_fairness.spine.workbench.Workbench` (baseline and candidate alike);
-``t2i-fairness generate --engine ray`` calls it with the cluster's GPU count for the workers.
+:func:`decide_device` is the rule that turns the request (``auto``, ``cpu``, ``cuda``, ``cuda:N``,
+``mps``) into a device; :meth:`RunContext.decide` is its one caller, and makes the run's context: the
+device so decided and the run's ``--t2i-precision`` request (each model resolves it for its kind,
+:func:`t2i_fairness.models.precision.resolve`). A process decides once and passes the context
+explicitly: the suite's ``t2i_run`` session fixture hands it to each
+:class:`~t2i_fairness.spine.workbench.Workbench` (baseline and candidate alike), which hands it to the
+generator and to every scorer builder; ``t2i-fairness plan|generate`` decides once for this machine
+(and, for ``--engine ray``, once with the cluster's GPU count for the workers).
 :func:`pin_worker` gives each pytest-xdist worker one accelerator before CUDA initialises, when the
 request leaves the choice of GPU to the suite (:func:`pins_workers`).
 """
@@ -11,6 +15,7 @@ request leaves the choice of GPU to the suite (:func:`pins_workers`).
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import MutableMapping
 
 
@@ -67,6 +72,38 @@ def decide_device(requested: str = "auto", *, count: int | None = None) -> str:
             what = f"{have} CUDA device(s) (cuda:0..cuda:{have - 1})" if have else "no CUDA device"
             raise OptionError("--t2i-device", f"{requested!r}: this machine has {what}; use cpu or auto")
     return requested
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """Where and at what precision a run's models run, decided once and passed explicitly.
+
+    Attributes:
+        device: the decided device (``cpu``, ``cuda``, ``cuda:N``, ``mps``), never ``auto``.
+        precision: the run's ``--t2i-precision`` request (``auto``, ``float32``, ``float16`` or
+            ``bfloat16``); each model resolves it for its kind and this device.
+
+    Example:
+        >>> RunContext.decide("auto", "bfloat16", count=0)
+        RunContext(device='cpu', precision='bfloat16')
+    """
+
+    device: str
+    precision: str = "auto"
+
+    @classmethod
+    def decide(cls, device: str = "auto", precision: str = "auto", *, count: int | None = None) -> "RunContext":
+        """The context of a run that asks for ``device`` and ``precision`` (the one call of :func:`decide_device`).
+
+        Args:
+            device: ``--t2i-device``.
+            precision: ``--t2i-precision``.
+            count: the CUDA devices to decide for (default: this process's).
+
+        Raises:
+            OptionError: ``cuda``/``cuda:N`` where there is no such device (naming ``--t2i-device``).
+        """
+        return cls(decide_device(device, count=count), precision)
 
 
 def pins_workers(requested: str) -> bool:

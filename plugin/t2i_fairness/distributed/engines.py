@@ -33,7 +33,7 @@ from t2i_fairness.base.cache import is_url
 from t2i_fairness.spine.options import T2IOptions
 from t2i_fairness.spine.plan import BatchJob, Need, run_job
 
-__all__ = ["EngineUnavailable", "Outcome", "RAY_INSTALL", "features_local", "features_ray", "generate_local",
+__all__ = ["EngineUnavailable", "Outcome", "RAY_INSTALL", "features_local", "features_ray", "generate_first", "generate_local",
            "generate_ray", "portable_options"]
 
 RAY_INSTALL = "pip install 't2i-fairness[ray]'  (or: pip install 'ray[data]')"
@@ -144,6 +144,47 @@ def generate_local(plan, progress: bool = True) -> Outcome:
     return outcome
 
 
+def generate_first(bench, tests) -> Outcome:
+    """Generation first (a pytest run's): make every image the selected ``tests`` of the workbench's role will
+    ask for, in the plan's canonical batches (the bytes the tests would make), then release the generator and
+    whatever planning loaded, so no scorer shares the memory with the generator.
+
+    Args:
+        bench: the session's :class:`~t2i_fairness.spine.workbench.Workbench` (its ``role``).
+        tests: the selected tests (:func:`~t2i_fairness.distributed.selection.selected_tests`), every role's.
+
+    Raises:
+        ModelLoadError: the generator cannot be loaded or does not fit (``NotEnoughMemoryError``).
+    """
+    from t2i_fairness.distributed.planner import build_plan
+    from t2i_fairness.distributed.selection import Selection
+
+    from t2i_fairness.errors import ModelLoadError, OptionError
+
+    role = getattr(bench, "role", "candidate")
+    selection = Selection(bench.options, [t for t in tests if t.call.role == role])
+    try:
+        plan = build_plan(selection, run=bench.run, benches={role: bench})
+    except (ModelLoadError, OptionError, OSError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - a study that cannot plan: its gates generate as they run
+        bench.use.notes.append(f"generation first skipped: planning the {role}'s images raised {_error(exc)}; "
+                               "images are generated as the gates ask, with the generator held until the last")
+        return Outcome()
+    outcome = Outcome()
+    start = time.perf_counter()
+    for rp in plan.roles:
+        bench.release(generator=False)  # what planning loaded (a masked LM to plan word-level prompts): not now
+        if rp.jobs:
+            bench.factory.source.get()  # loaded here, so a model that cannot be loaded stops the run at once
+            with bench.progress(len(rp.to_make), f"generating first ({role})") as advance:
+                run_jobs(bench.factory, rp.jobs, advance, outcome)
+    bench.generated_first = True
+    bench.release(keep=None)  # the generator: every planned image is made
+    outcome.seconds = time.perf_counter() - start
+    return outcome
+
+
 def compute_needs(bench, families: dict, needs: Iterable[tuple[str, Need]], studies: dict, outcome: Outcome,
                   advance: Callable[[int], None]) -> None:
     """Compute study slices on ``bench`` (the families' own study methods); failures are recorded."""
@@ -231,14 +272,16 @@ def _workers(ray, workers: int | None, jobs: int) -> tuple[int, dict]:
     return max(1, min(n, jobs)), resources
 
 
-def _worker_device(worker) -> str:
-    """A worker actor's device: its roles' options share one ``--t2i-device``, decided once per actor
-    (:func:`~t2i_fairness.base.devices.decide_device`) and handed to each role's workbench."""
-    if getattr(worker, "_device", None) is None:
-        from t2i_fairness.base.devices import decide_device
+def _worker_run(worker):
+    """A worker actor's run context: its roles' options share one ``--t2i-device`` and ``--t2i-precision``,
+    decided once per actor, on its machine (:meth:`~t2i_fairness.base.devices.RunContext.decide`), and
+    handed to each role's workbench."""
+    if getattr(worker, "_run", None) is None:
+        from t2i_fairness.base.devices import RunContext
 
-        worker._device = decide_device(next(iter(worker.options.values())).device)
-    return worker._device
+        options = next(iter(worker.options.values()))
+        worker._run = RunContext.decide(options.device, options.precision)
+    return worker._run
 
 
 class ImageWorker:
@@ -255,7 +298,7 @@ class ImageWorker:
             from t2i_fairness.base.memo import no_progress
             from t2i_fairness.spine.workbench import Workbench
 
-            self.benches[role] = Workbench(self.options[role], no_progress, device=_worker_device(self))
+            self.benches[role] = Workbench(self.options[role], no_progress, run=_worker_run(self))
         return self.benches[role].factory
 
     def __call__(self, batch: dict) -> dict:
@@ -302,7 +345,7 @@ class FeatureWorker:
             d = json.loads(str(text))
             role = d["role"]
             if role not in self.benches:
-                self.benches[role] = Workbench(self.options[role], no_progress, device=_worker_device(self))
+                self.benches[role] = Workbench(self.options[role], no_progress, run=_worker_run(self))
                 self.studies[role] = {}
             bench = self.benches[role]
             before = dataclasses.asdict(bench.cache.stats)

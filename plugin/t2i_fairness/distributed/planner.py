@@ -87,7 +87,7 @@ def _families_of(test) -> list:
 
 
 def build_plan(selection: Selection, check_cache: bool = True, progress=None, generate_on: str | None = None,
-               read_only: bool = False, rated_only: bool = False) -> Plan:
+               read_only: bool = False, run=None, benches: dict | None = None, rated_only: bool = False) -> Plan:
     """The plan of a selection: needs per family and role, image requests, and the jobs that make the missing ones.
 
     Args:
@@ -98,6 +98,9 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
             cluster's GPUs); it enters the image keys (CUDA images are fp16).
         read_only: look at the cache and create nothing (``t2i-fairness plan``); ``generate`` makes images
             with the plan's workbenches, so it plans writable.
+        run: the run's :class:`~t2i_fairness.base.devices.RunContext` (device and precision), handed to both
+            roles' workbenches (default: decided here from the selection's options).
+        benches: role -> the workbench to plan on (a pytest run's own); the other roles get new ones.
         rated_only: plan only the roles whose generation rate is stored (the run header's estimate:
             without a rate there is nothing to say how long, so the studies' planning is not paid for);
             the others get no needs and ``rated = False``.
@@ -106,12 +109,12 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
         OptionError, ModelLoadError, OSError: as a pytest run of the selection would (a bad option,
             a model spec that cannot be resolved, a cache folder that cannot be written).
     """
-    from t2i_fairness.base.devices import decide_device
+    from t2i_fairness.base.devices import RunContext
     from t2i_fairness.base.memo import no_progress
     from t2i_fairness.spine.workbench import Workbench
 
     options = selection.options
-    device = decide_device(options.device)  # once, for both roles' workbenches
+    run = run if run is not None else RunContext.decide(options.device, options.precision)  # once, for both roles
     roles: dict[str, RolePlan] = {}
     studies: dict[tuple[str, str], Any] = {}
     seen: set[tuple[str, str, tuple]] = set()
@@ -125,7 +128,9 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
         role = test.call.role
         if role not in roles:
             opts = role_options(options, role)
-            bench = Workbench(opts, progress or no_progress, generate_on=generate_on, device=device, read_only=read_only)
+            bench = (benches or {}).get(role) or Workbench(opts, progress or no_progress, generate_on=generate_on, run=run,
+                                                            read_only=read_only)
+            opts = bench.options
             roles[role] = RolePlan(role, opts, bench, generate_on=(generate_on or bench.device).split(":")[0])
             if rated_only:
                 roles[role].rated = not bench.source.spec.startswith("images:") and role_rate(roles[role])[1] is not None

@@ -17,7 +17,7 @@ from typing import Sequence
 from t2i_fairness.spine.options import T2IOptions
 from t2i_fairness.spine.plan import GateCall
 
-__all__ = ["Selection", "SelectionError", "collect", "default_paths", "selection_of"]
+__all__ = ["Selection", "SelectionError", "collect", "default_paths", "selected_tests", "selection_of"]
 
 
 class SelectionError(RuntimeError):
@@ -50,6 +50,17 @@ class Selection:
     args: tuple[str, ...] = ()
 
 
+def selected_tests(items) -> list[SelectedTest]:
+    """pytest items as a plan sees them (their function names, parameters, modules and fixtures), in order."""
+    tests = []
+    for item in items:
+        params = dict(getattr(getattr(item, "callspec", None), "params", {}) or {})
+        name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
+        module = getattr(getattr(item, "module", None), "__name__", "") or ""
+        tests.append(SelectedTest(GateCall(name, params, item.nodeid), module, tuple(getattr(item, "fixturenames", ()))))
+    return tests
+
+
 class _Collector:
     """A plugin object that keeps the selected items' names and parameters when collection ends."""
 
@@ -67,14 +78,9 @@ class _Collector:
 
 
 def selection_of(items, options: T2IOptions, deselected: int = 0) -> Selection:
-    """The :class:`Selection` of pytest items (their names, parameters, modules and fixtures) under ``options``."""
-    tests = []
-    for item in items:
-        params = dict(getattr(getattr(item, "callspec", None), "params", {}) or {})
-        name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
-        module = getattr(getattr(item, "module", None), "__name__", "") or ""
-        tests.append(SelectedTest(GateCall(name, params, item.nodeid), module, tuple(getattr(item, "fixturenames", ()))))
-    return Selection(dataclasses.replace(options, families=dict(options.families)), tests, len(items) + deselected)
+    """The :class:`Selection` of pytest items (:func:`selected_tests`) under ``options``."""
+    return Selection(dataclasses.replace(options, families=dict(options.families)), selected_tests(items),
+                     len(items) + deselected)
 
 
 def default_paths() -> list[str]:

@@ -91,6 +91,9 @@ class Family:
         study_type: ``study_type() -> the study's class`` (imported when called): its indicator methods are
             the family's gates, each with its kind and value range (:func:`indicator`), which the thresholds
             file's bounds are checked against before a run.
+        scorers: the workbench scorers its studies ask for (``bench.scorer(name)``): a run releases a
+            scorer once no remaining gate's family names it, and the generator once every planned image is
+            made. ``None`` (the default): not declared, so every model stays loaded while its gates remain.
     """
 
     name: str
@@ -109,6 +112,7 @@ class Family:
     look: Callable[[Any, int], Any] | None = None
     rounds: Callable[[Any], tuple[Sequence[int], str]] | None = None
     study_type: Callable[[], type] | None = None
+    scorers: tuple[str, ...] | None = None
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

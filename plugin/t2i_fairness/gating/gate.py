@@ -4,7 +4,7 @@
 :class:`~t2i_fairness.gating.session.GateRecord` that every report reads (verdict, message, bound,
 interval, baseline comparison). The baseline comparison and the project's tests call it directly;
 :class:`Gate` adds what a pytest test needs around it: the bootstrap interval from ``resample``, the
-record attached to the test report, a provenance warning, and ``pytest.fail`` on a failed verdict.
+record attached to the test report, a provenance warning, and a failed verdict raised as :class:`~t2i_fairness.errors.GateFailed` (the plugin makes it pytest's failure).
 """
 
 from __future__ import annotations

@@ -67,9 +67,13 @@ def power_record(uncertainty: Any, bound: float, direction: str, level: float, k
         factor = images_for_power(uncertainty, bound, direction, effect, level, power=TARGET)
     except (ValueError, ZeroDivisionError, OverflowError):
         return None
-    return {"effect": effect, "power": power, "level": float(level), "underpowered": power < UNDERPOWERED,
-            "n": int(n), "factor_for_80": factor,
-            "images_for_80": None if factor is None else int(math.ceil(n * factor))}
+    out = {"effect": effect, "power": power, "level": float(level), "underpowered": power < UNDERPOWERED,
+           "n": int(n), "factor_for_80": factor,
+           "images_for_80": None if factor is None else int(math.ceil(n * factor))}
+    floor = float(getattr(uncertainty, "p_floor", 0.0) or 0.0)
+    if floor > level:  # more images per prompt cannot help: the prompts bound the p-value
+        out.update(p_floor=floor, units=int(uncertainty.n_units))
+    return out
 
 
 def power_words(record: dict | None, status: str) -> str | None:
@@ -78,6 +82,8 @@ def power_words(record: dict | None, status: str) -> str | None:
     Example:
         >>> power_words({"effect": 0.1, "power": 0.031, "underpowered": True, "factor_for_80": 4.02}, "pass")
         'passed, underpowered: would catch a 0.1 miss 3.1% of the time (80% needs about 4.02x its images per prompt)'
+        >>> power_words({"effect": 0.1, "power": 0.0, "underpowered": True, "p_floor": 0.0625, "units": 4}, "pass")
+        'passed, underpowered: would catch a 0.1 miss <0.1% of the time (cannot fail at this level: 4 prompts give no p below 0.062 without assuming normal prompt values; it needs more prompts)'
         >>> power_words({"effect": 0.1, "power": 0.9, "underpowered": False}, "pass") is None
         True
     """
@@ -87,6 +93,9 @@ def power_words(record: dict | None, status: str) -> str | None:
     factor = record.get("factor_for_80")
     plan = (f"80% needs about {factor:.3g}x its images per prompt" if factor is not None
             else "no size up to 10,000x its images reaches 80%")
+    if record.get("p_floor"):
+        plan = (f"cannot fail at this level: {record['units']} prompts give no p below {record['p_floor']:.2g} "
+                "without assuming normal prompt values; it needs more prompts")
     return (f"{verdict}, underpowered: would catch a {record['effect']:g} miss {_pct(record['power'])} of the time "
             f"({plan})")
 

@@ -128,6 +128,9 @@ class GateSession:
     # --t2i-sequential (None when off): {"alpha": the run's alpha, set by finish; optional, from the round
     # driver: "planned_images" (the fixed-N plan's images over the selection), "generation_seconds"}
     sequential: dict | None = None
+    # what each process's workbenches loaded and released, and its peak resident memory (base.memory.ModelUse
+    # payloads: one per role, and per worker under xdist)
+    memory: list[dict] = field(default_factory=list)
 
     def add(self, data: dict | str) -> None:
         """A gate record (a dict, or the JSON text of the report property)."""

@@ -1,6 +1,8 @@
 """Resolve ``--t2i-model`` into a generator source: a fingerprint now, the model only when needed.
 
-Spec forms:
+One table, :data:`SPEC_KINDS`, holds the kinds of spec: how each is recognised (the first that matches
+decides), how it resolves into a fingerprint and a loader (and what its model needs in memory), and
+whether ``--t2i-model-revision`` applies (:func:`check_revision`, the one hub-id check). Spec forms:
 - ``tiny``: the built-in smoke model (a real StableDiffusionPipeline with random weights).
 - ``sd15-random``: Stable Diffusion 1.5's UNet, VAE and text encoder at full size with seeded random
   weights (``model_configs/sd15-random.json``): the paper path, offline; its images mean nothing.
@@ -31,7 +33,8 @@ from t2i_fairness.models.base import Generator
 from t2i_fairness.errors import ModelLoadError
 from t2i_fairness.generators.base import GenerationSettings
 
-__all__ = ["GenerationSettings", "GeneratorSource", "ModelLoadError", "factory_fingerprint", "resolve_generator", "model_slug"]
+__all__ = ["GenerationSettings", "GeneratorSource", "ModelLoadError", "SPEC_KINDS", "SpecKind", "SpecRequest", "check_revision",
+           "factory_fingerprint", "model_slug", "resolve_generator", "spec_kind"]
 
 
 def model_slug(spec: str) -> str:
@@ -61,6 +64,9 @@ class GeneratorSource:
             identity of one (prompt, seed), or ``None`` when it has none; image keys then use it
             instead of ``fingerprint``, so replacing one file re-reads that image alone.
         notes: what resolving found worth saying (an unversioned fingerprint).
+        need: ``need() -> MemoryNeed | None``: what the model needs, counted before it is built
+            (:mod:`t2i_fairness.base.memory`); ``None`` for a source with nothing to load.
+        before_load: called with the source before its model is built (the workbench checks that it fits).
     """
 
     spec: str
@@ -72,11 +78,20 @@ class GeneratorSource:
     weights: str | None = None
     item_key: Callable[[str, int], str | None] | None = None
     notes: list[str] = field(default_factory=list)
+    need: Callable[[], object] | None = None
+    before_load: Callable[["GeneratorSource"], None] | None = None
 
     def get(self) -> Generator:
         if self._generator is None:
+            if self.before_load is not None:
+                self.before_load(self)
             self._generator = self._load()
         return self._generator
+
+    def release(self) -> bool:
+        """Drop the model (a later :meth:`get` builds it again); whether one was held."""
+        held, self._generator = self._generator is not None, None
+        return held
 
     @property
     def loaded(self) -> bool:
@@ -206,6 +221,234 @@ def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
     return raw, notes
 
 
+# -------------------------------------------------------------------------------- the spec kinds
+
+
+@dataclass(frozen=True)
+class SpecRequest:
+    """What resolving a spec is given: the spec, the settings, where and at what precision it runs.
+
+    Attributes:
+        spec: ``--t2i-model``.
+        settings: generation settings from the options (unset ones take the model's defaults).
+        device: where it runs (its class enters the fingerprint).
+        precision: the generator's precision, already resolved (``float32``, ``float16``, ``bfloat16``).
+        seed_for: ``(prompt, index) -> seed`` (manifests list an index instead of a seed).
+        revision: ``--t2i-model-revision`` (a hub id's only).
+    """
+
+    spec: str
+    settings: GenerationSettings
+    device: str
+    precision: str
+    seed_for: Callable[[str, int], int]
+    revision: str | None = None
+
+
+@dataclass(frozen=True)
+class SpecKind:
+    """One kind of ``--t2i-model`` spec: how it is recognised, and how it resolves into a source whose
+    fingerprint names the weights and whose loader builds the model later.
+
+    Attributes:
+        name: the kind (``tiny``, ``random``, ``procedural``, ``images``, ``python``, ``local``, ``hub``).
+        form: how a spec of this kind is written (for messages and docs).
+        matches: ``matches(spec)``: whether a spec is of this kind (the first kind of :data:`SPEC_KINDS` that
+            matches decides).
+        resolve: ``resolve(request) -> GeneratorSource``: the fingerprint now, the loader for later.
+        hub: whether ``--t2i-model-revision`` applies (a hub id's branch, tag or commit).
+    """
+
+    name: str
+    form: str
+    matches: Callable[[str], bool]
+    resolve: Callable[[SpecRequest], GeneratorSource]
+    hub: bool = False
+
+
+def _builtin_random(config_name: str, subject: str, tiny: bool):
+    def resolve(r: SpecRequest) -> GeneratorSource:
+        from t2i_fairness.generators.diffusers_pipe import DiffusersGenerator, diffusers_fingerprint, tiny_model_name, tiny_weights
+        from t2i_fairness.models.configs import load_model_config
+
+        resolved = r.settings.resolved(load_model_config(config_name)["defaults"])
+        weights = tiny_weights()
+        fp = diffusers_fingerprint(tiny_model_name(config_name), resolved, r.device, weights, r.precision)
+        load = ((lambda: DiffusersGenerator.tiny(resolved, r.device, r.precision)) if tiny
+                else (lambda: DiffusersGenerator.random(config_name, resolved, r.device, r.precision)))
+        return GeneratorSource(r.spec, fp, resolved, load, subject=subject or f"model {r.spec}", weights=weights,
+                               need=_diffusers_need(r, resolved, config_name=config_name))
+
+    return resolve
+
+
+def _diffusers_need(r: SpecRequest, resolved: GenerationSettings, *, config_name: str | None = None, folder=None):
+    """``need()`` of a diffusers source: counted when asked (building the architecture on the meta device
+    takes a second), from a config or the safetensors of a folder (``folder`` may be a callable)."""
+    def need():
+        from t2i_fairness.generators.diffusers_pipe import diffusers_need
+
+        where = folder() if callable(folder) else folder
+        return diffusers_need(r.spec, resolved, r.device, r.precision, config_name=config_name, folder=where)
+
+    return need
+
+
+def _resolve_random(r: SpecRequest) -> GeneratorSource:  # sd15-random: SD 1.5's sizes, seeded random weights
+    from t2i_fairness.generators.diffusers_pipe import RANDOM_MODELS
+
+    return _builtin_random(RANDOM_MODELS[r.spec], "", tiny=False)(r)
+
+
+def _resolve_procedural(r: SpecRequest) -> GeneratorSource:
+    from t2i_fairness.generators.procedural import smoke_procedural
+
+    resolved = r.settings.resolved({"height": 64, "width": 64, "batch_size": 16})
+    try:
+        gen = smoke_procedural((resolved.height, resolved.width), resolved.batch_size)
+    except ValueError as exc:
+        raise ModelLoadError(f"--t2i-model procedural: {exc} (see --t2i-height, --t2i-width, --t2i-batch-size)") from None
+    return GeneratorSource(r.spec, gen.fingerprint, resolved, lambda: gen, gen)
+
+
+def _resolve_images(r: SpecRequest) -> GeneratorSource:
+    from t2i_fairness.generators.manifest import ManifestGenerator
+
+    try:
+        gen = ManifestGenerator(r.spec[len("images:"):], r.seed_for)
+    except ValueError as exc:
+        raise ModelLoadError(str(exc)) from None
+    resolved = r.settings.resolved({"batch_size": 32})
+    return GeneratorSource(r.spec, gen.fingerprint, resolved, lambda: gen, gen, subject=f"images {gen.manifest}",
+                           weights=gen.fingerprint.rpartition("@")[2], item_key=gen.item_key)
+
+
+def _resolve_python(r: SpecRequest) -> GeneratorSource:
+    from t2i_fairness.errors import T2IIdentityWarning
+
+    gen = _python_factory(r.spec)
+    fp, notes = factory_fingerprint(r.spec, gen)
+    for note in notes:
+        warnings.warn(T2IIdentityWarning(note), stacklevel=3)  # resolve_generator's caller
+    resolved = r.settings.resolved({"batch_size": getattr(gen, "batch_size", 8)})
+    return GeneratorSource(r.spec, fp, resolved, lambda: gen, gen, notes=notes)
+
+
+def _is_local(spec: str) -> bool:
+    """A path (``./x``, ``/x``, ``~/x``) or an existing folder: a local diffusers pipeline."""
+    return spec.startswith((".", "/", "~")) or Path(spec).expanduser().exists()
+
+
+def _resolve_local(r: SpecRequest) -> GeneratorSource:
+    from t2i_fairness.base import identity
+    from t2i_fairness.generators.diffusers_pipe import PAPER_DEFAULTS, DiffusersGenerator, diffusers_fingerprint
+
+    spec, local = r.spec, Path(r.spec).expanduser()
+    resolved = r.settings.resolved(PAPER_DEFAULTS)
+    if not (local / "model_index.json").exists():
+        raise ModelLoadError(
+            f"--t2i-model {spec!r}: no diffusers pipeline at {local.resolve()} (model_index.json not found). "
+            "Point it at a folder saved with pipeline.save_pretrained(), or use a hub id, "
+            "images:MANIFEST, python:module:factory, or tiny."
+        )
+    folder = local.resolve()
+    try:
+        weights = identity.weights_digest(folder)
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"--t2i-model {spec!r}: cannot read the pipeline's files to identify its weights ({exc})") from exc
+    name = folder.name
+    fp = diffusers_fingerprint(name, resolved, r.device, weights, r.precision)
+    index = identity.active_index()  # the run's: loading happens later, outside the workbench's block
+
+    def load_local() -> DiffusersGenerator:
+        gen = DiffusersGenerator.from_pretrained(str(folder), resolved, r.device, name=name, weights=weights,
+                                                 precision=r.precision)
+        with identity.using(index):
+            now = identity.weights_digest(folder)
+        if now != weights:  # written while this run was going on: its images would carry the wrong key
+            raise ModelLoadError(
+                f"--t2i-model {spec!r}: the weights changed while this run was going on ({weights} when it "
+                f"started, {now} after loading); run again once the folder is written"
+            )
+        return gen
+
+    return GeneratorSource(spec, fp, resolved, load_local, subject=f"model {folder}", weights=weights,
+                           need=_diffusers_need(r, resolved, folder=folder))
+
+
+def _resolve_hub(r: SpecRequest) -> GeneratorSource:
+    from t2i_fairness.base import identity
+    from t2i_fairness.generators.diffusers_pipe import PAPER_DEFAULTS, DiffusersGenerator, diffusers_fingerprint
+
+    resolved = r.settings.resolved(PAPER_DEFAULTS)
+    commit = identity.hub_commit(r.spec, r.revision)
+    fp = diffusers_fingerprint(r.spec, resolved, r.device, commit[:12], r.precision)
+    return GeneratorSource(
+        r.spec, fp, resolved,
+        lambda: DiffusersGenerator.from_pretrained(r.spec, resolved, r.device, revision=commit, weights=commit[:12],
+                                                   precision=r.precision),
+        subject=f"model {r.spec}" + (f" ({r.revision})" if r.revision else ""), weights=commit[:12],
+        need=_diffusers_need(r, resolved, folder=lambda: _hub_snapshot(r.spec, commit)),
+    )
+
+
+def _hub_snapshot(repo_id: str, commit: str) -> Path | None:
+    """The local snapshot folder of a hub id at ``commit`` (``None`` when it is not downloaded yet)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - huggingface_hub comes with diffusers
+        return None
+    found = try_to_load_from_cache(repo_id, "model_index.json", revision=commit)
+    return Path(found).parent if isinstance(found, str) else None
+
+
+def _is_random_model(spec: str) -> bool:
+    from t2i_fairness.generators.diffusers_pipe import RANDOM_MODELS
+
+    return spec in RANDOM_MODELS
+
+
+SPEC_KINDS: tuple[SpecKind, ...] = (  # the first that matches decides; a hub id is whatever is left
+    SpecKind("tiny", "tiny", lambda s: s == "tiny", _builtin_random("tiny-sd", "model tiny", tiny=True)),
+    SpecKind("random", "sd15-random", _is_random_model, _resolve_random),
+    SpecKind("procedural", "procedural", lambda s: s == "procedural", _resolve_procedural),
+    SpecKind("images", "images:MANIFEST", lambda s: s.startswith("images:"), _resolve_images),
+    SpecKind("python", "python:module:factory", lambda s: s.startswith("python:"), _resolve_python),
+    SpecKind("local", "a local diffusers folder", _is_local, _resolve_local),
+    SpecKind("hub", "a hub id (ORG/NAME)", lambda s: True, _resolve_hub, hub=True),
+)
+
+
+def spec_kind(spec: str) -> SpecKind:
+    """The kind of a ``--t2i-model`` spec (the first of :data:`SPEC_KINDS` that matches).
+
+    Example:
+        >>> [spec_kind(s).name for s in ("tiny", "sd15-random", "images:m.csv", "python:m:f", "./ckpt", "org/sd")]
+        ['tiny', 'random', 'images', 'python', 'local', 'hub']
+    """
+    return next(kind for kind in SPEC_KINDS if kind.matches(str(spec)))
+
+
+def check_revision(spec: str, revision: str | None) -> None:
+    """The one check that ``--t2i-model-revision`` goes with a hub id.
+
+    Raises:
+        OptionError: a revision for a spec that is not a hub id (naming both options).
+
+    Example:
+        >>> check_revision("org/sd", "v2")
+        >>> check_revision("tiny", "v2")
+        Traceback (most recent call last):
+        ...
+        t2i_fairness.errors.OptionError: --t2i-model-revision: 'v2' applies to a hub id; --t2i-model 'tiny' is not one (a local folder is named by the digest of its files)
+    """
+    if revision is not None and not spec_kind(spec).hub:
+        from t2i_fairness.errors import OptionError
+
+        raise OptionError("--t2i-model-revision", f"{revision!r} applies to a hub id; --t2i-model {spec!r} is not one "
+                          "(a local folder is named by the digest of its files)")
+
+
 def resolve_generator(
     spec: str,
     settings: GenerationSettings,
@@ -216,19 +459,21 @@ def resolve_generator(
 ) -> GeneratorSource:
     """Check the spec cheaply and return a lazy source whose fingerprint names the weights.
 
+    The spec's kind (:func:`spec_kind`, from :data:`SPEC_KINDS`) resolves it.
+
     Args:
         spec: ``--t2i-model``.
         settings: generation settings from the options (unset ones take the model's defaults).
         device: the resolved device (its class and precision enter the fingerprint).
         seed_for: ``(prompt, index) -> seed`` (manifests list an index instead of a seed).
         revision: ``--t2i-model-revision``: for a hub id, the branch, tag or commit to use.
-        precision: ``--t2i-precision`` of a diffusers model (``None``: the run's; ``auto``: float16 on
-            CUDA, float32 elsewhere); resolved now, so the fingerprint and the pipeline loaded later agree.
+        precision: ``--t2i-precision`` of a diffusers model (``None`` or ``auto``: float16 on CUDA,
+            float32 elsewhere); resolved now, so the fingerprint and the pipeline loaded later agree.
 
     Raises:
         ModelLoadError: a local path without a pipeline, an unimportable factory, a bad manifest,
-            a hub id whose commit can be told neither by the hub nor by the local cache, a
-            revision for a model that is not a hub id.
+            a hub id whose commit can be told neither by the hub nor by the local cache.
+        OptionError: a revision for a model that is not a hub id (:func:`check_revision`).
 
     Example:
         >>> from t2i_fairness.spine.generation import derive_seed
@@ -236,97 +481,8 @@ def resolve_generator(
         >>> src.fingerprint.startswith("diffusers:tiny-sd-") and "@init-" in src.fingerprint, src.loaded
         (True, False)
     """
-    from t2i_fairness.generators.diffusers_pipe import (PAPER_DEFAULTS, RANDOM_MODELS, DiffusersGenerator,
-                                                        diffusers_fingerprint, tiny_model_name, tiny_weights)
-    from t2i_fairness.models.configs import load_model_config
     from t2i_fairness.models.precision import resolve as resolve_precision
-    from t2i_fairness.base import identity
 
-    precision = resolve_precision("generator", device, precision)
-    local = Path(spec).expanduser()
-    is_local = spec.startswith((".", "/", "~")) or (local.exists() and not spec.startswith(("images:", "python:")))
-    hub = not (spec in ("tiny", "procedural", *RANDOM_MODELS) or spec.startswith(("images:", "python:")) or is_local)
-    if revision is not None and not hub:
-        raise ModelLoadError(
-            f"--t2i-model-revision {revision!r} applies to a hub id; --t2i-model {spec!r} is not one "
-            "(a local folder is named by the digest of its files)"
-        )
-    if spec == "tiny":
-        resolved = settings.resolved(load_model_config("tiny-sd")["defaults"])
-        weights = tiny_weights()
-        fp = diffusers_fingerprint(tiny_model_name(), resolved, device, weights, precision)
-        return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.tiny(resolved, device, precision),
-                               subject="model tiny", weights=weights)
-    if spec in RANDOM_MODELS:  # sd15-random: SD 1.5's sizes, seeded random weights, no download
-        config = RANDOM_MODELS[spec]
-        resolved = settings.resolved(load_model_config(config)["defaults"])
-        weights = tiny_weights()
-        fp = diffusers_fingerprint(tiny_model_name(config), resolved, device, weights, precision)
-        return GeneratorSource(spec, fp, resolved, lambda: DiffusersGenerator.random(config, resolved, device, precision),
-                               subject=f"model {spec}", weights=weights)
-    if spec == "procedural":
-        from t2i_fairness.generators.procedural import smoke_procedural
-
-        resolved = settings.resolved({"height": 64, "width": 64, "batch_size": 16})
-        try:
-            gen = smoke_procedural((resolved.height, resolved.width), resolved.batch_size)
-        except ValueError as exc:
-            raise ModelLoadError(f"--t2i-model procedural: {exc} (see --t2i-height, --t2i-width, --t2i-batch-size)") from None
-        return GeneratorSource(spec, gen.fingerprint, resolved, lambda: gen, gen)
-    if spec.startswith("images:"):
-        from t2i_fairness.generators.manifest import ManifestGenerator
-
-        try:
-            gen = ManifestGenerator(spec[len("images:"):], seed_for)
-        except ValueError as exc:
-            raise ModelLoadError(str(exc)) from None
-        resolved = settings.resolved({"batch_size": 32})
-        return GeneratorSource(spec, gen.fingerprint, resolved, lambda: gen, gen, subject=f"images {gen.manifest}",
-                               weights=gen.fingerprint.rpartition("@")[2], item_key=gen.item_key)
-    if spec.startswith("python:"):
-        gen = _python_factory(spec)
-        fp, notes = factory_fingerprint(spec, gen)
-        from t2i_fairness.errors import T2IIdentityWarning
-
-        for note in notes:
-            warnings.warn(T2IIdentityWarning(note), stacklevel=2)
-        resolved = settings.resolved({"batch_size": getattr(gen, "batch_size", 8)})
-        return GeneratorSource(spec, fp, resolved, lambda: gen, gen, notes=notes)
-    resolved = settings.resolved(PAPER_DEFAULTS)
-    if is_local:
-        if not (local / "model_index.json").exists():
-            raise ModelLoadError(
-                f"--t2i-model {spec!r}: no diffusers pipeline at {local.resolve()} (model_index.json not found). "
-                "Point it at a folder saved with pipeline.save_pretrained(), or use a hub id, "
-                "images:MANIFEST, python:module:factory, or tiny."
-            )
-        folder = local.resolve()
-        try:
-            weights = identity.weights_digest(folder)
-        except (OSError, ValueError) as exc:
-            raise ModelLoadError(f"--t2i-model {spec!r}: cannot read the pipeline's files to identify its weights ({exc})") from exc
-        name = folder.name
-        fp = diffusers_fingerprint(name, resolved, device, weights, precision)
-        index = identity.active_index()  # the run's: loading happens later, outside the workbench's block
-
-        def load_local() -> DiffusersGenerator:
-            gen = DiffusersGenerator.from_pretrained(str(folder), resolved, device, name=name, weights=weights,
-                                                     precision=precision)
-            with identity.using(index):
-                now = identity.weights_digest(folder)
-            if now != weights:  # written while this run was going on: its images would carry the wrong key
-                raise ModelLoadError(
-                    f"--t2i-model {spec!r}: the weights changed while this run was going on ({weights} when it "
-                    f"started, {now} after loading); run again once the folder is written"
-                )
-            return gen
-
-        return GeneratorSource(spec, fp, resolved, load_local, subject=f"model {folder}", weights=weights)
-    commit = identity.hub_commit(spec, revision)
-    fp = diffusers_fingerprint(spec, resolved, device, commit[:12], precision)
-    return GeneratorSource(
-        spec, fp, resolved,
-        lambda: DiffusersGenerator.from_pretrained(spec, resolved, device, revision=commit, weights=commit[:12],
-                                                   precision=precision),
-        subject=f"model {spec}" + (f" ({revision})" if revision else ""), weights=commit[:12],
-    )
+    check_revision(spec, revision)
+    request = SpecRequest(spec, settings, device, resolve_precision("generator", device, precision), seed_for, revision)
+    return spec_kind(spec).resolve(request)

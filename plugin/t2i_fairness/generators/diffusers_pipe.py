@@ -15,7 +15,7 @@ from t2i_fairness.generators.base import GenerationSettings
 
 
 def _torch_dtype(device: str, precision: str | None = None):
-    """The pipeline's dtype: ``precision`` (``None``: the run's, ``auto``: float16 on CUDA, else float32)."""
+    """The pipeline's dtype: ``precision`` (``None`` or ``auto``: float16 on CUDA, else float32)."""
     from t2i_fairness.models.precision import resolve, torch_dtype
 
     return torch_dtype(resolve("generator", device, precision))
@@ -34,7 +34,7 @@ def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, 
         weights: the weights' identity: a folder's ``sha256-...`` digest, a hub commit, the tiny
             model's ``init-...`` (see :mod:`t2i_fairness.base.identity`).
         precision: ``auto`` (float16 on CUDA, float32 elsewhere), ``float32``, ``float16`` or
-            ``bfloat16``; ``None``: the run's (:mod:`t2i_fairness.models.precision`).
+            ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`).
 
     Example:
         >>> s = GenerationSettings(steps=2, guidance=7.0, height=64, width=64)
@@ -75,26 +75,59 @@ def tiny_weights() -> str:
     return init_identity(*TINY_LIBRARIES)
 
 
+def diffusers_need(spec: str, settings: GenerationSettings, device: str, precision: str, *,
+                   config_name: str | None = None, folder: str | Path | None = None):
+    """What a diffusers generator needs (a :class:`~t2i_fairness.base.memory.MemoryNeed`), counted before it
+    is built: a random pipeline's parameters from its config (``tiny-sd``, ``sd15-random``), a checkpoint's
+    from the safetensors headers of its ``folder`` (a local pipeline or a hub snapshot); ``None`` when
+    neither can be read.
+
+    Activations are the config's ``_memory`` note's (``sd15-random``'s for a checkpoint: SD 1.5's sizes):
+    a fixed part, plus per image the figure at ``at_px`` scaled by the image's area (what
+    ``bench/bench_memory.py`` measured at 64, 128 and 256 px), times the batch size.
+
+    Example:
+        >>> need = diffusers_need("tiny", GenerationSettings(height=64, width=64, batch_size=16), "cpu", "float32",
+        ...                       config_name="tiny-sd")
+        >>> need.parameters > 1_000_000, need.built_in_float32, need.batch
+        (True, True, 16)
+    """
+    from t2i_fairness.base.memory import BYTES, MemoryNeed
+    from t2i_fairness.models.memory import activation_note, count_parameters, safetensors_parameters
+
+    if config_name is not None:
+        cfg = load_model_config(config_name)
+        parameters = count_parameters(lambda: pipeline_modules(cfg))
+        note, detail, in_float32 = activation_note(config_name), f"counted from model_configs/{config_name}.json", True
+    else:
+        parameters = safetensors_parameters(folder) if folder is not None else 0
+        if not parameters:
+            return None
+        note, detail, in_float32 = activation_note("sd15-random"), "counted from its safetensors headers", False
+    at = float(note.get("at_px", 64))
+    height, width, batch = settings.height or 512, settings.width or 512, settings.batch_size or 1
+    fixed, per_image = (float(x) for x in note.get("activations_mb", (0, 0)))
+    scale = 1024 ** 2 * BYTES.get(precision, 4) / 4
+    per_item = int(per_image * height * width / (at * at) * scale)
+    return MemoryNeed(f"generator {spec}", parameters, precision, int(fixed * scale) + per_item * batch, batch, in_float32,
+                      per_item, detail=f"{detail}; {height}x{width}",
+                      flags=("--t2i-batch-size", "--t2i-precision", "--t2i-device"))
+
+
 PAPER_DEFAULTS = {"steps": 50, "guidance": 7.0, "height": 512, "width": 512, "batch_size": 8}
 
 
 RANDOM_MODELS = {"sd15-random": "sd15-random"}  # --t2i-model spec -> model_configs/<name>.json (seeded random weights)
 
 
-def build_tiny_pipeline(config_name: str = "tiny-sd"):
-    """A real ``StableDiffusionPipeline`` built offline from a config of ``model_configs/`` with seeded
-    random weights: ``tiny-sd`` (diffusers' test sizes) or ``sd15-random`` (SD 1.5's own sizes).
-
-    The weights depend only on the config and its ``seed``, so every machine builds the same model.
-    """
-    import diffusers
+def pipeline_modules(cfg: dict) -> tuple:
+    """The UNet, VAE and text encoder of a pipeline config, with the config's seeded random weights."""
     import torch
-    from diffusers import AutoencoderKL, StableDiffusionPipeline, UNet2DConditionModel
+    from diffusers import AutoencoderKL, UNet2DConditionModel
     from transformers import CLIPTextConfig, CLIPTextModel
 
-    from t2i_fairness.models.clip_tokenizer import BOS_ID, EOS_ID, VOCAB_SIZE, offline_clip_tokenizer
+    from t2i_fairness.models.clip_tokenizer import BOS_ID, EOS_ID, VOCAB_SIZE
 
-    cfg = load_model_config(config_name)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg["seed"])
         unet = UNet2DConditionModel(**{k: tuple(v) if isinstance(v, list) else v for k, v in cfg["unet"].items()})
@@ -108,6 +141,22 @@ def build_tiny_pipeline(config_name: str = "tiny-sd"):
                 pad_token_id=EOS_ID,
             )
         )
+    return unet, vae, text_encoder
+
+
+def build_tiny_pipeline(config_name: str = "tiny-sd"):
+    """A real ``StableDiffusionPipeline`` built offline from a config of ``model_configs/`` with seeded
+    random weights: ``tiny-sd`` (diffusers' test sizes) or ``sd15-random`` (SD 1.5's own sizes).
+
+    The weights depend only on the config and its ``seed``, so every machine builds the same model.
+    """
+    import diffusers
+    from diffusers import StableDiffusionPipeline
+
+    from t2i_fairness.models.clip_tokenizer import offline_clip_tokenizer
+
+    cfg = load_model_config(config_name)
+    unet, vae, text_encoder = pipeline_modules(cfg)
     scheduler = getattr(diffusers, cfg.get("scheduler_class", "DDIMScheduler"))(**cfg["scheduler"])
     pipe = StableDiffusionPipeline(
         unet=unet,
@@ -163,7 +212,7 @@ class DiffusersGenerator:
             config_name: a pipeline config of ``model_configs/`` (``sd15-random``, ``tiny-sd``).
             settings: generation settings (unset ones take the config's ``defaults``).
             device: torch device.
-            precision: the pipeline's dtype (``None``: the run's; ``auto``: float16 on CUDA, float32 elsewhere).
+            precision: the pipeline's dtype (``None`` or ``auto``: float16 on CUDA, float32 elsewhere).
 
         Raises:
             ValueError: no such config.
@@ -189,7 +238,7 @@ class DiffusersGenerator:
             device: torch device.
             revision: for a hub id, the commit to load (the one its fingerprint names).
             name, weights: the fingerprint's parts (default: ``model`` and ``revision``).
-            precision: the pipeline's dtype (``None``: the run's; ``auto``: float16 on CUDA, float32 elsewhere).
+            precision: the pipeline's dtype (``None`` or ``auto``: float16 on CUDA, float32 elsewhere).
 
         Raises:
             ModelLoadError: no pipeline at a local path, or the weights cannot be loaded.

@@ -69,13 +69,20 @@ def _tail(alpha: float) -> float:
     return float(alpha)
 
 
-def _se(iv: Interval) -> float:
+def _se(iv: Interval, alpha: float | None = None) -> float:
     """A term's standard error for power approximations: at its estimate, never 0 for a share
-    (Agresti and Coull's at 0 and 1), 0 when nothing is known."""
+    (Agresti and Coull's at 0 and 1), 0 when nothing is known. With ``alpha``, a share whose variance
+    was estimated on few degrees of freedom counts the trials its own test has at that level
+    (:meth:`Interval.trials`), so its stated power is that test's, not a normal test's."""
     se = iv.se_at(iv.estimate)
     se = 0.0 if se is None or not math.isfinite(se) else float(se)
     if iv.n_effective:
-        se = max(se, agresti_coull(min(max(iv.estimate, 0.0), 1.0) * iv.n_effective, iv.n_effective)[1])
+        n = float(iv.n_effective)
+        if alpha is not None and iv.df is not None and math.isfinite(iv.df):
+            n = max(float(iv.trials(alpha)), 1e-12)
+            e = min(max(iv.estimate, 0.0), 1.0)
+            se = max(se, math.sqrt(e * (1.0 - e) / n))
+        se = max(se, agresti_coull(min(max(iv.estimate, 0.0), 1.0) * n, n)[1])
     return se
 
 
@@ -289,8 +296,8 @@ class Pairs(Interval):
     def p_value(self, bound: float, direction: str) -> float:
         return invert_limit(self.limit, float(bound), direction)
 
-    def _pair_se(self) -> np.ndarray:
-        se = np.array([_se(g) for g in self.groups])
+    def _pair_se(self, alpha: float | None = None) -> np.ndarray:
+        se = np.array([_se(g, alpha) for g in self.groups])
         if self.contrast == "difference":
             return np.sqrt(se[:, None] ** 2 + se[None, :] ** 2)
         e = np.array([g.estimate for g in self.groups])
@@ -298,7 +305,7 @@ class Pairs(Interval):
         return np.sqrt(se[:, None] ** 2 + se[None, :] ** 2) / best
 
     def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
-        se = self._pair_se()
+        se = self._pair_se(alpha / self.selection)
         np.fill_diagonal(se, np.nan)
         return _normal_power(effect, float(np.nanmax(se)), alpha / self.selection)
 
@@ -395,7 +402,9 @@ class Combination(Interval):
 
     def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
         sel = max([getattr(t, "selection", 1) for t in self.terms])  # a WorstOf term tests at alpha / G
-        return _normal_power(effect, self.se_at(self.estimate), alpha / sel)
+        # each term at the trials its own test has at this level (a CIS_K of 4 prompts has t_3's, not z's)
+        se = math.sqrt(sum((w * _se(t, alpha / sel)) ** 2 for w, t in zip(self.weights, self.terms)))
+        return _normal_power(effect, se, alpha / sel)
 
     def scaled(self, factor: float) -> "Combination":
         return _display(dataclasses.replace(self, terms=tuple(t.scaled(factor) for t in self.terms),
@@ -461,6 +470,8 @@ class FiellerRatio(Interval):
         return math.sqrt(max(self.s_nn - 2 * r * self.s_nd + r * r * self.s_dd, 0.0))
 
     def limit(self, alpha: float, side: str) -> float:
+        if alpha < self.p_floor:
+            return -math.inf if side == "low" else math.inf
         t2 = self._t(alpha) ** 2
         a = self.den**2 - t2 * self.s_dd
         b = self.num * self.den - t2 * self.s_nd
@@ -479,9 +490,11 @@ class FiellerRatio(Interval):
             return 1.0 if d >= 0 else P_FLOOR
         cdf = _stats.t.cdf if self.df is not None else (lambda x: _special.ndtr(x))
         p = float(cdf(d / se, self.df)) if self.df is not None else float(cdf(d / se))
-        return min(max(p, P_FLOOR), 1.0)
+        return min(max(p, P_FLOOR, self.p_floor), 1.0)
 
     def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
+        if alpha < self.p_floor:
+            return 0.0
         se = self._se_r(float(bound)) / max(abs(self.den), 1e-12)
         if not se > 0:
             return 0.0

@@ -16,7 +16,8 @@ truths are described in that script; the project's sizes are 36-360 generated im
 ones, 6-60 images per object, 6-40 sampled prompts.
 
 * Coverage (DIG In, Decomposed DIG: share of real balls holding a generated image):
-  :func:`coverage_interval`, ``jackknife_wilson``. Pooled 0.972, cells 0.863-1.000, 24 of 37 in
+  :func:`coverage_interval`, ``jackknife_wilson`` (the default, ``jackknife_wilson_df``, is it with a
+  few-image correction). Pooled 0.972, cells 0.863-1.000, 24 of 37 in
   range, 1 below (truth 0.988 with only 10 balls), 12 above (conservative); cells whose truth is
   within 0.01 of 0 or 1: 0.990. Percentile bootstrap 0.367 (cells 0.022-0.750), bootstrap SE
   0.820, jackknife + normal 0.824 (0.155-0.995), half-sampling 0.872, BCa 0.159.
@@ -97,10 +98,13 @@ __all__ = [
     "share_power",
     "share_tail",
     "stratified_mean_interval",
+    "upper_quantile",
+    "floor_to_units",
 ]
 
 COVERAGE_METHODS: tuple[str, ...] = (
     "jackknife_wilson",
+    "jackknife_wilson_df",
     "jackknife",
     "half_sampling",
     "subsampling",
@@ -145,6 +149,12 @@ class Interval:
             independent trials ``estimate (1 - estimate) / variance``; the interval is the set of
             values ``v`` with ``|estimate - v| <= z sqrt(v (1 - v) / n_effective)``, and
             :meth:`se_at` gives the standard error at ``v`` that a score test uses.
+        p_floor: the smallest p-value the design supports without an assumption on the law of its
+            units (0: none). A t test over ``G`` prompts is exact only for normal prompt values; no
+            test free of that assumption gives a p below ``2^-G`` on ``G`` prompts (a sign-flip test's
+            smallest), so :func:`floor_to_units` sets ``p_floor = 2^-G``: the test never fails below it and
+            its power at a level under it is 0 (docs/calibration.md: 4 skewed prompts put the t test at
+            80-140 times its level).
 
     Example:
         >>> iv = Interval(0.5, 0.4, 0.6, "wald", 0.95, 100, se=0.05)
@@ -163,6 +173,7 @@ class Interval:
     se: float | None = None
     df: float | None = None
     n_effective: float | None = None
+    p_floor: float = 0.0
 
     def as_tuple(self) -> tuple[float, float]:
         """``(low, high)``."""
@@ -179,7 +190,7 @@ class Interval:
             >>> Interval(0.5, 0.4, 0.6, "t", 0.95, 12, se=0.05, df=11).record()["df"]
             11
         """
-        return {
+        out = {
             "estimate": self.estimate,
             "low": self.low,
             "high": self.high,
@@ -190,6 +201,9 @@ class Interval:
             "df": self.df,
             "n_effective": self.n_effective,
         }
+        if self.p_floor > 0:
+            out["p_floor"] = self.p_floor
+        return out
 
     def se_at(self, value: float) -> float | None:
         """The standard error a test of ``true value == value`` uses: ``se`` for normal and t
@@ -237,6 +251,8 @@ class Interval:
         alpha = _check_alpha(alpha)
         if side not in ("low", "high"):
             raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
+        if alpha < self.p_floor:  # the design supports no test at this level: it excludes nothing
+            return -math.inf if side == "low" else math.inf
         if self.is_share:
             n = self.trials(alpha)
             return float(share_limit(self.estimate * n, n, alpha, side))
@@ -275,7 +291,7 @@ class Interval:
                 p = float(_stats.t.cdf(margin / self.se, self.df))
             else:
                 p = float(_special.ndtr(margin / self.se))
-        return min(max(p, P_FLOOR), 1.0)
+        return min(max(p, P_FLOOR, self.p_floor), 1.0)
 
     def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
         """The probability that the gate's test at level ``alpha`` fails a model whose true value misses
@@ -291,6 +307,8 @@ class Interval:
             0.077
         """
         alpha = _check_alpha(alpha)
+        if alpha < self.p_floor:  # no outcome of this design fails at the level
+            return 0.0
         sign = 1.0 if direction == "min" else -1.0
         truth = float(bound) - sign * float(effect)
         if self.is_share:
@@ -309,6 +327,23 @@ class Interval:
             self, n_units=int(math.ceil(self.n_units * f)),
             se=None if self.se is None else self.se / math.sqrt(f),
             n_effective=None if self.n_effective is None else self.n_effective * f)
+
+
+
+def floor_to_units(interval: Interval, units: int) -> Interval:
+    """``interval`` with ``p_floor = 2^-units``: a test over ``units`` independent units (prompts) claims no
+    p-value below what a test free of assumptions on their law can give (a sign-flip test's smallest).
+
+    Example:
+        >>> iv = floor_to_units(Interval(0.5, 0.4, 0.6, "t", 0.95, 4, se=0.01, df=3), 4)
+        >>> iv.p_floor, iv.p_value(0.9, "min"), iv.power(0.9, "min", 0.1, 1e-4), iv.limit(1e-4, "high")
+        (0.0625, 0.0625, 0.0, inf)
+    """
+    import dataclasses
+
+    if units < 1:
+        raise ValueError(f"`units` must be at least 1, but got {units}")
+    return dataclasses.replace(interval, p_floor=max(float(interval.p_floor), 0.5 ** int(units)))
 
 
 # --------------------------------------------------------------------------------------------
@@ -461,6 +496,11 @@ def share_limit(successes, trials, alpha, side: str):
         return _share_limit_one(float(successes), float(trials), float(alpha), side)
     x, n, a = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (successes, trials, alpha)))
     x = np.clip(x, 0.0, n)
+    with np.errstate(invalid="ignore"):  # the branch np.where leaves out may be NaN (1 - NaN): not a result
+        return _share_limit(x, n, a, side)
+
+
+def _share_limit(x: np.ndarray, n: np.ndarray, a: np.ndarray, side: str):
     known = n > 1e-12  # no trials (a share whose few clusters say nothing at this level): the whole range
     if side == "high":  # 1 - u solves I_{1-u}(n - x, x + 1) = alpha: the same lower quantile, mirrored
         live = (x < n) & known
@@ -708,7 +748,7 @@ def _coverage_jackknife(member: np.ndarray) -> np.ndarray:
 def coverage_interval(
     membership: object,
     *,
-    method: str = "jackknife_wilson",
+    method: str = "jackknife_wilson_df",
     confidence: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
@@ -721,7 +761,7 @@ def coverage_interval(
     Drawing generated images *with replacement* can only lose distinct images, so bootstrap
     replicates of coverage sit below the estimate and the percentile interval misses from above.
 
-    Methods: ``jackknife_wilson`` (the default): the delete-one jackknife variance (removing
+    Methods: ``jackknife_wilson``: the delete-one jackknife variance (removing
     image ``i`` uncovers exactly the balls only it covers, so it is exact and O(n_fake x n_real);
     by the Efron-Stein inequality its expectation is at least the variance at ``n_fake - 1``)
     turned into an effective number of balls ``n_eff = c (1 - c) / var``, capped at ``n_real``
@@ -729,6 +769,13 @@ def coverage_interval(
     together, never more independent than ``n_real`` coin flips), and Wilson's score interval at
     ``n_eff`` (Korn & Graubard 1998's effective sample size): it stays inside [0, 1], is skewed
     like a share near 0 or 1, and has width when every covered ball is held twice;
+    ``jackknife_wilson_df`` (the default): the same, with the jackknife variance's degrees of freedom, Kish's
+    effective number of images behind it ``(sum_i d_i^2)^2 / sum_i d_i^4`` (``d_i`` the centred
+    delete-one values; 1 when the variance is 0, which says nothing of it), so a test at level ``a``
+    uses ``n_eff (z_a / t_{df, a})^2`` trials (:meth:`Interval.trials`, Korn & Graubard): a few
+    images carrying the whole variance make a noisy variance: without the correction
+    ``bench/bench_gate_sizes.py`` measured sizes up to 30x the level at 6-60 images and 10-180 balls, so
+    it is the default (docs/calibration.md);
     ``jackknife`` (the same variance, normal interval);
     ``half_sampling`` (delete-d jackknife with d = n/2: standard error from subsets of half the
     images drawn without replacement, normal interval); ``subsampling`` (Politis-Romano: quantiles of
@@ -757,11 +804,13 @@ def coverage_interval(
         >>> m[0, 0] = m[1, 1] = m[2, 1] = True       # ball 0 held by image 0 alone, ball 1 twice
         >>> iv = coverage_interval(m)
         >>> iv.estimate, round(iv.se, 4), iv.n_effective, iv.method
-        (0.5, 0.25, 4.0, 'jackknife_wilson')
-        >>> round(iv.low, 4), round(iv.high, 4)
-        (0.15, 0.85)
+        (0.5, 0.25, 4.0, 'jackknife_wilson_df')
+        >>> round(iv.low, 4), round(iv.high, 4)       # 4 images, 1 of them carries the variance: df 1
+        (0.0224, 0.9776)
         >>> coverage_interval(m, method="percentile", seed=1).as_tuple()   # the biased one
         (0.25, 0.5)
+        >>> round(coverage_interval(m, method="jackknife_wilson_df").df, 2)   # image 0 carries the variance
+        1.43
     """
     member = _membership(membership)
     method = _check_method(method, COVERAGE_METHODS)
@@ -771,13 +820,17 @@ def coverage_interval(
     if n < 2 or r < 1:
         raise ValueError(f"`membership` must have at least 2 generated rows and 1 real column, but got shape {member.shape}")
     estimate = float(member.any(axis=0).mean())
-    if method in ("jackknife", "jackknife_wilson"):
+    if method in ("jackknife", "jackknife_wilson", "jackknife_wilson_df"):
         jack = _coverage_jackknife(member)
-        se = math.sqrt((n - 1) / n * float(np.sum((jack - jack.mean()) ** 2)))
+        d2 = (jack - jack.mean()) ** 2
+        se = math.sqrt((n - 1) / n * float(np.sum(d2)))
         if method == "jackknife":
             return _normal(method, estimate, se, confidence, n, clip=(0.0, 1.0))
         n_eff = float(r) if se == 0 else min(float(r), estimate * (1.0 - estimate) / se**2)
-        return _score(method, estimate, max(n_eff, 1.0), confidence, n)
+        df = None
+        if method == "jackknife_wilson_df":
+            df = 1.0 if se == 0 else max(1.0, float(np.sum(d2)) ** 2 / float(np.sum(d2**2)))
+        return _score(method, estimate, max(n_eff, 1.0), confidence, n, df=df)
     rng = np.random.default_rng(seed)
     fmember = member.astype(np.float32)
     if method in ("half_sampling", "subsampling"):

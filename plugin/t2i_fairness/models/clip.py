@@ -47,8 +47,7 @@ class ClipModel:
             profile: ``tiny`` (seeded random weights) or ``paper`` (the config's pretrained weights).
             device: torch device string.
             precision: ``auto`` (float16 on CUDA, as open_clip runs OpenAI's CLIP there; float32
-                elsewhere), ``float32``, ``float16`` or ``bfloat16``; ``None``: the run's
-                (:mod:`t2i_fairness.models.precision`). Half precision is open_clip's own mixed
+                elsewhere), ``float32``, ``float16`` or ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`). Half precision is open_clip's own mixed
                 ``fp16``/``bf16`` (layer norms and embeddings stay float32).
 
         Raises:

@@ -1,6 +1,12 @@
 """Named model configs (``model_configs/*.json``), the way open_clip's factory keeps them.
 
-``add_model_config(path)`` registers more configs without code changes.
+Every model the suite builds is selected by a name whose JSON config builds it: the generators
+(``tiny-sd``, ``sd15-random``) and each scorer per ``--t2i-scorers`` profile, ``<kind>-<profile>.json``
+(``clip-tiny``, ``inception-paper``, ``vit-paper-random``, ``segmenter-tiny``, ``captioner-paper``,
+``masked_lm-tiny``, ``sentence-paper``; the sentence profiles name a model, ``sentence-<model>.json``).
+Keys that start with ``_`` are notes for people (``_comment``): :func:`load_model_config` leaves them
+out, so they never enter a fingerprint. ``add_model_config(path)`` registers more configs without code
+changes.
 """
 
 from __future__ import annotations
@@ -9,6 +15,7 @@ import json
 from pathlib import Path
 
 from t2i_fairness import MODEL_CONFIGS as _CONFIG_DIR
+
 _EXTRA: dict[str, Path] = {}
 
 
@@ -24,8 +31,32 @@ def list_model_configs() -> list[str]:
     return sorted({p.stem for p in _CONFIG_DIR.glob("*.json")} | set(_EXTRA))
 
 
-def load_model_config(name: str) -> dict:
+def _read(name: str) -> dict:
     path = _EXTRA.get(name, _CONFIG_DIR / f"{name}.json")
     if not path.exists():
         raise ValueError(f"no model config {name!r}; available: {list_model_configs()}")
     return json.loads(path.read_text())
+
+
+def load_model_config(name: str) -> dict:
+    """The config ``name`` (``model_configs/<name>.json`` or one added), without its notes (``_`` keys).
+
+    Raises:
+        ValueError: no such config (the message lists the available ones).
+
+    Example:
+        >>> cfg = load_model_config("inception-tiny")
+        >>> cfg["image_size"], "_comment" in cfg
+        (75, False)
+    """
+    return {k: v for k, v in _read(name).items() if not k.startswith("_")}
+
+
+def profile_configs(kind: str, profiles) -> dict[str, dict]:
+    """``{profile: load_model_config(f"{kind}-{profile}")}`` for each profile.
+
+    Example:
+        >>> sorted(profile_configs("vit", ["tiny", "paper"]))
+        ['paper', 'tiny']
+    """
+    return {profile: load_model_config(f"{kind}-{profile}") for profile in profiles}

@@ -14,7 +14,7 @@ The pool features are the mean of ``Mixed_7c`` over space, which is torchvision'
 output; we read it with a forward hook so one forward pass also gives the ``fc`` logits used for
 the Inception Score (:meth:`InceptionFeatures.class_probabilities`).
 
-Profiles (both build torchvision's ``Inception3``; settings live in ``INCEPTION_CONFIGS``):
+Profiles (both build torchvision's ``Inception3``; settings in ``model_configs/inception-<profile>.json``):
 
 * ``paper``: ``Inception_V3_Weights.IMAGENET1K_V1`` at 299 px. The weights must already be in the
   torch hub cache (``$TORCH_HOME/hub/checkpoints``) or be passed as ``weights=/path/to/file.pth``;
@@ -46,42 +46,15 @@ from t2i_fairness.base.identity import device_class, init_identity
 from t2i_fairness.errors import ModelLoadError
 from PIL import Image
 
-from t2i_fairness.models.base import check_profile
+from t2i_fairness.models.base import PROFILES, check_profile
+from t2i_fairness.models.configs import profile_configs
 from t2i_fairness.models.precision import resolve as resolve_precision, to_weights
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
 
-INCEPTION_CONFIGS: dict[str, dict[str, Any]] = {
-    "paper": {
-        "arch": "torchvision.inception_v3",
-        "weights": "IMAGENET1K_V1",
-        "image_size": 299,
-        "mean": IMAGENET_MEAN,
-        "std": IMAGENET_STD,
-        "dtype": "float32",
-    },
-    "paper-random": {  # the paper's network and 299 px input, seeded random weights
-        "arch": "torchvision.inception_v3",
-        "weights": None,
-        "init": "kaiming_fan_in",
-        "seed": 0,
-        "image_size": 299,
-        "mean": IMAGENET_MEAN,
-        "std": IMAGENET_STD,
-        "dtype": "float32",
-    },
-    "tiny": {
-        "arch": "torchvision.inception_v3",
-        "weights": None,
-        "init": "kaiming_fan_in",
-        "seed": 0,
-        "image_size": 75,
-        "mean": IMAGENET_MEAN,
-        "std": IMAGENET_STD,
-        "dtype": "float32",
-    },
-}
+# the profiles' settings: model_configs/inception-<profile>.json
+INCEPTION_CONFIGS: dict[str, dict[str, Any]] = profile_configs("inception", PROFILES)
 
 DTYPES = ("float32", "float16", "bfloat16")
 MIN_INCEPTION_SIZE = 75  # below this torchvision's InceptionV3 runs out of spatial extent
@@ -324,7 +297,7 @@ class InceptionFeatures:
         Args:
             profile: "tiny" (seeded random weights, 75 px) or "paper" (ImageNet weights, 299 px).
             device: torch device string.
-            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: the run's
+            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: ``auto``
                 (:mod:`t2i_fairness.models.precision`; ``auto`` is float32 everywhere, as DIG In ran it).
             **options: ``weights`` (local .pth for paper), ``allow_download`` (paper, default False),
                 ``image_size``, ``dtype`` (one of DTYPES: the precision under its older name; it wins

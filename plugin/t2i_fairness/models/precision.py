@@ -7,8 +7,10 @@ puts every model (the generator and each scorer) at that precision.
 * :data:`AUTO_ON_CUDA`: what each model runs at on CUDA under ``auto``: what the papers' released code
   and model cards use there (diffusers' and open_clip's float16, BLIP-2's float16 from its model card;
   InceptionV3, the ViT, Grounding DINO + SAM, BERT and the sentence encoder in float32, as released).
-* :func:`resolve`: a model kind, a device and a requested precision (or the run's, :func:`using`) ->
-  the precision it runs at. Every adapter's ``from_profile`` takes ``precision=`` and resolves it here.
+* :func:`resolve`: a model kind, a device and a requested precision -> the precision it runs at.
+  Every adapter's ``from_profile`` takes ``precision=`` and resolves it here. The run's request travels
+  explicitly, in the frozen :class:`~t2i_fairness.base.devices.RunContext` the workbench hands to every
+  builder (no context variable: a model built outside a run gets ``auto`` unless told otherwise).
 * :func:`to_weights`: the one boundary where inputs are moved to the device and floating tensors cast
   to the weights' dtype (:func:`weights_dtype`); every adapter calls it, none casts on its own.
   Outputs leave the adapters as float32 (what the cache stores) whatever the precision.
@@ -22,9 +24,7 @@ identities, and the bounds measured under them, stay valid.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 PRECISIONS = ("float32", "float16", "bfloat16")
 CHOICES = ("auto",) + PRECISIONS
@@ -41,8 +41,6 @@ AUTO_ON_CUDA: dict[str, str] = {
     "masked_lm": "float32",  # bert-base-uncased, float32 as the word-level paper's fill-mask pipeline
     "sentence": "float32",  # sentence-transformers' default
 }
-
-_RUN: contextvars.ContextVar[str] = contextvars.ContextVar("t2i_precision", default="auto")
 
 
 def check(precision: str, flag: str = "--t2i-precision") -> str:
@@ -64,36 +62,13 @@ def check(precision: str, flag: str = "--t2i-precision") -> str:
     return precision
 
 
-@contextlib.contextmanager
-def using(precision: str) -> Iterator[str]:
-    """The run's precision for the models built inside the block (the workbench sets ``--t2i-precision``).
-
-    Example:
-        >>> with using("float16"):
-        ...     resolve("inception", "cpu")
-        'float16'
-        >>> resolve("inception", "cpu")
-        'float32'
-    """
-    token = _RUN.set(check(precision))
-    try:
-        yield precision
-    finally:
-        _RUN.reset(token)
-
-
-def run_precision() -> str:
-    """The precision the enclosing :func:`using` set (``auto`` outside one)."""
-    return _RUN.get()
-
-
 def resolve(kind: str, device: str, requested: str | None = None) -> str:
     """The precision a model of ``kind`` runs at on ``device``.
 
     Args:
         kind: a key of :data:`AUTO_ON_CUDA`.
         device: a torch device string (``cpu``, ``cuda``, ``cuda:1``, ``mps``).
-        requested: ``auto``, a precision, or ``None`` for the run's (:func:`using`).
+        requested: ``auto``, a precision, or ``None`` (``auto``).
 
     Raises:
         ValueError: an unknown kind or precision.
@@ -106,7 +81,7 @@ def resolve(kind: str, device: str, requested: str | None = None) -> str:
     """
     if kind not in AUTO_ON_CUDA:
         raise ValueError(f"unknown model kind {kind!r}; known: {sorted(AUTO_ON_CUDA)}")
-    requested = check(run_precision() if requested is None else requested, "precision")
+    requested = check("auto" if requested is None else requested, "precision")
     if requested != "auto":
         return requested
     return AUTO_ON_CUDA[kind] if str(device).startswith("cuda") else "float32"

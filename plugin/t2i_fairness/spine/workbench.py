@@ -5,26 +5,28 @@ Plain Python (no pytest): fixtures hand it to tests; other tools can use it dire
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 import re
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 from PIL import Image
 
 from t2i_fairness import __version__
 from t2i_fairness.errors import ModelLoadError
-from t2i_fairness.models import precision
 from t2i_fairness.base import identity
 from t2i_fairness.base.cache import Cache, content_key, decode_array, encode_array
 from t2i_fairness.base.memo import Memo, namespace_of, no_progress
 
+from t2i_fairness.base.memory import ModelUse
 from t2i_fairness.base.rowstore import FeatureRows, ImageIndex
+from t2i_fairness.spine.residency import Resident
 
 _no_progress = no_progress  # the name the project's tests import
 from t2i_fairness.spine.generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
 from t2i_fairness.generators import GenerationSettings, GeneratorSource, resolve_generator
-from t2i_fairness.base.devices import decide_device
+from t2i_fairness.base.devices import RunContext
 from t2i_fairness.spine.options import T2IOptions
 
 _no_progress = no_progress  # the name older tests and scripts import from here
@@ -41,15 +43,18 @@ class Workbench:
         generate_on: the device whose images to name when it is not this machine's (``t2i-fairness
             generate --engine ray`` plans on the driver what GPU workers make: CUDA images are fp16,
             so their keys differ); scorers stay on this machine's device.
+        run: the run's device and precision, decided once (:class:`~t2i_fairness.base.devices.RunContext`):
+            the generator and every scorer are built with it (default: decided here from ``options``).
         read_only: look at the cache and write nothing, the cache folder included (``t2i-fairness plan``).
     """
 
     def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None,
                  wrap: Callable[[GeneratorSource], GeneratorSource] | None = None, generate_on: str | None = None,
-                 device: str | None = None, read_only: bool = False):
+                 run: RunContext | None = None, read_only: bool = False):
         self.options = options
         self.fatal = fatal
-        self.device = device if device is not None else decide_device(options.device)
+        self.run = run if run is not None else RunContext.decide(options.device, options.precision)
+        self.device = self.run.device
         self.cache = _make_cache(options.cache_dir, options.cache_mirror)
         if not read_only:
             self.cache.check_writable()
@@ -62,10 +67,13 @@ class Workbench:
         with identity.using(self.digests):
             self.source: GeneratorSource = resolve_generator(
                 options.model, settings, generate_on or self.device, lambda prompt, index: derive_seed(prompt, index, options.seed),
-                revision=options.model_revision, precision=options.precision,
+                revision=options.model_revision, precision=self.run.precision,
             )
+            self._sources = [self.source]  # the model's source, and a wrapper around it: released together
             if wrap is not None:  # e.g. a canary (t2i_fairness.canaries): its fingerprint keeps its images apart
                 self.source = wrap(self.source)
+                self._sources.insert(0, self.source)
+            self._sources[-1].before_load = self._before_generator_load  # the model's own source, wrapped or not
             if self.source.spec.startswith("images:"):
                 self._note(self.source.subject, self.source.weights, "images whose files changed are read anew",
                            "what was cached under them is used again", what="images")
@@ -80,9 +88,11 @@ class Workbench:
         if not self.source.spec.startswith("images:"):  # the per-image time, for t2i-fairness plan's estimate
             self.factory.on_measured = self._store_rate
         self.rate_device = generate_on or self.device
-        self._scorers: dict[str, object] = {}
+        self._scorers: dict[str, Resident] = {}
         self._shared: dict = {}
         self._versions = identity.library_versions()
+        self.use = ModelUse()  # what this workbench loaded and released (the run's summary)
+        self.generated_first = False  # every planned image made before the gates ran (generation first)
 
     def _store_rate(self, seconds: float, images: int) -> None:
         """Store this run's generation time per image so far (:mod:`t2i_fairness.spine.rates`)."""
@@ -137,28 +147,94 @@ class Workbench:
             raise
 
     # -- scorers ------------------------------------------------------------------------------
-    def scorer(self, name: str, build: Callable[[str, str], object] | None = None):
-        """The session's instance of a scorer, built once from the ``--t2i-scorers`` profile.
+    def scorer(self, name: str, build: str | Callable[[str, RunContext], object] | None = None) -> Resident:
+        """The session's scorer ``name``, built once from the ``--t2i-scorers`` profile, after checking
+        that it fits in the memory free now (:func:`~t2i_fairness.base.memory.check_fits`).
 
-        ``build(profile, device)`` makes it; known names need no builder.
+        What it returns is a :class:`~t2i_fairness.spine.residency.Resident`: the scorer, which the run
+        releases once no remaining gate needs it (:meth:`release`) and which builds itself again if used
+        after that; keep it as long as you like.
+
+        Args:
+            name: the scorer's name in this session (``clip``, ``decomposed_vit``, ...).
+            build: a registered kind (:data:`t2i_fairness.models.registry.SCORERS`: ``vit``, ``segmenter``,
+                ...), or ``build(profile, run) -> model`` (``run``: this workbench's
+                :class:`~t2i_fairness.base.devices.RunContext`, the device and precision to build at); a
+                callable's ``kind`` attribute, when it has one, names the registered kind it builds (its
+                memory need is that kind's). Default: ``name`` is a registered kind.
+
+        Raises:
+            ValueError: neither ``build`` nor ``name`` is a registered kind.
+            ModelLoadError: it cannot be loaded, or does not fit (``NotEnoughMemoryError``); ``fatal`` is
+                called with the message first.
         """
         if name not in self._scorers:
-            builder = build or _BUILDERS.get(name)
-            if builder is None:
-                raise ValueError(f"unknown scorer {name!r}; known: {sorted(_BUILDERS)} (or pass build=)")
-            try:
-                # --t2i-precision: every adapter's from_profile reads it (t2i_fairness.models.precision)
-                with identity.using(self.digests), precision.using(self.options.precision):
-                    scorer = builder(self.options.scorers, self.device)
-                    fingerprint = getattr(scorer, "fingerprint", None)
-                    self._note(f"scorer {name} ({self.options.scorers})", fingerprint if isinstance(fingerprint, str) else None,
-                               "its features are computed anew", "its cached features are used again")
-                self._scorers[name] = scorer
-            except ModelLoadError as exc:
-                if self.fatal:
-                    self.fatal(str(exc))
-                raise
+            from t2i_fairness.models.registry import scorer_kind
+
+            registered = build is None or isinstance(build, str)
+            kind = scorer_kind(build or name).name if registered else getattr(build, "kind", None)
+            builder = scorer_kind(kind).build if registered else build
+            load = lambda: self._load_scorer(name, kind, builder)  # noqa: E731
+            self._scorers[name] = Resident(name, load, load())
         return self._scorers[name]
+
+    def _load_scorer(self, name: str, kind: str | None, builder: Callable[[str, RunContext], object]) -> object:
+        from t2i_fairness.base.memory import check_fits
+
+        profile = self.options.scorers
+        try:
+            need = None
+            if kind is not None:
+                from t2i_fairness.models.memory import scorer_need
+
+                need = scorer_need(kind, profile, self.device, self.run.precision)
+            if need is not None:
+                need = dataclasses.replace(need, model=f"scorer {name} ({kind}, {profile})")
+                self.use.needs[f"scorer {name}"] = need.total
+            check_fits(need, self.device)
+            with identity.using(self.digests):
+                scorer = builder(profile, self.run)
+                if name not in self._scorers:  # its identity, once (a model built again is the same one)
+                    fingerprint = getattr(scorer, "fingerprint", None)
+                    self._note(f"scorer {name} ({profile})", fingerprint if isinstance(fingerprint, str) else None,
+                               "its features are computed anew", "its cached features are used again")
+        except ModelLoadError as exc:
+            if self.fatal:
+                self.fatal(str(exc))
+            raise
+        self.use.load(f"scorer {name}")
+        return scorer
+
+    def _before_generator_load(self, source: GeneratorSource) -> None:
+        """Check that the generator fits before it is built (one line naming what to change if not)."""
+        from t2i_fairness.base.memory import check_fits
+
+        need = source.need() if source.need is not None else None
+        if need is not None:
+            self.use.needs[f"generator {source.spec}"] = need.total
+        check_fits(need, self.device)  # NotEnoughMemoryError: a ModelLoadError, reported by images()
+        self.use.load(f"generator {source.spec}")
+
+    def release(self, *, generator: bool = True, keep: Iterable[str] | None = ()) -> list[str]:
+        """Release models no remaining gate needs: the generator (``generator``) and every scorer not in
+        ``keep`` (``None``: keep every scorer); they are built again if used later. Returns what was released.
+
+        The memory goes back to the system (:func:`~t2i_fairness.base.memory.give_back`), so the next model
+        loaded has it.
+        """
+        from t2i_fairness.base.memory import give_back
+
+        released = []
+        if generator and any([s.release() for s in self._sources]):
+            released.append(f"generator {self.source.spec}")
+        if keep is not None:
+            keep = set(keep)
+            released += [f"scorer {n}" for n, r in self._scorers.items() if n not in keep and r.release()]
+        for model in released:
+            self.use.release(model)
+        if released:
+            give_back()
+        return released
 
     # -- features -----------------------------------------------------------------------------
     def features(
@@ -243,21 +319,6 @@ class Workbench:
         if not hasattr(self, "_gpu_name"):
             self._gpu_name = identity.gpu_name(self.device)
         return self._gpu_name
-
-
-def _clip(profile: str, device: str):
-    from t2i_fairness.models.clip import ClipModel
-
-    return ClipModel.from_profile(profile, device)
-
-
-def _inception(profile: str, device: str):
-    from t2i_fairness.models.inception import InceptionFeatures
-
-    return InceptionFeatures.from_profile(profile, device)
-
-
-_BUILDERS: dict[str, Callable[[str, str], object]] = {"clip": _clip, "inception": _inception}
 
 
 def _make_cache(location, mirror_root: Path) -> Cache:

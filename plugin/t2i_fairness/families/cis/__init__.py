@@ -63,6 +63,7 @@ FAMILY = Family(
     needs=_needs,
     look=_look,
     rounds=lambda study: study.planned_looks(),
+    scorers=("clip", "inception"),
     doc="The session's Components Inclusion Score study (:class:`~t2i_fairness.families.cis.study.CisStudy`).",
     canaries=CANARIES,
 )

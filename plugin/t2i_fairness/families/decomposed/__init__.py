@@ -95,6 +95,7 @@ FAMILY = Family(
     needs=_needs,
     look=_look,
     rounds=lambda study: study.planned_looks(),
+    scorers=("decomposed_vit", "segmenter"),
     doc="The session's Decomposed-DIG study: ``decomposed.scores(reference, template)``, ``.real(reference)``, "
         "``.diagnostics(reference, template)``, ``.models()``.",
 )

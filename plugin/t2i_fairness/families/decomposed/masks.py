@@ -189,7 +189,7 @@ class SetupEncoder:
     def __init__(self, vit, setup: str, store: MaskStore):
         self.vit, self.setup, self.store = vit, setup, store
         self.fingerprint = f"{vit.fingerprint}:{setup}:{store.fingerprint}"
-        self.kind = f"{type(vit).__name__}/{setup}"  # the label of the workbench's feature counts
+        self.kind = f"{vit.__class__.__name__}/{setup}"  # the label of the workbench's feature counts
 
     def encode_items(self, lookup: dict[str, MaskedImage]) -> Callable[[Sequence[Image.Image]], np.ndarray]:
         """The ``encode`` callable for ``Workbench.features``: masks found through ``image.info``."""

@@ -246,22 +246,13 @@ class DecomposedStudy(Study):
 
             masks = self.options.masks
 
-            def build_segmenter(profile, device):
-                if masks is not None:
-                    from t2i_fairness.models.segmenter import FolderMasks
+            def folder_masks(profile, run):
+                from t2i_fairness.models.segmenter import FolderMasks
 
-                    return FolderMasks(masks)
-                from t2i_fairness.models.segmenter import LangSAMSegmenter
+                return FolderMasks(masks)
 
-                return LangSAMSegmenter.from_profile(profile, device)
-
-            def build_vit(profile, device):
-                from t2i_fairness.models.vit import MaskedViTFeatures
-
-                return MaskedViTFeatures.from_profile(profile, device)
-
-            vit = self.bench.scorer("decomposed_vit", build=build_vit)
-            segmenter = self.bench.scorer("segmenter", build=build_segmenter)
+            vit = self.bench.scorer("decomposed_vit", build="vit")
+            segmenter = self.bench.scorer("segmenter", build="segmenter" if masks is None else folder_masks)
             return vit, MaskStore(self.bench.cache, segmenter, self.bench.progress)
 
         return self._once(("models",), make)

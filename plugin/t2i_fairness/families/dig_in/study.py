@@ -106,7 +106,7 @@ class GroupScore:
         if self.member.n_fake == 0:
             if (self.n_generated or 0) >= 2 and self.n_real >= 1:
                 iv = coverage_interval(np.zeros((int(self.n_generated), int(self.n_real)), bool), confidence=confidence)
-                return Interval(iv.estimate, iv.low, iv.high, "jackknife_wilson: no generated image left (none covers "
+                return Interval(iv.estimate, iv.low, iv.high, f"{iv.method}: no generated image left (none covers "
                                 "a ball)", confidence, 0, iv.se, iv.df, iv.n_effective)
             return Interval(0.0, 0.0, 0.0, "none: no generated image", confidence, 0, se=0.0)
         return coverage_interval(self.member.inside, confidence=confidence)

@@ -70,6 +70,7 @@ FAMILY = Family(
     look=lambda study, n: study.at_images(n),
     rounds=lambda study: study.planned_looks(),
     needs=_needs,
+    scorers=("indic-blip2-captioner", "indic-blip2-image-features", "indic-sentence-encoder", "clip"),
     doc="The session's IndicTTI evaluation: ``indic.scores(lang)``, ``indic.scal(a, b)``, ``indic.scal_matrix()``.",
     canaries=CANARIES,
 )

@@ -59,17 +59,12 @@ __all__ = [
 # ---------------------------------------------------------------------------------- models
 
 
-def _build_captioner(profile: str, device: str):
-    from t2i_fairness.models.captioner import Blip2Captioner
-
-    return Blip2Captioner.from_profile(profile, device)
-
-
-def _build_sentence(profile: str, device: str):
+def _build_sentence(profile: str, run):
+    """The profile's sentence encoder, or the bundled one (with a warning) when the paper's cannot be loaded."""
     from t2i_fairness.models.sentence import SENTENCE_PROFILES, SentenceEncoder
 
     try:
-        return SentenceEncoder.from_profile(profile, device)
+        return SentenceEncoder.from_profile(profile, run.device, run.precision)
     except ModelLoadError as exc:
         fallback = SENTENCE_PROFILES["tiny"]
         if SENTENCE_PROFILES[profile] == fallback:
@@ -79,7 +74,10 @@ def _build_sentence(profile: str, device: str):
             f"{fallback} (bundled, offline) is used instead; CLGC values are not comparable with bounds set "
             f"with {SENTENCE_PROFILES[profile]}. ({str(exc).splitlines()[0][:300]})"
         ), stacklevel=2)
-        return SentenceEncoder.from_profile(profile, device, model=fallback)
+        return SentenceEncoder.from_profile(profile, run.device, run.precision, model=fallback)
+
+
+_build_sentence.kind = "sentence"  # what it builds (the workbench estimates its memory from that kind)
 
 
 class IndicModels:
@@ -118,13 +116,13 @@ class IndicModels:
     @property
     def captioner(self):
         """c: BLIP-2 captions (CLGC)."""
-        return self._get("captioner", self.CAPTIONER, _build_captioner)
+        return self._get("captioner", self.CAPTIONER, "captioner")
 
     @property
     def image_features(self):
         """f: BLIP-2's image encoder, sharing the captioner's weights (IGC, SCAL, SCWL, DWL)."""
         return self._get("image_features", self.IMAGE_FEATURES,
-                         lambda profile, device: self.captioner.image_features("vision"))
+                         lambda profile, run: self.captioner.image_features("vision"))
 
     @property
     def sentence(self):
@@ -461,13 +459,14 @@ class IndicEvaluation(Study):
         return np.asarray(idx).reshape(-1, self.n_images)[:, 0] // self.n_images
 
     def _jackknife(self, statistic, confidence: float):
-        from t2i_fairness.metrics.intervals import cluster_bootstrap_interval
+        from t2i_fairness.metrics.intervals import cluster_bootstrap_interval, floor_to_units
 
         if len(self.prompt_ids) < 2:
             return None  # one prompt: nothing to resample; the gate compares the value as measured
         clusters = np.repeat(np.arange(len(self.prompt_ids)), self.n_images)
-        return cluster_bootstrap_interval(lambda idx: statistic(self._prompts_of(idx)), clusters, method="t",
-                                          confidence=confidence)
+        # a t over few prompts claims no p below 2^-G (docs/calibration.md: skewed prompt effects)
+        return floor_to_units(cluster_bootstrap_interval(lambda idx: statistic(self._prompts_of(idx)), clusters,
+                                                         method="t", confidence=confidence), len(self.prompt_ids))
 
     def interval(self, lang: str, metric: str, confidence: float = 0.95):
         """The interval of one indicator of ``lang`` (delete-one-prompt jackknife, t on prompts - 1 degrees of
@@ -488,6 +487,7 @@ class IndicEvaluation(Study):
         """CLGC(lang) / CLGC(English) as Fieller's ratio (:func:`t2i_fairness.metrics.evidence.fieller_ratio`):
         the two statistics' delete-one-prompt values, the same prompt left out of both (they share prompts)."""
         from t2i_fairness.metrics.evidence import fieller_ratio
+        from t2i_fairness.metrics.intervals import floor_to_units
 
         g = len(self.prompt_ids)
         if g < 2:
@@ -495,8 +495,8 @@ class IndicEvaluation(Study):
         num, den = self._statistic(code, "clgc"), self._statistic(ENGLISH, "clgc")
         every = np.arange(g)
         drop = [np.delete(every, i) for i in range(g)]
-        return fieller_ratio([num(d) for d in drop], [den(d) for d in drop], num(every), den(every),
-                             confidence=confidence)
+        return floor_to_units(fieller_ratio([num(d) for d in drop], [den(d) for d in drop], num(every), den(every),
+                                            confidence=confidence), g)
 
     def _statistic(self, code: str, metric: str):
         """``statistic(prompt indices) -> value``: the indicator on a subset of prompts (repeats allowed)."""

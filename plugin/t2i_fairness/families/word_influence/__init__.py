@@ -66,6 +66,7 @@ FAMILY = Family(
     parameters=_parameters,
     header=_header,
     needs=_needs,
+    scorers=("masked_lm", "clip"),
     doc="The session's word-level analysis: ``word_influence.result`` (computed on first use).",
     canaries=CANARIES,
     look=lambda study, n: study.at_images(n),

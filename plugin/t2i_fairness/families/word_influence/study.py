@@ -883,12 +883,7 @@ class WordInfluenceStudy(Study):
         return self._once(("result", chosen), lambda: self._run(chosen))
 
     def _models(self):
-        def build_mlm(profile: str, device: str):
-            from t2i_fairness.models.masked_lm import MaskedLMReplacer
-
-            return MaskedLMReplacer.from_profile(profile, device)
-
-        return self.bench.scorer("masked_lm", build=build_mlm), self.bench.scorer("clip")
+        return self.bench.scorer("masked_lm"), self.bench.scorer("clip")
 
     def plans(self, prompts: Sequence[str]) -> list[PromptPlan]:
         """The distributions of ``prompts`` (the masked LM's candidates; nothing generated)."""

@@ -1,0 +1,68 @@
+"""The scorer registry: every scorer model a study can ask the workbench for, by name.
+
+A :class:`ScorerKind` names an adapter class whose ``from_profile(profile, device, precision, **options)``
+builds it from the profile's named config (``model_configs/<kind>-<profile>.json``, the way open_clip's
+factory builds a model from a name). The workbench builds a registered scorer with the run's
+:class:`~t2i_fairness.base.devices.RunContext` (device and precision, passed explicitly) and, before it
+loads one, asks its kind what it needs (:func:`t2i_fairness.models.memory.scorer_need`).
+
+Example:
+    >>> scorer_kind("vit").adapter
+    't2i_fairness.models.vit:MaskedViTFeatures'
+    >>> scorer_kind("dino")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown scorer 'dino'; registered: captioner, clip, inception, masked_lm, segmenter, sentence, vit
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["SCORERS", "ScorerKind", "scorer_kind"]
+
+
+@dataclass(frozen=True)
+class ScorerKind:
+    """A kind of scorer model.
+
+    Attributes:
+        name: the kind, also its precision kind (:data:`t2i_fairness.models.precision.AUTO_ON_CUDA`) and
+            the stem of its configs (``<name>-<profile>.json``).
+        adapter: ``module:Class`` of the adapter (imported on first use: nothing heavy at import).
+    """
+
+    name: str
+    adapter: str
+
+    def adapter_class(self) -> Any:
+        module, _, cls = self.adapter.partition(":")
+        return getattr(importlib.import_module(module), cls)
+
+    def build(self, profile: str, run: Any, **options: Any) -> Any:
+        """The adapter of ``profile`` on the run's device and precision (a :class:`RunContext`)."""
+        return self.adapter_class().from_profile(profile, run.device, run.precision, **options)
+
+
+SCORERS: dict[str, ScorerKind] = {k.name: k for k in (
+    ScorerKind("clip", "t2i_fairness.models.clip:ClipModel"),
+    ScorerKind("inception", "t2i_fairness.models.inception:InceptionFeatures"),
+    ScorerKind("vit", "t2i_fairness.models.vit:MaskedViTFeatures"),
+    ScorerKind("segmenter", "t2i_fairness.models.segmenter:LangSAMSegmenter"),
+    ScorerKind("captioner", "t2i_fairness.models.captioner:Blip2Captioner"),
+    ScorerKind("masked_lm", "t2i_fairness.models.masked_lm:MaskedLMReplacer"),
+    ScorerKind("sentence", "t2i_fairness.models.sentence:SentenceEncoder"),
+)}
+
+
+def scorer_kind(name: str) -> ScorerKind:
+    """The registered kind ``name``.
+
+    Raises:
+        ValueError: no such kind (the message lists the registered ones).
+    """
+    if name not in SCORERS:
+        raise ValueError(f"unknown scorer {name!r}; registered: {', '.join(sorted(SCORERS))}")
+    return SCORERS[name]
