@@ -177,7 +177,7 @@ def generate_first(bench, tests) -> Outcome:
         bench.release(generator=False)  # what planning loaded (a masked LM to plan word-level prompts): not now
         if rp.jobs:
             bench.factory.source.get()  # loaded here, so a model that cannot be loaded stops the run at once
-            with bench.progress(len(rp.to_make), f"generating first ({role})") as advance:
+            with bench.progress(rp.n_to_make, f"generating first ({role})") as advance:
                 run_jobs(bench.factory, rp.jobs, advance, outcome)
     bench.generated_first = True
     bench.release(keep=None)  # the generator: every planned image is made
