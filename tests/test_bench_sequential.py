@@ -18,6 +18,10 @@ def bench(load_bench):
     sys.path.remove(str(BENCH.parent))
 
 
+@pytest.mark.xfail(strict=True, reason="the e-process design of issue #24 (still main's --t2i-sequential) disagrees with the "
+                   "fixed-N verdict in 1 of 3 canary runs since coverage's default became jackknife_wilson_df (issue #28): its "
+                   "early fail does not use the df-corrected interval; the alpha-spending design on branch seq29 (issue #29) "
+                   "decides each look with the fixed-N test and replaces it")
 def test_bench_rows(bench):
     rows = {r["scenario"]: r for r in bench.run(3, seed=1)}
     for r in rows.values():
