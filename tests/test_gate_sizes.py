@@ -300,7 +300,6 @@ def _lower_above(e, level):
     return e.lower > FLAG * level
 
 
-KNOWN = "bench/bench_gate_sizes.py measures it above 1.2 x its level with the current statistics (docs/calibration.md)"
 
 
 def test_coverage_object_region_paper(b, levels):
@@ -333,11 +332,12 @@ def test_coverage_of_the_paper_region_holds_its_level(b, levels):
     assert e.value + b.Z95 * e.se <= FLAG * levels["paper"]
 
 
-@pytest.mark.xfail(strict=True, reason="CIS_8 over 10,000 prompts x 16 images at CIS 0.05, corr. 0.3 (1.25 x): " + KNOWN)
 def test_cis_share_paper_at_low_rates(b, levels):
+    """CIS_8 over 10,000 prompts x 16 images at CIS 0.05, corr. 0.3: Korn-Graubard's limit alone measured 1.25 x
+    its level here (skewed prompts); with the law-free test beside it the gate holds it."""
     rng = np.random.default_rng(15)
     e = b.cluster_share_is(8, 16, 10_000, 0.05, 0.3, 0.05, levels["paper"], 30000, rng, False)
-    assert not _lower_above(e, levels["paper"])
+    assert e.hits > 0 and e.value + b.Z95 * e.se <= levels["paper"]
 
 
 def test_cis_share_paper_in_the_middle_holds_its_level(b, levels):
@@ -346,12 +346,17 @@ def test_cis_share_paper_in_the_middle_holds_its_level(b, levels):
     assert e.value + b.Z95 * e.se <= FLAG * levels["paper"]
 
 
-@pytest.mark.xfail(strict=True, reason="CIS rate floor, 998 components x 140 prompts at rate 0.3: " + KNOWN)
 def test_cis_rate_floor_paper(b, levels):
+    """998 components x 140 prompts at rate 0.3, corr. 0.3: 62 x the level with Korn-Graubard's limit alone
+    (docs/calibration.md); the law-free test (valid for any law of the prompts' shares, checked exactly for
+    0/1 shares in tests/test_intervals.py) leaves no failing run, and the gate can still fail a component far
+    below the bound."""
     rng = np.random.default_rng(17)
     g = b.CIS_COMPONENTS
     e = b.cluster_share_is(1, 16, 140, 0.3, 0.3, 0.3, levels["paper"] / g, 8000, rng, True)
-    assert not (e.lower * g > FLAG * levels["paper"])
+    assert e.hits == 0 or g * (e.value + b.Z95 * e.se) <= levels["paper"]
+    far = b.cluster_share_plain(1, 16, 140, 0.05, 0.3, 0.3, levels["paper"] / g, 200, rng, True)
+    assert far.value > 0.9
 
 
 @pytest.mark.parametrize("preset", ["smoke", "paper"])
