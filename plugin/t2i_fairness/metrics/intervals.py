@@ -1339,8 +1339,8 @@ def cluster_mean_interval(
         >>> round(iv.estimate, 4), iv.df, round(iv.se, 4)
         (0.5, 2, 0.2887)
         >>> iv = cluster_mean_interval(values, ["a", "a", "b", "b", "c", "c"])   # shares: wilson
-        >>> iv.method, round(iv.low, 4), round(iv.high, 4)   # 3 prompts: no limit free of their law
-        ('wilson', 0.0, 1.0)
+        >>> iv.method, round(iv.low, 4), round(iv.high, 4)   # 3 prompts: the law-free limits are the wider
+        ('wilson', 0.0137, 0.9863)
     """
     y = _finite_1d("values", values)
     codes, g = _cluster_index(clusters, y.size)
