@@ -274,14 +274,15 @@ def test_share(name, gate):
 
 
 def test_the_summary_names_gates_whose_bound_a_share_can_never_miss(nomodel):
-    # a precision measured at exactly 0 gets a min bound below 0: the gate cannot fail, and the run says so
+    # a precision measured at exactly 0 gets a min bound at 0 (a share's bound stays in [0, 1]): the gate cannot
+    # fail, and the run says so
     nomodel.makepyfile(test_share_demo=SHARE_GATES)
     (nomodel.path / "t.yaml").write_text("gates: {}\n")
     args = ["--t2i-thresholds", str(nomodel.path / "t.yaml"), "--t2i-model", "python:nomodel:none",
             "--t2i-cache-dir", str(nomodel.path / "cache"), "-p", "no:cacheprovider"]
     nomodel.runpytest_subprocess(*args, "--t2i-update-thresholds").assert_outcomes(passed=2)
     bounds = ThresholdFile.load(nomodel.path / "t.yaml").gates
-    assert bounds["test_share[edge]"].value < 0 < bounds["test_share[inside]"].value
+    assert bounds["test_share[edge]"].value == 0 < bounds["test_share[inside]"].value
     result = nomodel.runpytest_subprocess(*args)  # the gate summary is written to the real terminal
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["1 gate(s) cannot fail at their bound (a share in ?0, 1? with a min bound at or below 0*",
