@@ -373,11 +373,11 @@ def prompt_counts_law(trials: int, mean: float, icc: float) -> np.ndarray:
     return stats.betabinom.pmf(np.arange(trials + 1), trials, a, b)
 
 
-def cluster_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, binary
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each run's cluster share and its one-sided limits at ``level`` (``Interval.limit`` of
-    ``cluster_mean_interval``'s Korn-Graubard interval), from the per-prompt sums: ``sum1 = sum_p c_p`` and
-    ``sum2 = sum_p c_p^2`` of the prompts' counts ``c_p`` (components seen over the prompt's ``images`` images,
+def korn_graubard_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, binary
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each run's cluster share and Korn-Graubard's one-sided limits at ``level`` (``Interval.limit`` of
+    ``cluster_mean_interval``'s interval without its law-free part), from the per-prompt sums: ``sum1 = sum_p c_p``
+    and ``sum2 = sum_p c_p^2`` of the prompts' counts ``c_p`` (components seen over the prompt's ``images`` images,
     each image's value ``count / k``). ``binary``: every value is 0 or 1 (the effective size is capped at the
     images)."""
     sum1, sum2 = np.asarray(sum1, dtype=float), np.asarray(sum2, dtype=float)
@@ -393,8 +393,14 @@ def cluster_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, 
     z, t = stats.norm.isf(level), stats.t.isf(level, prompts - 1)
     trials = n_eff * (z / t) ** 2
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        low, high = share_limit(est * trials, trials, level, "low"), share_limit(est * trials, trials, level, "high")
-    # the law-free limits over the prompts' shares (Interval.bounded): the wider of the two
+        return est, share_limit(est * trials, trials, level, "low"), share_limit(est * trials, trials, level, "high")
+
+
+def cluster_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, binary
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The product's limits (``Interval.limit``): the wider of Korn-Graubard's (:func:`korn_graubard_limits`) and
+    the law-free limits over the prompts' shares (``Interval.bounded``)."""
+    est, low, high = korn_graubard_limits(sum1, sum2, images, prompts, k, level, binary)
     var = prompt_share_var(sum1, sum2, images, prompts, k)
     return (est, np.minimum(low, bounded_mean_limit(est, var, prompts, level, "low")),
             np.maximum(high, bounded_mean_limit(est, var, prompts, level, "high")))
@@ -410,19 +416,9 @@ def prompt_share_var(sum1, sum2, images: int, prompts: int, k: int) -> np.ndarra
 def cluster_share_fails(sum1, sum2, images: int, prompts: int, k: int, bound: float, level: float,
                         binary) -> np.ndarray:
     """Whether a ``min`` gate on the cluster share fails at ``level``: Korn-Graubard's limit
-    (:func:`cluster_limits`) and the law-free test (:func:`~t2i_fairness.metrics.intervals.bounded_mean_tail`)
+    (:func:`korn_graubard_limits`) and the law-free test (:func:`~t2i_fairness.metrics.intervals.bounded_mean_tail`)
     both reject."""
-    est, _, _ = cluster_limits(sum1, sum2, images, prompts, k, level, binary)
-    n_img = float(images * prompts)
-    sum1, sum2 = np.asarray(sum1, dtype=float), np.asarray(sum2, dtype=float)
-    rss = sum2 / k**2 - 2.0 * est * images * sum1 / k + prompts * (est * images) ** 2
-    se = np.sqrt(prompts / (prompts - 1) * np.maximum(rss, 0.0)) / n_img
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(se == 0, n_img, est * (1.0 - est) / se**2)
-    n_eff = np.maximum(np.where(binary, np.minimum(n_eff, n_img), n_eff), 1.0)
-    trials = n_eff * (stats.norm.isf(level) / stats.t.isf(level, prompts - 1)) ** 2
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        high = share_limit(est * trials, trials, level, "high")
+    est, _, high = korn_graubard_limits(sum1, sum2, images, prompts, k, level, binary)
     free = bounded_mean_tail(est, prompt_share_var(sum1, sum2, images, prompts, k), prompts, bound, "min")
     return (est < bound) & (high < bound) & (free <= level)
 
