@@ -478,7 +478,6 @@ def floor_to_units(interval: Interval, units: int) -> Interval:
         >>> iv.p_floor, iv.p_value(0.9, "min"), iv.power(0.9, "min", 0.1, 1e-4), iv.limit(1e-4, "high")
         (0.0625, 0.0625, 0.0, inf)
     """
-    import dataclasses
 
     if units < 1:
         raise ValueError(f"`units` must be at least 1, but got {units}")
@@ -773,7 +772,6 @@ def _score(method: str, estimate: float, n_eff: float, confidence: float, n_unit
     interval = _wilson(method, estimate, shown, confidence, n_units, z)
     if df is None:
         return interval
-    import dataclasses
 
     return dataclasses.replace(interval, n_effective=float(n_eff), df=float(df),
                                se=math.sqrt(estimate * (1.0 - estimate) / n_eff))
