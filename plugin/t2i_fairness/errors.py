@@ -9,6 +9,9 @@
   ``t2i-fairness`` command line into exit status 2. Its message starts with the option's name.
 - :class:`DiskFullError`: a write found no space left (or the quota spent); it names the folder, its
   free space and what was kept. The plugin reports it in one line and stops the run.
+- :class:`GateFailed`, :class:`GateSkipped`: a gate's verdict, raised by the gating layer (which knows
+  nothing of pytest); the plugin turns them into pytest's failure and skip. Like pytest's own outcomes
+  they derive from ``BaseException``, so a test's ``except Exception`` cannot swallow a verdict.
 - Warnings a run can emit: :class:`T2IProvenanceWarning`, :class:`T2ISmallSampleWarning`,
   :class:`IndicModelWarning`, :class:`T2IIdentityWarning`, :class:`T2ITruncationWarning`,
   :class:`T2IInconclusiveWarning`.
@@ -18,6 +21,9 @@ from __future__ import annotations
 
 __all__ = [
     "DiskFullError",
+    "GateFailed",
+    "GateOutcome",
+    "GateSkipped",
     "IndicModelWarning",
     "ModelLoadError",
     "NotEnoughMemoryError",
@@ -124,6 +130,18 @@ def _size(n: int | None) -> str:
             return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1000
     return f"{n} B"  # pragma: no cover
+
+
+class GateOutcome(BaseException):
+    """A gate's verdict as an exception (the plugin turns it into pytest's): not an error of the code."""
+
+
+class GateFailed(GateOutcome):
+    """The gate failed; the message is its verdict (pytest shows it without a traceback)."""
+
+
+class GateSkipped(GateOutcome):
+    """The gate does not apply here (pytest skips the test with the message)."""
 
 
 class T2IProvenanceWarning(UserWarning):

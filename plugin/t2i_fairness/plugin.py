@@ -123,6 +123,20 @@ def defaults_root(config: pytest.Config) -> Path:
     return Path(root)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function):
+    """A gate's verdict, raised by the gating layer as the package's own outcome, becomes pytest's."""
+    __tracebackhide__ = True
+    from t2i_fairness.errors import GateFailed, GateSkipped
+
+    try:
+        return (yield)
+    except GateFailed as exc:
+        raise pytest.fail.Exception(str(exc), pytrace=False) from None
+    except GateSkipped as exc:
+        raise pytest.skip.Exception(str(exc), _use_item_location=True) from None
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     o = config.stash[OPTIONS]
     smoke = " (built-in smoke model with random weights: its numbers say nothing about fairness)" if o.model == "tiny" else ""

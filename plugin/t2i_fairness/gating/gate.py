@@ -4,7 +4,8 @@
 :class:`~t2i_fairness.gating.session.GateRecord` that every report reads (verdict, message, bound,
 interval, baseline comparison). The baseline comparison and the project's tests call it directly;
 :class:`Gate` adds what a pytest test needs around it: the bootstrap interval from ``resample``, the
-record attached to the test report, a provenance warning, and ``pytest.fail`` on a failed verdict.
+record attached to the test report, a provenance warning, and a failed verdict raised as
+:class:`~t2i_fairness.errors.GateFailed` (gating knows nothing of pytest: the plugin makes it pytest's failure).
 """
 
 from __future__ import annotations
@@ -237,7 +238,7 @@ class Gate:
         ``sweeps`` (a :class:`~t2i_fairness.metrics.sequential.Sweeps`) says how the value is made from
         images, for ``--t2i-sequential``'s early stops (ignored otherwise)."""
         __tracebackhide__ = True
-        import pytest
+        from t2i_fairness.errors import GateFailed
 
         ctx, o = self.context, self.context.options
         gate_id = name or ctx.gate_id
@@ -266,7 +267,7 @@ class Gate:
         # a bound written under other settings is said once per run, at the top of the summary
         # (report.changes.provenance_summary), not as one warning per gate
         if verdict.failed:
-            pytest.fail(verdict.message, pytrace=False)
+            raise GateFailed(verdict.message)
         if verdict.status == "inconclusive":
             warnings.warn(T2IInconclusiveWarning(verdict.message), stacklevel=2)
         return m
@@ -278,8 +279,7 @@ class Gate:
         __tracebackhide__ = True
         import dataclasses
 
-        import pytest
-
+        from t2i_fairness.errors import GateFailed
         from t2i_fairness.gating.sequential import stopped_verdict
 
         ctx = self.context
@@ -294,7 +294,7 @@ class Gate:
             rec = dataclasses.replace(rec, status=status, message=message, p_value=p, threshold=None, blocking=False)
         ctx.emit(rec)
         if (rec.status == "fail") if record.get("early") else verdict.failed:
-            pytest.fail(rec.message, pytrace=False)
+            raise GateFailed(rec.message)
         if rec.status == "inconclusive":
             warnings.warn(T2IInconclusiveWarning(rec.message), stacklevel=3)
         return m
@@ -307,14 +307,14 @@ class Gate:
         is a regression): with a bound, the verdict is ``inconclusive`` (a warning, or a failure under
         ``--t2i-inconclusive fail``), never evidence of a regression by itself."""
         __tracebackhide__ = True
-        import pytest
+        from t2i_fairness.errors import GateFailed, GateSkipped
 
         if self.probe:
             raise Probed(None)
         gate_id = name or self.context.gate_id
         thresholds = self.context.thresholds
         if gate_id not in thresholds.gates:
-            pytest.skip(reason)
+            raise GateSkipped(reason)
         bound = thresholds.gates[gate_id]
         if inconclusive:
             status, blocking = "inconclusive", self.context.options.inconclusive == "fail"
@@ -331,7 +331,7 @@ class Gate:
             status=status, bound=bound.value, write=None, message=message, provenance=self.context.provenance(),
             family=self.context.family, details=details, blocking=blocking and inconclusive))
         if blocking:
-            pytest.fail(message, pytrace=False)
+            raise GateFailed(message)
         warnings.warn(T2IInconclusiveWarning(message), stacklevel=2)
 
 
