@@ -14,7 +14,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from t2i_fairness.errors import T2IInconclusiveWarning
+from t2i_fairness.errors import GateFailed, GateSkipped, T2IInconclusiveWarning
 from t2i_fairness.gating.baseline import BaselineMeasurement, compare_with_baseline
 from t2i_fairness.gating.session import GateRecord
 from t2i_fairness.gating.thresholds import ThresholdFile
@@ -238,8 +238,6 @@ class Gate:
         ``sweeps`` (a :class:`~t2i_fairness.metrics.sequential.Sweeps`) says how the value is made from
         images, for ``--t2i-sequential``'s early stops (ignored otherwise)."""
         __tracebackhide__ = True
-        from t2i_fairness.errors import GateFailed
-
         ctx, o = self.context, self.context.options
         gate_id = name or ctx.gate_id
         if self.probe:
@@ -279,7 +277,6 @@ class Gate:
         __tracebackhide__ = True
         import dataclasses
 
-        from t2i_fairness.errors import GateFailed
         from t2i_fairness.gating.sequential import stopped_verdict
 
         ctx = self.context
@@ -307,8 +304,6 @@ class Gate:
         is a regression): with a bound, the verdict is ``inconclusive`` (a warning, or a failure under
         ``--t2i-inconclusive fail``), never evidence of a regression by itself."""
         __tracebackhide__ = True
-        from t2i_fairness.errors import GateFailed, GateSkipped
-
         if self.probe:
             raise Probed(None)
         gate_id = name or self.context.gate_id
