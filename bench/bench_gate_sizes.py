@@ -50,7 +50,10 @@ sys.path[:0] = [str(ROOT / "plugin")]
 from t2i_fairness.gating.power import MEANINGFUL_MISS  # noqa: E402
 from t2i_fairness.metrics.evidence import Pairs, combination, pairs, worst_of  # noqa: E402
 from t2i_fairness.metrics.intervals import (  # noqa: E402
+    BoundedUnits,
     Interval,
+    bounded_mean_limit,
+    bounded_mean_tail,
     cluster_mean_interval,
     floor_to_units,
     percentile_mean_interval,
@@ -370,11 +373,11 @@ def prompt_counts_law(trials: int, mean: float, icc: float) -> np.ndarray:
     return stats.betabinom.pmf(np.arange(trials + 1), trials, a, b)
 
 
-def cluster_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, binary
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each run's cluster share and its one-sided limits at ``level`` (``Interval.limit`` of
-    ``cluster_mean_interval``'s Korn-Graubard interval), from the per-prompt sums: ``sum1 = sum_p c_p`` and
-    ``sum2 = sum_p c_p^2`` of the prompts' counts ``c_p`` (components seen over the prompt's ``images`` images,
+def korn_graubard_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, binary
+                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each run's cluster share and Korn-Graubard's one-sided limits at ``level`` (``Interval.limit`` of
+    ``cluster_mean_interval``'s interval without its law-free part), from the per-prompt sums: ``sum1 = sum_p c_p``
+    and ``sum2 = sum_p c_p^2`` of the prompts' counts ``c_p`` (components seen over the prompt's ``images`` images,
     each image's value ``count / k``). ``binary``: every value is 0 or 1 (the effective size is capped at the
     images)."""
     sum1, sum2 = np.asarray(sum1, dtype=float), np.asarray(sum2, dtype=float)
@@ -393,11 +396,31 @@ def cluster_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, 
         return est, share_limit(est * trials, trials, level, "low"), share_limit(est * trials, trials, level, "high")
 
 
+def cluster_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, binary
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The product's limits (``Interval.limit``): the wider of Korn-Graubard's (:func:`korn_graubard_limits`) and
+    the law-free limits over the prompts' shares (``Interval.bounded``)."""
+    est, low, high = korn_graubard_limits(sum1, sum2, images, prompts, k, level, binary)
+    var = prompt_share_var(sum1, sum2, images, prompts, k)
+    return (est, np.minimum(low, bounded_mean_limit(est, var, prompts, level, "low")),
+            np.maximum(high, bounded_mean_limit(est, var, prompts, level, "high")))
+
+
+def prompt_share_var(sum1, sum2, images: int, prompts: int, k: int) -> np.ndarray:
+    """The sample variance (``ddof=1``) of the prompts' shares ``c_p / (k images)`` from the two sums."""
+    scale = float(k * images)
+    mean = np.asarray(sum1, dtype=float) / (scale * prompts)
+    return np.maximum(np.asarray(sum2, dtype=float) / scale**2 - prompts * mean**2, 0.0) / (prompts - 1)
+
+
 def cluster_share_fails(sum1, sum2, images: int, prompts: int, k: int, bound: float, level: float,
                         binary) -> np.ndarray:
-    """Whether a ``min`` gate on the cluster share fails at ``level`` (:func:`cluster_limits`)."""
-    est, _, high = cluster_limits(sum1, sum2, images, prompts, k, level, binary)
-    return (est < bound) & (high < bound)
+    """Whether a ``min`` gate on the cluster share fails at ``level``: Korn-Graubard's limit
+    (:func:`korn_graubard_limits`) and the law-free test (:func:`~t2i_fairness.metrics.intervals.bounded_mean_tail`)
+    both reject."""
+    est, _, high = korn_graubard_limits(sum1, sum2, images, prompts, k, level, binary)
+    free = bounded_mean_tail(est, prompt_share_var(sum1, sum2, images, prompts, k), prompts, bound, "min")
+    return (est < bound) & (high < bound) & (free <= level)
 
 
 def cluster_interval(counts_by_prompt: np.ndarray, k: int, images: int) -> Interval:
@@ -605,7 +628,9 @@ def cluster_stated_power(k: int, images: int, prompts: int, truth: float, icc: f
     se = math.sqrt(prompts / (prompts - 1) * prompts * var_sum) / n_img
     n_eff = truth * (1 - truth) / se**2 if se > 0 else n_img
     n_eff = max(min(n_eff, n_img) if binary else n_eff, 1.0)
-    iv = Interval(truth, 0.0, 1.0, "wilson", 0.95, prompts, se=se, df=prompts - 1, n_effective=n_eff)
+    share_var = float(pmf @ (v / (k * images) - truth) ** 2) * prompts / (prompts - 1)
+    iv = Interval(truth, 0.0, 1.0, "wilson", 0.95, prompts, se=se, df=prompts - 1, n_effective=n_eff,
+                  bounded=BoundedUnits(prompts, truth, share_var))
     return float(iv.power(bound, "min", effect, level))
 
 

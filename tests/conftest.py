@@ -54,6 +54,32 @@ def tiny_generator():
     return DiffusersGenerator.tiny(device="cpu")
 
 
+@pytest.fixture(scope="session")
+def _models_imported():
+    """The tiny generator and every tiny scorer built once, so their modules are imported
+    in this process before any in-process pytester run.
+
+    An in-process run (``pytester.runpytest``) drops the modules first imported inside it. diffusers and
+    transformers resolve classes lazily and cache them on their top-level module, so a model module dropped
+    after a run and imported again later makes two ``ModelMixin`` classes: ``save_pretrained`` then writes
+    no weights ("self.vae=AutoencoderKL(...) cannot be saved"), and a module that registers torch operators
+    fails when imported twice. Imported once here, the runs share them (and do not import them again each).
+    """
+    from t2i_fairness.base.devices import RunContext
+    from t2i_fairness.generators.diffusers_pipe import DiffusersGenerator
+    from t2i_fairness.models import registry
+
+    DiffusersGenerator.tiny(device="cpu")  # not the fixture: that one sets torch to one thread for all
+    for kind in registry.SCORERS.values():
+        kind.build("tiny", RunContext("cpu"))
+
+
+@pytest.fixture(autouse=True)
+def _models_imported_before_in_process_runs(request):
+    if "pytester" in request.fixturenames:
+        request.getfixturevalue("_models_imported")
+
+
 @pytest.fixture
 def fake_source():
     """A GeneratorSource around a fresh ``fakegen`` generator (batch size 4)."""

@@ -11,7 +11,8 @@ hues the image shows. It is imperfect, as a real CLIP is (per-component agreemen
 plan: about 0.94 at K = 2, 0.89 at K = 4, 0.84 at K = 8), and blind to order: a text's embedding does
 not depend on the order of its components.
 
-Installed in a pytester run by a conftest that sets ``t2i_fairness.spine.workbench._BUILDERS["clip"]``.
+Installed in a pytester run by a conftest that registers it as the ``clip`` kind of
+``t2i_fairness.models.registry.SCORERS``.
 """
 
 from __future__ import annotations

@@ -32,7 +32,11 @@ def test_bench_rows_at_a_tiny_size(bench):
         assert r["runs"] == 2 and r["false"][1] == 0  # no false alarm (2 runs: any here would be a bug)
         assert sum(r["differ"].values()) == 0, r["flips"]
     assert by["drop_component"]["caught"] == [2, 2]  # caught at fixed N and sequentially
-    assert by["null"]["images"]["cis"][0] < by["null"]["images"]["cis"][1]  # CIS gates stop early
+    # CIS gates stop early: its spread gates do at this size; its CIS_K shares and rate floor (cluster shares)
+    # run to N here since their test is also law-free (issue #28: Hoeffding / Maurer-Pontil beside Korn-Graubard,
+    # whose limits at an early look's few prompts are too wide for a futility pass)
+    spread = by["null"]["kinds"][("cis", "spread")]
+    assert spread[0] < spread[1]
     lines = bench.table(rows)
     assert len(lines) == 2 + len(rows) and lines[2].startswith("| null (a) | 0.3 | 8 | 2 |")
 

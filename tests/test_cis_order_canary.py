@@ -25,9 +25,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from procedural_clip import ProceduralClip
-from t2i_fairness.spine import workbench
+from t2i_fairness.models import registry
 
-workbench._BUILDERS["clip"] = lambda profile, device: ProceduralClip()
+
+class _ProceduralKind(registry.ScorerKind):
+    def build(self, profile, run, **options):
+        return ProceduralClip()
+
+
+registry.SCORERS["clip"] = _ProceduralKind("clip", "procedural_clip:ProceduralClip")
 '''
 
 # K = 1 (a slice the canary never touches) and 4 (the order test's); the drop per component is left out (its

@@ -196,6 +196,22 @@ def _precision(inside: int, n: int):
     return measure("g", iv.estimate, n=n, interval=iv)
 
 
+def test_a_share_bound_is_written_inside_0_1_and_one_at_the_edge_is_said_to_be_unable_to_fail():
+    """A coverage of 0 over one ball-free prompt (df 1: t's 0.99 quantile is 31.8) put ``min: -3.14`` in
+    thresholds/tiny.yaml; a share's bound stays in [0, 1], and at the edge the gate says it cannot fail."""
+    from t2i_fairness.gating.verdicts import bound_cannot_fail, bound_for
+
+    zero = _precision(0, 6)
+    bound, margin, problem = bound_for(zero, "min", 0.99)
+    assert (bound, margin, problem) == (0.0, 0.0, None)
+    assert bound_cannot_fail("min", bound, zero.uncertainty.record())
+    one = _precision(6, 6)
+    high, _, _ = bound_for(one, "max", 0.99)
+    assert high == 1.0 and bound_cannot_fail("max", high, one.uncertainty.record())
+    mid, _, _ = bound_for(_precision(40, 60), "min", 0.99)
+    assert 0.0 < mid < 40 / 60  # inside: unchanged by the clip
+
+
 def test_a_bound_written_from_a_precision_of_one_is_not_failed_by_the_same_model_s_next_run():
     # 18 of 18 images inside: sqrt(p (1 - p) / n) is 0 there, and a bound at the float margin (0.9999)
     # would fail the same model's next 17 of 18 (about 60% of its re-runs at a true precision of 0.95)
@@ -258,14 +274,15 @@ def test_share(name, gate):
 
 
 def test_the_summary_names_gates_whose_bound_a_share_can_never_miss(nomodel):
-    # a precision measured at exactly 0 gets a min bound below 0: the gate cannot fail, and the run says so
+    # a precision measured at exactly 0 gets a min bound at 0 (a share's bound stays in [0, 1]): the gate cannot
+    # fail, and the run says so
     nomodel.makepyfile(test_share_demo=SHARE_GATES)
     (nomodel.path / "t.yaml").write_text("gates: {}\n")
     args = ["--t2i-thresholds", str(nomodel.path / "t.yaml"), "--t2i-model", "python:nomodel:none",
             "--t2i-cache-dir", str(nomodel.path / "cache"), "-p", "no:cacheprovider"]
     nomodel.runpytest_subprocess(*args, "--t2i-update-thresholds").assert_outcomes(passed=2)
     bounds = ThresholdFile.load(nomodel.path / "t.yaml").gates
-    assert bounds["test_share[edge]"].value < 0 < bounds["test_share[inside]"].value
+    assert bounds["test_share[edge]"].value == 0 < bounds["test_share[inside]"].value
     result = nomodel.runpytest_subprocess(*args)  # the gate summary is written to the real terminal
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["1 gate(s) cannot fail at their bound (a share in ?0, 1? with a min bound at or below 0*",

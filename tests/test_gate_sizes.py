@@ -221,10 +221,13 @@ def _agree(is_est, plain_est, k=4.0):
 
 
 def test_cluster_share_sampler_agrees_with_plain_simulation(b):
+    """Compared where the gate fails often enough to count (a bound above the truth): on the bound itself the
+    law-free test leaves both at 0, which would compare nothing."""
     rng = np.random.default_rng(7)
-    for k, m, n, level, mu, icc in ((8, 200, 16, 1e-2, 0.5, 0.1), (1, 100, 16, 1e-3, 0.3, 0.3)):
-        _agree(b.cluster_share_is(k, n, m, mu, icc, mu, level, 6000, rng, k == 1),
-               b.cluster_share_plain(k, n, m, mu, icc, mu, level, 60000, rng, k == 1))
+    for k, m, n, level, mu, icc, bound in ((8, 200, 16, 1e-2, 0.5, 0.1, 0.59), (1, 100, 16, 1e-3, 0.3, 0.3, 0.45)):
+        plain = b.cluster_share_plain(k, n, m, mu, icc, bound, level, 60000, rng, k == 1)
+        assert plain.hits >= 1000
+        _agree(b.cluster_share_is(k, n, m, mu, icc, bound, level, 6000, rng, k == 1), plain)
 
 
 def test_coverage_sampler_agrees_with_plain_simulation(b):
@@ -245,8 +248,11 @@ def test_consistency_and_t_samplers_agree_with_plain_simulation(b):
     f0, _ = b.consistency_runs(world, 6, truth, 1e-1, 40000, rng)
     _agree(b.weighted(f, w, ""), b.weighted(f0, None, ""))
     law = b.PromptLaw("gamma", "gamma", 0.05, 0.01)
-    for level in (1e-2, 1e-3):
-        _agree(b.t_runs(law, 4, 0.0, level, 20000, rng), b.t_runs(law, 4, 0.0, level, 200000, rng, tilted=False))
+    for level in (1e-2, 1e-3):  # the bare t rule: with its p floor (2^-4 above both levels) every run would pass
+        tilted = b.t_runs(law, 4, 0.0, level, 20000, rng, floor=False)
+        plain = b.t_runs(law, 4, 0.0, level, 200000, rng, tilted=False, floor=False)
+        assert plain.hits > 0  # something to agree on
+        _agree(tilted, plain)
 
 
 def test_expected_percentile_is_the_simulated_mean(b):
@@ -297,7 +303,6 @@ def _lower_above(e, level):
     return e.lower > FLAG * level
 
 
-KNOWN = "bench/bench_gate_sizes.py measures it above 1.2 x its level with the current statistics (docs/calibration.md)"
 
 
 def test_coverage_object_region_paper(b, levels):
@@ -330,11 +335,12 @@ def test_coverage_of_the_paper_region_holds_its_level(b, levels):
     assert e.value + b.Z95 * e.se <= FLAG * levels["paper"]
 
 
-@pytest.mark.xfail(strict=True, reason="CIS_8 over 10,000 prompts x 16 images at CIS 0.05, corr. 0.3 (1.25 x): " + KNOWN)
 def test_cis_share_paper_at_low_rates(b, levels):
+    """CIS_8 over 10,000 prompts x 16 images at CIS 0.05, corr. 0.3: Korn-Graubard's limit alone measured 1.25 x
+    its level here (skewed prompts); with the law-free test beside it the gate holds it."""
     rng = np.random.default_rng(15)
     e = b.cluster_share_is(8, 16, 10_000, 0.05, 0.3, 0.05, levels["paper"], 30000, rng, False)
-    assert not _lower_above(e, levels["paper"])
+    assert e.hits > 0 and e.value + b.Z95 * e.se <= levels["paper"]
 
 
 def test_cis_share_paper_in_the_middle_holds_its_level(b, levels):
@@ -343,12 +349,17 @@ def test_cis_share_paper_in_the_middle_holds_its_level(b, levels):
     assert e.value + b.Z95 * e.se <= FLAG * levels["paper"]
 
 
-@pytest.mark.xfail(strict=True, reason="CIS rate floor, 998 components x 140 prompts at rate 0.3: " + KNOWN)
 def test_cis_rate_floor_paper(b, levels):
+    """998 components x 140 prompts at rate 0.3, corr. 0.3: 62 x the level with Korn-Graubard's limit alone
+    (docs/calibration.md); the law-free test (valid for any law of the prompts' shares, checked exactly for
+    0/1 shares in tests/test_intervals.py) leaves no failing run, and the gate can still fail a component far
+    below the bound."""
     rng = np.random.default_rng(17)
     g = b.CIS_COMPONENTS
     e = b.cluster_share_is(1, 16, 140, 0.3, 0.3, 0.3, levels["paper"] / g, 8000, rng, True)
-    assert not (e.lower * g > FLAG * levels["paper"])
+    assert e.hits == 0 or g * (e.value + b.Z95 * e.se) <= levels["paper"]
+    far = b.cluster_share_plain(1, 16, 140, 0.05, 0.3, 0.3, levels["paper"] / g, 200, rng, True)
+    assert far.value > 0.9
 
 
 @pytest.mark.parametrize("preset", ["smoke", "paper"])

@@ -266,7 +266,10 @@ def test_allure_feature_is_the_paper_family_and_the_model_keeps_its_own_history(
     history = {}
     for model, seed in [("python:fakegen:make", "0"), ("python:fakegen:make2", "0"), ("python:fakegen:make", "7")]:
         out = f"allure-{model[-5:]}-{seed}"
+        # smoke: a model given as python:... defaults to the paper preset, and generation first would make the
+        # 656,000 images of the paper's CIS study for this module named like the family's
         result = pytester.runpytest_subprocess("test_cis.py", "-p", "no:cacheprovider", "--t2i-model", model, "--t2i-seed", seed,
+                                               "--t2i-preset", "smoke",
                                                "--t2i-thresholds", "thr.yaml", "--t2i-cache-dir", "cache", "--alluredir", out)
         result.assert_outcomes(passed=3)
         results = [json.loads(p.read_text()) for p in (pytester.path / out).glob("*-result.json")]

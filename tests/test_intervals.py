@@ -4,17 +4,21 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
+from scipy import optimize, stats
 
 from t2i_fairness.metrics import intervals as iv
 from t2i_fairness.metrics.intervals import (
+    BoundedUnits,
     Interval,
+    bounded_mean_limit,
+    bounded_mean_tail,
     cluster_bootstrap_interval,
     cluster_mean_interval,
     coverage_interval,
@@ -311,8 +315,12 @@ def test_cluster_wilson_is_korn_graubard(g, seed):
     n_star = max(n_raw, 1.0) * (z / tq) ** 2
     centre = (p + z * z / (2 * n_star)) / (1 + z * z / n_star)
     half = z / (1 + z * z / n_star) * np.sqrt(p * (1 - p) / n_star + z * z / (4 * n_star**2))
-    assert res.low == pytest.approx(max(0.0, min(centre - half, p)), abs=1e-12)
-    assert res.high == pytest.approx(min(1.0, max(centre + half, p)), abs=1e-12)
+    # displayed: the wider of Wilson's and the law-free limits over the prompts' shares (same images each)
+    shares = y.reshape(g, 4).mean(axis=1)
+    free = [bounded_mean_limit(shares.mean(), shares.var(ddof=1), g, 0.025, side) for side in ("low", "high")]
+    assert res.bounded == BoundedUnits(g, pytest.approx(shares.mean()), pytest.approx(shares.var(ddof=1)))
+    assert res.low == pytest.approx(min(max(0.0, min(centre - half, p)), free[0]), abs=1e-12)
+    assert res.high == pytest.approx(max(min(1.0, max(centre + half, p)), free[1]), abs=1e-12)
     assert res.trials(0.025) == pytest.approx(n_star, rel=1e-12)
 
 
@@ -470,7 +478,9 @@ def test_p10_interval_covers_across_sizes(kind, k, n):
 
 
 @pytest.mark.parametrize("method, n_prompts, binary", [("t", 12, False), ("wilson", 12, False), ("wilson", 6, True)])
-def test_cluster_interval_covers(method, n_prompts, binary):
+@pytest.mark.parametrize("law_free", [False, True])
+def test_cluster_interval_covers(method, n_prompts, binary, law_free):
+    """Korn-Graubard's alone covers about as stated; with the law-free limits beside it, at least that."""
     a, b = 0.6, 4.0  # rare: most prompts rarely show it
     truth = a / (a + b)
     if binary:  # P(Binomial(3, r) >= 2) = E[3 r^2 - 2 r^3], from the Beta moments
@@ -484,8 +494,8 @@ def test_cluster_interval_covers(method, n_prompts, binary):
         y = g.binomial(3, rates[labels]) / 3.0
         if binary:
             y = (y > 0.5).astype(float)
-        hits += cluster_mean_interval(y, labels, method=method).contains(truth)
-    assert 0.90 <= hits / 500 <= 0.99, hits / 500
+        hits += cluster_mean_interval(y, labels, method=method, law_free=law_free).contains(truth)
+    assert 0.90 <= hits / 500 <= (1.0 if law_free else 0.99), hits / 500
 
 
 def test_cluster_t_fails_rare_shares_at_few_prompts_and_wilson_does_not():
@@ -499,7 +509,7 @@ def test_cluster_t_fails_rare_shares_at_few_prompts_and_wilson_does_not():
         labels = np.repeat(np.arange(6), 2)
         y = (g.binomial(3, g.beta(a, b, 6)[labels]) >= 2).astype(float)
         for method in hits:
-            hits[method] += cluster_mean_interval(y, labels, method=method).contains(truth)
+            hits[method] += cluster_mean_interval(y, labels, method=method, law_free=False).contains(truth)
     assert hits["t"] / 400 < 0.8 and 0.90 <= hits["wilson"] / 400 <= 0.99, hits
 
 
@@ -535,9 +545,6 @@ def test_scalar_share_limit_and_t_quantile_are_the_vectorised_and_scipy_values()
     closed form) give the values of the vectorised code and of ``scipy.stats.t`` exactly."""
     import itertools
 
-    import numpy as np
-    from scipy import stats
-
     from t2i_fairness.metrics.intervals import _t_density_at_0, share_limit, upper_quantile
 
     for x, n, a, side in itertools.product([0, 0.5, 3, 7.25, 59, 60, 1e4], [0, 1e-13, 1, 7.25, 60, 1e4, 2.5e5],
@@ -549,3 +556,69 @@ def test_scalar_share_limit_and_t_quantile_are_the_vectorised_and_scipy_values()
         assert upper_quantile(a, df) == float(-stats.t.ppf(a, df)), (a, df)
     for df in (1.0, 2.5, 8.0, 139.0):
         assert _t_density_at_0(df) == pytest.approx(float(stats.t.pdf(0.0, df)), rel=1e-14)
+
+
+# -- the law-free test of a mean of unit values in [0, 1] (cluster shares: CIS_K, the CIS rate floor) --------
+
+@pytest.mark.parametrize("n, bound, alpha", [(5, 0.3, 0.05), (20, 0.05, 0.01), (40, 0.5, 1e-3), (140, 0.6, 3.5e-8)])
+def test_law_free_test_holds_its_level_for_0_1_units_exactly(n, bound, alpha):
+    """0/1 units are the most spread law on [0, 1] for a mean: every count of successes enumerated."""
+    k = np.arange(n + 1)
+    mean = k / n
+    var = mean * (1 - mean) * n / (n - 1)  # sample variance (ddof=1) of k ones and n - k zeros
+    for direction, truth in (("min", bound), ("max", bound)):
+        p = bounded_mean_tail(mean, var, n, bound, direction)
+        size = float(stats.binom.pmf(k, n, truth)[p <= alpha].sum())
+        assert size <= alpha, (direction, size)
+        # and it is a test: the farthest count is rejected wherever Hoeffding's part alone allows it
+        far_kl = -np.log1p(-bound) if direction == "min" else -np.log(bound)
+        if 2 * np.exp(-n * far_kl) <= alpha:
+            assert p[0 if direction == "min" else n] <= alpha
+        else:
+            assert (p > alpha).all() or direction == "max"
+
+
+@pytest.mark.parametrize("a, b", [(0.05 * 9, 0.95 * 9), (0.3 * 2.33, 0.7 * 2.33)])
+def test_law_free_test_holds_its_level_for_skewed_prompt_rates(a, b):
+    """Prompt shares over 16 images with beta-distributed rates (the skew that breaks the t-based test in the
+    far tail), 40 prompts, level 0.01: simulated size at most the level (20,000 runs)."""
+    rng = np.random.default_rng(7)
+    runs, n, images, alpha = 20_000, 40, 16, 0.01
+    rates = rng.beta(a, b, size=(runs, n))
+    shares = rng.binomial(images, rates) / images
+    p = bounded_mean_tail(shares.mean(1), shares.var(1, ddof=1), n, a / (a + b), "min")
+    assert (p <= alpha).mean() <= alpha
+
+
+def test_law_free_parts_are_hoeffding_and_maurer_pontil():
+    n, mean, var, bound = 100, 0.2, 0.03, 0.35
+    kl = mean * np.log(mean / bound) + (1 - mean) * np.log((1 - mean) / (1 - bound))
+    # Maurer & Pontil's deviation at d, inverted: sqrt(2 V L / n) + 7 L / (3 (n - 1)) = gap with L = ln(2 / d)
+    L = optimize.brentq(lambda L: np.sqrt(2 * var * L / n) + 7 * L / (3 * (n - 1)) - (bound - mean), 1e-9, 1e3)
+    expected = min(1.0, 2 * min(np.exp(-n * kl), 2 * np.exp(-L)))
+    assert float(bounded_mean_tail(mean, var, n, bound, "min")) == pytest.approx(expected, rel=1e-9)
+    assert float(bounded_mean_tail(1 - mean, var, n, 1 - bound, "max")) == pytest.approx(expected, rel=1e-9)
+
+
+@given(st.floats(0.01, 0.99), st.floats(0.0, 0.1), st.integers(2, 5000), st.floats(1e-9, 0.2))
+@FAST
+def test_law_free_limits_are_where_the_test_starts_to_reject(mean, var, n, alpha):
+    low, high = (float(bounded_mean_limit(mean, var, n, alpha, s)) for s in ("low", "high"))
+    assert 0.0 <= low <= mean <= high <= 1.0
+    if low > 1e-6:
+        assert bounded_mean_tail(mean, var, n, low * (1 - 1e-6), "max") <= alpha * (1 + 1e-6)
+        assert bounded_mean_tail(mean, var, n, low + 1e-6, "max") > alpha * (1 - 1e-6) or low + 1e-6 > mean
+
+
+def test_a_guarded_share_is_never_surer_than_either_test():
+    """The gate's p-value is the larger of Korn-Graubard's and the law-free one; its limits the wider."""
+    rng = np.random.default_rng(3)
+    labels = np.repeat(np.arange(60), 16)
+    y = (rng.random(labels.size) < np.repeat(rng.beta(0.5, 5, 60), 16)).astype(float)
+    iv = cluster_mean_interval(y, labels)
+    bare = dataclasses.replace(iv, bounded=None)
+    for bound in (0.12, 0.2, 0.3):
+        assert iv.p_value(bound, "min") == pytest.approx(max(bare.p_value(bound, "min"), iv.bounded.p_value(bound, "min")), rel=1e-12)
+        assert iv.limit(1e-4, "high") == pytest.approx(max(bare.limit(1e-4, "high"), iv.bounded.limit(1e-4, "high")), rel=1e-12)
+        assert iv.power(bound, "min", 0.05, 1e-4) <= bare.power(bound, "min", 0.05, 1e-4)
+    assert "law_free_units" in iv.record() and iv.scaled(4).bounded.n == 240

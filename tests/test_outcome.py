@@ -10,7 +10,9 @@ how many of the suite's tests the run selected. The browser checks use headless 
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -45,6 +47,9 @@ def test_skip(gate):
 
 def test_last(gate):
     if os.environ.get("T2I_TEST_SIGINT"):
+        # Python's handler whatever this process inherited (a guard only: the one failure seen, in a full
+        # run, was not an inherited SIG_IGN: the test passes without this line under `trap '' INT`)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         os.kill(os.getpid(), signal.SIGINT)
     gate(0.75, n=4)
 '''
@@ -198,7 +203,9 @@ def test_an_x_stopped_run_is_not_green_in_junit(pytester):
 def _interrupted(pytester, monkeypatch, *extra: str) -> pytest.RunResult:
     monkeypatch.setenv("T2I_TEST_SIGINT", "1")
     result = pytester.runpytest_subprocess(*_project(pytester), "-p", "no:cacheprovider", *extra, timeout=300)
-    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert result.ret == pytest.ExitCode.INTERRUPTED, (
+        f"SIGINT in this process: {signal.getsignal(signal.SIGINT)!r}; T2I_TEST_SIGINT={os.environ.get('T2I_TEST_SIGINT')!r}\n"
+        + result.stdout.str()[-2000:])
     return result
 
 

@@ -1,7 +1,8 @@
 """The Ray path (issue #16's "Done means"): a small tiny-model plan made on a local Ray instance (2 CPUs).
 
 * the images are byte-identical to those a ``pytest`` run of the same selection generates;
-* ``pytest`` on the same selection, on the cache the Ray path filled, reports ``images: 0 generated``;
+* ``pytest`` on the same selection, on the cache the Ray path filled (``--stage features``), reports
+  ``images: 0 generated`` and computes no feature;
 * a worker that dies is restarted and its job retried by Ray; a prompt the model fails on names
   itself and every finished image stays.
 
@@ -45,11 +46,15 @@ def _images(cache: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in (cache / "images").rglob("*.png")}
 
 
-def test_ray_path_makes_the_pytest_paths_bytes_and_pytest_then_generates_nothing(tmp_path, subprocess_env):
-    ray_run = _generate(tmp_path, subprocess_env, tmp_path / "ray-cache")
+def test_ray_path_makes_the_pytest_paths_bytes_and_features_and_pytest_then_computes_nothing(tmp_path, subprocess_env):
+    """``generate --engine ray --stage features``: the actors make the selection's images (the bytes a pytest
+    run makes) and its CLIP features; pytest on that cache then generates no image and computes no feature.
+    (One Ray run for both stages: each run starts Ray and loads the model on every actor.)"""
+    ray_run = _generate(tmp_path, subprocess_env, tmp_path / "ray-cache", "--stage", "features")
     assert ray_run.returncode == 0, ray_run.stdout + ray_run.stderr[-3000:]
     assert "images: 6 generated, 0 already cached (ray" in ray_run.stdout, ray_run.stdout
     assert "6 image(s) to make in 4 batch(es)" in ray_run.stdout  # [0, 1] and [2] of each prompt
+    assert re.search(r"features: (\d+) slice\(s\) of \1 ", ray_run.stdout), ray_run.stdout
 
     pytest_run = _pytest(tmp_path, subprocess_env, tmp_path / "pytest-cache")
     assert "images: 6 generated" in pytest_run.stdout, pytest_run.stdout[-3000:]
@@ -58,6 +63,8 @@ def test_ray_path_makes_the_pytest_paths_bytes_and_pytest_then_generates_nothing
 
     warm = _pytest(tmp_path, subprocess_env, tmp_path / "ray-cache")
     assert "images: 0 generated, 6 from cache" in warm.stdout, warm.stdout[-3000:]
+    computed = re.findall(r"^(\S+): (\d+) computed, (\d+) from cache$", warm.stdout, re.M)
+    assert computed and all(int(n) == 0 for _, n, _ in computed), computed
 
 
 def test_a_dead_worker_is_retried_and_a_failing_prompt_names_itself(tmp_path, subprocess_env):
@@ -73,15 +80,3 @@ def test_a_dead_worker_is_retried_and_a_failing_prompt_names_itself(tmp_path, su
     assert re.search(r"'car in Africa' images 0\.\.1 \(candidate\): ValueError: the model cannot draw", done.stdout)
     assert "images: 3 generated" in done.stdout, done.stdout
     assert len(_images(tmp_path / "cache")) == 3  # the bag images are kept
-
-
-def test_ray_stage_features_leaves_the_gate_run_nothing_to_generate_or_compute(tmp_path, subprocess_env):
-    """``--stage features`` on Ray: the selection's images and CLIP features made by the actors, then
-    pytest on the same selection generates no image and computes no feature."""
-    done = _generate(tmp_path, subprocess_env, tmp_path / "cache", "--stage", "features")
-    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
-    assert re.search(r"features: (\d+) slice\(s\) of \1 ", done.stdout), done.stdout
-    warm = _pytest(tmp_path, subprocess_env, tmp_path / "cache")
-    assert "images: 0 generated, 6 from cache" in warm.stdout, warm.stdout[-3000:]
-    computed = re.findall(r"^(\S+): (\d+) computed, (\d+) from cache$", warm.stdout, re.M)
-    assert computed and all(int(n) == 0 for _, n, _ in computed), computed

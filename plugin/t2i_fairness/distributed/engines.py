@@ -177,7 +177,14 @@ def generate_first(bench, tests) -> Outcome:
         bench.release(generator=False)  # what planning loaded (a masked LM to plan word-level prompts): not now
         if rp.jobs:
             bench.factory.source.get()  # loaded here, so a model that cannot be loaded stops the run at once
-            with bench.progress(len(rp.to_make), f"generating first ({role})") as advance:
+            clock = getattr(bench.factory, "clock", None)  # the run's time left, as the gates' own generation shows it
+            desc = f"generating first ({role})" + (f" [{clock.describe(bench.factory.measured)}]" if clock else "")
+            with bench.progress(rp.n_to_make, desc) as shown:
+                def advance(n: int) -> None:
+                    shown(n)
+                    if clock is not None:
+                        clock.written += n
+
                 run_jobs(bench.factory, rp.jobs, advance, outcome)
     bench.generated_first = True
     bench.release(keep=None)  # the generator: every planned image is made

@@ -4,7 +4,8 @@
 :class:`~t2i_fairness.gating.session.GateRecord` that every report reads (verdict, message, bound,
 interval, baseline comparison). The baseline comparison and the project's tests call it directly;
 :class:`Gate` adds what a pytest test needs around it: the bootstrap interval from ``resample``, the
-record attached to the test report, a provenance warning, and a failed verdict raised as :class:`~t2i_fairness.errors.GateFailed` (the plugin makes it pytest's failure).
+record attached to the test report, a provenance warning, and a failed verdict raised as
+:class:`~t2i_fairness.errors.GateFailed` (gating knows nothing of pytest: the plugin makes it pytest's failure).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from t2i_fairness.errors import T2IInconclusiveWarning
+from t2i_fairness.errors import GateFailed, GateSkipped, T2IInconclusiveWarning
 from t2i_fairness.gating.baseline import BaselineMeasurement, compare_with_baseline
 from t2i_fairness.gating.session import GateRecord
 from t2i_fairness.gating.thresholds import ThresholdFile
@@ -219,7 +220,6 @@ class Gate:
         percentile-bootstrap interval over those units (``--t2i-bootstrap`` resamples); ``test`` (a
         :class:`~t2i_fairness.metrics.decisions.HypothesisTest`) makes the gate that test (see :func:`measure`)."""
         __tracebackhide__ = True
-        from t2i_fairness.errors import GateFailed, GateSkipped
         from t2i_fairness.gating.indicator import Indicator
 
         ctx, o = self.context, self.context.options
@@ -275,8 +275,6 @@ class Gate:
         is a regression): with a bound, the verdict is ``inconclusive`` (a warning, or a failure under
         ``--t2i-inconclusive fail``), never evidence of a regression by itself."""
         __tracebackhide__ = True
-        from t2i_fairness.errors import GateFailed, GateSkipped
-
         gate_id = name or self.context.gate_id
         thresholds = self.context.thresholds
         if gate_id not in thresholds.gates:

@@ -224,7 +224,8 @@ def bound_for(m: Measurement, direction: Direction, level: float) -> tuple[float
     ``bound = estimate - margin`` for a ``min`` gate (``+`` for ``max``) with
     ``margin = max(q_level * sqrt(2) * se, FLOAT_MARGIN * max(1, |estimate|))`` (``q``: the normal quantile,
     or Student's t on the interval's degrees of freedom when it has them; for a share, ``se`` is at
-    least :func:`share_se_floor`), rounded towards
+    least :func:`share_se_floor`; the bound is kept inside [0, 1], where a bound at the edge cannot fail,
+    :func:`bound_cannot_fail`), rounded towards
     passing; ``problem`` says why no bound can be written (a non-finite estimate or standard error).
 
     Example:
@@ -246,6 +247,8 @@ def bound_for(m: Measurement, direction: Direction, level: float) -> tuple[float
     ub = bound_from_estimate(m.value, se, direction, pass_probability=level, df=getattr(m.uncertainty, "df", None))
     margin = max(abs(m.value - ub.bound), FLOAT_MARGIN * max(1.0, abs(m.value)))
     raw = m.value - margin if direction == "min" else m.value + margin
+    if n_eff:  # a share lies in [0, 1]: a bound beyond an edge says no more than the edge (and reads as a typo)
+        raw = min(max(raw, 0.0), 1.0)
     bound = safe_round(raw, direction)
     problem = bound_problem(bound)
     return (None, margin, problem) if problem else (bound, float(f"{abs(m.value - bound):.6g}"), None)

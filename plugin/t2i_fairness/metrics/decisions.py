@@ -203,7 +203,8 @@ def p_value_interval(interval: Interval, bound: float, direction: str) -> float:
     Uses the interval's standard error at the bound (:meth:`Interval.se_at`: the score test's
     ``sqrt(b (1 - b) / n_eff)`` for Wilson-type intervals, the plain ``se`` otherwise) and its
     ``df``, so the test agrees with the interval: at ``confidence = 1 - 2 alpha`` the bound lies
-    outside the interval on the failing side exactly when ``p < alpha``.
+    outside the interval on the failing side exactly when ``p < alpha`` (with the law-free test of a
+    cluster share, :attr:`Interval.bounded`, the larger of the two p-values, as the interval is the wider).
 
     Args:
         interval: from one of the normal, t or score methods (``se`` is not ``None``).
@@ -227,7 +228,10 @@ def p_value_interval(interval: Interval, bound: float, direction: str) -> float:
         raise ValueError(
             f"interval method {interval.method!r} has no standard error; use p_value_bootstrap with its replicates"
         )
-    return p_value_normal(interval.estimate, se, bound, direction, df=interval.df)
+    p = p_value_normal(interval.estimate, se, bound, direction, df=interval.df)
+    if interval.bounded is not None:  # a cluster share's law-free test: the interval's wider end is its
+        p = max(p, interval.bounded.p_value(bound, direction))
+    return p
 
 
 def p_value_bootstrap(estimate: float, replicates: Sequence[float] | np.ndarray, bound: float, direction: str) -> float:

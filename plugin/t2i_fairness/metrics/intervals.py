@@ -69,6 +69,7 @@ Resampling methods take ``n_resamples`` and ``seed``; equal arguments give equal
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -79,6 +80,7 @@ from scipy import special as _special
 from scipy import stats as _stats
 
 __all__ = [
+    "BoundedUnits",
     "CLUSTER_METHODS",
     "CLUSTER_STATISTIC_METHODS",
     "COVERAGE_METHODS",
@@ -86,6 +88,8 @@ __all__ = [
     "PERCENTILE_METHODS",
     "PRECISION_METHODS",
     "STRATIFIED_METHODS",
+    "bounded_mean_limit",
+    "bounded_mean_tail",
     "cluster_bootstrap_interval",
     "cluster_mean_interval",
     "coverage_interval",
@@ -130,6 +134,124 @@ CLUSTER_STATISTIC_METHODS: tuple[str, ...] = ("t", "percentile", "basic", "boots
 STRATIFIED_METHODS: tuple[str, ...] = ("t", "percentile", "basic", "bootstrap_se")
 
 
+def _kl_bernoulli(x, b):
+    """``KL(Bernoulli(x) || Bernoulli(b))`` elementwise (``0 log 0 = 0``; ``inf`` where ``b`` is 0 or 1 and
+    ``x`` is not)."""
+    x, b = np.asarray(x, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = _special.xlogy(x, x) - _special.xlogy(x, b) + _special.xlogy(1.0 - x, 1.0 - x) - _special.xlogy(1.0 - x, 1.0 - b)
+    return np.where(np.isnan(out), np.inf, np.maximum(out, 0.0))
+
+
+def bounded_mean_tail(mean, var, n, bound, direction: str):
+    """One-sided p-value of H0 "the mean of ``n`` independent unit values in [0, 1] meets ``bound``", free of
+    the values' law: twice the smaller of Hoeffding's relative-entropy bound and the empirical Bernstein
+    bound (Bonferroni over the two). Vectorised over ``mean``, ``var`` (sample variance of the units,
+    ``ddof=1``) and ``n``.
+
+    * Hoeffding (1963, Theorem 1): ``P(mean <= x) <= exp(-n KL(x || theta))`` for ``x < theta``, for any
+      independent values in [0, 1] with mean ``theta`` (a 0/1 unit is the extreme case): strong at small
+      ``n`` and rates near 0 or 1, blind to values that are less spread than 0/1.
+    * Maurer & Pontil (2009, Theorem 4): ``theta - mean <= sqrt(2 V ln(2/d) / n) + 7 ln(2/d) / (3 (n - 1))``
+      with probability ``1 - d`` for i.i.d. units with sample variance ``V``: it uses the units' own spread
+      (a prompt's mean over 16 images varies far less than one image), so it is the stronger at large ``n``.
+
+    Example:
+        >>> round(float(bounded_mean_tail(0.0, 0.0, 140, 0.05, "min")), 4)   # 140 prompts that all saw nothing
+        0.0015
+        >>> float(bounded_mean_tail(0.06, 0.01, 140, 0.05, "min"))           # on the passing side
+        1.0
+    """
+    mean, var, n, bound = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (mean, var, n, bound)))
+    if direction not in ("min", "max"):
+        raise ValueError(f"`direction` must be 'min' or 'max', but got {direction!r}")
+    if direction == "max":  # H0 theta <= bound: the same test on 1 - values
+        mean, bound = 1.0 - mean, 1.0 - bound
+    gap = bound - mean  # > 0: the sample falls short of the bound
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        p_kl = np.exp(-n * _kl_bernoulli(np.clip(mean, 0.0, 1.0), np.clip(bound, 0.0, 1.0)))
+        a = 7.0 / (3.0 * np.maximum(n - 1.0, 1e-12))
+        b = np.sqrt(2.0 * np.maximum(var, 0.0) / n)
+        root = (-b + np.sqrt(b * b + 4.0 * a * np.maximum(gap, 0.0))) / (2.0 * a)  # sqrt(ln(2/d)) at the gap
+        p_eb = 2.0 * np.exp(-root * root)
+    p = np.minimum(1.0, 2.0 * np.minimum(p_kl, p_eb))
+    return np.where((gap > 0) & (n >= 2), p, 1.0)
+
+
+@dataclass(frozen=True)
+class BoundedUnits:
+    """What a test free of the units' law needs: ``n`` independent unit values in [0, 1] (each prompt's
+    share), their mean and sample variance (:func:`bounded_mean_tail`)."""
+
+    n: int
+    mean: float
+    var: float
+
+    def p_value(self, bound: float, direction: str) -> float:
+        return float(bounded_mean_tail(self.mean, self.var, self.n, bound, direction))
+
+    def limit(self, alpha: float, side: str) -> float:
+        """The one-sided limit at level ``alpha`` (:func:`bounded_mean_limit`)."""
+        return float(bounded_mean_limit(self.mean, self.var, self.n, alpha, side))
+
+
+def bounded_mean_limit(mean, var, n, alpha, side: str, *, steps: int = 60):
+    """The one-sided confidence limit of :func:`bounded_mean_tail`'s test (vectorised): ``"low"``, the largest
+    ``b <= mean`` whose H0 ``theta <= b`` it rejects at ``alpha``; ``"high"``, the smallest ``b >= mean`` whose
+    ``theta >= b`` it rejects. ``mean`` itself (0 or 1 at the edge) where none is rejected.
+
+    Example:
+        >>> round(float(bounded_mean_limit(0.5, 0.02, 1000, 1e-4, "low")), 3)  # t on 999 df: 0.483
+        0.455
+    """
+    if side not in ("low", "high"):
+        raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
+    mean, var, n, alpha = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (mean, var, n, alpha)))
+    direction = "max" if side == "low" else "min"
+    # reject(b) is monotone: true far from the mean on this side, false at the mean
+    lo, hi = (np.zeros_like(mean), mean.copy()) if side == "low" else (mean.copy(), np.ones_like(mean))
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        rejected = bounded_mean_tail(mean, var, n, mid, direction) <= alpha
+        if side == "low":
+            lo, hi = np.where(rejected, mid, lo), np.where(rejected, hi, mid)
+        else:
+            lo, hi = np.where(rejected, lo, mid), np.where(rejected, mid, hi)
+    return lo if side == "low" else hi
+
+
+def _bounded_power(units: BoundedUnits, bound: float, truth: float, direction: str, alpha: float) -> float:
+    """The law-free test's power at ``truth``: the units' mean, normal with their variance, beyond the
+    critical value the test needs at ``alpha`` (its variance held at the measured one)."""
+    side = "high" if direction == "min" else "low"  # a min gate fails when its upper limit is below the bound
+    crit = _bounded_critical(units, bound, alpha, direction)
+    se = math.sqrt(max(units.var, 0.0) / max(units.n, 1))
+    if not math.isfinite(crit):
+        return 0.0
+    if se <= 0:
+        return float((truth < crit) if side == "high" else (truth > crit))
+    z = (crit - truth) / se if side == "high" else (truth - crit) / se
+    return float(_special.ndtr(z))
+
+
+def _bounded_critical(units: BoundedUnits, bound: float, alpha: float, direction: str, steps: int = 60) -> float:
+    """The mean at which the law-free test of ``bound`` starts to reject at ``alpha`` (``-inf``/``inf``: never)."""
+    def rejects(m: float) -> bool:
+        return float(bounded_mean_tail(m, units.var, units.n, bound, direction)) <= alpha
+
+    edge = 0.0 if direction == "min" else 1.0
+    if not rejects(edge):
+        return -math.inf if direction == "min" else math.inf
+    lo, hi = (edge, bound) if direction == "min" else (bound, edge)
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        if rejects(mid) == (direction == "min"):
+            lo = mid
+        else:
+            hi = mid
+    return lo if direction == "min" else hi
+
+
 @dataclass(frozen=True)
 class Interval:
     """A two-sided confidence interval and what it was computed from.
@@ -155,6 +277,11 @@ class Interval:
             smallest), so :func:`floor_to_units` sets ``p_floor = 2^-G``: the test never fails below it and
             its power at a level under it is 0 (docs/calibration.md: 4 skewed prompts put the t test at
             80-140 times its level).
+        bounded: for a mean of unit values in [0, 1] (a cluster share: each prompt's share), the units'
+            count, mean and variance: the test then also holds free of their law (:func:`bounded_mean_tail`:
+            its p-value is the larger of the two, its limits the wider, its power the smaller). A share of
+            skewed clusters is anti-conservative in the far tail (docs/calibration.md: CIS_K 1.3 x, the CIS
+            rate floor 62 x their level without it).
 
     Example:
         >>> iv = Interval(0.5, 0.4, 0.6, "wald", 0.95, 100, se=0.05)
@@ -174,6 +301,7 @@ class Interval:
     df: float | None = None
     n_effective: float | None = None
     p_floor: float = 0.0
+    bounded: BoundedUnits | None = None
 
     def as_tuple(self) -> tuple[float, float]:
         """``(low, high)``."""
@@ -203,6 +331,8 @@ class Interval:
         }
         if self.p_floor > 0:
             out["p_floor"] = self.p_floor
+        if self.bounded is not None:
+            out["law_free_units"] = {"n": self.bounded.n, "mean": self.bounded.mean, "var": self.bounded.var}
         return out
 
     def se_at(self, value: float) -> float | None:
@@ -253,6 +383,10 @@ class Interval:
             raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
         if alpha < self.p_floor:  # the design supports no test at this level: it excludes nothing
             return -math.inf if side == "low" else math.inf
+        if self.bounded is not None:  # the wider of the two: the test rejects only where both do
+            inner = dataclasses.replace(self, bounded=None).limit(alpha, side)
+            free = self.bounded.limit(alpha, side)
+            return float(min(inner, free) if side == "low" else max(inner, free))
         if self.is_share:
             n = self.trials(alpha)
             return float(share_limit(self.estimate * n, n, alpha, side))
@@ -291,6 +425,8 @@ class Interval:
                 p = float(_stats.t.cdf(margin / self.se, self.df))
             else:
                 p = float(_special.ndtr(margin / self.se))
+        if self.bounded is not None:
+            p = max(p, self.bounded.p_value(bound, direction))
         return min(max(p, P_FLOOR, self.p_floor), 1.0)
 
     def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
@@ -311,6 +447,9 @@ class Interval:
             return 0.0
         sign = 1.0 if direction == "min" else -1.0
         truth = float(bound) - sign * float(effect)
+        if self.bounded is not None:
+            return min(dataclasses.replace(self, bounded=None).power(bound, direction, effect, alpha),
+                       _bounded_power(self.bounded, float(bound), truth, direction, alpha))
         if self.is_share:
             return share_power(self.trials(alpha), float(bound), truth, direction, alpha,
                                integer=self.df is None and float(self.n_effective).is_integer())
@@ -320,11 +459,11 @@ class Interval:
 
     def scaled(self, factor: float) -> "Interval":
         """The same measurement at ``factor`` times the images (variance as ``1 / n``): for planning power."""
-        import dataclasses
-
         f = float(factor)
+        bounded = self.bounded if self.bounded is None else dataclasses.replace(
+            self.bounded, n=int(math.ceil(self.bounded.n * f)))
         return dataclasses.replace(
-            self, n_units=int(math.ceil(self.n_units * f)),
+            self, n_units=int(math.ceil(self.n_units * f)), bounded=bounded,
             se=None if self.se is None else self.se / math.sqrt(f),
             n_effective=None if self.n_effective is None else self.n_effective * f)
 
@@ -339,7 +478,6 @@ def floor_to_units(interval: Interval, units: int) -> Interval:
         >>> iv.p_floor, iv.p_value(0.9, "min"), iv.power(0.9, "min", 0.1, 1e-4), iv.limit(1e-4, "high")
         (0.0625, 0.0625, 0.0, inf)
     """
-    import dataclasses
 
     if units < 1:
         raise ValueError(f"`units` must be at least 1, but got {units}")
@@ -667,7 +805,6 @@ def _score(method: str, estimate: float, n_eff: float, confidence: float, n_unit
     interval = _wilson(method, estimate, shown, confidence, n_units, z)
     if df is None:
         return interval
-    import dataclasses
 
     return dataclasses.replace(interval, n_effective=float(n_eff), df=float(df),
                                se=math.sqrt(estimate * (1.0 - estimate) / n_eff))
@@ -1189,6 +1326,7 @@ def cluster_mean_interval(
     confidence: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
+    law_free: bool = True,
 ) -> Interval:
     """Interval for a mean of per-image values when the prompts (clusters) were sampled.
 
@@ -1203,7 +1341,8 @@ def cluster_mean_interval(
     [0, 1] (Korn & Graubard 1998: Wilson's score interval at the effective sample size
     ``p (1 - p) / se^2`` of that standard error, capped at the number of images when the values
     are 0/1, times ``(z / t_{G-1})^2`` for the few prompts; it stays inside [0, 1] and is skewed
-    like a share near 0 or 1); ``percentile``, ``basic``, ``bootstrap_se`` and ``bca`` over prompt
+    like a share near 0 or 1; with the same images per prompt it also holds free of the prompts' law,
+    :attr:`Interval.bounded`, as the skew of few high-rate prompts breaks it in the far tail); ``percentile``, ``basic``, ``bootstrap_se`` and ``bca`` over prompt
     resamples.
 
     Args:
@@ -1214,6 +1353,8 @@ def cluster_mean_interval(
         confidence: two-sided nominal coverage in (0, 1).
         n_resamples: prompt resamples for the bootstrap methods.
         seed: seed of ``numpy.random.default_rng``.
+        law_free: for ``wilson`` with the same images per prompt, also hold free of the prompts' law
+            (:attr:`Interval.bounded`); ``False`` gives Korn and Graubard's interval alone.
 
     Returns:
         An :class:`Interval` with ``n_units`` the number of prompts.
@@ -1229,8 +1370,8 @@ def cluster_mean_interval(
         >>> round(iv.estimate, 4), iv.df, round(iv.se, 4)
         (0.5, 2, 0.2887)
         >>> iv = cluster_mean_interval(values, ["a", "a", "b", "b", "c", "c"])   # shares: wilson
-        >>> iv.method, round(iv.low, 4), round(iv.high, 4)
-        ('wilson', 0.0362, 0.9638)
+        >>> iv.method, round(iv.low, 4), round(iv.high, 4)   # 3 prompts: the law-free limits are the wider
+        ('wilson', 0.0137, 0.9863)
     """
     y = _finite_1d("values", values)
     codes, g = _cluster_index(clusters, y.size)
@@ -1261,7 +1402,14 @@ def cluster_mean_interval(
         if np.isin(y, (0.0, 1.0)).all():  # 0/1 values: the Bernoulli variance is the largest possible
             n_eff = min(n_eff, n_images)
         # the few-prompts correction (z / t_{G-1})^2 is applied at each level (Interval.trials), not stored
-        return _score(method, estimate, max(n_eff, 1.0), confidence, g, df=g - 1)
+        interval = _score(method, estimate, max(n_eff, 1.0), confidence, g, df=g - 1)
+        if not law_free or not np.all(sizes == sizes[0]):  # the law-free test is of the mean over prompts: equal weights only
+            return interval
+        means = sums / sizes
+        units = BoundedUnits(g, float(means.mean()), float(means.var(ddof=1)))
+        tail = (1.0 - confidence) / 2.0  # displayed: the wider of Wilson's and the law-free limits
+        return dataclasses.replace(interval, bounded=units, low=min(interval.low, units.limit(tail, "low")),
+                                   high=max(interval.high, units.limit(tail, "high")))
     rng = np.random.default_rng(seed)
     w = _bootstrap_counts(rng, g, _check_resamples(n_resamples)).astype(np.float64)
     reps = (w @ sums) / (w @ sizes)
@@ -1295,6 +1443,8 @@ def cluster_bootstrap_interval(
         confidence: two-sided nominal coverage in (0, 1).
         n_resamples: prompt resamples for the bootstrap methods.
         seed: seed of ``numpy.random.default_rng``.
+        law_free: for ``wilson`` with the same images per prompt, also hold free of the prompts' law
+            (:attr:`Interval.bounded`); ``False`` gives Korn and Graubard's interval alone.
 
     Returns:
         An :class:`Interval` with ``n_units`` the number of prompts.

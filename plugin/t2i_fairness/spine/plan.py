@@ -329,7 +329,12 @@ def cached_indices(factory):
         out = []
         for start in range(0, len(there), 256):  # checked against the images' index a chunk at a time
             chunk = there[start:start + 256]
-            out += [i for i, ok in zip(chunk, factory.states([factory.ref(prompt, i) for i in chunk])) if ok]
+            refs = [factory.ref(prompt, i) for i in chunk]
+            for i, r, ok in zip(chunk, refs, factory.states(refs)):
+                if ok:
+                    out.append(i)
+                elif ok is False:  # there but corrupt: planned as missing, made again and counted in the summary
+                    factory.cache.stats.corrupt.append(str(r.path))
         return out
 
     return cached

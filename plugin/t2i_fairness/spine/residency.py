@@ -115,8 +115,9 @@ def still_needed(remaining: Iterable[GateUse]) -> dict[str, tuple[bool, frozense
     """Per role: whether the generator is still needed, and the scorers (:data:`ALL`: keep every one).
 
     Example:
-        >>> still_needed([GateUse("candidate", False, frozenset({"clip"})), GateUse("candidate", False, frozenset({"vit"}))])
-        {'candidate': (False, frozenset({'clip', 'vit'}))}
+        >>> needed = still_needed([GateUse("candidate", False, frozenset({"clip"})), GateUse("candidate", False, frozenset({"vit"}))])
+        >>> needed["candidate"][0], sorted(needed["candidate"][1])
+        (False, ['clip', 'vit'])
         >>> still_needed([GateUse("candidate", True, frozenset()), GateUse("candidate", False, ALL)])
         {'candidate': (True, None)}
     """
