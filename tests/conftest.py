@@ -78,6 +78,11 @@ def _models_imported():
 def _models_imported_before_in_process_runs(request):
     if "pytester" in request.fixturenames:
         request.getfixturevalue("_models_imported")
+        # pytester's runs (in process and in a child) leave out hypothesis's pytest plugin: its terminal
+        # summary imports hypothesis (0.6 s a child run; no run of the suite uses it). pytester clears
+        # PYTEST_ADDOPTS when it is made, so this is set after it.
+        request.getfixturevalue("pytester")
+        request.getfixturevalue("monkeypatch").setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
 
 
 @pytest.fixture

@@ -59,6 +59,7 @@ def _run(pytester, *extra):
     return result, records
 
 
+@pytest.mark.slow  # 53 s: the whole CIS suite under a canary; the order test's power and size on small data: test_cis_order.py
 def test_drop_position_is_caught_by_the_order_test_and_by_no_gate_of_another_slice(suite):
     written, null = _run(suite, "--t2i-update-thresholds")
     assert written.ret == pytest.ExitCode.OK, written.stdout.str()[-3000:]

@@ -119,6 +119,7 @@ def region_suite(pytester):
     return pytester
 
 
+@pytest.mark.slow  # 45 s: three runs of the region suite; the bounds' margin and level are checked at one seed in CI
 def test_bounds_written_at_one_seed_pass_at_other_seeds_of_the_same_model(region_suite):
     written = _suite(region_suite, "--t2i-update-thresholds")
     written.assert_outcomes(passed=12)

@@ -83,7 +83,7 @@ def test_a_bad_precision_is_a_usage_error_naming_the_option(suite):
     assert "--t2i-precision" in result.stderr.str() and "fp8" in result.stderr.str()
 
 
-@pytest.mark.slow
+# not slow: the README's paper-path command is the users' path, and CI runs it
 def test_the_readme_real_model_command_runs_offline_at_paper_size_within_a_memory_limit(suite):
     """``pytest fairness_tests -n auto --dist loadgroup --t2i-model sd15-random --t2i-scorers paper-random``
     on CPU: 2 images of one object at 128 px with 2 steps; the gate's scorer is CLIP ViT-B/32 at 224 px.

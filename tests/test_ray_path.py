@@ -46,6 +46,7 @@ def _images(cache: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in (cache / "images").rglob("*.png")}
 
 
+@pytest.mark.slow  # 107 s (Ray starts, actors generate, then a pytest child); Ray is the optional [ray] extra: CI runs the dead-worker test below
 def test_ray_path_makes_the_pytest_paths_bytes_and_features_and_pytest_then_computes_nothing(tmp_path, subprocess_env):
     """``generate --engine ray --stage features``: the actors make the selection's images (the bytes a pytest
     run makes) and its CLIP features; pytest on that cache then generates no image and computes no feature.

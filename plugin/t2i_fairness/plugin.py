@@ -329,7 +329,7 @@ class GateHooks:
         ran = {gate_id_of(nodeid.rsplit("::", 1)[-1]) for nodeid in outcome.tests}
         options = self.config.stash[OPTIONS]
         self.session.finish(write_files=not is_worker(self.config), complete_run=complete, options=options,
-                            functions=functions, tests=ran)
+                            functions=functions, tests=ran, thresholds=self.config.stash.get(THRESHOLDS, None))
         if is_worker(self.config):
             return
         if self.session.write_error and session.exitstatus == pytest.ExitCode.OK:  # asked-for bounds not written
