@@ -376,6 +376,8 @@ FAKE_INDIC = """
 # -- appended by tests/test_indic_gates.py: the session's evaluation with fake models --
 import os
 
+import pytest  # the gate tests import no pytest: the fixture below needs it
+
 import numpy as np
 
 from t2i_fairness.families.indic_tti.study import IndicEvaluation

@@ -577,7 +577,7 @@ def test_a_bound_no_value_can_meet_is_refused_at_configure_with_file_and_line(py
 def test_every_kind_has_a_range_and_the_projects_bounds_are_inside_theirs():
     from t2i_fairness.families import value_ranges
     from t2i_fairness.gating.ranges import KIND_RANGES, bounds_outside
-    from t2i_fairness.metrics.sequential import KINDS
+    from t2i_fairness.gating.indicator import KINDS
 
     assert set(KIND_RANGES) == set(KINDS)
     tiny = ThresholdFile.load(Path(__file__).resolve().parents[1] / "thresholds" / "tiny.yaml")

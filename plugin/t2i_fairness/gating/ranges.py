@@ -25,7 +25,6 @@ Range = tuple[float | None, float | None]  # (lowest, highest) value; None: unbo
 #: kind (an indicator method's) -> the values a gate of that kind measures
 KIND_RANGES: dict[str, Range] = {
     "share": (0.0, 1.0),  # a share of images (precision, CIS)
-    "bounded": (0.0, 1.0),  # a mean of per-image scores in [0, 1]
     "coverage": (0.0, 1.0),  # a share of the real images covered
     "worst": (0.0, 1.0),  # the lowest (or highest) of several groups' shares
     "spread": (-1.0, 1.0),  # best minus worst, an improvement, a drop per component: differences of shares
