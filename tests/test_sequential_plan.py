@@ -51,12 +51,12 @@ def test_cis_share_gates_best_is_the_first_look_s_prompts_and_expected_the_bench
     seq = role["sequential"]
     requests = [(r["prompt"], r["n"]) for r in role["requests"]]
     assert len(requests) == 12 * K and all(n == N for _, n in requests)  # 12 prompts per K, no text drawn twice
-    share = NULL_SHARES[("cis", "share")][B]
+    share = NULL_SHARES[("cis", "share")][8]  # the bench's nearest batch
     assert seq["worst"] == sum(n for _, n in requests) == sum(f["images"] for f in role["families"])
     assert seq["best"] == K * N  # round_sizes(12, 1) = [1, 2, 4, 8, 12]: one prompt per K, all its images
     assert seq["expected"] == round(K * N + (len(requests) - K) * share * N)  # never below the best case
     assert seq["best"] < seq["expected"] < seq["worst"]
-    assert seq["early_gates"] == seq["gates"] == 2 and seq["runs_to_n"] == {} and seq["bench_batches"] == [B]
+    assert seq["early_gates"] == seq["gates"] == 2 and seq["runs_to_n"] == {} and seq["bench_batches"] == [8]
     assert seq["early_prompts"] == seq["prompts"] - K == len(requests) - K
     # printed: the three cases (nothing cached: to make = images), where the expectation comes from, no rate yet
     assert _row(out, "worst case") == (seq["worst"], seq["worst"])
@@ -149,13 +149,13 @@ def test_best_expected_worst_are_ordered_on_random_plans():
 
 
 def test_null_share_picks_the_bench_figure_or_n():
-    assert null_share("cis", "share", 4) == (0.33, 4) and null_share("cis", "share", 2) == (0.29, 2)
-    assert null_share("dig_in", "share", 2) == (0.26, 2) and null_share("dig_in", "coverage", 4) == (0.8, 4)
-    assert null_share("cis", "share", 3) == (0.33, 4)  # a tie takes the larger batch (stops later)
-    assert null_share("cis", "share", 64)[1] == 4 and null_share("cis", "share", 1)[1] == 2
-    for kind in ("ratio", "spread", "percentile", "hoeffding", "test", "worst", "score"):
-        assert null_share("cis", kind, 4) == (1.0, None)
-    assert null_share("decomposed", "share", 4) == (1.0, None)  # not measured: counted at N
+    assert null_share("cis", "share", 8) == (0.99, 8) and null_share("dig_in", "share", 16) == (0.7, 16)
+    assert null_share("dig_in", "share", 8) == (0.72, 8) and null_share("cis", "spread", 16) == (0.08, 16)
+    assert null_share("dig_in", "share", 12) == (0.7, 16)  # a tie takes the larger batch (stops later)
+    assert null_share("dig_in", "share", 64)[1] == 16 and null_share("dig_in", "share", 1)[1] == 8
+    for kind in ("ratio", "percentile", "hoeffding", "score"):  # kinds the bench has no CIS gate of
+        assert null_share("cis", kind, 8) == (1.0, None)
+    assert null_share("decomposed", "share", 8) == (1.0, None)  # not measured: counted at N
     with pytest.raises(ValueError, match="unknown sequential kind"):
         null_share("cis", "mean", 4)
     with pytest.raises(ValueError, match="batch"):

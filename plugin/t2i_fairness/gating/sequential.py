@@ -260,15 +260,22 @@ def image_range(requests, batch: int, *, images_per_hour: float | None = None) -
 
 #: Images a gate used, as a share of its fixed N, in ``bench/bench_sequential.py``'s **null** scenario (a
 #: model that did not regress, against bounds the update flow wrote at another seed), per (family, kind)
-#: and batch size: the "null" rows of ``docs/sequential.md``. The bench's worlds: CIS-like share gates of
-#: 100 prompts x 16 images; DIG In object-in-region groups of 9 objects x 24 images (coverage nested).
+#: and batch size, as the bench prints it: #29's design (alpha spending, CIS looks over prompts) with #28's
+#: law-free test of CIS shares, ``--quick`` (8 runs, sd 0.3; CIS 500 prompts per K x 16 images, DIG In 3
+#: objects x 6 regions x 60 images): ``docs/sequential-bench.md``'s first table. Eight runs: a smoke figure.
 NULL_SHARES: dict[tuple[str, str], dict[int, float]] = {
-    ("cis", "share"): {4: 0.33, 2: 0.29},
-    ("dig_in", "share"): {4: 0.28, 2: 0.26},
-    ("dig_in", "coverage"): {4: 0.80, 2: 0.80},
+    ("cis", "share"): {8: 0.99, 16: 0.99},
+    ("cis", "spread"): {8: 0.08, 16: 0.08},
+    ("cis", "test"): {8: 1.0, 16: 1.0},
+    ("cis", "worst"): {8: 1.0, 16: 1.0},
+    ("dig_in", "coverage"): {8: 1.0, 16: 1.0},
+    ("dig_in", "percentile"): {8: 0.51, 16: 0.5},
+    ("dig_in", "ratio"): {8: 1.0, 16: 1.0},
+    ("dig_in", "share"): {8: 0.72, 16: 0.7},
+    ("dig_in", "worst"): {8: 0.87, 16: 0.86},
 }
-NULL_SHARES_SOURCE = ("bench/bench_sequential.py --runs 200 (--batch 4 and --batch 2), null scenario, "
-                      "2026-11-25, docs/sequential.md")
+NULL_SHARES_SOURCE = ("bench/bench_sequential.py --quick (8 runs, sd 0.3, --batch 8 and 16), null scenario, "
+                      "2026-11-27, docs/sequential-bench.md")
 
 
 def null_share(family: str, kind: str, batch: int) -> tuple[float, int | None]:
@@ -286,10 +293,10 @@ def null_share(family: str, kind: str, batch: int) -> tuple[float, int | None]:
         ValueError: an unknown kind or a batch size below 1.
 
     Example:
-        >>> null_share("cis", "share", 4), null_share("cis", "share", 1), null_share("dig_in", "share", 16)
-        ((0.33, 4), (0.29, 2), (0.28, 4))
-        >>> null_share("cis", "spread", 4), null_share("decomposed", "share", 4)
-        ((1.0, None), (1.0, None))
+        >>> null_share("cis", "share", 16), null_share("dig_in", "share", 1), null_share("dig_in", "share", 12)
+        ((0.99, 16), (0.72, 8), (0.7, 16))
+        >>> null_share("cis", "spread", 8), null_share("cis", "score", 8), null_share("decomposed", "share", 8)
+        ((0.08, 8), (1.0, None), (1.0, None))
     """
     if kind not in KINDS:
         raise ValueError(f"unknown sequential kind {kind!r}; one of {sorted(KINDS)}")
