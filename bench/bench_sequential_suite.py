@@ -17,7 +17,8 @@ Per scenario it prints: runs; family-wise false alarms (a run with any failed ga
 ``fail``, ``missing``, ``refused`` or a blocking ``inconclusive``; gates pooling the slice with others are counted
 apart) fixed / sequential with the two-sided 95% Clopper-Pearson interval; canary caught (a gate of its slice
 failed) fixed / sequential; gate verdicts that differ between the designs, on the slice and off it; images used as
-a share of fixed N per kind (from the records: ``images`` / ``planned_images`` of ``details["sequential"]``) and
+the mean over each kind's gates of the share of its planned look size where it stopped (``share_of_planned`` of
+``details["sequential"]``: of prompts for CIS, of images per prompt for DIG In) and
 the run's distinct images from the cache's counts (``images: G generated, C from cache``): the sequential run's
 ``G`` against ``G`` of both runs (the fixed-N run's images: the sequential run's plus those the fixed-N run added;
 checked against the fixed-N run's own ``G + C``). The cache's ``G + C`` of a sequential run counts requests, and
@@ -120,8 +121,8 @@ def compare(scenario: str, seed: int, fixed: dict, seq: dict) -> dict:
         detail = (s.get("details") or {}).get("sequential")
         kind = kind_of(g)
         used, planned = out["kinds"].get(kind, (0, 0))
-        if detail and detail.get("images") is not None:
-            used, planned = used + detail["images"], planned + detail["planned_images"]
+        if detail and detail.get("share_of_planned") is not None:  # #29's records: a look's share of N, per gate
+            used, planned = used + detail["share_of_planned"], planned + 1
         else:
             unknown.append((g, kind, detail))
         out["kinds"][kind] = (used, planned)
@@ -130,9 +131,9 @@ def compare(scenario: str, seed: int, fixed: dict, seq: dict) -> dict:
     for g, kind, detail in unknown:
         # no look recorded (no look before N, or a test that stopped before its gate): it ran to N; its planned
         # images are those of a gate of its kind with a record in this run (one size per kind), else counted apart
-        peers = [d["planned_images"] for h, d in ((h, (r.get("details") or {}).get("sequential") or {})
-                                                  for h, r in seq["records"].items())
-                 if kind_of(h) == kind and d.get("planned_images") is not None]
+        peers = [1 for h, d in ((h, (r.get("details") or {}).get("sequential") or {})
+                                for h, r in seq["records"].items())
+                 if kind_of(h) == kind and d.get("share_of_planned") is not None]
         s = seq["records"][g]
         note = f"{g}: {s['status']}, sequential record {json.dumps(detail)}; message: {s.get('message', '')[:240]}"
         if peers and len(set(peers)) == 1:
