@@ -129,19 +129,18 @@ def compare(scenario: str, seed: int, fixed: dict, seq: dict) -> dict:
         reason = (detail or {}).get("reason", "no sequential record")
         out["reasons"].setdefault(f"{kind}: {s['status']} ({reason})", []).append(g)
     for g, kind, detail in unknown:
-        # no look recorded (no look before N, or a test that stopped before its gate): it ran to N; its planned
-        # images are those of a gate of its kind with a record in this run (one size per kind), else counted apart
-        peers = [1 for h, d in ((h, (r.get("details") or {}).get("sequential") or {})
-                                for h, r in seq["records"].items())
-                 if kind_of(h) == kind and d.get("share_of_planned") is not None]
+        # no look recorded (no look before N, or a test that stopped before its gate): it ran to N, a share of 1
+        # where a gate of its kind has a record in this run (so the kind is one this run measures), else counted apart
+        has_peer = any(kind_of(h) == kind and ((r.get("details") or {}).get("sequential") or {}).get("share_of_planned")
+                       is not None for h, r in seq["records"].items())
         s = seq["records"][g]
         note = f"{g}: {s['status']}, sequential record {json.dumps(detail)}; message: {s.get('message', '')[:240]}"
-        if peers and len(set(peers)) == 1:
+        if has_peer:
             used, planned = out["kinds"][kind]
-            out["kinds"][kind] = (used + peers[0], planned + peers[0])
-            out["reasons"].setdefault("no images in record: counted at N (a peer's planned images)", []).append(g)
+            out["kinds"][kind] = (used + 1, planned + 1)
+            out["reasons"].setdefault("no sequential record: counted at N (a share of 1)", []).append(g)
         else:
-            out["reasons"].setdefault("no images in record: not counted", []).append(g)
+            out["reasons"].setdefault("no sequential record: not counted", []).append(g)
         out["notes"].append(note)
     if out["images"][1] != out["requests"][1]:
         out["anomalies"].append(f"cache accounting seed {seed}: sequential + fixed-N generated {out['images'][1]} images, "

@@ -17,7 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from t2i_fairness.errors import GateOutcome
 from t2i_fairness.gating.sequential import REASONS, decide_look, futility_levels, spending_shares
 
 __all__ = ["GROUP_PARAMETERS", "GateCallSpec", "Rounds"]
@@ -118,8 +117,8 @@ class Rounds:
                 bound = self.bounds[spec.gate]
                 try:
                     ind = self.raw(at, spec.method, self._kwargs(spec))
-                except (Exception, GateOutcome):  # noqa: BLE001  (not computable at this look, or a skip or fail
-                    # raised there: the test at N says what is wrong, as without rounds)
+                except Exception:  # noqa: BLE001  (not computable at this look: the test at N says what is wrong,
+                    # as without rounds; indicator methods raise no gate outcome, only gate() does)
                     continue
                 d = decide_look(ind, bound.value, bound.direction, level=self.level, share=float(shares[k]),
                                 beta=betas[k], prior=prior.get(key))
