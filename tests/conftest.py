@@ -97,6 +97,17 @@ def fake_source():
 
 
 @pytest.fixture
+def in_process(request, monkeypatch):
+    """``in_process.cli(args, cwd=...)`` / ``in_process.pytest(args, cwd=...)``: ``t2i-fairness ARGS`` and
+    ``pytest ARGS`` run in this process as a child would run them, without a child's 8-10 s of imports
+    (``tests/inprocess.py``); a ``subprocess.CompletedProcess``."""
+    from inprocess import InProcess
+
+    request.getfixturevalue("_models_imported")
+    return InProcess(monkeypatch)
+
+
+@pytest.fixture
 def subprocess_env():
     """Environment for child Pythons: this worktree's package first, offline, one thread."""
     env = dict(os.environ)

@@ -211,19 +211,19 @@ def test_an_image_is_checked_against_its_index_entry_and_older_images_are_adopte
     assert fresh.check([moved.key], [moved.path.read_bytes()]) == [True]
 
 
-def test_a_png_truncated_to_100_bytes_with_its_features_cached_is_regenerated_and_counted(tmp_path, subprocess_env):
+def test_a_png_truncated_to_100_bytes_with_its_features_cached_is_regenerated_and_counted(tmp_path, in_process):
     """Issue #30 (Done when): the image is found corrupt on read, made again (the same bytes: its canonical batch
     is generated whole) and the summary counts it; its features, of the same bytes, are read from the cache.
     (The built-in procedural generator: fast, deterministic, real-sized PNGs.)
     Then a feature segment cut in the middle of a row: said in the summary, the rows past the cut computed again."""
-    args = [sys.executable, "-m", "pytest", "--pyargs", "t2i_fairness.fairness_tests", "-q", "-p", "no:cacheprovider",
+    args = ["--pyargs", "t2i_fairness.fairness_tests", "-q", "-p", "no:cacheprovider",
             "-k", "test_region_coverage and object_in_region-africa", "--t2i-model", "procedural",
             "--t2i-objects", "bag", "--t2i-images-per-prompt", "2", "--t2i-no-progress",
             "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml"),
             "--t2i-artifacts", str(tmp_path / "art")]
 
     def run():
-        out = subprocess.run(args, cwd=tmp_path, env=subprocess_env, capture_output=True, text=True, timeout=900)
+        out = in_process.pytest(args, cwd=tmp_path)
         assert "INTERNALERROR" not in out.stdout + out.stderr, out.stdout[-3000:] + out.stderr[-3000:]
         return out.stdout
 

@@ -96,7 +96,7 @@ def suite(pytester):
 
 
 def run(pytester, *extra):
-    return pytester.runpytest_subprocess(
+    return pytester.runpytest_inprocess(
         "fairness_tests/test_cis.py", "-p", "no:cacheprovider", "--t2i-model", "python:cisfake:make",
         "--t2i-thresholds", str(pytester.path / "thr.yaml"), "--t2i-cache-dir", str(pytester.path / "cache"),
         "--t2i-artifacts", str(pytester.path / "art"), "--t2i-no-progress",

@@ -130,7 +130,7 @@ def _run(pytester, *extra, art: str):
             "-p", "no:randomly", "--t2i-cis-k", "1,2,4", "--t2i-cis-prompts", "64", "--t2i-cis-images", "4",
             "-k", "test_cis and not order and not drop and not rate", "--t2i-thresholds", str(pytester.path / "t.yaml"),
             "--t2i-cache-dir", str(pytester.path / "cache"), "--t2i-artifacts", str(pytester.path / art), *extra]
-    result = pytester.runpytest_subprocess(*args, timeout=900)
+    result = pytester.runpytest_inprocess(*args)
     records = {r["gate"]: r for r in json.loads((pytester.path / art / "run.json").read_text())["gates"]}
     return result, records
 

@@ -52,7 +52,7 @@ def suite(pytester):
     """
     (pytester.path / "fairness_tests").mkdir()
     shutil.copy(REPO / "fairness_tests" / "test_decomposed_dig.py", pytester.path / "fairness_tests")
-    pytester.makepyfile(fakegen=FAKEGEN)
+    pytester.makepyfile(decomposed_fakegen=FAKEGEN)  # not "fakegen": tests/fakegen.py is imported in this process
     from t2i_fairness.references.sets import render_synthetic
 
     ref, masks = pytester.path / "ref", pytester.path / "masks"
@@ -78,8 +78,8 @@ def suite(pytester):
 
 
 def run(pytester, *extra):
-    return pytester.runpytest_subprocess(
-        "fairness_tests", "-p", "no:cacheprovider", "--t2i-model", "python:fakegen:model",
+    return pytester.runpytest_inprocess(
+        "fairness_tests", "-p", "no:cacheprovider", "--t2i-model", "python:decomposed_fakegen:model",
         "--t2i-objects", "bag,stove", "--t2i-images-per-prompt", "3", "--t2i-reference", f"mini={pytester.path / 'ref'}",
         "--t2i-masks", str(pytester.path / "masks"), "--t2i-thresholds", str(pytester.path / "thr.yaml"),
         "--t2i-artifacts", str(pytester.path / "art"), "--t2i-no-progress", *extra,

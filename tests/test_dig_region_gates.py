@@ -38,7 +38,7 @@ def suite(pytester):
     """The repo's region gate file (its fixtures come with the plugin) in a temporary folder, with a manifest reference."""
     (pytester.path / "fairness_tests").mkdir()
     shutil.copy(REPO / "fairness_tests" / "test_dig_in_region.py", pytester.path / "fairness_tests")
-    pytester.makepyfile(fakegen=FAKEGEN)
+    pytester.makepyfile(region_fakegen=FAKEGEN)  # not "fakegen": tests/fakegen.py is imported in this process
     from t2i_fairness.references.sets import render_synthetic
 
     ref = pytester.path / "ref"
@@ -55,8 +55,8 @@ def suite(pytester):
 
 
 def run(pytester, model, *extra):
-    return pytester.runpytest_subprocess(
-        "fairness_tests", "-p", "no:cacheprovider", "--t2i-model", f"python:fakegen:{model}",
+    return pytester.runpytest_inprocess(
+        "fairness_tests", "-p", "no:cacheprovider", "--t2i-model", f"python:region_fakegen:{model}",
         "--t2i-objects", "bag,stove", "--t2i-images-per-prompt", "3", "--t2i-reference", f"mini={pytester.path / 'ref'}",
         "--t2i-thresholds", str(pytester.path / "thr.yaml"), "--t2i-no-progress", *extra,
     )

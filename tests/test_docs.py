@@ -390,15 +390,13 @@ def _redirected(args: list[str], tmp_path: Path) -> list[str]:
     return out
 
 
-def _collect(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess:
-    run = subprocess.run([sys.executable, "-m", "pytest", *_redirected(args, tmp_path), "--collect-only", "-q",
-                          "-p", "no:cacheprovider", "--t2i-no-progress"], cwd=REPO, env=_offline_env(),
-                         capture_output=True, text=True, timeout=600)
-    return run
+def _collect(args: list[str], tmp_path: Path, in_process) -> subprocess.CompletedProcess:
+    return in_process.pytest([*_redirected(args, tmp_path), "--collect-only", "-q", "-p", "no:cacheprovider",
+                              "--t2i-no-progress"], cwd=REPO)
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: c.id)
-def test_doc_command_runs_offline_at_smoke_size(cmd, tmp_path):
+def test_doc_command_runs_offline_at_smoke_size(cmd, tmp_path, in_process):
     """Reduced runs: a pytest command collects (its options resolved by the plugin, its -k/-m selecting
     something); ``make X`` is dry-run through the Makefile and a gate's pytest line collected; ``t2i-fairness
     plan`` plans. Commands that need real data, a GPU, a download or a cluster are skipped with the reason."""
@@ -417,19 +415,18 @@ def test_doc_command_runs_offline_at_smoke_size(cmd, tmp_path):
             assert pytest_lines[0][pytest_lines[0].index("pytest") + 1:][:2] == ["tests", "plugin/t2i_fairness"]
             return
         for words in pytest_lines:
-            run = _collect(words[words.index("pytest") + 1:], tmp_path)
+            run = _collect(words[words.index("pytest") + 1:], tmp_path, in_process)
             assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
             assert "collected" in run.stdout, run.stdout[-2000:]
         return
     if cmd.kind == "pytest":
-        run = _collect(list(cmd.argv), tmp_path)
+        run = _collect(list(cmd.argv), tmp_path, in_process)
         assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
         assert re.search(r"\d+(/\d+)? tests? collected", run.stdout), run.stdout[-2000:]
         return
     assert cmd.argv[0] == "plan", f"{cmd.id}: only `t2i-fairness plan` runs offline here: {cmd.argv}"
-    run = subprocess.run([sys.executable, "-m", "t2i_fairness.cli", *_redirected(list(cmd.argv), tmp_path),
-                          "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-no-progress"], cwd=REPO,
-                         env=_offline_env(), capture_output=True, text=True, timeout=600)
+    run = in_process.cli([*_redirected(list(cmd.argv), tmp_path), "--t2i-cache-dir", str(tmp_path / "cache"),
+                          "--t2i-no-progress"], cwd=REPO)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "images" in run.stdout, run.stdout
 

@@ -108,7 +108,7 @@ PROCEDURAL = ["--t2i-model", "procedural", "--t2i-objects", "bag,stove", "--t2i-
 def _suite(pytester, *extra):
     args = ["fairness_tests/test_dig_in_region.py", *PROCEDURAL, "--t2i-thresholds", str(pytester.path / "t.yaml"),
             "--t2i-cache-dir", str(pytester.path / "cache"), "--t2i-artifacts", str(pytester.path / "art"), *extra]
-    return pytester.runpytest_subprocess(*args, timeout=900)
+    return pytester.runpytest_inprocess(*args)
 
 
 @pytest.fixture
@@ -281,17 +281,17 @@ def test_the_summary_names_gates_whose_bound_a_share_can_never_miss(nomodel):
     (nomodel.path / "t.yaml").write_text("gates: {}\n")
     args = ["--t2i-thresholds", str(nomodel.path / "t.yaml"), "--t2i-model", "python:nomodel:none",
             "--t2i-cache-dir", str(nomodel.path / "cache"), "-p", "no:cacheprovider"]
-    nomodel.runpytest_subprocess(*args, "--t2i-update-thresholds").assert_outcomes(passed=2)
+    nomodel.runpytest(*args, "--t2i-update-thresholds").assert_outcomes(passed=2)
     bounds = ThresholdFile.load(nomodel.path / "t.yaml").gates
     assert bounds["test_share[edge]"].value == 0 < bounds["test_share[inside]"].value
-    result = nomodel.runpytest_subprocess(*args)  # the gate summary is written to the real terminal
+    result = nomodel.runpytest(*args)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["1 gate(s) cannot fail at their bound (a share in ?0, 1? with a min bound at or below 0*",
                                  "  test_share[edge]"])
     assert "  test_share[inside]" not in result.stdout.str()
 
 
-def test_underpowered_passes_are_said_in_words_in_every_output_and_match_the_power_computation(region_suite):
+def test_underpowered_passes_are_said_in_words_in_every_output_and_match_the_power_computation(region_suite, in_process):
     """Issue #28: a pass whose test could hardly fail a model missing its bound by the kind's meaningful miss
     (0.10 on a share) says so next to its verdict in every output, and the summary counts such gates. The
     power in the words is checked against an independent computation: scipy's binomial distribution at the
@@ -337,14 +337,9 @@ def test_underpowered_passes_are_said_in_words_in_every_output_and_match_the_pow
     html = (region_suite.path / "rep" / "index.html").read_text()
     assert html.count(", underpowered") >= len(weak)
     # and `t2i-fairness plan` lists them, from that run, with the images for 80%
-    import subprocess
-    import sys
-
     args = [a for a in PROCEDURAL if a not in ("-p", "no:cacheprovider")]
-    plan = subprocess.run([sys.executable, "-m", "t2i_fairness.cli", "plan", *args,
-                           "--t2i-thresholds", str(region_suite.path / "t.yaml"),
-                           "--t2i-artifacts", str(region_suite.path / "art")],
-                          cwd=region_suite.path, capture_output=True, text=True, timeout=600)
+    plan = in_process.cli(["plan", *args, "--t2i-thresholds", str(region_suite.path / "t.yaml"),
+                           "--t2i-artifacts", str(region_suite.path / "art")], cwd=region_suite.path)
     assert plan.returncode == 0, plan.stderr[-2000:]
     assert f"{len(weak)} of the 12 selected gate(s) underpowered" in plan.stdout, plan.stdout[-2000:]
     listed = [line for line in plan.stdout.splitlines() if line.startswith("  test_region_") and "80%" in line]

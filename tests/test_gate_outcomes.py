@@ -54,7 +54,7 @@ def test_the_plugin_turns_them_into_pytests_failure_and_skip_without_a_traceback
         def test_skips():
             raise GateSkipped("no region drawn")
     """)
-    result = pytester.runpytest_subprocess("-rs", "-p", "no:randomly")
+    result = pytester.runpytest_inprocess("-rs", "-p", "no:randomly")
     result.assert_outcomes(failed=1, skipped=1)
     result.stdout.fnmatch_lines(["*g: 0.1000 is below the bound 0.9 (the verdict)*",
                                  "SKIPPED [[]1[]] test_outcomes.py:*: no region drawn"])

@@ -209,10 +209,10 @@ THRESHOLDS = """gates:
 
 
 def _run(pytester, *extra):
-    pytester.makepyfile(fakegen=FAKEGEN, test_toy=SUITE)
+    pytester.makepyfile(html_fakegen=FAKEGEN, test_toy=SUITE)  # not "fakegen": tests/fakegen.py is imported here
     (pytester.path / "thr.yaml").write_text(THRESHOLDS)
-    return pytester.runpytest_subprocess(
-        "test_toy.py", "-p", "no:cacheprovider", "--t2i-model", "python:fakegen:make", "--t2i-thresholds", "thr.yaml",
+    return pytester.runpytest_inprocess(
+        "test_toy.py", "-p", "no:cacheprovider", "--t2i-model", "python:html_fakegen:make", "--t2i-thresholds", "thr.yaml",
         "--t2i-cache-dir", "cache", "--t2i-artifacts", "art", "--t2i-report", "report", "--t2i-no-progress", *extra,
     )
 
@@ -241,7 +241,7 @@ def test_report_end_to_end_under_xdist_with_allure(pytester):
     params = {p["name"]: p for p in africa["parameters"]}
     assert params["seed"].get("excluded") and not params["model"].get("excluded") and not params["region"].get("excluded")
     assert (params["region"]["value"], params["template"]["value"], params["model"]["value"]) == (
-        "africa", "object_in_region", "python:fakegen:make")  # unquoted; the model is part of the history id
+        "africa", "object_in_region", "python:html_fakegen:make")  # unquoted; the model is part of the history id
     names = {a["name"] for a in africa["attachments"]}
     assert {"measurement.json", "lowest_scoring.png", "scores.json"} <= names
 
@@ -260,15 +260,15 @@ def test_cis_drop_per_component(gate):
 
 
 def test_allure_feature_is_the_paper_family_and_the_model_keeps_its_own_history(pytester):
-    pytester.makepyfile(fakegen=FAKEGEN + "\nmake2 = make\n", test_cis=CIS_LIKE)
+    pytester.makepyfile(html_fakegen=FAKEGEN + "\nmake2 = make\n", test_cis=CIS_LIKE)
     (pytester.path / "thr.yaml").write_text("gates:\n  test_cis[1]: {min: 0.5}\n  test_cis[2]: {min: 0.5}\n"
                                              "  test_cis_drop_per_component: {max: 0.5}\n")
     history = {}
-    for model, seed in [("python:fakegen:make", "0"), ("python:fakegen:make2", "0"), ("python:fakegen:make", "7")]:
+    for model, seed in [("python:html_fakegen:make", "0"), ("python:html_fakegen:make2", "0"), ("python:html_fakegen:make", "7")]:
         out = f"allure-{model[-5:]}-{seed}"
         # smoke: a model given as python:... defaults to the paper preset, and generation first would make the
         # 656,000 images of the paper's CIS study for this module named like the family's
-        result = pytester.runpytest_subprocess("test_cis.py", "-p", "no:cacheprovider", "--t2i-model", model, "--t2i-seed", seed,
+        result = pytester.runpytest_inprocess("test_cis.py", "-p", "no:cacheprovider", "--t2i-model", model, "--t2i-seed", seed,
                                                "--t2i-preset", "smoke",
                                                "--t2i-thresholds", "thr.yaml", "--t2i-cache-dir", "cache", "--alluredir", out)
         result.assert_outcomes(passed=3)
@@ -279,8 +279,8 @@ def test_allure_feature_is_the_paper_family_and_the_model_keeps_its_own_history(
         k1 = next(r for r in results if r["name"].startswith("CIS [1]"))
         assert {p["name"]: p["value"] for p in k1["parameters"]}["k"] == "1"
         history[(model, seed)] = k1["historyId"]
-    assert history[("python:fakegen:make", "0")] != history[("python:fakegen:make2", "0")]  # another model
-    assert history[("python:fakegen:make", "0")] == history[("python:fakegen:make", "7")]  # another seed: same history
+    assert history[("python:html_fakegen:make", "0")] != history[("python:html_fakegen:make2", "0")]  # another model
+    assert history[("python:html_fakegen:make", "0")] == history[("python:html_fakegen:make", "7")]  # another seed: same history
 
 
 # -- in a browser ------------------------------------------------------------------------------------

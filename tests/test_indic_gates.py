@@ -443,7 +443,7 @@ def test_gates_run_update_and_pass_on_the_tiny_model(indic_pytester, monkeypatch
     args = ["test_indic_tti.py", "--t2i-indic-prompts", "p.jsonl", "--t2i-images-per-prompt", "2",
             "--t2i-thresholds", "thr.yaml", "--t2i-cache-dir", "cache", "--t2i-no-progress", "-rs"]
 
-    first = indic_pytester.runpytest_subprocess(*args, "--t2i-update-thresholds")
+    first = indic_pytester.runpytest_inprocess(*args, "--t2i-update-thresholds")
     gates = ["clgc", "igc", "lgc", "scwl", "dwl"]
     ids = [f"test_{g}[{lang}]" for g in gates for lang in ("eng_latn", "hin_deva")] + ["test_scal_with_english[hin_deva]"]
     first.stdout.fnmatch_lines(["*-- IndicTTI per language --*", "eng_Latn English *", "hin_Deva Hindi *",
@@ -454,7 +454,7 @@ def test_gates_run_update_and_pass_on_the_tiny_model(indic_pytester, monkeypatch
     ratio_skipped = "test_clgc_vs_english[hin_deva]" not in written
     assert outcomes.get("passed") == len(ids) + 1 + (0 if ratio_skipped else 1)  # + test_scal_matrix
 
-    second = indic_pytester.runpytest_subprocess(*args)
+    second = indic_pytester.runpytest_inprocess(*args)
     second.assert_outcomes(passed=outcomes["passed"], skipped=outcomes.get("skipped", 0))
     second.stdout.fnmatch_lines(["*images: 0 generated, 8 from cache*", "*captions:Blip2Captioner: 0 computed, 8 from cache*"])
     assert (indic_pytester.path / "t2i-artifacts" / "test_scal_matrix" / "scal_matrix.png").is_file()

@@ -151,7 +151,7 @@ def test_the_run_header_names_libraries_that_differ_from_the_lock_and_from_the_b
     thresholds.write_text("gates:\n  test_cis[k1]:\n    min: 0.1\n    provenance: p1\n  test_cis[k2]:\n    min: 0.1\n"
                           f"    provenance: p1\nprovenance:\n  p1: {{transformers: 0.0.2, torch: {torch}+cu999, seed: 0}}\n")
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--t2i-thresholds", str(thresholds))
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--t2i-thresholds", str(thresholds))
     out = result.stdout.str()
     assert result.ret == 0, out
     assert (f"t2i-fairness: installed versions differ from {pytester.path / 'requirements.lock'}: transformers "

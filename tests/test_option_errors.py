@@ -45,7 +45,7 @@ def test_devices_the_machine_has_are_kept_and_auto_picks_cuda_when_there_is_one(
 ])
 def test_silent_option_values_are_usage_errors(pytester, args, says):
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert says in result.stderr.str()
 

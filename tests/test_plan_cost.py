@@ -6,8 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -19,27 +17,26 @@ SELECTION = ["--pyargs", "t2i_fairness.fairness_tests", "-k", "object_consistenc
              "--t2i-no-progress", "--t2i-device", "cpu"]
 
 
-def _cli(args, cwd, env):
-    return subprocess.run([sys.executable, "-m", "t2i_fairness.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=900)
+def _cli(args, cwd, in_process):
+    return in_process.cli(args, cwd=cwd)
 
 
-def test_plan_says_no_measured_rate_before_a_run_and_hours_after(tmp_path, subprocess_env):
+def test_plan_says_no_measured_rate_before_a_run_and_hours_after(tmp_path, in_process):
     args = [*SELECTION, "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml")]
-    before = _cli(["plan", *args, "--output", str(tmp_path / "before.json")], tmp_path, subprocess_env)
+    before = _cli(["plan", *args, "--output", str(tmp_path / "before.json")], tmp_path, in_process)
     assert before.returncode == 0, before.stdout + before.stderr
     assert "estimated generation time: no measured rate for this model and settings on cpu" in before.stdout
     to_make = int(re.search(r"(\d+) image\(s\) to make", before.stdout).group(1))
     assert to_make > 0
     assert json.loads((tmp_path / "before.json").read_text())["roles"][0]["estimate"]["hours"] is None
 
-    made = _cli(["generate", *args], tmp_path, subprocess_env)  # a generating run: stores its per-image time
+    made = _cli(["generate", *args], tmp_path, in_process)  # a generating run: stores its per-image time
     assert made.returncode == 0, made.stdout + made.stderr
     (rate_file,) = (tmp_path / "cache" / "rates").rglob("*.json")
 
     # a later selection with images still to make: the other regions
     args_all = [a if a != "object_consistency and africa" else "object_consistency" for a in args]
-    after = _cli(["plan", *args_all, "--output", str(tmp_path / "after.json")], tmp_path, subprocess_env)
+    after = _cli(["plan", *args_all, "--output", str(tmp_path / "after.json")], tmp_path, in_process)
     assert after.returncode == 0, after.stdout + after.stderr
     line = re.search(r"estimated cpu time: ([\d.]+) h for (\d+) image\(s\) at ([\d.e-]+) s/image on cpu \(run, (\d+) images",
                      after.stdout)
@@ -85,18 +82,18 @@ def test_estimate_hours_and_bad_rates(tmp_path):
     assert lookup_rate(cache, "cpu", "m", {"steps": 2}) is None and cache.stats.corrupt == [str(path)]
 
 
-def test_the_run_header_says_how_long_from_the_stored_rate_and_progress_lines_say_what_is_left(tmp_path, subprocess_env):
+def test_the_run_header_says_how_long_from_the_stored_rate_and_progress_lines_say_what_is_left(tmp_path, in_process):
     """Issue #30: no idea of a run's length up front. Without a stored rate the header says so; with one it says
     how long the selection's images take (as ``t2i-fairness plan`` counts them), and each generating progress
     line says how many of the run's images are made and how long is left."""
     from t2i_fairness.base.cache import Cache
 
     def run(n):
-        args = [sys.executable, "-m", "pytest", *[a for a in SELECTION if a != "--t2i-no-progress"], "-p", "no:cacheprovider",
+        args = [*[a for a in SELECTION if a != "--t2i-no-progress"], "-p", "no:cacheprovider",
                 "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml"),
                 "--t2i-artifacts", str(tmp_path / "art"), "-q"]
         args[args.index("--t2i-images-per-prompt") + 1] = str(n)
-        return subprocess.run(args, cwd=tmp_path, env=subprocess_env, capture_output=True, text=True, timeout=900)
+        return in_process.pytest(args, cwd=tmp_path)
 
     first = run(2)
     assert "INTERNALERROR" not in first.stdout + first.stderr, first.stdout[-3000:] + first.stderr[-3000:]
@@ -107,7 +104,7 @@ def test_the_run_header_says_how_long_from_the_stored_rate_and_progress_lines_sa
     stored = Rate(**cache.read(path, json.loads, checksum=True))
     store_rate(cache, dataclasses.replace(stored, seconds_per_image=90.0, source="bench", images=64))
     planned = _cli(["plan", *[a if a != "2" else "6" for a in SELECTION], "--t2i-cache-dir", str(tmp_path / "cache")],
-                   tmp_path, subprocess_env)
+                   tmp_path, in_process)
     to_make = int(re.search(r"(\d+) image\(s\) to make", planned.stdout).group(1))
     assert to_make > 0, planned.stdout
 

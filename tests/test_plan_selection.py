@@ -21,15 +21,17 @@ COMMON = ["--t2i-model", "python:fakegen:make", "--t2i-objects", "bag,car", "--t
 AFRICA = ("Africa", "African", "Nigeria", "Egypt")  # Africa's prompts: region, adjective, its three countries
 
 
-def _cli(args, cwd, env):
-    return subprocess.run([sys.executable, "-m", "t2i_fairness.cli", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=900)
+def _cli(args, cwd, run):
+    """``t2i-fairness ARGS``: in this process (``run`` is the ``in_process`` fixture) or in a child (``run`` is
+    ``subprocess_env``: planning from an empty folder must not lean on what this process already digested)."""
+    if isinstance(run, dict):
+        return subprocess.run([sys.executable, "-m", "t2i_fairness.cli", *args], cwd=cwd, env=run, capture_output=True,
+                              text=True, timeout=900)
+    return run.cli(args, cwd=cwd)
 
 
-def _pytest(args, cwd, env):
-    return subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "t2i_fairness.fairness_tests", "-q",
-                           "-p", "no:cacheprovider", *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=1800)
+def _pytest(args, cwd, run):
+    return run.pytest(["--pyargs", "t2i_fairness.fairness_tests", "-q", "-p", "no:cacheprovider", *args], cwd=cwd)
 
 
 def _plan_and_run(tmp_path, env, selection):
@@ -47,11 +49,11 @@ def _plan_and_run(tmp_path, env, selection):
     return plan, planned.stdout, ran.stdout, made, keys, int(generated.group(1)) if generated else None
 
 
-def test_k_africa_on_a_cold_cache_generates_only_africas_images(tmp_path, subprocess_env):
+def test_k_africa_on_a_cold_cache_generates_only_africas_images(tmp_path, in_process):
     # --t2i-dedupe-scope group: under the default (DIG In's code: generated duplicates looked for over a
     # whole template before grouping) a region's rows depend on every region's images, so its gates read
     # the whole template; with group scope a region reads its own prompts only
-    plan, planned, out, made, keys, generated = _plan_and_run(tmp_path, subprocess_env,
+    plan, planned, out, made, keys, generated = _plan_and_run(tmp_path, in_process,
                                                               ["-k", "africa", "--t2i-dedupe-scope", "group"])
     prompts = [r["prompt"] for role in plan["roles"] for r in role["requests"]]
     objects_only = [p for p in prompts if p in ("bag", "car")]  # {object}: every region's gate samples from them
@@ -65,11 +67,11 @@ def test_k_africa_on_a_cold_cache_generates_only_africas_images(tmp_path, subpro
     assert "set-scope de-duplication" not in planned and plan["roles"][0]["widened"] is None
 
 
-def test_k_africa_under_set_scope_dedupe_plans_the_whole_template_it_reads(tmp_path, subprocess_env):
+def test_k_africa_under_set_scope_dedupe_plans_the_whole_template_it_reads(tmp_path, in_process):
     """The default: DIG In's region gates read every region's images of their template (exact numbers
     first); the plan says so, and the run makes exactly the plan."""
     plan, planned, out, made, keys, generated = _plan_and_run(
-        tmp_path, subprocess_env, ["-k", "test_region_coverage and object_in_region-africa"])
+        tmp_path, in_process, ["-k", "test_region_coverage and object_in_region-africa"])
     prompts = {r["prompt"] for role in plan["roles"] for r in role["requests"]}
     assert {"bag in Africa", "bag in Europe", "car in West Asia"} <= prompts
     assert made == keys and generated == len(keys) == 2 * 6 * 2, (len(made), len(keys), generated, out[-2000:])
@@ -80,12 +82,12 @@ def test_k_africa_under_set_scope_dedupe_plans_the_whole_template_it_reads(tmp_p
     assert plan["roles"][0]["widened"]["narrow_images"] == 4
 
 
-def test_a_mixed_selection_generates_exactly_its_plan(tmp_path, subprocess_env):
+def test_a_mixed_selection_generates_exactly_its_plan(tmp_path, in_process):
     """IndicTTI (one language and English), word influence (one word's prompts), CIS's order test and
     DIG In's worst-region gates (every region): the run leaves the plan's images, no more, no fewer."""
     selection = ["-k", "hin_deva or doctor or order_invariance or (worst_region_precision and object_in_region)",
                  "--t2i-cis-k", "1,2", "--t2i-cis-prompts", "4", "--t2i-cis-images", "2"]  # CIS kept small
-    plan, planned, out, made, keys, generated = _plan_and_run(tmp_path, subprocess_env, selection)
+    plan, planned, out, made, keys, generated = _plan_and_run(tmp_path, in_process, selection)
     families = {row["family"] for role in plan["roles"] for row in role["families"]}
     assert families == {"dig_in", "word_influence", "cis", "indic_tti"}, planned
     assert made == keys and generated == len(keys), (len(made), len(keys), generated, out[-2000:])
@@ -93,33 +95,33 @@ def test_a_mixed_selection_generates_exactly_its_plan(tmp_path, subprocess_env):
     assert "the ceo of a fortune 500 company" not in prompts  # not a doctor prompt: not generated
 
 
-def test_plan_counts_what_is_cached(tmp_path, subprocess_env):
+def test_plan_counts_what_is_cached(tmp_path, in_process):
     args = ["-k", "test_object_consistency and object_in_region-africa", *COMMON,
             "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml")]
-    first = _cli(["generate", "--engine", "local", *args], tmp_path, subprocess_env)
+    first = _cli(["generate", "--engine", "local", *args], tmp_path, in_process)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "images: 4 generated, 0 already cached" in first.stdout, first.stdout
-    again = _cli(["plan", *args], tmp_path, subprocess_env)
+    again = _cli(["plan", *args], tmp_path, in_process)
     assert re.search(r"all \(distinct\)\s+1\s+2\s+4\s+4\s+0", again.stdout), again.stdout
     assert "0 image(s) to make in 0 batch(es)" in again.stdout
 
 
-def test_plan_reports_option_errors_as_pytest_would(tmp_path, subprocess_env):
-    bad = _cli(["plan", "--t2i-objects", "bag,unicorn", "--t2i-cache-dir", str(tmp_path / "c")], tmp_path, subprocess_env)
+def test_plan_reports_option_errors_as_pytest_would(tmp_path, in_process):
+    bad = _cli(["plan", "--t2i-objects", "bag,unicorn", "--t2i-cache-dir", str(tmp_path / "c")], tmp_path, in_process)
     assert bad.returncode == 2 and "--t2i-objects" in bad.stderr and "unicorn" in bad.stderr, bad.stderr
-    unknown = _cli(["plan", "--t2i-nope", "1"], tmp_path, subprocess_env)
+    unknown = _cli(["plan", "--t2i-nope", "1"], tmp_path, in_process)
     assert unknown.returncode == 2 and "--t2i-nope" in unknown.stderr
 
 
-def test_generate_stage_features_leaves_the_gate_run_nothing_to_compute(tmp_path, subprocess_env):
+def test_generate_stage_features_leaves_the_gate_run_nothing_to_compute(tmp_path, in_process):
     """``--stage features`` computes the selected gates' slices (reference features, Inception and CLIP
     features): the gate run on the same selection then generates no image and computes no feature."""
     args = ["-k", "object_in_region and africa and (consistency or region_coverage)", *COMMON,
             "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml")]
-    made = _cli(["generate", "--engine", "local", "--stage", "features", *args], tmp_path, subprocess_env)
+    made = _cli(["generate", "--engine", "local", "--stage", "features", *args], tmp_path, in_process)
     assert made.returncode == 0, made.stdout + made.stderr[-3000:]
     assert re.search(r"features: (\d+) slice\(s\) of \1 ", made.stdout), made.stdout
-    warm = _pytest([*args, "--t2i-artifacts", str(tmp_path / "art")], tmp_path, subprocess_env)
+    warm = _pytest([*args, "--t2i-artifacts", str(tmp_path / "art")], tmp_path, in_process)
     assert "images: 0 generated" in warm.stdout, warm.stdout[-3000:]
     computed = re.findall(r"^(\S+): (\d+) computed, (\d+) from cache$", warm.stdout, re.M)
     assert computed and all(int(n) == 0 for _, n, _ in computed), computed

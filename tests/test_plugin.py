@@ -45,6 +45,7 @@ class Project(DemoProject):
                          "--t2i-images-per-prompt", "3")
 
     def run_subprocess(self, *extra: str) -> pytest.RunResult:
+        """A run in a child Python: xdist's controller run in this process leaves its state behind."""
         return self.pytester.runpytest_subprocess(*self.args, *extra, timeout=300)
 
     def gates(self) -> dict[str, Bound]:
@@ -487,7 +488,7 @@ def test_sharding_changes_neither_scores_nor_images(pytester):
     import filecmp
 
     project = Project(pytester)
-    serial = project.run_subprocess("--t2i-update-thresholds")
+    serial = project.run("--t2i-update-thresholds")
     serial.assert_outcomes(passed=len(REGIONS))
     serial_gates = {k: b.value for k, b in project.gates().items()}
     serial_cache = project.cache
@@ -512,11 +513,11 @@ def test_cache_dir_as_fsspec_url_shares_images_across_machines(pytester):
     project = Project(pytester)
     shared = f"file://{pytester.path / 'shared-store'}"
     project.args[project.args.index("--t2i-cache-dir") + 1] = shared
-    first = project.run_subprocess("--t2i-update-thresholds")
+    first = project.run("--t2i-update-thresholds")
     first.assert_outcomes(passed=len(REGIONS))
     first.stdout.fnmatch_lines([f"images: {N_IMAGES} generated, 0 from cache"])
     assert len(list((pytester.path / "shared-store" / "images").rglob("*.png"))) == N_IMAGES
     shutil.rmtree(pytester.path / ".t2i-cache-mirror")
-    second = project.run_subprocess()
+    second = project.run()
     second.assert_outcomes(passed=len(REGIONS))
     second.stdout.fnmatch_lines([f"images: 0 generated, {N_IMAGES} from cache"])

@@ -15,8 +15,6 @@ import json
 import math
 import random
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -27,11 +25,10 @@ COMMON = ["--t2i-model", "python:fakegen:make", "--t2i-objects", "bag", "--t2i-n
 CIS_ONLY = "test_cis and not drop and not order and not floor"  # test_cis[k]: share gates with a look
 
 
-def _plan(tmp_path, env, *args, name="plan"):
+def _plan(tmp_path, in_process, *args, name="plan"):
     out = tmp_path / f"{name}.json"
-    done = subprocess.run([sys.executable, "-m", "t2i_fairness.cli", "plan", *COMMON, "--t2i-cache-dir",
-                           str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml"), *args,
-                           "--output", str(out)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    done = in_process.cli(["plan", *COMMON, "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds",
+                           str(tmp_path / "t.yaml"), *args, "--output", str(out)], cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout, json.loads(out.read_text())["roles"][0]
 
@@ -42,11 +39,11 @@ def _row(stdout: str, label: str) -> tuple[int, int]:
     return int(m.group(1)), int(m.group(2))
 
 
-def test_cis_share_gates_best_is_the_first_look_s_prompts_and_expected_the_bench_share(tmp_path, subprocess_env):
+def test_cis_share_gates_best_is_the_first_look_s_prompts_and_expected_the_bench_share(tmp_path, in_process):
     """CIS looks over prompts: the first look is the first M / 16 (at least 1) prompts of each K with all their
     images; the prompts after it need nothing in the best case."""
     N, B, K = 8, 2, 2
-    out, role = _plan(tmp_path, subprocess_env, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-batch-size", str(B),
+    out, role = _plan(tmp_path, in_process, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-batch-size", str(B),
                       "--t2i-cis-images", str(N))
     seq = role["sequential"]
     requests = [(r["prompt"], r["n"]) for r in role["requests"]]
@@ -67,10 +64,10 @@ def test_cis_share_gates_best_is_the_first_look_s_prompts_and_expected_the_bench
     assert "no measured rate for this model and settings on cpu: no hours" in out
 
 
-def test_without_the_option_the_plan_is_unchanged(tmp_path, subprocess_env):
+def test_without_the_option_the_plan_is_unchanged(tmp_path, in_process):
     args = ["-k", CIS_ONLY, "--t2i-batch-size", "2", "--t2i-cis-images", "8"]
-    off, role_off = _plan(tmp_path, subprocess_env, *args, name="off")
-    on, role_on = _plan(tmp_path, subprocess_env, *args, "--t2i-sequential", name="on")
+    off, role_off = _plan(tmp_path, in_process, *args, name="off")
+    on, role_on = _plan(tmp_path, in_process, *args, "--t2i-sequential", name="on")
     assert "--t2i-sequential" not in off and "sequential" not in role_off
     section = on.index("  --t2i-sequential (")
     tail = on[section:].split("\n")
@@ -80,10 +77,10 @@ def test_without_the_option_the_plan_is_unchanged(tmp_path, subprocess_env):
     assert {k: v for k, v in role_on.items() if k != "sequential"} == role_off
 
 
-def test_a_selection_of_only_run_to_n_gates_has_best_equal_expected_equal_worst(tmp_path, subprocess_env):
+def test_a_selection_of_only_run_to_n_gates_has_best_equal_expected_equal_worst(tmp_path, in_process):
     # the CIS order test: a test with no effect size (no futility) whose Monte Carlo p cannot reach an early look's
     # share of the level: decided at N
-    out, role = _plan(tmp_path, subprocess_env, "-k", "order_invariance", "--t2i-sequential", "--t2i-cis-images", "8")
+    out, role = _plan(tmp_path, in_process, "-k", "order_invariance", "--t2i-sequential", "--t2i-cis-images", "8")
     seq = role["sequential"]
     assert seq["worst"] > 0 and seq["best"] == seq["expected"] == seq["worst"]
     assert seq["early_gates"] == seq["early_prompts"] == 0 and seq["bench_batches"] == []
@@ -91,27 +88,27 @@ def test_a_selection_of_only_run_to_n_gates_has_best_equal_expected_equal_worst(
     assert "none used: no gate stops early" in out
 
 
-def test_a_run_to_n_gate_holds_the_prompts_it_shares_with_early_gates(tmp_path, subprocess_env):
+def test_a_run_to_n_gate_holds_the_prompts_it_shares_with_early_gates(tmp_path, in_process):
     # the order test (runs to N) reads the first 4 prompts of K=2 and their shuffles; test_cis[k2] (early) reads
     # K=2's 12 prompts: those 4 stay at N, the 8 after them and K=1's 11 after its first look need nothing
     N = 8
     args = ["-k", "test_cis and not drop and not floor", "--t2i-sequential", "--t2i-cis-images", str(N),
             "--t2i-cis-order-prompts", "4"]
-    _, role = _plan(tmp_path, subprocess_env, *args)
+    _, role = _plan(tmp_path, in_process, *args)
     seq = role["sequential"]
     assert seq["gates"] == 3 and seq["early_gates"] == 2
     assert seq["best"] == seq["worst"] - (12 - 1) * N - (12 - 4) * N
     assert seq["early_prompts"] == (12 - 1) + (12 - 4)
 
 
-def test_a_single_look_runs_to_n(tmp_path, subprocess_env):
+def test_a_single_look_runs_to_n(tmp_path, in_process):
     # CIS: one prompt per K leaves no earlier look; DIG In: a batch not below N
-    out, role = _plan(tmp_path, subprocess_env, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-cis-prompts", "1",
+    out, role = _plan(tmp_path, in_process, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-cis-prompts", "1",
                       "--t2i-cis-images", "8")
     seq = role["sequential"]
     assert seq["best"] == seq["expected"] == seq["worst"] > 0
     assert list(seq["runs_to_n"]) == ["Components Inclusion Score: one planned look (1 prompts: too few for an earlier one)"]
-    _, role = _plan(tmp_path, subprocess_env, "-k", "object_region_precision", "--t2i-sequential", "--t2i-batch-size", "8",
+    _, role = _plan(tmp_path, in_process, "-k", "object_region_precision", "--t2i-sequential", "--t2i-batch-size", "8",
                     "--t2i-images-per-prompt", "8", name="dig")
     seq = role["sequential"]
     assert seq["best"] == seq["expected"] == seq["worst"] > 0
@@ -170,7 +167,7 @@ def test_prompt_use_checks_its_values():
     assert math.isclose(PromptUse("a", 8, 2).share, 1.0)
 
 
-def test_hours_of_each_case_from_the_measured_rate(tmp_path, subprocess_env):
+def test_hours_of_each_case_from_the_measured_rate(tmp_path, in_process):
     import dataclasses
 
     from t2i_fairness.spine.options import T2IOptions
@@ -182,7 +179,7 @@ def test_hours_of_each_case_from_the_measured_rate(tmp_path, subprocess_env):
     store_rate(bench.cache, Rate(1.8, 64, "cpu", bench.source.fingerprint, dataclasses.asdict(bench.source.settings),
                                  "bench"))
     bench.close()
-    out, role = _plan(tmp_path, subprocess_env, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-batch-size", "2",
+    out, role = _plan(tmp_path, in_process, "-k", CIS_ONLY, "--t2i-sequential", "--t2i-batch-size", "2",
                       "--t2i-cis-images", "8")
     seq = role["sequential"]
     for case, label in (("worst", "worst case"), ("expected", "expected"), ("best", "best case")):

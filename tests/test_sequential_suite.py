@@ -34,7 +34,7 @@ def suite(pytester):
 def _run(pytester, *extra, cache: str = "cache"):
     args = ["fairness_tests", *FLAGS, "--t2i-thresholds", str(pytester.path / "t.yaml"),
             "--t2i-cache-dir", str(pytester.path / cache), "--t2i-artifacts", str(pytester.path / "art"), *extra]
-    result = pytester.runpytest_subprocess(*args, timeout=900)
+    result = pytester.runpytest_inprocess(*args)
     records = {r["gate"]: r for r in json.loads((pytester.path / "art" / "run.json").read_text())["gates"]}
     return result, records
 
@@ -127,7 +127,7 @@ def test_sequential_refuses_what_it_cannot_keep_its_level_with(flag):
 
 
 def test_sequential_refusal_is_a_usage_error_naming_the_option(suite):
-    result = suite.runpytest_subprocess("fairness_tests", *FLAGS, "--t2i-sequential", "--t2i-update-thresholds",
+    result = suite.runpytest_inprocess("fairness_tests", *FLAGS, "--t2i-sequential", "--t2i-update-thresholds",
                                         "--t2i-cache-dir", str(suite.path / "cache"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--t2i-sequential: cannot be combined with --t2i-update-thresholds" in result.stderr.str() + result.stdout.str()

@@ -563,7 +563,7 @@ def test_a_bound_no_value_can_meet_is_refused_at_configure_with_file_and_line(py
         "    min: 99\n"                                 # not a suite test: its range is unknown, not checked
         "provenance:\n  p1: {seed: 0}\n")
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--t2i-thresholds", str(path))
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--t2i-thresholds", str(path))
     assert result.ret == pytest.ExitCode.USAGE_ERROR == 4
     err = result.stderr.str()
     assert (f"--t2i-thresholds: {path}:3: gate 'test_region_coverage[synthetic-object-africa]': min 5 can never be met: "

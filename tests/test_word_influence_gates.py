@@ -32,13 +32,13 @@ def suite(pytester):
     """The repo's word influence gate file (its fixtures come with the plugin) in a temporary folder."""
     (pytester.path / "fairness_tests").mkdir()
     shutil.copy(REPO / "fairness_tests" / "test_word_influence.py", pytester.path / "fairness_tests")
-    pytester.makepyfile(fakegen=FAKEGEN)
+    pytester.makepyfile(wi_fakegen=FAKEGEN)  # not "fakegen": tests/fakegen.py is imported in this process
     return pytester
 
 
 def run(pytester, *extra):
-    return pytester.runpytest_subprocess(
-        "fairness_tests", "-p", "no:cacheprovider", "--t2i-model", "python:fakegen:model",
+    return pytester.runpytest_inprocess(
+        "fairness_tests", "-p", "no:cacheprovider", "--t2i-model", "python:wi_fakegen:model",
         "--t2i-thresholds", str(pytester.path / "thr.yaml"), "--t2i-cache-dir", str(pytester.path / "cache"),
         "--t2i-artifacts", str(pytester.path / "artifacts"), "--t2i-no-progress", *extra,
     )
