@@ -76,6 +76,13 @@ def _models_imported():
 
 @pytest.fixture(autouse=True)
 def _models_imported_before_in_process_runs(request):
+    if "pytester" in request.fixturenames or "in_process" in request.fixturenames:
+        # this session's own test modules (``test_cis`` of tests/) leave sys.modules while the test runs: an
+        # in-process run of the suite imports its ``test_cis.py`` under the same name ("import file mismatch")
+        monkeypatch = request.getfixturevalue("monkeypatch")
+        for name, module in list(sys.modules.items()):
+            if name.startswith("test_") and "." not in name and Path(getattr(module, "__file__", None) or "/").parent == TESTS:
+                monkeypatch.delitem(sys.modules, name)
     if "pytester" in request.fixturenames:
         request.getfixturevalue("_models_imported")
         # pytester's runs (in process and in a child) leave out hypothesis's pytest plugin: its terminal

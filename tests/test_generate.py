@@ -102,28 +102,32 @@ def test_a_killed_run_resumes_and_makes_only_what_it_had_not_written(project):
     assert len(list((root / "cache" / "images").rglob("*.png"))) == TOTAL
 
 
-def test_a_failing_prompt_names_itself_and_the_finished_images_stay(project):
+def _here(in_process, args: list[str], root: Path, env: dict):
+    """``t2i-fairness`` in this process (``_args`` without its interpreter): no child's imports to pay."""
+    return in_process.cli(args[3:], cwd=root, env=env)
+
+
+def test_a_failing_prompt_names_itself_and_the_finished_images_stay(project, in_process):
     root, env = project
-    done = subprocess.run(_args(root), cwd=root, env=dict(env, SLOWGEN_FAIL="car"), capture_output=True, text=True,
-                          timeout=600)
+    done = _here(in_process, _args(root), root, dict(env, SLOWGEN_FAIL="car"))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "'car in Africa' images 0..1 (candidate): ValueError: the model cannot draw 'car in Africa'" in done.stdout
     assert "'car in Africa' images 2..3" in done.stdout
     assert _generated(done.stdout) == 8 and len(list((root / "cache" / "images").rglob("*.png"))) == 8
-    again = subprocess.run(_args(root), cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    again = _here(in_process, _args(root), root, env)
     assert again.returncode == 0 and "images: 4 generated, 8 already cached" in again.stdout, again.stdout
 
 
-def test_a_model_that_cannot_be_loaded_is_named_once(project):
+def test_a_model_that_cannot_be_loaded_is_named_once(project, in_process):
     root, env = project
     args = _args(root)
     args[args.index("python:slowgen:make")] = "python:slowgen:nope"  # fails when the spec is resolved
-    done = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    done = _here(in_process, args, root, env)
     assert done.returncode == 2 and "python:slowgen:nope" in done.stderr, done.stdout + done.stderr
     # a hub id is resolved to the commit of its cached snapshot before any job (#14): offline and not in the
     # Hugging Face cache, it is named once, up front, with what to do, and nothing is generated
     args[args.index("python:slowgen:nope")] = "nobody/no-such-model"
-    done = subprocess.run(args, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    done = _here(in_process, args, root, env)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.count("'nobody/no-such-model' could not be loaded") == 1, done.stderr
     assert "images:" not in done.stdout, done.stdout
