@@ -75,6 +75,7 @@ bench: $(STAMP)
 	$(PY) bench/bench_gate_kinds.py --quick
 	$(PY) bench/bench_precision.py --images 16
 	$(PY) bench/bench_sequential.py --runs 200
+	$(PY) bench/bench_futility.py --quick
 
 # Rewrite the options table of docs/options.md from the Option records (tests/test_docs.py fails while it is stale).
 .PHONY: docs
