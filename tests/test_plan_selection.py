@@ -9,7 +9,6 @@ image keys, one by one. ``-k africa`` (issue #17: triage is cheap) generates Afr
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
