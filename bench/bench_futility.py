@@ -48,16 +48,10 @@ from t2i_fairness.gating.indicator import Indicator  # noqa: E402
 from t2i_fairness.gating.sequential import (FUTILITY_BETA, FUTILITY_MISS, decide_look, futility_levels,  # noqa: E402
                                             spending_shares)
 from t2i_fairness.metrics.decisions import p_value_interval  # noqa: E402
-from t2i_fairness.metrics.intervals import cluster_mean_interval  # noqa: E402
+from t2i_fairness.metrics.intervals import cluster_mean_interval, share_limit  # noqa: E402
 from t2i_fairness.metrics.sequential import round_sizes  # noqa: E402
 
 PAPER_LEVEL = 0.05 / 1435  # alpha / m: the paper preset's gate tests (Holm's first step)
-
-
-def clopper_upper(hits: int, n: int, conf: float = 0.95) -> float:
-    from scipy import stats
-
-    return 1.0 if hits >= n else float(stats.beta.ppf(conf, hits + 1, n - hits))
 
 
 def one_run(rng, mu: float, sd: float, prompts: int, images: int, looks: list[int], bound: float) -> dict:
@@ -139,7 +133,7 @@ def main(argv=None) -> int:
             for miss in a.misses or (FUTILITY_MISS["share"], 2 * FUTILITY_MISS["share"]):
                 r = measure(mu, sd, miss, prompts=prompts, images=a.images, runs=runs, seed=a.seed)
                 e, n = r["early"], r["runs"]
-                up = clopper_upper(e["KG"], n)
+                up = float(share_limit(e["KG"], n, 0.05, "high"))  # Clopper-Pearson's upper 95% bound
                 if miss == FUTILITY_MISS["share"]:
                     worst = max(worst, up)
                 f = r["fixed_fails"]

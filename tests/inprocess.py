@@ -27,20 +27,18 @@ from typing import Callable, Mapping, Sequence
 #: where third-party modules live: those first imported by a run stay imported after it
 _SITE = tuple(str(Path(p).resolve()) for p in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"],
                                                 sysconfig.get_paths()["stdlib"]})
-_PLUGIN = str((Path(__file__).resolve().parents[1] / "plugin" / "t2i_fairness"))
 #: variables of the parent run that a child started by a test would not see
 _PARENT_ONLY = ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST")
 
 
 def _keep(name: str, module) -> bool:
     """Whether a module first imported during a run stays imported after it."""
-    if name == "t2i_fairness" or (name.startswith("t2i_fairness.") and not name.startswith("t2i_fairness.fairness_tests")):
+    if name.startswith("t2i_fairness.fairness_tests"):
+        return False  # the suite's test modules: each run imports its own
+    if name == "t2i_fairness" or name.startswith("t2i_fairness."):
         return True
     path = getattr(module, "__file__", None)
-    if not path:
-        return True  # builtins, namespace packages
-    path = str(Path(path).resolve())
-    return path.startswith(_SITE) and not path.startswith(_PLUGIN)
+    return not path or str(Path(path).resolve()).startswith(_SITE)  # no file: builtins, namespace packages
 
 
 def run(main: Callable[[list[str]], int | None], argv: Sequence[str], *, cwd: Path, monkeypatch,
@@ -60,7 +58,7 @@ def run(main: Callable[[list[str]], int | None], argv: Sequence[str], *, cwd: Pa
         mp.setenv("HF_HUB_OFFLINE", "1")
         mp.setenv("PYTEST_ADDOPTS", "-p no:hypothesispytest")
         for key, value in (env or {}).items():
-            if key in ("PYTHONPATH",):  # a child's import path: the same entries, put in front here
+            if key == "PYTHONPATH":  # a child's import path: the same entries, put in front here
                 for entry in reversed([e for e in value.split(os.pathsep) if e]):
                     mp.syspath_prepend(entry)
                 continue

@@ -52,7 +52,7 @@ def suite(pytester):
     """
     (pytester.path / "fairness_tests").mkdir()
     shutil.copy(REPO / "fairness_tests" / "test_decomposed_dig.py", pytester.path / "fairness_tests")
-    pytester.makepyfile(decomposed_fakegen=FAKEGEN)  # not "fakegen": tests/fakegen.py is imported in this process
+    pytester.makepyfile(decomposed_fakegen=FAKEGEN)  # not "fakegen": tests/fakegen.py comes first on this process's path
     from t2i_fairness.references.sets import render_synthetic
 
     ref, masks = pytester.path / "ref", pytester.path / "masks"

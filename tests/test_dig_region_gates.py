@@ -38,7 +38,7 @@ def suite(pytester):
     """The repo's region gate file (its fixtures come with the plugin) in a temporary folder, with a manifest reference."""
     (pytester.path / "fairness_tests").mkdir()
     shutil.copy(REPO / "fairness_tests" / "test_dig_in_region.py", pytester.path / "fairness_tests")
-    pytester.makepyfile(region_fakegen=FAKEGEN)  # not "fakegen": tests/fakegen.py is imported in this process
+    pytester.makepyfile(region_fakegen=FAKEGEN)  # not "fakegen": tests/fakegen.py comes first on this process's path
     from t2i_fairness.references.sets import render_synthetic
 
     ref = pytester.path / "ref"

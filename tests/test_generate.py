@@ -55,9 +55,13 @@ def project(tmp_path, subprocess_env):
     return tmp_path, env
 
 
+def _cli_args(root: Path, *extra: str) -> list[str]:
+    return ["generate", "--engine", "local", *SELECTION, "--t2i-cache-dir", str(root / "cache"),
+            "--t2i-thresholds", str(root / "t.yaml"), *extra]
+
+
 def _args(root: Path, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "t2i_fairness.cli", "generate", "--engine", "local", *SELECTION,
-            "--t2i-cache-dir", str(root / "cache"), "--t2i-thresholds", str(root / "t.yaml"), *extra]
+    return [sys.executable, "-m", "t2i_fairness.cli", *_cli_args(root, *extra)]
 
 
 def _made(root: Path) -> list[tuple[str, str]]:
@@ -102,32 +106,27 @@ def test_a_killed_run_resumes_and_makes_only_what_it_had_not_written(project):
     assert len(list((root / "cache" / "images").rglob("*.png"))) == TOTAL
 
 
-def _here(in_process, args: list[str], root: Path, env: dict):
-    """``t2i-fairness`` in this process (``_args`` without its interpreter): no child's imports to pay."""
-    return in_process.cli(args[3:], cwd=root, env=env)
-
-
 def test_a_failing_prompt_names_itself_and_the_finished_images_stay(project, in_process):
     root, env = project
-    done = _here(in_process, _args(root), root, dict(env, SLOWGEN_FAIL="car"))
+    done = in_process.cli(_cli_args(root), cwd=root, env=dict(env, SLOWGEN_FAIL="car"))
     assert done.returncode == 1, done.stdout + done.stderr
     assert "'car in Africa' images 0..1 (candidate): ValueError: the model cannot draw 'car in Africa'" in done.stdout
     assert "'car in Africa' images 2..3" in done.stdout
     assert _generated(done.stdout) == 8 and len(list((root / "cache" / "images").rglob("*.png"))) == 8
-    again = _here(in_process, _args(root), root, env)
+    again = in_process.cli(_cli_args(root), cwd=root, env=env)
     assert again.returncode == 0 and "images: 4 generated, 8 already cached" in again.stdout, again.stdout
 
 
 def test_a_model_that_cannot_be_loaded_is_named_once(project, in_process):
     root, env = project
-    args = _args(root)
+    args = _cli_args(root)
     args[args.index("python:slowgen:make")] = "python:slowgen:nope"  # fails when the spec is resolved
-    done = _here(in_process, args, root, env)
+    done = in_process.cli(args, cwd=root, env=env)
     assert done.returncode == 2 and "python:slowgen:nope" in done.stderr, done.stdout + done.stderr
     # a hub id is resolved to the commit of its cached snapshot before any job (#14): offline and not in the
     # Hugging Face cache, it is named once, up front, with what to do, and nothing is generated
     args[args.index("python:slowgen:nope")] = "nobody/no-such-model"
-    done = _here(in_process, args, root, env)
+    done = in_process.cli(args, cwd=root, env=env)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.count("'nobody/no-such-model' could not be loaded") == 1, done.stderr
     assert "images:" not in done.stdout, done.stdout

@@ -209,7 +209,7 @@ THRESHOLDS = """gates:
 
 
 def _run(pytester, *extra):
-    pytester.makepyfile(html_fakegen=FAKEGEN, test_toy=SUITE)  # not "fakegen": tests/fakegen.py is imported here
+    pytester.makepyfile(html_fakegen=FAKEGEN, test_toy=SUITE)  # not "fakegen": tests/fakegen.py comes first on the path
     (pytester.path / "thr.yaml").write_text(THRESHOLDS)
     return pytester.runpytest_inprocess(
         "test_toy.py", "-p", "no:cacheprovider", "--t2i-model", "python:html_fakegen:make", "--t2i-thresholds", "thr.yaml",

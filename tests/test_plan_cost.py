@@ -17,26 +17,22 @@ SELECTION = ["--pyargs", "t2i_fairness.fairness_tests", "-k", "object_consistenc
              "--t2i-no-progress", "--t2i-device", "cpu"]
 
 
-def _cli(args, cwd, in_process):
-    return in_process.cli(args, cwd=cwd)
-
-
 def test_plan_says_no_measured_rate_before_a_run_and_hours_after(tmp_path, in_process):
     args = [*SELECTION, "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml")]
-    before = _cli(["plan", *args, "--output", str(tmp_path / "before.json")], tmp_path, in_process)
+    before = in_process.cli(["plan", *args, "--output", str(tmp_path / "before.json")], cwd=tmp_path)
     assert before.returncode == 0, before.stdout + before.stderr
     assert "estimated generation time: no measured rate for this model and settings on cpu" in before.stdout
     to_make = int(re.search(r"(\d+) image\(s\) to make", before.stdout).group(1))
     assert to_make > 0
     assert json.loads((tmp_path / "before.json").read_text())["roles"][0]["estimate"]["hours"] is None
 
-    made = _cli(["generate", *args], tmp_path, in_process)  # a generating run: stores its per-image time
+    made = in_process.cli(["generate", *args], cwd=tmp_path)  # a generating run: stores its per-image time
     assert made.returncode == 0, made.stdout + made.stderr
     (rate_file,) = (tmp_path / "cache" / "rates").rglob("*.json")
 
     # a later selection with images still to make: the other regions
     args_all = [a if a != "object_consistency and africa" else "object_consistency" for a in args]
-    after = _cli(["plan", *args_all, "--output", str(tmp_path / "after.json")], tmp_path, in_process)
+    after = in_process.cli(["plan", *args_all, "--output", str(tmp_path / "after.json")], cwd=tmp_path)
     assert after.returncode == 0, after.stdout + after.stderr
     line = re.search(r"estimated cpu time: ([\d.]+) h for (\d+) image\(s\) at ([\d.e-]+) s/image on cpu \(run, (\d+) images",
                      after.stdout)
@@ -103,8 +99,8 @@ def test_the_run_header_says_how_long_from_the_stored_rate_and_progress_lines_sa
     (path,) = (tmp_path / "cache" / "rates").rglob("*.json")
     stored = Rate(**cache.read(path, json.loads, checksum=True))
     store_rate(cache, dataclasses.replace(stored, seconds_per_image=90.0, source="bench", images=64))
-    planned = _cli(["plan", *[a if a != "2" else "6" for a in SELECTION], "--t2i-cache-dir", str(tmp_path / "cache")],
-                   tmp_path, in_process)
+    planned = in_process.cli(["plan", *[a if a != "2" else "6" for a in SELECTION], "--t2i-cache-dir",
+                              str(tmp_path / "cache")], cwd=tmp_path)
     to_make = int(re.search(r"(\d+) image\(s\) to make", planned.stdout).group(1))
     assert to_make > 0, planned.stdout
 

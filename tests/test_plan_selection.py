@@ -20,27 +20,18 @@ COMMON = ["--t2i-model", "python:fakegen:make", "--t2i-objects", "bag,car", "--t
 AFRICA = ("Africa", "African", "Nigeria", "Egypt")  # Africa's prompts: region, adjective, its three countries
 
 
-def _cli(args, cwd, run):
-    """``t2i-fairness ARGS``: in this process (``run`` is the ``in_process`` fixture) or in a child (``run`` is
-    ``subprocess_env``: planning from an empty folder must not lean on what this process already digested)."""
-    if isinstance(run, dict):
-        return subprocess.run([sys.executable, "-m", "t2i_fairness.cli", *args], cwd=cwd, env=run, capture_output=True,
-                              text=True, timeout=900)
-    return run.cli(args, cwd=cwd)
+def _pytest(args, cwd, in_process):
+    return in_process.pytest(["--pyargs", "t2i_fairness.fairness_tests", "-q", "-p", "no:cacheprovider", *args], cwd=cwd)
 
 
-def _pytest(args, cwd, run):
-    return run.pytest(["--pyargs", "t2i_fairness.fairness_tests", "-q", "-p", "no:cacheprovider", *args], cwd=cwd)
-
-
-def _plan_and_run(tmp_path, env, selection):
+def _plan_and_run(tmp_path, in_process, selection):
     args = [*selection, *COMMON, "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml"),
             "--t2i-artifacts", str(tmp_path / "art")]
-    planned = _cli(["plan", *args, "--output", str(tmp_path / "plan.json")], tmp_path, env)
+    planned = in_process.cli(["plan", *args, "--output", str(tmp_path / "plan.json")], cwd=tmp_path)
     assert planned.returncode == 0, planned.stdout + planned.stderr
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert not (tmp_path / "cache" / "images").exists()  # planning generates nothing
-    ran = _pytest(args, tmp_path, env)
+    ran = _pytest(args, tmp_path, in_process)
     assert "INTERNALERROR" not in ran.stdout + ran.stderr, ran.stdout[-3000:] + ran.stderr[-3000:]
     made = {p.stem for p in (tmp_path / "cache" / "images").rglob("*.png")}
     keys = {k for role in plan["roles"] for r in role["requests"] for k in r["keys"]}
@@ -97,18 +88,18 @@ def test_a_mixed_selection_generates_exactly_its_plan(tmp_path, in_process):
 def test_plan_counts_what_is_cached(tmp_path, in_process):
     args = ["-k", "test_object_consistency and object_in_region-africa", *COMMON,
             "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml")]
-    first = _cli(["generate", "--engine", "local", *args], tmp_path, in_process)
+    first = in_process.cli(["generate", "--engine", "local", *args], cwd=tmp_path)
     assert first.returncode == 0, first.stdout + first.stderr
     assert "images: 4 generated, 0 already cached" in first.stdout, first.stdout
-    again = _cli(["plan", *args], tmp_path, in_process)
+    again = in_process.cli(["plan", *args], cwd=tmp_path)
     assert re.search(r"all \(distinct\)\s+1\s+2\s+4\s+4\s+0", again.stdout), again.stdout
     assert "0 image(s) to make in 0 batch(es)" in again.stdout
 
 
 def test_plan_reports_option_errors_as_pytest_would(tmp_path, in_process):
-    bad = _cli(["plan", "--t2i-objects", "bag,unicorn", "--t2i-cache-dir", str(tmp_path / "c")], tmp_path, in_process)
+    bad = in_process.cli(["plan", "--t2i-objects", "bag,unicorn", "--t2i-cache-dir", str(tmp_path / "c")], cwd=tmp_path)
     assert bad.returncode == 2 and "--t2i-objects" in bad.stderr and "unicorn" in bad.stderr, bad.stderr
-    unknown = _cli(["plan", "--t2i-nope", "1"], tmp_path, in_process)
+    unknown = in_process.cli(["plan", "--t2i-nope", "1"], cwd=tmp_path)
     assert unknown.returncode == 2 and "--t2i-nope" in unknown.stderr
 
 
@@ -117,7 +108,7 @@ def test_generate_stage_features_leaves_the_gate_run_nothing_to_compute(tmp_path
     features): the gate run on the same selection then generates no image and computes no feature."""
     args = ["-k", "object_in_region and africa and (consistency or region_coverage)", *COMMON,
             "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml")]
-    made = _cli(["generate", "--engine", "local", "--stage", "features", *args], tmp_path, in_process)
+    made = in_process.cli(["generate", "--engine", "local", "--stage", "features", *args], cwd=tmp_path)
     assert made.returncode == 0, made.stdout + made.stderr[-3000:]
     assert re.search(r"features: (\d+) slice\(s\) of \1 ", made.stdout), made.stdout
     warm = _pytest([*args, "--t2i-artifacts", str(tmp_path / "art")], tmp_path, in_process)
@@ -130,7 +121,10 @@ def test_plan_in_an_empty_folder_creates_nothing(tmp_path, subprocess_env):
     """Planning only looks: no cache folder (not even its identity index), no artifacts, no thresholds."""
     work = tmp_path / "empty"
     work.mkdir()
-    planned = _cli(["plan", "-k", "test_object_consistency and object_in_region-africa", *COMMON], work, subprocess_env)
+    # in a child: planning from an empty folder must not lean on what this process already digested
+    planned = subprocess.run([sys.executable, "-m", "t2i_fairness.cli", "plan", "-k",
+                              "test_object_consistency and object_in_region-africa", *COMMON], cwd=work,
+                             env=subprocess_env, capture_output=True, text=True, timeout=900)
     assert planned.returncode == 0, planned.stdout + planned.stderr
     assert "image(s) to make" in planned.stdout, planned.stdout
     assert sorted(p.relative_to(work).as_posix() for p in work.rglob("*")) == []

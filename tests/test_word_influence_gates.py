@@ -32,7 +32,7 @@ def suite(pytester):
     """The repo's word influence gate file (its fixtures come with the plugin) in a temporary folder."""
     (pytester.path / "fairness_tests").mkdir()
     shutil.copy(REPO / "fairness_tests" / "test_word_influence.py", pytester.path / "fairness_tests")
-    pytester.makepyfile(wi_fakegen=FAKEGEN)  # not "fakegen": tests/fakegen.py is imported in this process
+    pytester.makepyfile(wi_fakegen=FAKEGEN)  # not "fakegen": tests/fakegen.py comes first on this process's path
     return pytester
 
 
