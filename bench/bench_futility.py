@@ -24,8 +24,15 @@ power the futility stops cost: the share of runs the fixed-N gate fails at ``a =
 preset's level) that were passed early (a model missing by 0.10, the kinds' meaningful miss). Every interval,
 limit and p-value is the product's own code.
 
+**What the rule saves** (``--written``): a model that did not regress, against the bound the update flow writes
+(``gating.verdicts.bound_for`` at 0.99, as ``--t2i-update-thresholds`` does) from one reference run of the same
+model at another seed: the share of its prompts each rule used (a look's prefix, or all ``M`` when it ran to
+``N``), the runs passed early, and the runs failed at any look (false alarms: the model meets its population
+value, which lies above the bound).
+
 ``python bench/bench_futility.py`` (paper size: M = 10,000, J = 16); ``--quick`` (M = 2,000, J = 16, 200
-runs); ``--prompts 256 --images 4`` a small study, where few prompts make Korn and Graubard's limit weakest.
+runs); ``--prompts 256 --images 4`` a small study, where few prompts make Korn and Graubard's limit weakest;
+``--written`` the null model's savings.
 """
 
 from __future__ import annotations
@@ -105,6 +112,59 @@ def measure(mu: float, sd: float, miss: float, *, prompts: int, images: int, run
     return out
 
 
+def written_bound(mu: float, sd: float, *, prompts: int, images: int, seed: int) -> float:
+    """The bound ``--t2i-update-thresholds`` writes for a CIS_K gate from one run of ``prompts`` x ``images`` of the
+    model (``gating.verdicts.bound_for`` at 0.99 on the product's cluster interval), drawn at its own seed."""
+    from t2i_fairness.gating.verdicts import Measurement, bound_for
+
+    rng = np.random.default_rng([seed, 1000, round(mu * 100), round(sd * 100)])
+    a, b = _beta(mu, sd)
+    rates = rng.beta(a, b, prompts)
+    values = (rng.random((prompts, images)) < rates[:, None]).astype(np.float64)
+    iv = cluster_mean_interval(values.ravel(), np.repeat(np.arange(prompts), images))
+    bound, _, problem = bound_for(Measurement("cis", iv.estimate, n=values.size, uncertainty=iv), "min", 0.99)
+    if problem:
+        raise RuntimeError(f"no bound written for K's mean {mu}, sd {sd}: {problem}")
+    return float(bound)
+
+
+def measure_written(mu: float, sd: float, *, prompts: int, images: int, runs: int, seed: int) -> dict:
+    """A null model (population mean ``mu``) against the bound written at another seed: per rule, the runs passed
+    early, the mean share of the ``M`` prompts used, and the runs failed (at a look or at ``N``)."""
+    looks = round_sizes(prompts, 1)
+    bound = written_bound(mu, sd, prompts=prompts, images=images, seed=seed)
+    rng = np.random.default_rng([seed, round(mu * 100), round(sd * 100), 7])
+    out = {"mu": mu, "sd": sd, "bound": bound, "runs": runs, "looks": looks, "early": {"law-free": 0, "KG": 0},
+           "used": {"law-free": 0.0, "KG": 0.0}, "fixed_fails": 0}
+    for _ in range(runs):
+        r = one_run(rng, mu, sd, prompts, images, looks, bound)
+        out["fixed_fails"] += r["fails_at_n"]
+        for rule, k in r["early"].items():
+            out["early"][rule] += k is not None
+            out["used"][rule] += (looks[k] if k is not None else prompts) / prompts / runs
+    return out
+
+
+def main_written(a, prompts: int, runs: int) -> int:
+    looks = round_sizes(prompts, 1)
+    print(f"# bench_futility --written: M = {prompts} prompts x J = {a.images} images, looks {looks}, a null model "
+          f"against the bound the update flow writes at another seed; {runs} runs per row")
+    print("| K (mu) | sd | bound | prompts used, law-free (main) | KG alone | passed early, law-free | KG alone | "
+          "failed (fixed N) |")
+    print("|---|---|---|---|---|---|---|---|")
+    t0 = time.perf_counter()
+    used = []
+    for k in a.ks:
+        for sd in a.sd:
+            r = measure_written(CIS_MEANS[k], sd, prompts=prompts, images=a.images, runs=runs, seed=a.seed)
+            used.append(r["used"]["law-free"])
+            print(f"| {k} ({r['mu']}) | {sd} | {r['bound']:.4f} | {r['used']['law-free']:.1%} | {r['used']['KG']:.1%} | "
+                  f"{r['early']['law-free']}/{runs} | {r['early']['KG']}/{runs} | {r['fixed_fails']}/{runs} |", flush=True)
+    print(f"# law-free (main): prompts used {min(used):.1%} to {max(used):.1%} of N over the rows; "
+          f"{time.perf_counter() - t0:.0f} s")
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="M = 2,000 prompts, 200 runs per row (about 3 minutes)")
@@ -115,10 +175,14 @@ def main(argv=None) -> int:
     ap.add_argument("--ks", type=int, nargs="+", default=list(CIS_MEANS), help="the Ks (CIS_K means) to run")
     ap.add_argument("--misses", type=float, nargs="+", default=None,
                     help="misses of the bound to run (default: delta and 2 delta)")
+    ap.add_argument("--written", action="store_true",
+                    help="a null model against the bound the update flow writes at another seed: the images it saves")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
     prompts = a.prompts or (2000 if a.quick else 10000)
     runs = a.runs or (200 if a.quick else 2000)
+    if a.written:
+        return main_written(a, prompts, runs)
     looks = round_sizes(prompts, 1)
     print(f"# bench_futility: M = {prompts} prompts x J = {a.images} images, looks {looks}, beta_k "
           f"{futility_levels(len(looks))[0]:.5f} (sum {FUTILITY_BETA}), delta {FUTILITY_MISS['share']}, {runs} runs per row")

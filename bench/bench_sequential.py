@@ -402,8 +402,9 @@ def run_once(size: Size, cis_world: CisWorld, dig_world: DigWorld, dig_kwargs: d
 
 
 def cis_usage(log: Log, size: Size, gates: list[Gate], data) -> dict:
-    """CIS images of the sequential run and per gate: prompts per K as the round loop asked for them (the order
-    test, not simulated, holds the first ``order_prompts`` K = 8 prompts and its shuffled prompts at N)."""
+    """CIS images of the sequential run and per gate kind: prompts per K as the round loop asked for them (the order
+    test, not simulated, holds the first ``order_prompts`` K = 8 prompts and its shuffled prompts at N); the rate
+    floor's, after a look cleared components, only the prompts naming one still open (as the product reads them)."""
     per_gate = {g.key: {} for g in gates}
     for key, n, reads, *_ in log.entries:
         for k, m in reads.items():
@@ -415,27 +416,31 @@ def cis_usage(log: Log, size: Size, gates: list[Gate], data) -> dict:
     order = size.order_prompts * CIS_N
     kinds = {"share": [0, 0], "spread": [0, 0], "worst": [0, 0], "test": [order + size.order_prompts * CIS_N] * 2}
     kind_of = {"cis": "share", "cis_drop_per_component": "spread", "cis_component_rate_floor": "worst"}
-    for g in gates:
-        u = per_gate[g.key]
-        kinds[kind_of[g.method]][0] += sum(u.values()) * CIS_N
-        kinds[kind_of[g.method]][1] += len(u) * size.cis_prompts * CIS_N
-    # what the floor would need if its later looks took only the prompts naming an open component (each
-    # component's prompts stay a prefix of its own): every other gate's prefix, then those prompts
+    # the floor's prompts: at a look told what earlier looks cleared (cleared=), the product's study reads only the
+    # prompts naming a counted component not yet cleared (CisStudy.component_rates); the other gates read prefixes
     floor = [(n, cleared) for key, n, _, _, cleared in log.entries if key[0] == "cis_component_rate_floor"]
-    open_images = order
+    images = order
     for k in CIS_KS:
         rest = max([u.get(k, 0) for key, u in per_gate.items() if key[0] != "cis_component_rate_floor"]
                    + ([size.order_prompts] if k == 8 else [0]))
         idx = np.arange(size.cis_prompts)
-        need = idx < rest
+        mine = np.zeros(size.cis_prompts, bool)
         if k in data.mention_comp:
             for n, cleared in floor:
                 if cleared is None:
-                    need |= idx < n
+                    mine |= idx < n
                 else:  # a prompt naming a component not yet cleared
                     ids = np.array([int(g[1:]) for g in cleared], dtype=int)
-                    need |= (idx < n) & (~np.isin(data.comps[k], ids)).any(axis=1)
-        open_images += int(need.sum()) * CIS_N
+                    mine |= (idx < n) & (~np.isin(data.comps[k], ids)).any(axis=1)
+            kinds["worst"][0] += int(mine.sum()) * CIS_N
+            kinds["worst"][1] += size.cis_prompts * CIS_N
+        images += int(((idx < rest) | mine).sum()) * CIS_N
+    for g in gates:
+        if g.method == "cis_component_rate_floor":
+            continue
+        u = per_gate[g.key]
+        kinds[kind_of[g.method]][0] += sum(u.values()) * CIS_N
+        kinds[kind_of[g.method]][1] += len(u) * size.cis_prompts * CIS_N
     # components the floor gates at N that were named by fewer than 2 prompts at its first look: a floor that went on
     # with its first look's open groups never judged them; told what it cleared (cleared=), it judges every one
     first = min((n for n, _ in floor), default=size.cis_prompts)
@@ -443,8 +448,8 @@ def cis_usage(log: Log, size: Size, gates: list[Gate], data) -> dict:
     counts = {n: sum(np.bincount(data.mention_comp[k][: n * k], minlength=data.world.components) for k in data.mention_comp)
               for n in (first, size.cis_prompts)}
     unjudged = int(((counts[size.cis_prompts] >= 2) & (counts[first] < 2)).sum()) if went_on else 0
-    return {"images": sum(n_k.values()) * CIS_N + order, "planned": len(CIS_KS) * size.cis_prompts * CIS_N + order,
-            "holders": holders, "kinds": kinds, "open_images": open_images, "unjudged": unjudged}
+    return {"images": images, "planned": len(CIS_KS) * size.cis_prompts * CIS_N + order,
+            "holders": holders, "kinds": kinds, "unjudged": unjudged}
 
 
 DIG_KIND = {"region_precision": "share", "object_region_precision": "share", "region_coverage": "coverage",
@@ -485,7 +490,7 @@ def dig_usage(log: Log, world: DigWorld, gates: list[Gate]) -> dict:
 
 def new_tally() -> dict:
     return {"runs": 0, "false": [0, 0], "caught": [0, 0], "planted": {g: [0, 0, 0] for g in PLANTED},
-            "differ": {"slice": 0, "aggregate": 0, "other": 0}, "images": {"cis": [0, 0], "cis_open": [0, 0], "dig": [0, 0], "dig_group": [0, 0]}, "unjudged": 0,
+            "differ": {"slice": 0, "aggregate": 0, "other": 0}, "images": {"cis": [0, 0], "dig": [0, 0], "dig_group": [0, 0]}, "unjudged": 0,
             "values": {g: 0.0 for g in PLANTED},
             "kinds": {}, "holders": {"cis": {}, "dig": {}}, "flips": []}
 
@@ -511,8 +516,6 @@ def tally(t: dict, scenario: str, r: dict, run: int) -> None:
                                   f"{r['seq_status'][g]}")
     t["images"]["cis"][0] += r["cis"]["images"]
     t["images"]["cis"][1] += r["cis"]["planned"]
-    t["images"]["cis_open"][0] += r["cis"]["open_images"]
-    t["images"]["cis_open"][1] += r["cis"]["planned"]
     t["unjudged"] += r["cis"]["unjudged"]
     for g in PLANTED:
         t["values"][g] += r["values"][g]
@@ -538,8 +541,7 @@ def share(pair) -> float:
 
 def paper_share(t: dict, cis: str = "cis", dig: str = "dig") -> float:
     """Images of the sequential run as a share of fixed N over the paper preset's family rows (the families not
-    simulated at N). ``cis``/``dig``: which count (``cis_open``: the floor going on with its open components'
-    prompts only; ``dig_group``: DIG In de-duplicated per group)."""
+    simulated at N). ``cis``/``dig``: which count (``dig_group``: DIG In de-duplicated per group)."""
     used = (PAPER_MIX["cis"] * share(t["images"][cis]) + PAPER_MIX["dig_in"] * share(t["images"][dig])
             + sum(v for k, v in PAPER_MIX.items() if k not in ("cis", "dig_in")))
     return used / sum(PAPER_MIX.values())
@@ -588,6 +590,7 @@ def simulate(size: Size, sds, scenarios, runs: int, batches, *, seed: int = 0, p
                     tally(tallies[b], sc, r[b], i)
             for b in batches:
                 rows.append({"scenario": sc, "sd": sd, "batch": b, "bounds": which, "propose": propose,
+                             "n": {"cis": size.cis_prompts, "dig_in": DIG_N},
                              "targets": {g: bounds[which][g].value for g in PLANTED}, **tallies[b]})
             log(f"# sd {sd} {sc}: {n_runs} runs, {time.perf_counter() - t0:.0f} s")
     return rows
@@ -601,17 +604,17 @@ def _label(r: dict) -> str:
 
 
 def table(rows: list[dict]) -> list[str]:
-    out = ["| scenario (bounds) | sd | batch | runs | CIS images | DIG In images | paper mix | CIS, floor on open "
-           "components' prompts | DIG In, group scope | paper mix, both | FWER fixed N | FWER sequential | slice "
+    out = ["| scenario (bounds) | sd | batch | runs | CIS images | DIG In images | paper mix | "
+           "DIG In, group scope | paper mix, group scope | FWER fixed N | FWER sequential | slice "
            "caught fixed / sequential | verdicts that differ (slice / aggregate / other) | floor components unjudged "
            "per run |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         n = r["runs"]
         planted = r["scenario"] not in ("null", "population", "borderline")
         out.append(f"| {_label(r)} | {r['sd']:g} | {r['batch']} | {n} | {share(r['images']['cis']):.1%} | "
-                   f"{share(r['images']['dig']):.1%} | {paper_share(r):.1%} | {share(r['images']['cis_open']):.1%} | "
-                   f"{share(r['images']['dig_group']):.1%} | {paper_share(r, 'cis_open', 'dig_group'):.1%} | "
+                   f"{share(r['images']['dig']):.1%} | {paper_share(r):.1%} | "
+                   f"{share(r['images']['dig_group']):.1%} | {paper_share(r, 'cis', 'dig_group'):.1%} | "
                    f"{cp(r['false'][0], n)} | {cp(r['false'][1], n)} | "
                    + (f"{r['caught'][0]}/{n} / {r['caught'][1]}/{n}" if planted else "-") + " | "
                    + " / ".join(str(r["differ"][k]) for k in ("slice", "aggregate", "other"))
@@ -655,15 +658,17 @@ def holder_lines(rows: list[dict]) -> list[str]:
 
 
 def null_shares(rows: list[dict]) -> dict:
-    """``gating.sequential.NULL_SHARES`` from the null rows: per (family, kind) and batch the larger share over
-    the sds (the conservative figure), rounded up to the percent."""
+    """``gating.sequential.NULL_SHARES`` from the null rows: per (family, kind) and ``(N, batch)`` (``N``: the
+    family's in its look unit, CIS prompts per K or DIG In images per prompt) the larger share over the sds (the
+    conservative figure), rounded up to the percent."""
     out: dict = {}
     for r in rows:
         if r["scenario"] != "null" or r.get("propose"):
             continue
         for key, pair in r["kinds"].items():
             v = math.ceil(100 * share(pair) - 1e-9) / 100
-            out.setdefault(key, {})[r["batch"]] = max(out.get(key, {}).get(r["batch"], 0.0), v)
+            at = (r["n"][key[0]], r["batch"])
+            out.setdefault(key, {})[at] = max(out.get(key, {}).get(at, 0.0), v)
     return dict(sorted(out.items()))
 
 

@@ -138,14 +138,18 @@ def test_cis_component_rate_floor(cis, gate, t2i_report):
     ind = cis.cis_component_rate_floor()
     rates = ind.at.component_rates()
     if rates is not None:
-        ks, floor, counted = rates.ks, ind.at.options.rate_min_images, len(rates.intervals)
+        ks, floor, counted = rates.ks, ind.at.options.rate_min_images, rates.counted
         gated = {c: rates.rates[c] for c in rates.intervals}
-        # at most half of the counted components in each list, so the two lists never overlap
-        ignored, prominent = extreme_components(gated, n=min(EXTREMES, max(1, counted // 2)), min_requested=floor)
-        lines = [f"{len(rates.rates)} components requested over K={','.join(map(str, ks))}; "
-                 f"{counted} requested in >= {floor} images (--t2i-cis-rate-min-images) by >= 2 prompts"
+        # at most half of the measured components in each list, so the two lists never overlap
+        ignored, prominent = extreme_components(gated, n=min(EXTREMES, max(1, len(gated) // 2)), min_requested=floor)
+        lines = [("" if rates.cleared else f"{len(rates.rates)} components requested over K={','.join(map(str, ks))}; ")
+                 + f"{counted} requested in >= {floor} images (--t2i-cis-rate-min-images) by >= 2 prompts"
                  + (f"; {len(rates.single)} more named by a single prompt (not gated: no between-prompt variation)"
                     if rates.single else "")]
+        if rates.cleared:
+            lines.append(f"{rates.cleared} of the {counted} found clear of a miss at earlier looks and not measured "
+                         f"again (their prompts got no more images for this gate); the lists below are of the "
+                         f"{len(gated)} measured")
         if ignored:
             lines.append("most ignored:   " + "; ".join(fmt_rate(r) for r in ignored))
             lines.append("most prominent: " + "; ".join(fmt_rate(r) for r in prominent))

@@ -45,3 +45,14 @@ def test_the_table_has_a_row_per_k_sd_and_miss(bench, capsys):
     rows = [line for line in out.splitlines() if line.startswith("| 1 (0.8)") or line.startswith("| 8 (0.5)")]
     assert len(rows) == 2 and all("/3" in row for row in rows), out
     assert "largest upper 95% bound on the early-pass rate" in out
+
+
+def test_written_bounds_measure_what_a_null_model_saves(bench, capsys):
+    # a model that did not regress against the bound the update flow writes at another seed: never failed, and at
+    # 2,000 prompts both rules pass it early (Korn-Graubard's limit alone sooner than with the law-free one beside)
+    r = bench.measure_written(0.8, 0.2, prompts=2000, images=16, runs=5, seed=0)
+    assert r["bound"] < 0.8 and r["fixed_fails"] == 0
+    assert r["used"]["KG"] <= r["used"]["law-free"] < 0.9 and r["early"]["KG"] == 5
+    assert bench.main(["--written", "--prompts", "64", "--images", "4", "--runs", "2", "--ks", "1", "--sd", "0.3"]) == 0
+    out = capsys.readouterr().out
+    assert "| 1 (0.8) | 0.3 |" in out and "/2 |" in out and "prompts used" in out

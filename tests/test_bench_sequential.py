@@ -37,6 +37,10 @@ def test_bench_rows_at_a_tiny_size(bench):
     # whose limits at an early look's few prompts are too wide for a futility pass)
     spread = by["null"]["kinds"][("cis", "spread")]
     assert spread[0] < spread[1]
+    # the plan's table (gating.sequential.NULL_SHARES) keyed by the bench's N in each family's look unit and batch
+    shares = bench.null_shares(rows)
+    assert shares[("cis", "spread")] == {(64, 8): pytest.approx(bench.share(spread), abs=0.01)}
+    assert set(shares[("dig_in", "share")]) == {(bench.DIG_N, 8)} and set(shares) == set(by["null"]["kinds"])
     lines = bench.table(rows)
     assert len(lines) == 2 + len(rows) and lines[2].startswith("| null (a) | 0.3 | 8 | 2 |")
 

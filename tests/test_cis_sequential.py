@@ -84,6 +84,46 @@ def test_the_rate_floor_leaves_out_cleared_components_and_counts_every_component
         bench.close()
 
 
+def test_the_rate_floor_reads_only_the_prompts_naming_a_component_still_open(tmp_path):
+    """Told what earlier looks cleared, the floor generates and scores only the prompts naming a counted component
+    still open (a prompt naming only cleared ones gets no image for it); each open component's rate and interval
+    are those of the whole computation (every prompt naming it is read), the Bonferroni factor every counted
+    component; the gate's report reads what the floor judged."""
+    from fakegen import CALLS
+
+    from t2i_fairness.families.cis.options import CisOptions
+    from t2i_fairness.families.cis.study import CisStudy
+
+    options = CisOptions(ks=(2, 4), prompts=24, images=2, rate_min_images=2)
+    whole_bench, part_bench = _bench(tmp_path / "whole"), _bench(tmp_path / "part")
+    try:
+        whole = CisStudy(whole_bench, options).component_rates()
+        counted = list(whole.intervals)
+        open_, cleared = set(counted[:2]), tuple(counted[2:])
+        assert len(cleared) >= 3
+        study = CisStudy(part_bench, options)
+        prompts = [p for k in options.ks for p in study.prompts(k)[0]]
+        naming = sum(1 for p in prompts if open_ & set(p))
+        before = CALLS["images"]
+        part = study.component_rates(cleared)
+        assert CALLS["images"] - before == naming * options.images < len(prompts) * options.images  # a fresh cache
+        assert set(part.intervals) == open_ and (part.counted, part.cleared) == (len(counted), len(cleared))
+        for c in open_:
+            a, b = part.intervals[c], whole.intervals[c]
+            assert a.as_tuple() == b.as_tuple() and a.n_units == b.n_units
+            assert a.p_value(0.9, "min") == b.p_value(0.9, "min") and part.rates[c] == whole.rates[c]
+        floor = study.raw_indicator("cis_component_rate_floor", {"cleared": cleared})
+        assert floor.evidence.selection == len(counted) and set(floor.evidence.labels) == open_
+        assert floor.details["components_cleared_earlier"] == len(cleared)
+        assert study.component_rates() is part  # what the gate test's report reads: the rates the floor judged
+        # nothing cleared: the fixed-N floor over every prompt
+        fresh = CisStudy(part_bench, options)
+        assert set(fresh.component_rates().intervals) == set(counted) and fresh.component_rates().cleared == 0
+    finally:
+        whole_bench.close()
+        part_bench.close()
+
+
 def test_rounds_tell_a_cleared_method_the_groups_it_cleared_and_measure_new_ones():
     """A worst-of gate whose groups grow with the look (``cleared=``): a group clear of a miss at a look is not
     measured later; a group first seen at a later look is; the factor is each look's own count."""

@@ -48,18 +48,20 @@ def test_cis_share_gates_best_is_the_first_look_s_prompts_and_expected_the_bench
     seq = role["sequential"]
     requests = [(r["prompt"], r["n"]) for r in role["requests"]]
     assert len(requests) == 12 * K and all(n == N for _, n in requests)  # 12 prompts per K, no text drawn twice
-    share = NULL_SHARES[("cis", "share")][8]  # the bench's nearest batch
+    share = NULL_SHARES[("cis", "share")][(500, 8)]  # the bench's nearest N (12 prompts per K: 500) and batch
     assert seq["worst"] == sum(n for _, n in requests) == sum(f["images"] for f in role["families"])
     assert seq["best"] == K * N  # round_sizes(12, 1) = [1, 2, 4, 8, 12]: one prompt per K, all its images
     assert seq["expected"] == round(K * N + (len(requests) - K) * share * N)  # never below the best case
     assert seq["best"] < seq["expected"] < seq["worst"]
     assert seq["early_gates"] == seq["gates"] == 2 and seq["runs_to_n"] == {} and seq["bench_batches"] == [8]
+    assert seq["bench_sizes"] == {"cis": [500, "prompts"]}
     assert seq["early_prompts"] == seq["prompts"] - K == len(requests) - K
     # printed: the three cases (nothing cached: to make = images), where the expectation comes from, no rate yet
     assert _row(out, "worst case") == (seq["worst"], seq["worst"])
     assert _row(out, "expected") == (seq["expected"], seq["expected"])
     assert _row(out, "best case") == (seq["best"], seq["best"])
     assert "null-model expectation of bench/bench_sequential.py" in out and "up to the worst case" in out
+    assert "measured at batch 8 (the bench's nearest to 2) and the bench's N of 500 prompts (cis)" in out
     assert re.search(rf"^  {seq['worst']} image\(s\) to make", out, re.M)  # the worst case is the fixed-N plan's
     assert "no measured rate for this model and settings on cpu: no hours" in out
 
@@ -146,10 +148,16 @@ def test_best_expected_worst_are_ordered_on_random_plans():
 
 
 def test_null_share_picks_the_bench_figure_or_n():
-    assert null_share("cis", "share", 8) == (0.99, 8) and null_share("dig_in", "share", 16) == (0.7, 16)
-    assert null_share("dig_in", "share", 8) == (0.72, 8) and null_share("cis", "spread", 16) == (0.08, 16)
-    assert null_share("dig_in", "share", 12) == (0.7, 16)  # a tie takes the larger batch (stops later)
-    assert null_share("dig_in", "share", 64)[1] == 16 and null_share("dig_in", "share", 1)[1] == 8
+    table = NULL_SHARES[("cis", "share")]
+    assert null_share("cis", "share", 8, 500) == (table[(500, 8)], (500, 8))
+    assert null_share("dig_in", "share", 16, 60) == (0.7, (60, 16)) and null_share("dig_in", "share", 8) == (0.72, (60, 8))
+    assert null_share("dig_in", "share", 12, 60) == (0.7, (60, 16))  # a tie takes the larger batch (stops later)
+    assert null_share("dig_in", "share", 64)[1] == (60, 16) and null_share("dig_in", "share", 1)[1] == (60, 8)
+    # the bench's N nearest the plan's on a log scale: the paper's 10,000 prompts per K stop far sooner than 500
+    assert null_share("cis", "share", 16, 10000) == (table[(10000, 16)], (10000, 16)) and table[(10000, 16)] < 0.5
+    assert null_share("cis", "share", 16, 2237)[1] == (10000, 16) and null_share("cis", "share", 16, 2236)[1] == (500, 16)
+    assert null_share("cis", "share", 16, 24)[1] == null_share("cis", "share", 16)[1] == (500, 16)  # None: the smallest
+    assert null_share("cis", "share", 16, 100000)[1] == (10000, 16)
     for kind in ("ratio", "percentile", "hoeffding", "score"):  # kinds the bench has no CIS gate of
         assert null_share("cis", kind, 8) == (1.0, None)
     assert null_share("decomposed", "share", 8) == (1.0, None)  # not measured: counted at N
@@ -157,6 +165,8 @@ def test_null_share_picks_the_bench_figure_or_n():
         null_share("cis", "mean", 4)
     with pytest.raises(ValueError, match="batch"):
         null_share("cis", "share", 0)
+    with pytest.raises(ValueError, match="size"):
+        null_share("cis", "share", 8, 0)
 
 
 def test_prompt_use_checks_its_values():

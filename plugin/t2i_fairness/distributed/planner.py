@@ -466,7 +466,8 @@ def sequential_plan(rp: RolePlan) -> dict:
     (``Family.look`` and ``Family.rounds``) and more than one look is planned (rounds are multiples of the
     batch size: ``--t2i-batch-size B`` gives one look for ``N <= B``). Its best case is what its ``needs``
     ask of the family's first look; its expected images are the null-model share of
-    :func:`~t2i_fairness.gating.sequential.null_share`. Arithmetic:
+    :func:`~t2i_fairness.gating.sequential.null_share` at the bench's ``N`` nearest the family's planned
+    ``N`` (CIS: prompts per K) and the batch size nearest the run's. Arithmetic:
     :func:`~t2i_fairness.gating.sequential.sequential_images`.
 
     Args:
@@ -476,7 +477,7 @@ def sequential_plan(rp: RolePlan) -> dict:
         the counts of ``sequential_images``, ``<case>_hours`` (from the role's measured rate; ``None``
         without one) and ``batch``, ``gates``, ``early_gates``, ``runs_to_n``
         (reason -> number of tests), ``bench_batches`` (the bench batch sizes whose shares were used),
-        ``source``.
+        ``bench_sizes`` (family -> the bench's ``N`` whose shares were used, with its look unit), ``source``.
 
     Raises:
         what a family's ``needs`` or ``look`` raises (a look's ``ValueError``, the batch not below
@@ -505,6 +506,7 @@ def sequential_plan(rp: RolePlan) -> dict:
     decided: dict[tuple, tuple] = {}
     uses: list[PromptUse] = []
     bench_batches: set[int] = set()
+    bench_sizes: dict[str, list] = {}
     for fname, need in rp.needs:
         full: dict[str, int] = {}
         for r in need.images:
@@ -514,9 +516,11 @@ def sequential_plan(rp: RolePlan) -> dict:
             if cid not in decided:
                 decided[cid] = _early(families[fname], call, rp, batch, looks)
             kind, why, first = decided[cid]
-            share, at = (1.0, None) if why else null_share(fname, kind, batch)
+            planned = looks.get(fname)
+            share, at = (1.0, None) if why else null_share(fname, kind, batch, planned[2] if planned else None)
             if at is not None:
-                bench_batches.add(at)
+                bench_batches.add(at[1])
+                bench_sizes[fname] = [at[0], planned[1] if planned else None]
             at_first = {} if first is None else first.get(need.key, {})
             absent = None if first is None else first.get(_ABSENT)
             for prompt, n in full.items():
@@ -528,7 +532,8 @@ def sequential_plan(rp: RolePlan) -> dict:
     for case in ("worst", "expected", "best"):
         out[f"{case}_hours"] = estimate_hours(out[f"{case}_to_make"], rate) if rate else None
     out.update(batch=batch, gates=len(decided), early_gates=sum(1 for _, why, _ in decided.values() if why is None),
-               runs_to_n=dict(reasons.most_common()), bench_batches=sorted(bench_batches), source=NULL_SHARES_SOURCE)
+               runs_to_n=dict(reasons.most_common()), bench_batches=sorted(bench_batches),
+               bench_sizes=dict(sorted(bench_sizes.items())), source=NULL_SHARES_SOURCE)
     return out
 
 
@@ -553,6 +558,9 @@ def _sequential_lines(rp: RolePlan, seq: dict | None = None) -> list[str]:
     lines.append(f"    {'case':<11} {'images':>7} {'to make':>8} {'time':>9}")
     bench = ", ".join(f"batch {b}" + ("" if b == seq["batch"] else f" (the bench's nearest to {seq['batch']})")
                       for b in seq["bench_batches"]) or "none used: no gate stops early"
+    if seq.get("bench_sizes"):
+        bench += " and the bench's N of " + ", ".join(f"{n:,} {unit or 'per prompt'} ({fam})"
+                                                    for fam, (n, unit) in seq["bench_sizes"].items())
     for case, what in (("worst", "the fixed-N plan: no gate uses more than N images per prompt"),
                        ("expected", f"null model (did not regress): per-gate image shares measured at {bench}"),
                        ("best", "every gate that can stop early stops after its first round (one batch per prompt)")):

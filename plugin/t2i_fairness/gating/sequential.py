@@ -259,54 +259,68 @@ def image_range(requests, batch: int, *, images_per_hour: float | None = None) -
 # -- what a sequential run of a plan costs (``t2i-fairness plan --t2i-sequential``) ----------------------
 
 #: Images a gate used, as a share of its fixed N, in ``bench/bench_sequential.py``'s **null** scenario (a
-#: model that did not regress, against bounds the update flow wrote at another seed), per (family, kind)
-#: and batch size, as the bench prints it: #29's design (alpha spending, CIS looks over prompts) with #28's
-#: law-free test of CIS shares, ``--quick`` (8 runs, sd 0.3; CIS 500 prompts per K x 16 images, DIG In 3
-#: objects x 6 regions x 60 images): ``docs/sequential-bench.md``'s first table. Eight runs: a smoke figure.
-NULL_SHARES: dict[tuple[str, str], dict[int, float]] = {
-    ("cis", "share"): {8: 0.99, 16: 0.99},
-    ("cis", "spread"): {8: 0.08, 16: 0.08},
-    ("cis", "test"): {8: 1.0, 16: 1.0},
-    ("cis", "worst"): {8: 1.0, 16: 1.0},
-    ("dig_in", "coverage"): {8: 1.0, 16: 1.0},
-    ("dig_in", "percentile"): {8: 0.51, 16: 0.5},
-    ("dig_in", "ratio"): {8: 1.0, 16: 1.0},
-    ("dig_in", "share"): {8: 0.72, 16: 0.7},
-    ("dig_in", "worst"): {8: 0.87, 16: 0.86},
+#: model that did not regress, against bounds the update flow wrote at another seed), per (family, kind), then
+#: per ``(N, batch)``: the bench's ``N`` in its family's look unit (CIS: prompts per K, its looks being prompt
+#: prefixes; DIG In: images per prompt) and the generation batch size, as the bench prints it (the larger share
+#: over the between-prompt sds, rounded up to the percent). #29's design (alpha spending, CIS looks over
+#: prompts) with #28's law-free test of CIS shares. Two benches, ``docs/sequential-bench.md``: ``--quick``
+#: (CIS 500 prompts per K, 50 components, DIG In 3 objects; 8 runs, sd 0.3) and the paper's size (CIS 10,000
+#: prompts per K, 1,000 components, DIG In 9 objects; 6 runs, sd 0.2 and 0.3). The law-free limits narrow
+#: with the prompts a look holds, so CIS's shares stop far sooner at the paper's 10,000 prompts than at 500
+#: (a plan takes the nearest measured ``N``). DIG In's ``N`` is 60 in both: the larger of the two benches'
+#: shares. A handful of runs: smoke figures, not measurements with tight bounds.
+NULL_SHARES: dict[tuple[str, str], dict[tuple[int, int], float]] = {
+    ("cis", "share"): {(500, 8): 0.99, (500, 16): 0.99, (10000, 8): 0.18, (10000, 16): 0.18},
+    ("cis", "spread"): {(500, 8): 0.08, (500, 16): 0.08, (10000, 8): 0.07, (10000, 16): 0.07},
+    ("cis", "test"): {(500, 8): 1.0, (500, 16): 1.0, (10000, 8): 1.0, (10000, 16): 1.0},
+    ("cis", "worst"): {(500, 8): 1.0, (500, 16): 1.0, (10000, 8): 1.0, (10000, 16): 1.0},
+    ("dig_in", "coverage"): {(60, 8): 1.0, (60, 16): 1.0},
+    ("dig_in", "percentile"): {(60, 8): 0.51, (60, 16): 0.5},
+    ("dig_in", "ratio"): {(60, 8): 1.0, (60, 16): 1.0},
+    ("dig_in", "share"): {(60, 8): 0.72, (60, 16): 0.7},
+    ("dig_in", "worst"): {(60, 8): 0.87, (60, 16): 0.86},
 }
-NULL_SHARES_SOURCE = ("bench/bench_sequential.py --quick (8 runs, sd 0.3, --batch 8 and 16), null scenario, "
+NULL_SHARES_SOURCE = ("bench/bench_sequential.py --quick (CIS 500 prompts per K; 8 runs, sd 0.3) and at the paper's "
+                      "size (CIS 10,000 prompts per K; 6 runs, sd 0.2 and 0.3), --batch 8 and 16, null scenario, "
                       "2026-11-27, docs/sequential-bench.md")
 
 
-def null_share(family: str, kind: str, batch: int) -> tuple[float, int | None]:
-    """The null-model image share of one gate (:data:`NULL_SHARES`) and the bench batch size it was measured at.
+def null_share(family: str, kind: str, batch: int, size: int | None = None) -> tuple[float, tuple[int, int] | None]:
+    """The null-model image share of one gate (:data:`NULL_SHARES`) and the bench's ``(N, batch)`` it was measured at.
 
-    A (family, kind) the bench did not measure gives ``(1.0, None)``: they are counted at ``N``. A batch size the bench did not run takes
-    the nearest one it did (the larger on a tie: larger batches stop later).
+    A (family, kind) the bench did not measure gives ``(1.0, None)``: they are counted at ``N``. The bench's ``N``
+    nearest the plan's ``size`` (in the family's look unit; on a log scale, the smaller on a tie: a smaller ``N``
+    stops later; ``None``: the smallest measured), then the batch size nearest ``batch`` among that ``N``'s (the
+    larger on a tie: larger batches stop later).
 
     Args:
         family: the family's name (``cis``, ``dig_in``, ...).
         kind: a key of :data:`~t2i_fairness.metrics.sequential.KINDS`.
         batch: the generation batch size (>= 1).
+        size: the plan's ``N`` in the family's look unit (CIS: prompts per K; DIG In: images per prompt).
 
     Raises:
-        ValueError: an unknown kind or a batch size below 1.
+        ValueError: an unknown kind, a batch size or a size below 1.
 
     Example:
-        >>> null_share("cis", "share", 16), null_share("dig_in", "share", 1), null_share("dig_in", "share", 12)
-        ((0.99, 16), (0.72, 8), (0.7, 16))
-        >>> null_share("cis", "spread", 8), null_share("cis", "score", 8), null_share("decomposed", "share", 8)
-        ((0.08, 8), (1.0, None), (1.0, None))
+        >>> null_share("cis", "share", 16, 10000), null_share("cis", "share", 16, 400), null_share("cis", "share", 4)
+        ((0.18, (10000, 16)), (0.99, (500, 16)), (0.99, (500, 8)))
+        >>> null_share("dig_in", "share", 12, 60), null_share("cis", "score", 8), null_share("decomposed", "share", 8)
+        ((0.7, (60, 16)), (1.0, None), (1.0, None))
     """
     if kind not in KINDS:
         raise ValueError(f"unknown sequential kind {kind!r}; one of {sorted(KINDS)}")
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"`batch` must be a positive integer, but got {batch!r}")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        raise ValueError(f"`size` must be a positive integer or None, but got {size!r}")
     table = NULL_SHARES.get((family, kind))
     if not table:
         return 1.0, None
-    at = min(table, key=lambda b: (abs(b - batch), -b))
-    return float(table[at]), at
+    sizes = sorted({n for n, _ in table})
+    n = sizes[0] if size is None else min(sizes, key=lambda s: (abs(math.log(s / size)), s))
+    b = min((b for s, b in table if s == n), key=lambda b: (abs(b - batch), -b))
+    return float(table[(n, b)]), (n, b)
 
 
 @dataclass(frozen=True)

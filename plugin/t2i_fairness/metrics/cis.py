@@ -72,6 +72,7 @@ __all__ = [
     "component_generation_rates",
     "component_rate_intervals",
     "components_inclusion_score",
+    "counted_components",
     "degradation_slope",
     "detected_subsets",
     "extreme_components",
@@ -723,6 +724,41 @@ def component_rate_intervals(
             continue
         out[c] = cluster_mean_interval(values, labels[c], confidence=confidence)
     return out, single
+
+
+def counted_components(
+    prompts: Sequence[Sequence[str]], images_per_prompt: int, *, min_requested: int = 1
+) -> tuple[list[str], list[str]]:
+    """Which components :func:`component_rate_intervals` gives an interval (``counted``) and which it lists as named by
+    a single prompt, from the prompts alone (no image, no detection): a component is requested in
+    ``images_per_prompt`` images per prompt naming it; counted when requested in >= ``min_requested`` images by
+    >= 2 prompts.
+
+    Args:
+        prompts: one component tuple per prompt (over every K).
+        images_per_prompt: images of each prompt (>= 1).
+        min_requested: components requested in fewer images are left out.
+
+    Returns:
+        ``(counted, single)``, both in order of first request.
+
+    Raises:
+        ValueError: ``images_per_prompt`` below 1.
+
+    Example:
+        >>> counted_components([("crab", "sock"), ("crab", "vase")], 2)
+        (['crab'], ['sock', 'vase'])
+        >>> counted_components([("crab", "sock"), ("crab", "vase")], 2, min_requested=3)
+        (['crab'], [])
+    """
+    if isinstance(images_per_prompt, bool) or not isinstance(images_per_prompt, int) or images_per_prompt < 1:
+        raise ValueError(f"`images_per_prompt` must be a positive integer, but got {images_per_prompt!r}")
+    named: Counter[str] = Counter()
+    for i, comps in enumerate(prompts):
+        named.update(_check_components(comps, f"prompts[{i}]"))
+    counted = [c for c, m in named.items() if m * images_per_prompt >= min_requested and m >= 2]
+    single = [c for c, m in named.items() if m * images_per_prompt >= min_requested and m < 2]
+    return counted, single
 
 
 def extreme_components(
