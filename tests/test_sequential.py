@@ -249,3 +249,36 @@ def test_a_gate_that_cannot_fail_early_is_tested_at_n_alone_with_its_whole_level
     ev = SequentialEvidence(cov.evidence, cov.sequential["alpha_share"], cov.sequential["earlier_looks_p"])
     assert ev.p_value(0.8, "min") == cov.evidence.p_value(0.8, "min") > 0.4  # the fixed-N p: at its bound
     assert share.sequential["reason"].startswith("fail")  # the same early data fail a share gate
+
+
+def test_a_worst_of_futility_pass_counts_no_selection_and_keeps_its_promise():
+    """A worst-of gate's futility limit is the least of its groups' limits at ``beta`` itself (no Bonferroni
+    factor): a model missing through one group (exactly ``delta`` below the bound, 49 other groups far above it)
+    is passed early with probability at most ``beta``, by exact enumeration of that group's images through the
+    product's ``decide_look``; and it does pass early sometimes (the check is not vacuous), more often than with
+    the selection counted (the old rule), never more than ``beta``."""
+    import numpy as np
+    from scipy.stats import binom
+
+    from t2i_fairness.gating.indicator import Indicator
+    from t2i_fairness.gating.sequential import decide_look
+    from t2i_fairness.metrics.evidence import worst_of
+    from t2i_fairness.metrics.intervals import precision_interval
+
+    def share(k, n):
+        return precision_interval(np.r_[np.ones(k, bool), np.zeros(n - k, bool)])
+
+    n, groups, beta, bound, delta = 80, 50, 0.002, 0.8, 0.05
+    theta = bound - delta  # the missing group's true rate
+    high = {f"g{i}": share(79, n) for i in range(groups - 1)}
+    passed = passed_counting_selection = open_after = 0.0
+    for x in range(n + 1):
+        ev = worst_of({**high, "miss": share(x, n)})
+        d = decide_look(Indicator(ev.estimate, n * groups, "worst", ev), bound, "min", level=1e-4, share=1e-6,
+                        beta=beta)
+        weight = float(binom.pmf(x, n, theta))
+        passed += weight * (d.reason == "futility")
+        passed_counting_selection += weight * (ev.limit(beta, "low") > bound - delta)
+        open_after += weight * ("miss" in ev.open_groups(bound, "min", beta, delta))
+    assert 0 < passed_counting_selection < passed <= beta
+    assert 1 - open_after == pytest.approx(passed, abs=1e-12)  # the group-by-group rule clears it as often

@@ -20,7 +20,9 @@ Holm's first step) over them:
   ``sum_k beta_k = FUTILITY_BETA = 0.005``: a model that truly misses by ``delta`` or more stops early by
   futility with probability at most 0.005 (the limit covers it), so its power is within half a point
   of the fixed-N test's. The limit is the gate's own (``evidence.limit``): a worst-of gate passes early
-  only when every group clears, a spread when every pair does.
+  only when every group clears, a spread when every pair does. A worst-of's futility limit counts no
+  selection (``WorstOf.futility_limit``, ``WorstOf.open_groups``: each group at ``beta_k``): a model
+  misses through one fixed group, whose own limit covers it with probability ``1 - beta_k``.
 * **No early fail** where the estimand moves with the sample (``Indicator.early_fail``): coverage grows
   with ``n`` (a coverage below the bound at ``n`` may meet it at ``N``), a low percentile's expectation
   shifts with ``n``; they pass early by futility (a lower limit at ``n`` holds at ``N`` for coverage)
@@ -176,7 +178,7 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
     if beta and delta is not None and "futility" in KINDS[indicator.kind] and ev is not None and hasattr(ev, "limit"):
         try:
             side = "low" if direction == "min" else "high"
-            lim = float(ev.limit(beta, side))
+            lim = float(getattr(ev, "futility_limit", ev.limit)(beta, side))  # a worst-of's counts no selection
         except ValueError:
             lim = None
         if lim is not None and math.isfinite(lim):

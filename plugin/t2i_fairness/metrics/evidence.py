@@ -142,7 +142,8 @@ class WorstOf(Interval):
     ``limit(alpha)`` is the worst of the groups' limits at ``alpha / G`` (simultaneous: every group
     lies inside its limits with probability ``>= 1 - alpha``, so the worst does); the p-value of a
     floor is ``min(1, G min_g p_g)``; power is the least of the groups' own at ``alpha / G`` against a
-    miss of one group alone.
+    miss of one group alone. ``futility_limit(alpha)``, the limit ``--t2i-sequential``'s futility rule reads
+    (a lower limit of a lowest value), counts no selection (:meth:`futility_limit`).
     """
 
     labels: tuple[str, ...] = ()
@@ -157,8 +158,11 @@ class WorstOf(Interval):
         return max(len(self.groups), int(self.total or 0))
 
     def open_groups(self, bound: float, direction: str, beta: float, delta: float) -> tuple[str, ...]:
-        """The groups not yet clear of a miss of ``delta``: those whose one-sided limit at ``beta / G`` does not
+        """The groups not yet clear of a miss of ``delta``: those whose one-sided limit at ``beta`` does not
         clear ``bound - delta`` (``+`` for ``max``). A sequential run measures only these at its next look.
+        Each group at ``beta`` itself: a model misses the bound by ``delta`` through some group's own value,
+        and that group is found clear at a look with probability ``<= beta`` whatever the others do (the
+        futility promise counts no selection; the early fail, ``p_value``, does).
 
         Example:
             >>> import numpy as np
@@ -169,9 +173,8 @@ class WorstOf(Interval):
             ('b',)
         """
         side = "low" if direction == "min" else "high"
-        a = beta / self.selection
         clear = (lambda v: v > bound - delta) if direction == "min" else (lambda v: v < bound + delta)
-        return tuple(label for label, g in zip(self.labels, self.groups) if not clear(g.limit(a, side)))
+        return tuple(label for label, g in zip(self.labels, self.groups) if not clear(g.limit(beta, side)))
 
     @property
     def worst_label(self) -> str:
@@ -184,6 +187,29 @@ class WorstOf(Interval):
     def limit(self, alpha: float, side: str) -> float:
         pick = min if self.worst == "min" else max
         return float(pick(g.limit(alpha / self.selection, side) for g in self.groups))
+
+    def futility_limit(self, alpha: float, side: str) -> float:
+        """The limit the futility rule reads: on the side toward the worst (the lower limit of a lowest value, the
+        upper of a highest) the worst of the groups' limits at ``alpha`` itself. The true worst is one fixed
+        group's value (``theta_min = theta_g*``), and the least lower limit exceeds it only when ``g*``'s own
+        does: probability ``<= alpha``, whichever group it is (no selection to count). The other side needs the
+        selection counted: :meth:`limit`. (Gates' tests and displayed intervals keep :meth:`limit`.)
+
+        Example:
+            >>> import numpy as np
+            >>> from t2i_fairness.metrics.intervals import precision_interval
+            >>> g = {r: precision_interval(np.r_[np.ones(k, bool), np.zeros(400 - k, bool)]) for r, k in
+            ...      [("a", 390), ("b", 300), ("c", 310)]}
+            >>> w = worst_of(g)
+            >>> w.futility_limit(0.01, "low") == g["b"].limit(0.01, "low") > w.limit(0.01, "low")
+            True
+            >>> w.futility_limit(0.01, "high") == w.limit(0.01, "high")      # away from the worst: as limit
+            True
+        """
+        pick = min if self.worst == "min" else max
+        if (self.worst == "min") != (side == "low"):
+            return self.limit(alpha, side)
+        return float(pick(g.limit(alpha, side) for g in self.groups))
 
     def p_value(self, bound: float, direction: str) -> float:
         if (self.worst == "min") == (direction == "min"):
