@@ -113,6 +113,7 @@ def test_the_rate_floor_reads_only_the_prompts_naming_a_component_still_open(tmp
             assert a.as_tuple() == b.as_tuple() and a.n_units == b.n_units
             assert a.p_value(0.9, "min") == b.p_value(0.9, "min") and part.rates[c] == whole.rates[c]
         floor = study.raw_indicator("cis_component_rate_floor", {"cleared": cleared})
+        assert CALLS["images"] - before == naming * options.images  # the gate's indicator read no other prompt
         assert floor.evidence.selection == len(counted) and set(floor.evidence.labels) == open_
         assert floor.details["components_cleared_earlier"] == len(cleared)
         assert study.component_rates() is part  # what the gate test's report reads: the rates the floor judged
