@@ -174,7 +174,7 @@ class WorstOf(Interval):
         """
         side = "low" if direction == "min" else "high"
         clear = (lambda v: v > bound - delta) if direction == "min" else (lambda v: v < bound + delta)
-        return tuple(label for label, g in zip(self.labels, self.groups) if not clear(g.limit(beta, side)))
+        return tuple(label for label, g in zip(self.labels, self.groups) if not clear(g.futility_limit(beta, side)))
 
     @property
     def worst_label(self) -> str:
@@ -209,7 +209,7 @@ class WorstOf(Interval):
         pick = min if self.worst == "min" else max
         if (self.worst == "min") != (side == "low"):
             return self.limit(alpha, side)
-        return float(pick(g.limit(alpha, side) for g in self.groups))
+        return float(pick(g.futility_limit(alpha, side) for g in self.groups))
 
     def p_value(self, bound: float, direction: str) -> float:
         if (self.worst == "min") == (direction == "min"):

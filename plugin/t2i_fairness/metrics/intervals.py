@@ -88,6 +88,7 @@ __all__ = [
     "PERCENTILE_METHODS",
     "PRECISION_METHODS",
     "STRATIFIED_METHODS",
+    "betting_limit",
     "bounded_mean_limit",
     "bounded_mean_tail",
     "cluster_bootstrap_interval",
@@ -178,14 +179,75 @@ def bounded_mean_tail(mean, var, n, bound, direction: str):
     return np.where((gap > 0) & (n >= 2), p, 1.0)
 
 
+def betting_limit(values, alpha: float, side: str, *, steps: int = 50) -> float:
+    """One-sided confidence limit of the mean of independent values in [0, 1], free of their law, by betting
+    (Waudby-Smith & Ramdas 2023, "Estimating means of bounded random variables by betting", JRSS-B 86(1)).
+
+    ``"low"``: the smallest ``m`` the betting test of H0 "mean <= m" does not reject at ``alpha``. The test's
+    capital ``K_t(m) = prod_{i <= t} (1 + l_i (x_i - m))`` with predictable plug-in bets ``l_i = min(sqrt(2
+    ln(1/alpha) / (n s_{i-1})), c / m)``, ``s_{i-1}`` the variance of the values before ``x_i`` (a prior of 1/4
+    weighing one value), ``c = 1/2``, is a nonnegative supermartingale under H0, so it ever reaches
+    ``1 / alpha`` with probability at most ``alpha`` (Ville's inequality), whatever the values' law; H0 is
+    rejected when it does. The values are taken in the order given (an order that does not depend on them:
+    the prompts' draw order). ``"high"``: the same on ``1 - values``. The bets use the values' own spread,
+    so a mean of prompt shares that vary little gets a narrow limit at tens of prompts, where Hoeffding's
+    and Maurer-Pontil's (:func:`bounded_mean_limit`) are wide. Capital is monotone in ``m``: bisection.
+
+    Raises:
+        ValueError: no values, values outside [0, 1], ``alpha`` outside (0, 1) or an unknown ``side``.
+
+    Example:
+        >>> x = np.tile([0.25, 0.5, 0.75], 40)                       # 120 prompt shares, mean 0.5
+        >>> round(betting_limit(x, 0.001, "low"), 3), round(float(bounded_mean_limit(0.5, x.var(ddof=1), 120,
+        ...                                                                          0.001, "low")), 3)
+        (0.427, 0.328)
+        >>> round(betting_limit(x, 0.001, "high"), 3)
+        0.573
+    """
+    x = np.asarray(values, dtype=np.float64).ravel()
+    alpha = _check_alpha(alpha)
+    if side not in ("low", "high"):
+        raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
+    if x.size == 0 or not np.all((x >= 0.0) & (x <= 1.0)):
+        raise ValueError("`values` must be a non-empty array of values in [0, 1]")
+    if side == "high":
+        return 1.0 - betting_limit(1.0 - x, alpha, "low", steps=steps)
+    n, log_target = x.size, math.log(1.0 / alpha)
+    t = np.arange(1, n + 1)
+    before = np.r_[0.5, (0.5 + np.cumsum(x)) / (t + 1)][:-1]  # the running mean before each value
+    var = np.r_[0.25, (0.25 + np.cumsum((x - before) ** 2)) / (t + 1)][:-1]
+    bet = np.sqrt(2.0 * log_target / (n * var))
+
+    def rejects(m: float) -> bool:
+        capital = np.cumsum(np.log1p(np.minimum(bet, 0.5 / m) * (x - m)))
+        return bool(capital.max() >= log_target)
+
+    lo, hi = 1e-12, float(x.mean())
+    if not rejects(lo):
+        return 0.0
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if rejects(mid) else (lo, mid)
+    return hi
+
+
 @dataclass(frozen=True)
 class BoundedUnits:
     """What a test free of the units' law needs: ``n`` independent unit values in [0, 1] (each prompt's
-    share), their mean and sample variance (:func:`bounded_mean_tail`)."""
+    share), their mean and sample variance (:func:`bounded_mean_tail`); ``values``, the units themselves in
+    their draw order, for the betting limit ``--t2i-sequential``'s futility rule reads
+    (:meth:`futility_limit`)."""
 
     n: int
     mean: float
     var: float
+    values: tuple | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    def futility_limit(self, alpha: float, side: str) -> float:
+        """The betting limit (:func:`betting_limit`) when the units are kept, else :meth:`limit`."""
+        if self.values is None:
+            return self.limit(alpha, side)
+        return betting_limit(self.values, alpha, side)
 
     def p_value(self, bound: float, direction: str) -> float:
         return float(bounded_mean_tail(self.mean, self.var, self.n, bound, direction))
@@ -395,6 +457,24 @@ class Interval:
         q = upper_quantile(alpha, self.df)
         return float(self.estimate - q * self.se if side == "low" else self.estimate + q * self.se)
 
+    def futility_limit(self, alpha: float, side: str) -> float:
+        """The one-sided limit ``--t2i-sequential``'s futility rule reads: :meth:`limit`, except that a mean of
+        bounded units that keeps its units (a cluster share: ``bounded.values``) reads the betting limit as its
+        law-free side (:func:`betting_limit`: valid whatever the units' law, narrower than Hoeffding's and
+        Maurer-Pontil's at tens of units), the wider of it and the interval's own. A futility pass never adds a
+        false alarm; its promise (a model missing by the margin passes early with probability <= beta) needs
+        only a limit that covers at ``beta``. The gate's tests keep :meth:`limit` and :meth:`p_value`."""
+        if self.bounded is None or self.bounded.values is None:
+            return self.limit(alpha, side)
+        alpha = _check_alpha(alpha)
+        if side not in ("low", "high"):
+            raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
+        if alpha < self.p_floor:
+            return -math.inf if side == "low" else math.inf
+        inner = dataclasses.replace(self, bounded=None).limit(alpha, side)
+        free = self.bounded.futility_limit(alpha, side)
+        return float(min(inner, free) if side == "low" else max(inner, free))
+
     def p_value(self, bound: float, direction: str) -> float:
         """One-sided p-value of H0 "the true value meets ``bound``" (``>=`` for ``min``, ``<=`` for ``max``).
 
@@ -461,7 +541,7 @@ class Interval:
         """The same measurement at ``factor`` times the images (variance as ``1 / n``): for planning power."""
         f = float(factor)
         bounded = self.bounded if self.bounded is None else dataclasses.replace(
-            self.bounded, n=int(math.ceil(self.bounded.n * f)))
+            self.bounded, n=int(math.ceil(self.bounded.n * f)), values=None)
         return dataclasses.replace(
             self, n_units=int(math.ceil(self.n_units * f)), bounded=bounded,
             se=None if self.se is None else self.se / math.sqrt(f),
@@ -1406,7 +1486,7 @@ def cluster_mean_interval(
         if not law_free or not np.all(sizes == sizes[0]):  # the law-free test is of the mean over prompts: equal weights only
             return interval
         means = sums / sizes
-        units = BoundedUnits(g, float(means.mean()), float(means.var(ddof=1)))
+        units = BoundedUnits(g, float(means.mean()), float(means.var(ddof=1)), values=tuple(means.tolist()))
         tail = (1.0 - confidence) / 2.0  # displayed: the wider of Wilson's and the law-free limits
         return dataclasses.replace(interval, bounded=units, low=min(interval.low, units.limit(tail, "low")),
                                    high=max(interval.high, units.limit(tail, "high")))
