@@ -1,11 +1,12 @@
-"""How narrow could a law-free limit of one CIS component's rate be? The rate floor's candidate, measured.
+"""How narrow could a law-free limit of one CIS component's rate be? The betting limit, measured.
 
 The rate floor (``test_cis_component_rate_floor``) is the worst of about 1,000 components, each component's
 rate a mean over the ~140 prompts naming it (K = 2, 4, 8 at the paper's 10,000 prompts per K), tested free of
 the prompts' law since issue #28 (``metrics.intervals.bounded_mean_limit``: Hoeffding's relative-entropy and
 Maurer-Pontil's empirical Bernstein bounds, Bonferroni over the two). Its futility limits are too wide for a
 component near the floor to clear before ``N`` (docs/sequential-bench.md), which keeps ``--t2i-sequential`` at
-about two thirds of the paper's images. The candidate this script measures (not in the product): a **betting**
+about two thirds of the paper's images. The candidate this script measures (since 996c374 the futility rule's
+law-free side, ``metrics.intervals.betting_limit``; written here apart from the product's, as a check): a **betting**
 lower limit (Waudby-Smith & Ramdas 2023, "Estimating means of bounded random variables by betting", JRSS-B:
 the capital process ``K_t(m) = prod_i (1 + lambda_i (x_i - m))`` with predictable plug-in bets
 ``lambda_i = min(sqrt(2 ln(1/a) / (n s2_{i-1})), c / m)``, ``s2`` the running variance of the earlier values with
@@ -113,7 +114,7 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     print(f"# bench_floor_limits: mean {a.mu}, {IMAGES} images per prompt, level {level} (beta_k of the paper's five "
           f"looks), {draws} draws per row (median half-width), coverage at 0.05 over {cover_draws} draws")
-    print("| prompts | sd | law-free (product: Hoeffding / Maurer-Pontil) | betting (candidate) | ratio | "
+    print("| prompts | sd | law-free (the tests': Hoeffding / Maurer-Pontil) | betting (futility's) | ratio | "
           "betting limit above the mean at 0.05 |")
     print("|---|---|---|---|---|---|")
     for sd in a.sd:

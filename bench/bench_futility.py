@@ -7,9 +7,11 @@ sequential gate keeps the fixed-N gate's power within half a point. The promise 
 A CIS_K gate's interval is the cluster share's (``metrics.intervals.cluster_mean_interval``): Korn and
 Graubard's Wilson interval at the effective size, and beside it, since issue #28, a law-free limit
 (``Interval.bounded``) that holds whatever the prompts' law; the rule reads the wider of the two
-(``Interval.limit``). The law-free limit is wide at the early looks, so CIS gates rarely stop: an
-experiment (branch ``futkg``) read Korn and Graubard's alone and cut the CIS share gates' images from 98% to
-47% of fixed N (docs/sequential-bench.md), its guarantee unmeasured. This script measures it.
+(``Interval.futility_limit``: since 996c374 the law-free side is the betting limit over the prompts' shares,
+``metrics.intervals.betting_limit``; before, Hoeffding's and Maurer-Pontil's, too wide at the early looks for
+CIS gates to stop at the ``--quick`` bench's size). An experiment (branch ``futkg``) read Korn and Graubard's
+alone and cut the CIS share gates' images from 98% to 47% of fixed N (docs/sequential-bench.md), its
+guarantee unmeasured. This script measures both rules' promise (``law-free``: main's rule).
 
 **World** (as ``bench/sequential_worlds.py``'s CIS): ``M`` prompts drawn per run, each prompt's rate from a Beta
 with CIS_K's population mean ``mu`` (0.8, 0.7, 0.6, 0.5 for K = 1, 2, 4, 8) and between-prompt sd ``sd``, ``J``

@@ -1,6 +1,7 @@
-"""bench/bench_floor_limits.py at a few draws: its betting limit (the rate floor's candidate, not in the product)
-is a lower limit that holds (seeded coverage), is monotone in the mean it tests, and is narrower than the
-product's law-free limit once a component has tens of prompts; its table prints a row per (sd, prompts)."""
+"""bench/bench_floor_limits.py at a few draws: its betting limit (written apart from the product's
+metrics.intervals.betting_limit, which the futility rule reads) is a lower limit that holds (seeded coverage),
+is monotone in the mean it tests, agrees with the product's, and is narrower than the Hoeffding / Maurer-Pontil
+limit once a component has tens of prompts; its table prints a row per (sd, prompts)."""
 
 from __future__ import annotations
 
@@ -27,4 +28,14 @@ def test_it_is_narrower_than_the_law_free_limit_at_tens_of_prompts(bench, capsys
     assert w["betting"] < 0.7 * w["law_free"]
     assert bench.main(["--quick", "--prompts", "18", "--sd", "0.3", "--draws", "3"]) == 0
     out = capsys.readouterr().out
-    assert "| 18 | 0.3 |" in out and "betting (candidate)" in out
+    assert "| 18 | 0.3 |" in out and "betting (futility's)" in out
+
+
+def test_the_bench_s_loop_and_the_product_s_betting_limit_agree(bench):
+    from t2i_fairness.metrics.intervals import betting_limit
+
+    rng = np.random.default_rng(11)
+    for n in (5, 35, 140, 1000):
+        for alpha in (0.05, 0.00125):
+            x = bench.draw(rng, float(rng.uniform(0.2, 0.8)), 0.3, n)
+            assert bench.betting_limit(x, alpha) == pytest.approx(betting_limit(x, alpha, "low"), abs=1e-9)
