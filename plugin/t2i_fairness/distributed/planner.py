@@ -516,11 +516,11 @@ def sequential_plan(rp: RolePlan) -> dict:
             if cid not in decided:
                 decided[cid] = _early(families[fname], call, rp, batch, looks)
             kind, why, first = decided[cid]
-            planned = looks.get(fname)
-            share, at = (1.0, None) if why else null_share(fname, kind, batch, planned[2] if planned else None)
+            # a test that can stop early has its family's look in `looks` (_early put it there): (look, unit, N)
+            share, at = (1.0, None) if why else null_share(fname, kind, batch, looks[fname][2])
             if at is not None:
                 bench_batches.add(at[1])
-                bench_sizes[fname] = [at[0], planned[1] if planned else None]
+                bench_sizes[fname] = [at[0], looks[fname][1]]
             at_first = {} if first is None else first.get(need.key, {})
             absent = None if first is None else first.get(_ABSENT)
             for prompt, n in full.items():

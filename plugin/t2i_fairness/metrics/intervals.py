@@ -236,18 +236,12 @@ class BoundedUnits:
     """What a test free of the units' law needs: ``n`` independent unit values in [0, 1] (each prompt's
     share), their mean and sample variance (:func:`bounded_mean_tail`); ``values``, the units themselves in
     their draw order, for the betting limit ``--t2i-sequential``'s futility rule reads
-    (:meth:`futility_limit`)."""
+    (:meth:`Interval.futility_limit`)."""
 
     n: int
     mean: float
     var: float
     values: tuple | None = dataclasses.field(default=None, repr=False, compare=False)
-
-    def futility_limit(self, alpha: float, side: str) -> float:
-        """The betting limit (:func:`betting_limit`) when the units are kept, else :meth:`limit`."""
-        if self.values is None:
-            return self.limit(alpha, side)
-        return betting_limit(self.values, alpha, side)
 
     def p_value(self, bound: float, direction: str) -> float:
         return float(bounded_mean_tail(self.mean, self.var, self.n, bound, direction))
@@ -466,13 +460,10 @@ class Interval:
         only a limit that covers at ``beta``. The gate's tests keep :meth:`limit` and :meth:`p_value`."""
         if self.bounded is None or self.bounded.values is None:
             return self.limit(alpha, side)
-        alpha = _check_alpha(alpha)
-        if side not in ("low", "high"):
-            raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
-        if alpha < self.p_floor:
-            return -math.inf if side == "low" else math.inf
-        inner = dataclasses.replace(self, bounded=None).limit(alpha, side)
-        free = self.bounded.futility_limit(alpha, side)
+        inner = dataclasses.replace(self, bounded=None).limit(alpha, side)  # checks alpha and side; +-inf below p_floor
+        if not math.isfinite(inner):
+            return inner
+        free = betting_limit(self.bounded.values, alpha, side)
         return float(min(inner, free) if side == "low" else max(inner, free))
 
     def p_value(self, bound: float, direction: str) -> float:
