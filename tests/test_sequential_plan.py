@@ -51,7 +51,9 @@ def test_cis_share_gates_best_is_the_first_look_s_prompts_and_expected_the_bench
     share = NULL_SHARES[("cis", "share")][(500, 8)]  # the bench's nearest N (12 prompts per K: 500) and batch
     assert seq["worst"] == sum(n for _, n in requests) == sum(f["images"] for f in role["families"])
     assert seq["best"] == K * N  # round_sizes(12, 1) = [1, 2, 4, 8, 12]: one prompt per K, all its images
-    assert seq["expected"] == round(K * N + (len(requests) - K) * share * N)  # never below the best case
+    # the expected case: the prefix of the prompts holding the bench's share of them, each with all its images
+    # (ceil(0.6 * 12) = 8 prompts per K), never below the best case
+    assert seq["expected"] == K * math.ceil(share * 12) * N
     assert seq["best"] < seq["expected"] < seq["worst"]
     assert seq["early_gates"] == seq["gates"] == 2 and seq["runs_to_n"] == {} and seq["bench_batches"] == [8]
     assert seq["bench_sizes"] == {"cis": [500, "prompts"]}

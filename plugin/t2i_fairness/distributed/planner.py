@@ -9,6 +9,7 @@ what a ``pytest`` run of the same selection would generate, batch for batch.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -458,6 +459,17 @@ def _early(family, call, rp: RolePlan, batch: int, looks: dict) -> tuple[str | N
     return kind, None, first
 
 
+def _drawn(family, call, rp: RolePlan, share: float, prefixes: dict) -> dict:
+    """``{need key: {prompt: images}}`` a test reads at the prompt prefix holding ``share`` of its family's planned
+    prompts (looks over prompts: a gate that stops after a fraction ``f`` of the drawn prompts has read the first
+    ``f M`` of them, each with all its images; the union of several gates' prefixes is the longest)."""
+    schedule, _ = family.rounds(rp.studies[family.name])
+    m = min(int(schedule[-1]), max(1, math.ceil(share * int(schedule[-1]))))
+    if (family.name, m) not in prefixes:
+        prefixes[family.name, m] = family.look(rp.studies[family.name], m)
+    return {n.key: {r.prompt: r.n for r in n.images} for n in family.needs(call, prefixes[family.name, m])}
+
+
 def sequential_plan(rp: RolePlan) -> dict:
     """What a ``--t2i-sequential`` run of a role's plan would make: worst, expected and best case images.
 
@@ -505,6 +517,7 @@ def sequential_plan(rp: RolePlan) -> dict:
     looks: dict[str, Any] = {}
     decided: dict[tuple, tuple] = {}
     uses: list[PromptUse] = []
+    prefixes: dict[tuple[str, int], Any] = {}
     bench_batches: set[int] = set()
     bench_sizes: dict[str, list] = {}
     for fname, need in rp.needs:
@@ -523,9 +536,15 @@ def sequential_plan(rp: RolePlan) -> dict:
                 bench_sizes[fname] = [at[0], looks[fname][1]]
             at_first = {} if first is None else first.get(need.key, {})
             absent = None if first is None else first.get(_ABSENT)
+            # looks over prompts: the expected images are those of the prefix holding the share of the drawn prompts
+            # (each draw with all its images; a text drawn twice, its draws' images), not a share of every prompt's
+            # images, which counted the first look's prompts twice
+            drawn = (_drawn(families[fname], call, rp, share, prefixes).get(need.key, {})
+                     if why is None and absent is not None else None)
             for prompt, n in full.items():
                 f = min(n, at_first.get(prompt, n if absent is None else absent)) if why is None else n
-                uses.append(PromptUse(prompt, n, f, share if why is None else 1.0))
+                s = 1.0 if why is not None else share if drawn is None else min(1.0, drawn.get(prompt, 0) / n)
+                uses.append(PromptUse(prompt, n, f, s))
     out = sequential_images(uses, {p: set(idx) for p, idx in rp.cached.items()})
     reasons = Counter(why for _, why, _ in decided.values() if why)
     rate = None if rp.bench.source.spec.startswith("images:") else role_rate(rp)[1]
