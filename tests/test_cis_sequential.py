@@ -162,7 +162,7 @@ def test_rounds_tell_a_cleared_method_the_groups_it_cleared_and_measure_new_ones
 def _suite(pytester, thresholds: dict[str, float]):
     (pytester.path / "fairness_tests").mkdir(exist_ok=True)
     (pytester.path / "fairness_tests" / "test_cis.py").write_text((REPO / "fairness_tests" / "test_cis.py").read_text())
-    lines = ["gates:"] + [f"  {g}:\n    min: {v!r}" for g, v in thresholds.items()]
+    lines = ["gates:" + ("" if thresholds else " {}")] + [f"  {g}:\n    min: {v!r}" for g, v in thresholds.items()]
     (pytester.path / "t.yaml").write_text("\n".join(lines) + "\n")
 
 
@@ -206,3 +206,106 @@ def test_a_sequential_cis_run_stops_clear_gates_early_and_is_the_fixed_n_gate_at
     assert "sequential" not in f["details"]
     # the fixed-N run after it still had the prompts the early gates never asked for to make
     assert _generated(fixed) == (64 - passing["at"]) * 4 + (64 - failing["at"]) * 4
+
+
+# -- the order test: futility only (never an early fail), over a prefix of its prompts ---------------------------------
+
+
+def test_a_look_s_order_test_is_the_fixed_n_order_test_of_a_prefix_of_its_prompts(tmp_path):
+    from t2i_fairness.families.cis import FAMILY
+    from t2i_fairness.families.cis.options import CisOptions
+    from t2i_fairness.families.cis.study import CisStudy
+
+    bench = _bench(tmp_path)
+    try:
+        study = CisStudy(bench, CisOptions(ks=(1, 2), prompts=32, images=2, order_prompts=12))
+        assert study.order_size == 12
+        for m in (2, 8, 16):
+            look = FAMILY.look(study, m)
+            p = math.ceil(12 * m / 32)  # the CIS look's share of the order prompts: 1, 3, 6
+            alone = CisStudy(bench, CisOptions(ks=(1, 2), prompts=32, images=2, order_prompts=p))
+            assert look.order_size == p and look.requests("order") == alone.requests("order")
+            assert look.order().original.prompts == alone.order().original.prompts == study.order().original.prompts[:p]
+            a, b = look.raw_indicator("cis_order_invariance", {"level": 0.05}), alone.raw_indicator(
+                "cis_order_invariance", {"level": 0.05})
+            assert (a.kind, a.value, a.n) == (b.kind, b.value, b.n) and a.kind == "test"
+            if a.evidence is not None:  # the effect sizes the futility rule reads: the prefix's rows of N's
+                assert (a.evidence.values == b.evidence.values).all()
+    finally:
+        bench.close()
+
+
+def _order_loop(effect: float, prompts: int = 2000, seed: int = 0):
+    """The round loop over a simulated order study (K = 4, 16 images, inclusion Beta(2, 2) by prompt and component):
+    the gate's indicator as the study makes it (its test a stand-in p: the loop never fails a test early)."""
+    import numpy as np
+
+    from t2i_fairness.gating.indicator import Indicator
+    from t2i_fairness.gating.rounds import GateCallSpec, Rounds
+    from t2i_fairness.gating.thresholds import Bound
+    from t2i_fairness.metrics.cis import order_effect, simulate_order_study
+    from t2i_fairness.metrics.decisions import HypothesisTest
+
+    rng = np.random.default_rng(seed)
+    arrays = simulate_order_study(rng.beta(2, 2, size=(prompts, 4)), 16, rng, effect)
+
+    class S:
+        def __init__(self, p):
+            self.p = p
+
+        def order(self, level):
+            a, b, o = (x[: self.p] for x in arrays)
+            return Indicator(1e-12, 2 * self.p * 16, "test", order_effect(a, b, o),
+                             test=HypothesisTest(1e-12, "order changes nothing", "stand-in", 0.0, None))
+
+    looks = [prompts // 16, prompts // 8, prompts // 4, prompts // 2, prompts]
+    return Rounds(S(prompts), lambda s, p: S(p), looks, "prompts", [GateCallSpec("o", "order", (("level", 1e-4),))],
+                  {"o": Bound("max", 0.0)}, 1e-4, raw=lambda s, m, kw: getattr(s, m)(**kw)
+                  ).indicator("order", {"level": 1e-4}).sequential
+
+
+def test_the_order_test_passes_early_by_futility_without_an_effect_and_never_fails_early():
+    null = _order_loop(0.0)
+    assert null["reason"] == "pass: futility" and null["at"] < 2000 and null["futility_miss"] == 0.05
+    assert null["futility_limit"] < 0.05 and null["kind"] == "test"
+    # the effect its report states power against (first-named 0.2 above the last): no futility; its p-value at every
+    # look is tiny (a stand-in 1e-12), yet a test never fails early: the test at N decides at its whole level
+    strong = _order_loop(0.2)
+    assert strong["reason"] == "ran to N" and strong["at"] == 2000 and strong["alpha_share"] == 1.0
+
+
+def test_an_early_futility_pass_of_a_test_says_what_it_promises():
+    from t2i_fairness.gating.gate import early_record
+    from t2i_fairness.gating.session import GateRecord
+
+    r = GateRecord("test_cis_order_invariance", "t::o", 0.7, 2016, "min", "pass", None, None,
+                   "test_cis_order_invariance: H0 shuffling ... p = 0.7", {})
+    seq = {"kind": "test", "reason": "pass: futility", "round": 4, "rounds": 5, "unit": "prompts", "at": 5000,
+           "planned": 10000, "p": 0.7, "level": 1e-9, "gate_level": 3.5e-5, "alpha_share": 1e-5, "p_sequential": None,
+           "futility_limit": 0.031, "futility_miss": 0.05, "futility_beta": 0.00125}
+    e = early_record(r, seq, None)
+    assert e.status == "pass" and not e.blocking
+    assert "passed early by futility at look 4 of 5 (5000 of 10000 prompts)" in e.message
+    assert "0.0310 < 0.05" in e.message and "at most 0.0013 of the time" in e.message
+    assert "never fails before N" in e.message
+
+
+def test_the_order_test_joins_the_round_loop_in_a_sequential_run_and_is_the_fixed_n_test_at_n(pytester):
+    # no bound in the thresholds file (a test has none): the loop holds it against "no effect" at the run's level; at 32
+    # prompts x 2 images no look can clear an effect of 0.05, so it runs to N, where it is the fixed-N test
+    _suite(pytester, {})
+    common = ["fairness_tests", "--t2i-model", "procedural", "--t2i-no-progress", "-p", "no:cacheprovider",
+              "-p", "no:randomly", "--t2i-cis-k", "1,2", "--t2i-cis-prompts", "32", "--t2i-cis-images", "2",
+              "--t2i-cis-order-prompts", "32", "-k", "order_invariance", "--t2i-thresholds", str(pytester.path / "t.yaml"),
+              "--t2i-cache-dir", str(pytester.path / "cache")]
+    records = {}
+    for art, extra in (("seq", ["--t2i-sequential"]), ("fixed", [])):
+        result = pytester.runpytest_inprocess(*common, "--t2i-artifacts", str(pytester.path / art), *extra)
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+        records[art] = {r["gate"]: r for r in json.loads((pytester.path / art / "run.json").read_text())["gates"]}
+    s, f = records["seq"]["test_cis_order_invariance"], records["fixed"]["test_cis_order_invariance"]
+    seq = s["details"]["sequential"]
+    assert seq["kind"] == "test" and seq["reason"] == "ran to N" and seq["at"] == seq["planned"] == 32
+    assert seq["alpha_share"] == 1.0 and seq["level"] == seq["gate_level"]  # never failed early: its whole level at N
+    assert (s["status"], s["value"], s["n"], s["p_value"]) == (f["status"], f["value"], f["n"], f["p_value"])
+    assert "sequential" not in f["details"]

@@ -81,28 +81,30 @@ def test_without_the_option_the_plan_is_unchanged(tmp_path, in_process):
     assert {k: v for k, v in role_on.items() if k != "sequential"} == role_off
 
 
-def test_a_selection_of_only_run_to_n_gates_has_best_equal_expected_equal_worst(tmp_path, in_process):
-    # the CIS order test: a test with no effect size (no futility) whose Monte Carlo p cannot reach an early look's
-    # share of the level: decided at N
-    out, role = _plan(tmp_path, in_process, "-k", "order_invariance", "--t2i-sequential", "--t2i-cis-images", "8")
-    seq = role["sequential"]
-    assert seq["worst"] > 0 and seq["best"] == seq["expected"] == seq["worst"]
-    assert seq["early_gates"] == seq["early_prompts"] == 0 and seq["bench_batches"] == []
-    assert list(seq["runs_to_n"]) == ["Components Inclusion Score: a test (no effect size, no early stop: decided at N)"]
-    assert "none used: no gate stops early" in out
-
-
-def test_a_run_to_n_gate_holds_the_prompts_it_shares_with_early_gates(tmp_path, in_process):
-    # the order test (runs to N) reads the first 4 prompts of K=2 and their shuffles; test_cis[k2] (early) reads
-    # K=2's 12 prompts: those 4 stay at N, the 8 after them and K=1's 11 after its first look need nothing
+def test_the_order_test_stops_early_over_a_prefix_of_its_prompts(tmp_path, in_process):
+    # the CIS order test passes early by futility (never fails early): a look of m of the M = 12 prompts per K reads the
+    # first ceil(P m / M) of its P = 12 prompts and their shuffles, each with all its images
     N = 8
-    args = ["-k", "test_cis and not drop and not floor", "--t2i-sequential", "--t2i-cis-images", str(N),
-            "--t2i-cis-order-prompts", "4"]
-    _, role = _plan(tmp_path, in_process, *args)
+    out, role = _plan(tmp_path, in_process, "-k", "order_invariance", "--t2i-sequential", "--t2i-cis-images", str(N))
     seq = role["sequential"]
-    assert seq["gates"] == 3 and seq["early_gates"] == 2
-    assert seq["best"] == seq["worst"] - (12 - 1) * N - (12 - 4) * N
-    assert seq["early_prompts"] == (12 - 1) + (12 - 4)
+    assert seq["worst"] == 2 * 12 * N and seq["best"] == 2 * 1 * N  # round_sizes(12, 1)[0] = 1 prompt and its shuffle
+    share = null_share("cis", "test", 8, 12)[0]
+    assert seq["expected"] == 2 * math.ceil(share * 12) * N
+    assert seq["early_gates"] == seq["gates"] == 1 and seq["runs_to_n"] == {}
+
+
+def test_a_run_to_n_test_holds_the_prompts_it_shares_with_early_gates(tmp_path, in_process):
+    # Decomposed-DIG's diagnostics (a report: runs to N) reads every prompt its gates read: with it, no prompt can stop
+    # early; without it, the gates' prompts can
+    args = ["--t2i-sequential", "--t2i-images-per-prompt", "8", "--t2i-batch-size", "2"]
+    _, alone = _plan(tmp_path, in_process, "-k", "test_obj_precision", *args, name="alone")
+    _, held = _plan(tmp_path, in_process, "-k", "test_obj_precision or decomposed_diagnostics", *args, name="held")
+    alone, held = alone["sequential"], held["sequential"]
+    assert alone["best"] < alone["worst"] == held["worst"] and alone["early_prompts"] > 0
+    assert held["best"] == held["expected"] == held["worst"] and held["early_prompts"] == 0
+    assert held["early_gates"] == alone["early_gates"] == alone["gates"] == held["gates"] - sum(
+        held["runs_to_n"].values())
+    assert any("test_decomposed_diagnostics reads no indicator method" in why for why in held["runs_to_n"])
 
 
 def test_a_single_look_runs_to_n(tmp_path, in_process):

@@ -234,7 +234,9 @@ class Gate:
                 return None
             kind, seq = ind.kind, ind.sequential
             value, n, higher_is_better, test = ind.value, ind.n, ind.higher_is_better, ind.test
-            interval, provenance = ind.evidence, {**ind.provenance, **(provenance or {})}
+            # a test is judged by its p-value; its evidence (the CIS order test's effect sizes) serves the round loop
+            interval = None if test is not None else ind.evidence
+            provenance = {**ind.provenance, **(provenance or {})}
             details = {**ind.details, **(details or {}), **({"sequential": dict(seq)} if seq else {})}
             if seq and not seq.get("early") and interval is not None and hasattr(interval, "p_value"):
                 from t2i_fairness.gating.sequential import SequentialEvidence
@@ -324,6 +326,12 @@ def early_record(record: GateRecord, seq: dict, bound) -> GateRecord:
         message = (f"{head}; FAILED early at {where}: p = {seq['p']:.3g} <= {seq['level']:.3g}, the alpha this look "
                    f"spends (O'Brien-Fleming share {seq['alpha_share']:.2g} of the gate's level {seq['gate_level']:.3g})")
         status = "fail"
+    elif seq.get("kind") == "test":  # a test (no bound): futility against an effect of its own size
+        message = (f"{head}; passed early by futility at {where}: the largest effect its {1 - seq['futility_beta']:.4g} "
+                   f"one-sided limits leave possible is {seq['futility_limit']:.4f} < {seq['futility_miss']:g} (half "
+                   f"the effect it states power against), so a model with an effect of {seq['futility_miss']:g} would "
+                   f"stop here at most {seq['futility_beta']:.2g} of the time; its test never fails before N")
+        status = "pass"
     else:
         side = ">" if bound is None or bound.direction == "min" else "<"
         edge = (bound.value - seq["futility_miss"]) if bound is None or bound.direction == "min" else \

@@ -26,9 +26,10 @@ KINDS: dict[str, frozenset[str]] = {
     "ratio": frozenset({"fail", "futility"}),  # worst / best, CLGC(l) / CLGC(English)
     "percentile": frozenset({"futility"}),  # a mean of low percentiles: its expectation shifts with n
     "score": frozenset({"fail", "futility"}),  # IndicTTI's means of cosines
-    # the CIS order test: a p-value with no effect size to be futile against, and a Monte Carlo permutation p that
-    # cannot reach an early look's O'Brien-Fleming share of the level: decided at N only
-    "test": frozenset(),
+    # the CIS order test: futility against an order effect (its evidence: inclusion by position with law-free
+    # limits); its Monte Carlo permutation p cannot reach an early look's O'Brien-Fleming share of the level, so
+    # no early fail: the test at N decides at its whole level
+    "test": frozenset({"futility"}),
     "hoeffding": frozenset({"fail", "futility"}),  # word-level: Hoeffding's inequality
 }
 

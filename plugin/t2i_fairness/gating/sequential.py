@@ -41,14 +41,18 @@ from scipy import special as _special
 
 from t2i_fairness.gating.indicator import KINDS
 from t2i_fairness.gating.power import MEANINGFUL_MISS
+from t2i_fairness.metrics.cis import ORDER_EFFECT
 from t2i_fairness.metrics.intervals import P_FLOOR, upper_quantile
 
 __all__ = ["FUTILITY_BETA", "FUTILITY_MISS", "LookDecision", "NULL_SHARES", "NULL_SHARES_SOURCE", "PromptUse",
            "REASONS", "SequentialEvidence", "decide_look", "futility_levels", "image_range", "null_share",
            "sequential_images", "spending_shares"]
 
-#: the kinds' futility miss: half their meaningful miss (gating.power): a 0.05 miss of a share keeps its power
-FUTILITY_MISS: dict[str, float] = {k: v / 2 for k, v in MEANINGFUL_MISS.items()}
+#: the kinds' futility miss: half their meaningful miss (gating.power): a 0.05 miss of a share keeps its power. The
+#: order test (``test``): half the order effect its report states power against (the first-named component drawn
+#: ``ORDER_EFFECT`` = 0.2 more often than the last, linear: a position 0.1 from the mean over positions), so 0.05
+#: in its evidence's units (:class:`~t2i_fairness.metrics.cis.OrderEffect`: a position's inclusion less the mean)
+FUTILITY_MISS: dict[str, float] = {**{k: v / 2 for k, v in MEANINGFUL_MISS.items()}, "test": ORDER_EFFECT / 4}
 #: the chance a model missing by the futility miss is passed early (spread evenly over the looks before N)
 FUTILITY_BETA = 0.005
 #: why a gate stopped, as every report words it

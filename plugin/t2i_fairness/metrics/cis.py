@@ -89,10 +89,12 @@ __all__ = [
     "ORDER_EFFECT",
     "ORDER_POSITION_RESAMPLES",
     "OrderArrays",
+    "OrderEffect",
     "OrderPositionResult",
     "OrderPower",
     "order_arrays",
     "order_component_permutation_test",
+    "order_effect",
     "order_invariance_permutation_test",
     "order_invariance_test",
     "order_invariance_test_by_component",
@@ -1402,6 +1404,72 @@ def order_position_test(original, shuffled, order, *, n_resamples: int = ORDER_P
 
     return OrderPositionResult(stat, r, _monte_carlo_p(exceed, n_resamples), n_resamples, exceed,
                                float(chi2.sf(stat, r)), profile, contrast, m, mi, 2 * m * n, min_p)
+
+
+@dataclass(frozen=True)
+class OrderEffect:
+    """Inclusion by position, estimated prompt by prompt, with law-free limits at any look (:func:`order_effect`).
+
+    ``values[i, q]``: half the change, between prompt ``i``'s shuffled and original images, of
+    ``v[q] = y[order[q]] - y[q]`` (the detection of the component named at position ``q`` after the shuffle minus
+    that of the one named there before). With inclusion ``beta_q`` added at position ``q`` and the shuffle a
+    uniform permutation, ``E values[i, q] = beta_q - mean(beta)`` (each component against itself: prompt and
+    component effects cancel), so the column means estimate the position profile the order test's report prints.
+    The prompts are drawn from a population and shuffled independently: the rows are independent, bounded in
+    [-1, 1], and in draw order.
+    """
+
+    values: np.ndarray  # (prompts, K) in [-1, 1]
+
+    @property
+    def estimate(self) -> np.ndarray:
+        """The position profile's estimate (``K`` values summing to 0 in expectation)."""
+        return self.values.mean(axis=0)
+
+    def limits(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per position, the one-sided lower and upper limits at ``alpha`` each (betting:
+        :func:`~t2i_fairness.metrics.intervals.betting_limit` on ``(values + 1) / 2``, in draw order)."""
+        from t2i_fairness.metrics.intervals import betting_limit
+
+        unit = (self.values + 1.0) / 2.0
+        low = np.array([2.0 * betting_limit(unit[:, q], alpha, "low") - 1.0 for q in range(unit.shape[1])])
+        high = np.array([2.0 * betting_limit(unit[:, q], alpha, "high") - 1.0 for q in range(unit.shape[1])])
+        return low, high
+
+    def limit(self, alpha: float, side: str) -> float:
+        """``"high"``: the largest position effect ``|beta_q - mean(beta)|`` the data leave possible, the larger of
+        every position's upper limit and minus its lower limit, each at ``alpha``. For a model with some position
+        ``d`` or more away from the mean, the limit is below ``d`` with probability at most ``alpha`` (that
+        position's one-sided limit covers it; no multiplicity: every position must clear). There is no ``"low"``."""
+        if side != "high":
+            raise ValueError(f"an order effect has an upper limit only ('high'), but got {side!r}")
+        low, high = self.limits(alpha)
+        return float(max(high.max(), -low.min()))
+
+    futility_limit = limit
+
+
+def order_effect(original, shuffled, order) -> OrderEffect:
+    """The order study's per-prompt position effects (:class:`OrderEffect`), from the arrays
+    :func:`order_position_test` reads.
+
+    Example:
+        >>> import numpy as np
+        >>> rng = np.random.default_rng(0)
+        >>> a, b, o = simulate_order_study(np.full((400, 4), 0.5), 16, rng, effect=0.4)
+        >>> e = order_effect(a, b, o)
+        >>> [round(float(x), 1) + 0.0 for x in e.estimate]          # beta - mean(beta): 0.2 .. -0.2
+        [0.2, 0.1, -0.1, -0.2]
+        >>> 0.2 < e.limit(0.001, "high") < 0.35
+        True
+        >>> a, b, o = simulate_order_study(np.full((400, 4), 0.5), 16, rng, effect=0.0)
+        >>> order_effect(a, b, o).limit(0.001, "high") < 0.1          # no effect: every position within 0.1
+        True
+    """
+    a, b, o = _check_order_arrays(original, shuffled, order)
+    n = a.shape[1]
+    v = _moved_contrasts(a, b, o)
+    return OrderEffect((v[:, n:].mean(axis=1) - v[:, :n].mean(axis=1)) / 2.0)
 
 
 def _linear_effect(k: int, effect: float) -> np.ndarray:
