@@ -52,16 +52,18 @@ K = 8
 LEVEL = 0.05 / 1435  # the paper preset's per-gate level (only the spending shares read it: no early fail)
 
 
-def order_looks(order_prompts: int, cis_prompts: int) -> list[int]:
-    """The order test's prompts at each CIS look (``CisStudy.order_size``)."""
-    return [max(1, math.ceil(order_prompts * m / cis_prompts)) for m in round_sizes(cis_prompts, 1)]
+def order_looks(order_prompts: int, cis_prompts: int) -> tuple[list[int], list[int]]:
+    """The CIS looks (prompts per K) and the order test's prompts at each (``CisStudy.order_size``)."""
+    cis = round_sizes(cis_prompts, 1)
+    return cis, [max(1, math.ceil(order_prompts * m / cis_prompts)) for m in cis]
 
 
-def stopped_at(original, shuffled, order, looks: list[int]) -> int | None:
+def stopped_at(original, shuffled, order, looks: tuple[list[int], list[int]]) -> int | None:
     """The prompts of the look where the product's rule passed the order test early (``None``: ran to N)."""
-    betas = futility_levels(len(looks))
-    shares = spending_shares([p / looks[-1] for p in looks], LEVEL)
-    for k, p in enumerate(looks[:-1]):
+    cis, sizes = looks
+    betas = futility_levels(len(cis))
+    shares = spending_shares([m / cis[-1] for m in cis], LEVEL)  # the loop's schedule is the CIS looks'
+    for k, p in enumerate(sizes[:-1]):
         effect = order_effect(original[:p], shuffled[:p], order[:p])
         ind = Indicator(0.5, 2 * p * original.shape[1], "test", effect,
                         test=HypothesisTest(0.5, "shuffling the component order changes nothing", "bench", 0.0, None))
@@ -92,7 +94,7 @@ def main(argv=None) -> int:
     looks = order_looks(a.order_prompts, a.cis_prompts)
     t0 = time.time()
     print(f"order test futility: {a.order_prompts} prompts x {a.images} images (and their shuffles), K = {K}, looks "
-          f"{looks} prompts, delta {FUTILITY_MISS['test']}, sum beta_k 0.005, inclusion Beta(mean {a.mean}), {runs} runs a row")
+          f"{looks[1]} prompts, delta {FUTILITY_MISS['test']}, sum beta_k 0.005, inclusion Beta(mean {a.mean}), {runs} runs a row")
     print(f"{'sd':>4} {'effect':>6} {'passed early':>13} {'upper 95%':>10} {'images used':>12}")
     rows = []
     for sd in a.sd:

@@ -279,7 +279,9 @@ def image_range(requests, batch: int, *, images_per_hour: float | None = None) -
 NULL_SHARES: dict[tuple[str, str], dict[tuple[int, int], float]] = {
     ("cis", "share"): {(500, 8): 0.6, (500, 16): 0.6, (10000, 8): 0.07, (10000, 16): 0.07},
     ("cis", "spread"): {(500, 8): 0.08, (500, 16): 0.08, (10000, 8): 0.07, (10000, 16): 0.07},
-    ("cis", "test"): {(500, 8): 1.0, (500, 16): 1.0, (10000, 8): 1.0, (10000, 16): 1.0},
+    # the order test (futility only): bench/bench_order_futility.py, the order prompts the CIS look's share of 1,000 (50
+    # at 500 prompts per K); its images are the order prompts' shuffles (the originals are K = 8's first prompts)
+    ("cis", "test"): {(500, 8): 1.0, (500, 16): 1.0, (10000, 8): 0.5, (10000, 16): 0.5},
     ("cis", "worst"): {(500, 8): 0.45, (500, 16): 0.45, (10000, 8): 0.21, (10000, 16): 0.21},
     ("dig_in", "coverage"): {(60, 8): 1.0, (60, 16): 1.0},
     ("dig_in", "percentile"): {(60, 8): 0.51, (60, 16): 0.5},
@@ -289,7 +291,8 @@ NULL_SHARES: dict[tuple[str, str], dict[tuple[int, int], float]] = {
 }
 NULL_SHARES_SOURCE = ("bench/bench_sequential.py --quick (CIS 500 prompts per K; 8 runs, sd 0.3) and at the paper's "
                       "size (CIS 10,000 prompts per K; 6 runs, sd 0.2 and 0.3), --batch 8 and 16, null scenario, "
-                      "2026-11-27 at 996c374, docs/sequential-bench.md")
+                      "2026-11-27 at 996c374; the CIS order test: bench/bench_order_futility.py (400 runs a row) at "
+                      "b80b72b; docs/sequential-bench.md")
 
 
 def null_share(family: str, kind: str, batch: int, size: int | None = None) -> tuple[float, tuple[int, int] | None]:
