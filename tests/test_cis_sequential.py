@@ -309,3 +309,29 @@ def test_the_order_test_joins_the_round_loop_in_a_sequential_run_and_is_the_fixe
     assert seq["alpha_share"] == 1.0 and seq["level"] == seq["gate_level"]  # never failed early: its whole level at N
     assert (s["status"], s["value"], s["n"], s["p_value"]) == (f["status"], f["value"], f["n"], f["p_value"])
     assert "sequential" not in f["details"]
+
+
+def test_a_report_reads_the_images_its_family_s_gates_made(pytester, tmp_path):
+    # Decomposed-DIG's object precision gates pass early by futility (bounds at 0); the diagnostics report (no
+    # indicator) then reads the last look they reached (Rounds.reached) and generates nothing more
+    (pytester.path / "fairness_tests").mkdir()
+    for name in ("test_decomposed_dig.py", "conftest.py"):
+        if (REPO / "fairness_tests" / name).exists():
+            (pytester.path / "fairness_tests" / name).write_text((REPO / "fairness_tests" / name).read_text())
+    common = ["fairness_tests", "--t2i-model", "procedural", "--t2i-no-progress", "-p", "no:cacheprovider", "-p",
+              "no:randomly", "--t2i-objects", "bag", "--t2i-images-per-prompt", "8", "--t2i-batch-size", "2",
+              "--t2i-sequential", "--t2i-thresholds", str(pytester.path / "t.yaml")]
+    regions = ("americas", "east_asia", "southeast_asia")  # the synthetic reference's regions with a manifold at k = 3
+    (pytester.path / "t.yaml").write_text("gates:\n" + "".join(
+        f"  test_obj_precision[synthetic-object_in_region-{r}]:\n    min: 0.0\n" for r in regions))
+    made = {}
+    for name, select in (("gates", "test_obj_precision and object_in_region"),
+                         ("both", "(test_obj_precision or decomposed_diagnostics) and object_in_region")):
+        result = pytester.runpytest_inprocess(*common, "-k", select, "--t2i-cache-dir", str(tmp_path / name),
+                                              "--t2i-artifacts", str(tmp_path / f"art-{name}"))
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+        made[name] = _generated(result)
+        gates = json.loads((tmp_path / f"art-{name}" / "run.json").read_text())["gates"]
+        assert len(gates) == 3 and all(g["details"]["sequential"]["reason"] == "pass: futility" for g in gates)
+        assert all(g["details"]["sequential"]["at"] < 8 for g in gates)
+    assert made["both"] == made["gates"]  # the report added no image

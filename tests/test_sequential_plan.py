@@ -93,18 +93,20 @@ def test_the_order_test_stops_early_over_a_prefix_of_its_prompts(tmp_path, in_pr
     assert seq["early_gates"] == seq["gates"] == 1 and seq["runs_to_n"] == {}
 
 
-def test_a_run_to_n_test_holds_the_prompts_it_shares_with_early_gates(tmp_path, in_process):
-    # Decomposed-DIG's diagnostics (a report: runs to N) reads every prompt its gates read: with it, no prompt can stop
-    # early; without it, the gates' prompts can
+def test_a_report_reads_what_its_family_s_gates_make_and_alone_reads_n(tmp_path, in_process):
+    # Decomposed-DIG's diagnostics (a report: no indicator) reads the last look its family's gates reached
+    # (Rounds.reached): with the gates it holds no prompt; alone (no gate in its family's loop) it reads N
     args = ["--t2i-sequential", "--t2i-images-per-prompt", "8", "--t2i-batch-size", "2"]
     _, alone = _plan(tmp_path, in_process, "-k", "test_obj_precision", *args, name="alone")
-    _, held = _plan(tmp_path, in_process, "-k", "test_obj_precision or decomposed_diagnostics", *args, name="held")
-    alone, held = alone["sequential"], held["sequential"]
-    assert alone["best"] < alone["worst"] == held["worst"] and alone["early_prompts"] > 0
-    assert held["best"] == held["expected"] == held["worst"] and held["early_prompts"] == 0
-    assert held["early_gates"] == alone["early_gates"] == alone["gates"] == held["gates"] - sum(
-        held["runs_to_n"].values())
-    assert any("test_decomposed_diagnostics reads no indicator method" in why for why in held["runs_to_n"])
+    _, both = _plan(tmp_path, in_process, "-k", "test_obj_precision or decomposed_diagnostics", *args, name="both")
+    out, report = _plan(tmp_path, in_process, "-k", "decomposed_diagnostics", *args, name="report")
+    alone, both, report = alone["sequential"], both["sequential"], report["sequential"]
+    assert alone["best"] < alone["worst"] and alone["early_prompts"] > 0
+    assert {k: both[k] for k in ("worst", "expected", "best", "early_prompts", "early_gates", "runs_to_n")} == \
+        {k: alone[k] for k in ("worst", "expected", "best", "early_prompts", "early_gates", "runs_to_n")}
+    assert both["reports"] == both["gates"] - both["early_gates"] > 0 and alone["reports"] == 0
+    assert report["best"] == report["expected"] == report["worst"] == alone["worst"] and report["reports"] == 0
+    assert any("test_decomposed_diagnostics reads no indicator method" in why for why in report["runs_to_n"])
 
 
 def test_a_single_look_runs_to_n(tmp_path, in_process):

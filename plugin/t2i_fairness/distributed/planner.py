@@ -424,6 +424,7 @@ def _call_id(family: str, call) -> tuple:
 
 
 _ABSENT = "images at the first look of a prompt it does not name"  # a key of _early's first-look map
+_REPORT = "report"  # _early's kind of a test that reads no indicator method
 
 
 def _early(family, call, rp: RolePlan, batch: int, looks: dict) -> tuple[str | None, str | None, dict | None]:
@@ -438,7 +439,7 @@ def _early(family, call, rp: RolePlan, batch: int, looks: dict) -> tuple[str | N
         return None, f"{family.title}: no study in this plan", None
     method = indicator_methods(type(study)).get(call.test.removeprefix("test_"))
     if method is None:
-        return None, f"{family.title}: {call.test} reads no indicator method of its study (a report, or not a gate)", None
+        return _REPORT, f"{family.title}: {call.test} reads no indicator method of its study (a report, or not a gate)", None
     kind = method.indicator_kind
     if not KINDS[kind]:
         return kind, f"{family.title}: a {kind} (no effect size, no early stop: decided at N)", None
@@ -487,7 +488,8 @@ def sequential_plan(rp: RolePlan) -> dict:
 
     Returns:
         the counts of ``sequential_images``, ``<case>_hours`` (from the role's measured rate; ``None``
-        without one) and ``batch``, ``gates``, ``early_gates``, ``runs_to_n``
+        without one) and ``batch``, ``gates``, ``early_gates``, ``reports`` (tests reading no indicator of a
+        family with an early gate: they read the look its gates reached and hold no prompt), ``runs_to_n``
         (reason -> number of tests), ``bench_batches`` (the bench batch sizes whose shares were used),
         ``bench_sizes`` (family -> the bench's ``N`` whose shares were used, with its look unit), ``source``.
 
@@ -521,13 +523,22 @@ def sequential_plan(rp: RolePlan) -> dict:
     bench_batches: set[int] = set()
     bench_sizes: dict[str, list] = {}
     for fname, need in rp.needs:
+        for call in rp.readers.get((fname, need.key), ()):
+            cid = _call_id(fname, call)
+            if cid not in decided:
+                decided[cid] = _early(families[fname], call, rp, batch, looks)
+    # a report (no indicator) of a family whose round loop has a gate reads the look its gates reached (Rounds.reached):
+    # it holds no prompt; alone, it reads N
+    looped = {cid[0] for cid, (kind, why, _) in decided.items() if why is None}
+    reports = {cid for cid, (kind, _, _) in decided.items() if kind == _REPORT and cid[0] in looped}
+    for fname, need in rp.needs:
         full: dict[str, int] = {}
         for r in need.images:
             full[r.prompt] = max(full.get(r.prompt, 0), r.n)
         for call in rp.readers.get((fname, need.key), ()):
             cid = _call_id(fname, call)
-            if cid not in decided:
-                decided[cid] = _early(families[fname], call, rp, batch, looks)
+            if cid in reports:
+                continue
             kind, why, first = decided[cid]
             # a test that can stop early has its family's look in `looks` (_early put it there): (look, unit, N)
             share, at = (1.0, None) if why else null_share(fname, kind, batch, looks[fname][2])
@@ -546,11 +557,12 @@ def sequential_plan(rp: RolePlan) -> dict:
                 s = 1.0 if why is not None else share if drawn is None else min(1.0, drawn.get(prompt, 0) / n)
                 uses.append(PromptUse(prompt, n, f, s))
     out = sequential_images(uses, {p: set(idx) for p, idx in rp.cached.items()})
-    reasons = Counter(why for _, why, _ in decided.values() if why)
+    reasons = Counter(why for cid, (_, why, _) in decided.items() if why and cid not in reports)
     rate = None if rp.bench.source.spec.startswith("images:") else role_rate(rp)[1]
     for case in ("worst", "expected", "best"):
         out[f"{case}_hours"] = estimate_hours(out[f"{case}_to_make"], rate) if rate else None
     out.update(batch=batch, gates=len(decided), early_gates=sum(1 for _, why, _ in decided.values() if why is None),
+               reports=len(reports),
                runs_to_n=dict(reasons.most_common()), bench_batches=sorted(bench_batches),
                bench_sizes=dict(sorted(bench_sizes.items())), source=NULL_SHARES_SOURCE)
     return out
@@ -596,4 +608,7 @@ def _sequential_lines(rp: RolePlan, seq: dict | None = None) -> list[str]:
                  + ("; the others run to N:" if seq["runs_to_n"] else ""))
     for why, count in seq["runs_to_n"].items():
         lines.append(f"      {count:>5}  {why}")
+    if seq.get("reports"):
+        lines.append(f"    {seq['reports']} report test(s) (no indicator) read the images their families' gates make (the last "
+                     "look a gate needed): they hold no prompt")
     return lines

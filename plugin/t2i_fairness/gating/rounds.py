@@ -82,6 +82,8 @@ class Rounds:
         [('good', 'pass: futility'), ('bad', 'fail: alpha spent at this look')]
         >>> r.indicator("rate", {"which": "bad"}).sequential["at"]      # 128 of 256 against 0.8: at the first look
         256
+        >>> r.reached().n          # a report reads the last look a gate needed: both stopped at the first
+        256
     """
 
     def __init__(self, study, look: Callable[[Any, int], Any], schedule: Sequence[int], unit: str,
@@ -99,6 +101,7 @@ class Rounds:
         self.total: dict = {}  # key -> a worst-of gate's number of groups
         self.cleared: dict = {}  # key -> the groups earlier looks found clear of a miss (``cleared`` methods)
         self.group_methods = dict(group_methods or {})  # method -> its parameters (those with ``groups`` filter)
+        self.seen: dict = {}  # look size -> the study at that look
         self.done = False
 
     def _run(self) -> None:
@@ -112,7 +115,7 @@ class Rounds:
         for k, n in enumerate(self.schedule[:-1]):
             if not open_:
                 break
-            at = self.look(self.study, n)
+            at = self.seen[n] = self.look(self.study, n)
             for key, spec in list(open_.items()):
                 bound = self.bounds[spec.gate]
                 try:
@@ -176,6 +179,16 @@ class Rounds:
         if d.reason == "futility":
             rec.update(futility_limit=d.futility_limit, futility_miss=d.futility_miss, futility_beta=beta)
         return rec
+
+    def reached(self):
+        """The study a report reads (a test of the family that is not a gate): the last look any gate needed, the study
+        at ``N`` when one ran to ``N`` or the loop has no gate. A report is not a gate: it holds no prompt open, so
+        it shows the images the gates made (its own lines say how many)."""
+        if not self.done:
+            self._run()
+        if self.finals or not self.decided:
+            return self.study
+        return self.seen[max(int(ind.sequential["at"]) for ind in self.decided.values())]
 
     def indicator(self, method: str, kwargs: Mapping[str, Any]):
         """The indicator a gate test reads: at the look where its gate stopped, or at ``N``."""
