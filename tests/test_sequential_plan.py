@@ -156,8 +156,10 @@ def test_best_expected_worst_are_ordered_on_random_plans():
 def test_null_share_picks_the_bench_figure_or_n():
     table = NULL_SHARES[("cis", "share")]
     assert null_share("cis", "share", 8, 500) == (table[(500, 8)], (500, 8))
-    assert null_share("dig_in", "share", 16, 60) == (0.7, (60, 16)) and null_share("dig_in", "share", 8) == (0.72, (60, 8))
-    assert null_share("dig_in", "share", 12, 60) == (0.7, (60, 16))  # a tie takes the larger batch (stops later)
+    dig = NULL_SHARES[("dig_in", "share")]
+    assert null_share("dig_in", "share", 16, 60) == (dig[(60, 16)], (60, 16))
+    assert null_share("dig_in", "share", 8) == (dig[(60, 8)], (60, 8))
+    assert null_share("dig_in", "share", 12, 60) == (dig[(60, 16)], (60, 16))  # a tie takes the larger batch
     assert null_share("dig_in", "share", 64)[1] == (60, 16) and null_share("dig_in", "share", 1)[1] == (60, 8)
     # the bench's N nearest the plan's on a log scale: the paper's 10,000 prompts per K stop far sooner than 500
     assert null_share("cis", "share", 16, 10000) == (table[(10000, 16)], (10000, 16)) and table[(10000, 16)] < 0.5
