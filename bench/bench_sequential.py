@@ -11,8 +11,9 @@ through pytest instead (``bench/bench_sequential_suite.py``; options it does not
   Gates: CIS_K (cluster shares), the drop per component (MOVER over the CIS_K), the per-component rate
   floor (worst of the components, each a cluster share over the prompts naming it, going on with its open
   components only). Looks are prefixes of each K's drawn prompt list, each prompt with all its images:
-  ``round_sizes(M, 1, first=M/16)`` (``--cis-first``). The order test runs to N (a ``test`` kind: no
-  futility; not simulated, counted at N: its 1,000 shuffled prompts and the first 1,000 K = 8 prompts).
+  ``round_sizes(M, 1, first=M/16)`` (``--cis-first``). The order test (futility only, since b80b72b): an order
+  study with no order effect per run, decided by the product's rule as ``bench_order_futility.py`` does; it holds
+  the first prompts of K = 8 it read and their shuffles (1,000 each at full scale).
 * **DIG In** (4.3%): the ``{object} in {region}`` template (9 objects at full scale, a third of the paper's
   27; 6 regions; 180 real images per object-region, 60 generated per prompt) and every gate kind it has:
   region and object-region precision (share) and coverage (coverage: grows, no early fail), worst region and
@@ -387,7 +388,7 @@ def run_once(size: Size, cis_world: CisWorld, dig_world: DigWorld, dig_kwargs: d
     cschedule = round_sizes(size.cis_prompts, 1, first=cis_first)
     cind = sequential(cfull, lambda s, n: s.at_prompts(n), cschedule, "prompts", cg, thresholds, clog)
     cv = {g.id: judge_indicator(cind[g.id], g, thresholds) for g in cg}
-    cis_use = cis_usage(clog, size, cg, cdata)
+    cis_use = cis_usage(clog, size, cg, cdata, order_run(size, cis_world, rng, cschedule))
     out = {}
     for batch in batches:
         dlog = Log()
@@ -401,20 +402,36 @@ def run_once(size: Size, cis_world: CisWorld, dig_world: DigWorld, dig_kwargs: d
     return out
 
 
-def cis_usage(log: Log, size: Size, gates: list[Gate], data) -> dict:
+def order_run(size: Size, world: CisWorld, rng: np.random.Generator, schedule: list[int]) -> int:
+    """The order prompts a sequential run's order test read (its prompts at the look where the product's futility rule
+    passed it, or all): an order study with no order effect (no scenario here plants one), K = 8 inclusion by prompt
+    and component from K = 8's Beta population (``bench/bench_order_futility.py``'s world and rule)."""
+    from bench_order_futility import K, stopped_at
+
+    from t2i_fairness.metrics.cis import simulate_order_study
+
+    a, b = world.params[8]
+    rates = rng.beta(a, b, size=(size.order_prompts, K))
+    sizes = [max(1, math.ceil(size.order_prompts * m / schedule[-1])) for m in schedule]
+    return stopped_at(*simulate_order_study(rates, CIS_N, rng, 0.0), (list(schedule), sizes)) or size.order_prompts
+
+
+def cis_usage(log: Log, size: Size, gates: list[Gate], data, order_used: int | None = None) -> dict:
     """CIS images of the sequential run and per gate kind: prompts per K as the round loop asked for them (the order
-    test, not simulated, holds the first ``order_prompts`` K = 8 prompts and its shuffled prompts at N); the rate
-    floor's, after a look cleared components, only the prompts naming one still open (as the product reads them)."""
+    test, simulated by :func:`order_run`, holds the first ``order_used`` K = 8 prompts and their shuffles; ``None``:
+    all ``order_prompts``); the rate floor's, after a look cleared components, only the prompts naming one still open
+    (as the product reads them)."""
+    order_used = size.order_prompts if order_used is None else int(order_used)
     per_gate = {g.key: {} for g in gates}
     for key, n, reads, *_ in log.entries:
         for k, m in reads.items():
             per_gate[key][k] = max(per_gate[key].get(k, 0), m)
-    n_k = {k: max([u.get(k, 0) for u in per_gate.values()] + ([size.order_prompts] if k == 8 else [0]))
+    n_k = {k: max([u.get(k, 0) for u in per_gate.values()] + ([order_used] if k == 8 else [0]))
            for k in CIS_KS}
     holders = {k: [g.id for g in gates if per_gate[g.key].get(k, 0) == n_k[k]] or ["test_cis_order_invariance"]
                for k in CIS_KS}
-    order = size.order_prompts * CIS_N
-    kinds = {"share": [0, 0], "spread": [0, 0], "worst": [0, 0], "test": [order + size.order_prompts * CIS_N] * 2}
+    order = order_used * CIS_N
+    kinds = {"share": [0, 0], "spread": [0, 0], "worst": [0, 0], "test": [2 * order, 2 * size.order_prompts * CIS_N]}
     kind_of = {"cis": "share", "cis_drop_per_component": "spread", "cis_component_rate_floor": "worst"}
     # the floor's prompts: at a look told what earlier looks cleared (cleared=), the product's study reads only the
     # prompts naming a counted component not yet cleared (CisStudy.component_rates); the other gates read prefixes
@@ -422,7 +439,7 @@ def cis_usage(log: Log, size: Size, gates: list[Gate], data) -> dict:
     images = order
     for k in CIS_KS:
         rest = max([u.get(k, 0) for key, u in per_gate.items() if key[0] != "cis_component_rate_floor"]
-                   + ([size.order_prompts] if k == 8 else [0]))
+                   + ([order_used] if k == 8 else [0]))
         idx = np.arange(size.cis_prompts)
         mine = np.zeros(size.cis_prompts, bool)
         if k in data.mention_comp:
@@ -448,7 +465,7 @@ def cis_usage(log: Log, size: Size, gates: list[Gate], data) -> dict:
     counts = {n: sum(np.bincount(data.mention_comp[k][: n * k], minlength=data.world.components) for k in data.mention_comp)
               for n in (first, size.cis_prompts)}
     unjudged = int(((counts[size.cis_prompts] >= 2) & (counts[first] < 2)).sum()) if went_on else 0
-    return {"images": images, "planned": len(CIS_KS) * size.cis_prompts * CIS_N + order,
+    return {"images": images, "planned": len(CIS_KS) * size.cis_prompts * CIS_N + size.order_prompts * CIS_N,
             "holders": holders, "kinds": kinds, "unjudged": unjudged}
 
 

@@ -49,3 +49,19 @@ def test_bench_usage_errors(bench, capsys):
     with pytest.raises(SystemExit):
         bench.main(["--scenarios", "nonsense"])
     assert "invalid choice: 'nonsense'" in capsys.readouterr().err
+
+
+def test_the_order_test_is_simulated_by_the_product_s_futility_rule(bench):
+    """The bench's order test (no order effect): at the paper's 1,000 order prompts the futility rule passes it
+    before N (bench_order_futility: at the 500-prompt look); at a handful of prompts it reads them all."""
+    import numpy as np
+
+    from t2i_fairness.metrics.sequential import round_sizes
+
+    rng = np.random.default_rng(0)
+    paper = bench.Size(10_000, 1_000, 1_000, 9)
+    world = bench.CisWorld(10_000, 1_000, 0.3, 1_000)
+    used = bench.order_run(paper, world, rng, round_sizes(10_000, 1))
+    assert used in (63, 125, 250, 500)
+    small = bench.Size(64, 12, 8, 1)
+    assert bench.order_run(small, bench.CisWorld(64, 12, 0.3, 8), rng, round_sizes(64, 1)) == 8
