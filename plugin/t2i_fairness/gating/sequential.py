@@ -271,19 +271,19 @@ def image_range(requests, batch: int, *, images_per_hour: float | None = None) -
 #: over the between-prompt sds, rounded up to the percent). #29's design (alpha spending, CIS looks over
 #: prompts) with #28's law-free test of CIS shares. Two benches, ``docs/sequential-bench.md``: ``--quick``
 #: (CIS 500 prompts per K, 50 components, DIG In 3 objects; 60 runs, sd 0.2 and 0.3) and the paper's size (CIS
-#: 10,000 prompts per K, 1,000 components, DIG In 9 objects; 6 runs, sd 0.2 and 0.3). The law-free limits narrow
+#: 10,000 prompts per K, 1,000 components, DIG In 9 objects; 6 + 3 runs, sd 0.2 and 0.3, pooled per sd). The law-free limits narrow
 #: with the prompts a look holds, so CIS's shares stop far sooner at the paper's 10,000 prompts than at 500
 #: (a plan takes the nearest measured ``N``); the rate floor counts the prompts naming a component still open
 #: (``CisStudy.component_rates``); futility reads the betting limit for cluster shares
 #: (``Interval.futility_limit``). DIG In's ``N`` is 60 in both: the larger of the two benches' shares (the quick
-#: bench's). The paper-size figures are from 6 runs: smoke figures, not measurements with tight bounds.
+#: bench's). The paper-size figures are from 9 runs: smoke figures, not measurements with tight bounds.
 NULL_SHARES: dict[tuple[str, str], dict[tuple[int, int], float]] = {
-    ("cis", "share"): {(500, 8): 0.62, (500, 16): 0.62, (10000, 8): 0.07, (10000, 16): 0.07},
+    ("cis", "share"): {(500, 8): 0.62, (500, 16): 0.62, (10000, 8): 0.08, (10000, 16): 0.08},
     ("cis", "spread"): {(500, 8): 0.08, (500, 16): 0.08, (10000, 8): 0.07, (10000, 16): 0.07},
     # the order test (futility only): bench/bench_order_futility.py, the order prompts the CIS look's share of 1,000 (50
     # at 500 prompts per K); its images are the order prompts' shuffles (the originals are K = 8's first prompts)
     ("cis", "test"): {(500, 8): 1.0, (500, 16): 1.0, (10000, 8): 0.5, (10000, 16): 0.5},
-    ("cis", "worst"): {(500, 8): 0.43, (500, 16): 0.43, (10000, 8): 0.21, (10000, 16): 0.21},
+    ("cis", "worst"): {(500, 8): 0.43, (500, 16): 0.43, (10000, 8): 0.23, (10000, 16): 0.23},
     ("dig_in", "coverage"): {(60, 8): 1.0, (60, 16): 1.0},
     ("dig_in", "percentile"): {(60, 8): 0.89, (60, 16): 0.82},
     ("dig_in", "ratio"): {(60, 8): 1.0, (60, 16): 1.0},
@@ -291,8 +291,8 @@ NULL_SHARES: dict[tuple[str, str], dict[tuple[int, int], float]] = {
     ("dig_in", "worst"): {(60, 8): 0.79, (60, 16): 0.77},
 }
 NULL_SHARES_SOURCE = ("bench/bench_sequential.py --quick (CIS 500 prompts per K; 60 runs, sd 0.2 and 0.3, at 06b49ee) and "
-                      "at the paper's size (CIS 10,000 prompts per K; 6 runs, sd 0.2 and 0.3, at 996c374), --batch 8 and "
-                      "16, null scenario, 2026-11-27; the CIS order test: bench/bench_order_futility.py (400 runs a "
+                      "at the paper's size (CIS 10,000 prompts per K; 9 runs, sd 0.2 and 0.3, at 996c374 and f95c522), "
+                      "--batch 8 and 16, null scenario, 2026-11-27; the CIS order test: bench/bench_order_futility.py (400 runs a "
                       "row) at b80b72b; docs/sequential-bench.md")
 
 
@@ -315,7 +315,7 @@ def null_share(family: str, kind: str, batch: int, size: int | None = None) -> t
 
     Example:
         >>> null_share("cis", "share", 16, 10000), null_share("cis", "share", 16, 400), null_share("cis", "share", 4)
-        ((0.07, (10000, 16)), (0.62, (500, 16)), (0.62, (500, 8)))
+        ((0.08, (10000, 16)), (0.62, (500, 16)), (0.62, (500, 8)))
         >>> null_share("dig_in", "share", 12, 60), null_share("cis", "score", 8), null_share("decomposed", "share", 8)
         ((0.69, (60, 16)), (1.0, None), (1.0, None))
     """
