@@ -29,7 +29,6 @@ the promise (<= 0.005); 0.2 (the effect the report states power against) must al
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -42,6 +41,7 @@ for _p in (REPO / "plugin", REPO / "bench"):
         sys.path.insert(0, str(_p))
 
 from sequential_worlds import _beta  # noqa: E402
+from t2i_fairness.families.cis.study import order_prefix  # noqa: E402
 from t2i_fairness.gating.indicator import Indicator  # noqa: E402
 from t2i_fairness.gating.sequential import FUTILITY_MISS, decide_look, futility_levels, spending_shares  # noqa: E402
 from t2i_fairness.metrics.cis import order_effect, simulate_order_study  # noqa: E402
@@ -55,7 +55,7 @@ LEVEL = 0.05 / 1435  # the paper preset's per-gate level (only the spending shar
 def order_looks(order_prompts: int, cis_prompts: int) -> tuple[list[int], list[int]]:
     """The CIS looks (prompts per K) and the order test's prompts at each (``CisStudy.order_size``)."""
     cis = round_sizes(cis_prompts, 1)
-    return cis, [max(1, math.ceil(order_prompts * m / cis_prompts)) for m in cis]
+    return cis, [order_prefix(order_prompts, m, cis_prompts) for m in cis]
 
 
 def stopped_at(original, shuffled, order, looks: tuple[list[int], list[int]]) -> int | None:

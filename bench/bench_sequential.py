@@ -408,20 +408,19 @@ def order_run(size: Size, world: CisWorld, rng: np.random.Generator, schedule: l
     and component from K = 8's Beta population (``bench/bench_order_futility.py``'s world and rule)."""
     from bench_order_futility import K, stopped_at
 
+    from t2i_fairness.families.cis.study import order_prefix
     from t2i_fairness.metrics.cis import simulate_order_study
 
     a, b = world.params[8]
     rates = rng.beta(a, b, size=(size.order_prompts, K))
-    sizes = [max(1, math.ceil(size.order_prompts * m / schedule[-1])) for m in schedule]
+    sizes = [order_prefix(size.order_prompts, m, schedule[-1]) for m in schedule]
     return stopped_at(*simulate_order_study(rates, CIS_N, rng, 0.0), (list(schedule), sizes)) or size.order_prompts
 
 
-def cis_usage(log: Log, size: Size, gates: list[Gate], data, order_used: int | None = None) -> dict:
+def cis_usage(log: Log, size: Size, gates: list[Gate], data, order_used: int) -> dict:
     """CIS images of the sequential run and per gate kind: prompts per K as the round loop asked for them (the order
-    test, simulated by :func:`order_run`, holds the first ``order_used`` K = 8 prompts and their shuffles; ``None``:
-    all ``order_prompts``); the rate floor's, after a look cleared components, only the prompts naming one still open
-    (as the product reads them)."""
-    order_used = size.order_prompts if order_used is None else int(order_used)
+    test, simulated by :func:`order_run`, holds the first ``order_used`` K = 8 prompts and their shuffles); the rate
+    floor's, after a look cleared components, only the prompts naming one still open (as the product reads them)."""
     per_gate = {g.key: {} for g in gates}
     for key, n, reads, *_ in log.entries:
         for k, m in reads.items():

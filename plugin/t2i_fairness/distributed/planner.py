@@ -460,12 +460,11 @@ def _early(family, call, rp: RolePlan, batch: int, looks: dict) -> tuple[str | N
     return kind, None, first
 
 
-def _drawn(family, call, rp: RolePlan, share: float, prefixes: dict) -> dict:
-    """``{need key: {prompt: images}}`` a test reads at the prompt prefix holding ``share`` of its family's planned
-    prompts (looks over prompts: a gate that stops after a fraction ``f`` of the drawn prompts has read the first
-    ``f M`` of them, each with all its images; the union of several gates' prefixes is the longest)."""
-    schedule, _ = family.rounds(rp.studies[family.name])
-    m = min(int(schedule[-1]), max(1, math.ceil(share * int(schedule[-1]))))
+def _drawn(family, call, rp: RolePlan, share: float, size: int, prefixes: dict) -> dict:
+    """``{need key: {prompt: images}}`` a test reads at the prompt prefix holding ``share`` of its family's ``size``
+    planned prompts (looks over prompts: a gate that stops after a fraction ``f`` of the drawn prompts has read the
+    first ``f M`` of them, each with all its images; the union of several gates' prefixes is the longest)."""
+    m = min(int(size), max(1, math.ceil(share * int(size))))
     if (family.name, m) not in prefixes:
         prefixes[family.name, m] = family.look(rp.studies[family.name], m)
     return {n.key: {r.prompt: r.n for r in n.images} for n in family.needs(call, prefixes[family.name, m])}
@@ -550,7 +549,7 @@ def sequential_plan(rp: RolePlan) -> dict:
             # looks over prompts: the expected images are those of the prefix holding the share of the drawn prompts
             # (each draw with all its images; a text drawn twice, its draws' images), not a share of every prompt's
             # images, which counted the first look's prompts twice
-            drawn = (_drawn(families[fname], call, rp, share, prefixes).get(need.key, {})
+            drawn = (_drawn(families[fname], call, rp, share, looks[fname][2], prefixes).get(need.key, {})
                      if why is None and absent is not None else None)
             for prompt, n in full.items():
                 f = min(n, at_first.get(prompt, n if absent is None else absent)) if why is None else n

@@ -1446,8 +1446,6 @@ class OrderEffect:
         low, high = self.limits(alpha)
         return float(max(high.max(), -low.min()))
 
-    futility_limit = limit
-
 
 def order_effect(original, shuffled, order) -> OrderEffect:
     """The order study's per-prompt position effects (:class:`OrderEffect`), from the arrays
