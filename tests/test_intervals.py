@@ -610,6 +610,34 @@ def test_law_free_limits_are_where_the_test_starts_to_reject(mean, var, n, alpha
         assert bounded_mean_tail(mean, var, n, low + 1e-6, "max") > alpha * (1 - 1e-6) or low + 1e-6 > mean
 
 
+def test_law_free_limits_match_bisection_of_the_test_itself():
+    """The closed-form / divergence-only limit is the one a bisection over :func:`bounded_mean_tail`'s own
+    rejection finds, edges included (no units' spread, a share of 0 or 1, one unit, the far tail)."""
+    rng = np.random.default_rng(11)
+    cases = [(m, v, n, a) for m in (0.0, 1.0, 1e-6, 0.3, 0.97) for v in (0.0, 0.02) for n in (1, 2, 40, 10_000)
+             for a in (3.49e-5, 0.05)]
+    cases += [(rng.random() ** 3, rng.random() * 0.1, int(rng.integers(2, 20_000)), 10 ** rng.uniform(-10, -1))
+              for _ in range(200)]
+
+    def bisect(mean, var, n, alpha, side):
+        lo, hi = (0.0, mean) if side == "low" else (mean, 1.0)
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            rejected = float(bounded_mean_tail(mean, var, n, mid, "max" if side == "low" else "min")) <= alpha
+            if side == "low":
+                lo, hi = (mid, hi) if rejected else (lo, mid)
+            else:
+                lo, hi = (lo, mid) if rejected else (mid, hi)
+        return lo if side == "low" else hi
+
+    for side in ("low", "high"):
+        scalar = [float(bounded_mean_limit(*case, side)) for case in cases]
+        assert scalar == pytest.approx([bisect(*case, side) for case in cases], abs=1e-12)
+        # the vectorised path (many limits at once) gives the scalar path's
+        vector = bounded_mean_limit(*(np.array(col, dtype=float) for col in zip(*cases)), side)
+        assert vector == pytest.approx(scalar, abs=1e-14)
+
+
 def test_a_guarded_share_is_never_surer_than_either_test():
     """The gate's p-value is the larger of Korn-Graubard's and the law-free one; its limits the wider."""
     rng = np.random.default_rng(3)

@@ -254,7 +254,13 @@ class BoundedUnits:
 def bounded_mean_limit(mean, var, n, alpha, side: str, *, steps: int = 60):
     """The one-sided confidence limit of :func:`bounded_mean_tail`'s test (vectorised): ``"low"``, the largest
     ``b <= mean`` whose H0 ``theta <= b`` it rejects at ``alpha``; ``"high"``, the smallest ``b >= mean`` whose
-    ``theta >= b`` it rejects. ``mean`` itself (0 or 1 at the edge) where none is rejected.
+    ``theta >= b`` it rejects. 0 (``"low"``) or 1 (``"high"``) where none is rejected (fewer than 2 units).
+
+    The test rejects where either of its two bounds does (each at half the level), so the limit is the nearer
+    of the two bounds' own limits: Maurer & Pontil's in closed form (``mean - sqrt(2 V L / n) - 7 L / (3 (n -
+    1))`` with ``L = ln(4 / alpha)``), Hoeffding's relative-entropy one (``n KL(mean || b) = ln(2 / alpha)``)
+    by ``steps`` bisections of the divergence alone (scalars in plain floats: a gate reads one limit at a
+    time, thousands of times in a sequential run).
 
     Example:
         >>> round(float(bounded_mean_limit(0.5, 0.02, 1000, 1e-4, "low")), 3)  # t on 999 df: 0.483
@@ -263,17 +269,37 @@ def bounded_mean_limit(mean, var, n, alpha, side: str, *, steps: int = 60):
     if side not in ("low", "high"):
         raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
     mean, var, n, alpha = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (mean, var, n, alpha)))
-    direction = "max" if side == "low" else "min"
-    # reject(b) is monotone: true far from the mean on this side, false at the mean
-    lo, hi = (np.zeros_like(mean), mean.copy()) if side == "low" else (mean.copy(), np.ones_like(mean))
-    for _ in range(steps):
-        mid = 0.5 * (lo + hi)
-        rejected = bounded_mean_tail(mean, var, n, mid, direction) <= alpha
-        if side == "low":
+    if side == "high":  # theta >= b on the values is theta' <= 1 - b on 1 - values
+        return 1.0 - bounded_mean_limit(1.0 - mean, var, n, alpha, "low", steps=steps)
+    m = np.clip(mean, 0.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        big_l = np.log(4.0 / alpha)  # Maurer-Pontil at alpha / 2, its own p doubled: 4 exp(-r^2) <= alpha
+        eb = mean - (7.0 * big_l / (3.0 * np.maximum(n - 1.0, 1e-12)) + np.sqrt(2.0 * np.maximum(var, 0.0) * big_l / n))
+        target = np.log(2.0 / alpha) / n  # Hoeffding at alpha / 2: KL(m || b) >= ln(2 / alpha) / n
+    if m.size == 1:
+        kl = np.asarray(_kl_low_limit(float(m.ravel()[0]), float(target.ravel()[0]), steps)).reshape(m.shape)
+    else:
+        lo, hi = np.zeros_like(m), m.copy()
+        for _ in range(steps):
+            mid = 0.5 * (lo + hi)
+            rejected = _kl_bernoulli(m, mid) >= target
             lo, hi = np.where(rejected, mid, lo), np.where(rejected, hi, mid)
+        kl = lo
+    out = np.clip(np.maximum(kl, eb), 0.0, m)
+    return np.where(n >= 2, out, 0.0)
+
+
+def _kl_low_limit(m: float, target: float, steps: int) -> float:
+    """The largest ``b`` in ``[0, m]`` (to ``m 2^-steps``) with ``KL(m || b) >= target``; 0 if none."""
+    lo, hi = 0.0, m
+    for _ in range(steps):
+        b = 0.5 * (lo + hi)
+        kl = (m * math.log(m / b) if m > 0.0 else 0.0) + ((1.0 - m) * math.log((1.0 - m) / (1.0 - b)) if m < 1.0 else 0.0)
+        if kl >= target:
+            lo = b
         else:
-            lo, hi = np.where(rejected, lo, mid), np.where(rejected, mid, hi)
-    return lo if side == "low" else hi
+            hi = b
+    return lo
 
 
 def _bounded_power(units: BoundedUnits, bound: float, truth: float, direction: str, alpha: float) -> float:
