@@ -278,12 +278,12 @@ def image_range(requests, batch: int, *, images_per_hour: float | None = None) -
 #: (``Interval.futility_limit``). DIG In's ``N`` is 60 in both: the larger of the two benches' shares (the quick
 #: bench's). The paper-size figures are from 9 runs: smoke figures, not measurements with tight bounds.
 NULL_SHARES: dict[tuple[str, str], dict[tuple[int, int], float]] = {
-    ("cis", "share"): {(500, 8): 0.62, (500, 16): 0.62, (10000, 8): 0.08, (10000, 16): 0.08},
+    ("cis", "share"): {(500, 8): 0.62, (500, 16): 0.62, (10000, 8): 0.07, (10000, 16): 0.07},
     ("cis", "spread"): {(500, 8): 0.08, (500, 16): 0.08, (10000, 8): 0.07, (10000, 16): 0.07},
     # the order test (futility only): bench/bench_order_futility.py, the order prompts the CIS look's share of 1,000 (50
     # at 500 prompts per K); its images are the order prompts' shuffles (the originals are K = 8's first prompts)
     ("cis", "test"): {(500, 8): 1.0, (500, 16): 1.0, (10000, 8): 0.5, (10000, 16): 0.5},
-    ("cis", "worst"): {(500, 8): 0.43, (500, 16): 0.43, (10000, 8): 0.23, (10000, 16): 0.23},
+    ("cis", "worst"): {(500, 8): 0.43, (500, 16): 0.43, (10000, 8): 0.24, (10000, 16): 0.24},
     ("dig_in", "coverage"): {(60, 8): 1.0, (60, 16): 1.0},
     ("dig_in", "percentile"): {(60, 8): 0.89, (60, 16): 0.82},
     ("dig_in", "ratio"): {(60, 8): 1.0, (60, 16): 1.0},
@@ -291,7 +291,7 @@ NULL_SHARES: dict[tuple[str, str], dict[tuple[int, int], float]] = {
     ("dig_in", "worst"): {(60, 8): 0.79, (60, 16): 0.77},
 }
 NULL_SHARES_SOURCE = ("bench/bench_sequential.py --quick (CIS 500 prompts per K; 60 runs, sd 0.2 and 0.3, at 06b49ee) and "
-                      "at the paper's size (CIS 10,000 prompts per K; 9 runs, sd 0.2 and 0.3, at 996c374 and f95c522), "
+                      "at the paper's size (CIS 10,000 prompts per K; 90 runs per sd, sd 0.2 and 0.3, at dfaecde), "
                       "--batch 8 and 16, null scenario, 2026-11-27; the CIS order test: bench/bench_order_futility.py (400 runs a "
                       "row) at b80b72b; docs/sequential-bench.md")
 
