@@ -316,7 +316,7 @@ def null_share(family: str, kind: str, batch: int, size: int | None = None) -> t
 
     Example:
         >>> null_share("cis", "share", 16, 10000), null_share("cis", "share", 16, 400), null_share("cis", "share", 4)
-        ((0.08, (10000, 16)), (0.62, (500, 16)), (0.62, (500, 8)))
+        ((0.07, (10000, 16)), (0.62, (500, 16)), (0.62, (500, 8)))
         >>> null_share("dig_in", "share", 12, 60), null_share("cis", "score", 8), null_share("decomposed", "share", 8)
         ((0.69, (60, 16)), (1.0, None), (1.0, None))
     """
