@@ -52,9 +52,10 @@ K = 8
 LEVEL = 0.05 / 1435  # the paper preset's per-gate level (only the spending shares read it: no early fail)
 
 
-def order_looks(order_prompts: int, cis_prompts: int) -> tuple[list[int], list[int]]:
-    """The CIS looks (prompts per K) and the order test's prompts at each (``CisStudy.order_size``)."""
-    cis = round_sizes(cis_prompts, 1)
+def order_looks(order_prompts: int, cis_prompts: int, cis: list[int] | None = None) -> tuple[list[int], list[int]]:
+    """The CIS looks (prompts per K; ``cis``, default the product's ``round_sizes(M, 1)``) and the order test's prompts
+    at each (``CisStudy.order_size``)."""
+    cis = list(cis) if cis is not None else round_sizes(cis_prompts, 1)
     return cis, [order_prefix(order_prompts, m, cis_prompts) for m in cis]
 
 

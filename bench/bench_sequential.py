@@ -406,15 +406,14 @@ def order_run(size: Size, world: CisWorld, rng: np.random.Generator, schedule: l
     """The order prompts a sequential run's order test read (its prompts at the look where the product's futility rule
     passed it, or all): an order study with no order effect (no scenario here plants one), K = 8 inclusion by prompt
     and component from K = 8's Beta population (``bench/bench_order_futility.py``'s world and rule)."""
-    from bench_order_futility import K, stopped_at
+    from bench_order_futility import K, order_looks, stopped_at
 
-    from t2i_fairness.families.cis.study import order_prefix
     from t2i_fairness.metrics.cis import simulate_order_study
 
     a, b = world.params[8]
     rates = rng.beta(a, b, size=(size.order_prompts, K))
-    sizes = [order_prefix(size.order_prompts, m, schedule[-1]) for m in schedule]
-    return stopped_at(*simulate_order_study(rates, CIS_N, rng, 0.0), (list(schedule), sizes)) or size.order_prompts
+    looks = order_looks(size.order_prompts, schedule[-1], schedule)
+    return stopped_at(*simulate_order_study(rates, CIS_N, rng, 0.0), looks) or size.order_prompts
 
 
 def cis_usage(log: Log, size: Size, gates: list[Gate], data, order_used: int) -> dict:
