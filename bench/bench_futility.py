@@ -17,7 +17,7 @@ guarantee unmeasured. This script measures both rules' promise (``law-free``: ma
 with CIS_K's population mean ``mu`` (0.8, 0.7, 0.6, 0.5 for K = 1, 2, 4, 8) and between-prompt sd ``sd``, ``J``
 images per prompt (0/1: all K components shown). The bound is ``mu + delta``: the model misses it by exactly
 ``delta``, the futility miss (the case the promise is about; a larger miss stops less often). Looks: the
-product's CIS schedule, prefixes of the prompt list at ``round_sizes(M, 1)`` (first ``M / 16``), each prompt
+product's CIS schedule, prefixes of the prompt list at ``cis_looks(M)`` (first ``M / 16``, growing by sqrt(2)), each prompt
 with all its images, ``beta_k = futility_levels(looks)``.
 
 **Measured per (mu, sd)**: the share of runs passed early by futility under each limit (``law-free`` is main's
@@ -53,12 +53,12 @@ for _p in (REPO / "plugin", REPO / "bench"):
         sys.path.insert(0, str(_p))
 
 from sequential_worlds import CIS_MEANS, _beta  # noqa: E402
+from t2i_fairness.families.cis.study import cis_looks  # noqa: E402
 from t2i_fairness.gating.indicator import Indicator  # noqa: E402
 from t2i_fairness.gating.sequential import (FUTILITY_BETA, FUTILITY_MISS, decide_look, futility_levels,  # noqa: E402
                                             spending_shares)
 from t2i_fairness.metrics.decisions import p_value_interval  # noqa: E402
 from t2i_fairness.metrics.intervals import cluster_mean_interval, share_limit  # noqa: E402
-from t2i_fairness.metrics.sequential import round_sizes  # noqa: E402
 
 PAPER_LEVEL = 0.05 / 1435  # alpha / m: the paper preset's gate tests (Holm's first step)
 
@@ -98,7 +98,7 @@ def one_run(rng, mu: float, sd: float, prompts: int, images: int, looks: list[in
 
 
 def measure(mu: float, sd: float, miss: float, *, prompts: int, images: int, runs: int, seed: int) -> dict:
-    looks = round_sizes(prompts, 1)
+    looks = cis_looks(prompts)
     betas = futility_levels(len(looks))
     bound = mu + miss
     rng = np.random.default_rng([seed, round(mu * 100), round(sd * 100), round(miss * 1000) % 2**32])
@@ -133,7 +133,7 @@ def written_bound(mu: float, sd: float, *, prompts: int, images: int, seed: int)
 def measure_written(mu: float, sd: float, *, prompts: int, images: int, runs: int, seed: int) -> dict:
     """A null model (population mean ``mu``) against the bound written at another seed: per rule, the runs passed
     early, the mean share of the ``M`` prompts used, and the runs failed (at a look or at ``N``)."""
-    looks = round_sizes(prompts, 1)
+    looks = cis_looks(prompts)
     bound = written_bound(mu, sd, prompts=prompts, images=images, seed=seed)
     rng = np.random.default_rng([seed, round(mu * 100), round(sd * 100), 7])
     out = {"mu": mu, "sd": sd, "bound": bound, "runs": runs, "looks": looks, "early": {"law-free": 0, "KG": 0},
@@ -148,7 +148,7 @@ def measure_written(mu: float, sd: float, *, prompts: int, images: int, runs: in
 
 
 def main_written(a, prompts: int, runs: int) -> int:
-    looks = round_sizes(prompts, 1)
+    looks = cis_looks(prompts)
     print(f"# bench_futility --written: M = {prompts} prompts x J = {a.images} images, looks {looks}, a null model "
           f"against the bound the update flow writes at another seed; {runs} runs per row")
     print("| K (mu) | sd | bound | prompts used, law-free (main) | KG alone | passed early, law-free | KG alone | "
@@ -185,7 +185,7 @@ def main(argv=None) -> int:
     runs = a.runs or (200 if a.quick else 2000)
     if a.written:
         return main_written(a, prompts, runs)
-    looks = round_sizes(prompts, 1)
+    looks = cis_looks(prompts)
     print(f"# bench_futility: M = {prompts} prompts x J = {a.images} images, looks {looks}, beta_k "
           f"{futility_levels(len(looks))[0]:.5f} (sum {FUTILITY_BETA}), delta {FUTILITY_MISS['share']}, {runs} runs per row")
     print("| K (mu) | sd | miss | early passes, law-free (main) | early passes, KG alone | upper 95% KG | "

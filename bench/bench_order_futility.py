@@ -16,7 +16,7 @@ first-named component drawn 0.1 more often than the last, linear) is passed earl
 of mean ``--mean`` (0.5: the largest per-image variance) and between-prompt sd ``sd``, plus the position
 effect ``beta`` (linear, first-to-last ``effect``) where the prompt names it; shuffles uniform. Looks: the
 product's, the CIS looks' share of the order prompts (``CisStudy.order_size``: ``ceil(P m / M)`` at
-``round_sizes(M, 1)``, ``M`` = ``--cis-prompts``), ``beta_k = futility_levels(looks)``.
+the product's ``cis_looks(M)``, ``M`` = ``--cis-prompts``), ``beta_k = futility_levels(looks)``.
 
 **Printed per (sd, effect)**: runs passed early and the Clopper-Pearson 95% upper bound of that share; the
 order test's images used as a share of its fixed-N images (a run not passed early uses all: no early fail).
@@ -41,21 +41,20 @@ for _p in (REPO / "plugin", REPO / "bench"):
         sys.path.insert(0, str(_p))
 
 from sequential_worlds import _beta  # noqa: E402
-from t2i_fairness.families.cis.study import order_prefix  # noqa: E402
+from t2i_fairness.families.cis.study import cis_looks, order_prefix  # noqa: E402
 from t2i_fairness.gating.indicator import Indicator  # noqa: E402
 from t2i_fairness.gating.sequential import FUTILITY_MISS, decide_look, futility_levels, spending_shares  # noqa: E402
 from t2i_fairness.metrics.cis import order_effect, simulate_order_study  # noqa: E402
 from t2i_fairness.metrics.decisions import HypothesisTest  # noqa: E402
-from t2i_fairness.metrics.sequential import round_sizes  # noqa: E402
 
 K = 8
 LEVEL = 0.05 / 1435  # the paper preset's per-gate level (only the spending shares read it: no early fail)
 
 
 def order_looks(order_prompts: int, cis_prompts: int, cis: list[int] | None = None) -> tuple[list[int], list[int]]:
-    """The CIS looks (prompts per K; ``cis``, default the product's ``round_sizes(M, 1)``) and the order test's prompts
+    """The CIS looks (prompts per K; ``cis``, default the product's :func:`cis_looks`) and the order test's prompts
     at each (``CisStudy.order_size``)."""
-    cis = list(cis) if cis is not None else round_sizes(cis_prompts, 1)
+    cis = list(cis) if cis is not None else cis_looks(cis_prompts)
     return cis, [order_prefix(order_prompts, m, cis_prompts) for m in cis]
 
 

@@ -11,7 +11,7 @@ through pytest instead (``bench/bench_sequential_suite.py``; options it does not
   Gates: CIS_K (cluster shares), the drop per component (MOVER over the CIS_K), the per-component rate
   floor (worst of the components, each a cluster share over the prompts naming it, going on with its open
   components only). Looks are prefixes of each K's drawn prompt list, each prompt with all its images:
-  ``round_sizes(M, 1, first=M/16)`` (``--cis-first``). The order test (futility only, since b80b72b): an order
+  the product's ``cis_looks(M, first=M/16)`` (``--cis-first``; M/16, then growing by sqrt(2)). The order test (futility only, since b80b72b): an order
   study with no order effect per run, decided by the product's rule as ``bench_order_futility.py`` does; it holds
   the first prompts of K = 8 it read and their shuffles (1,000 each at full scale).
 * **DIG In** (4.3%): the ``{object} in {region}`` template (9 objects at full scale, a third of the paper's
@@ -74,6 +74,7 @@ for _p in (REPO / "plugin", REPO / "bench"):
 from sequential_worlds import (CIS_KS, CIS_N, DIG_N, CisWorld, DigWorld, SimCis, SimDig, cis_run,  # noqa: E402
                                dig_run)
 from simulated_canaries import REGIONS  # noqa: E402
+from t2i_fairness.families.cis.study import cis_looks  # noqa: E402
 from t2i_fairness.gating.gate import measure  # noqa: E402
 from t2i_fairness.gating.rounds import GROUP_PARAMETERS, GateCallSpec, Rounds  # noqa: E402
 from t2i_fairness.gating.sequential import SequentialEvidence  # noqa: E402
@@ -385,7 +386,7 @@ def run_once(size: Size, cis_world: CisWorld, dig_world: DigWorld, dig_kwargs: d
     vf = {g.id: judge_indicator(at_n[g.id], g, thresholds) for g in cg + dg}
     fixed_failed = holm(vf)
     clog = Log()
-    cschedule = round_sizes(size.cis_prompts, 1, first=cis_first)
+    cschedule = cis_looks(size.cis_prompts, first=cis_first)
     cind = sequential(cfull, lambda s, n: s.at_prompts(n), cschedule, "prompts", cg, thresholds, clog)
     cv = {g.id: judge_indicator(cind[g.id], g, thresholds) for g in cg}
     cis_use = cis_usage(clog, size, cg, cdata, order_run(size, cis_world, rng, cschedule))

@@ -16,10 +16,10 @@ def bench(load_bench):
 def test_the_law_free_limit_stops_a_gate_only_where_korn_graubard_s_alone_has(bench):
     # the law-free rule reads the wider of the two limits: a futility pass under it is one under KG at the same
     # look or an earlier one (never the other way round)
-    from t2i_fairness.metrics.sequential import round_sizes
+    from t2i_fairness.families.cis.study import cis_looks
 
     rng = np.random.default_rng(3)
-    looks = round_sizes(96, 1)
+    looks = cis_looks(96)
     seen = 0
     for _ in range(40):
         r = bench.one_run(rng, 0.8, 0.3, 96, 4, looks, bound=0.7)  # 0.1 above the bound: often clear early

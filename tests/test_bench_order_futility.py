@@ -16,11 +16,12 @@ def bench(load_bench):
 
 
 def test_its_looks_are_the_cis_looks_share_of_the_order_prompts(bench):
-    from t2i_fairness.metrics.sequential import round_sizes
+    from t2i_fairness.families.cis.study import cis_looks
 
     cis, sizes = bench.order_looks(1000, 10_000)
-    assert cis == round_sizes(10_000, 1) and sizes == [63, 125, 250, 500, 1000]
-    assert bench.order_looks(12, 32)[1] == [math.ceil(12 * m / 32) for m in round_sizes(32, 1)]
+    assert cis == cis_looks(10_000) == [625, 884, 1251, 1770, 2504, 3542, 5010, 7086, 10_000]
+    assert sizes == [63, 89, 126, 177, 251, 355, 501, 709, 1000]
+    assert bench.order_looks(12, 32)[1] == [math.ceil(12 * m / 32) for m in cis_looks(32)]
 
 
 def test_no_effect_passes_early_and_the_stated_effect_runs_to_n(bench):

@@ -41,8 +41,8 @@ def test_a_look_at_m_prompts_is_the_fixed_n_study_of_the_first_m_prompts(tmp_pat
     try:
         options = CisOptions(ks=(1, 2, 4), prompts=32, images=2, rate_min_images=2)
         study = CisStudy(bench, options)
-        assert FAMILY.rounds(study) == ([2, 4, 8, 16, 32], "prompts")  # M / 16, then doubling
-        for m in (4, 8, 16):
+        assert FAMILY.rounds(study) == ([2, 3, 5, 8, 12, 17, 25, 32], "prompts")  # M / 16, then growing by sqrt(2)
+        for m in (3, 8, 17):
             look = FAMILY.look(study, m)
             alone = CisStudy(bench, CisOptions(ks=(1, 2, 4), prompts=m, images=2, rate_min_images=2))
             for k in options.ks:

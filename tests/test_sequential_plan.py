@@ -50,7 +50,7 @@ def test_cis_share_gates_best_is_the_first_look_s_prompts_and_expected_the_bench
     assert len(requests) == 12 * K and all(n == N for _, n in requests)  # 12 prompts per K, no text drawn twice
     share = NULL_SHARES[("cis", "share")][(500, 8)]  # the bench's nearest N (12 prompts per K: 500) and batch
     assert seq["worst"] == sum(n for _, n in requests) == sum(f["images"] for f in role["families"])
-    assert seq["best"] == K * N  # round_sizes(12, 1) = [1, 2, 4, 8, 12]: one prompt per K, all its images
+    assert seq["best"] == K * N  # cis_looks(12) = [1, 2, 3, 5, 8, 12]: one prompt per K, all its images
     # the expected case: the prefix of the prompts holding the bench's share of them, each with all its images
     # (ceil(0.6 * 12) = 8 prompts per K), never below the best case
     assert seq["expected"] == K * math.ceil(share * 12) * N
@@ -87,7 +87,7 @@ def test_the_order_test_stops_early_over_a_prefix_of_its_prompts(tmp_path, in_pr
     N = 8
     out, role = _plan(tmp_path, in_process, "-k", "order_invariance", "--t2i-sequential", "--t2i-cis-images", str(N))
     seq = role["sequential"]
-    assert seq["worst"] == 2 * 12 * N and seq["best"] == 2 * 1 * N  # round_sizes(12, 1)[0] = 1 prompt and its shuffle
+    assert seq["worst"] == 2 * 12 * N and seq["best"] == 2 * 1 * N  # cis_looks(12)[0] = 1 prompt and its shuffle
     share = null_share("cis", "test", 8, 12)[0]
     assert seq["expected"] == 2 * math.ceil(share * 12) * N
     assert seq["early_gates"] == seq["gates"] == 1 and seq["runs_to_n"] == {}
