@@ -4,7 +4,7 @@ suite gives the fixed-N verdicts on the canaries' held slices, with fewer images
 
 The suite here is the repository's CIS and DIG In gate files on the procedural model (fast, and its
 regressions are real: a canary changes the pixels of its slice). DIG In looks at 2, 4, 8 images per
-prompt (``--t2i-batch-size 2``: rounds are multiples of the batch size); CIS at 1, 2, 4 of its 4 prompts
+prompt (``--t2i-batch-size 2``: rounds are multiples of the batch size); CIS at 1, 2, 3, 4 of its 4 prompts
 per K (the smoke preset's M; each prompt with all its images).
 """
 
@@ -93,7 +93,8 @@ def test_sequential_records_name_the_kind_the_look_and_why_a_gate_ran_to_n(suite
     result, records = _run(suite, "--t2i-seed", "1", "--t2i-sequential")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
     cis = records["test_cis[k2]"]["details"]["sequential"]
-    assert cis["kind"] == "share" and (cis["unit"], cis["planned"], cis["rounds"]) == ("prompts", 4, 3)
+    # 4 prompts per K: cis_looks(4) = [1, 2, 3, 4]
+    assert cis["kind"] == "share" and (cis["unit"], cis["planned"], cis["rounds"]) == ("prompts", 4, 4)
     coverage = records["test_region_coverage[synthetic-object_in_region-africa]"]["details"]["sequential"]
     # coverage grows with the images: it never fails early, it may pass by futility
     assert coverage["kind"] == "coverage" and coverage["reason"] in ("pass: futility", "ran to N")
@@ -107,7 +108,7 @@ def test_sequential_records_name_the_kind_the_look_and_why_a_gate_ran_to_n(suite
     assert one.ret == pytest.ExitCode.OK, one.stdout.str()[-3000:]
     seq = records["test_region_precision[synthetic-object_in_region-africa]"]["details"]["sequential"]
     assert seq["reason"] == "ran to N" and seq["early"] is False and seq["rounds"] == 1
-    assert records["test_cis[k1]"]["details"]["sequential"]["rounds"] == 3
+    assert records["test_cis[k1]"]["details"]["sequential"]["rounds"] == 4  # cis_looks(4): 1, 2, 3, 4 prompts
 
 
 @pytest.mark.parametrize("flag", ["--t2i-update-thresholds", "--t2i-baseline-model", "--t2i-plan-samples",
