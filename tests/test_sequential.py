@@ -14,7 +14,9 @@ from scipy import stats
 from t2i_fairness.families.base import Study, indicator
 from t2i_fairness.gating.indicator import Indicator
 from t2i_fairness.gating.rounds import GateCallSpec, Rounds
+from t2i_fairness.gating.power import MEANINGFUL_MISS
 from t2i_fairness.gating.sequential import (
+    CURTAIL_GAMMA,
     FUTILITY_BETA,
     SequentialEvidence,
     decide_look,
@@ -41,16 +43,22 @@ def test_spending_is_lan_demets_obrien_fleming_and_sums_to_the_level():
     assert futility_levels(4) == pytest.approx([FUTILITY_BETA / 3] * 3)
 
 
-def _paths(looks, bound, truth, level, delta_kind="share"):
+def _paths(looks, bound, truth, level, delta_kind="share", curtail=True):
     """Exact: the probability that a binomial share's sequential gate fails early, fails at N, passes by
-    futility, over every path of cumulative counts (each look decided by decide_look)."""
+    futility or by curtailment, over every path of cumulative counts (each look decided by decide_look); ``lost_*``:
+    the chance of stopping early by that rule on a path whose images to come would have made the fixed-N test
+    fail (the power each pass rule costs, exactly)."""
     N = looks[-1]
     shares = spending_shares([n / N for n in looks], level)
     betas = futility_levels(len(looks)) + [None]
+    ks = np.arange(N + 1)
+    p_n = np.array([_share(int(k), N).evidence.p_value(bound, "min") for k in ks])
+    fails_at_n = (ks / N < bound) & (p_n <= level)
+    crit = int(ks[fails_at_n].max()) if fails_at_n.any() else -1  # the fixed-N test fails a count <= crit
     dist = {0: 1.0}  # count -> probability of being open with that count
     prior = {0: None}
     prev = 0
-    out = {"fail": 0.0, "futility": 0.0, "fail_N": 0.0}
+    out = {"fail": 0.0, "futility": 0.0, "curtail": 0.0, "fail_N": 0.0, "lost_futility": 0.0, "lost_curtail": 0.0}
     for k, n in enumerate(looks):
         step = stats.binom.pmf(np.arange(n - prev + 1), n - prev, truth)
         new, new_prior = {}, {}
@@ -65,12 +73,14 @@ def _paths(looks, bound, truth, level, delta_kind="share"):
         for x, p in new.items():
             final = k == len(looks) - 1
             d = decide_look(_share(x, n), bound, "min", level=level, share=float(shares[k]), beta=betas[k],
-                            prior=new_prior[x], final=final)
+                            prior=new_prior[x], final=final, fraction=None if final or not curtail else n / N)
             if final:
                 if x / n < bound and d.p_sequential is not None and d.p_sequential <= level:
                     out["fail_N"] += p
-            elif d.reason in ("fail", "futility"):
+            elif d.reason in ("fail", "futility", "curtail"):
                 out[d.reason] += p
+                if d.reason != "fail":
+                    out["lost_" + d.reason] += p * float(stats.binom.cdf(crit - x, N - n, truth))
             else:
                 dist[x], prior[x] = p, d.p_sequential
         prev = n
@@ -101,6 +111,48 @@ def test_power_at_n_is_within_one_point_of_the_fixed_n_test_for_a_miss_of_five_p
         fixed = _fixed(looks[-1], bound, truth, level)
         assert seq["fail"] + seq["fail_N"] >= fixed - 0.01, (truth, seq, fixed)
         assert seq["futility"] <= FUTILITY_BETA + 1e-9  # a model missing by the futility miss rarely passes early
+
+
+@pytest.mark.parametrize("looks", [[6, 12, 24], [12, 24, 48, 96], [48, 96, 192, 360], [162, 324, 648, 1620]])
+@pytest.mark.parametrize("bound", [0.5, 0.8, 0.95])
+def test_curtailment_costs_at_most_gamma_of_the_power_at_a_meaningful_miss_exactly(looks, bound):
+    """Stochastic curtailment's promise, on every path: the chance of passing early by curtailment on a path the
+    fixed-N test would have failed is at most CURTAIL_GAMMA at the meaningful miss (0.10) and below it (0.05), at
+    sizes from an underpowered 24 images to 1,620 and at the level the run uses; with the futility rule, the
+    sequential test's power stays within one point of the fixed-N test's."""
+    level = 0.05 / 1435
+    for miss in (0.05, MEANINGFUL_MISS["share"]):
+        truth = bound - miss
+        seq = _paths(looks, bound, truth, level)
+        fixed = _fixed(looks[-1], bound, truth, level)
+        assert seq["lost_curtail"] <= CURTAIL_GAMMA, (miss, seq)
+        assert seq["lost_futility"] <= FUTILITY_BETA, (miss, seq)
+        assert seq["fail"] + seq["fail_N"] >= fixed - (CURTAIL_GAMMA + FUTILITY_BETA), (miss, seq, fixed)
+
+
+def test_curtailment_stops_an_underpowered_gate_early_but_keeps_its_power_against_a_collapse():
+    """24 images at 1.5e-4 cannot catch a 0.10 miss (power 0.002 at a bound of 0.5): a model where the update flow
+    puts it (3.3 standard errors above its bound) passes early by curtailment on every path, one at its bound 81% of
+    the time, where the futility limit alone never clears; a collapse (0.1 against 0.5) is judged at the look's own
+    limit (6 images cannot exclude it) and loses no power: the sequential test's power equals the fixed-N test's."""
+    looks, bound, level = [6, 12, 24], 0.5, 0.05 / 337
+    assert _share(12, 24).evidence.power(bound, "min", 0.10, level) < 0.01
+    above = _paths(looks, bound, bound + 3.3 * math.sqrt(bound * (1 - bound) / 24), level)
+    assert above["futility"] == 0.0 and above["curtail"] > 0.999, above
+    at = _paths(looks, bound, bound, level)
+    assert at["futility"] == 0.0 and at["curtail"] > 0.8, at
+    for truth in (0.1, 0.3):
+        seq, fixed = _paths(looks, bound, truth, level), _fixed(looks[-1], bound, truth, level)
+        assert seq["lost_curtail"] < 1e-6 and seq["fail"] + seq["fail_N"] >= fixed - 1e-6, (truth, seq, fixed)
+
+
+@pytest.mark.parametrize("truth", [0.0, 0.1, 0.3, 0.5, 0.6])
+def test_curtailment_costs_at_most_gamma_plus_beta_at_any_miss_exactly(truth):
+    """Beyond the meaningful miss the rule judges a look at its own limit: the power lost at any miss is at most
+    CURTAIL_GAMMA + FUTILITY_BETA (a bound of 0.8, 24 to 96 images, misses of 0.2 to 0.8)."""
+    for looks in ([6, 12, 24], [12, 24, 48, 96]):
+        seq = _paths(looks, 0.8, truth, 0.05 / 1435)
+        assert seq["lost_curtail"] + seq["lost_futility"] <= CURTAIL_GAMMA + FUTILITY_BETA, (looks, seq)
 
 
 def test_a_model_comfortably_above_its_bound_stops_early():
@@ -282,3 +334,33 @@ def test_a_worst_of_futility_pass_counts_no_selection_and_keeps_its_promise():
         open_after += weight * ("miss" in ev.open_groups(bound, "min", beta, delta))
     assert 0 < passed_counting_selection < passed <= beta
     assert 1 - open_after == pytest.approx(passed, abs=1e-12)  # the group-by-group rule clears it as often
+
+
+def test_conditional_power_is_zero_where_no_outcome_at_n_can_fail_and_a_union_over_a_worst_ofs_groups():
+    from t2i_fairness.metrics.evidence import worst_of
+    from t2i_fairness.metrics.intervals import Interval, floor_to_units
+
+    # 2 of 4 prompts: a test over 4 prompts claims no p below 2^-4, so at 1e-4 nothing at N fails the gate
+    two = floor_to_units(Interval(0.5, 0.3, 0.7, "t", 0.95, 2, se=0.1, df=1.0), 2)
+    assert two.conditional_power(0.9, "min", 0.10, 1e-4, 0.5) == 0.0
+    assert 0.0 < two.conditional_power(0.9, "min", 0.10, 0.1, 0.5) <= 1.0  # at 0.1 > 2^-4 it may
+    groups = {r: precision_interval(np.r_[np.ones(k, bool), np.zeros(60 - k, bool)]) for r, k in
+              [("a", 50), ("b", 44), ("c", 41)]}
+    w, level = worst_of(groups), 1e-3
+    each = [g.conditional_power(0.6, "min", 0.10, level / 3, 0.25, 0.002) for g in groups.values()]
+    assert w.conditional_power(0.6, "min", 0.10, level, 0.25, 0.002) == pytest.approx(min(1.0, sum(each)))
+    assert max(each) > 0  # the worst group is not the only one that may fail at N
+
+
+def test_conditional_power_matches_the_exact_binomial_chance_or_overstates_it():
+    """The normal model of N against the exact test's chance (the images to come binomial at the missed value): close
+    or larger, so the rule stops less than an exact one would."""
+    N, n, level = 64, 16, 1e-4
+    for bound in (0.6, 0.8, 0.9):
+        for k in (12, 14, 15, 16):
+            ks = np.arange(N + 1)
+            p_n = np.array([_share(int(c), N).evidence.p_value(bound, "min") for c in ks])
+            crit = ks[(ks / N < bound) & (p_n <= level)].max()
+            exact = stats.binom.cdf(crit - k, N - n, bound - 0.10)
+            approx = _share(k, n).evidence.conditional_power(bound, "min", 0.10, level, n / N)
+            assert approx >= exact * 0.9 - 1e-6, (bound, k, approx, exact)

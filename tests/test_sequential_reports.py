@@ -95,7 +95,7 @@ def test_terminal_summary_has_the_sequential_block():
     assert "-- sequential (--t2i-sequential) --" in lines, lines
     block = lines[lines.index("-- sequential (--t2i-sequential) --"):]
     assert block[1].startswith("method: each gate's level alpha/m (Holm's first step) spent over its planned looks")
-    assert block[2] == "reasons: 1 fail: alpha spent at this look, 2 pass: futility, 2 ran to N"
+    assert block[2] == "reasons: 1 fail: alpha spent at this look, 2 pass: futility, 0 pass: curtailed, 2 ran to N"
     # per kind: the mean share of the fixed-N size at stopping, from the records
     share = np.mean([seq[g]["share_of_planned"] for g in ("test_a[fail]", "test_a[futile]", "test_a[full]")])
     cov = np.mean([seq[g]["share_of_planned"] for g in ("test_cov[low]", "test_cov[high]")])
@@ -140,7 +140,8 @@ def test_run_json_has_the_sequential_object():
     seq = data["sequential"]
     assert seq["alpha"] == ALPHA and seq["multiplicity"] == "holm" and seq["gates"] == 5
     assert seq["method"].startswith("each gate's level alpha/m")
-    assert seq["reasons"] == {"fail: alpha spent at this look": 1, "pass: futility": 2, "ran to N": 2}
+    assert seq["reasons"] == {"fail: alpha spent at this look": 1, "pass: futility": 2, "pass: curtailed": 0,
+                              "ran to N": 2}
     assert seq["kinds"]["share"]["gates"] == 3 and seq["kinds"]["share"]["early"] == 2
     assert (seq["images_used"], seq["generated"], seq["from_cache"], seq["planned_images"]) == (3200, 3000, 200, 100_000)
     assert seq["share_of_planned"] == 0.032
@@ -166,7 +167,7 @@ def test_records_from_xdist_workers_give_the_same_block():
 def test_github_step_summary_has_the_run_block():
     text = step_summary(_session(_mix()))
     assert "<details><summary>sequential (--t2i-sequential)</summary>" in text
-    assert "reasons: 1 fail: alpha spent at this look, 2 pass: futility, 2 ran to N" in text
+    assert "reasons: 1 fail: alpha spent at this look, 2 pass: futility, 0 pass: curtailed, 2 ran to N" in text
     assert "of the fixed-N plan's 100,000 (3%)" in text
     assert "early stops (" not in text and "more (run.json)" not in text  # the gate table and run.json have the gates
 
@@ -281,6 +282,6 @@ def test_a_sequential_run_reports_the_block_the_same_with_and_without_xdist(pyte
         props = [{p.get("name"): p.get("value") for p in case.iter("property")} for case in cases]
         assert len(props) == 3 and not any(k.startswith("t2i_sequential") for p in props for k in p)
     assert blocks["2"] == blocks["0"]
-    assert ("reasons: 0 fail: alpha spent at this look, 0 pass: futility, 0 ran to N, 3 without a sequential record "
+    assert ("reasons: 0 fail: alpha spent at this look, 0 pass: futility, 0 pass: curtailed, 0 ran to N, 3 without a sequential record "
             "(no bound, or not a study's indicator)") in blocks["0"]
     assert blocks["0"][-1].startswith("images used this run: 12 (0 generated, 12 from the cache of earlier runs)")

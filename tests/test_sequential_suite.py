@@ -84,7 +84,8 @@ def test_a_sequential_run_gives_the_fixed_n_verdicts_on_the_canary_slices_with_f
     assert all(r["at"] % 2 == 0 for r in early if r["unit"] == "images per prompt")  # multiples of the batch size
     assert {r["unit"] for r in records} == {"images per prompt", "prompts"}
     # every gate says how it was decided; no record leaks into the fixed-N run
-    assert all(r["reason"] in ("fail: alpha spent at this look", "pass: futility", "ran to N") for r in records)
+    assert all(r["reason"] in ("fail: alpha spent at this look", "pass: futility", "pass: curtailed", "ran to N")
+               for r in records)
     assert not any("sequential" in r["details"] for r in fixed_records.values())
 
 
@@ -97,7 +98,7 @@ def test_sequential_records_name_the_kind_the_look_and_why_a_gate_ran_to_n(suite
     assert cis["kind"] == "share" and (cis["unit"], cis["planned"], cis["rounds"]) == ("prompts", 4, 4)
     coverage = records["test_region_coverage[synthetic-object_in_region-africa]"]["details"]["sequential"]
     # coverage grows with the images: it never fails early, it may pass by futility
-    assert coverage["kind"] == "coverage" and coverage["reason"] in ("pass: futility", "ran to N")
+    assert coverage["kind"] == "coverage" and coverage["reason"] in ("pass: futility", "pass: curtailed", "ran to N")
     assert (coverage["unit"], coverage["planned"], coverage["rounds"]) == ("images per prompt", 8, 3)
     for rec in (r["details"]["sequential"] for r in records.values()):
         if rec["reason"] == "ran to N":

@@ -326,6 +326,14 @@ def early_record(record: GateRecord, seq: dict, bound) -> GateRecord:
         message = (f"{head}; FAILED early at {where}: p = {seq['p']:.3g} <= {seq['level']:.3g}, the alpha this look "
                    f"spends (O'Brien-Fleming share {seq['alpha_share']:.2g} of the gate's level {seq['gate_level']:.3g})")
         status = "fail"
+    elif seq["reason"] == "pass: curtailed":
+        message = (f"{head}; passed early by curtailment at {where}: were it to miss the bound by "
+                   f"{seq['curtail_miss']:g} (its kind's meaningful miss), the fixed-N test at N would fail it with "
+                   f"probability {seq['conditional_power']:.2g} given this look (< {seq['curtail_gamma']:g}), so stopping "
+                   f"here costs at most {seq['curtail_gamma']:g} of its power at that miss")
+        if record.status == "inconclusive":  # the look's estimate misses the bound, without evidence at this size
+            message += "; its estimate at this look misses the bound without evidence (inconclusive at this size)"
+        status = "pass"
     elif seq.get("kind") == "test":  # a test (no bound): futility against an effect of its own size
         message = (f"{head}; passed early by futility at {where}: the largest effect its {1 - seq['futility_beta']:.4g} "
                    f"one-sided limits leave possible is {seq['futility_limit']:.4f} < {seq['futility_miss']:g} (half "

@@ -17,20 +17,22 @@ __all__ = ["Indicator", "KINDS"]
 
 #: gate kinds and what ``--t2i-sequential`` may stop them for (``docs/sequential.md``): every kind with an
 #: effect size passes early by futility; ``fail`` marks the kinds whose early fail is valid (their estimand does not move with
-#: the images per prompt: coverage grows with ``n``, a low percentile's expectation shifts with ``n``)
+#: the images per prompt: coverage grows with ``n``, a low percentile's expectation shifts with ``n``); ``curtail`` the
+#: kinds a look may pass by stochastic curtailment (``gating.sequential``): those whose estimand does not move, and a
+#: coverage floor (growing toward ``N``, a coverage at ``N`` fails less often than the look's normal model says)
 KINDS: dict[str, frozenset[str]] = {
-    "share": frozenset({"fail", "futility"}),  # precision, CIS_K: a share of images (or prompts' images)
-    "coverage": frozenset({"futility"}),  # a share of real balls: its expectation grows with n
-    "worst": frozenset({"fail", "futility"}),  # the worst of G groups (of shares; of coverages: no early fail)
-    "spread": frozenset({"fail", "futility"}),  # best minus worst, template improvement, CIS drop
-    "ratio": frozenset({"fail", "futility"}),  # worst / best, CLGC(l) / CLGC(English)
+    "share": frozenset({"fail", "futility", "curtail"}),  # precision, CIS_K: a share of images (or prompts' images)
+    "coverage": frozenset({"futility", "curtail"}),  # a share of real balls: its expectation grows with n
+    "worst": frozenset({"fail", "futility", "curtail"}),  # the worst of G groups (of shares; of coverages: no early fail)
+    "spread": frozenset({"fail", "futility", "curtail"}),  # best minus worst, template improvement, CIS drop
+    "ratio": frozenset({"fail", "futility", "curtail"}),  # worst / best, CLGC(l) / CLGC(English)
     "percentile": frozenset({"futility"}),  # a mean of low percentiles: its expectation shifts with n
-    "score": frozenset({"fail", "futility"}),  # IndicTTI's means of cosines
+    "score": frozenset({"fail", "futility", "curtail"}),  # IndicTTI's means of cosines
     # the CIS order test: futility against an order effect (its evidence: inclusion by position with law-free
     # limits); its Monte Carlo permutation p cannot reach an early look's O'Brien-Fleming share of the level, so
     # no early fail: the test at N decides at its whole level
     "test": frozenset({"futility"}),
-    "hoeffding": frozenset({"fail", "futility"}),  # word-level: Hoeffding's inequality
+    "hoeffding": frozenset({"fail", "futility", "curtail"}),  # word-level: Hoeffding's inequality
 }
 
 
@@ -91,6 +93,20 @@ class Indicator:
     def early_fail(self) -> bool:
         """Whether a look before ``N`` may fail this gate (its kind allows it and its estimand does not grow)."""
         return "fail" in KINDS[self.kind] and not self.grows
+
+    @property
+    def curtail(self) -> bool:
+        """Whether a look before ``N`` may pass this gate by stochastic curtailment (``gating.sequential``): its kind
+        allows it, and its estimand does not move with the images or only grows toward a floor (a coverage, the worst
+        of coverages: the look's model of ``N`` then overstates the chance that ``N`` fails it).
+
+        Example:
+            >>> Indicator(0.5, 20, "coverage", grows=True).curtail, Indicator(0.9, 20, "ratio", grows=True).curtail
+            (True, False)
+        """
+        if "curtail" not in KINDS[self.kind]:
+            return False
+        return not self.grows or (self.kind in ("coverage", "worst") and self.direction == "min")
 
     def replace(self, **changes) -> "Indicator":
         return replace(self, **changes)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
-from t2i_fairness.gating.sequential import REASONS, decide_look, futility_levels, spending_shares
+from t2i_fairness.gating.sequential import CURTAIL_GAMMA, REASONS, decide_look, futility_levels, spending_shares
 
 __all__ = ["GROUP_PARAMETERS", "GateCallSpec", "Rounds"]
 
@@ -124,7 +124,7 @@ class Rounds:
                     # as without rounds; indicator methods raise no gate outcome, only gate() does)
                     continue
                 d = decide_look(ind, bound.value, bound.direction, level=self.level, share=float(shares[k]),
-                                beta=betas[k], prior=prior.get(key))
+                                beta=betas[k], prior=prior.get(key), fraction=n / N)
                 can_fail[key] = ind.early_fail
                 prior[key] = d.p_sequential
                 if d.stopped:
@@ -178,6 +178,8 @@ class Rounds:
                "p_sequential": d.p_sequential}
         if d.reason == "futility":
             rec.update(futility_limit=d.futility_limit, futility_miss=d.futility_miss, futility_beta=beta)
+        elif d.reason == "curtail":
+            rec.update(conditional_power=d.conditional_power, curtail_miss=d.curtail_miss, curtail_gamma=CURTAIL_GAMMA)
         return rec
 
     def reached(self):

@@ -23,6 +23,19 @@ Holm's first step) over them:
   only when every group clears, a spread when every pair does. A worst-of's futility limit counts no
   selection (``WorstOf.futility_limit``, ``WorstOf.open_groups``: each group at ``beta_k``): a model
   misses through one fixed group, whose own limit covers it with probability ``1 - beta_k``.
+* **Curtailment** (stochastic curtailment, Lan, Simon & Halperin 1982; non-binding, so it never adds a false
+  alarm): where the futility limit is still open, a gate passes early when its *conditional power* is below
+  ``CURTAIL_GAMMA = 0.005``: the chance, given the look, that the fixed-N test at ``N`` (at the gate's whole level
+  ``a``) fails it were its true value a whole meaningful miss (:data:`~t2i_fairness.gating.power.MEANINGFUL_MISS`)
+  beyond the bound (``Interval.conditional_power``: the look's estimate and the coming units' mean at the missed
+  value, normal at ``N``'s error), or beyond it at the look's own limit at ``beta_k`` where the look cannot exclude
+  a larger miss. The runs a stop loses are those the test at ``N`` would have failed, so the power lost is
+  ``E[1{stop} CP] <= 0.005`` at misses up to the meaningful one, and at most ``0.005 + sum beta_k = 0.01`` at any
+  miss (the limit covers the truth but with probability ``beta_k``): with the futility rule the power at ``N`` stays
+  within one point of the fixed-N test's (tests/test_sequential.py enumerates it exactly for shares). It stops what the futility limit cannot: a gate too small
+  to catch a meaningful miss at ``N`` (underpowered, as its report says) stops at its first look unless the look
+  shows a miss (a collapsed region's conditional power is near 1). Kinds: ``Indicator.curtail`` (not a low
+  percentile, whose expectation shifts with ``n``, nor the order test).
 * **No early fail** where the estimand moves with the sample (``Indicator.early_fail``): coverage grows
   with ``n`` (a coverage below the bound at ``n`` may meet it at ``N``), a low percentile's expectation
   shifts with ``n``; they pass early by futility (a lower limit at ``n`` holds at ``N`` for coverage)
@@ -32,6 +45,7 @@ Holm's first step) over them:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -44,7 +58,7 @@ from t2i_fairness.gating.power import MEANINGFUL_MISS
 from t2i_fairness.metrics.cis import ORDER_EFFECT
 from t2i_fairness.metrics.intervals import P_FLOOR, upper_quantile
 
-__all__ = ["FUTILITY_BETA", "FUTILITY_MISS", "LookDecision", "NULL_SHARES", "NULL_SHARES_SOURCE", "PromptUse",
+__all__ = ["CURTAIL_GAMMA", "FUTILITY_BETA", "FUTILITY_MISS", "LookDecision", "NULL_SHARES", "NULL_SHARES_SOURCE", "PromptUse",
            "REASONS", "SequentialEvidence", "decide_look", "futility_levels", "image_range", "null_share",
            "sequential_images", "spending_shares"]
 
@@ -55,9 +69,12 @@ __all__ = ["FUTILITY_BETA", "FUTILITY_MISS", "LookDecision", "NULL_SHARES", "NUL
 FUTILITY_MISS: dict[str, float] = {**{k: v / 2 for k, v in MEANINGFUL_MISS.items()}, "test": ORDER_EFFECT / 4}
 #: the chance a model missing by the futility miss is passed early (spread evenly over the looks before N)
 FUTILITY_BETA = 0.005
+#: a gate passes early when the fixed-N test's chance of failing it at ``N``, given the look, were it a meaningful miss
+#: beyond the bound, is below this (stochastic curtailment): the power it costs at that miss is at most this
+CURTAIL_GAMMA = 0.005
 #: why a gate stopped, as every report words it
-REASONS = {"fail": "fail: alpha spent at this look", "futility": "pass: futility", "final": "ran to N",
-           "open": "open"}
+REASONS = {"fail": "fail: alpha spent at this look", "futility": "pass: futility", "curtail": "pass: curtailed",
+           "final": "ran to N", "open": "open"}
 
 
 def spending_shares(fractions: Sequence[float], level: float) -> np.ndarray:
@@ -116,6 +133,9 @@ class LookDecision:
             ``N`` count only for a gate that may fail early (``Indicator.early_fail``).
         futility_limit: the one-sided limit at ``beta_k`` the futility rule compared (``None``: none).
         futility_miss: ``delta`` of that rule.
+        conditional_power: the curtailment rule's chance that ``N`` fails the gate were it a meaningful miss beyond
+            the bound (``None``: not computed).
+        curtail_miss: that miss.
     """
 
     reason: str
@@ -124,14 +144,16 @@ class LookDecision:
     p_sequential: float | None
     futility_limit: float | None = None
     futility_miss: float | None = None
+    conditional_power: float | None = None
+    curtail_miss: float | None = None
 
     @property
     def stopped(self) -> bool:
-        return self.reason in ("fail", "futility")
+        return self.reason in ("fail", "futility", "curtail")
 
 
 def decide_look(indicator, bound: float, direction: str, *, level: float, share: float, beta: float | None,
-                prior: float | None = None, final: bool = False) -> LookDecision:
+                prior: float | None = None, final: bool = False, fraction: float | None = None) -> LookDecision:
     """Decide one gate at one look (module docstring).
 
     Args:
@@ -142,6 +164,7 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
         beta: this look's futility level (``None`` at ``N`` or without futility).
         prior: ``p_sequential`` of the earlier looks.
         final: the last look (``N``): no stop is decided here, the fixed-N test at the spent level is.
+        fraction: this look's size over ``N`` (the curtailment rule's information fraction; ``None``: no curtailment).
 
     Example:
         >>> import numpy as np
@@ -189,8 +212,24 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
             clear = lim > bound - delta if direction == "min" else lim < bound + delta
             if clear:
                 return LookDecision("futility", p, spent, p_seq, lim, delta)
-            return LookDecision("open", p, spent, p_seq, lim, delta)
-    return LookDecision("open", p, spent, p_seq)
+            return _curtail(indicator, bound, direction, level, fraction, beta,
+                            LookDecision("open", p, spent, p_seq, lim, delta))
+    return _curtail(indicator, bound, direction, level, fraction, beta, LookDecision("open", p, spent, p_seq))
+
+
+def _curtail(indicator, bound: float, direction: str, level: float, fraction: float | None, beta: float | None,
+             open_: LookDecision) -> LookDecision:
+    """``open_``, or a pass by curtailment when the fixed-N test's conditional power at a meaningful miss is below
+    :data:`CURTAIL_GAMMA` (module docstring)."""
+    miss = MEANINGFUL_MISS.get(indicator.kind)
+    ev = indicator.evidence
+    if not beta or fraction is None or not 0.0 < fraction < 1.0 or miss is None or not indicator.curtail or \
+            not hasattr(ev, "conditional_power"):
+        return open_
+    cp = float(ev.conditional_power(bound, direction, miss, level, fraction, beta))
+    if cp < CURTAIL_GAMMA:
+        return dataclasses.replace(open_, reason="curtail", conditional_power=cp, curtail_miss=miss)
+    return dataclasses.replace(open_, conditional_power=cp, curtail_miss=miss)
 
 
 @dataclass(frozen=True)

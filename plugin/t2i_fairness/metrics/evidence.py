@@ -223,6 +223,16 @@ class WorstOf(Interval):
     def se_at(self, value: float) -> float | None:
         return self._worst_group().se_at(value)
 
+    def conditional_power(self, bound: float, direction: str, miss: float, alpha: float, fraction: float,
+                          beta: float | None = None) -> float:
+        """Toward the worst (a floor on the lowest value): the union bound over the groups, each missing alone at
+        ``alpha / G`` as the test at ``N`` holds it, each at its own limit with ``beta``
+        (:meth:`Interval.conditional_power`); the other side as a scalar."""
+        if (self.worst == "min") != (direction == "min"):
+            return super().conditional_power(bound, direction, miss, alpha, fraction, beta)
+        a = alpha / self.selection
+        return float(min(1.0, sum(g.conditional_power(bound, direction, miss, a, fraction, beta) for g in self.groups)))
+
     def scaled(self, factor: float) -> "WorstOf":
         return _display(dataclasses.replace(self, groups=tuple(g.scaled(factor) for g in self.groups),
                                             n_units=int(math.ceil(self.n_units * factor))))

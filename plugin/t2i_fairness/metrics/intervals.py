@@ -554,6 +554,55 @@ class Interval:
             return 0.0
         return float(_special.ndtr(float(effect) / self.se - upper_quantile(alpha, self.df)))
 
+    def conditional_power(self, bound: float, direction: str, miss: float, alpha: float, fraction: float,
+                          beta: float | None = None) -> float:
+        """The chance that this gate's test at ``N`` (this look's size over ``fraction``) fails it at level ``alpha``,
+        given this look, were the true value ``bound - miss`` (``+`` for ``max``): the normal approximation of
+        :func:`~t2i_fairness.metrics.sequential.conditional_power` at ``N``'s size (:meth:`scaled`; the degrees of
+        freedom and the unit floor ``p_floor`` of ``N``'s units), the test's critical distance ``q se`` at the bound
+        (``q``: the normal or t quantile at ``alpha`` over the gate's ``selection``), the coming units' error at the
+        missed value. ``0`` where no outcome at ``N`` fails at ``alpha`` (below the floor of ``N``'s units); ``1``
+        (never curtail) where no error is known. With ``beta``, the missed value is the farther of ``bound - miss``
+        and this look's own one-sided limit at ``beta`` (:meth:`futility_limit`): a look that cannot exclude a larger
+        miss (a collapse seen on few images) is judged at it, so the rule costs at most ``gamma + beta`` of the
+        power at *any* miss (the limit covers the truth but with probability ``beta``, and then the chance at the
+        truth is at most the chance at the value judged).
+
+        A normal critical distance is at most the gate's own where its test is wider (exact, law-free or Hoeffding
+        limits), which makes the chance larger: the curtailment rule that reads it stops less, not more.
+
+        Example:
+            >>> iv = precision_interval(np.r_[np.ones(15, bool), np.zeros(1, bool)])    # 15 of 16 images: a look at 1/4
+            >>> round(iv.conditional_power(0.8, "min", 0.10, 1e-4, 0.25), 4)   # 64 images at N, a 0.10 miss
+            0.0017
+            >>> round(iv.conditional_power(0.95, "min", 0.10, 1e-4, 0.25), 2)  # near the bound: N may well fail it
+            0.27
+        """
+        t = float(fraction)
+        if not 0.0 < t < 1.0:
+            raise ValueError(f"`fraction` must be in (0, 1), but got {fraction!r}")
+        full = self.scaled(1.0 / t)
+        df = None if self.df is None or not math.isfinite(self.df) else max(float(self.df), (float(self.df) + 1.0) / t - 1.0)
+        if self.p_floor > 0 and alpha < float(self.p_floor) ** (1.0 / t):  # 2^-G over G units here: 2^-(G / t) at N
+            return 0.0
+        sign = 1.0 if direction == "min" else -1.0
+        try:
+            if beta is not None:  # the farther of the miss and the look's own limit toward missing
+                edge = float(self.futility_limit(beta, "low" if direction == "min" else "high"))
+                if not math.isfinite(edge):
+                    return 1.0
+                miss = max(float(miss), sign * (float(bound) - edge))
+            se_bound = full.se_at(float(bound))
+            se_miss = full.se_at(float(bound) - sign * float(miss))
+        except ValueError:
+            return 1.0
+        if not all(v is not None and math.isfinite(v) and v > 0 for v in (se_bound, se_miss)):
+            return 1.0
+        from t2i_fairness.metrics.sequential import conditional_power
+
+        critical = upper_quantile(alpha / max(1, int(getattr(self, "selection", 1))), df) * float(se_bound)
+        return conditional_power(sign * (self.estimate - float(bound)), float(miss), critical, float(se_miss), t)
+
     def scaled(self, factor: float) -> "Interval":
         """The same measurement at ``factor`` times the images (variance as ``1 / n``): for planning power."""
         f = float(factor)

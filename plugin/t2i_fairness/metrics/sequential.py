@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-__all__ = ["round_sizes"]
+__all__ = ["conditional_power", "round_sizes"]
 
 
 def round_sizes(N: int, batch: int, *, first: int | None = None, growth: float = 2.0) -> list[int]:
@@ -55,3 +55,35 @@ def round_sizes(N: int, batch: int, *, first: int | None = None, growth: float =
         nxt = int(math.ceil(out[-1] * growth / batch)) * batch
         out.append(min(N, max(nxt, out[-1] + batch)))
     return out
+
+
+def conditional_power(margin: float, miss: float, critical: float, se_final: float, fraction: float) -> float:
+    """The chance that a test at ``N`` fails a gate, given a look at ``fraction = n / N`` of the data, were the
+    truth a miss of ``miss`` (stochastic curtailment: Lan, Simon & Halperin 1982; Jennison & Turnbull 2000, ch. 10).
+
+    Brownian-motion form of a mean: the estimate at ``N`` is ``t x_n + (1 - t) F`` with ``F`` the mean of the
+    ``(1 - t) N`` units to come, normal around the missed value with variance ``se_final^2 / (1 - t)``; the test at
+    ``N`` fails the gate when that estimate misses the bound by more than ``critical`` (its critical distance at
+    ``N``: ``z_a se_final`` for a normal test). ``margin``: the look's estimate beyond the bound on the passing
+    side (``x_n - bound`` for a ``min`` gate, ``bound - x_n`` for ``max``). Returns
+    ``Phi((miss - (critical + t margin) / (1 - t)) / (se_final / sqrt(1 - t)))``.
+
+    A gate stopped when this is below ``gamma`` loses at most ``gamma`` of its power at ``N`` against that miss
+    (the runs it loses are those the test at ``N`` would have failed: ``E[1{stop} CP] <= gamma``), and less
+    against a smaller one (the chance grows with the miss).
+
+    Example:
+        >>> round(conditional_power(0.0, 0.1, 0.0, 0.05, 0.5), 4)       # at the bound, half the data, no critical
+        0.9214
+        >>> round(conditional_power(0.2, 0.1, 0.15, 0.05, 0.25), 4)     # well clear, a wide test at N
+        0.0019
+    """
+    t = float(fraction)
+    if not 0.0 < t < 1.0:
+        raise ValueError(f"`fraction` must be in (0, 1), but got {fraction!r}")
+    if not (se_final > 0 and math.isfinite(se_final)):
+        raise ValueError(f"`se_final` must be positive and finite, but got {se_final!r}")
+    from scipy import special
+
+    need = (float(critical) + t * float(margin)) / (1.0 - t)  # how far the coming units' mean must miss the bound
+    return float(special.ndtr((float(miss) - need) / (float(se_final) / math.sqrt(1.0 - t))))

@@ -3,9 +3,9 @@
 Under ``--t2i-sequential`` each gate's :class:`~t2i_fairness.gating.session.GateRecord` carries its
 sequential record in ``details["sequential"]`` (made by the round loop,
 :class:`~t2i_fairness.gating.rounds.Rounds`): ``kind``, ``reason`` (``fail: alpha spent at this look``,
-``pass: futility``, ``ran to N``), ``early``, ``round``/``rounds``, ``at``/``planned`` in its ``unit``
-(images per prompt, or prompts), and what decided: ``p`` and the ``level`` the look spent, or the
-futility ``futility_limit`` against ``futility_miss``. It rides inside ``details``, so it reaches the
+``pass: futility``, ``pass: curtailed``, ``ran to N``), ``early``, ``round``/``rounds``, ``at``/``planned`` in its
+``unit`` (images per prompt, or prompts), and what decided: ``p`` and the ``level`` the look spent, the
+futility ``futility_limit`` against ``futility_miss``, or the curtailment's ``conditional_power`` at ``curtail_miss``. It rides inside ``details``, so it reaches the
 xdist controller with the rest of the record.
 
 This module turns those records into the run's ``sequential`` block (:func:`sequential_summary`,
@@ -26,7 +26,7 @@ __all__ = ["EARLY_LIMIT", "REASON_ORDER", "gate_line", "junit_sequential", "reco
 #: early-stop lines the terminal prints before "... and K more (run.json)"
 EARLY_LIMIT = 20
 #: the reasons in the order the reports list them (the texts of ``gating.sequential.REASONS``)
-REASON_ORDER = ("fail: alpha spent at this look", "pass: futility", "ran to N")
+REASON_ORDER = ("fail: alpha spent at this look", "pass: futility", "pass: curtailed", "ran to N")
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _MULTIPLICITY = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no adjustment"}
 
@@ -125,6 +125,8 @@ def gate_line(seq: Mapping[str, Any] | None) -> str:
         line += f" (p {_f(seq['p']):.3g} <= {_f(seq.get('level')):.3g})"
     elif _f(seq.get("futility_limit")) is not None:
         line += f" (limit {_f(seq['futility_limit']):.4f}, futility miss {_f(seq.get('futility_miss')):g})"
+    elif _f(seq.get("conditional_power")) is not None:
+        line += f" (conditional power {_f(seq['conditional_power']):.2g} at a miss of {_f(seq.get('curtail_miss')):g})"
     if seq.get("note"):
         line += f" ({seq['note']})"
     return line
@@ -183,7 +185,7 @@ def sequential_summary(session) -> dict | None:
               "shape (Lan-DeMets; union bound over looks), its sequential p-value min_k p_k / s_k joining the "
               f"session's {_MULTIPLICITY.get(multiplicity, multiplicity)} step-down; futility passes (non-binding) when "
               "the gate's one-sided limit clears its bound less half its kind's meaningful miss, at levels summing "
-              "to 0.005")
+              "to 0.005, or by curtailment when the fixed-N test's conditional power at a meaningful miss is below 0.005")
     reasons = {reason: 0 for reason in REASON_ORDER}
     kinds: dict[str, dict] = {}
     early, without = [], 0
@@ -216,7 +218,8 @@ def sequential_summary(session) -> dict | None:
         "reasons": reasons,
         "kinds": dict(sorted(kinds.items())),
         "early_stops": [{"gate": r.gate, **{key: record_of(r).get(key) for key in (
-            "kind", "reason", "round", "rounds", "at", "planned", "unit", "p", "level", "futility_limit")}}
+            "kind", "reason", "round", "rounds", "at", "planned", "unit", "p", "level", "futility_limit",
+            "conditional_power")}}
             for r in early],
         "images_used": used_total, "generated": int(c.generated), "from_cache": int(c.from_cache),
         "planned_images": planned_total,
@@ -237,7 +240,7 @@ def sequential_lines(session, limit: int = EARLY_LIMIT) -> list[str]:
         ...     details={"sequential": {"kind": "share", "reason": "pass: futility", "early": True, "round": 1,
         ...     "rounds": 3, "at": 4, "planned": 16, "unit": "images per prompt", "share_of_planned": 0.25}}))
         >>> print("\\n".join(sequential_lines(s)[2:]))
-        reasons: 0 fail: alpha spent at this look, 1 pass: futility, 0 ran to N
+        reasons: 0 fail: alpha spent at this look, 1 pass: futility, 0 pass: curtailed, 0 ran to N
         per kind (mean share of the fixed-N size at stopping):
           share: 1 gate (1 early), 25%
         early stops (1):
