@@ -5,6 +5,7 @@ path of counts over the looks enumerated by dynamic programming, each look decid
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -364,3 +365,76 @@ def test_conditional_power_matches_the_exact_binomial_chance_or_overstates_it():
             exact = stats.binom.cdf(crit - k, N - n, bound - 0.10)
             approx = _share(k, n).evidence.conditional_power(bound, "min", 0.10, level, n / N)
             assert approx >= exact * 0.9 - 1e-6, (bound, k, approx, exact)
+
+
+def test_a_low_percentiles_expectation_moves_with_n_as_the_normal_order_statistics_say():
+    from t2i_fairness.metrics.intervals import normal_percentile_mean
+
+    rng = np.random.default_rng(7)
+    for n in (2, 8, 48):
+        mc = float(np.percentile(rng.standard_normal((100_000, n)), 10, axis=1).mean())
+        assert normal_percentile_mean(n, 10.0) == pytest.approx(mc, abs=0.01)
+    assert normal_percentile_mean(48, 10.0) < normal_percentile_mean(12, 10.0) < normal_percentile_mean(3, 10.0)
+
+
+def _consistency(rng, mu, n, sd=0.03, groups=6):
+    from t2i_fairness.metrics.intervals import percentile_mean_interval
+
+    scores = {f"o{g}": rng.normal(mu, sd, n) for g in range(groups)}
+    return scores, percentile_mean_interval(scores)
+
+
+def test_percentile_curtailment_counts_the_drift_and_keeps_the_power_at_n():
+    """A mean of 10th percentiles (6 objects, looks at 12, 24, 48 images each, normal scores) judged at 0.05 / 10:
+    curtailment reads the drift of the look's estimate toward N (its expectation falls with n); on simulated models
+    on the bound and missing it by up to a meaningful miss (0.02) it passes some runs early (never one the fixed-N
+    test would fail here), and it never stops a run the fixed-N test fails more than 0.005 + MC error of the time."""
+    from t2i_fairness.metrics.intervals import percentile_mean_interval
+
+    looks, level, sd = [12, 24, 48], 0.05 / 10, 0.03
+    bound = 0.3 + sd * stats.norm.ppf(0.1)  # the population 10th percentile of N(0.3, sd)
+    rng = np.random.default_rng(11)
+    _, iv = _consistency(rng, 0.3, 12)
+    flat = dataclasses.replace(iv, sizes=())
+    assert iv.drift(0.25) < 0 and flat.drift(0.25) == 0.0
+    assert iv.conditional_power(bound, "min", 0.02, level, 0.25) >= flat.conditional_power(bound, "min", 0.02, level, 0.25)
+    shares = spending_shares([n / 48 for n in looks], level)
+    betas = futility_levels(len(looks))
+    runs, curtailed, fixed_fails = 200, 0, 0
+    for miss in (0.0, 0.005, 0.01, 0.02):
+        lost = 0
+        for _ in range(runs):
+            full = {f"o{g}": rng.normal(0.3 - miss, sd, 48) for g in range(6)}
+            at_n = percentile_mean_interval(full)
+            fails = at_n.estimate < bound and at_n.p_value(bound, "min") <= level
+            fixed_fails += fails
+            for k, n in enumerate(looks[:-1]):
+                ev = percentile_mean_interval({o: v[:n] for o, v in full.items()})
+                ind = Indicator(ev.estimate, n * 6, "percentile", ev, grows=True)
+                d = decide_look(ind, bound, "min", level=level, share=float(shares[k]), beta=betas[k], fraction=n / 48,
+                                units_grow=False)
+                if d.stopped:
+                    curtailed += d.reason == "curtail"
+                    lost += fails and d.reason != "fail"
+                    break
+        assert lost / runs <= CURTAIL_GAMMA + FUTILITY_BETA + 3 * math.sqrt(0.01 / runs), (miss, lost)
+    assert curtailed > 0 and fixed_fails > 0  # both rules had something to decide
+
+
+def test_a_curtailed_gate_says_what_it_promises_in_its_message_and_report_line():
+    from t2i_fairness.gating.gate import early_record
+    from t2i_fairness.gating.session import GateRecord
+    from t2i_fairness.report.sequential import gate_line
+
+    where = {"round": 1, "rounds": 3, "unit": "images per prompt", "at": 2, "planned": 8, "gate_level": 1.4e-4,
+             "p": 1.0, "level": 1e-12, "alpha_share": 1e-8, "p_sequential": 1.0, "kind": "share", "early": True}
+    seq = {**where, "reason": "pass: curtailed", "conditional_power": 3e-4, "curtail_miss": 0.1, "curtail_gamma": 0.005}
+    r = GateRecord("g", "t::g", 0.72, 24, "min", "inconclusive", 0.75, None, "g: measured 0.7200; p = 0.3", {})
+    e = early_record(r, seq, Bound("min", 0.75))
+    assert e.status == "pass" and "passed early by curtailment at look 1 of 3 (2 of 8 images per prompt)" in e.message
+    assert "probability 0.0003 given this look (< 0.005)" in e.message and "misses the bound without evidence" in e.message
+    assert gate_line(seq).endswith("(conditional power 0.0003 at a miss of 0.1)")
+    never = {**seq, "conditional_power": 0.0, "curtail_miss": None}
+    e = early_record(dataclasses.replace(r, status="pass"), never, Bound("min", 0.75))
+    assert "no outcome of its test at N can fail it at its level 0.00014" in e.message
+    assert gate_line(never).endswith("(conditional power 0)")

@@ -326,6 +326,11 @@ def early_record(record: GateRecord, seq: dict, bound) -> GateRecord:
         message = (f"{head}; FAILED early at {where}: p = {seq['p']:.3g} <= {seq['level']:.3g}, the alpha this look "
                    f"spends (O'Brien-Fleming share {seq['alpha_share']:.2g} of the gate's level {seq['gate_level']:.3g})")
         status = "fail"
+    elif seq["reason"] == "pass: curtailed" and seq.get("conditional_power") == 0.0:
+        message = (f"{head}; passed early by curtailment at {where}: no outcome of its test at N can fail it at its "
+                   f"level {seq['gate_level']:.3g} (a test over its prompts claims no p-value that small, or its bound "
+                   f"lies at a share's edge), so stopping here costs none of its power")
+        status = "pass"
     elif seq["reason"] == "pass: curtailed":
         message = (f"{head}; passed early by curtailment at {where}: were it to miss the bound by "
                    f"{seq['curtail_miss']:g} (its kind's meaningful miss), the fixed-N test at N would fail it with "

@@ -18,15 +18,16 @@ __all__ = ["Indicator", "KINDS"]
 #: gate kinds and what ``--t2i-sequential`` may stop them for (``docs/sequential.md``): every kind with an
 #: effect size passes early by futility; ``fail`` marks the kinds whose early fail is valid (their estimand does not move with
 #: the images per prompt: coverage grows with ``n``, a low percentile's expectation shifts with ``n``); ``curtail`` the
-#: kinds a look may pass by stochastic curtailment (``gating.sequential``): those whose estimand does not move, and a
-#: coverage floor (growing toward ``N``, a coverage at ``N`` fails less often than the look's normal model says)
+#: kinds a look may pass by stochastic curtailment (``gating.sequential``): those whose estimand does not move, a
+#: coverage floor (growing toward ``N``, a coverage at ``N`` fails less often than the look's normal model says) and a
+#: low percentile (its evidence, ``PercentileMean``, counts the move of its expectation toward ``N``)
 KINDS: dict[str, frozenset[str]] = {
     "share": frozenset({"fail", "futility", "curtail"}),  # precision, CIS_K: a share of images (or prompts' images)
     "coverage": frozenset({"futility", "curtail"}),  # a share of real balls: its expectation grows with n
     "worst": frozenset({"fail", "futility", "curtail"}),  # the worst of G groups (of shares; of coverages: no early fail)
     "spread": frozenset({"fail", "futility", "curtail"}),  # best minus worst, template improvement, CIS drop
     "ratio": frozenset({"fail", "futility", "curtail"}),  # worst / best, CLGC(l) / CLGC(English)
-    "percentile": frozenset({"futility"}),  # a mean of low percentiles: its expectation shifts with n
+    "percentile": frozenset({"futility", "curtail"}),  # a mean of low percentiles: its expectation shifts with n
     "score": frozenset({"fail", "futility", "curtail"}),  # IndicTTI's means of cosines
     # the CIS order test: futility against an order effect (its evidence: inclusion by position with law-free
     # limits); its Monte Carlo permutation p cannot reach an early look's O'Brien-Fleming share of the level, so
@@ -98,7 +99,8 @@ class Indicator:
     def curtail(self) -> bool:
         """Whether a look before ``N`` may pass this gate by stochastic curtailment (``gating.sequential``): its kind
         allows it, and its estimand does not move with the images or only grows toward a floor (a coverage, the worst
-        of coverages: the look's model of ``N`` then overstates the chance that ``N`` fails it).
+        of coverages: the look's model of ``N`` then overstates the chance that ``N`` fails it; a low percentile, whose
+        evidence counts its expectation's move: ``Interval.drift``).
 
         Example:
             >>> Indicator(0.5, 20, "coverage", grows=True).curtail, Indicator(0.9, 20, "ratio", grows=True).curtail
@@ -106,6 +108,8 @@ class Indicator:
         """
         if "curtail" not in KINDS[self.kind]:
             return False
+        if self.kind == "percentile":  # only an evidence that models its move (``PercentileMean``)
+            return bool(getattr(self.evidence, "models_drift", False))
         return not self.grows or (self.kind in ("coverage", "worst") and self.direction == "min")
 
     def replace(self, **changes) -> "Indicator":

@@ -124,7 +124,8 @@ class Rounds:
                     # as without rounds; indicator methods raise no gate outcome, only gate() does)
                     continue
                 d = decide_look(ind, bound.value, bound.direction, level=self.level, share=float(shares[k]),
-                                beta=betas[k], prior=prior.get(key), fraction=n / N)
+                                beta=betas[k], prior=prior.get(key), fraction=n / N,
+                                units_grow=self.unit == "prompts")
                 can_fail[key] = ind.early_fail
                 prior[key] = d.p_sequential
                 if d.stopped:

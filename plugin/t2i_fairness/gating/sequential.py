@@ -153,7 +153,8 @@ class LookDecision:
 
 
 def decide_look(indicator, bound: float, direction: str, *, level: float, share: float, beta: float | None,
-                prior: float | None = None, final: bool = False, fraction: float | None = None) -> LookDecision:
+                prior: float | None = None, final: bool = False, fraction: float | None = None,
+                units_grow: bool = True) -> LookDecision:
     """Decide one gate at one look (module docstring).
 
     Args:
@@ -165,6 +166,8 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
         prior: ``p_sequential`` of the earlier looks.
         final: the last look (``N``): no stop is decided here, the fixed-N test at the spent level is.
         fraction: this look's size over ``N`` (the curtailment rule's information fraction; ``None``: no curtailment).
+        units_grow: whether the looks add the units a test's floor and degrees of freedom count (prompts drawn: CIS)
+            or images per prompt of fixed prompts (a grid: the floor ``2^-G`` of ``N`` is the look's).
 
     Example:
         >>> import numpy as np
@@ -212,21 +215,25 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
             clear = lim > bound - delta if direction == "min" else lim < bound + delta
             if clear:
                 return LookDecision("futility", p, spent, p_seq, lim, delta)
-            return _curtail(indicator, bound, direction, level, fraction, beta,
+            return _curtail(indicator, bound, direction, level, fraction, beta, units_grow,
                             LookDecision("open", p, spent, p_seq, lim, delta))
-    return _curtail(indicator, bound, direction, level, fraction, beta, LookDecision("open", p, spent, p_seq))
+    return _curtail(indicator, bound, direction, level, fraction, beta, units_grow, LookDecision("open", p, spent, p_seq))
 
 
 def _curtail(indicator, bound: float, direction: str, level: float, fraction: float | None, beta: float | None,
-             open_: LookDecision) -> LookDecision:
+             units_grow: bool, open_: LookDecision) -> LookDecision:
     """``open_``, or a pass by curtailment when the fixed-N test's conditional power at a meaningful miss is below
-    :data:`CURTAIL_GAMMA` (module docstring)."""
+    :data:`CURTAIL_GAMMA` (module docstring); for every kind, a pass where no outcome at ``N`` can fail the gate."""
     miss = MEANINGFUL_MISS.get(indicator.kind)
     ev = indicator.evidence
-    if not beta or fraction is None or not 0.0 < fraction < 1.0 or miss is None or not indicator.curtail or \
-            not hasattr(ev, "conditional_power"):
+    if not beta or fraction is None or not 0.0 < fraction < 1.0 or not hasattr(ev, "fails_possible"):
         return open_
-    cp = float(ev.conditional_power(bound, direction, miss, level, fraction, beta))
+    if not ev.fails_possible(bound, direction, level, fraction, units_grow):
+        cp = 0.0
+    elif indicator.curtail and miss is not None:
+        cp = float(ev.conditional_power(bound, direction, miss, level, fraction, beta, units_grow))
+    else:
+        return open_
     if cp < CURTAIL_GAMMA:
         return dataclasses.replace(open_, reason="curtail", conditional_power=cp, curtail_miss=miss)
     return dataclasses.replace(open_, conditional_power=cp, curtail_miss=miss)

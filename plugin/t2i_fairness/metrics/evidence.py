@@ -223,15 +223,23 @@ class WorstOf(Interval):
     def se_at(self, value: float) -> float | None:
         return self._worst_group().se_at(value)
 
+    def fails_possible(self, bound: float, direction: str, alpha: float, fraction: float = 1.0,
+                       units_grow: bool = True) -> bool:
+        """Toward the worst: whether some group's test at ``alpha / G`` can fail (:meth:`Interval.fails_possible`)."""
+        if (self.worst == "min") != (direction == "min"):
+            return super().fails_possible(bound, direction, alpha, fraction, units_grow)
+        return any(g.fails_possible(bound, direction, alpha / self.selection, fraction, units_grow) for g in self.groups)
+
     def conditional_power(self, bound: float, direction: str, miss: float, alpha: float, fraction: float,
-                          beta: float | None = None) -> float:
+                          beta: float | None = None, units_grow: bool = True) -> float:
         """Toward the worst (a floor on the lowest value): the union bound over the groups, each missing alone at
         ``alpha / G`` as the test at ``N`` holds it, each at its own limit with ``beta``
         (:meth:`Interval.conditional_power`); the other side as a scalar."""
         if (self.worst == "min") != (direction == "min"):
-            return super().conditional_power(bound, direction, miss, alpha, fraction, beta)
+            return super().conditional_power(bound, direction, miss, alpha, fraction, beta, units_grow)
         a = alpha / self.selection
-        return float(min(1.0, sum(g.conditional_power(bound, direction, miss, a, fraction, beta) for g in self.groups)))
+        return float(min(1.0, sum(g.conditional_power(bound, direction, miss, a, fraction, beta, units_grow)
+                                  for g in self.groups)))
 
     def scaled(self, factor: float) -> "WorstOf":
         return _display(dataclasses.replace(self, groups=tuple(g.scaled(factor) for g in self.groups),

@@ -73,7 +73,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, ClassVar, Mapping, Sequence
 
 import numpy as np
 from scipy import special as _special
@@ -87,6 +87,7 @@ __all__ = [
     "Interval",
     "PERCENTILE_METHODS",
     "PRECISION_METHODS",
+    "PercentileMean",
     "STRATIFIED_METHODS",
     "betting_limit",
     "bounded_mean_limit",
@@ -96,6 +97,7 @@ __all__ = [
     "coverage_interval",
     "invert_limit",
     "upper_quantile",
+    "normal_percentile_mean",
     "normal_percentile_variance",
     "percentile_mean_interval",
     "precision_interval",
@@ -554,19 +556,47 @@ class Interval:
             return 0.0
         return float(_special.ndtr(float(effect) / self.se - upper_quantile(alpha, self.df)))
 
+    def drift(self, fraction: float) -> float:
+        """The expected change of the estimate from this look to ``N`` (this look's size over ``fraction``): 0 for
+        an estimand that does not move with the sample (:class:`PercentileMean` overrides it)."""
+        return 0.0
+
+    def fails_possible(self, bound: float, direction: str, alpha: float, fraction: float = 1.0,
+                       units_grow: bool = True) -> bool:
+        """Whether any outcome of this gate's test at ``N`` (this look's size over ``fraction``) can fail it at
+        ``alpha``: not when ``alpha`` is below the floor of ``N``'s units (a test over ``G`` prompts claims no p below
+        ``2^-G``: ``2^-(G / fraction)`` at ``N`` when the looks add prompts, ``units_grow``; the same ``2^-G`` when
+        they add images per prompt), nor for a share whose bound lies on or beyond an edge (a ``min`` bound at 0, a
+        ``max`` at 1: :func:`~t2i_fairness.gating.verdicts.bound_cannot_fail`).
+
+        Example:
+            >>> iv = floor_to_units(Interval(0.5, 0.3, 0.7, "t", 0.95, 8, se=0.1, df=7.0), 8)    # 8 prompts: p >= 2^-8
+            >>> iv.fails_possible(0.9, "min", 1e-4, 0.5, units_grow=False), iv.fails_possible(0.9, "min", 1e-4, 0.5)
+            (False, True)
+            >>> precision_interval(np.ones(8, bool)).fails_possible(0.0, "min", 0.1)     # a share's bound at 0
+            False
+        """
+        if self.is_share and ((direction == "min" and float(bound) <= 0.0) or (direction == "max" and float(bound) >= 1.0)):
+            return False
+        floor = float(self.p_floor)
+        if floor > 0 and units_grow:
+            floor = floor ** (1.0 / float(fraction))
+        return not alpha < floor
+
     def conditional_power(self, bound: float, direction: str, miss: float, alpha: float, fraction: float,
-                          beta: float | None = None) -> float:
+                          beta: float | None = None, units_grow: bool = True) -> float:
         """The chance that this gate's test at ``N`` (this look's size over ``fraction``) fails it at level ``alpha``,
         given this look, were the true value ``bound - miss`` (``+`` for ``max``): the normal approximation of
-        :func:`~t2i_fairness.metrics.sequential.conditional_power` at ``N``'s size (:meth:`scaled`; the degrees of
-        freedom and the unit floor ``p_floor`` of ``N``'s units), the test's critical distance ``q se`` at the bound
-        (``q``: the normal or t quantile at ``alpha`` over the gate's ``selection``), the coming units' error at the
-        missed value. ``0`` where no outcome at ``N`` fails at ``alpha`` (below the floor of ``N``'s units); ``1``
-        (never curtail) where no error is known. With ``beta``, the missed value is the farther of ``bound - miss``
-        and this look's own one-sided limit at ``beta`` (:meth:`futility_limit`): a look that cannot exclude a larger
-        miss (a collapse seen on few images) is judged at it, so the rule costs at most ``gamma + beta`` of the
-        power at *any* miss (the limit covers the truth but with probability ``beta``, and then the chance at the
-        truth is at most the chance at the value judged).
+        :func:`~t2i_fairness.metrics.sequential.conditional_power` at ``N``'s size (:meth:`scaled`; where the looks
+        add units, ``units_grow``, the degrees of freedom of ``N``'s units), the test's critical distance ``q se`` at
+        the bound (``q``: the normal or t quantile at ``alpha`` over the gate's ``selection``), the coming units'
+        error at the missed value (a share's kept inside [0, 1]; at an edge the coming mean is the edge itself).
+        ``0`` where no outcome at ``N`` fails (:meth:`fails_possible`); ``1`` (never curtail) where no error is known.
+        With ``beta``, the missed value is the farther of ``bound - miss`` and this look's own one-sided limit at
+        ``beta`` (:meth:`futility_limit`): a look that cannot exclude a larger miss (a collapse seen on few images)
+        is judged at it, so the rule costs at most ``gamma + beta`` of the power at *any* miss (the limit covers the
+        truth but with probability ``beta``, and then the chance at the truth is at most the chance at the value
+        judged).
 
         A normal critical distance is at most the gate's own where its test is wider (exact, law-free or Hoeffding
         limits), which makes the chance larger: the curtailment rule that reads it stops less, not more.
@@ -581,10 +611,12 @@ class Interval:
         t = float(fraction)
         if not 0.0 < t < 1.0:
             raise ValueError(f"`fraction` must be in (0, 1), but got {fraction!r}")
-        full = self.scaled(1.0 / t)
-        df = None if self.df is None or not math.isfinite(self.df) else max(float(self.df), (float(self.df) + 1.0) / t - 1.0)
-        if self.p_floor > 0 and alpha < float(self.p_floor) ** (1.0 / t):  # 2^-G over G units here: 2^-(G / t) at N
+        if not self.fails_possible(bound, direction, alpha, t, units_grow):
             return 0.0
+        full = self.scaled(1.0 / t)
+        df = None if self.df is None or not math.isfinite(self.df) else float(self.df)
+        if df is not None and units_grow:  # df = units - 1 at this look
+            df = max(df, (df + 1.0) / t - 1.0)
         sign = 1.0 if direction == "min" else -1.0
         try:
             if beta is not None:  # the farther of the miss and the look's own limit toward missing
@@ -592,16 +624,25 @@ class Interval:
                 if not math.isfinite(edge):
                     return 1.0
                 miss = max(float(miss), sign * (float(bound) - edge))
+            truth = float(bound) - sign * float(miss)
+            if self.is_share:  # a share's true value lies in [0, 1]
+                truth = min(max(truth, 0.0), 1.0)
             se_bound = full.se_at(float(bound))
-            se_miss = full.se_at(float(bound) - sign * float(miss))
+            se_miss = full.se_at(truth)
         except ValueError:
             return 1.0
-        if not all(v is not None and math.isfinite(v) and v > 0 for v in (se_bound, se_miss)):
+        if se_bound is None or not (math.isfinite(se_bound) and se_bound > 0) or se_miss is None or \
+                not math.isfinite(se_miss) or se_miss < 0:
             return 1.0
+        critical = upper_quantile(alpha / max(1, int(getattr(self, "selection", 1))), df) * float(se_bound)
+        # an estimand that moves with the sample (a low percentile): only a move toward missing counts
+        margin = sign * (self.estimate - float(bound)) + min(0.0, sign * self.drift(t))
+        if se_miss == 0:  # the coming units sit at the edge: N's estimate is known given the look
+            need = (critical + t * margin) / (1.0 - t)
+            return 1.0 if sign * (float(bound) - truth) > need else 0.0
         from t2i_fairness.metrics.sequential import conditional_power
 
-        critical = upper_quantile(alpha / max(1, int(getattr(self, "selection", 1))), df) * float(se_bound)
-        return conditional_power(sign * (self.estimate - float(bound)), float(miss), critical, float(se_miss), t)
+        return conditional_power(margin, sign * (float(bound) - truth), critical, float(se_miss), t)
 
     def scaled(self, factor: float) -> "Interval":
         """The same measurement at ``factor`` times the images (variance as ``1 / n``): for planning power."""
@@ -1346,6 +1387,67 @@ def _loo_values(x: np.ndarray, q: float) -> np.ndarray:
     return np.percentile(np.broadcast_to(x, (n, n))[keep].reshape(n, n - 1), q, axis=1)
 
 
+@functools.lru_cache(maxsize=1024)
+def normal_percentile_mean(n: int, percentile: float) -> float:
+    """Expectation of ``np.percentile(z, percentile)`` for ``n`` i.i.d. standard normal values, exactly (numpy's
+    linear interpolation between two order statistics, each order statistic's mean integrated on a fine grid, as
+    :func:`normal_percentile_variance` does). A low sample percentile's expectation moves with ``n``: at 10%,
+    -0.68 at 3 values, -1.08 at 12, -1.23 at 48, toward -1.2816.
+
+    Example:
+        >>> round(normal_percentile_mean(2, 10.0), 4), round(normal_percentile_mean(1, 10.0), 4)   # 0.9 min + 0.1 max
+        (-0.4514, 0.0)
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"`n` must be a positive integer, but got {n!r}")
+    if not 0.0 <= float(percentile) <= 100.0:
+        raise ValueError(f"`percentile` must be in [0, 100], but got {percentile!r}")
+    n = int(n)
+    j, g = _position(n, float(percentile))
+    z = np.linspace(-12.0, 12.0, 48001)
+    dz = z[1] - z[0]
+    log_phi = -0.5 * z * z - 0.5 * math.log(2.0 * math.pi)
+    low, high = _special.log_ndtr(z), _special.log_ndtr(-z)
+
+    def order_mean(r: int) -> float:  # E[Z_(r)], 1-indexed
+        log_c = _special.gammaln(n + 1) - _special.gammaln(r) - _special.gammaln(n - r + 1)
+        dens = np.exp(log_c + (r - 1) * low + (n - r) * high + log_phi)
+        return float(np.sum(z * dens) * dz)
+
+    mean = (1.0 - g) * order_mean(j + 1)
+    if g > 0:
+        mean += g * order_mean(j + 2)
+    return float(mean)
+
+
+@dataclass(frozen=True)
+class PercentileMean(Interval):
+    """The mean over groups of each group's sample percentile (DIG In Object Consistency) with what its drift needs:
+    each group's size and sample standard deviation. A low sample percentile's expectation moves with the images
+    (:func:`normal_percentile_mean`), so a look's estimate is not ``N``'s: :meth:`drift` is the expected move, for
+    normal scores with the groups' standard deviations, which ``--t2i-sequential``'s curtailment counts."""
+
+    percentile: float = 10.0
+    sizes: tuple[int, ...] = ()
+    sds: tuple[float, ...] = ()
+    models_drift: ClassVar[bool] = True  # its expectation's move toward N is modelled (:meth:`drift`)
+
+    def drift(self, fraction: float) -> float:
+        """``mean_g sd_g (m(n_g / fraction) - m(n_g))``, ``m`` the normal sample percentile's expectation.
+
+        Example:
+            >>> pm = PercentileMean(0.3, 0.2, 0.4, "jackknife_t", 0.95, 24, se=0.02, df=2, sizes=(12, 12), sds=(0.02, 0.03))
+            >>> round(pm.drift(0.25), 4)      # 12 -> 48 values a group: the 10th percentile falls by 0.145 sd
+            -0.0036
+        """
+        t = float(fraction)
+        if not self.sizes or not 0.0 < t <= 1.0:
+            return 0.0
+        moves = [sd * (normal_percentile_mean(max(n, int(round(n / t))), self.percentile)
+                       - normal_percentile_mean(n, self.percentile)) for n, sd in zip(self.sizes, self.sds)]
+        return float(sum(moves) / len(moves))
+
+
 def percentile_mean_interval(
     scores: Mapping[str, object] | Sequence[object],
     *,
@@ -1417,7 +1519,10 @@ def percentile_mean_interval(
         if method == "jackknife":
             return _normal(method, estimate, math.sqrt(var.sum()) / k, confidence, n_units)
         floor = np.array([float(np.var(a, ddof=1)) * normal_percentile_variance(a.size, q) for a in arrays])
-        return _normal(method, estimate, math.sqrt(np.maximum(var, floor).sum()) / k, confidence, n_units, df=k)
+        iv = _normal(method, estimate, math.sqrt(np.maximum(var, floor).sum()) / k, confidence, n_units, df=k)
+        return PercentileMean(**{f.name: getattr(iv, f.name) for f in dataclasses.fields(iv)}, percentile=q,
+                              sizes=tuple(int(a.size) for a in arrays),
+                              sds=tuple(float(np.std(a, ddof=1)) for a in arrays))
     rng = np.random.default_rng(seed)
     if method == "half_sampling":
         var = 0.0

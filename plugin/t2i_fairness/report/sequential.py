@@ -126,7 +126,9 @@ def gate_line(seq: Mapping[str, Any] | None) -> str:
     elif _f(seq.get("futility_limit")) is not None:
         line += f" (limit {_f(seq['futility_limit']):.4f}, futility miss {_f(seq.get('futility_miss')):g})"
     elif _f(seq.get("conditional_power")) is not None:
-        line += f" (conditional power {_f(seq['conditional_power']):.2g} at a miss of {_f(seq.get('curtail_miss')):g})"
+        miss = _f(seq.get("curtail_miss"))
+        line += f" (conditional power {_f(seq['conditional_power']):.2g}" + (
+            f" at a miss of {miss:g})" if miss is not None else ")")
     if seq.get("note"):
         line += f" ({seq['note']})"
     return line
