@@ -438,3 +438,23 @@ def test_a_curtailed_gate_says_what_it_promises_in_its_message_and_report_line()
     e = early_record(dataclasses.replace(r, status="pass"), never, Bound("min", 0.75))
     assert "no outcome of its test at N can fail it at its level 0.00014" in e.message
     assert gate_line(never).endswith("(conditional power 0)")
+
+
+def test_an_estimated_df_is_not_carried_to_n_so_a_collapse_seen_on_a_look_is_never_curtailed():
+    """The case the paper-size bench found (degrade_region:africa:0.6, seed 2): a region's coverage 0.014 against a
+    bound of 0.50 at 32 of 60 images per prompt, its jackknife interval's Satterthwaite df 2.0 at that look (5.6 to
+    7.8 at the others). Read as N's df, t_2 at 3.5e-5 made the critical distance huge and the chance 0; the test
+    at N (another df) failed the gate. An estimated df now gives the normal quantile; a t over the look's units
+    (df = units - 1) and a design's count (PercentileMean's groups) keep theirs."""
+    from t2i_fairness.metrics.intervals import Interval, PercentileMean
+
+    look = Interval(0.0142, 0.005, 0.03, "jackknife_wilson_df", 0.95, 1620, se=0.0037, df=2.0, n_effective=1043.6)
+    assert look._df_at_n(32 / 60, units_grow=False) is None
+    assert look.conditional_power(0.4957, "min", 0.10, 3.5e-5, 32 / 60, beta=0.0017, units_grow=False) > 0.99
+    ind = Indicator(look.estimate, 1620, "coverage", look, grows=True)
+    d = decide_look(ind, 0.4957, "min", level=3.5e-5, share=0.01, beta=0.0017, fraction=32 / 60, units_grow=False)
+    assert d.reason == "open"
+    t_over_units = Interval(0.4, 0.3, 0.5, "t", 0.95, 4, se=0.05, df=3.0)
+    assert t_over_units._df_at_n(0.5, units_grow=True) == 7.0 and t_over_units._df_at_n(0.5, units_grow=False) == 3.0
+    groups = PercentileMean(0.3, 0.2, 0.4, "jackknife_t", 0.95, 72, se=0.01, df=6, sizes=(12,) * 6, sds=(0.03,) * 6)
+    assert groups._df_at_n(0.25, units_grow=False) == 6.0

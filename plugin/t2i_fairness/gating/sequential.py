@@ -32,10 +32,13 @@ Holm's first step) over them:
   a larger miss. The runs a stop loses are those the test at ``N`` would have failed, so the power lost is
   ``E[1{stop} CP] <= 0.005`` at misses up to the meaningful one, and at most ``0.005 + sum beta_k = 0.01`` at any
   miss (the limit covers the truth but with probability ``beta_k``): with the futility rule the power at ``N`` stays
-  within one point of the fixed-N test's (tests/test_sequential.py enumerates it exactly for shares). It stops what the futility limit cannot: a gate too small
-  to catch a meaningful miss at ``N`` (underpowered, as its report says) stops at its first look unless the look
-  shows a miss (a collapsed region's conditional power is near 1). Kinds: ``Indicator.curtail`` (not a low
-  percentile, whose expectation shifts with ``n``, nor the order test).
+  within one point of the fixed-N test's (tests/test_sequential.py enumerates it exactly for shares). It stops
+  what the futility limit cannot: a gate too small to catch a meaningful miss at ``N`` (underpowered, as its
+  report says) stops at its first look unless the look shows a miss (a collapsed region's conditional power is
+  near 1). Kinds: ``Indicator.curtail`` (a low percentile counts its expectation's move toward ``N``,
+  ``PercentileMean.drift``; not a ratio or spread of coverages, nor the order test). Every kind passes where no
+  outcome at ``N`` can fail it (``Interval.fails_possible``: a level below a test's unit floor ``2^-G``, which
+  does not shrink where the looks add images per prompt to fixed prompts; a share's bound at its edge).
 * **No early fail** where the estimand moves with the sample (``Indicator.early_fail``): coverage grows
   with ``n`` (a coverage below the bound at ``n`` may meet it at ``N``), a low percentile's expectation
   shifts with ``n``; they pass early by futility (a lower limit at ``n`` holds at ``N`` for coverage)
@@ -58,8 +61,8 @@ from t2i_fairness.gating.power import MEANINGFUL_MISS
 from t2i_fairness.metrics.cis import ORDER_EFFECT
 from t2i_fairness.metrics.intervals import P_FLOOR, upper_quantile
 
-__all__ = ["CURTAIL_GAMMA", "FUTILITY_BETA", "FUTILITY_MISS", "LookDecision", "NULL_SHARES", "NULL_SHARES_SOURCE", "PromptUse",
-           "REASONS", "SequentialEvidence", "decide_look", "futility_levels", "image_range", "null_share",
+__all__ = ["CURTAIL_GAMMA", "FUTILITY_BETA", "FUTILITY_MISS", "LookDecision", "NULL_SHARES", "NULL_SHARES_SOURCE",
+           "PromptUse", "REASONS", "SequentialEvidence", "decide_look", "futility_levels", "image_range", "null_share",
            "sequential_images", "spending_shares"]
 
 #: the kinds' futility miss: half their meaningful miss (gating.power): a 0.05 miss of a share keeps its power. The
@@ -217,7 +220,8 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
                 return LookDecision("futility", p, spent, p_seq, lim, delta)
             return _curtail(indicator, bound, direction, level, fraction, beta, units_grow,
                             LookDecision("open", p, spent, p_seq, lim, delta))
-    return _curtail(indicator, bound, direction, level, fraction, beta, units_grow, LookDecision("open", p, spent, p_seq))
+    return _curtail(indicator, bound, direction, level, fraction, beta, units_grow,
+                    LookDecision("open", p, spent, p_seq))
 
 
 def _curtail(indicator, bound: float, direction: str, level: float, fraction: float | None, beta: float | None,

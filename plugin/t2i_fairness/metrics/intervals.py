@@ -561,6 +561,24 @@ class Interval:
         an estimand that does not move with the sample (:class:`PercentileMean` overrides it)."""
         return 0.0
 
+    #: whether ``df`` is a count fixed by the design (a t over ``G`` groups) rather than estimated from the data
+    df_structural: ClassVar[bool] = False
+
+    def _df_at_n(self, fraction: float, units_grow: bool) -> float | None:
+        """The degrees of freedom the test at ``N`` will have, where this look can know them: a t over the look's
+        units (``df = n_units - 1``: ``n_units / fraction - 1`` at ``N`` where the looks add units, the same where
+        they add images per prompt) or a design's count (``df_structural``); ``None`` (the normal quantile, the
+        smallest critical distance: the curtailment rule then stops less) where ``df`` is estimated from the data
+        (Satterthwaite's, which moves from look to look)."""
+        if self.df is None or not math.isfinite(self.df):
+            return None
+        df = float(self.df)
+        if self.df_structural:
+            return df
+        if abs(df - (self.n_units - 1)) < 1e-9:
+            return max(df, self.n_units / float(fraction) - 1.0) if units_grow else df
+        return None
+
     def fails_possible(self, bound: float, direction: str, alpha: float, fraction: float = 1.0,
                        units_grow: bool = True) -> bool:
         """Whether any outcome of this gate's test at ``N`` (this look's size over ``fraction``) can fail it at
@@ -614,9 +632,7 @@ class Interval:
         if not self.fails_possible(bound, direction, alpha, t, units_grow):
             return 0.0
         full = self.scaled(1.0 / t)
-        df = None if self.df is None or not math.isfinite(self.df) else float(self.df)
-        if df is not None and units_grow:  # df = units - 1 at this look
-            df = max(df, (df + 1.0) / t - 1.0)
+        df = self._df_at_n(t, units_grow)
         sign = 1.0 if direction == "min" else -1.0
         try:
             if beta is not None:  # the farther of the miss and the look's own limit toward missing
@@ -1431,6 +1447,7 @@ class PercentileMean(Interval):
     sizes: tuple[int, ...] = ()
     sds: tuple[float, ...] = ()
     models_drift: ClassVar[bool] = True  # its expectation's move toward N is modelled (:meth:`drift`)
+    df_structural: ClassVar[bool] = True  # one degree of freedom per group: the same at N
 
     def drift(self, fraction: float) -> float:
         """``mean_g sd_g (m(n_g / fraction) - m(n_g))``, ``m`` the normal sample percentile's expectation.
