@@ -192,8 +192,12 @@ def test_a_sequential_cis_run_stops_clear_gates_early_and_is_the_fixed_n_gate_at
     shutil.rmtree(pytester.path / "cache")
     seq, seq_records = _run(pytester, "--t2i-sequential", art="seq")
     fixed, fixed_records = _run(pytester, art="fixed")
-    assert {g: r["status"] for g, r in seq_records.items()} == {g: r["status"] for g, r in fixed_records.items()} == {
+    assert {g: r["status"] for g, r in fixed_records.items()} == {
         "test_cis[k1]": "pass", "test_cis[k2]": "fail", "test_cis[k4]": "pass"}
+    # the border gate stops where its look's estimate (0.515) is just off its bound (0.521) without evidence: it says
+    # "inconclusive" (a warning), as a fixed-N run whose estimate missed would; neither fails the run
+    assert {g: r["status"] for g, r in seq_records.items()} == {
+        "test_cis[k1]": "pass", "test_cis[k2]": "fail", "test_cis[k4]": "inconclusive"}
     assert seq.ret == fixed.ret == pytest.ExitCode.TESTS_FAILED
     passing, failing, border = (seq_records[f"test_cis[k{k}]"]["details"]["sequential"] for k in (1, 2, 4))
     assert passing["reason"] in ("pass: futility", "pass: curtailed") and passing["early"] and passing["unit"] == "prompts"

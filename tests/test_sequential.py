@@ -431,7 +431,8 @@ def test_a_curtailed_gate_says_what_it_promises_in_its_message_and_report_line()
     seq = {**where, "reason": "pass: curtailed", "conditional_power": 3e-4, "curtail_miss": 0.1, "curtail_gamma": 0.005}
     r = GateRecord("g", "t::g", 0.72, 24, "min", "inconclusive", 0.75, None, "g: measured 0.7200; p = 0.3", {})
     e = early_record(r, seq, Bound("min", 0.75))
-    assert e.status == "pass" and "passed early by curtailment at look 1 of 3 (2 of 8 images per prompt)" in e.message
+    # its look's estimate misses the bound without evidence: inconclusive, as the fixed-N test says of such a value
+    assert e.status == "inconclusive" and "passed early by curtailment at look 1 of 3 (2 of 8 images per prompt)" in e.message
     assert "probability 0.0003 given this look (< 0.005)" in e.message and "misses the bound without evidence" in e.message
     assert gate_line(seq).endswith("(conditional power 0.0003 at a miss of 0.1)")
     never = {**seq, "conditional_power": 0.0, "curtail_miss": None}
@@ -458,3 +459,18 @@ def test_an_estimated_df_is_not_carried_to_n_so_a_collapse_seen_on_a_look_is_nev
     assert t_over_units._df_at_n(0.5, units_grow=True) == 7.0 and t_over_units._df_at_n(0.5, units_grow=False) == 3.0
     groups = PercentileMean(0.3, 0.2, 0.4, "jackknife_t", 0.95, 72, se=0.01, df=6, sizes=(12,) * 6, sds=(0.03,) * 6)
     assert groups._df_at_n(0.25, units_grow=False) == 6.0
+
+
+def test_curtailment_is_off_without_a_fraction_as_under_inconclusive_fail():
+    """Rounds(curtail=False) (the gates' fixture under --t2i-inconclusive fail, where a miss of the estimate alone
+    fails a gate at N) passes no fraction: the same look of an underpowered share is then left open."""
+    ind = _share(5, 6)  # 6 images of 24 at a bound of 0.5 and 1.5e-4: N cannot catch a 0.10 miss
+    kw = dict(level=0.05 / 337, share=1e-6, beta=0.0025)
+    assert decide_look(ind, 0.5, "min", **kw, fraction=0.25, units_grow=False).reason == "curtail"
+    assert decide_look(ind, 0.5, "min", **kw, fraction=None).reason == "open"
+    import inspect
+    from pathlib import Path
+
+    studies = (Path(__file__).resolve().parents[1] / "fixtures" / "studies.py").read_text(encoding="utf-8")
+    assert 'curtail=options.inconclusive != "fail"' in studies
+    assert "curtail" in inspect.signature(Rounds).parameters

@@ -60,6 +60,11 @@ def _line(result, start: str) -> str:
     return next(line for line in result.stdout.lines if line.startswith(start))
 
 
+def _failed(record: dict) -> bool:
+    return record["status"] in ("fail", "missing", "refused") or (
+        record["status"] == "inconclusive" and bool(record.get("blocking")))
+
+
 def _generated(result) -> int:
     return int(_line(result, "images: ").split()[1])
 
@@ -74,7 +79,11 @@ def test_a_sequential_run_gives_the_fixed_n_verdicts_on_the_canary_slices_with_f
     assert seq_records.keys() == fixed_records.keys() and len(seq_records) == 16
     # the canary's tally (caught on its slice, false alarms elsewhere) and every gate's verdict are the same
     assert _line(seq, f"canary {canary}") == _line(fixed, f"canary {canary}")
-    assert {g: r["status"] for g, r in seq_records.items()} == {g: r["status"] for g, r in fixed_records.items()}
+    # every gate's verdict is the same: failed or not (an early pass may read "pass" where N's estimate, off its
+    # bound without evidence, reads "inconclusive", and the other way round: a warning, neither fails the run)
+    assert {g: _failed(r) for g, r in seq_records.items()} == {g: _failed(r) for g, r in fixed_records.items()}
+    assert {g for g, r in seq_records.items() if r["status"] not in ("pass", "inconclusive")} == \
+        {g for g, r in fixed_records.items() if r["status"] not in ("pass", "inconclusive")}
     assert seq.ret == fixed.ret
     # ... with fewer images: the fixed-N run after it still had images to make, and gates stopped early
     assert _generated(fixed) > 0, fixed.stdout.str()[-2000:]

@@ -262,7 +262,8 @@ class Gate:
         ctx.emit(record)
         # a bound written under other settings is said once per run, at the top of the summary
         # (report.changes.provenance_summary), not as one warning per gate
-        if (record.status == "fail") if (seq and seq.get("early")) else verdict.failed:
+        early_failed = record.status == "fail" or (record.status == "inconclusive" and record.blocking)
+        if early_failed if (seq and seq.get("early")) else verdict.failed:
             raise GateFailed(record.message)
         if record.status == "inconclusive":
             warnings.warn(T2IInconclusiveWarning(record.message), stacklevel=2)
@@ -336,9 +337,11 @@ def early_record(record: GateRecord, seq: dict, bound) -> GateRecord:
                    f"{seq['curtail_miss']:g} (its kind's meaningful miss), the fixed-N test at N would fail it with "
                    f"probability {seq['conditional_power']:.2g} given this look (< {seq['curtail_gamma']:g}), so stopping "
                    f"here costs at most {seq['curtail_gamma']:g} of its power at that miss")
-        if record.status == "inconclusive":  # the look's estimate misses the bound, without evidence at this size
-            message += "; its estimate at this look misses the bound without evidence (inconclusive at this size)"
         status = "pass"
+        if record.status == "inconclusive":  # the look's estimate misses the bound without evidence: said, as at N
+            message += "; its estimate at this look misses the bound without evidence (inconclusive at this size)"
+            return dataclasses.replace(record, status="inconclusive", message=message,
+                                       p_value=seq.get("p_sequential"), threshold=seq["gate_level"])
     elif seq.get("kind") == "test":  # a test (no bound): futility against an effect of its own size
         message = (f"{head}; passed early by futility at {where}: the largest effect its {1 - seq['futility_beta']:.4g} "
                    f"one-sided limits leave possible is {seq['futility_limit']:.4f} < {seq['futility_miss']:g} (half "

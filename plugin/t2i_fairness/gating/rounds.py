@@ -88,8 +88,12 @@ class Rounds:
 
     def __init__(self, study, look: Callable[[Any, int], Any], schedule: Sequence[int], unit: str,
                  gates: Sequence[GateCallSpec], bounds: Mapping[str, Any], level: float,
-                 raw: Callable[[Any, str, Mapping[str, Any]], Any], group_methods: Mapping[str, Sequence[str]] | None = None):
+                 raw: Callable[[Any, str, Mapping[str, Any]], Any], group_methods: Mapping[str, Sequence[str]] | None = None,
+                 curtail: bool = True):
         self.study, self.look, self.unit, self.level, self.raw = study, look, unit, float(level), raw
+        # curtailment reads the test at N that fails a gate on significant evidence; under --t2i-inconclusive fail a
+        # miss of the estimate alone fails it, a test curtailment does not model: off there
+        self.curtail = bool(curtail)
         self.schedule = [int(n) for n in schedule]
         if not self.schedule or any(b <= a for a, b in zip(self.schedule, self.schedule[1:])):
             raise ValueError(f"`schedule` must be increasing and non-empty, but got {list(schedule)}")
@@ -124,7 +128,7 @@ class Rounds:
                     # as without rounds; indicator methods raise no gate outcome, only gate() does)
                     continue
                 d = decide_look(ind, bound.value, bound.direction, level=self.level, share=float(shares[k]),
-                                beta=betas[k], prior=prior.get(key), fraction=n / N,
+                                beta=betas[k], prior=prior.get(key), fraction=n / N if self.curtail else None,
                                 units_grow=self.unit == "prompts")
                 can_fail[key] = ind.early_fail
                 prior[key] = d.p_sequential
