@@ -132,7 +132,7 @@ def test_curtailment_costs_at_most_gamma_of_the_power_at_a_meaningful_miss_exact
 
 
 def test_curtailment_stops_an_underpowered_gate_early_but_keeps_its_power_against_a_collapse():
-    """24 images at 1.5e-4 cannot catch a 0.10 miss (power 0.002 at a bound of 0.5): a model where the update flow
+    """24 images at 1.5e-4 cannot catch a 0.10 miss (power 0.0035 at a bound of 0.5): a model where the update flow
     puts it (3.3 standard errors above its bound) passes early by curtailment on every path, one at its bound 81% of
     the time, where the futility limit alone never clears; a collapse (0.1 against 0.5) is judged at the look's own
     limit (6 images cannot exclude it) and loses no power: the sequential test's power equals the fixed-N test's."""
