@@ -43,6 +43,7 @@ from t2i_fairness.gating.thresholds import (  # noqa: F401  (re-exported: the ga
     proposed_path,
     provenance_id,
 )
+from t2i_fairness.metrics.intervals import bound_cannot_fail  # noqa: F401  (re-exported: reports call it here)
 
 DECIMALS = 6
 #: The smallest p-value a sampled measurement reports (the largest: the float below 1): the normal tail in
@@ -180,25 +181,6 @@ def _fmt(x: float | None) -> str:
 #: uncertainty (a deterministic score) still differs in the 5th decimal between CPUs and batch
 #: compositions, which must never fail a gate.
 FLOAT_MARGIN = 1e-4
-
-
-def bound_cannot_fail(direction: str, bound: float | None, uncertainty: dict | None) -> bool:
-    """Whether a bound can never be missed: a share (a score interval, ``n_effective`` set: values in
-    [0, 1]) with a ``min`` bound at or below 0 or a ``max`` bound at or above 1.
-
-    The update flow writes such a bound when the model measured the edge itself (a coverage of exactly
-    0, as the random-weight tiny model does): the gate then pins the code path but cannot catch a
-    regression, and the summary says so.
-
-    Example:
-        >>> bound_cannot_fail("min", -0.1, {"n_effective": 18.0}), bound_cannot_fail("min", 0.2, {"n_effective": 18.0})
-        (True, False)
-        >>> bound_cannot_fail("min", -0.1, {"n_effective": None, "se": 0.1})   # not a share: may be negative
-        False
-    """
-    if bound is None or not uncertainty or uncertainty.get("n_effective") is None:
-        return False
-    return bound <= 0.0 if direction == "min" else bound >= 1.0
 
 
 def share_se_floor(value: float, n_effective: float) -> float:

@@ -90,6 +90,7 @@ __all__ = [
     "PercentileMean",
     "STRATIFIED_METHODS",
     "betting_limit",
+    "bound_cannot_fail",
     "bounded_mean_limit",
     "bounded_mean_tail",
     "cluster_bootstrap_interval",
@@ -334,6 +335,25 @@ def _bounded_critical(units: BoundedUnits, bound: float, alpha: float, direction
         else:
             hi = mid
     return lo if direction == "min" else hi
+
+
+def bound_cannot_fail(direction: str, bound: float | None, uncertainty: dict | None) -> bool:
+    """Whether a bound can never be missed: a share (a score interval, ``n_effective`` set: values in
+    [0, 1]) with a ``min`` bound at or below 0 or a ``max`` bound at or above 1.
+
+    The update flow writes such a bound when the model measured the edge itself (a coverage of exactly
+    0, as the random-weight tiny model does): the gate then pins the code path but cannot catch a
+    regression, and the summary says so.
+
+    Example:
+        >>> bound_cannot_fail("min", -0.1, {"n_effective": 18.0}), bound_cannot_fail("min", 0.2, {"n_effective": 18.0})
+        (True, False)
+        >>> bound_cannot_fail("min", -0.1, {"n_effective": None, "se": 0.1})   # not a share: may be negative
+        False
+    """
+    if bound is None or not uncertainty or uncertainty.get("n_effective") is None:
+        return False
+    return bound <= 0.0 if direction == "min" else bound >= 1.0
 
 
 @dataclass(frozen=True)
@@ -585,7 +605,7 @@ class Interval:
         ``alpha``: not when ``alpha`` is below the floor of ``N``'s units (a test over ``G`` prompts claims no p below
         ``2^-G``: ``2^-(G / fraction)`` at ``N`` when the looks add prompts, ``units_grow``; the same ``2^-G`` when
         they add images per prompt), nor for a share whose bound lies on or beyond an edge (a ``min`` bound at 0, a
-        ``max`` at 1: :func:`~t2i_fairness.gating.verdicts.bound_cannot_fail`).
+        ``max`` at 1: :func:`bound_cannot_fail`).
 
         Example:
             >>> iv = floor_to_units(Interval(0.5, 0.3, 0.7, "t", 0.95, 8, se=0.1, df=7.0), 8)    # 8 prompts: p >= 2^-8
@@ -594,7 +614,7 @@ class Interval:
             >>> precision_interval(np.ones(8, bool)).fails_possible(0.0, "min", 0.1)     # a share's bound at 0
             False
         """
-        if self.is_share and ((direction == "min" and float(bound) <= 0.0) or (direction == "max" and float(bound) >= 1.0)):
+        if bound_cannot_fail(direction, float(bound), {"n_effective": self.n_effective}):
             return False
         floor = float(self.p_floor)
         if floor > 0 and units_grow:
@@ -1333,6 +1353,25 @@ def _loo_percentile_variance(sorted_x: np.ndarray, q: float) -> np.ndarray:
     return (n - 1) / n * (((values - mean[..., None]) ** 2) * counts).sum(axis=-1)
 
 
+def _normal_order_statistics(n: int):
+    """The grid, the density of the ``r``-th of ``n`` standard normal order statistics (1-indexed) on it, and the
+    trapezoid integral over it: what :func:`normal_percentile_variance` and :func:`normal_percentile_mean` read."""
+    z = np.linspace(-12.0, 12.0, 48001)
+    dz = z[1] - z[0]
+    phi = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
+    with np.errstate(divide="ignore"):
+        log_cdf, log_sf = np.log(_special.ndtr(z)), np.log(_special.ndtr(-z))
+
+    def integral(y: np.ndarray) -> float:
+        return float(np.sum(y[1:] + y[:-1]) * 0.5 * dz)
+
+    def density(r: int) -> np.ndarray:
+        logc = _special.gammaln(n + 1) - _special.gammaln(r) - _special.gammaln(n - r + 1)
+        return np.exp(logc + (r - 1) * log_cdf + (n - r) * log_sf) * phi
+
+    return z, density, integral
+
+
 @functools.lru_cache(maxsize=256)
 def normal_percentile_variance(n: int, percentile: float) -> float:
     """Variance of ``np.percentile(z, percentile)`` for ``n`` i.i.d. standard normal values, exactly.
@@ -1361,18 +1400,12 @@ def normal_percentile_variance(n: int, percentile: float) -> float:
         raise ValueError(f"`percentile` must be in [0, 100], but got {percentile!r}")
     j, g = _position(int(n), float(percentile))
     r = j + 1  # 1-indexed order statistic
-    z = np.linspace(-12.0, 12.0, 48001)
+    n = int(n)
+    z, density, integral = _normal_order_statistics(n)
     dz = z[1] - z[0]
     phi = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
     with np.errstate(divide="ignore"):
         log_cdf, log_sf = np.log(_special.ndtr(z)), np.log(_special.ndtr(-z))
-
-    def integral(y: np.ndarray) -> float:
-        return float(np.sum(y[1:] + y[:-1]) * 0.5 * dz)
-
-    def density(rr: int) -> np.ndarray:
-        logc = _special.gammaln(n + 1) - _special.gammaln(rr) - _special.gammaln(n - rr + 1)
-        return np.exp(logc + (rr - 1) * log_cdf + (n - rr) * log_sf) * phi
 
     f1 = density(r)
     m1 = integral(z * f1)
@@ -1420,19 +1453,10 @@ def normal_percentile_mean(n: int, percentile: float) -> float:
         raise ValueError(f"`percentile` must be in [0, 100], but got {percentile!r}")
     n = int(n)
     j, g = _position(n, float(percentile))
-    z = np.linspace(-12.0, 12.0, 48001)
-    dz = z[1] - z[0]
-    log_phi = -0.5 * z * z - 0.5 * math.log(2.0 * math.pi)
-    low, high = _special.log_ndtr(z), _special.log_ndtr(-z)
-
-    def order_mean(r: int) -> float:  # E[Z_(r)], 1-indexed
-        log_c = _special.gammaln(n + 1) - _special.gammaln(r) - _special.gammaln(n - r + 1)
-        dens = np.exp(log_c + (r - 1) * low + (n - r) * high + log_phi)
-        return float(np.sum(z * dens) * dz)
-
-    mean = (1.0 - g) * order_mean(j + 1)
+    z, density, integral = _normal_order_statistics(n)
+    mean = (1.0 - g) * integral(z * density(j + 1))
     if g > 0:
-        mean += g * order_mean(j + 2)
+        mean += g * integral(z * density(j + 2))
     return float(mean)
 
 
