@@ -474,3 +474,34 @@ def test_curtailment_is_off_without_a_fraction_as_under_inconclusive_fail():
     studies = (Path(__file__).resolve().parents[1] / "fixtures" / "studies.py").read_text(encoding="utf-8")
     assert 'curtail=options.inconclusive != "fail"' in studies
     assert "curtail" in inspect.signature(Rounds).parameters
+
+
+def test_a_ratio_left_undefined_by_noise_passes_early_only_where_no_outcome_at_n_can_fail_it():
+    """IndicTTI's CLGC(l) / CLGC(English) on the procedural suite: English's CLGC at or below 0 on the first images
+    leaves the ratio undefined (inconclusive at N if it stays so; a regression of English is test_clgc's). Over 4
+    fixed prompts its Fieller test claims no p below 2^-4, so no outcome at N fails it at 1.4e-4: the look passes it
+    (conditional power 0), and says so. With 40 prompts the test can fail at N: the look leaves it open; an undefined
+    value that fails at N (``inconclusive=False``: a collapsed region) is never passed early."""
+    from t2i_fairness.metrics.evidence import fieller_ratio
+    from t2i_fairness.metrics.intervals import floor_to_units
+
+    rng = np.random.default_rng(3)
+
+    def ratio(g: int):  # numerator ~0.3, denominator (English) just below 0 on this look
+        num, den = 0.3 + 0.02 * rng.standard_normal(g), -0.003 + 0.01 * rng.standard_normal(g)
+        drop = [np.delete(np.arange(g), i) for i in range(g)]
+        ev = fieller_ratio([num[d].mean() for d in drop], [den[d].mean() for d in drop], num.mean(), den.mean())
+        return floor_to_units(ev, g)
+
+    kw = dict(level=0.05 / 351, share=1e-6, beta=0.0017, fraction=0.25, units_grow=False)
+
+    def undefined(ev, inconclusive=True):
+        return Indicator(math.nan, 0, "ratio", ev, inconclusive=inconclusive, undefined="CLGC(English) <= 0")
+
+    d = decide_look(undefined(ratio(4)), 0.8, "min", **kw)
+    assert d.reason == "curtail" and d.conditional_power == 0.0
+    assert decide_look(undefined(ratio(40)), 0.8, "min", **kw).reason == "open"
+    assert decide_look(undefined(ratio(4), inconclusive=False), 0.8, "min", **kw).reason == "open"
+    assert decide_look(undefined(None), 0.8, "min", **kw).reason == "open"  # no evidence: nothing to read
+    assert decide_look(undefined(ratio(4)), 0.8, "min", **{**kw, "fraction": None}).reason == "open"
+    assert decide_look(undefined(ratio(4)), 0.8, "min", **kw, final=True).reason == "final"

@@ -142,3 +142,36 @@ def test_sequential_refusal_is_a_usage_error_naming_the_option(suite):
                                         "--t2i-cache-dir", str(suite.path / "cache"))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "--t2i-sequential: cannot be combined with --t2i-update-thresholds" in result.stderr.str() + result.stdout.str()
+
+
+def test_an_indic_ratio_left_undefined_on_a_look_passes_early_when_no_outcome_at_n_can_fail_it(pytester):
+    """IndicTTI on the procedural world (4 fixed prompts per language, 8 images, looks at 2, 4, 8): English's CLGC is
+    at or below 0 on the first look's images at seed 1, which leaves CLGC(l) / CLGC(English) undefined there. Its
+    test over 4 prompts claims no p below 2^-4, so no outcome at N can fail it: the gates pass early by curtailment
+    (inconclusive: the look's value is undefined, a warning as at N), and the family's images stop at the first look
+    where they ran to N before (192 images, 48 now). The fixed-N run of the same seed fails no gate either."""
+    (pytester.path / "fairness_tests").mkdir()
+    name = "test_indic_tti.py"
+    (pytester.path / "fairness_tests" / name).write_text((REPO / "fairness_tests" / name).read_text())
+    flags = [f for f in FLAGS if f not in ("-k", SELECTION)]
+    base = ["fairness_tests", *flags, "--t2i-thresholds", str(pytester.path / "t.yaml"), "-W", "ignore::UserWarning"]
+
+    def run(*extra, cache):
+        result = pytester.runpytest_inprocess(*base, "--t2i-cache-dir", str(pytester.path / cache),
+                                              "--t2i-artifacts", str(pytester.path / "art"), *extra)
+        assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+        return result, {r["gate"]: r for r in json.loads((pytester.path / "art" / "run.json").read_text())["gates"]}
+
+    run("--t2i-update-thresholds", "--t2i-seed", "1000", cache="bounds")
+    seq, records = run("--t2i-seed", "1", "--t2i-sequential", cache="c1")
+    ratios = {g: r for g, r in records.items() if g.startswith("test_clgc_vs_english[")}
+    assert len(ratios) == 5
+    for g, r in ratios.items():
+        rec = r["details"]["sequential"]
+        assert (rec["reason"], rec["round"], rec["conditional_power"]) == ("pass: curtailed", 1, 0.0), (g, rec)
+        assert r["status"] == "inconclusive" and not r["blocking"] and "is undefined: CLGC(eng_Latn) = " in r["message"]
+        assert "passed early by curtailment at look 1 of 3 (2 of 8 images per prompt): no outcome of its test at N" \
+               in r["message"], r["message"]
+    fixed, fixed_records = run("--t2i-seed", "1", cache="c2")
+    assert not any(_failed(r) for r in fixed_records.values())
+    assert _generated(seq) * 4 == _generated(fixed) == 192

@@ -290,8 +290,10 @@ class Gate:
             status, blocking = "fail", True
             message = f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass"
         details: dict[str, Any] = {"undefined": reason}
-        if sequential is not None:  # undefined at N, after its looks
+        if sequential is not None:  # undefined at N after its looks, or at the look that curtailed it
             details["sequential"] = dict(sequential)
+            if sequential.get("reason") == "pass: curtailed" and sequential.get("conditional_power") == 0.0:
+                message += f"; {_cannot_fail_clause(sequential)}"
         # recorded like any judged gate, so the summary, run.json and a canary's tally count it
         self.context.emit(GateRecord(
             gate=gate_id, nodeid=self.context.nodeid, value=float("nan"), n=0, direction=bound.direction,
@@ -300,6 +302,17 @@ class Gate:
         if blocking:
             raise GateFailed(message)
         warnings.warn(T2IInconclusiveWarning(message), stacklevel=2)
+
+
+def _where(seq: dict) -> str:
+    return f"look {seq['round']} of {seq['rounds']} ({seq['at']} of {seq['planned']} {seq['unit']})"
+
+
+def _cannot_fail_clause(seq: dict) -> str:
+    """What a look that curtailed a gate no outcome at ``N`` can fail says (``seq``: the round loop's record)."""
+    return (f"passed early by curtailment at {_where(seq)}: no outcome of its test at N can fail it at its level "
+            f"{seq['gate_level']:.3g} (a test over its prompts claims no p-value that small, or its bound lies at a "
+            f"share's edge), so stopping here costs none of its power")
 
 
 def early_record(record: GateRecord, seq: dict, bound) -> GateRecord:
@@ -321,16 +334,14 @@ def early_record(record: GateRecord, seq: dict, bound) -> GateRecord:
     """
     import dataclasses
 
-    where = f"look {seq['round']} of {seq['rounds']} ({seq['at']} of {seq['planned']} {seq['unit']})"
+    where = _where(seq)
     head = record.message.split("; p = ")[0]
     if seq["reason"].startswith("fail"):
         message = (f"{head}; FAILED early at {where}: p = {seq['p']:.3g} <= {seq['level']:.3g}, the alpha this look "
                    f"spends (O'Brien-Fleming share {seq['alpha_share']:.2g} of the gate's level {seq['gate_level']:.3g})")
         status = "fail"
     elif seq["reason"] == "pass: curtailed" and seq.get("conditional_power") == 0.0:
-        message = (f"{head}; passed early by curtailment at {where}: no outcome of its test at N can fail it at its "
-                   f"level {seq['gate_level']:.3g} (a test over its prompts claims no p-value that small, or its bound "
-                   f"lies at a share's edge), so stopping here costs none of its power")
+        message = f"{head}; {_cannot_fail_clause(seq)}"
         status = "pass"
     elif seq["reason"] == "pass: curtailed":
         message = (f"{head}; passed early by curtailment at {where}: were it to miss the bound by "

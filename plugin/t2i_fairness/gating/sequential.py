@@ -38,7 +38,9 @@ Holm's first step) over them:
   near 1). Kinds: ``Indicator.curtail`` (a low percentile counts its expectation's move toward ``N``,
   ``PercentileMean.drift``; not a ratio or spread of coverages, nor the order test). Every kind passes where no
   outcome at ``N`` can fail it (``Interval.fails_possible``: a level below a test's unit floor ``2^-G``, which
-  does not shrink where the looks add images per prompt to fixed prompts; a share's bound at its edge).
+  does not shrink where the looks add images per prompt to fixed prompts; a share's bound at its edge), a look
+  whose value noise left undefined included (``Indicator.inconclusive``: a ratio whose denominator fell to 0 or
+  below, inconclusive at ``N`` if still undefined, else judged by a test that cannot fail).
 * **No early fail** where the estimand moves with the sample (``Indicator.early_fail``): coverage grows
   with ``n`` (a coverage below the bound at ``n`` may meet it at ``N``), a low percentile's expectation
   shifts with ``n``; they pass early by futility (a lower limit at ``n`` holds at ``N`` for coverage)
@@ -184,7 +186,13 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
     """
     ev = indicator.evidence
     if indicator.undefined is not None or indicator.skip is not None or not math.isfinite(indicator.value):
-        return LookDecision("final" if final else "open", None, level * share, prior)
+        undecided = LookDecision("final" if final else "open", None, level * share, prior)
+        if final or indicator.undefined is None or not indicator.inconclusive:
+            return undecided
+        # a value left undefined by noise that another gate judges (a ratio whose denominator fell to 0 or below):
+        # at N it is inconclusive if still undefined, else its test decides; where no outcome of that test can fail
+        # it, stopping here costs nothing (its evidence, where the study gives one, says: ``fails_possible``)
+        return _curtail(indicator, bound, direction, level, fraction, beta, units_grow, undecided, impossible_only=True)
     p = None
     if indicator.test is not None:
         p = float(indicator.test.p_value)
@@ -225,16 +233,17 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
 
 
 def _curtail(indicator, bound: float, direction: str, level: float, fraction: float | None, beta: float | None,
-             units_grow: bool, open_: LookDecision) -> LookDecision:
+             units_grow: bool, open_: LookDecision, impossible_only: bool = False) -> LookDecision:
     """``open_``, or a pass by curtailment when the fixed-N test's conditional power at a meaningful miss is below
-    :data:`CURTAIL_GAMMA` (module docstring); for every kind, a pass where no outcome at ``N`` can fail the gate."""
+    :data:`CURTAIL_GAMMA` (module docstring); for every kind, a pass where no outcome at ``N`` can fail the gate
+    (``impossible_only``: that rule alone, for a look whose value is undefined)."""
     miss = MEANINGFUL_MISS.get(indicator.kind)
     ev = indicator.evidence
     if not beta or fraction is None or not 0.0 < fraction < 1.0 or not hasattr(ev, "fails_possible"):
         return open_
     if not ev.fails_possible(bound, direction, level, fraction, units_grow):
         cp = 0.0
-    elif indicator.curtail and miss is not None:
+    elif indicator.curtail and miss is not None and not impossible_only:
         cp = float(ev.conditional_power(bound, direction, miss, level, fraction, beta, units_grow))
     else:
         return open_

@@ -434,12 +434,14 @@ class IndicEvaluation(Study):
     def clgc_vs_english(self, indic_non_english: str) -> Indicator:
         """CLGC(l) / CLGC(English) >= r (Section 5's headline), by Fieller's ratio over the shared prompts."""
         english, s = self.scores(ENGLISH), self.scores(indic_non_english)
-        if english.clgc <= 0:
-            # noise or a regression of English itself, which test_clgc[eng_latn] judges: not evidence against l
-            return Indicator(float("nan"), 0, "ratio", inconclusive=True, undefined=(
-                f"CLGC(l) / CLGC({ENGLISH}) is undefined: CLGC({ENGLISH}) = {english.clgc:.4f} <= 0 "
-                f"(test_clgc[{ENGLISH.lower()}] gates English itself)"))
         conf = float(self.bench.options.confidence)
+        if english.clgc <= 0:
+            # noise or a regression of English itself, which test_clgc[eng_latn] judges: not evidence against l. The
+            # linear test (num - r den) stays defined: under --t2i-sequential a look reads its floor (fails_possible)
+            return Indicator(float("nan"), 0, "ratio", self.interval(indic_non_english, "clgc_ratio", conf),
+                             inconclusive=True, undefined=(
+                                 f"CLGC(l) / CLGC({ENGLISH}) is undefined: CLGC({ENGLISH}) = {english.clgc:.4f} <= 0 "
+                                 f"(test_clgc[{ENGLISH.lower()}] gates English itself)"))
         return Indicator(s.clgc / english.clgc, s.n, "ratio", self.interval(indic_non_english, "clgc_ratio", conf),
                          details=self._details(s, clgc=s.clgc, clgc_english=english.clgc, drop=english.clgc - s.clgc))
 
