@@ -175,3 +175,24 @@ def test_an_indic_ratio_left_undefined_on_a_look_passes_early_when_no_outcome_at
     fixed, fixed_records = run("--t2i-seed", "1", cache="c2")
     assert not any(_failed(r) for r in fixed_records.values())
     assert _generated(seq) * 4 == _generated(fixed) == 192
+
+
+def test_a_look_makes_only_the_fixed_n_runs_canonical_batches_so_nothing_is_made_twice(pytester):
+    """``{object} in {country}`` spreads an object-region's n images over its countries (3, 3 and 2 of 8): a look of 2
+    or 4 images per object-region gives a country prompt 1 or 2, seldom a multiple of the batch. A look now makes
+    whole canonical batches (``references.grouping.whole_batches``): before, a country prompt's first image was made
+    alone at the first look, its batch made again whole at the next (18 images of the procedural suite's N 8, 90 of
+    DIG In's regions at N 16), and the cache kept bytes of another batch than the fixed-N run's."""
+    (pytester.path / "fairness_tests").mkdir()
+    name = "test_dig_in_consistency.py"
+    (pytester.path / "fairness_tests" / name).write_text((REPO / "fairness_tests" / name).read_text())
+    flags = [f for f in FLAGS if f not in ("-k", SELECTION)]
+    base = ["fairness_tests", *flags, "--t2i-thresholds", str(pytester.path / "t.yaml"), "-W", "ignore::UserWarning",
+            "-k", "object_in_country", "--t2i-cache-dir", str(pytester.path / "cache")]
+    assert pytester.runpytest_inprocess(*base, "--t2i-update-thresholds", "--t2i-seed", "1000").ret == 0
+    seq = pytester.runpytest_inprocess(*base, "--t2i-seed", "1", "--t2i-sequential")
+    fixed = pytester.runpytest_inprocess(*base, "--t2i-seed", "1")
+    assert seq.ret == fixed.ret == pytest.ExitCode.OK, seq.stdout.str()[-3000:]
+    for result in (seq, fixed):
+        assert "made again whole" not in _line(result, "images: "), _line(result, "images: ")
+    assert 0 < _generated(seq) < _generated(seq) + _generated(fixed) == 2 * 6 * 8  # 2 objects x 6 regions x 8

@@ -198,19 +198,40 @@ class PromptImages:
 
 
 def _slice(options, template: str, space: PromptSpace | None, region: str | None,
-           object: str | None) -> tuple[list[Prompt], list[int]]:
+           object: str | None, n: int | None = None) -> tuple[list[Prompt], list[int]]:
     """The prompts of a template's group (all of them by default) and each prompt's image count
-    (a country prompt takes its turn of its region's n images: :func:`images_per_prompt_for`)."""
+    (a country prompt takes its turn of its region's n images: :func:`images_per_prompt_for`);
+    ``n``: images per object-region (default ``--t2i-images-per-prompt``)."""
     from t2i_fairness.vocab.geode import GEODE_REGIONS
 
+    n = options.images_per_prompt if n is None else n
     space = space or PromptSpace({o: GEODE_OBJECTS[o] for o in options.objects}, GEODE_REGIONS)
     prompts = group_prompts(space.prompts(template), template, region, object)
     countries = {r.slug: r.countries for r in space.regions}
-    counts = [images_per_prompt_for(template, options.images_per_prompt, countries[p.region].index(p.country),
-                                    len(countries[p.region]))
-              if p.country else images_per_prompt_for(template, options.images_per_prompt)
+    counts = [images_per_prompt_for(template, n, countries[p.region].index(p.country), len(countries[p.region]))
+              if p.country else images_per_prompt_for(template, n)
               for p in prompts]
     return prompts, counts
+
+
+def whole_batches(counts: Sequence[int], planned: Sequence[int], batch: int) -> list[int]:
+    """The images to make for a look of ``--t2i-sequential`` that reads ``counts`` of prompts planned to get
+    ``planned``: each count up to a multiple of the batch size (at most its planned count), so every batch made is
+    a canonical batch of the fixed-N run (:mod:`t2i_fairness.spine.generation`: a prompt's images in batches cut at
+    its planned count) and later looks and the fixed-N run find it cached, byte for byte. A country prompt's share of
+    a look (``{object} in {country}``: a region's n images taking turns over its countries) is seldom a multiple of
+    the batch; made at that count, its last batch would be cut short, made again whole at the next look, and its
+    cached bytes those of another batch than the fixed-N run's.
+
+    Example:
+        >>> whole_batches([1, 1, 0], [6, 5, 5], 2), whole_batches([3, 3, 2], [6, 5, 5], 4)
+        ([2, 2, 0], [4, 4, 4])
+        >>> whole_batches([5, 5, 5], [6, 5, 5], 4)          # never beyond the plan
+        [6, 5, 5]
+    """
+    if batch < 1:
+        raise ValueError(f"`batch` must be >= 1, but got {batch}")
+    return [min(int(p), -(-int(c) // batch) * batch) for c, p in zip(counts, planned)]
 
 
 def _image_calls(counts: Sequence[int]) -> list[tuple[list[int], int]]:
@@ -234,13 +255,18 @@ def prompt_images(bench, template: str, space: PromptSpace | None = None, region
     images this asks for without generating them.
     """
     prompts, counts = _slice(bench.options, template, space, region, object)
-    key = ("prompt_images", template, tuple(p.text for p in prompts), tuple(counts))
+    made = counts
+    planned = int(getattr(bench, "planned_images_per_prompt", bench.options.images_per_prompt))
+    batch = getattr(getattr(bench, "factory", None), "batch_size", None)
+    if planned > bench.options.images_per_prompt and batch:  # a look of --t2i-sequential: whole canonical batches
+        made = whole_batches(counts, _slice(bench.options, template, space, region, object, n=planned)[1], int(batch))
+    key = ("prompt_images", template, tuple(p.text for p in prompts), tuple(counts), tuple(made))
 
     def make() -> list[PromptImages]:
         refs: dict[int, list] = {i: [] for i in range(len(prompts))}  # a country prompt may get 0 images
-        for idx, n in _image_calls(counts):
+        for idx, n in _image_calls(made):
             refs.update(zip(idx, bench.images([prompts[i].text for i in idx], n, desc=f"generating {template}")))
-        return [PromptImages(p, refs[i]) for i, p in enumerate(prompts)]
+        return [PromptImages(p, refs[i][:c]) for (i, p), c in zip(enumerate(prompts), counts)]
 
     return bench.shared(key, make)
 
