@@ -234,6 +234,21 @@ def whole_batches(counts: Sequence[int], planned: Sequence[int], batch: int) -> 
     return [min(int(p), -(-int(c) // batch) * batch) for c, p in zip(counts, planned)]
 
 
+def look_of(bench) -> tuple[int, int] | None:
+    """``(planned images per prompt, batch size)`` of a look of ``--t2i-sequential`` (``bench``: the workbench a
+    look's study reads, ``Workbench.at_images``), or ``None`` for the fixed-N run (or a batch size it does not know)."""
+    planned = int(getattr(bench, "planned_images_per_prompt", bench.options.images_per_prompt))
+    batch = getattr(getattr(bench, "factory", None), "batch_size", None)
+    return (planned, int(batch)) if planned > bench.options.images_per_prompt and batch else None
+
+
+def _made(options, template: str, space, region, object, counts: list[int], look: tuple[int, int] | None) -> list[int]:
+    """The images to make for ``counts``: at a look, whole canonical batches (:func:`whole_batches`)."""
+    if look is None:
+        return counts
+    return whole_batches(counts, _slice(options, template, space, region, object, n=look[0])[1], look[1])
+
+
 def _image_calls(counts: Sequence[int]) -> list[tuple[list[int], int]]:
     """The ``bench.images`` calls for prompts with these image counts: one call per count, largest first
     (country prompts differ by one), prompts with 0 images in none.
@@ -255,11 +270,7 @@ def prompt_images(bench, template: str, space: PromptSpace | None = None, region
     images this asks for without generating them.
     """
     prompts, counts = _slice(bench.options, template, space, region, object)
-    made = counts
-    planned = int(getattr(bench, "planned_images_per_prompt", bench.options.images_per_prompt))
-    batch = getattr(getattr(bench, "factory", None), "batch_size", None)
-    if planned > bench.options.images_per_prompt and batch:  # a look of --t2i-sequential: whole canonical batches
-        made = whole_batches(counts, _slice(bench.options, template, space, region, object, n=planned)[1], int(batch))
+    made = _made(bench.options, template, space, region, object, counts, look_of(bench))
     key = ("prompt_images", template, tuple(p.text for p in prompts), tuple(counts), tuple(made))
 
     def make() -> list[PromptImages]:
@@ -314,16 +325,20 @@ def truncation_line(truncation) -> str:
 
 
 def prompt_calls(options, template: str, space: PromptSpace | None = None, region: str | None = None,
-                 object: str | None = None) -> tuple[tuple[list[str], int], ...]:
+                 object: str | None = None, look: tuple[int, int] | None = None) -> tuple[tuple[list[str], int], ...]:
     """The ``bench.images(texts, n)`` calls :func:`prompt_images` makes with the same arguments, as
     ``(texts, n)`` pairs (nothing is generated; :func:`~t2i_fairness.spine.plan.requests_of_calls`
-    turns them into a plan's image requests).
+    turns them into a plan's image requests); ``look``: :func:`look_of` the workbench.
 
     Example:
         >>> from types import SimpleNamespace
         >>> o = SimpleNamespace(objects=("bag",), images_per_prompt=6)
         >>> prompt_calls(o, "object_in_country", region="africa")
         ((['bag in Nigeria', 'bag in South Africa', 'bag in Egypt'], 2),)
+        >>> prompt_calls(SimpleNamespace(objects=("bag",), images_per_prompt=2), "object_in_country", region="africa",
+        ...              look=(8, 2))     # a look of 2 of 8 at batch 2: whole batches of the countries' 3, 3, 2
+        ((['bag in Nigeria', 'bag in South Africa'], 2),)
     """
     prompts, counts = _slice(options, template, space, region, object)
-    return tuple(([prompts[i].text for i in idx], n) for idx, n in _image_calls(counts))
+    made = _made(options, template, space, region, object, counts, look)
+    return tuple(([prompts[i].text for i in idx], n) for idx, n in _image_calls(made))

@@ -349,12 +349,13 @@ class DecomposedStudy(Study):
     def requests(self, name: str, template: str, region: str | None = None, own: bool = False):
         """The images :meth:`scores` asks for with the same arguments (nothing generated); ``own``: the
         region's own prompts even under set-scope de-duplication."""
-        from t2i_fairness.references.grouping import PromptSpace, prompt_calls
+        from t2i_fairness.references.grouping import PromptSpace, look_of, prompt_calls
         from t2i_fairness.spine.plan import requests_of_calls
 
         space = PromptSpace.from_reference(self.reference_sets[name], self.bench.options.objects)
         return requests_of_calls(
-            prompt_calls(self.bench.options, template, space, None if self._set_scope() and not own else region)
+            prompt_calls(self.bench.options, template, space, None if self._set_scope() and not own else region,
+                         look=look_of(self.bench))
         )
 
     def _scores(self, name: str, template: str, only: str | None = None) -> DecomposedScores:

@@ -19,8 +19,8 @@ import numpy as np
 from t2i_fairness.families.base import Study
 from t2i_fairness.metrics.manifold import Membership, dedupe_index, membership, precision_coverage
 from t2i_fairness.generators.tokens import counted_truncation
-from t2i_fairness.references.grouping import (PromptImages, PromptSpace, group_generated, prompt_calls, prompt_images,
-                                              template_truncation)
+from t2i_fairness.references.grouping import (PromptImages, PromptSpace, group_generated, look_of, prompt_calls,
+                                              prompt_images, template_truncation)
 from t2i_fairness.references.library import ReferenceLibrary
 from t2i_fairness.families.base import indicator
 from t2i_fairness.gating.indicator import Indicator
@@ -416,10 +416,12 @@ class DigInStudy(Study):
             from t2i_fairness.spine.plan import requests_of_calls
 
             return tuple(r for t in self._pool(template)
-                         for r in requests_of_calls(prompt_calls(self.bench.options, t, space)))
+                         for r in requests_of_calls(prompt_calls(self.bench.options, t, space,
+                                                                 look=look_of(self.bench))))
         from t2i_fairness.spine.plan import requests_of_calls
 
-        return requests_of_calls(prompt_calls(self.bench.options, template, space, region, object))
+        return requests_of_calls(prompt_calls(self.bench.options, template, space, region, object,
+                                              look=look_of(self.bench)))
 
     # -- Region and Object-Region indicators (4.2-4.3) ----------------------------------------------
     def scores(self, name: str, template: str) -> DigScores:
