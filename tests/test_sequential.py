@@ -505,3 +505,40 @@ def test_a_ratio_left_undefined_by_noise_passes_early_only_where_no_outcome_at_n
     assert decide_look(undefined(None), 0.8, "min", **kw).reason == "open"  # no evidence: nothing to read
     assert decide_look(undefined(ratio(4)), 0.8, "min", **{**kw, "fraction": None}).reason == "open"
     assert decide_look(undefined(ratio(4)), 0.8, "min", **kw, final=True).reason == "final"
+
+
+def test_a_spread_or_ratio_of_coverages_no_outcome_can_fail_passes_early_and_none_fails_by_brute_force():
+    """Coverages count at most their real balls as trials (``trials_cap``), so a spread or a ratio of regions with few
+    real images may be unable to fail at any number of generated images: ``Pairs.fails_possible`` says so from every
+    achievable value at the cap. Checked against the product's own test on 3,000 random coverings (3 to 60 generated
+    images per region, extremes included: every ball held, none held); with 200 real balls a region it claims
+    nothing. The look then passes such a gate (conditional power 0)."""
+    from t2i_fairness.metrics.evidence import pairs
+    from t2i_fairness.metrics.intervals import coverage_interval
+
+    rng = np.random.default_rng(11)
+    balls, a = (9, 6, 12, 7, 10), 0.05 / 351
+
+    def covering(r: int, n: int, share: float) -> np.ndarray:
+        m = np.zeros((n, r), dtype=bool)
+        held = rng.random(r) < share
+        for j in np.flatnonzero(held):
+            m[rng.integers(0, n, size=rng.integers(1, 3)), j] = True
+        return m
+
+    for contrast, bound, direction in (("difference", 0.45, "max"), ("ratio", 0.5, "min")):
+        ev = pairs([coverage_interval(covering(r, 8, 0.5)) for r in balls], contrast=contrast)
+        assert not ev.fails_possible(bound, direction, a)
+        for _ in range(1500):
+            n = int(rng.integers(3, 61))
+            shares = rng.choice([0.0, 1.0, rng.random()], size=len(balls))
+            draw = pairs([coverage_interval(covering(r, n, s)) for r, s in zip(balls, shares)], contrast=contrast)
+            assert draw.p_value(bound, direction) > a, (contrast, n, shares)
+        ind = Indicator(ev.estimate, 8, "spread" if contrast == "difference" else "ratio", ev,
+                        higher_is_better=direction == "min", grows=True)
+        d = decide_look(ind, bound, direction, level=a, share=1e-9, beta=0.0017, fraction=0.25, units_grow=False)
+        assert (d.reason, d.conditional_power) == ("curtail", 0.0)
+    # 200 real balls a region: the cap no longer rules a failure out, so the look leaves the gate to its test
+    wide = [coverage_interval(covering(200, 8, 0.5)) for _ in range(3)]
+    for contrast, bound, direction in (("difference", 0.45, "max"), ("ratio", 0.5, "min")):
+        assert pairs(wide, contrast=contrast).fails_possible(bound, direction, a)

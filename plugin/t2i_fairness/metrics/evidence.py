@@ -364,14 +364,67 @@ class Pairs(Interval):
         return _display(dataclasses.replace(self, groups=tuple(g.scaled(factor) for g in self.groups),
                                             n_units=int(math.ceil(self.n_units * factor))))
 
+    def fails_possible(self, bound: float, direction: str, alpha: float, fraction: float = 1.0,
+                       units_grow: bool = True) -> bool:
+        """:meth:`Interval.fails_possible`, and for groups whose limits can never count more than a fixed number of
+        trials (coverages: ``trials_cap``, their real balls) whether any outcome at any size can fail the gate: its
+        test at ``N`` reads each group's exact limit at ``alpha / G(G-1)`` and at most ``trials_cap`` trials, which
+        is no narrower than at exactly that many (an exact limit narrows with the trials at a fixed value), and the
+        MOVER limits are monotone in the groups' limits; so every achievable value (``k / cap``) of every ordered
+        pair is tried at ``cap`` trials: a spread (``max``) fails only if some pair's lower limit exceeds the bound,
+        a ratio (``min``) only if some pair's upper limit is below it. Groups without a cap, or with one above
+        ``PAIRS_CAP_GRID`` trials, are left to the test (``True``).
+
+        Example:
+            >>> import numpy as np
+            >>> from t2i_fairness.metrics.intervals import coverage_interval
+            >>> def groups(balls, contrast):  # 3 regions whose generated images hold every one of their real balls
+            ...     m = np.zeros((balls + 3, balls), dtype=bool); m[np.arange(balls), np.arange(balls)] = True
+            ...     return pairs([coverage_interval(m)] * 3, contrast=contrast)
+            >>> [groups(b, "difference").fails_possible(0.2, "max", 1e-4) for b in (9, 200)]  # best - worst <= 0.2
+            [False, True]
+            >>> [groups(b, "ratio").fails_possible(0.9, "min", 1e-4) for b in (9, 200)]       # worst / best >= 0.9
+            [False, True]
+        """
+        from t2i_fairness.metrics.intervals import share_limit
+
+        if not super().fails_possible(bound, direction, alpha, fraction, units_grow):
+            return False
+        caps = [g.trials_cap for g in self.groups]
+        want = {("difference", "max"), ("ratio", "min")}
+        if (self.contrast, direction) not in want or any(c is None or c < 1 or c > PAIRS_CAP_GRID for c in caps):
+            return True
+        a = float(alpha) / self.selection
+        grids = {}
+        for c in set(caps):  # every value a share of c trials can take, with its exact limits at c trials
+            k = np.arange(c + 1, dtype=np.float64)
+            grids[c] = (k / c, np.asarray(share_limit(k, c, a, "low"), dtype=np.float64),
+                        np.asarray(share_limit(k, c, a, "high"), dtype=np.float64))
+        for i, ci in enumerate(caps):
+            g, gl, gh = (v[:, None] for v in grids[ci])
+            for j, cj in enumerate(caps):
+                if i == j:
+                    continue
+                h, hl, hh = (v[None, :] for v in grids[cj])
+                if self.contrast == "difference":
+                    if np.nanmax((g - h) - np.sqrt((g - gl) ** 2 + (hh - h) ** 2)) > bound:
+                        return True
+                elif np.nanmin(_mover_ratio(g, gl, gh, h, hl, hh, "high")) < bound:
+                    return True
+        return False
+
     def record(self) -> dict:
         return {**super().record(), "selection": self.selection, "contrast": self.contrast}
+
+
+#: the largest trials cap :meth:`Pairs.fails_possible` tries every value of (a pair's grid is ``(cap + 1)^2``)
+PAIRS_CAP_GRID = 400
 
 
 def _mover_ratio(g, gl, gh, h, hl, hh, side: str) -> np.ndarray:
     """MOVER-R limits of ``theta_g / theta_h`` (Donner & Zou 2012), vectorised; ``inf`` where the
     denominator's limit reaches 0 (the ratio is then unbounded on that side)."""
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a denominator's limit near 0: inf
         if side == "high":
             disc = (g * h) ** 2 - gh * hl * (2 * g - gh) * (2 * h - hl)
             den = hl * (2 * h - hl)

@@ -386,6 +386,9 @@ class Interval:
             its p-value is the larger of the two, its limits the wider, its power the smaller). A share of
             skewed clusters is anti-conservative in the far tail (docs/calibration.md: CIS_K 1.3 x, the CIS
             rate floor 62 x their level without it).
+        trials_cap: the most trials a share's limits can ever count, whatever the sample's size (a coverage:
+            its real balls, ``n_effective`` being capped there): a test at a larger size cannot be narrower
+            than a share's exact interval at that many trials (``None``: no such cap).
 
     Example:
         >>> iv = Interval(0.5, 0.4, 0.6, "wald", 0.95, 100, se=0.05)
@@ -406,6 +409,7 @@ class Interval:
     n_effective: float | None = None
     p_floor: float = 0.0
     bounded: BoundedUnits | None = None
+    trials_cap: int | None = None
 
     def as_tuple(self) -> tuple[float, float]:
         """``(low, high)``."""
@@ -1190,7 +1194,8 @@ def coverage_interval(
         df = None
         if method == "jackknife_wilson_df":
             df = 1.0 if se == 0 else max(1.0, float(np.sum(d2)) ** 2 / float(np.sum(d2**2)))
-        return _score(method, estimate, max(n_eff, 1.0), confidence, n, df=df)
+        # n_eff is capped at the r real balls and the far tail's trials at n_eff, at any number of generated images
+        return dataclasses.replace(_score(method, estimate, max(n_eff, 1.0), confidence, n, df=df), trials_cap=int(r))
     rng = np.random.default_rng(seed)
     fmember = member.astype(np.float32)
     if method in ("half_sampling", "subsampling"):
