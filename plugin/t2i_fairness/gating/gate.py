@@ -311,8 +311,9 @@ def _where(seq: dict) -> str:
 def _cannot_fail_clause(seq: dict) -> str:
     """What a look that curtailed a gate no outcome at ``N`` can fail says (``seq``: the round loop's record)."""
     return (f"passed early by curtailment at {_where(seq)}: no outcome of its test at N can fail it at its level "
-            f"{seq['gate_level']:.3g} (a test over its prompts claims no p-value that small, or its bound lies at a "
-            f"share's edge), so stopping here costs none of its power")
+            f"{seq['gate_level']:.3g} (a test over its prompts claims no p-value that small, its bound lies at a "
+            f"share's edge, or its groups' real images are too few for any coverage to reach it), so stopping here "
+            f"costs none of its power")
 
 
 def early_record(record: GateRecord, seq: dict, bound) -> GateRecord:

@@ -38,7 +38,8 @@ Holm's first step) over them:
   near 1). Kinds: ``Indicator.curtail`` (a low percentile counts its expectation's move toward ``N``,
   ``PercentileMean.drift``; not a ratio or spread of coverages, nor the order test). Every kind passes where no
   outcome at ``N`` can fail it (``Interval.fails_possible``: a level below a test's unit floor ``2^-G``, which
-  does not shrink where the looks add images per prompt to fixed prompts; a share's bound at its edge), a look
+  does not shrink where the looks add images per prompt to fixed prompts; a share's bound at its edge; a spread or
+  ratio of coverages whose groups' real balls cap their trials below any failing outcome, ``Pairs.fails_possible``), a look
   whose value noise left undefined included (``Indicator.inconclusive``: a ratio whose denominator fell to 0 or
   below, inconclusive at ``N`` if still undefined, else judged by a test that cannot fail).
 * **No early fail** where the estimand moves with the sample (``Indicator.early_fail``): coverage grows
