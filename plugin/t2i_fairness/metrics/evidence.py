@@ -320,14 +320,8 @@ class Pairs(Interval):
         """``(G, G)`` limits at ``alpha / (G (G - 1))`` of ``theta_g - theta_h`` (difference) or
         ``theta_g / theta_h`` (ratio, MOVER-R); the diagonal is NaN."""
         e, lo, hi = self._group_limits(alpha)
-        g, h = e[:, None], e[None, :]
-        if self.contrast == "difference":
-            if side == "low":
-                out = (g - h) - np.sqrt((g - lo[:, None]) ** 2 + (hi[None, :] - h) ** 2)
-            else:
-                out = (g - h) + np.sqrt((hi[:, None] - g) ** 2 + (h - lo[None, :]) ** 2)
-        else:
-            out = _mover_ratio(g, lo[:, None], hi[:, None], h, lo[None, :], hi[None, :], side)
+        out = _pair_limit(self.contrast, side, e[:, None], lo[:, None], hi[:, None], e[None, :], lo[None, :],
+                          hi[None, :])
         np.fill_diagonal(out, np.nan)
         return out
 
@@ -407,9 +401,9 @@ class Pairs(Interval):
                     continue
                 h, hl, hh = (v[None, :] for v in grids[cj])
                 if self.contrast == "difference":
-                    if np.nanmax((g - h) - np.sqrt((g - gl) ** 2 + (hh - h) ** 2)) > bound:
+                    if np.nanmax(_pair_limit("difference", "low", g, gl, gh, h, hl, hh)) > bound:
                         return True
-                elif np.nanmin(_mover_ratio(g, gl, gh, h, hl, hh, "high")) < bound:
+                elif np.nanmin(_pair_limit("ratio", "high", g, gl, gh, h, hl, hh)) < bound:
                     return True
         return False
 
@@ -419,6 +413,16 @@ class Pairs(Interval):
 
 #: the largest trials cap :meth:`Pairs.fails_possible` tries every value of (a pair's grid is ``(cap + 1)^2``)
 PAIRS_CAP_GRID = 400
+
+
+def _pair_limit(contrast: str, side: str, g, gl, gh, h, hl, hh) -> np.ndarray:
+    """The limit on ``side`` of ``theta_g - theta_h`` (MOVER) or ``theta_g / theta_h`` (MOVER-R: :func:`_mover_ratio`)
+    from each group's value and limits (broadcast: a pair table, or a table of values two groups can take)."""
+    if contrast == "ratio":
+        return _mover_ratio(g, gl, gh, h, hl, hh, side)
+    if side == "low":
+        return (g - h) - np.sqrt((g - gl) ** 2 + (hh - h) ** 2)
+    return (g - h) + np.sqrt((gh - g) ** 2 + (h - hl) ** 2)
 
 
 def _mover_ratio(g, gl, gh, h, hl, hh, side: str) -> np.ndarray:
