@@ -353,19 +353,47 @@ def test_conditional_power_is_zero_where_no_outcome_at_n_can_fail_and_a_union_ov
     assert max(each) > 0  # the worst group is not the only one that may fail at N
 
 
-def test_conditional_power_matches_the_exact_binomial_chance_or_overstates_it():
-    """The normal model of N against the exact test's chance (the images to come binomial at the missed value): close
-    or larger, so the rule stops less than an exact one would."""
-    N, n, level = 64, 16, 1e-4
-    for bound in (0.6, 0.8, 0.9):
-        for k in (12, 14, 15, 16):
-            ks = np.arange(N + 1)
+def test_conditional_power_of_a_binomial_share_is_the_exact_chance_of_its_test_at_n():
+    """A precision's images: the chance is the exact one (the images to come binomial at the missed value, the
+    product's own p-value at N deciding), for both directions, where the normal model overstated small looks (6 of 8
+    images against 0.78: no outcome of 16 fails, the normal model said 0.15)."""
+    for N, n, level in ((64, 16, 1e-4), (16, 8, 1.4e-4), (48, 24, 1.4e-4)):
+        ks = np.arange(N + 1)
+        for bound in (0.6, 0.78, 0.9):
             p_n = np.array([_share(int(c), N).evidence.p_value(bound, "min") for c in ks])
-            crit = ks[(ks / N < bound) & (p_n <= level)].max()
-            exact = stats.binom.cdf(crit - k, N - n, bound - 0.10)
-            approx = _share(k, n).evidence.conditional_power(bound, "min", 0.10, level, n / N)
-            assert approx >= exact * 0.9 - 1e-6, (bound, k, approx, exact)
+            crit = ks[(ks / N < bound) & (p_n <= level)]
+            for k in sorted({n // 2, 3 * n // 4, n - 1, n}):
+                exact = stats.binom.cdf(crit.max() - k, N - n, bound - 0.10) if crit.size else 0.0
+                got = _share(k, n).evidence.conditional_power(bound, "min", 0.10, level, n / N)
+                assert got == pytest.approx(exact, abs=1e-12), (N, n, bound, k, got, exact)
+                # a ceiling (max): the mirror image, failures counted
+                q_n = np.array([_share(int(c), N).evidence.p_value(1 - bound, "max") for c in ks])
+                up = ks[(ks / N > 1 - bound) & (q_n <= level)]
+                mirror = stats.binom.sf(up.min() - (n - k) - 1, N - n, 1 - bound + 0.10) if up.size else 0.0
+                got_max = _share(n - k, n).evidence.conditional_power(1 - bound, "max", 0.10, level, n / N)
+                assert got_max == pytest.approx(mirror, abs=1e-12), (N, n, bound, k, got_max, mirror)
+    assert _share(6, 8).evidence.conditional_power(0.78, "min", 0.10, 1.4e-4, 0.5) == 0.0
 
+
+def test_a_hoeffding_gates_conditional_power_reads_its_own_critical_distance_at_n():
+    """Word-level's test fails a gate where the estimate lies a Hoeffding half-width beyond its bound (its p-value
+    there is the level): the conditional power reads that distance at N, wider than the normal one ``z se``, so the
+    chance is the smaller of the two and still a chance of the test the run uses (a look at 2 of 6 images)."""
+    from t2i_fairness.metrics.evidence import Hoeffding
+    from t2i_fairness.metrics.sequential import conditional_power as model
+
+    h = Hoeffding.from_half_width(0.14, 0.2, (0.0, 0.34), 72)
+    t, level, bound, beta = 1 / 3, 1.4e-4, 0.24, 0.0025
+    full = h.scaled(1 / t)
+    d = full.critical_distance(bound, level)
+    assert dataclasses.replace(full, estimate=bound + d).p_value(bound, "max") == pytest.approx(level, rel=1e-9)
+    normal_d = stats.norm.isf(level) * full.se_at(bound)
+    assert d > normal_d
+    miss = max(0.10, h.futility_limit(beta, "high") - bound)  # judged at the look's own limit (it cannot exclude it)
+    se = full.se_at(bound + miss)
+    got = h.conditional_power(bound, "max", 0.10, level, t, beta=beta)
+    assert got == pytest.approx(model(bound - h.estimate, miss, d, se, t), rel=1e-12)
+    assert 0.0 < got < model(bound - h.estimate, miss, normal_d, se, t)
 
 def test_a_low_percentiles_expectation_moves_with_n_as_the_normal_order_statistics_say():
     from t2i_fairness.metrics.intervals import normal_percentile_mean

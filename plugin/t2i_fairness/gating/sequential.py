@@ -28,7 +28,8 @@ Holm's first step) over them:
   ``CURTAIL_GAMMA = 0.005``: the chance, given the look, that the fixed-N test at ``N`` (at the gate's whole level
   ``a``) fails it were its true value a whole meaningful miss (:data:`~t2i_fairness.gating.power.MEANINGFUL_MISS`)
   beyond the bound (``Interval.conditional_power``: the look's estimate and the coming units' mean at the missed
-  value, normal at ``N``'s error), or beyond it at the look's own limit at ``beta_k`` where the look cannot exclude
+  value, normal at ``N``'s error with the test's own critical distance where it has one, Hoeffding's half-width; exact
+  for a binomial share, a precision's images: the test's critical count at ``N``), or beyond it at the look's own limit at ``beta_k`` where the look cannot exclude
   a larger miss. The runs a stop loses are those the test at ``N`` would have failed, so the power lost is
   ``E[1{stop} CP] <= 0.005`` at misses up to the meaningful one, and at most ``0.005 + sum beta_k = 0.01`` at any
   miss (the limit covers the truth but with probability ``beta_k``): with the futility rule the power at ``N`` stays

@@ -686,6 +686,17 @@ class Hoeffding(Interval):
     def se_at(self, value: float) -> float | None:
         return math.sqrt(self.variance_proxy) / 2.0
 
+    def critical_distance(self, bound: float, alpha: float, df: float | None = None) -> float:
+        """The test's own: it fails the gate where the estimate lies beyond the bound by Hoeffding's half-width at
+        ``alpha`` (wider than ``z_alpha`` times the largest standard error, ``sqrt(V) / 2``).
+
+        Example:
+            >>> h = Hoeffding.from_half_width(0.3, 0.1358, (0.1642, 0.4358), 100)
+            >>> round(h.critical_distance(0.5, 1e-4), 4), round(3.719 * h.se_at(0.5), 4)
+            (0.2225, 0.1859)
+        """
+        return self._half(alpha)
+
     def scaled(self, factor: float) -> "Hoeffding":
         return dataclasses.replace(self, variance_proxy=self.variance_proxy / float(factor),
                                    n_units=int(math.ceil(self.n_units * factor)))
