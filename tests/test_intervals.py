@@ -693,3 +693,28 @@ def test_a_cluster_share_s_futility_limit_is_the_wider_of_its_own_and_the_bettin
         assert lim == (min(own, bet) if side == "low" else max(own, bet))
     assert iv.limit(0.00125, "low") < iv.futility_limit(0.00125, "low") < iv.estimate
     assert iv.scaled(2.0).futility_limit(0.00125, "low") == iv.scaled(2.0).limit(0.00125, "low")
+
+
+def test_a_combinations_futility_limit_is_mover_over_its_terms_futility_limits():
+    """CIS's drop per component (minus the slope of four cluster shares over K): its futility rule reads MOVER over
+    each CIS_K's futility limit (the betting side), as each CIS_K's own rule does; narrower than its test's limit
+    there, never beyond its estimate; the gate's test and interval keep ``limit`` (bench/bench_drop_futility.py
+    measures the promise)."""
+    from t2i_fairness.families.cis.study import slope_weights
+    from t2i_fairness.metrics.evidence import combination, mover_limit
+    from t2i_fairness.metrics.intervals import cluster_mean_interval
+
+    rng = np.random.default_rng(11)
+    terms = []
+    for mean in (0.8, 0.7, 0.6, 0.5):
+        rates = rng.beta(mean * 4, (1 - mean) * 4, 12)
+        values = (rng.random((12, 16)) < rates[:, None]).astype(float)
+        terms.append(cluster_mean_interval(values.ravel(), np.repeat(np.arange(12), 16)))
+    w = [-float(x) for x in slope_weights([1, 2, 4, 8])]
+    drop = combination(terms, w, bounds=(-0.5, 0.5))
+    for side in ("low", "high"):
+        want = mover_limit([t.estimate for t in terms], [t.futility_limit(0.001, "low") for t in terms],
+                           [t.futility_limit(0.001, "high") for t in terms], w, side)
+        assert drop.futility_limit(0.001, side) == pytest.approx(min(max(want, -0.5), 0.5), abs=1e-12)
+    assert drop.estimate < drop.futility_limit(0.001, "high") < drop.limit(0.001, "high")
+    assert drop.limit(0.001, "low") < drop.futility_limit(0.001, "low") < drop.estimate

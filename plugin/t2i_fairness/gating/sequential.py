@@ -22,7 +22,9 @@ Holm's first step) over them:
   of the fixed-N test's. The limit is the gate's own (``evidence.limit``): a worst-of gate passes early
   only when every group clears, a spread when every pair does. A worst-of's futility limit counts no
   selection (``WorstOf.futility_limit``, ``WorstOf.open_groups``: each group at ``beta_k``): a model
-  misses through one fixed group, whose own limit covers it with probability ``1 - beta_k``.
+  misses through one fixed group, whose own limit covers it with probability ``1 - beta_k``. A cluster share's law-free
+  side is the betting limit (``Interval.futility_limit``), and a combination of them (CIS's drop per component) reads
+  MOVER over its terms' futility limits (``Combination.futility_limit``; bench/bench_drop_futility.py).
 * **Curtailment** (stochastic curtailment, Lan, Simon & Halperin 1982; non-binding, so it never adds a false
   alarm): where the futility limit is still open, a gate passes early when its *conditional power* is below
   ``CURTAIL_GAMMA = 0.005``: the chance, given the look, that the fixed-N test at ``N`` (at the gate's whole level

@@ -495,6 +495,17 @@ class Combination(Interval):
         v = mover_limit([t.estimate for t in self.terms], lo, hi, self.weights, side)
         return float(min(max(v, self.bounds[0]), self.bounds[1]))
 
+    def futility_limit(self, alpha: float, side: str) -> float:
+        """The limit ``--t2i-sequential``'s futility rule reads: MOVER over each term's own futility limit (a cluster
+        share's law-free side is the betting limit, :meth:`Interval.futility_limit`), as the futility rule of each
+        term would read it; the gate's test and displayed interval keep :meth:`limit`. bench/bench_drop_futility.py
+        measures the promise on CIS's drop per component (a model missing by the futility miss passed early at most
+        ``sum beta_k`` of the time)."""
+        lo = [t.futility_limit(alpha, "low") for t in self.terms]
+        hi = [t.futility_limit(alpha, "high") for t in self.terms]
+        v = mover_limit([t.estimate for t in self.terms], lo, hi, self.weights, side)
+        return float(min(max(v, self.bounds[0]), self.bounds[1]))
+
     def p_value(self, bound: float, direction: str) -> float:
         return invert_limit(self.limit, float(bound), direction)
 
