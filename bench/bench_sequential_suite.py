@@ -8,7 +8,7 @@ simulator of the synthetic reference's world whose values move with the seed) at
 1. **Bounds**: one fixed-N run at ``--bounds-seed`` (default 1000) with ``--t2i-update-thresholds`` into a fresh
    thresholds file (the update flow, at ANOTHER seed than every gated run).
 2. Per scenario (``null``: the unchanged model; a canary of ``t2i_fairness.canaries``, ``--t2i-canary``) and per
-   seed ``1..RUNS``: the ``--t2i-sequential`` run on a cache that holds no image of that seed, so what it
+   seed ``1..RUNS`` (``--first-seed F``: ``F..F+RUNS-1``): the ``--t2i-sequential`` run on a cache that holds no image of that seed, so what it
    generates is what a sequential run makes; then the fixed-N run at the same seed on the same cache (it reuses
    those images, a round's images being the fixed-N run's first ones, byte for byte, and generates the rest).
    Both read ``run.json`` (``--t2i-artifacts``): verdicts, and ``details["sequential"]`` of every gate.
@@ -213,7 +213,7 @@ def table(rows: list[dict]) -> list[str]:
 
 
 def run(a: argparse.Namespace, log=print) -> list[dict]:
-    """Bounds, then every scenario at seeds 1..runs, both designs; the summary rows."""
+    """Bounds, then every scenario at seeds ``first_seed .. first_seed + runs - 1``, both designs; the summary rows."""
     from t2i_fairness.canaries import parse_canary
 
     for s in a.scenarios:
@@ -232,7 +232,7 @@ def run(a: argparse.Namespace, log=print) -> list[dict]:
         for scenario in a.scenarios:
             extra = [] if scenario == "null" else ["--t2i-canary", scenario]
             per_seed = []
-            for seed in range(1, a.runs + 1):
+            for seed in range(a.first_seed, a.first_seed + a.runs):
                 label = f"{scenario.replace(':', '_')}-{seed}"
                 seq = pytest_run(work, label + "-seq", seed, *extra, "--t2i-sequential", a=a, thresholds=thresholds)
                 fixed = pytest_run(work, label + "-fixed", seed, *extra, a=a, thresholds=thresholds)
@@ -248,6 +248,7 @@ def run(a: argparse.Namespace, log=print) -> list[dict]:
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=20, help="seeds per scenario (>= 1)")
+    ap.add_argument("--first-seed", type=int, default=1, help="the first seed (seeds first .. first + runs - 1)")
     ap.add_argument("--scenarios", nargs="+", default=list(SCENARIOS),
                     help="'null' and/or canaries NAME:SLICE[:PARAM] (t2i_fairness.canaries)")
     ap.add_argument("--select", default=SELECTION, help="pytest -k selection")
@@ -272,11 +273,13 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.runs < 1:
         ap.error("--runs must be >= 1")
+    if a.first_seed < 1 or a.first_seed <= a.bounds_seed < a.first_seed + a.runs:
+        ap.error("--first-seed must be >= 1 and the seeds must not include --bounds-seed")
     if not 1 <= a.batch < a.images:
         ap.error(f"--batch must be in 1..{a.images - 1} (below --images): with one batch per prompt there are no rounds")
     t0 = time.time()
     rows = run(a)
-    print(f"# bench_sequential_suite: {a.runs} runs per scenario (seeds 1..{a.runs}), bounds at seed {a.bounds_seed}, "
+    print(f"# bench_sequential_suite: {a.runs} runs per scenario (seeds {a.first_seed}..{a.first_seed + a.runs - 1}), bounds at seed {a.bounds_seed}, "
           f"procedural, objects {a.objects}, CIS K {a.cis_k}, N {a.images}, batch {a.batch}"
           f"{', pytest ' + ' '.join(a.pytest_args) if a.pytest_args else ''}; {platform.node()} "
           f"({platform.processor() or platform.machine()}, {os.cpu_count()} cores), "
