@@ -45,7 +45,7 @@ from sequential_worlds import CIS_KS, CIS_MEANS, _beta  # noqa: E402
 from t2i_fairness.families.cis.study import cis_looks, slope_weights  # noqa: E402
 from t2i_fairness.gating.sequential import FUTILITY_BETA, FUTILITY_MISS, futility_levels  # noqa: E402
 from t2i_fairness.metrics.evidence import combination  # noqa: E402
-from t2i_fairness.metrics.intervals import cluster_mean_interval  # noqa: E402
+from t2i_fairness.metrics.intervals import cluster_mean_interval, share_limit  # noqa: E402
 
 LEVEL = 0.05 / 351  # alpha / m of the procedural suite at N 16 (351 gate tests)
 DROP = -float(slope_weights(CIS_KS) @ np.array([CIS_MEANS[k] for k in CIS_KS]))  # the population drop: 0.04
@@ -90,12 +90,6 @@ def one_run(rng, sd: float, prompts: int, images: int, looks: list[int], bound: 
     return {"early": early, "fails": bool(fails)}
 
 
-def cp_upper(h: int, n: int) -> float:
-    from scipy import stats
-
-    return 1.0 if h >= n else float(stats.beta.ppf(0.975, h + 1, n - h))
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--prompts", type=int, nargs="+", default=[16, 64], help="prompts per K")
@@ -129,7 +123,7 @@ def main(argv=None) -> int:
                         if k is not None:
                             early[rule] += 1
                             lost[rule] += r["fails"]
-                up = cp_upper(early["futility"], a.runs)
+                up = float(share_limit(early["futility"], a.runs, 0.025, "high"))  # Clopper-Pearson, 95% two-sided
                 if abs(miss - delta) < 1e-12:
                     worst = max(worst, up)
                 print(f"| {prompts} | {len(looks)} | {sd} | {miss:.2f} | {early['limit']}/{a.runs} | "
