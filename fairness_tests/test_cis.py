@@ -29,7 +29,7 @@ Claims gated:
 * ``test_cis_drop_per_component``'s interval: MOVER over the independent CIS_K's exact limits.
 
 Reported beside them: the scorer ceiling (section 5.1's self-check on tiled single-component
-images), Inception Score per K and FID per K (section 6.2), the most ignored and most prominent
+images; at a ``--t2i-sequential`` look, over the first look's prompts: :attr:`~t2i_fairness.families.cis.study.CisStudy.ceiling_size`), Inception Score per K and FID per K (section 6.2), the most ignored and most prominent
 components. Each gate's number is made by the study (:class:`~t2i_fairness.families.cis.study.CisStudy`, one
 indicator method per gate, of the test's name); the test reports and judges it. Rules for sampling, the
 77-token limit, the composites and the splits: :mod:`t2i_fairness.families.cis.study`.
@@ -75,6 +75,10 @@ def test_cis_drop_per_component(cis, gate, t2i_report):
         fid_text = f"{fid:.2f} (ref {n_real})" if fid is not None else "-"
         lines.append(f"{k:>2}  {len(r.prompts):>7}  {r.n_images:>6}  {r.cis:5.3f}  [{lo:.3f}, {hi:.3f}]   "
                      f"{c.cis:7.3f}  {ratio}  {is_text:<24}  {fid_text}")
+    ceiling_prompts = len(ceiling[0].prompts)
+    if ceiling_prompts != len(model[0].prompts):
+        lines.append(f"ceiling: the first {ceiling_prompts} prompt(s) per K, the CIS_K {len(model[0].prompts)} (a report no "
+                     "gate reads: a look's scorer self-check reads the first look's prompts)")
     redrawn = {k: r.redrawn for k, r in zip(ks, model) if r.redrawn}
     lines.append("77-token rule: " + (", ".join(f"K={k}: {n} prompt(s) redrawn" for k, n in redrawn.items())
                                       if redrawn else "no prompt exceeded CLIP's 77 tokens"))
@@ -86,7 +90,7 @@ def test_cis_drop_per_component(cis, gate, t2i_report):
         reasons = set(missing.values())
         lines.append("FID not computed: " + (reasons.pop() if len(reasons) == 1 else
                                                "; ".join(f"K={k}: {why}" for k, why in missing.items())))
-    summary = {"ks": ks, "cis": [r.cis for r in model], "ceiling": [c.cis for c in ceiling],
+    summary = {"ks": ks, "cis": [r.cis for r in model], "ceiling": [c.cis for c in ceiling], "ceiling_prompts": ceiling_prompts,
                "inception_score": [vars(s) for s in inception], "fid": [f[0] for f in fids],
                "fid_reference_images": [f[1] for f in fids], "redrawn_77_tokens": [r.redrawn for r in model]}
     t2i_report.png("cis_vs_k", cis_figure(ks, summary["cis"], summary["ceiling"], inception))

@@ -63,6 +63,74 @@ def test_a_look_at_m_prompts_is_the_fixed_n_study_of_the_first_m_prompts(tmp_pat
         bench.close()
 
 
+def test_a_looks_scorer_ceiling_reads_the_first_looks_prompts_and_n_reads_all(tmp_path):
+    # the ceiling (a report no gate reads) makes single-component images for it alone: at a look it is the ceiling of
+    # the first look's prompts (a fixed-N study of M = 2 here), whatever look the drop stopped at; at N all M
+    from t2i_fairness.families.cis import FAMILY
+    from t2i_fairness.families.cis.options import CisOptions
+    from t2i_fairness.families.cis.study import CisStudy, cis_looks
+
+    bench = _bench(tmp_path)
+    try:
+        options = CisOptions(ks=(1, 2, 4), prompts=32, images=2, rate_min_images=2)
+        study = CisStudy(bench, options)
+        first = cis_looks(32)[0]
+        alone = CisStudy(bench, CisOptions(ks=(1, 2, 4), prompts=first, images=2, rate_min_images=2))
+        assert first == 2 and study.ceiling_size == 32 and alone.ceiling_size == first
+        for m in (2, 8, 17):
+            look = FAMILY.look(study, m)
+            assert look.ceiling_size == first
+            for k in options.ks:
+                c, a = look.ceiling(k), alone.ceiling(k)
+                assert c.prompts == a.prompts == study.prompts(k)[0][:first]
+                assert (c.scores == a.scores).all()
+                # its images: the single-component images of the first look's components, nothing more
+                assert look.requests("ceiling", k) == alone.requests("ceiling", k)
+                singles = {(comp,) for p in study.prompts(k)[0][:first] for comp in p}
+                assert look.requests("ceiling", k) == look.image_requests(list(dict.fromkeys(
+                    (comp,) for p in study.prompts(k)[0][:first] for comp in p)))
+                assert len({r.prompt for r in look.requests("ceiling", k)}) == len(singles)
+                assert len(look.scores(k).prompts) == m  # the gate's look is the look's own
+        at_n = FAMILY.look(study, 32)
+        assert at_n.ceiling_size == 32 and at_n.ceiling(4).prompts == study.prompts(4)[0]
+    finally:
+        bench.close()
+
+
+def test_a_sequential_drops_report_says_its_ceiling_is_the_first_looks(pytester):
+    # the drop per component (0.15 at N) against max 0.25 passes by futility after its first look; its report's ceiling
+    # reads the first look's prompts and says so, and the run makes only those prompts' single-component images
+    _suite(pytester, {})
+    (pytester.path / "t.yaml").write_text("gates:\n  test_cis_drop_per_component:\n    max: 0.25\n")
+    args = ["fairness_tests", "--t2i-model", "procedural", "--t2i-no-progress", "-p", "no:cacheprovider",
+            "-p", "no:randomly", "--t2i-cis-k", "1,2,4", "--t2i-cis-prompts", "64", "--t2i-cis-images", "2",
+            "-k", "test_cis_drop_per_component", "--t2i-thresholds", str(pytester.path / "t.yaml"),
+            "--t2i-cache-dir", str(pytester.path / "cache"), "--t2i-artifacts", str(pytester.path / "seq"),
+            "--t2i-sequential"]
+    result = pytester.runpytest_inprocess(*args)
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    run = json.loads((pytester.path / "seq" / "run.json").read_text())
+    gate = next(g for g in run["gates"] if g["gate"] == "test_cis_drop_per_component")
+    seq = gate["details"]["sequential"]
+    assert seq["early"] and seq["reason"] in ("pass: futility", "pass: curtailed") and 4 < seq["at"] < 64
+    assert (f"ceiling: the first 4 prompt(s) per K, the CIS_K {seq['at']} (a report no gate reads: a look's scorer "
+            "self-check reads the first look's prompts)") in result.stdout.str()
+    summary = json.loads(next((pytester.path / "seq").rglob("cis_vs_k.json")).read_text())
+    assert summary["ceiling_prompts"] == 4
+    # images made: each K's first seq["at"] prompts (2 images a draw) and the first 4 prompts' components alone
+    from t2i_fairness.metrics.cis import render_prompt, sample_fitting_prompts
+
+    texts: dict[str, int] = {}
+    for k in (1, 2, 4):
+        drawn, _ = sample_fitting_prompts(k, seq["at"], seed=[0, k], fits=lambda comps: True)
+        for i, p in enumerate(drawn):
+            texts[render_prompt(p)] = texts.get(render_prompt(p), 0) + 2
+        for p in drawn[:4]:
+            for comp in p:
+                texts.setdefault(render_prompt((comp,)), 2)
+    assert _generated(result) == sum(texts.values())
+
+
 def test_the_rate_floor_leaves_out_cleared_components_and_counts_every_component_of_its_look(tmp_path):
     """``cleared`` (the round loop's components clear of a miss): not measured, the Bonferroni factor every
     counted component of the look; without it, the fixed-N gate."""
