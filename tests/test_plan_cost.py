@@ -84,10 +84,10 @@ def test_the_run_header_says_how_long_from_the_stored_rate_and_progress_lines_sa
     line says how many of the run's images are made and how long is left."""
     from t2i_fairness.base.cache import Cache
 
-    def run(n):
+    def run(n, design="--t2i-fixed-n"):  # generation first is the fixed-N run's (the paper preset's default: rounds)
         args = [*[a for a in SELECTION if a != "--t2i-no-progress"], "-p", "no:cacheprovider",
                 "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml"),
-                "--t2i-artifacts", str(tmp_path / "art"), "-q"]
+                "--t2i-artifacts", str(tmp_path / "art"), "-q", design]
         args[args.index("--t2i-images-per-prompt") + 1] = str(n)
         return in_process.pytest(args, cwd=tmp_path)
 
@@ -100,7 +100,7 @@ def test_the_run_header_says_how_long_from_the_stored_rate_and_progress_lines_sa
     stored = Rate(**cache.read(path, json.loads, checksum=True))
     store_rate(cache, dataclasses.replace(stored, seconds_per_image=90.0, source="bench", images=64))
     planned = in_process.cli(["plan", *[a if a != "2" else "6" for a in SELECTION], "--t2i-cache-dir",
-                              str(tmp_path / "cache")], cwd=tmp_path)
+                              str(tmp_path / "cache"), "--t2i-fixed-n"], cwd=tmp_path)
     to_make = int(re.search(r"(\d+) image\(s\) to make", planned.stdout).group(1))
     assert to_make > 0, planned.stdout
 
@@ -117,3 +117,10 @@ def test_the_run_header_says_how_long_from_the_stored_rate_and_progress_lines_sa
     assert f"generating first (candidate) [run: 0 of {to_make} images made" in second.stderr, second.stderr[-3000:]
     later = [int(m) for m in re.findall(rf"\[run: (\d+) of {to_make} images made, about [^\]]* \(this run\)\]", second.stderr)]
     assert all(0 < m <= to_make for m in later), second.stderr[-3000:]
+    # the paper preset's default design (rounds): the header gives the null model's expectation and, as its most,
+    # the fixed-N plan's images (12 images per prompt: the 6 above are cached)
+    third = run(12, design="--t2i-sequential")
+    header = re.search(r"^t2i-fairness: expected generation time: .+? for (\d+) image\(s\) to make if the model did "
+                       r"not regress \(sequential; at most .+? for (\d+), the fixed-N plan", third.stdout, re.M)
+    assert header, third.stdout[:3000]
+    assert 0 < int(header.group(1)) < int(header.group(2)), header.group(0)

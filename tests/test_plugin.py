@@ -309,7 +309,26 @@ def test_provenance_mismatch_is_said_once_per_run_in_every_output(project):
 
 def test_report_header_names_the_model_and_settings(project):
     result = project.run("--co")
-    result.stdout.fnmatch_lines(["t2i-fairness: model python:fakegen:make; preset paper; scorers tiny; 2 objects, 3 images/prompt, seed 0; thresholds *t.yaml"])
+    result.stdout.fnmatch_lines(["t2i-fairness: model python:fakegen:make; preset paper; scorers tiny; 2 objects, 3 images/prompt, seed 0; thresholds *t.yaml",
+                                 "t2i-fairness: design sequential (the paper preset's default; --t2i-fixed-n decides every gate at N)"])
+    # the design and why, whichever way it was chosen
+    for extra, line in ((("--t2i-fixed-n",), "fixed N (--t2i-fixed-n)"),
+                        (("--t2i-update-thresholds",), "fixed N: --t2i-update-thresholds (bounds are written from fixed-N measurements)"),
+                        (("--t2i-preset", "smoke"), "fixed N (the smoke preset's design; --t2i-sequential decides in rounds)"),
+                        (("--t2i-preset", "smoke", "--t2i-sequential"), "sequential (--t2i-sequential)")):
+        project.run("--co", *extra).stdout.fnmatch_lines([f"t2i-fairness: design {line}"])
+
+
+def test_the_two_designs_refuse_each_other_and_an_explicit_sequential_refuses_what_needs_fixed_n(project):
+    both = project.run("--co", "--t2i-sequential", "--t2i-fixed-n")
+    assert both.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--t2i-fixed-n: cannot be combined with --t2i-sequential; choose one design" in both.stderr.str()
+    update = project.run("--co", "--t2i-sequential", "--t2i-update-thresholds")
+    assert update.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--t2i-sequential: cannot be combined with --t2i-update-thresholds" in update.stderr.str()
+    point = project.run("--co", "--t2i-gate", "point")  # the paper preset's default yields, and says why
+    assert point.ret == pytest.ExitCode.OK
+    point.stdout.fnmatch_lines(["t2i-fairness: design fixed N: --t2i-gate point (a point verdict has no error rate *"])
 
 
 # ------------------------------------------------------------------------------- --t2i-model forms

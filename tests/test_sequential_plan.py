@@ -68,10 +68,13 @@ def test_cis_share_gates_best_is_the_first_look_s_prompts_and_expected_the_bench
     assert "no measured rate for this model and settings on cpu: no hours" in out
 
 
-def test_without_the_option_the_plan_is_unchanged(tmp_path, in_process):
+def test_the_fixed_n_plan_is_the_sequential_plan_less_its_section_and_the_paper_presets_default_is_sequential(
+        tmp_path, in_process):
     args = ["-k", CIS_ONLY, "--t2i-batch-size", "2", "--t2i-cis-images", "8"]
-    off, role_off = _plan(tmp_path, in_process, *args, name="off")
+    off, role_off = _plan(tmp_path, in_process, *args, "--t2i-fixed-n", name="off")
     on, role_on = _plan(tmp_path, in_process, *args, "--t2i-sequential", name="on")
+    default, role_default = _plan(tmp_path, in_process, *args, name="default")  # a python: model: the paper preset
+    assert role_default == role_on and default.split("\n")[1:] == on.replace("on.json", "default.json").split("\n")[1:]
     assert "--t2i-sequential" not in off and "sequential" not in role_off
     section = on.index("  --t2i-sequential (")
     tail = on[section:].split("\n")

@@ -141,7 +141,8 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     o = config.stash[OPTIONS]
     smoke = " (built-in smoke model with random weights: its numbers say nothing about fairness)" if o.model == "tiny" else ""
     lines = [f"t2i-fairness: model {o.model}{smoke}; preset {o.preset}; scorers {o.scorers}; {len(o.objects)} objects, "
-             f"{o.images_per_prompt} images/prompt, seed {o.seed}; thresholds {os.path.abspath(o.thresholds)}"]
+             f"{o.images_per_prompt} images/prompt, seed {o.seed}; thresholds {os.path.abspath(o.thresholds)}",
+             f"t2i-fairness: design {o.design}"]
     root = defaults_root(config)
     if root != config.rootpath:
         lines.append(f"t2i-fairness: pytest's rootdir {config.rootpath} is not that of this command's test paths, "

@@ -237,6 +237,10 @@ def refusal(need: MemoryNeed, free: Free, device: str, fits=None) -> str:
         (fewer families at once), or free memory on this machine
         >>> "To fit: --t2i-batch-size 3 (needs 4.3 GB)" in refusal(need, Free(int(4.35 * GiB), "RAM available"), "cpu")
         True
+        >>> import dataclasses
+        >>> held = dataclasses.replace(need, flags=("--t2i-fixed-n",))   # a scorer beside a sequential run's generator
+        >>> "To fit: --t2i-fixed-n (every image made first" in refusal(held, Free(3 * GiB, "RAM available"), "cuda")
+        True
     """
     fits = fits or (lambda n: n.total <= free.bytes)
     ways = []
@@ -248,6 +252,8 @@ def refusal(need: MemoryNeed, free: Free, device: str, fits=None) -> str:
         ways.append(f"--t2i-precision bfloat16 (needs {fmt(need.at(precision='bfloat16').total)})")
     if "--t2i-device" in need.flags and not str(device).startswith("cuda"):
         ways.append("--t2i-device cuda (on a machine with a GPU)")
+    if "--t2i-fixed-n" in need.flags:  # a scorer loaded while a sequential run holds the generator
+        ways.append("--t2i-fixed-n (every image made first and the generator released before the scorers load)")
     ways.append("or a narrower -k (fewer families at once), or free memory on this machine")
     return (f"not enough memory to load the {need.model} on {device}: it needs {need.describe()} and {fmt(free.bytes)} "
             f"is free ({free.what}). To fit: {', '.join(ways)}")

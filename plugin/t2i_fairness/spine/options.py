@@ -183,8 +183,14 @@ CORE_OPTIONS: tuple[Option, ...] = (
            "answer_language:eng_Latn, shift_group_share:doctor:female=0.5 (t2i_fairness.canaries); the summary says which gates caught it",
            metavar="NAME:SLICE"),
     Option("--t2i-sequential", "decide gates in rounds of growing size per prompt (multiples of the batch size, the "
-           "fixed-N run's first images) and stop each gate as soon as its verdict holds at any stopping time, at the "
-           "run's family-wise level (docs/sequential.md); off by default", action="store_true"),
+           "fixed-N run's first images) and stop each gate as soon as its verdict is settled, at the run's family-wise "
+           "level (docs/sequential.md); the paper preset's default, where no option needs fixed N "
+           "(--t2i-update-thresholds, --t2i-baseline-model, --t2i-plan-samples, --t2i-gate point: those runs are "
+           "fixed-N, and the header says why)", smoke=False, paper=True, action="store_true",
+           shown={"smoke": "off", "paper": "on"}),
+    Option("--t2i-fixed-n", "decide every gate at N, the fixed-N run (the smoke preset's design; with the paper preset "
+           "it turns --t2i-sequential off: every image is generated first, then the generator is released)",
+           action="store_true"),
     Option("--t2i-plan-samples", "print, per gate, the images per prompt needed to detect a change of DELTA (in the "
            "indicator's units) with 80%% power at the run's level", type=float, metavar="DELTA"),
     Option("--t2i-baseline-model", "also run the same prompts and seeds through this model and gate "
@@ -279,6 +285,7 @@ class T2IOptions:
     canary_spec: Any = field(default=None, compare=False, repr=False)
     plan_samples: float | None = _default("--t2i-plan-samples")
     sequential: bool = bool(_default("--t2i-sequential"))
+    design: str = "fixed N (the smoke preset's design; --t2i-sequential decides in rounds)"  # the header's line: the design, why
     baseline_model: str | None = _default("--t2i-baseline-model")
     baseline_delta: float = _default("--t2i-baseline-delta")
     baseline_seed: int | None = _default("--t2i-baseline-seed")
@@ -511,15 +518,7 @@ def resolve_core(v: Values) -> dict[str, Any]:
         raise OptionError("--t2i-allow-loosen", "only makes sense with --t2i-update-thresholds")
     if v.raw("--t2i-baseline-seed") is not None and not v("--t2i-baseline-model"):
         raise OptionError("--t2i-baseline-seed", "only makes sense with --t2i-baseline-model")
-    if v("--t2i-sequential"):
-        for flag, why in (("--t2i-update-thresholds", "bounds are written from fixed-N measurements"),
-                          ("--t2i-baseline-model", "the paired baseline comparison is a fixed-N test"),
-                          ("--t2i-plan-samples", "it sizes a fixed-N run")):
-            if v(flag):
-                raise OptionError("--t2i-sequential", f"cannot be combined with {flag} ({why}); run without one of them")
-        if v("--t2i-gate") == "point":
-            raise OptionError("--t2i-sequential", "needs --t2i-gate significant (a point verdict has no error rate "
-                              "to keep across rounds)")
+    sequential, design = sequential_design(v)
     device = v("--t2i-device")
     if not (device in ("auto", "cpu", "mps", "cuda") or (device.startswith("cuda:") and device[5:].isdigit())):
         raise OptionError("--t2i-device", f"{device!r}: choose cpu, cuda, cuda:N, mps or auto")
@@ -559,9 +558,55 @@ def resolve_core(v: Values) -> dict[str, Any]:
         inconclusive=v("--t2i-inconclusive"),
         bound_level=finite(v, "--t2i-bound-level", 0.5, 1.0, open_high=True), canary=canary,
         plan_samples=finite(v, "--t2i-plan-samples", 0.0, open_low=True),
-        sequential=bool(v("--t2i-sequential")),
+        sequential=sequential, design=design,
         report=Path(report) if report else None,
     )
+
+
+#: what needs a fixed-N run: flag -> why (a ``--t2i-sequential`` run refuses them; the paper preset's default yields)
+FIXED_N_NEEDS = (("--t2i-update-thresholds", "bounds are written from fixed-N measurements"),
+                 ("--t2i-baseline-model", "the paired baseline comparison is a fixed-N test"),
+                 ("--t2i-plan-samples", "it sizes a fixed-N run"))
+
+
+def sequential_design(v: Values) -> tuple[bool, str]:
+    """Whether the run decides in rounds (``--t2i-sequential``) and the design's line for the header.
+
+    ``--t2i-sequential`` is the paper preset's default and off under smoke; ``--t2i-fixed-n`` turns it off. The
+    default yields to an option that needs a fixed-N run (:data:`FIXED_N_NEEDS`, ``--t2i-gate point``), and the
+    line says which; given explicitly, ``--t2i-sequential`` refuses them.
+
+    Raises:
+        OptionError: ``--t2i-sequential`` with ``--t2i-fixed-n``, or with an option that needs fixed N.
+
+    Example:
+        >>> paper = lambda **raw: Values({f"--t2i-{k.replace('_', '-')}": x for k, x in raw.items()}.get, CORE_OPTIONS, "paper")
+        >>> sequential_design(paper())
+        (True, "sequential (the paper preset's default; --t2i-fixed-n decides every gate at N)")
+        >>> sequential_design(paper(update_thresholds=True))
+        (False, 'fixed N: --t2i-update-thresholds (bounds are written from fixed-N measurements)')
+        >>> sequential_design(paper(fixed_n=True))
+        (False, 'fixed N (--t2i-fixed-n)')
+    """
+    explicit = v.given("--t2i-sequential")
+    if explicit and v("--t2i-fixed-n"):
+        raise OptionError("--t2i-fixed-n", "cannot be combined with --t2i-sequential; choose one design")
+    if v("--t2i-fixed-n"):
+        return False, "fixed N (--t2i-fixed-n)"
+    if not v("--t2i-sequential"):
+        return False, f"fixed N (the {v.preset} preset's design; --t2i-sequential decides in rounds)"
+    needs = [(flag, why) for flag, why in FIXED_N_NEEDS if v(flag)]
+    if v("--t2i-gate") == "point":
+        needs.append(("--t2i-gate point", "a point verdict has no error rate to keep across rounds"))
+    if needs and explicit:
+        flag, why = needs[0]
+        if flag == "--t2i-gate point":
+            raise OptionError("--t2i-sequential", f"needs --t2i-gate significant ({why})")
+        raise OptionError("--t2i-sequential", f"cannot be combined with {flag} ({why}); run without one of them")
+    if needs:
+        return False, "fixed N: " + "; ".join(f"{flag} ({why})" for flag, why in needs)
+    return True, ("sequential (--t2i-sequential)" if explicit else
+                  f"sequential (the {v.preset} preset's default; --t2i-fixed-n decides every gate at N)")
 
 
 def resolve_options(get: Callable[[str], Any], *, rootdir: Path | str = ".", invocation_dir: Path | str = ".",

@@ -190,6 +190,8 @@ class Workbench:
                 need = scorer_need(kind, profile, self.device, self.run.precision)
             if need is not None:
                 need = dataclasses.replace(need, model=f"scorer {name} ({kind}, {profile})")
+                if self.options.sequential:  # rounds generate as they go: the generator stays beside the scorers
+                    need = dataclasses.replace(need, flags=tuple(need.flags) + ("--t2i-fixed-n",))
                 self.use.needs[f"scorer {name}"] = need.total
             check_fits(need, self.device)
             with identity.using(self.digests):
