@@ -86,6 +86,15 @@ def test_two_runs_at_once_make_each_image_once(project):
     assert len(list((root / "cache" / "images").rglob("*.png"))) == TOTAL
 
 
+def test_generate_says_it_makes_the_fixed_n_plan_where_the_run_would_decide_in_rounds(project):
+    root, env = project
+    said = "generate makes the fixed-N plan's images: a run in rounds (--t2i-sequential, the paper preset's default)"
+    default = subprocess.run(_args(root), cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert default.returncode == 0 and said in default.stdout, default.stdout + default.stderr  # python: -> paper
+    fixed = subprocess.run(_args(root, "--t2i-fixed-n"), cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert fixed.returncode == 0 and said not in fixed.stdout, fixed.stdout + fixed.stderr
+
+
 def test_a_killed_run_resumes_and_makes_only_what_it_had_not_written(project):
     root, env = project
     env = dict(env, SLOWGEN_SLEEP="1.0")

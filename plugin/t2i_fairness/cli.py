@@ -167,6 +167,10 @@ def _run(ns: argparse.Namespace, extra: Sequence[str]) -> int:
         raise _Usage(str(exc)) from None
     for line in plan_lines(plan, sequential=ns.command == "plan"):  # generate makes the fixed-N plan
         print(line)
+    if ns.command == "generate" and selection.options.sequential:  # cost shown before it is paid
+        print("generate makes the fixed-N plan's images: a run in rounds (--t2i-sequential, the paper preset's "
+              "default) makes only those its gates ask for (`t2i-fairness plan` counts them); --t2i-fixed-n says "
+              "the run will decide at N")
     weak = []
     if ns.command == "plan":  # the selected gates the last run found underpowered, with the images for 80%
         from t2i_fairness.report.power import plan_power_lines
