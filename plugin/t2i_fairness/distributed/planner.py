@@ -591,7 +591,7 @@ def _sequential_lines(rp: RolePlan, seq: dict | None = None) -> list[str]:
     device, rate = (None, None) if rp.bench.source.spec.startswith("images:") else role_rate(rp)
     kind = "GPU" if (device or "").startswith("cuda") else (device or "generation")
     lines = [f"  --t2i-sequential (docs/sequential-plan.md): images of a run in rounds (multiples of the batch size "
-             f"{seq['batch']}), {kind} time from the rate above"]
+             f"{seq['batch']}), {kind} time from the rate above; design {rp.options.design}"]
     lines.append(f"    {'case':<11} {'images':>7} {'to make':>8} {'time':>9}")
     bench = ", ".join(f"batch {b}" + ("" if b == seq["batch"] else f" (the bench's nearest to {seq['batch']})")
                       for b in seq["bench_batches"]) or "none used: no gate stops early"
