@@ -87,6 +87,14 @@ def test_a_model_that_does_not_fit_is_refused_before_it_is_built(tmp_path, monke
     assert built == [] and "\n" not in message
     assert message.startswith("not enough memory to load the scorer my_vit (vit, tiny) on cpu: it needs ")
     assert "and 0.01 GB is free (RAM available). To fit: " in message and "a narrower -k" in message
+    assert "--t2i-fixed-n" not in message  # a fixed-N run released its generator before the scorers (generation first)
+    # a run in rounds (the paper preset's default) keeps the generator beside the scorers: the refusal names the way out
+    rounds = Workbench(T2IOptions(model="procedural", cache_dir=tmp_path / "rounds", device="cpu", progress=False,
+                                  sequential=True))
+    with pytest.raises(NotEnoughMemoryError) as info:
+        rounds.scorer("my_vit", build)
+    assert built == [] and ("To fit: --t2i-device cuda (on a machine with a GPU), --t2i-fixed-n (every image made "
+                            "first and the generator released before the scorers load), or a narrower -k") in str(info.value)
 
 
 def test_check_fits_names_the_bound_that_is_missed():
