@@ -490,8 +490,12 @@ class Combination(Interval):
     bounds: tuple[float, float] = (-math.inf, math.inf)
 
     def limit(self, alpha: float, side: str) -> float:
-        lo = [t.limit(alpha, "low") for t in self.terms]
-        hi = [t.limit(alpha, "high") for t in self.terms]
+        return self._mover(lambda t, s: t.limit(alpha, s), side)
+
+    def _mover(self, term_limit, side: str) -> float:
+        """MOVER over ``term_limit(term, side)`` of each term, held within :attr:`bounds`."""
+        lo = [term_limit(t, "low") for t in self.terms]
+        hi = [term_limit(t, "high") for t in self.terms]
         v = mover_limit([t.estimate for t in self.terms], lo, hi, self.weights, side)
         return float(min(max(v, self.bounds[0]), self.bounds[1]))
 
@@ -503,10 +507,7 @@ class Combination(Interval):
         ``sum beta_k`` of the time). Narrower than :meth:`limit` at tens of prompts per term, not always at a few: at 5
         prompts per K the betting side can be the wider (0.1098 against 0.1077 at seed 7 of the procedural suite);
         reading the narrower of the two would need each at half the level."""
-        lo = [t.futility_limit(alpha, "low") for t in self.terms]
-        hi = [t.futility_limit(alpha, "high") for t in self.terms]
-        v = mover_limit([t.estimate for t in self.terms], lo, hi, self.weights, side)
-        return float(min(max(v, self.bounds[0]), self.bounds[1]))
+        return self._mover(lambda t, s: t.futility_limit(alpha, s), side)
 
     def p_value(self, bound: float, direction: str) -> float:
         return invert_limit(self.limit, float(bound), direction)
