@@ -319,15 +319,13 @@ def header_lines(plan: Plan) -> tuple[list[str], dict[str, Any]]:
         make = rp.n_to_make
         clocks[rp.role] = RunClock(make, rate.seconds_per_image)
         hours = estimate_hours(make, rate)
+        cached = f"{rp.n_cached} of {rp.n_images} cached"
+        said = f"{duration(hours * 3600)} for {make} image(s) to make ({cached})"
         if rp.options.sequential:  # rounds stop early: the fixed-N plan is the worst case
-            seq = sequential_plan(rp)
-            lines.append(f"{who}expected generation time: {duration(estimate_hours(seq['expected_to_make'], rate) * 3600)} "
-                         f"for {seq['expected_to_make']} image(s) to make if the model did not regress (sequential; "
-                         f"at most {duration(hours * 3600)} for {make}, the fixed-N plan, {rp.n_cached} of "
-                         f"{rp.n_images} cached) at {rate.describe()}")
-        else:
-            lines.append(f"{who}expected generation time: {duration(hours * 3600)} for {make} image(s) to make "
-                         f"({rp.n_cached} of {rp.n_images} cached) at {rate.describe()}")
+            expect = sequential_plan(rp)["expected_to_make"]
+            said = (f"{duration(estimate_hours(expect, rate) * 3600)} for {expect} image(s) to make if the model did "
+                    f"not regress (sequential; at most {duration(hours * 3600)} for {make}, the fixed-N plan, {cached})")
+        lines.append(f"{who}expected generation time: {said} at {rate.describe()}")
         warning = cost_warning(rp, make)
         if warning:
             lines.append(f"{who}{warning}")
