@@ -117,16 +117,8 @@ def test_cis_drop_per_component(cis, gate, t2i_report):
                        "ceiling_drop_per_component": ceiling_drop})
 
 
-def _run_level(gate) -> tuple[float, str]:
-    """The per-gate level a test is decided at in this run (Holm's and BH's first step ``alpha / m``)."""
-    o, m = gate.context.options, max(1, int(gate.context.family_size))
-    if o.multiplicity not in ("holm", "bh"):
-        return o.alpha, f"alpha {o.alpha:g}, no adjustment"
-    return o.alpha / m, f"alpha {o.alpha:g} over {m} gate(s)"
-
-
 def test_cis_order_invariance(cis, gate, t2i_report):
-    level, level_text = _run_level(gate)
+    level, level_text = gate.context.level, gate.context.level_text
     ind = cis.cis_order_invariance(level)
     tests = ind.at.order_results(level)
     if tests is not None:

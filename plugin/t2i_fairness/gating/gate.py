@@ -135,8 +135,10 @@ def minimum_detectable(m: Measurement, at: float, options, family_size: int) -> 
 
     from t2i_fairness.metrics.decisions import minimum_detectable_effect
 
+    from t2i_fairness.metrics.decisions import gate_level
+
     size = family_size if options.multiplicity in ("holm", "bh") else 1
-    level = options.alpha / max(1, size)
+    level = gate_level(options.alpha, family_size, options.multiplicity)
     if m.uncertainty is not None and hasattr(m.uncertainty, "power") and math.isfinite(at):
         from t2i_fairness.metrics.evidence import minimum_detectable as detectable
 
@@ -193,6 +195,19 @@ class GateContext:
     emit: Callable[[GateRecord], None] = lambda record: None
     family_size: int = 1  # the number of gates in the run
     kind: str | None = None  # the kind of a bare-value gate (an Indicator carries its own)
+
+    @property
+    def level(self) -> float:
+        """The level each gate of this run is decided at (:func:`~t2i_fairness.metrics.decisions.gate_level`)."""
+        from t2i_fairness.metrics.decisions import gate_level
+
+        return gate_level(self.options.alpha, self.family_size, self.options.multiplicity)
+
+    @property
+    def level_text(self) -> str:
+        from t2i_fairness.metrics.decisions import level_text
+
+        return level_text(self.options.alpha, self.family_size, self.options.multiplicity)
 
 
 class Gate:

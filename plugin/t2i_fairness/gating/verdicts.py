@@ -43,6 +43,7 @@ from t2i_fairness.gating.thresholds import (  # noqa: F401  (re-exported: the ga
     proposed_path,
     provenance_id,
 )
+from t2i_fairness.metrics.decisions import gate_level, level_text
 from t2i_fairness.metrics.intervals import bound_cannot_fail  # noqa: F401  (re-exported: reports call it here)
 
 DECIMALS = 6
@@ -316,7 +317,7 @@ def evaluate(
         return Verdict("pass" if meets else "fail", bound, text + ("" if meets else " FAILED"), None, changes)
     from t2i_fairness.metrics.decisions import decide
 
-    threshold = alpha / max(1, int(family_size)) if multiplicity in ("holm", "bh") else alpha
+    threshold = gate_level(alpha, family_size, multiplicity)
     if m.replicates is None and not m.se_at(bound.value) > SE_NOISE * max(1.0, abs(m.value)):
         # no measured uncertainty at the bound: a sampled value is never certain, so no p-value (not 0 or 1)
         if meets:
@@ -328,7 +329,7 @@ def evaluate(
                        None, threshold, blocking_inconclusive=blocking)
     p = m.p_value(bound.value)
     status = decide(m.value, bound.value, bound.direction, p, threshold)
-    stats = f"; p = {p:.3g} (one-sided, vs {threshold:.3g}: {_level_text(alpha, family_size, multiplicity)})"
+    stats = f"; p = {p:.3g} (one-sided, vs {threshold:.3g}: {level_text(alpha, family_size, multiplicity)})"
     if status == "fail":
         return Verdict("fail", bound, f"{text}{stats} FAILED", None, changes, p, threshold)
     if status == "inconclusive":
@@ -362,12 +363,12 @@ def evaluate_test(m: Measurement, thresholds: ThresholdFile, provenance: dict, *
     from t2i_fairness.metrics.decisions import decide_test
 
     test = m.test
-    threshold = alpha / max(1, int(family_size)) if multiplicity in ("holm", "bh") else alpha
+    threshold = gate_level(alpha, family_size, multiplicity)
     p = float(test.p_value)
     status = decide_test(p, alpha, threshold)
     resolution = f", resolution {test.resolution:.2g}" if test.resolution else ""
     text = (f"{m.gate}: H0 {test.null}: {test.method} p = {p:.4g} (n={m.n}{resolution}; vs {threshold:.3g}: "
-            f"{_level_text(alpha, family_size, multiplicity)})")
+            f"{level_text(alpha, family_size, multiplicity)})")
     stale = thresholds.gates.get(m.gate)
     if stale is not None:
         text += (f"; the bound `{stale.direction}: {stale.value:g}` in {thresholds.path} is not used (a test is "
@@ -379,9 +380,3 @@ def evaluate_test(m: Measurement, thresholds: ThresholdFile, provenance: dict, *
         return Verdict("inconclusive", None, f"{text} INCONCLUSIVE: significant at alpha but not at the first step; "
                        "the run's step-down decides", None, {}, p, threshold, blocking_inconclusive=blocking)
     return Verdict("pass", None, f"{text}: H0 not rejected", None, {}, p, threshold)
-
-
-def _level_text(alpha: float, family_size: int, multiplicity: str) -> str:
-    if multiplicity == "none":
-        return f"alpha {alpha:g}, no adjustment"
-    return f"alpha {alpha:g} over {family_size} gate(s), {multiplicity} first step"

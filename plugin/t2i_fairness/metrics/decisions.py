@@ -87,6 +87,8 @@ __all__ = [
     "bound_from_estimate",
     "decide",
     "decide_test",
+    "gate_level",
+    "level_text",
     "minimum_detectable_effect",
     "p_value_bootstrap",
     "p_value_interval",
@@ -408,6 +410,31 @@ class HypothesisTest:
         """The fields as plain values, for a gate record."""
         return {"p_value": float(self.p_value), "null": self.null, "method": self.method,
                 "statistic": float(self.statistic), "resolution": self.resolution}
+
+
+def gate_level(alpha: float, family_size: int, multiplicity: str = "holm") -> float:
+    """The level one gate is decided at in a run of ``family_size`` gates: ``alpha / m`` under Holm and
+    Benjamini-Hochberg (their first step; the run's step-down completes them), ``alpha`` with no adjustment.
+
+    Example:
+        >>> gate_level(0.05, 475), gate_level(0.05, 475, "none"), gate_level(0.05, 0)
+        (0.00010526315789473685, 0.05, 0.05)
+    """
+    if multiplicity not in ADJUSTMENTS:
+        raise ValueError(f"`multiplicity` must be one of {ADJUSTMENTS}, but got {multiplicity!r}")
+    return alpha / max(1, int(family_size)) if multiplicity in ("holm", "bh") else alpha
+
+
+def level_text(alpha: float, family_size: int, multiplicity: str = "holm") -> str:
+    """How a message names :func:`gate_level`.
+
+    Example:
+        >>> level_text(0.05, 475), level_text(0.05, 475, "none")
+        ('alpha 0.05 over 475 gate(s), holm first step', 'alpha 0.05, no adjustment')
+    """
+    if multiplicity == "none":
+        return f"alpha {alpha:g}, no adjustment"
+    return f"alpha {alpha:g} over {family_size} gate(s), {multiplicity} first step"
 
 
 def decide_test(p_value: float, alpha: float, threshold: float) -> str:
