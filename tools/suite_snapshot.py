@@ -6,6 +6,7 @@ Run ``python tools/suite_snapshot.py snap OUT.json`` before and after a change, 
 ``snap`` writes bounds with the update flow at ``--bounds-seed`` (default 0) into a fresh thresholds file,
 then runs ``fairness_tests`` on ``--t2i-model procedural`` at ``--seed`` (default 1) once fixed-N
 (``--t2i-fixed-n``) and once ``--t2i-sequential`` (batch below N, so it has rounds), each on its own cache,
+for the null model and each ``--canary`` (so failing verdicts are compared too),
 and keeps per gate: value, n, status, bound, p-value, and where a sequential gate stopped.
 """
 
@@ -60,9 +61,12 @@ def snap(a) -> None:
         work = Path(tmp)
         thresholds = work / "thresholds.yaml"
         _pytest(work, "bounds", a.bounds_seed, thresholds, a, "--t2i-update-thresholds")
-        result = {"settings": vars(a) | {"out": None},
-                  "fixed": _pytest(work, "fixed", a.seed, thresholds, a, "--t2i-fixed-n"),
-                  "sequential": _pytest(work, "sequential", a.seed, thresholds, a, "--t2i-sequential")}
+        result = {"settings": vars(a) | {"out": None}}
+        for scenario in ["null", *a.canary]:
+            extra = () if scenario == "null" else ("--t2i-canary", scenario)
+            for design, flag in (("fixed", "--t2i-fixed-n"), ("sequential", "--t2i-sequential")):
+                key = design if scenario == "null" else f"{design} {scenario}"
+                result[key] = _pytest(work, key.replace(" ", "-").replace(":", "_"), a.seed, thresholds, a, flag, *extra)
     Path(a.out).write_text(json.dumps(result, indent=1, sort_keys=True))
 
 
@@ -75,7 +79,12 @@ def _same(x, y) -> bool:
 def compare(a) -> int:
     before, after = (json.loads(Path(p).read_text()) for p in (a.before, a.after))
     differ = 0
-    for design in ("fixed", "sequential"):
+    designs = [k for k in before if k != "settings"]
+    for design in [*designs, *(k for k in after if k != "settings" and k not in designs)]:
+        if design not in before or design not in after:
+            print(f"# {design}: only {'after' if design in after else 'before'}")
+            differ += 1
+            continue
         b, c = before[design], after[design]
         for gate in sorted(set(b) | set(c)):
             if gate not in b or gate not in c:
@@ -101,6 +110,8 @@ def main(argv=None) -> int:
     s.add_argument("--images", type=int, default=16, help="N: images per prompt (DIG In and CIS)")
     s.add_argument("--batch", type=int, default=2, help="batch size (below N: the sequential run has rounds)")
     s.add_argument("--cis-prompts", type=int, default=16)
+    s.add_argument("--canary", nargs="*", default=["collapse_region:africa"],
+                   help="canaries run like the null model, so failing verdicts are compared too")
     c = sub.add_parser("compare", help="list every gate whose value or verdict differs")
     c.add_argument("before")
     c.add_argument("after")
