@@ -4,7 +4,8 @@
   table fails here and names the command that rewrites it (``make docs``).
 - Defaults live once, in the records: ``T2IOptions()`` is what the resolver makes of an empty command
   line, field by field; no ``getattr(options, name, default)`` states one a second time.
-- Every relative link of ``README.md`` and ``docs/*.md`` points to an existing file (and heading).
+- Every relative link of ``README.md`` and ``docs/*.md`` points to an existing file (and heading), and the
+  README stays short (at most 1,500 words).
 - The commands of the docs' fenced shell blocks use options that exist and parse (through the real
   parsers); those that can run offline at smoke size run, reduced (``--collect-only``, ``make -n``, the
   plan command); those that need real data, a GPU or a cluster are listed as skipped with the reason.
@@ -172,6 +173,22 @@ def test_the_link_checker_sees_a_broken_link(tmp_path):
                    "[gone](missing.md) and `[not a link](nowhere.md)`\n```bash\n[in code](nowhere.md)\n```\n")
     assert _anchors(doc) == {"a-code-heading-with-punctuation"}
     assert [t for _, t in _links(doc)] == ["#a-code-heading-with-punctuation", "missing.md"]
+
+
+README_MAX_WORDS = 1500
+
+
+def test_the_readme_is_short_enough_to_read_in_five_minutes():
+    """README.md holds what a newcomer needs (what it checks, the two commands, a real model, the two designs,
+    the honesty banners) in at most 1,500 words, counted as ``wc -w`` counts them; statistics, figures and
+    caveats live in docs/, linked from it."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    words = len(text.split())
+    assert words <= README_MAX_WORDS, (f"README.md has {words} words (at most {README_MAX_WORDS}): move details, "
+                                       "figures and caveats to a docs/ page and link it")
+    for says in ("make gate", "make test", "mean nothing about fairness", "--t2i-sequential", "--t2i-fixed-n",
+                 "docs/sequential.md", "docs/running.md"):
+        assert says in text, says
 
 
 MACHINE_PATH = re.compile(r"(?<![\w.~-])/(?:work|root|home)/")  # a folder of one machine, not of the project
