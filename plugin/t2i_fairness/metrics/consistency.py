@@ -64,12 +64,8 @@ def object_percentiles(cosines_by_object: Mapping[str, Sequence[float]]) -> dict
 def object_consistency(cosines_by_object: Mapping[str, Sequence[float]]) -> float:
     """DIG In's Object Consistency Indicator: the mean over objects of each object's 10th-percentile CLIPScore.
 
-    Args:
-        cosines_by_object: object name -> CLIPScores (cosines) of its generated images against the
-            object name alone.
-
     Raises:
-        ValueError: no objects, an object without scores, or non-finite scores (the message names the object).
+        ValueError: no objects, an object without scores, or non-finite scores (naming the object).
 
     Example:
         >>> round(object_consistency({"bag": [0.2] * 5, "stove": [0.1, 0.3]}), 4)
