@@ -23,18 +23,14 @@ def _torch_dtype(device: str, precision: str | None = None):
 
 def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, weights: str | None = None,
                           precision: str | None = None) -> str:
-    """Identifies model, weights, settings, precision and device class without loading anything
-    (cache keys need it first).
+    """Identifies model, weights, settings, precision and device class without loading anything.
 
     Args:
         name: what the model is called (a hub id, a folder's name, the tiny config's name).
-        settings: the resolved generation settings (the batch size excepted, they decide the pixels).
-        device: where it runs; its class (``cpu``, ``cuda``, ``mps``) picks the kernels, and CUDA runs
-            in float16.
-        weights: the weights' identity: a folder's ``sha256-...`` digest, a hub commit, the tiny
-            model's ``init-...`` (see :mod:`t2i_fairness.base.identity`).
-        precision: ``auto`` (float16 on CUDA, float32 elsewhere), ``float32``, ``float16`` or
-            ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`).
+        settings: the resolved generation settings (all but the batch size decide the pixels).
+        device: its class (``cpu``, ``cuda``, ``mps``) enters, not its index.
+        weights: the weights' identity (a ``sha256-...`` digest, a hub commit, ``init-...``).
+        precision: ``auto`` (``None``), ``float32``, ``float16`` or ``bfloat16``.
 
     Example:
         >>> s = GenerationSettings(steps=2, guidance=7.0, height=64, width=64)
@@ -77,14 +73,11 @@ def tiny_weights() -> str:
 
 def diffusers_need(spec: str, settings: GenerationSettings, device: str, precision: str, *,
                    config_name: str | None = None, folder: str | Path | None = None):
-    """What a diffusers generator needs (a :class:`~t2i_fairness.base.memory.MemoryNeed`), counted before it
-    is built: a random pipeline's parameters from its config (``tiny-sd``, ``sd15-random``), a checkpoint's
-    from the safetensors headers of its ``folder`` (a local pipeline or a hub snapshot); ``None`` when
-    neither can be read.
+    """What a diffusers generator needs (a :class:`~t2i_fairness.base.memory.MemoryNeed`), counted before it is built.
 
-    Activations are the config's ``_memory`` note's (``sd15-random``'s for a checkpoint: SD 1.5's sizes):
-    a fixed part, plus per image the figure at ``at_px`` scaled by the image's area (what
-    ``bench/bench_memory.py`` measured at 64, 128 and 256 px), times the batch size.
+    Parameters come from a random pipeline's config or a checkpoint's safetensors headers (``None``
+    when neither can be read); activations from the config's ``_memory`` note, scaled by image area
+    and batch size.
 
     Example:
         >>> need = diffusers_need("tiny", GenerationSettings(height=64, width=64, batch_size=16), "cpu", "float32",
@@ -210,8 +203,6 @@ class DiffusersGenerator:
 
         Args:
             config_name: a pipeline config of ``model_configs/`` (``sd15-random``, ``tiny-sd``).
-            settings: generation settings (unset ones take the config's ``defaults``).
-            device: torch device.
             precision: the pipeline's dtype (``None`` or ``auto``: float16 on CUDA, float32 elsewhere).
 
         Raises:
@@ -233,12 +224,8 @@ class DiffusersGenerator:
         """Load a hub id or a local diffusers folder; fp16 on CUDA. Fails fast with a fix when it cannot.
 
         Args:
-            model: a hub id or a folder saved with ``save_pretrained()``.
-            settings: generation settings (unset ones take the paper defaults).
-            device: torch device.
             revision: for a hub id, the commit to load (the one its fingerprint names).
             name, weights: the fingerprint's parts (default: ``model`` and ``revision``).
-            precision: the pipeline's dtype (``None`` or ``auto``: float16 on CUDA, float32 elsewhere).
 
         Raises:
             ModelLoadError: no pipeline at a local path, or the weights cannot be loaded.
@@ -323,13 +310,10 @@ T5_MAX_SEQUENCE_LENGTH = 256  # diffusers' SD3 default `max_sequence_length` for
 
 
 class TokenCounter:
-    """The tokenizers a diffusers pipeline sends a prompt through, with the length each one truncates at.
+    """The tokenizers a diffusers pipeline sends a prompt through, with the length each truncates at.
 
-    ``StableDiffusionPipeline.encode_prompt`` tokenizes with ``truncation=True`` at
-    ``tokenizer.model_max_length`` (77 for CLIP) and only logs what it drops; SDXL does the same with
-    ``tokenizer_2``; SD3 truncates its T5 ``tokenizer_3`` at ``max_sequence_length`` (256). Counting
-    the full length with the same tokenizer tells which prompts lose tokens, and how many
-    (:func:`t2i_fairness.metrics.truncation.truncation_report`).
+    Pipelines truncate silently (CLIP at 77 tokens, SD3's T5 at 256); counting the full length with
+    the same tokenizer tells which prompts lose tokens and how many.
 
     Args:
         tokenizers: attribute name -> (tokenizer, limit in tokens).

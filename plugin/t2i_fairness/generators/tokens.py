@@ -1,12 +1,9 @@
 """Which prompts the generator under test truncates, counted with the generator's own tokenizers.
 
-:func:`prompt_truncation` is what the families call with the texts they send to the generator. The
-tokenizers come from the generator when it is loaded (``DiffusersGenerator.count_tokens``, or a
-``python:`` factory's object with ``token_counter()``), else without loading any weights: the built-in
-``tiny`` model's tokenizer (the offline OpenAI CLIP BPE its pipeline is built with) or a diffusers
-checkpoint's tokenizer subfolders. Generators without a tokenizer (``images:``, ``procedural``, a
-factory without one) give a :class:`~t2i_fairness.metrics.truncation.Truncation` that says
-"not counted" and why.
+The tokenizers come from the loaded generator, or without loading weights from the ``tiny``
+model's offline CLIP BPE or a checkpoint's tokenizer folders. Generators without a tokenizer
+(``images:``, ``procedural``) give a :class:`~t2i_fairness.metrics.truncation.Truncation` that
+says "not counted" and why.
 """
 
 from __future__ import annotations
