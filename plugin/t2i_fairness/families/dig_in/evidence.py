@@ -1,11 +1,8 @@
 """Evidence beside a failing DIG In precision or coverage gate: the group's images in Inception space.
 
-:func:`group_evidence` gathers one group (a region, or an object in a region) of one reference set
-and template from the session's cache (images, features, manifolds) as a
-:class:`~t2i_fairness.report.evidence.GroupEvidence`; :mod:`t2i_fairness.report.evidence` draws
-``evidence_generated_vs_nearest_real.png``, ``evidence_real_not_reached.png`` (coverage) and
-``evidence.json`` from it. Inside and reached are decided by the rule of the gate's own
-:func:`~t2i_fairness.metrics.manifold.precision_coverage`, on the rows the gate scored (after the dedupe).
+:func:`group_evidence` gathers one group from the session's cache as a
+:class:`~t2i_fairness.report.evidence.GroupEvidence`, inside and reached decided by the gate's own
+rule on the rows it scored; :mod:`t2i_fairness.report.evidence` draws it.
 """
 
 from __future__ import annotations

@@ -57,18 +57,12 @@ def read_language(value: str) -> str:
 class AnswerLanguage(Canary):
     """IndicTTI: every language's prompt is answered with the images of one language's text.
 
-    A text of ``prompt_set`` in any language but ``language`` is generated as the ``language``
-    text of the same prompt id, with its own seed (so the answers are fresh draws of that text, not
-    copies of the ``language`` images). Texts not in the set, and ids without a ``language`` text,
-    are left alone. A text shared by several (id, language) rows takes its first id's answer.
-
-    Args:
-        inner: the generator to wrap.
-        language: the answering language code, any case (``hin_Deva``, ``hin_deva``).
-        prompt_set: the run's :class:`~t2i_fairness.vocab.multilingual.MultilingualPromptSet`.
+    A text of ``prompt_set`` in another language is generated as the ``language`` text of the same
+    prompt id, with its own seed (fresh draws, not copies). Other texts are left alone; a text shared
+    by several rows takes its first id's answer.
 
     Raises:
-        ValueError: an unknown language code or one absent from the prompt set (listing those present).
+        ValueError: an unknown language code or one absent from the prompt set.
         TypeError: ``inner`` is not a generator, or ``prompt_set`` is missing.
 
     Example:

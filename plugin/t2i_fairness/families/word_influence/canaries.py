@@ -48,16 +48,9 @@ def read_word(value: str) -> str:
 class ShiftGroupShare(Canary):
     """Word-level explanations: prompts containing a word drift towards a group.
 
-    Each image of a prompt containing ``word`` (one of its whitespace-split words, any case) is, with probability ``p``
-    (drawn per image from a SHA-256 of the prompt and seed), replaced by the inner generator's image
-    of ``template.format(group=group)`` at the same seed.
-
-    Args:
-        inner: the generator to wrap.
-        word: the word.
-        group: the group the images shift to (default ``female``).
-        p: probability per image, in ``[0, 1]`` (default 0.5).
-        template: the group's prompt (default ``a photo of a {group}``, the suite's default labels).
+    Each image of a prompt containing ``word`` (whitespace-split, any case) is, with probability
+    ``p`` (hashed from prompt and seed), replaced by the inner generator's image of
+    ``template.format(group=group)`` at the same seed.
 
     Raises:
         ValueError: a word that is not one word, ``p`` outside ``[0, 1]``, a template without ``{group}``.
