@@ -1,14 +1,9 @@
 """A content-addressed, crash-safe cache for generated images, features and masks.
 
-- Keys are SHA-256 digests of everything that determines the content (see :func:`content_key`).
-- Writes are atomic: a temporary file in the same folder, then ``os.replace``; a reader never
-  sees half a file, and a run killed mid-write leaves only a stray ``*.tmp`` that is ignored.
-- A per-key file lock lets concurrent workers make each entry once.
-- An entry that cannot be read back (truncated, corrupt) is reported, removed and made again.
-  Images are PNGs (whose chunks carry CRCs, and whose end is checked); every other entry (masks,
-  captions, tables, manifolds, features kept one file per entry) carries a CRC-32 trailer
-  (:func:`add_checksum`), so flipped data bytes are detected too.
-- Per-batch lock files are removed by their last holder (:class:`EntryLock`).
+Keys are SHA-256 digests of everything that decides the content (:func:`content_key`). Writes
+are atomic (a temporary file, then ``os.replace``); per-key file locks let concurrent workers make
+each entry once; an entry that cannot be read back (a truncated PNG, a CRC-32 trailer that does
+not match) is reported, removed and made again. :class:`RemoteStore` adds a shared fsspec tier.
 """
 
 from __future__ import annotations
@@ -83,13 +78,11 @@ def strip_checksum(data: bytes) -> bytes:
 
 
 class EntryLock:
-    """A per-entry file lock whose file is removed by its last holder.
+    """A per-entry file lock whose file is removed by its last holder (else ``locks/`` grows forever).
 
-    The file is unlinked while the lock is still held, then released. A process that was waiting on
-    the old file then holds a lock on an unlinked file while a newcomer may lock a new one: both may
-    make the entry, which costs time but never correctness, because every writer re-checks the cache
-    under its lock and writes atomically identical bytes. Without the removal the ``locks/`` folder
-    grows by one file per batch ever generated.
+    A waiter may then lock an unlinked file while a newcomer locks a new one: both may make the
+    entry, which costs time, never correctness (writers re-check under the lock and write identical
+    bytes atomically).
     """
 
     def __init__(self, path: Path):
@@ -194,10 +187,8 @@ def is_url(location: str | os.PathLike) -> bool:
 class RemoteStore:
     """A shared second tier in any fsspec filesystem, so CI shards on several machines share one cache.
 
-    Entries are content-addressed and deterministic, so the same key always holds the same bytes:
-    a put is one whole object (object stores write objects atomically; on ``file://`` it is a
-    temporary name then a rename). There is no cross-machine lock: two machines may make the same
-    entry at once and both write identical content. Locks stay per machine, in the local tier.
+    Entries are content-addressed, so a key always holds the same bytes: a put is one whole object,
+    and no cross-machine lock is needed (two machines may write the same content).
     """
 
     def __init__(self, url: str):
@@ -232,11 +223,8 @@ class Cache:
 
     Args:
         root: the cache folder; created on first write.
-        remote: an fsspec URL of a shared store behind the local folder: a local miss is fetched
-            from it, and every write is also put there.
-
-    Raises:
-        OSError: the folder cannot be created or written (checked by :meth:`check_writable`).
+        remote: an fsspec URL of a shared store behind it: a local miss is fetched from it, and
+            every write is also put there.
     """
 
     def __init__(self, root: str | os.PathLike, remote: str | None = None):

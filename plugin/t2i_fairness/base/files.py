@@ -32,16 +32,11 @@ def current_umask() -> int:
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, skip_if_same: bool = False, fsync: bool = True) -> Path:
     """Write ``data`` to ``path`` so that readers see the old file or the whole new one.
 
-    - A temporary file in the same folder, flushed (and fsync'd), then ``os.replace``, then the
-      folder fsync'd: a crash leaves at worst a stray ``.<name>.*.tmp``, never a half-written ``path``.
-    - The new file keeps the replaced file's permission bits and (where allowed) its group; a new
-      file gets ``0o666`` less the umask, as ``open(path, "w")`` would (``mkstemp``'s private
-      ``0o600`` would make a cache shared by several users or runners unreadable to the others).
-    - A symbolic link is written through: its final target is replaced and the link stays a link.
+    A temporary file in the same folder, fsync'd, then ``os.replace``: a crash leaves at worst a
+    stray ``.<name>.*.tmp``. The file keeps the replaced one's permissions (a new one gets ``0o666``
+    less the umask, so a shared cache stays readable); a symlink is written through.
 
     Args:
-        path: the destination (or a symlink to it); missing parent folders are created.
-        data: the new content.
         skip_if_same: leave the file alone when it already holds exactly ``data``.
         fsync: flush to disk before the rename (off only for throwaway files).
 
@@ -49,8 +44,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, skip_if_same: bo
         The path actually written (a symlink's target).
 
     Raises:
-        DiskFullError: no space left (or the quota spent) on the disk (``t2i_fairness.errors``; an OSError
-            naming the folder, its free space and that the file was not written, every other one kept).
+        DiskFullError: no space left on the disk (naming the folder and its free space).
         OSError: the folder is not writable, or the target is a directory.
 
     Example:

@@ -1,28 +1,12 @@
 """What made a number: digests of the weights, hub commits, library versions and the device.
 
-Every cache key names what decides its content. For a model that is its weights, and weights
-change in place: a nightly retrain writes the same folder, a hub id moves to a new commit, a
-manifest's images are replaced under the same names. This module turns each into an identity:
-
-- a **file or folder**: the SHA-256 of each file's bytes, streamed (never the whole file in memory).
-  Reading gigabytes on every run would cost more than the run, so each file's digest is
-  remembered in a small index (``<cache>/identity/digests.json``) under its path, size,
-  modification time, status-change time and inode. A file rewritten in place changes its
-  modification time; one copied in with its old times kept (``cp -p``, ``rsync -t``, a tar
-  extraction) still gets a new status-change time and usually a new inode, which no program can
-  set back. Anything that differs reads the file again.
-- a **hub id**: the commit of the snapshot, resolved before anything is loaded (one request to the
-  hub, or the local cache's ref offline) and then passed as the revision, so the weights loaded
-  are the snapshot named in the key. ``--t2i-model-revision`` pins one.
-- **random weights** built from a config and a seed (the tiny profiles): the config, the seed and
-  the versions of the libraries that initialise them (:func:`init_identity`).
-
-:func:`remember` keeps, per cache, the last identity of each model it saw, so a run can say why
-it generated everything anew ("new weights digest"), or that it went back to weights it has
-images for. The time spent computing digests is counted (:class:`DigestIndex` ``stats``) and the
-terminal summary prints it.
-
-Standard library only; :mod:`huggingface_hub` is imported only to resolve a hub commit.
+Every cache key names what decides its content, and weights change in place. This module turns
+each source into an identity: a file or folder by the SHA-256 of its files (remembered per path,
+size, times and inode, so a warm run only calls ``stat``), a hub id by the commit its revision
+points to (then loaded as that revision), random weights by their config, seed and the versions
+of the libraries that make them (:func:`init_identity`). :func:`remember` keeps the last identity
+of each model per cache, so a run can say why it generated everything anew. docs/identity.md
+explains the choices. Standard library only; :mod:`huggingface_hub` only to resolve a hub commit.
 """
 
 from __future__ import annotations
@@ -91,14 +75,11 @@ class DigestIndex:
     """SHA-256 digests of files, remembered per (path, size, mtime, ctime, inode) in ``folder``.
 
     Args:
-        folder: where ``digests.json`` and ``seen.json`` live (a cache's ``identity/``); ``None``
-            keeps everything in memory (nothing is remembered across processes).
-        read_only: read what ``folder`` remembers and write nothing there (planning creates nothing).
+        folder: where ``digests.json`` and ``seen.json`` live; ``None`` keeps everything in memory.
+        read_only: read what ``folder`` remembers and write nothing there.
 
     Attributes:
-        stats: ``seconds`` spent digesting, ``files`` digested, ``read`` (of them, read from disk
-            because the index did not know them), ``bytes`` read. A dict, so it can travel in
-            the cache statistics.
+        stats: ``seconds`` spent, ``files`` digested, ``read`` (of them, read from disk), ``bytes``.
 
     Example:
         >>> import tempfile
@@ -298,7 +279,7 @@ class Remembered:
 
         Args:
             made_anew: what happens under an identity never seen ("its images are generated anew").
-            reused: what happens when going back to one seen before ("its cached images are used again").
+            reused: what happens when going back to one seen before.
             what: what the identity names ("weights", "images").
 
         Example:
@@ -399,10 +380,8 @@ def file_digest(path: str | os.PathLike) -> str:
 
 
 def folder_files(folder: str | os.PathLike) -> list[Path]:
-    """Every file under ``folder`` that can decide a model's outputs, sorted.
-
-    Left out: hidden files and folders (``.git``, the hub's ``.cache``), ``__pycache__``, model
-    cards and licences (``*.md``, ``LICENSE``), lock files and notebooks.
+    """Every file under ``folder`` that can decide a model's outputs, sorted (hidden files,
+    ``__pycache__``, model cards, licences, lock files and notebooks left out).
 
     Example:
         >>> import tempfile
@@ -424,12 +403,8 @@ def folder_files(folder: str | os.PathLike) -> list[Path]:
 
 
 def diffusers_folder_files(folder: str | os.PathLike) -> list[Path]:
-    """The files of a diffusers folder that decide its pixels.
-
-    ``model_index.json``, the pipeline code a custom pipeline keeps beside it (``*.py``), and every
-    file (:func:`folder_files`) of each component folder it names (weights of every variant,
-    configs, scheduler, tokenizer). A single-file checkpoint at the top (``*.ckpt``) is not read
-    by ``from_pretrained`` and is left out.
+    """The files of a diffusers folder that decide its pixels: ``model_index.json``, custom pipeline
+    code (``*.py``) and every file of each component folder it names (not a top-level ``*.ckpt``).
 
     Raises:
         FileNotFoundError: no ``model_index.json`` in ``folder``.
@@ -463,10 +438,8 @@ def folder_digest(folder: str | os.PathLike, files: Sequence[str | os.PathLike] 
 def weights_digest(path: str | os.PathLike) -> str:
     """``sha256-`` and 16 hex digits: a short identity of a weights file or folder, for a fingerprint.
 
-    A diffusers folder (``model_index.json``) counts the files that decide its pixels
-    (:func:`diffusers_folder_files`); another folder counts :func:`folder_files`. Digests are
-    remembered per file in the active index, so calling it on every run reads only what changed.
-    A ``python:`` factory can put it in its own ``fingerprint``:
+    A diffusers folder counts :func:`diffusers_folder_files`, another folder :func:`folder_files`;
+    only changed files are read again. A ``python:`` factory can use it:
     ``f"my-model@{weights_digest('/models/nightly')}"``.
 
     Raises:
@@ -496,9 +469,8 @@ def weights_digest(path: str | os.PathLike) -> str:
 def hub_commit(repo_id: str, revision: str | None = None, *, probe: str = "model_index.json", what: str = "--t2i-model") -> str:
     """The commit (40 hex digits) a hub id's ``revision`` (default ``main``) points to now.
 
-    A full commit is returned as it is (no network). Otherwise the hub is asked when it can be
-    reached; offline, the local Hugging Face cache's ref says which snapshot it holds (found
-    through ``probe``, a file every snapshot of the repository has).
+    A full commit is returned as it is; otherwise the hub is asked, or offline the local cache's ref
+    (found through ``probe``, a file every snapshot has).
 
     Raises:
         ModelLoadError: the hub cannot say and the cache holds no snapshot of that revision.
@@ -594,10 +566,8 @@ def library_versions(dists: Iterable[str] = LIBRARIES) -> dict[str, str | None]:
 
 
 def init_identity(*dists: str) -> str:
-    """``init-`` and 8 hex digits naming the versions of the libraries that initialise random weights.
-
-    The tiny profiles have no weight files: their weights are made from a config and a seed by
-    these libraries, so a new version of one may make other weights, and their cache keys say so.
+    """``init-`` and 8 hex digits naming the versions of the libraries that initialise random weights
+    (a new version may make other weights, so cache keys say so).
 
     Example:
         >>> init_identity("torch", "diffusers") == init_identity("torch", "diffusers")
@@ -641,10 +611,8 @@ _VERSIONED = re.compile(
 
 
 def looks_versioned(fingerprint: str) -> bool:
-    """Whether a fingerprint names a version, a date, a commit or a digest.
-
-    A fingerprint without one (``"my-model"``) stays the same when the weights behind it change,
-    so the cache would serve the old model's images.
+    """Whether a fingerprint names a version, a date, a commit or a digest (without one, the cache would
+    serve the old model's images when the weights change).
 
     Example:
         >>> [looks_versioned(f) for f in ("my-model", "my-model-v3", "my-model@1a2b3c4d", "m-2024-05-01", "fakegen:v1")]

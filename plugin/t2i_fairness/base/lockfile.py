@@ -1,11 +1,8 @@
-"""Reading a ``requirements.lock`` (pip-compile format, one ``name==version`` pin per requirement,
-markers, hashes) and comparing it with what is installed.
+"""Reading a pip-compile ``requirements.lock`` and comparing it with what is installed.
 
-``tools/lock.py`` (``make lock``, ``make install``'s checks) and the run's header share this reader:
-the header names every locked package whose installed version differs, before anything is
-generated, because a library's version can change a model's random initialisation and so every
-image key (transformers 5.24.0 against the lock's 5.23.0 made the tiny model's weights new).
-Only the standard library and ``packaging`` are used.
+``tools/lock.py`` and the run's header share this reader: the header names every locked package
+installed at another version, because a library's version can change a model's random
+initialisation and so every image key. Standard library and ``packaging`` only.
 """
 
 from __future__ import annotations
