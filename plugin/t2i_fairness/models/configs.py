@@ -1,12 +1,8 @@
 """Named model configs (``model_configs/*.json``), the way open_clip's factory keeps them.
 
-Every model the suite builds is selected by a name whose JSON config builds it: the generators
-(``tiny-sd``, ``sd15-random``) and each scorer per ``--t2i-scorers`` profile, ``<kind>-<profile>.json``
-(``clip-tiny``, ``inception-paper``, ``vit-paper-random``, ``segmenter-tiny``, ``captioner-paper``,
-``masked_lm-tiny``, ``sentence-paper``; the sentence profiles name a model, ``sentence-<model>.json``).
-Keys that start with ``_`` are notes for people (``_comment``): :func:`load_model_config` leaves them
-out, so they never enter a fingerprint. ``add_model_config(path)`` registers more configs without code
-changes.
+Every model is built from a named config: the generators (``tiny-sd``, ``sd15-random``) and each
+scorer per profile, ``<kind>-<profile>.json``. Keys starting with ``_`` are notes for people and
+never enter a fingerprint; ``add_model_config(path)`` registers more configs without code changes.
 """
 
 from __future__ import annotations
