@@ -1,14 +1,9 @@
 """Measured generation rates, and what a selection will cost before it runs.
 
-A generating run (and ``bench/bench_generation.py``) stores the seconds per image it measured, in
-the cache, under what decides that time: the **device** (``cpu``, or ``cuda:<GPU name>``), the
-**model** (the generator's fingerprint: weights, precision, device class) and the **settings**
-(steps, guidance, size, batch size; precision when the settings carry it). ``t2i-fairness plan``
-looks the rate up for the selection's model and settings and multiplies
-(:func:`estimate_hours`); with no measurement it says so instead of guessing.
-
-Entries live at ``<cache>/rates/<key[:2]>/<key>.json`` (atomic writes, a CRC-32 trailer, through the
-shared store when ``--t2i-cache-dir`` is an fsspec URL), the last measurement winning.
+A generating run (and the generation benchmark) stores the seconds per image it measured in the
+cache, keyed by device (``cpu``, ``cuda:<GPU name>``), model fingerprint and settings, the last
+measurement winning. ``t2i-fairness plan`` multiplies (:func:`estimate_hours`); with no
+measurement it says so instead of guessing.
 
 Example:
     >>> import tempfile
@@ -40,15 +35,8 @@ __all__ = ["Rate", "RunClock", "device_label", "duration", "estimate_hours", "lo
 class Rate:
     """Seconds per generated image, measured on ``device`` for ``model`` at ``settings``.
 
-    Attributes:
-        seconds_per_image: wall seconds of generation (model loading excluded) per image the
-            generator made (whole batches), PNG encoding and cache writes included.
-        images: how many images the measurement covers.
-        device: :func:`device_label` of where it ran.
-        model: the generator's fingerprint.
-        settings: the generation settings (steps, guidance, height, width, batch size, ...).
-        source: ``run`` (a pytest run) or ``bench`` (``bench/bench_generation.py``).
-        measured_at: UTC time of the measurement (ISO 8601).
+    ``seconds_per_image`` is wall time of generation per image made (whole batches; PNG encoding and
+    cache writes included, model loading excluded); ``source`` is ``run`` or ``bench``.
     """
 
     seconds_per_image: float
@@ -96,9 +84,6 @@ def _path(cache: Cache, key: str):
 def store_rate(cache: Cache, rate: Rate):
     """Store a measured rate (replacing the last one for its device, model and settings); returns its path.
 
-    Raises:
-        OSError: the cache cannot be written.
-
     Example:
         >>> import tempfile
         >>> store_rate(Cache(tempfile.mkdtemp()), Rate(0.5, 8, "cpu", "m", {"steps": 2})).parent.parent.name
@@ -110,8 +95,8 @@ def store_rate(cache: Cache, rate: Rate):
 
 
 def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, Any]) -> Rate | None:
-    """The last rate measured for exactly this device, model and settings, or ``None`` (a damaged
-    entry is reported in the cache's ``corrupt`` list, removed, and gives ``None``).
+    """The last rate measured for exactly this device, model and settings, or ``None`` (also for a
+    damaged entry, which is reported and removed).
 
     Example:
         >>> import tempfile
@@ -130,10 +115,8 @@ def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, An
 
 
 def estimate_hours(images: int, rate: "Rate | float") -> float:
-    """Hours to generate ``images`` at ``rate`` (a :class:`Rate` or seconds per image).
-
-    Raises:
-        ValueError: a negative image count or a rate that is not a positive, finite number.
+    """Hours to generate ``images`` at ``rate`` (a :class:`Rate` or seconds per image); a ValueError
+    for a negative count or a rate that is not positive and finite.
 
     Example:
         >>> estimate_hours(3600, 0.5), estimate_hours(0, 2.0)
@@ -162,13 +145,8 @@ def duration(seconds: float) -> str:
 
 
 class RunClock:
-    """How long a run's generation has left: the images its plan makes (written to the cache), at the
-    stored rate until the run has measured its own (``ImageFactory.measured``: seconds generating,
-    images the generator made, whole batches).
-
-    Args:
-        planned: images the run's plan makes (``t2i-fairness plan``'s "to make").
-        rate: the stored seconds per image (``None``: none stored; the run's own once it has made some).
+    """How long a run's generation has left: ``planned`` images at the stored ``rate`` until the run has
+    measured its own.
 
     Example:
         >>> clock = RunClock(1000, 2.0)
