@@ -1,18 +1,9 @@
 """What changed, said once at the top of the terminal summary and of the HTML report.
 
-Two kinds of change make a run's numbers read differently, and neither belongs on every gate's line:
-
-- **settings since the bounds were set**: the provenance a bound was measured under (model
-  fingerprint, library versions, device class, GPU name, sample sizes) differs from this run's.
-  The same change usually concerns every gate (a torch upgrade, another GPU), so it is listed once,
-  with the number of gates it concerns when that is not all of them;
-- **identities since the last run with this cache**: a model's weights (a folder's digest, a hub
-  commit) or a scorer's fingerprint changed, so images or features were made anew (or, back to
-  weights seen before, read again), and unversioned ``python:`` fingerprints.
-
-It also formats the time spent computing weights digests (:mod:`t2i_fairness.base.identity`), and the
-run header's version lines (:func:`version_lines`): libraries installed at other versions than the
-lock pins or than the bounds were measured under, said before anything is generated.
+Settings since the bounds were set (model, library versions, device, sample sizes: usually every
+gate at once) and identities since the last run with this cache (new weights, a scorer's new
+fingerprint, unversioned ``python:`` fingerprints), plus the time spent on weights digests and the
+run header's library version lines (:func:`version_lines`). docs/outputs.md shows them.
 """
 
 from __future__ import annotations
@@ -61,14 +52,10 @@ class ProvenanceSummary:
     """What differs between this run's settings and those its bounds were written under, once per run.
 
     Attributes:
-        gates: gates whose bound was written under other settings.
-        total: gates judged against a bound in this run.
         changes: ``[(field, old, new, gates with that change)]``.
-        groups: provenance id in the thresholds file (the bounds written under one set of settings)
-            -> gates of this run in that group with a change.
-        kind: ``identity`` (the model or a scorer is another one: bounds not comparable),
-            ``environment`` (library versions, device, GPU: comparable, values may have moved) or
-            ``sample`` (objects, images per prompt, seed, a family's sample sizes: comparable, other noise).
+        groups: provenance id in the thresholds file -> gates of this run in that group with a change.
+        kind: ``identity`` (another model or scorer: bounds not comparable), ``environment``
+            (libraries, device: comparable, values may have moved) or ``sample`` (other sizes or seed).
         meaning: the plain sentence a reader acts on.
     """
 
@@ -239,15 +226,11 @@ def _public(version) -> str:
 
 
 def version_lines(lock, thresholds, installed: dict[str, str] | None = None, limit: int = 8) -> list[str]:
-    """The run header's lines naming libraries installed at other versions than ``lock`` pins
-    (``requirements.lock``: every pinned package installed for this Python), or than the bounds of
-    ``thresholds`` were measured under (the provenance of the gates' bounds: torch, diffusers,
-    transformers, ...). Said before anything is generated: a library's version can change a model's
-    random initialisation, and so every image key, or move the numbers a bound was set from.
+    """The run header's lines naming libraries installed at other versions than ``lock`` pins or than
+    the bounds of ``thresholds`` were measured under, said before anything is generated.
 
     Args:
-        lock: the lock file (skipped when missing or unreadable: an installed package has none).
-        thresholds: the run's :class:`~t2i_fairness.gating.thresholds.ThresholdFile`.
+        lock: the lock file (skipped when missing or unreadable).
         installed: canonical name -> version (default: what is installed).
         limit: packages named per line (the rest counted).
 

@@ -1,9 +1,8 @@
 """What a gate test is about, read from its name: indicator family, template, regions, languages.
 
-Both reports group by these: the HTML report (:mod:`t2i_fairness.report.html`) by family, Allure by
-feature (family), story (template) and tags (regions, languages). Nothing here knows a particular
-indicator: the family is the test function's name, the rest are tokens of the parameter id that
-name a known template, GeoDE region or language, so new indicators are labelled without new code.
+The HTML report groups by family, Allure by family, template and tags. The family is the test
+function's name; the rest are parameter-id tokens that name a template, region or language the
+families handed over, so new indicators are labelled without new code.
 """
 
 from __future__ import annotations
@@ -20,10 +19,7 @@ from t2i_fairness.report.sequential import junit_sequential
 class Vocabulary:
     """The label tokens gate ids may contain, as the families hand them over (the report imports none).
 
-    Attributes:
-        regions: region slugs (``africa``).
-        languages: lower-case code -> code as written (``hin_deva`` -> ``hin_Deva``).
-        templates: prompt template ids (``object_in_region``).
+    ``languages`` maps lower-case codes to codes as written (``hin_deva`` -> ``hin_Deva``).
     """
 
     regions: frozenset = frozenset()
@@ -105,9 +101,8 @@ def split_name(name: str) -> tuple[str, str]:
 def gate_labels(name: str, params: dict[str, Any] | None = None, vocabulary: Vocabulary | None = None) -> GateLabels:
     """Labels of a test from its name (or node id) and, when known, its ``callspec.params``.
 
-    Tokens come from the parameter id split on ``-`` plus the string values of ``params``; a
-    ``template`` parameter wins over id tokens. Which tokens are regions, languages and templates
-    comes from ``vocabulary`` (the families' tokens).
+    Tokens are the parameter id split on ``-`` plus the string values of ``params`` (a ``template``
+    parameter wins); ``vocabulary`` says which are regions, languages and templates.
 
     Example:
         >>> v = Vocabulary.from_tokens([{"region": ["africa"], "template": ["object_in_region"]},
@@ -148,7 +143,7 @@ def marker_token(text: str) -> str:
 
 def markers_of(labels: GateLabels, family: str | None = None) -> list[str]:
     """The marker names of a gate test: ``family_<name>``, ``region_<slug>``, ``language_<code>``,
-    ``template_<id>`` (exact names, so ``-m region_east_asia`` never selects ``southeast_asia``).
+    ``template_<id>`` (exact names: ``-m region_east_asia`` never selects ``southeast_asia``).
 
     Example:
         >>> v = Vocabulary.from_tokens([{"region": ["africa"], "template": ["object_in_region"]}])
@@ -164,11 +159,7 @@ def markers_of(labels: GateLabels, family: str | None = None) -> list[str]:
 
 
 def marker_lines(vocabulary: Vocabulary, families: Iterable[tuple[str, str]] = ()) -> list[str]:
-    """``markers`` ini lines that register every marker :func:`markers_of` can give (``pytest --markers``).
-
-    Args:
-        vocabulary: the families' label tokens.
-        families: (name, title) of each registered family.
+    """``markers`` ini lines registering every marker :func:`markers_of` can give (``pytest --markers``).
 
     Example:
         >>> marker_lines(Vocabulary.from_tokens([{"region": ["africa"]}]), [("cis", "CIS")])
@@ -260,12 +251,9 @@ def allure_measurement(record: dict, vocabulary: Vocabulary | None = None) -> No
 
 
 def allure_interrupted(config, nodeid: str, reason: str) -> bool:
-    """Mark the Allure result of a test that an interruption (SIGINT, ``pytest.exit``) cut off as
-    ``broken``, with the reason, before allure-pytest writes it (it would write ``passed`` after a
-    passing setup, or ``skipped``). Returns whether a result was marked.
-
-    Uses allure-pytest's listener (registered as ``allure_listener``): its cache of running tests and
-    its reporter; a listener without them (another allure-pytest) leaves the result as it is."""
+    """Mark the Allure result of a test an interruption cut off as ``broken``, with the reason, before
+    allure-pytest writes it; returns whether a result was marked (through the ``allure_listener``).
+    """
     listener = config.pluginmanager.getplugin("allure_listener")
     cache, logger = getattr(listener, "_cache", None), getattr(listener, "allure_logger", None)
     if cache is None or logger is None:

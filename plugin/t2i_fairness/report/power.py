@@ -1,9 +1,8 @@
 """Underpowered gates in every output: the verdict cell, a summary block, run.json, JUnit, Allure.
 
-A gate's record carries ``power`` (:func:`t2i_fairness.gating.power.power_record`): its test's chance of
-failing a model that misses the bound by the kind's meaningful miss, at the run's per-gate level. A pass
-(or an inconclusive) below 50% is marked ``underpowered`` wherever the verdict is shown, and the summary
-counts and lists such gates (the same words as the gate's own message).
+A gate's record carries ``power``: its test's chance of failing a model that misses the bound by
+the kind's meaningful miss, at the run's per-gate level. A pass or inconclusive below 50% is
+marked ``underpowered`` wherever the verdict is shown.
 """
 
 from __future__ import annotations
@@ -52,8 +51,7 @@ def verdict_suffix(record: Any) -> str:
 
 
 def power_lines(records: Iterable[Any], limit: int = 10) -> list[str]:
-    """The summary block: how many gates passed (or were inconclusive) underpowered, and the first ``limit``
-    with the words of their verdicts.
+    """The summary block: how many gates passed (or were inconclusive) underpowered, and the first ``limit``.
 
     Example:
         >>> r = {"gate": "g", "status": "pass", "power": {"effect": 0.1, "power": 0.03, "underpowered": True,
@@ -84,13 +82,8 @@ def power_summary(records: Iterable[Any]) -> dict:
 
 
 def plan_power_lines(artifacts, gate_ids: Iterable[str], limit: int = 30) -> list[str]:
-    """``t2i-fairness plan``'s list of the selected gates that the last run found underpowered, each with the
-    images that would lift it to 80% (power is measured by a run: from ``<artifacts>/run.json``).
-
-    Args:
-        artifacts: the run's ``--t2i-artifacts`` folder.
-        gate_ids: the gate ids the plan selects.
-        limit: how many to list.
+    """``t2i-fairness plan``'s list of the selected gates the last run (``<artifacts>/run.json``) found
+    underpowered, each with the images that would lift it to 80%.
 
     Example:
         >>> import json, tempfile, pathlib

@@ -177,8 +177,8 @@ class GateReport:
 
 
 def memory_lines(s: GateSession) -> list[str]:
-    """The run's memory: each process's peak resident memory, and the models it loaded (``+``, with the need
-    checked before loading) and released (``-``), in order.
+    """The run's memory: each process's peak RSS, and the models it loaded (``+``, with the need checked)
+    and released (``-``), in order.
 
     Example:
         >>> from pathlib import Path
@@ -211,10 +211,8 @@ def memory_lines(s: GateSession) -> list[str]:
 
 
 def corrupt_lines(corrupt: list[str], limit: int = 10) -> list[str]:
-    """The summary's lines on damaged cache entries found on read and made again: segments of the row
-    store found cut short (their rows past the cut computed again), images (whose bytes match no index
-    entry and do not decode), then every other entry (features, masks, damaged rows), each listed
-    once (two workers may find the same one).
+    """The summary's lines on damaged cache entries found on read and made again: row-store segments cut
+    short, images, then every other entry, each listed once.
 
     Example:
         >>> for line in corrupt_lines(["/c/images/ab/ab12.png", "/c/rows/e/seg-1.rows@40: cut short (3 bytes ...)",
