@@ -1,19 +1,10 @@
 """Engines that run a plan: in this process (``local``) or on a Ray cluster (``ray``, Ray Data).
 
-Both run the same jobs with the same function (:func:`~t2i_fairness.spine.plan.run_job`: one
-canonical batch, generated whole under the pytest path's batch lock, its missing images written to
-the content-addressed cache), so the bytes are the pytest path's whichever engine made them, and a
-job whose images exist (made by another engine, a concurrent run, an earlier interrupted one)
-writes nothing.
-
-Failures: a job that raises (a bad prompt, a generator error) is reported with its prompt and image
-indices; the other jobs go on and every image already written stays. A model that cannot be loaded
-is reported once, naming it. On Ray, an actor that dies (killed, out of memory) is restarted and its
-task retried by Ray Data (``max_restarts=-1``, ``max_task_retries=-1``, its defaults for actors).
-
-With ``--stage features`` the plan's study slices (:class:`~t2i_fairness.spine.plan.Need`) are then
-computed by the families' own studies, the reference-side slices first, so features, masks,
-captions and radii are in the cache before the gate run reads them.
+Both run the same jobs with :func:`~t2i_fairness.spine.plan.run_job`, so the bytes are the pytest
+path's whichever engine made them, and a job whose images exist writes nothing. A failing job is
+reported with its prompt and indices while the others go on; a model that cannot be loaded is
+reported once; Ray restarts dead actors and retries their tasks. With ``--stage features`` the
+plan's study slices are then computed, reference-side first.
 """
 
 from __future__ import annotations
@@ -145,16 +136,11 @@ def generate_local(plan, progress: bool = True) -> Outcome:
 
 
 def generate_first(bench, tests) -> Outcome:
-    """Generation first (a pytest run's): make every image the selected ``tests`` of the workbench's role will
-    ask for, in the plan's canonical batches (the bytes the tests would make), then release the generator and
-    whatever planning loaded, so no scorer shares the memory with the generator.
-
-    Args:
-        bench: the session's :class:`~t2i_fairness.spine.workbench.Workbench` (its ``role``).
-        tests: the selected tests (:func:`~t2i_fairness.distributed.selection.selected_tests`), every role's.
+    """Generation first (a pytest run's): make every image the selected ``tests`` of the workbench's role
+    will ask for, in canonical batches, then release the generator and whatever planning loaded.
 
     Raises:
-        ModelLoadError: the generator cannot be loaded or does not fit (``NotEnoughMemoryError``).
+        ModelLoadError: the generator cannot be loaded or does not fit.
     """
     from t2i_fairness.distributed.planner import build_plan
     from t2i_fairness.distributed.selection import Selection

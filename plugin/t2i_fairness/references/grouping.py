@@ -107,8 +107,6 @@ def group_generated(
 
     Args:
         items: (prompt, images) pairs of one template.
-        template: the template the items came from.
-        reference: the :class:`~t2i_fairness.references.sets.ReferenceSet` (for ``{object}``'s mix).
         by: ``"region"`` -> {region: images}; ``"object_region"`` -> {(object, region): images}.
         seed: for sampling ``{object}`` generations to each region's object mix.
     """
@@ -142,17 +140,8 @@ def group_generated(
 def images_per_prompt_for(template: str, n: int, country_index: int = 0, countries: int = 3) -> int:
     """Images of one prompt when an object-region gets ``n`` (``--t2i-images-per-prompt``).
 
-    ``{object} in {country}`` spreads the object-region's ``n`` images over its countries (DIG In 3.3:
-    "we balance the prompt across the top three countries") as DIG In's prompt file does
-    (``geode_prompts_countries_fulldataset.csv``: within each object-region the countries take turns
-    in the file's country order): image ``j`` goes to country ``j % countries``, so country ``i`` gets
-    ``(n - i + countries - 1) // countries`` images and the region exactly ``n``.
-
-    Args:
-        template: the template id.
-        n: images per object-region.
-        country_index: the country's position in its region's country list.
-        countries: how many countries the region has.
+    ``{object} in {country}`` spreads ``n`` over the region's countries as DIG In's prompt file does
+    (DIG In 3.3): image ``j`` goes to country ``j % countries``, so the region gets exactly ``n``.
 
     Example:
         >>> images_per_prompt_for("object_in_region", 6), images_per_prompt_for("object_in_country", 6)
@@ -169,10 +158,8 @@ def images_per_prompt_for(template: str, n: int, country_index: int = 0, countri
 
 def group_prompts(prompts: Sequence[Prompt], template: str, region: str | None = None,
                   object: str | None = None) -> list[Prompt]:
-    """The prompts whose images :func:`group_generated` can put in the group of ``region`` and ``object``.
-
-    ``None`` means any. ``{object}`` prompts name no region: every region's group samples from all
-    of them (DIG In 4.2), so a region takes every ``{object}`` prompt, an object-region its object's.
+    """The prompts whose images :func:`group_generated` can put in the group of ``region`` and ``object``
+    (``None``: any). ``{object}`` prompts name no region, so every region takes all of them.
 
     Example:
         >>> from t2i_fairness.vocab.geode import GEODE_REGIONS
@@ -215,13 +202,11 @@ def _slice(options, template: str, space: PromptSpace | None, region: str | None
 
 
 def whole_batches(counts: Sequence[int], planned: Sequence[int], batch: int) -> list[int]:
-    """The images to make for a look of ``--t2i-sequential`` that reads ``counts`` of prompts planned to get
-    ``planned``: each count up to a multiple of the batch size (at most its planned count), so every batch made is
-    a canonical batch of the fixed-N run (:mod:`t2i_fairness.spine.generation`: a prompt's images in batches cut at
-    its planned count) and later looks and the fixed-N run find it cached, byte for byte. A country prompt's share of
-    a look (``{object} in {country}``: a region's n images taking turns over its countries) is seldom a multiple of
-    the batch; made at that count, its last batch would be cut short, made again whole at the next look, and its
-    cached bytes those of another batch than the fixed-N run's.
+    """The images to make for a sequential look that reads ``counts`` of prompts planned to get ``planned``.
+
+    Each count is rounded up to a multiple of the batch size (at most its plan), so every batch made
+    is a canonical batch of the fixed-N run and later looks find it cached, byte for byte; a country
+    prompt's share of a look is seldom a multiple of the batch.
 
     Example:
         >>> whole_batches([1, 1, 0], [6, 5, 5], 2), whole_batches([3, 3, 2], [6, 5, 5], 4)
@@ -250,8 +235,8 @@ def _made(options, template: str, space, region, object, counts: list[int], look
 
 
 def _image_calls(counts: Sequence[int]) -> list[tuple[list[int], int]]:
-    """The ``bench.images`` calls for prompts with these image counts: one call per count, largest first
-    (country prompts differ by one), prompts with 0 images in none.
+    """The ``bench.images`` calls for prompts with these image counts: one call per count, largest
+    first, prompts with 0 images in none.
 
     Example:
         >>> _image_calls([2, 1, 1, 0])
@@ -263,11 +248,8 @@ def _image_calls(counts: Sequence[int]) -> list[tuple[list[int], int]]:
 def prompt_images(bench, template: str, space: PromptSpace | None = None, region: str | None = None,
                   object: str | None = None) -> list[PromptImages]:
     """The images of a template's prompts over ``space`` (default: the run's GeoDE objects and regions),
-    restricted to the group of ``region`` / ``object`` when given (:func:`group_prompts`).
-
-    Generated on first request (``bench.images``), then shared by every study of the session
-    (DIG In and Decomposed-DIG ask for the same prompts). :func:`prompt_calls` says which
-    images this asks for without generating them.
+    restricted to the group of ``region`` / ``object`` when given; generated once and shared by every
+    study. :func:`prompt_calls` lists them without generating.
     """
     prompts, counts = _slice(bench.options, template, space, region, object)
     made = _made(bench.options, template, space, region, object, counts, look_of(bench))
@@ -283,14 +265,10 @@ def prompt_images(bench, template: str, space: PromptSpace | None = None, region
 
 
 def template_truncation(bench, template: str, space: PromptSpace | None = None, *, count):
-    """How the generator's tokenizer truncates a template's prompts
-    (:class:`~t2i_fairness.metrics.truncation.Truncation`; GeoDE prompts are short, so 0 is expected),
-    counted once per session and warned about (:class:`~t2i_fairness.errors.T2ITruncationWarning`) when
-    any prompt is truncated. Shared by DIG In and Decomposed-DIG, which send the same prompts.
-
-    ``count(source, texts, what)`` counts and warns: the families pass
-    :func:`~t2i_fairness.generators.tokens.counted_truncation` (handed down, so the reference layer
-    imports no generator)."""
+    """How the generator's tokenizer truncates a template's prompts, counted once per session and warned
+    about when any is truncated. ``count(source, texts, what)`` is handed down (the families pass
+    :func:`~t2i_fairness.generators.tokens.counted_truncation`), so this layer imports no generator.
+    """
     from t2i_fairness.vocab.geode import GEODE_REGIONS
 
     space = space or PromptSpace({o: GEODE_OBJECTS[o] for o in bench.options.objects}, GEODE_REGIONS)
@@ -327,8 +305,7 @@ def truncation_line(truncation) -> str:
 def prompt_calls(options, template: str, space: PromptSpace | None = None, region: str | None = None,
                  object: str | None = None, look: tuple[int, int] | None = None) -> tuple[tuple[list[str], int], ...]:
     """The ``bench.images(texts, n)`` calls :func:`prompt_images` makes with the same arguments, as
-    ``(texts, n)`` pairs (nothing is generated; :func:`~t2i_fairness.spine.plan.requests_of_calls`
-    turns them into a plan's image requests); ``look``: :func:`look_of` the workbench.
+    ``(texts, n)`` pairs, without generating; ``look``: :func:`look_of` the workbench.
 
     Example:
         >>> from types import SimpleNamespace

@@ -50,11 +50,10 @@ def load_references(references: tuple[tuple[str, str], ...], objects: tuple[str,
     Args:
         references: ``(name, path)`` pairs.
         objects: the run's GeoDE objects (GeoDE-labelled sets keep only these).
-        per_group, seed, sampler: GeoDE's balancing (``--t2i-balance-per-group``, ``--t2i-balance-seed``,
-            ``--t2i-balance-sampler``); DollarStreet and manifests are not balanced (as in DIG In).
+        per_group, seed, sampler: GeoDE's balancing options; DollarStreet and manifests are not balanced.
 
     Raises:
-        ValueError: a set cannot be loaded (the message names the option, file and culprit).
+        ValueError: a set cannot be loaded (naming the option, file and culprit).
     """
     if not references:
         ref = synthetic_reference(list(objects), None, per_group=SYNTHETIC_PER_GROUP, seed=0, name=SYNTHETIC_NAME)
@@ -81,10 +80,9 @@ def load_references(references: tuple[tuple[str, str], ...], objects: tuple[str,
 class ReferenceFeatures:
     """Features and manifolds of one reference set under one encoder, computed once and cached.
 
-    ``scope="set"`` (DIG In's code, ``compute_metrics.py``): duplicated feature vectors are removed
-    from the whole set once, before grouping (a copy shared by two regions leaves both), with
-    ``keep_one`` keeping the first copy only when every copy is of one region; ``scope="group"``:
-    each group's manifold de-duplicates its own rows.
+    ``scope="set"`` (DIG In's code) removes duplicated feature vectors from the whole set before
+    grouping (``keep_one`` keeps a copy only when every copy is of one region); ``scope="group"``
+    de-duplicates each group's rows.
     """
 
     def __init__(self, bench, ref: ReferenceSet, encoder, nearest_k: int = 3, dedupe: str = "drop_all",

@@ -112,12 +112,8 @@ def geode_prompts(
     objects: Sequence[str] | None = None,
     regions: Sequence[str] | None = None,
 ) -> list[Prompt]:
-    """The prompts of one template over objects x regions (x countries), in a fixed order.
-
-    Args:
-        template: a key of :data:`TEMPLATES`.
-        objects: GeoDE object codes; default all 27.
-        regions: region slugs; default all 6. Ignored by the ``object`` template.
+    """The prompts of one template over objects x regions (x countries), in a fixed order (default all
+    27 objects and 6 regions; regions are ignored by ``object``).
 
     Raises:
         ValueError: unknown template, object or region (the message lists the choices).
