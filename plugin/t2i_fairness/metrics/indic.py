@@ -166,17 +166,11 @@ def clgc(prompt_text_features: np.ndarray, caption_text_features: np.ndarray) ->
 
 
 def igc(reference_image_features: np.ndarray, image_features: np.ndarray) -> float:
-    """Image-Grounded Correctness of one language (paper, Eq. 4).
-
-    The mean over prompts k and images r of cos(f(reference image k), f(image r of prompt k)).
-
-    Args:
-        reference_image_features: (n_prompts, dim), f of each prompt's reference image.
-        image_features: (n_prompts, n_images, dim), f of each generated image.
+    """Image-Grounded Correctness of one language (paper, Eq. 4): the mean over prompts k and images r of
+    cos(f(reference image k), f(image r of prompt k)).
 
     Example:
-        >>> references = np.array([[1.0, 0.0]])
-        >>> igc(references, np.array([[[1.0, 1.0], [1.0, -1.0]]]))  # cos 45 degrees, twice
+        >>> igc(np.array([[1.0, 0.0]]), np.array([[[1.0, 1.0], [1.0, -1.0]]]))  # cos 45 degrees, twice
         0.7071067811865475
     """
     anchors = _unit_features("reference_image_features", reference_image_features, 2)
@@ -216,14 +210,9 @@ def scal(image_features_a: np.ndarray, image_features_b: np.ndarray, *, include_
         ValueError: as :func:`clgc`; with ``include_same_seed=False``, n_images differ or are 1.
 
     Example:
-        >>> a = np.array([[[1.0, 0.0], [0.0, 1.0]]])
-        >>> b = np.array([[[1.0, 0.0], [1.0, 0.0]]])
-        >>> scal(a, b)  # pairs (u, v): 1, 1, 0, 0
-        0.5
-        >>> scal(a, b, include_same_seed=False)  # only (0, 1) and (1, 0): 1, 0
-        0.5
-        >>> scal(a, a), scal(a, a, include_same_seed=False), scwl(a)
-        (0.5, 0.0, 0.0)
+        >>> a, b = np.array([[[1.0, 0.0], [0.0, 1.0]]]), np.array([[[1.0, 0.0], [1.0, 0.0]]])
+        >>> scal(a, b), scal(a, b, include_same_seed=False), scal(a, a, include_same_seed=False)
+        (0.5, 0.5, 0.0)
     """
     a = _unit_features("image_features_a", image_features_a, 3)
     b = _unit_features("image_features_b", image_features_b, 3)
@@ -336,10 +325,8 @@ def dwl(image_features: np.ndarray) -> float:
     (``n_prompts >= 2``).
 
     Example:
-        >>> dwl(np.array([[[1.0, 0.0]], [[0.0, 1.0]]]))  # orthogonal prompts
-        1.0
-        >>> dwl(np.ones((3, 2, 4)))
-        0.0
+        >>> dwl(np.array([[[1.0, 0.0]], [[0.0, 1.0]]])), dwl(np.ones((3, 2, 4)))  # orthogonal; identical
+        (1.0, 0.0)
     """
     images = _unit_features("image_features", image_features, 3, min_prompts=2)
     return _dwl_compute(_dwl_update(images))

@@ -79,14 +79,8 @@ def _check_count(name: str, n: object) -> int:
 def hoeffding_half_width_combination(
     weights: Sequence[float], counts: Sequence[int], delta: float = 0.05
 ) -> float:
-    """Hoeffding half-width of ``sum_s weights[s] * mean(sample_s)`` for independent samples in [0, 1].
-
-    Args:
-        counts: number of values behind each sample mean (positive integers).
-        delta: the bound fails with probability at most ``delta``.
-
-    Returns:
-        The half-width (0.0 when every weight is zero).
+    """Hoeffding half-width of ``sum_s weights[s] * mean(sample_s)`` for independent samples in [0, 1]
+    (``counts[s]`` values behind each mean); 0.0 when every weight is zero.
 
     Raises:
         ValueError: lengths differ or are empty, a weight is not finite, a count is not positive,
@@ -94,8 +88,6 @@ def hoeffding_half_width_combination(
         TypeError: a count is not an integer.
 
     Example:
-        >>> round(hoeffding_half_width_combination([1.0], [100]), 4)
-        0.1358
         >>> round(hoeffding_half_width_combination([0.5, 0.5, -0.5, -0.5], [100, 100, 100, 100]), 4)
         0.1358
     """
@@ -116,31 +108,20 @@ def hoeffding_half_width_combination(
 def hoeffding_half_width(n: int, delta: float = 0.05) -> float:
     """Hoeffding half-width ``sqrt(log(2/delta) / (2 n))`` of a mean of ``n`` values in [0, 1].
 
-    Raises:
-        ValueError: ``n < 1`` or ``delta`` outside (0, 1); TypeError: ``n`` not an integer.
-
     Example:
-        >>> round(hoeffding_half_width(100), 4)
-        0.1358
-        >>> hoeffding_half_width(400) / hoeffding_half_width(100)
-        0.5
+        >>> round(hoeffding_half_width(100), 4), hoeffding_half_width(400) / hoeffding_half_width(100)
+        (0.1358, 0.5)
     """
     return hoeffding_half_width_combination([1.0], [_check_count("n", n)], delta)
 
 
 def hoeffding_half_width_difference(n1: int, n2: int, delta: float = 0.05) -> float:
-    """Hoeffding half-width ``sqrt(log(2/delta) / 2 * (1/n1 + 1/n2))`` of ``mean(A) - mean(B)``.
-
-    Tighter than a union bound over the two means.
-
-    Raises:
-        ValueError: a count not positive or ``delta`` outside (0, 1); TypeError: a count not an integer.
+    """Hoeffding half-width ``sqrt(log(2/delta) / 2 * (1/n1 + 1/n2))`` of ``mean(A) - mean(B)``, tighter
+    than a union bound over the two means.
 
     Example:
         >>> round(hoeffding_half_width_difference(100, 100), 4)
         0.1921
-        >>> hoeffding_half_width_difference(400, 400) / hoeffding_half_width_difference(100, 100)
-        0.5
     """
     return hoeffding_half_width_combination(
         [1.0, -1.0], [_check_count("n1", n1), _check_count("n2", n2)], delta
@@ -173,17 +154,10 @@ def percentile_bootstrap(
 
     Example:
         >>> import numpy as np
-        >>> ones = np.ones(20)
-        >>> percentile_bootstrap([ones], lambda a: a.mean(axis=-1))
-        (1.0, 1.0)
         >>> x = np.r_[np.zeros(50), np.ones(50)]
         >>> lo, hi = percentile_bootstrap([x], lambda a: a.mean(axis=-1), seed=1)
         >>> bool(0.3 < lo < 0.5 < hi < 0.7)
         True
-        >>> percentile_bootstrap([[0.5, float("nan")]], lambda a: a.mean(axis=-1), name="test_cis[k2]")
-        Traceback (most recent call last):
-        ...
-        ValueError: test_cis[k2]: `samples[0]` holds NaN at positions [1] (1 of 2 values); the bootstrap interval would be NaN
     """
     if isinstance(samples, np.ndarray) and samples.ndim == 1:
         raise ValueError(

@@ -74,29 +74,15 @@ def large_scale_prompts() -> list[str]:
 
 
 def prompt_words(prompt: str) -> list[str]:
-    """Split a prompt into the words whose influence is measured (on whitespace).
-
-    Raises:
-        ValueError: if ``prompt`` has no word.
-
-    Example:
-        >>> prompt_words("a respected doctor at the hospital")
-        ['a', 'respected', 'doctor', 'at', 'the', 'hospital']
-    """
+    """Split a prompt on whitespace into the words whose influence is measured (a ValueError if none)."""
     if not isinstance(prompt, str) or not prompt.split():
         raise ValueError(f"`prompt` must be a string with at least one word, but got {prompt!r}")
     return prompt.split()
 
 
 def transmute(words: Sequence[str], replacements: Mapping[int, str]) -> str:
-    """The prompt with the words at the given positions replaced, joined by single spaces.
-
-    Args:
-        words: the original prompt's words.
-        replacements: ``{position: new word}``.
-
-    Raises:
-        ValueError: if a position is outside ``range(len(words))``.
+    """The prompt with the words at the given positions replaced (``{position: new word}``), joined by
+    single spaces; a ValueError for a position outside ``range(len(words))``.
 
     Example:
         >>> transmute(prompt_words("a respected doctor at the hospital"), {2: "nurse"})
@@ -141,9 +127,6 @@ def required_sets(n_words: int, k: int) -> list[frozenset[int]]:
 
 def influence_weights(n_words: int, k: int, word: int) -> dict[frozenset[int], float]:
     """Coefficients ``w_T`` with ``I_k(word) = sum_T w_T p(T)`` (``+1/C`` with, ``-1/C`` without).
-
-    Raises:
-        ValueError: if ``word`` is outside ``range(n_words)`` or as :func:`required_sets`.
 
     Example:
         >>> influence_weights(3, 1, 2)
@@ -232,10 +215,8 @@ def _indicator_arrays(
 
 
 def group_probabilities(indicators: Mapping[frozenset[int], Sequence[float]]) -> dict[frozenset[int], float]:
-    """``p(T)`` for every set: the mean of its per-image group indicators (1 = image in group ``g``).
-
-    Raises:
-        ValueError: if a set has no image or a value is outside [0, 1].
+    """``p(T)`` for every set: the mean of its per-image group indicators (1 = image in group ``g``); a
+    ValueError for a set without images or a value outside [0, 1].
 
     Example:
         >>> group_probabilities({frozenset(): [0, 0, 1, 1], frozenset({0}): [1, 1, 1, 0]})
@@ -311,14 +292,8 @@ def influence_bootstrap_intervals(
 
 
 def representation_gap(p: float, n_groups: int) -> float:
-    """Distance of a prompt's group share from parity: ``|p(g) - 1/n_groups|``.
-
-    Raises:
-        ValueError: if ``p`` is outside [0, 1] or ``n_groups < 2``.
-
-    Example:
-        >>> round(representation_gap(0.16, 2), 2)
-        0.34
+    """Distance of a prompt's group share from parity, ``|p(g) - 1/n_groups|`` (a ValueError for ``p``
+    outside [0, 1] or ``n_groups < 2``).
     """
     if isinstance(n_groups, bool) or not isinstance(n_groups, (int, np.integer)) or n_groups < 2:
         raise ValueError(f"`n_groups` must be an integer >= 2, but got {n_groups!r}")
