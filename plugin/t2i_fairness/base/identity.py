@@ -202,10 +202,8 @@ class DigestIndex:
             return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
 
     def folder(self, folder: str | os.PathLike, files: Sequence[str | os.PathLike] | None = None) -> str:
-        """:meth:`files` over ``files`` (default: :func:`folder_files`) relative to ``folder``.
-
-        Raises:
-            FileNotFoundError: the folder does not exist or holds no file to digest.
+        """:meth:`files` over ``files`` (default: :func:`folder_files`) relative to ``folder``; a
+        FileNotFoundError when the folder does not exist or holds no file.
         """
         folder = Path(folder)
         if not folder.is_dir():
@@ -367,15 +365,7 @@ def using(index: DigestIndex) -> Iterator[DigestIndex]:
 
 
 def file_digest(path: str | os.PathLike) -> str:
-    """SHA-256 (64 hex digits) of a file, through the active index.
-
-    Example:
-        >>> import tempfile
-        >>> with tempfile.NamedTemporaryFile() as fh:
-        ...     _ = fh.write(b"abc"); fh.flush()
-        ...     file_digest(fh.name)[:12]
-        'ba7816bf8f01'
-    """
+    """SHA-256 (64 hex digits) of a file, through the active index."""
     return active_index().file(path)
 
 
@@ -474,10 +464,6 @@ def hub_commit(repo_id: str, revision: str | None = None, *, probe: str = "model
 
     Raises:
         ModelLoadError: the hub cannot say and the cache holds no snapshot of that revision.
-
-    Example:
-        >>> hub_commit("org/model", "0123456789abcdef0123456789abcdef01234567")
-        '0123456789abcdef0123456789abcdef01234567'
     """
     from t2i_fairness.errors import ModelLoadError
 
@@ -518,15 +504,12 @@ _SNAPSHOT = re.compile(r"(?:^|/)(models|datasets|spaces)--(.+?)/snapshots/([0-9a
 
 
 def hub_snapshot_identity(path: str | os.PathLike) -> str | None:
-    """``hub:<repo>@<commit 12>`` when ``path`` lies in a Hugging Face cache snapshot, else ``None``.
-
-    A snapshot's files are immutable on the hub, so its commit names them.
+    """``hub:<repo>@<commit 12>`` when ``path`` lies in a Hugging Face cache snapshot (immutable, so its
+    commit names it), else ``None``.
 
     Example:
         >>> hub_snapshot_identity("/h/hub/models--timm--vit_b/snapshots/" + "ab" * 20 + "/model.safetensors")
         'hub:timm/vit_b@abababababab'
-        >>> hub_snapshot_identity("/data/weights.pt") is None
-        True
     """
     m = _SNAPSHOT.search(Path(path).as_posix())
     if m is None:
@@ -554,13 +537,8 @@ def _version(dist: str) -> str | None:
 
 
 def library_versions(dists: Iterable[str] = LIBRARIES) -> dict[str, str | None]:
-    """Installed versions (``None``: not installed), read from package metadata without importing.
-
-    ``open_clip_torch`` is reported as ``open_clip``.
-
-    Example:
-        >>> sorted(library_versions(["torch", "no-such-dist-t2i"]).items())[0][0]
-        'no-such-dist-t2i'
+    """Installed versions (``None``: not installed), read from package metadata without importing
+    (``open_clip_torch`` reported as ``open_clip``).
     """
     return {("open_clip" if d == "open_clip_torch" else d): _version(d) for d in dists}
 
@@ -568,22 +546,13 @@ def library_versions(dists: Iterable[str] = LIBRARIES) -> dict[str, str | None]:
 def init_identity(*dists: str) -> str:
     """``init-`` and 8 hex digits naming the versions of the libraries that initialise random weights
     (a new version may make other weights, so cache keys say so).
-
-    Example:
-        >>> init_identity("torch", "diffusers") == init_identity("torch", "diffusers")
-        True
     """
     versions = library_versions(dists)
     return "init-" + hashlib.sha256(json.dumps(versions, sort_keys=True).encode()).hexdigest()[:8]
 
 
 def device_class(device: str) -> str:
-    """``cuda:1`` -> ``cuda``: the kind of device, which decides which kernels run.
-
-    Example:
-        >>> device_class("cuda:1"), device_class("cpu"), device_class("mps")
-        ('cuda', 'cpu', 'mps')
-    """
+    """``cuda:1`` -> ``cuda``: the kind of device, which decides which kernels run."""
     return str(device).split(":", 1)[0]
 
 

@@ -215,12 +215,6 @@ def refusal(need: MemoryNeed, free: Free, device: str, fits=None) -> str:
         = 4.0 GB, activations 0.20 GB at batch 8, 0.30 GB overhead) and 3.0 GB is free (RAM available). To fit:
         --t2i-precision bfloat16 (needs 2.4 GB), --t2i-device cuda (on a machine with a GPU), or a narrower -k
         (fewer families at once), or free memory on this machine
-        >>> "To fit: --t2i-batch-size 3 (needs 4.3 GB)" in refusal(need, Free(int(4.35 * GiB), "RAM available"), "cpu")
-        True
-        >>> import dataclasses
-        >>> held = dataclasses.replace(need, flags=("--t2i-fixed-n",))   # a scorer beside a sequential run's generator
-        >>> "To fit: --t2i-fixed-n (every image made first" in refusal(held, Free(3 * GiB, "RAM available"), "cuda")
-        True
     """
     fits = fits or (lambda n: n.total <= free.bytes)
     ways = []

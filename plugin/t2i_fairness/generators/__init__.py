@@ -87,10 +87,6 @@ def add_factory_paths(specs, directories) -> list[str]:
     The ``pytest`` script, unlike ``python -m pytest``, does not put the current directory on
     ``sys.path``; for runs with a ``python:`` spec the given folders (rootdir, invocation directory)
     are appended, after the installed packages. Returns the folders added.
-
-    Example:
-        >>> add_factory_paths(["tiny"], ["/nonexistent"])
-        []
     """
     if not any(str(s).startswith("python:") for s in specs if s):
         return []
@@ -140,11 +136,6 @@ def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
             object's default ``repr`` (new in every process).
 
     Example:
-        >>> class Gen:
-        ...     def fingerprint(self): return "my-model@1a2b3c4d"
-        >>> fp, notes = factory_fingerprint("python:m:make", Gen())
-        >>> fp, "is a method" in notes[0]
-        ('my-model@1a2b3c4d', True)
         >>> factory_fingerprint("python:m:make", type("G", (), {"fingerprint": "my-model"})())[1][0][:60]
         "--t2i-model 'python:m:make': its fingerprint 'my-model' name"
     """
@@ -389,17 +380,8 @@ def spec_kind(spec: str) -> SpecKind:
 
 
 def check_revision(spec: str, revision: str | None) -> None:
-    """The one check that ``--t2i-model-revision`` goes with a hub id.
-
-    Raises:
-        OptionError: a revision for a spec that is not a hub id (naming both options).
-
-    Example:
-        >>> check_revision("org/sd", "v2")
-        >>> check_revision("tiny", "v2")
-        Traceback (most recent call last):
-        ...
-        t2i_fairness.errors.OptionError: --t2i-model-revision: 'v2' applies to a hub id; --t2i-model 'tiny' is not one (a local folder is named by the digest of its files)
+    """The one check that ``--t2i-model-revision`` goes with a hub id: an OptionError naming both
+    options otherwise.
     """
     if revision is not None and not spec_kind(spec).hub:
         from t2i_fairness.errors import OptionError

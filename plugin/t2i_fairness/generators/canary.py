@@ -40,12 +40,7 @@ _KINDS: dict[str, "SliceKind"] = {}  # kind name -> SliceKind, filled as the fam
 
 
 def stable_int(*parts: object) -> int:
-    """A 64-bit integer from a SHA-256 of the parts (the seed of every random choice a canary makes).
-
-    Example:
-        >>> stable_int("shift", 1, "doctor") == stable_int("shift", 1, "doctor") != stable_int("shift", 1, "nurse")
-        True
-    """
+    """A 64-bit integer from a SHA-256 of the parts (the seed of every random choice a canary makes)."""
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big")
 
@@ -62,16 +57,7 @@ def split_gate(gate_id: str) -> tuple[str, list[str]]:
 
 
 def fraction(value, what: str, low_open: bool = False) -> float:
-    """A number in ``[0, 1]`` (``(0, 1]`` with ``low_open``), or a ValueError naming ``what``.
-
-    Example:
-        >>> fraction("0.5", "P")
-        0.5
-        >>> fraction(0, "STRENGTH", low_open=True)
-        Traceback (most recent call last):
-        ...
-        ValueError: STRENGTH must be in (0, 1], got 0
-    """
+    """A number in ``[0, 1]`` (``(0, 1]`` with ``low_open``), or a ValueError naming ``what``."""
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -124,20 +110,13 @@ class CanarySlice:
             >>> import t2i_fairness.canaries  # the registered families' slice kinds
             >>> [CanarySlice("component", "macaw").gate_role(g) for g in ("test_cis_component_rate_floor", "test_cis[k1]")]
             ['slice', 'other']
-            >>> CanarySlice("language", "hin_Deva").label, CanarySlice("nonsense", "x").gate_role("test_cis[k2]")
-            ('languages other than hin_Deva', 'other')
         """
         kind = _KINDS.get(self.kind)
         return kind.gate_role(self.value, gate_id) if kind is not None else "other"
 
 
 def check_call(name: str, prompts: Sequence[str], seeds: Sequence[int]) -> tuple[list[str], list[int]]:
-    """The call's prompts and seeds as lists; a ValueError naming the canary when their lengths differ.
-
-    Example:
-        >>> check_call("melt", ("a", "b"), (1, 2))
-        (['a', 'b'], [1, 2])
-    """
+    """The call's prompts and seeds as lists; a ValueError naming the canary when their lengths differ."""
     prompts, seeds = list(prompts), list(seeds)
     if len(prompts) != len(seeds):
         raise ValueError(f"canary {name}: got {len(prompts)} prompts but {len(seeds)} seeds")
@@ -267,16 +246,8 @@ class CanarySpec:
 
 
 def canary_table(families: Iterable[Any]) -> dict[str, CanaryInfo]:
-    """The canaries the families list on their records, by name, in registration order.
-
-    Raises:
-        ValueError: two families register the same canary name.
-
-    Example:
-        >>> from types import SimpleNamespace
-        >>> info = CanaryInfo("melt", "region", "a region", "none", "melts")
-        >>> list(canary_table([SimpleNamespace(name="a", canaries=(info,)), SimpleNamespace(name="b", canaries=())]))
-        ['melt']
+    """The canaries the families list on their records (``Family.canaries``), by name, in registration
+    order; a ValueError when two families register the same name.
     """
     table: dict[str, CanaryInfo] = {}
     owner: dict[str, str] = {}
@@ -349,20 +320,12 @@ def _parsed(spec: str | CanarySpec, canaries: Mapping[str, CanaryInfo] | None, o
 
 def make_canary(spec: str | CanarySpec, inner, *, canaries: Mapping[str, CanaryInfo] | None = None,
                 multilingual=None, option: str = "--t2i-canary") -> Canary:
-    """Wrap ``inner`` in the canary a ``NAME:SLICE[:PARAM]`` string (or :class:`CanarySpec`) names.
-
-    Args:
-        multilingual: the run's IndicTTI prompt set (``answer_language`` needs it).
+    """Wrap ``inner`` in the canary a ``NAME:SLICE[:PARAM]`` string (or :class:`CanarySpec`) names
+    (``multilingual``: the run's IndicTTI prompt set, which ``answer_language`` needs).
 
     Raises:
         ValueError: as :func:`parse_canary`, or a canary that cannot be built.
         TypeError: ``inner`` is not a generator.
-
-    Example:
-        >>> from t2i_fairness.canaries import CANARIES
-        >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> make_canary("drop_component:macaw", ProceduralGenerator(), canaries=CANARIES).slice
-        CanarySlice(kind='component', value='macaw')
     """
     parsed = _parsed(spec, canaries, option)
     info = parsed.info
@@ -391,14 +354,6 @@ def wrap_source(source, spec: str | CanarySpec, *, canaries: Mapping[str, Canary
     The fingerprint comes from the inner source's alone, so a warm cache never loads the model; the
     canary is built on first :meth:`~t2i_fairness.generators.GeneratorSource.get`. Errors in
     ``spec`` are raised here, before anything is generated.
-
-    Example:
-        >>> from t2i_fairness.canaries import CANARIES
-        >>> from t2i_fairness.generators import GenerationSettings, resolve_generator
-        >>> source = resolve_generator("procedural", GenerationSettings(), "cpu", lambda prompt, index: index)
-        >>> wrapped = wrap_source(source, parse_canary("drop_component:macaw", canaries=CANARIES))
-        >>> wrapped.fingerprint.endswith("+canary:drop_component:macaw::v1"), wrapped.loaded
-        (True, False)
     """
     parsed = _parsed(spec, canaries, option)
     fingerprint = make_canary(parsed, _FingerprintOnly(source.fingerprint), multilingual=multilingual,
@@ -416,16 +371,7 @@ def wrap_source(source, spec: str | CanarySpec, *, canaries: Mapping[str, Canary
 
 
 def slice_of(spec: str | CanarySpec, *, canaries: Mapping[str, CanaryInfo] | None = None) -> CanarySlice:
-    """The slice a canary string targets, without a generator (for summaries).
-
-    Raises:
-        ValueError: as :func:`parse_canary`.
-
-    Example:
-        >>> from t2i_fairness.canaries import CANARIES
-        >>> slice_of("collapse_region:Nigeria", canaries=CANARIES)
-        CanarySlice(kind='region', value='africa')
-    """
+    """The slice a canary string targets, without a generator (for summaries)."""
     parsed = _parsed(spec, canaries, "--t2i-canary")
     return CanarySlice(parsed.info.slice_kind, parsed.slice)
 
@@ -436,16 +382,7 @@ def catch_report(spec: str | CanarySpec, records, *, canaries: Mapping[str, Cana
 
     A gate caught it when its verdict is ``fail`` (or a blocking ``inconclusive``). The slice's
     gates should; other gates should not (a false alarm); ``aggregate`` gates are listed, not counted.
-
-    Args:
-        records: the run's gate records (objects or dicts with ``gate`` and ``status``).
-
-    Example:
-        >>> from t2i_fairness.canaries import CANARIES
-        >>> spec = parse_canary("drop_component:macaw", canaries=CANARIES)
-        >>> catch_report(spec, [{"gate": "test_cis_component_rate_floor", "status": "fail"},
-        ...                     {"gate": "test_cis[k1]", "status": "pass"}])[1]["slice_caught"]
-        1
+    ``records`` are objects or dicts with ``gate`` and ``status``.
     """
     parsed = _parsed(spec, canaries, "--t2i-canary")
     sl = slice_of(parsed)

@@ -175,22 +175,13 @@ def _cis_components(text: str) -> tuple[str, ...] | None:
 
 
 def read_prompt(text: str) -> PromptReading:
-    """Parse a prompt into the labels the procedural world draws from.
-
-    Raises:
-        TypeError: ``text`` is not a string.
+    """Parse a prompt into the labels the procedural world draws from (a TypeError for a non-string).
 
     Example:
         >>> read_prompt("cooking pot in Japan")
         PromptReading(family='dig_in', template='object_in_country', object='cooking_pot', region='east_asia', country='Japan', components=())
-        >>> r = read_prompt("African bag"); (r.template, r.object, r.region)
-        ('regional_adjective', 'bag', 'africa')
-        >>> read_prompt("a photo of a crab, a macaw, and an acoustic guitar.").components
-        ('crab', 'macaw', 'acoustic guitar')
         >>> read_prompt("a photo of a mortar and pestle and an Otterhound.").components
         ('mortar and pestle', 'Otterhound')
-        >>> read_prompt("a respected doctor at the hospital").family
-        'text'
     """
     if not isinstance(text, str):
         raise TypeError(f"prompt must be a string, got {type(text).__name__} {text!r}")

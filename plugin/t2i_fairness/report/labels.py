@@ -105,15 +105,10 @@ def gate_labels(name: str, params: dict[str, Any] | None = None, vocabulary: Voc
     parameter wins); ``vocabulary`` says which are regions, languages and templates.
 
     Example:
-        >>> v = Vocabulary.from_tokens([{"region": ["africa"], "template": ["object_in_region"]},
-        ...                             {"language": ["hin_Deva"]}])
+        >>> v = Vocabulary.from_tokens([{"region": ["africa"], "template": ["object_in_region"]}])
         >>> lab = gate_labels("test_region_coverage[synthetic-object_in_region-africa]", vocabulary=v)
         >>> lab.family, lab.template, lab.regions, lab.other
         ('region_coverage', 'object_in_region', ('africa',), ('synthetic',))
-        >>> gate_labels("test_clgc[hin_deva]", vocabulary=v).tags
-        ['language:hin_Deva']
-        >>> gate_labels("test_clgc[hin_deva]").family_title
-        'CLGC'
     """
     vocab = vocabulary or EMPTY
     function, pid = split_name(name)
