@@ -18,17 +18,7 @@ __all__ = ["ProvenanceSummary", "change_lines", "changes_html", "digest_line", "
 
 
 def provenance_changes(session: GateSession) -> tuple[int, list[tuple[str, str, str, int]]]:
-    """(gates with a change, [(field, old, new, gates with that change)]) over the run's gates.
-
-    Example:
-        >>> from pathlib import Path
-        >>> s = GateSession(Path("t.yaml"))
-        >>> for g in ("a", "b"):
-        ...     s.add(dict(gate=g, nodeid=g, value=1.0, n=1, direction="min", status="pass", bound=0.5, write=None,
-        ...                message="", provenance={}, provenance_changes={"torch": ["2.1", "2.2"]}))
-        >>> provenance_changes(s)
-        (2, [('torch', '2.1', '2.2', 2)])
-    """
+    """(gates with a change, [(field, old, new, gates with that change)]) over the run's gates."""
     counts: dict[tuple[str, str, str], int] = {}
     gates = 0
     for r in session.records:
@@ -142,13 +132,6 @@ def provenance_summary(session: GateSession) -> ProvenanceSummary | None:
 def change_lines(session: GateSession) -> list[str]:
     """The top of the terminal summary: settings changed since the bounds were set, identities since
     the last run; empty when nothing changed.
-
-    Example:
-        >>> from pathlib import Path
-        >>> s = GateSession(Path("t.yaml"))
-        >>> s.cache.identity.append("model /m: new weights sha256-b (the last run with this cache had sha256-a): ...")
-        >>> change_lines(s)[0][:30]
-        'model /m: new weights sha256-b'
     """
     out: list[str] = []
     summary = provenance_summary(session)
@@ -184,16 +167,7 @@ def _size(n: float) -> str:
 
 
 def changes_html(session: GateSession) -> str:
-    """The same as :func:`change_lines`, as a section for the top of the HTML report ("" when nothing changed).
-
-    Example:
-        >>> from pathlib import Path
-        >>> s = GateSession(Path("t.yaml")); changes_html(s)
-        ''
-        >>> s.cache.identity.append("scorer clip (paper): new weights x (the last run with this cache had y): ...")
-        >>> 'id="changes"' in changes_html(s)
-        True
-    """
+    """The same as :func:`change_lines`, as a section for the top of the HTML report ("" when nothing changed)."""
     summary = provenance_summary(session)
     items = []
     if summary is not None:

@@ -150,18 +150,7 @@ def _space(ev: GroupEvidence) -> str:
 
 def evidence_grids(ev: GroupEvidence, metric: str, limit: int = 8, thumb: int = 144) -> dict:
     """The grids of one group and ``evidence.json``, keyed by file name (the not-reached grid for
-    ``coverage`` only); ``limit`` generated pairs are shown.
-
-    Raises:
-        ValueError: a ``metric`` other than ``precision`` or ``coverage``.
-
-    Example:
-        >>> from PIL import Image
-        >>> img = lambda: Image.new("RGB", (8, 8))
-        >>> ev = GroupEvidence("africa", [GeneratedImage("bag in Africa", 1, img)], [RealImage("a.png", "bag", "africa", img),
-        ...                    RealImage("b.png", "bag", "africa", img)], np.array([[0.5]]), np.array([[0.0], [9.0]]), np.ones(2))
-        >>> sorted(evidence_grids(ev, "coverage", thumb=32))
-        ['evidence.json', 'evidence_generated_vs_nearest_real.png', 'evidence_real_not_reached.png']
+    ``coverage`` only); ``limit`` generated pairs are shown. A ValueError for another ``metric``.
     """
     from PIL import Image
 
@@ -212,15 +201,6 @@ def evidence_grids(ev: GroupEvidence, metric: str, limit: int = 8, thumb: int = 
 def evidence_summary(ev: GroupEvidence, metric: str, limit: int = 8) -> dict:
     """What the grids show, as data: the counts that make the gate's value and the images listed
     (``d_over_r`` None for an image without a feature).
-
-    Example:
-        >>> from PIL import Image
-        >>> img = lambda: Image.new("RGB", (8, 8))
-        >>> ev = GroupEvidence("africa", [GeneratedImage("bag in Africa", 1, img)], [RealImage("a.png", "bag", "africa", img)],
-        ...                    np.array([[2.0]]), np.array([[0.0]]), np.ones(1), space="BG-only ViT")
-        >>> s = evidence_summary(ev, "coverage")
-        >>> s["generated_inside"], s["real_reached"], s["real_not_reached"][0]["nearest_generated_d_over_r"]
-        (0, 0, 2.0)
     """
     score, cov, nearest = ev.precision_scores(), ev.coverage_scores(), ev.nearest_real()
     listed = []

@@ -26,12 +26,7 @@ ROLES = ("baseline", "candidate")
 
 @dataclass(frozen=True)
 class ImageRequest:
-    """``n`` images of ``prompt`` (image indices ``0 .. n-1``), as a study asks ``bench.images([prompt], n)``.
-
-    Example:
-        >>> ImageRequest("bag in Africa", 6).indices
-        range(0, 6)
-    """
+    """``n`` images of ``prompt`` (image indices ``0 .. n-1``), as a study asks ``bench.images([prompt], n)``."""
 
     prompt: str
     n: int
@@ -58,12 +53,7 @@ def requests_of(prompts: Sequence[str], n: int) -> tuple[ImageRequest, ...]:
 
 
 def requests_of_calls(calls: Iterable[tuple[Sequence[str], int]]) -> tuple[ImageRequest, ...]:
-    """The requests of several ``bench.images(texts, n)`` calls, given as ``(texts, n)`` pairs.
-
-    Example:
-        >>> [(r.prompt, r.n) for r in requests_of_calls([(["a", "b"], 2), (["c"], 1)])]
-        [('a', 2), ('b', 2), ('c', 1)]
-    """
+    """The requests of several ``bench.images(texts, n)`` calls, given as ``(texts, n)`` pairs."""
     return tuple(r for texts, n in calls for r in requests_of(list(texts), n))
 
 
@@ -138,12 +128,7 @@ class BatchJob:
 
 
 def unique_requests(requests: Iterable[ImageRequest]) -> list[ImageRequest]:
-    """Requests in first-asked order, each (prompt, n) once (asking again is a no-op for the factory).
-
-    Example:
-        >>> [(r.prompt, r.n) for r in unique_requests([ImageRequest("a", 2), ImageRequest("a", 2), ImageRequest("a", 4)])]
-        [('a', 2), ('a', 4)]
-    """
+    """Requests in first-asked order, each (prompt, n) once (asking again is a no-op for the factory)."""
     return list(dict.fromkeys(requests))
 
 
@@ -213,12 +198,7 @@ class Jobs(Sequence):
 
 
 def request_tops(requests: Iterable[ImageRequest]) -> dict[str, int]:
-    """Per prompt, the most images any request asks for (the images asked for are indices ``0 .. top-1``).
-
-    Example:
-        >>> request_tops([ImageRequest("a", 2), ImageRequest("b", 1), ImageRequest("a", 6)])
-        {'a': 6, 'b': 1}
-    """
+    """Per prompt, the most images any request asks for (the images asked for are indices ``0 .. top-1``)."""
     tops: dict[str, int] = {}
     for r in requests:
         tops[r.prompt] = max(tops.get(r.prompt, 0), r.n)
@@ -236,12 +216,9 @@ def batch_jobs(requests: Iterable[ImageRequest], factory, role: str = "candidate
 
     Example:
         >>> from types import SimpleNamespace
-        >>> factory = SimpleNamespace(batch_size=4)
-        >>> jobs = batch_jobs([ImageRequest("a", 6), ImageRequest("a", 8)], factory, cached=lambda p, n: ())
+        >>> jobs = batch_jobs([ImageRequest("a", 6), ImageRequest("a", 8)], SimpleNamespace(batch_size=4), cached=lambda p, n: ())
         >>> [(j.indices, j.write) for j in jobs]
         [((0, 1, 2, 3), (0, 1, 2, 3)), ((4, 5), (4, 5)), ((4, 5, 6, 7), (6, 7))]
-        >>> [(j.indices, j.write) for j in batch_jobs([ImageRequest("a", 6)], factory, cached=lambda p, n: (1, 4, 5))]
-        [((0, 1, 2, 3), (0, 2, 3))]
     """
     requests = list(requests)
     if cached is None:
@@ -326,13 +303,7 @@ def run_job(factory, job: BatchJob, wait: bool = True) -> int | None:
 
 
 def role_options(options: T2IOptions, role: str) -> T2IOptions:
-    """The options of a role under ``--t2i-baseline-model``: the baseline's model and seed, or the run's.
-
-    Example:
-        >>> o = T2IOptions(model="tiny", seed=3, baseline_model="org/sd", baseline_seed=None)
-        >>> role_options(o, "baseline").model, role_options(o, "baseline").seed, role_options(o, "candidate").model
-        ('org/sd', 3, 'tiny')
-    """
+    """The options of a role under ``--t2i-baseline-model``: the baseline's model and seed, or the run's."""
     if role != "baseline":
         return options
     seed = options.seed if options.baseline_seed is None else options.baseline_seed

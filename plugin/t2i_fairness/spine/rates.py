@@ -54,12 +54,7 @@ class Rate:
 
 
 def device_label(device: str) -> str:
-    """Where a rate was measured: ``cpu``, ``mps``, or ``cuda:<GPU name>`` (GPUs differ by model).
-
-    Example:
-        >>> device_label("cpu")
-        'cpu'
-    """
+    """Where a rate was measured: ``cpu``, ``mps``, or ``cuda:<GPU name>`` (GPUs differ by model)."""
     from t2i_fairness.base.identity import device_class, gpu_name
 
     kind = device_class(device)
@@ -68,12 +63,7 @@ def device_label(device: str) -> str:
 
 
 def rate_key(device: str, model: str, settings: Mapping[str, Any]) -> str:
-    """The cache key of a rate: device, model fingerprint and settings.
-
-    Example:
-        >>> rate_key("cpu", "m", {"steps": 2}) == rate_key("cpu", "m", {"steps": 2}) != rate_key("cpu", "m", {"steps": 3})
-        True
-    """
+    """The cache key of a rate: device, model fingerprint and settings."""
     return content_key(device=device, model=model, settings=dict(settings))
 
 
@@ -82,13 +72,7 @@ def _path(cache: Cache, key: str):
 
 
 def store_rate(cache: Cache, rate: Rate):
-    """Store a measured rate (replacing the last one for its device, model and settings); returns its path.
-
-    Example:
-        >>> import tempfile
-        >>> store_rate(Cache(tempfile.mkdtemp()), Rate(0.5, 8, "cpu", "m", {"steps": 2})).parent.parent.name
-        'rates'
-    """
+    """Store a measured rate (replacing the last one for its device, model and settings); returns its path."""
     path = _path(cache, rate_key(rate.device, rate.model, rate.settings))
     cache.write(path, json.dumps(dataclasses.asdict(rate), sort_keys=True, default=str).encode("utf-8"), checksum=True)
     return path
@@ -97,12 +81,6 @@ def store_rate(cache: Cache, rate: Rate):
 def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, Any]) -> Rate | None:
     """The last rate measured for exactly this device, model and settings, or ``None`` (also for a
     damaged entry, which is reported and removed).
-
-    Example:
-        >>> import tempfile
-        >>> cache = Cache(tempfile.mkdtemp()); _ = store_rate(cache, Rate(0.5, 8, "cpu", "m", {"steps": 2}))
-        >>> lookup_rate(cache, "cpu", "m", {"steps": 2}).images, lookup_rate(cache, "mps", "m", {"steps": 2})
-        (8, None)
     """
 
     def decode(data: bytes) -> Rate:
@@ -117,10 +95,6 @@ def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, An
 def estimate_hours(images: int, rate: "Rate | float") -> float:
     """Hours to generate ``images`` at ``rate`` (a :class:`Rate` or seconds per image); a ValueError
     for a negative count or a rate that is not positive and finite.
-
-    Example:
-        >>> estimate_hours(3600, 0.5), estimate_hours(0, 2.0)
-        (0.5, 0.0)
     """
     seconds = rate.seconds_per_image if isinstance(rate, Rate) else float(rate)
     if not (seconds > 0 and seconds != float("inf")):
@@ -149,13 +123,8 @@ class RunClock:
     measured its own.
 
     Example:
-        >>> clock = RunClock(1000, 2.0)
-        >>> clock.describe((0.0, 0))
+        >>> RunClock(1000, 2.0).describe((0.0, 0))
         'run: 0 of 1000 images made, about 33 min left at 2 s/image (stored rate)'
-        >>> clock.written += 100; clock.describe((300.0, 100))
-        'run: 100 of 1000 images made, about 45 min left at 3 s/image (this run)'
-        >>> RunClock(10, None).describe((0.0, 0))
-        'run: 0 of 10 images made, time left unknown until a batch is made'
     """
 
     def __init__(self, planned: int, rate: float | None):

@@ -34,10 +34,6 @@ class Resident:
         (True, False, 'enc:v1', 4, [])
         >>> len(r.encode_images([])), r.loaded, built  # a method: built again
         (4, True, [1])
-        >>> getattr(r, "kind", "none"), built  # an attribute the model lacks: no build either
-        ('none', [1])
-        >>> isinstance(r, Encoder), r.__class__.__name__
-        (True, 'Encoder')
     """
 
     def __init__(self, name: str, load: Callable[[], Any], model: Any):
