@@ -44,11 +44,8 @@ class DropComponent(Canary):
 
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> canary = DropComponent(ProceduralGenerator(), "macaw")
-        >>> canary.rewrite("A photo of a crab, a macaw, and a steel drum.")
+        >>> DropComponent(ProceduralGenerator(), "macaw").rewrite("A photo of a crab, a macaw, and a steel drum.")
         'A photo of a crab, and a steel drum.'
-        >>> canary.rewrite("a photo of a macaw.") is None
-        True
     """
 
     name = "drop_component"
@@ -98,11 +95,8 @@ def position_role(value: str, gate_id: str) -> str:
     position, and the gates over them, pool it; every other gate never sees a targeted image.
 
     Example:
-        >>> [position_role("last", g) for g in ("test_cis_order_invariance", "test_cis[k1]", "test_cis[k8]",
-        ...                                     "test_cis_component_rate_floor", "test_region_coverage[x]")]
-        ['slice', 'other', 'aggregate', 'aggregate', 'other']
-        >>> position_role("3", "test_cis[k2]"), position_role("3", "test_cis[k4]")
-        ('other', 'aggregate')
+        >>> [position_role("last", g) for g in ("test_cis_order_invariance", "test_cis[k1]", "test_cis[k8]")]
+        ['slice', 'other', 'aggregate']
     """
     name, params = split_gate(gate_id)
     if name == "test_cis_order_invariance":
@@ -120,15 +114,7 @@ _POSITION_HELP = "a position in the CIS prompts: first, last or a number from 1"
 
 
 def read_position(value: str) -> str:
-    """``first``, ``last`` or a positive number, normalised.
-
-    Raises:
-        ValueError: anything else.
-
-    Example:
-        >>> read_position("Last"), read_position(" 2 ")
-        ('last', '2')
-    """
+    """``first``, ``last`` or a positive number, normalised (a ValueError for anything else)."""
     text = value.strip().lower()
     if text in ("first", "last") or (text.isdigit() and int(text) >= 1):
         return text if not text.isdigit() else str(int(text))
@@ -152,11 +138,8 @@ class DropPosition(Canary):
 
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> canary = DropPosition(ProceduralGenerator(), "last", 1.0)
-        >>> canary.rewrite("A photo of a crab, a macaw, and a steel drum.")
+        >>> DropPosition(ProceduralGenerator(), "last", 1.0).rewrite("A photo of a crab, a macaw, and a steel drum.")
         'A photo of a crab, and a macaw.'
-        >>> canary._replacement("a photo of a crab, and a macaw.", 0), canary.targets("a photo of a crab.")
-        ('a photo of a crab.', False)
     """
 
     name = "drop_position"
@@ -195,12 +178,7 @@ class DropPosition(Canary):
 
 
 def read_share(param: str) -> dict:
-    """``P`` in ``(0, 1]`` as the keyword argument of :class:`DropPosition`.
-
-    Example:
-        >>> read_share("0.25")
-        {'p': 0.25}
-    """
+    """``P`` in ``(0, 1]`` as the keyword argument of :class:`DropPosition`."""
     return {"p": fraction(param, "P", low_open=True)}
 
 

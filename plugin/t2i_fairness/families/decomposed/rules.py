@@ -71,12 +71,7 @@ __all__ = [
 
 
 def has_features(features: Any) -> np.ndarray:
-    """bool (n,): rows that are features, not the NaN row of "no patch in this setup".
-
-    Example:
-        >>> has_features(np.array([[0.0, 1.0], [np.nan, np.nan]])).tolist()
-        [True, False]
-    """
+    """bool (n,): rows that are features, not the NaN row of "no patch in this setup"."""
     x = np.asarray(features, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(f"features must be 2-D (n_images, dim), got shape {x.shape}")
@@ -150,9 +145,6 @@ def select_real(objects: Sequence[str], has_object: Any, has_background: Any,
         >>> sel = select_real(["bag", "bag", "car", "car"], [True, False, True, True], [True, True, True, True], 0.1)
         >>> sel.keep.tolist(), sel.excluded_classes
         ([False, False, True, True], {'bag': 0.5})
-        >>> sel = select_real(["car"] * 3, [True] * 3, [True] * 3, bg_patches=[100, 24, 25], min_bg_patches=25)
-        >>> sel.keep.tolist(), sel.keep_bg.tolist()
-        ([True, True, True], [True, False, True])
     """
     objects = list(objects)
     has_object = np.asarray(has_object, dtype=bool)
@@ -206,8 +198,6 @@ def background_misses(has_object: Any, bg_patches: Any = None, min_bg_patches: i
     Example:
         >>> background_misses([True, True, False], [150, 10, 196], 25).tolist()
         [False, True, False]
-        >>> background_misses([True, True, False], unsegmented="miss").tolist()
-        [False, False, True]
     """
     if unsegmented not in UNSEGMENTED_CHOICES:
         raise ValueError(f"unsegmented must be one of {UNSEGMENTED_CHOICES}, got {unsegmented!r}")

@@ -67,14 +67,8 @@ def region_choices() -> str:
 
 
 def read_region(value: str) -> str:
-    """A region's slug from its slug, name, adjective or one of its countries.
-
-    Raises:
-        ValueError: an unknown region (the message lists the choices).
-
-    Example:
-        >>> read_region("Nigeria"), read_region("West Asian")
-        ('africa', 'west_asia')
+    """A region's slug from its slug, name, adjective or one of its countries (a ValueError listing the
+    choices for an unknown one).
     """
     from t2i_fairness.generators.procedural import find_region
 
@@ -118,12 +112,9 @@ class CollapseRegion(_RegionCanary):
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
         >>> gen = ProceduralGenerator()
-        >>> canary = CollapseRegion(gen, "African")
-        >>> a, b, c = canary.generate(["bag in Nigeria", "stove in Africa", "bag in Europe"], [1, 2, 3])
+        >>> a, b, c = CollapseRegion(gen, "African").generate(["bag in Nigeria", "stove in Africa", "bag in Europe"], [1, 2, 3])
         >>> a.tobytes() == b.tobytes(), c.tobytes() == gen.generate(["bag in Europe"], [3])[0].tobytes()
         (True, True)
-        >>> canary.slice, canary.fingerprint
-        (CanarySlice(kind='region', value='africa'), 'procedural:v1:world1:64x64:synthetic-v1+canary:collapse_region:africa::v1')
     """
 
     name = "collapse_region"

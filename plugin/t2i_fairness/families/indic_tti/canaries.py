@@ -40,14 +40,8 @@ LANGUAGE = SliceKind("language", language_role, "languages other than {value}")
 
 
 def read_language(value: str) -> str:
-    """A language code of the benchmark, any case, as the benchmark spells it (``hin_deva`` -> ``hin_Deva``).
-
-    Raises:
-        ValueError: an unknown code.
-
-    Example:
-        >>> read_language("hin_deva")
-        'hin_Deva'
+    """A language code of the benchmark, any case, as the benchmark spells it (``hin_deva`` ->
+    ``hin_Deva``); a ValueError for an unknown code.
     """
     from t2i_fairness.vocab.languages import get_language
 
@@ -68,11 +62,8 @@ class AnswerLanguage(Canary):
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
         >>> from t2i_fairness.vocab.multilingual import load_smoke_sample
-        >>> canary = AnswerLanguage(ProceduralGenerator(), "hin_deva", load_smoke_sample())
-        >>> canary.answer_for("a dog sitting on a wooden bench")
+        >>> AnswerLanguage(ProceduralGenerator(), "hin_deva", load_smoke_sample()).answer_for("a dog sitting on a wooden bench")
         'लकड़ी की बेंच पर बैठा एक कुत्ता'
-        >>> canary.answer_for("लकड़ी की बेंच पर बैठा एक कुत्ता") is None, canary.slice.label
-        (True, 'languages other than hin_Deva')
     """
 
     name = "answer_language"

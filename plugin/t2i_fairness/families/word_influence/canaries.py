@@ -59,12 +59,8 @@ class ShiftGroupShare(Canary):
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
         >>> canary = ShiftGroupShare(ProceduralGenerator(), "doctor", "female", 1.0)
-        >>> canary.targets("a respected Doctor at the hospital"), canary.targets("a respected doctoral student")
+        >>> canary.targets("a respected Doctor at the hospital"), canary.targets("the doctor's office")
         (True, False)
-        >>> canary.targets("the doctor's office")
-        False
-        >>> canary._replacement("a respected doctor at the hospital", 7)
-        'a photo of a female'
     """
 
     name = "shift_group_share"
@@ -99,10 +95,8 @@ class ShiftGroupShare(Canary):
 
 
 def read_group_share(param: str) -> dict:
-    """``GROUP=P``, ``GROUP`` or ``P`` as keyword arguments of :class:`ShiftGroupShare`.
-
-    Raises:
-        ValueError: a PARAM of another form, an empty GROUP, P outside ``[0, 1]``.
+    """``GROUP=P``, ``GROUP`` or ``P`` as keyword arguments of :class:`ShiftGroupShare` (a ValueError
+    for another form, an empty GROUP or P outside ``[0, 1]``).
 
     Example:
         >>> read_group_share("male=0.3"), read_group_share("0.7"), read_group_share("male")
