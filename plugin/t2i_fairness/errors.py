@@ -33,14 +33,7 @@ class T2IError(Exception):
 
 
 class ModelLoadError(T2IError, RuntimeError):
-    """A model could not be loaded; the message names it and says how to fix it.
-
-    Example:
-        >>> raise ModelLoadError("ViT vit_base_patch16_224: weights not in the Hugging Face cache; set HF_HOME")
-        Traceback (most recent call last):
-        ...
-        t2i_fairness.errors.ModelLoadError: ViT vit_base_patch16_224: weights not in the Hugging Face cache; set HF_HOME
-    """
+    """A model could not be loaded; the message names it and says how to fix it."""
 
 
 class NotEnoughMemoryError(ModelLoadError, MemoryError):

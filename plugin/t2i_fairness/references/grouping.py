@@ -144,8 +144,6 @@ def images_per_prompt_for(template: str, n: int, country_index: int = 0, countri
     (DIG In 3.3): image ``j`` goes to country ``j % countries``, so the region gets exactly ``n``.
 
     Example:
-        >>> images_per_prompt_for("object_in_region", 6), images_per_prompt_for("object_in_country", 6)
-        (6, 2)
         >>> [images_per_prompt_for("object_in_country", 4, i) for i in range(3)]
         [2, 1, 1]
     """
@@ -164,12 +162,8 @@ def group_prompts(prompts: Sequence[Prompt], template: str, region: str | None =
     Example:
         >>> from t2i_fairness.vocab.geode import GEODE_REGIONS
         >>> space = PromptSpace({"bag": "bag", "car": "car"}, GEODE_REGIONS[:2])
-        >>> [p.text for p in group_prompts(space.prompts("object_in_region"), "object_in_region", "africa")]
-        ['bag in Africa', 'car in Africa']
         >>> [p.text for p in group_prompts(space.prompts("object"), "object", "africa")]
         ['bag', 'car']
-        >>> [p.text for p in group_prompts(space.prompts("object"), "object", "africa", "car")]
-        ['car']
     """
     if template == "object":
         return [p for p in prompts if object is None or p.object == object]
@@ -209,10 +203,8 @@ def whole_batches(counts: Sequence[int], planned: Sequence[int], batch: int) -> 
     prompt's share of a look is seldom a multiple of the batch.
 
     Example:
-        >>> whole_batches([1, 1, 0], [6, 5, 5], 2), whole_batches([3, 3, 2], [6, 5, 5], 4)
-        ([2, 2, 0], [4, 4, 4])
-        >>> whole_batches([5, 5, 5], [6, 5, 5], 4)          # never beyond the plan
-        [6, 5, 5]
+        >>> whole_batches([3, 3, 2], [6, 5, 5], 4), whole_batches([5, 5, 5], [6, 5, 5], 4)
+        ([4, 4, 4], [6, 5, 5])
     """
     if batch < 1:
         raise ValueError(f"`batch` must be >= 1, but got {batch}")
@@ -287,15 +279,7 @@ def template_truncation(bench, template: str, space: PromptSpace | None = None, 
 
 
 def truncation_line(truncation) -> str:
-    """One report line: ``generator's tokenizer: 0/12 prompts truncated (tokenizer (CLIPTokenizer, 77))``.
-
-    Example:
-        >>> from t2i_fairness.metrics.truncation import Truncation, truncation_report
-        >>> truncation_line(truncation_report([9, 80], 77, encoder="tokenizer (CLIPTokenizer, 77)"))
-        "generator's tokenizer: 1/2 prompts truncated (tokenizer (CLIPTokenizer, 77)), up to 3 tokens lost"
-        >>> truncation_line(Truncation.not_counted("images:m.csv: the generator exposes no tokenizer"))
-        "generator's tokenizer: truncation not counted (images:m.csv: the generator exposes no tokenizer)"
-    """
+    """One report line: ``generator's tokenizer: 0/12 prompts truncated (tokenizer (CLIPTokenizer, 77))``."""
     if not truncation.counted:
         return f"generator's tokenizer: truncation not counted ({truncation.encoder})"
     lost = f", up to {truncation.max_lost} tokens lost" if truncation.truncated else ""
@@ -309,12 +293,8 @@ def prompt_calls(options, template: str, space: PromptSpace | None = None, regio
 
     Example:
         >>> from types import SimpleNamespace
-        >>> o = SimpleNamespace(objects=("bag",), images_per_prompt=6)
-        >>> prompt_calls(o, "object_in_country", region="africa")
+        >>> prompt_calls(SimpleNamespace(objects=("bag",), images_per_prompt=6), "object_in_country", region="africa")
         ((['bag in Nigeria', 'bag in South Africa', 'bag in Egypt'], 2),)
-        >>> prompt_calls(SimpleNamespace(objects=("bag",), images_per_prompt=2), "object_in_country", region="africa",
-        ...              look=(8, 2))     # a look of 2 of 8 at batch 2: whole batches of the countries' 3, 3, 2
-        ((['bag in Nigeria', 'bag in South Africa'], 2),)
     """
     prompts, counts = _slice(options, template, space, region, object)
     made = _made(options, template, space, region, object, counts, look)

@@ -131,36 +131,18 @@ def get_language(code: str) -> Language:
 
 
 def normalize_language(code: str) -> str:
-    """The canonical code (``hin_Deva``) of a code in any case.
-
-    Raises:
-        ValueError: unknown code (see :func:`get_language`).
-
-    Example:
-        >>> normalize_language("MNI_MTEI")
-        'mni_Mtei'
-    """
+    """The canonical code (``hin_Deva``) of a code in any case (a ValueError for an unknown code)."""
     return get_language(code).code
 
 
 def lang_slug(code: str) -> str:
-    """The id of a language in test names and threshold files: its code in lower case.
-
-    Raises:
-        ValueError: unknown code (see :func:`get_language`).
-
-    Example:
-        >>> lang_slug("hin_Deva")
-        'hin_deva'
-    """
+    """The id of a language in test names and threshold files: its code in lower case (``hin_deva``)."""
     return get_language(code).slug
 
 
 def resolve_languages(codes: Iterable[str] | None) -> list[Language]:
-    """Validate language codes (any case), keeping their order; ``None`` means all 31.
-
-    Raises:
-        ValueError: an unknown code or a language given twice.
+    """Validate language codes (any case), keeping their order; ``None`` means all 31 (a ValueError
+    for an unknown code or a language given twice).
 
     Example:
         >>> [lang.code for lang in resolve_languages(["eng_latn", "tam_Taml"])]

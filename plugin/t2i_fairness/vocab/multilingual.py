@@ -305,11 +305,8 @@ def load_prompts(path: str | Path) -> MultilingualPromptSet:
             mismatched ``english`` or reference image, no prompts).
 
     Example:
-        >>> prompts = load_prompts(SMOKE_SAMPLE)
-        >>> prompts.get("smoke-dog", "hin_deva").english
+        >>> load_prompts(SMOKE_SAMPLE).get("smoke-dog", "hin_deva").english
         'a dog sitting on a wooden bench'
-        >>> prompts.languages[:3], len(prompts.prompt_ids)
-        (('eng_Latn', 'ben_Beng', 'hin_Deva'), 4)
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -369,12 +366,5 @@ def load_smoke_sample() -> MultilingualPromptSet:
 
     Its translations are the project's own, NOT validated, with no reference images: for smoke tests,
     not for measuring a model.
-
-    Example:
-        >>> sample = load_smoke_sample()
-        >>> len(sample), sample.missing()
-        (24, [])
-        >>> sample.comments[0]
-        'SAMPLE for smoke tests only: translations written by the t2i-fairness project, NOT validated by native speakers.'
     """
     return load_prompts(SMOKE_SAMPLE)
