@@ -140,8 +140,7 @@ class Blip2Captioner:
 
     Example:
         >>> from PIL import Image
-        >>> cap = Blip2Captioner.from_profile("tiny")
-        >>> captions = cap.caption([Image.new("RGB", (40, 30), "red")])
+        >>> captions = Blip2Captioner.from_profile("tiny").caption([Image.new("RGB", (40, 30), "red")])
         >>> len(captions), isinstance(captions[0], str)
         (1, True)
     """

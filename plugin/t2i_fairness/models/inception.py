@@ -225,11 +225,8 @@ class InceptionFeatures:
 
     Example:
         >>> from PIL import Image
-        >>> enc = InceptionFeatures.from_profile("tiny")
-        >>> enc.encode_images([Image.new("RGB", (96, 64), "red")]).shape
+        >>> InceptionFeatures.from_profile("tiny").encode_images([Image.new("RGB", (96, 64), "red")]).shape
         (1, 2048)
-        >>> enc.class_probabilities([Image.new("RGB", (64, 64))]).shape
-        (1, 1000)
     """
 
     OPTIONS = ("weights", "allow_download", "image_size", "dtype", "seed", "batch_size")

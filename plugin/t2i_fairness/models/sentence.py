@@ -132,10 +132,7 @@ class SentenceEncoder:
     ``fingerprint`` names the model, weights, pooling and max length.
 
     Example:
-        >>> enc = SentenceEncoder.from_profile("tiny")
-        >>> enc.model_name
-        'all-MiniLM-L6-v2'
-        >>> enc.encode_texts(["a dog", "a cat"]).shape
+        >>> SentenceEncoder.from_profile("tiny").encode_texts(["a dog", "a cat"]).shape
         (2, 384)
     """
 
