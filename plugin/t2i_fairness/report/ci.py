@@ -26,12 +26,7 @@ __all__ = ["github_annotations", "junit_properties", "record_from_json", "record
            "run_json", "step_summary", "strict"]
 
 def relative(path: str | os.PathLike, root: str | os.PathLike | None) -> str:
-    """``path`` relative to ``root`` when it lies under it (POSIX separators), else as given.
-
-    Example:
-        >>> relative("/repo/thresholds/tiny.yaml", "/repo"), relative("/elsewhere/t.yaml", "/repo")
-        ('thresholds/tiny.yaml', '/elsewhere/t.yaml')
-    """
+    """``path`` relative to ``root`` when it lies under it (POSIX separators), else as given."""
     p = Path(path)
     if root is not None:
         try:
@@ -42,16 +37,14 @@ def relative(path: str | os.PathLike, root: str | os.PathLike | None) -> str:
 
 
 def junit_properties(record: Mapping[str, Any], thresholds: str | None = None) -> list[tuple[str, str]]:
-    """The JUnit properties of one gate: the record as JSON, then the flat fields CI dashboards chart.
-
-    Args:
-        thresholds: ``file:line`` of the gate's bound (or the file alone when it has no entry yet).
+    """The JUnit properties of one gate: the record as JSON, then the flat fields CI dashboards chart
+    (``thresholds``: ``file:line`` of the gate's bound, or the file alone).
 
     Example:
         >>> props = dict(junit_properties({"gate": "g", "value": 0.25, "bound": 0.5, "n": 12, "status": "fail",
         ...                                "direction": "min", "interval": [0.1, 0.4]}, "t.yaml:3"))
-        >>> props["value"], props["bound"], props["n"], props["verdict"], props["thresholds"]
-        ('0.25', '0.5', '12', 'fail', 't.yaml:3')
+        >>> props["value"], props["verdict"], props["thresholds"]
+        ('0.25', 'fail', 't.yaml:3')
     """
     flat = strict(record)
     props = [("t2i_gate", record_json(record))]
@@ -73,12 +66,6 @@ def junit_properties(record: Mapping[str, Any], thresholds: str | None = None) -
 def thresholds_ref(thresholds, gate: str, rootdir: str | os.PathLike | None = None) -> str:
     """``file:line`` of a gate's key in a :class:`~t2i_fairness.gating.thresholds.ThresholdFile`
     (the file alone when the gate has no entry yet), the file relative to ``rootdir``.
-
-    Example:
-        >>> from t2i_fairness.gating.thresholds import ThresholdFile
-        >>> t = ThresholdFile(Path("/repo/thresholds/t.yaml"), {}, lines={"g": 3})
-        >>> thresholds_ref(t, "g", "/repo"), thresholds_ref(t, "h", "/repo")
-        ('thresholds/t.yaml:3', 'thresholds/t.yaml')
     """
     path = relative(thresholds.path, rootdir)
     line = thresholds.lines.get(gate)

@@ -35,16 +35,7 @@ def junit_names(nodeid: str) -> tuple[str, str]:
 
 
 def run_properties(session, thresholds: str | None = None) -> list[tuple[str, str]]:
-    """The run's testsuite-level facts: verdict, interruption, stop, provenance, thresholds file.
-
-    Example:
-        >>> from pathlib import Path
-        >>> from t2i_fairness.gating.session import GateSession
-        >>> s = GateSession(Path("t.yaml")); s.outcome.interrupted = "KeyboardInterrupt (Ctrl-C or SIGINT)"
-        >>> s.outcome.add("t.py::test_a", "setup", "passed")
-        >>> dict(run_properties(s))["t2i_interrupted"]
-        'KeyboardInterrupt (Ctrl-C or SIGINT) during t.py::test_a'
-    """
+    """The run's testsuite-level facts: verdict, interruption, stop, provenance, thresholds file."""
     o = session.outcome
     records = [r for r in session.records if r.status != "baseline"]
     v = o.verdict(records)

@@ -19,14 +19,7 @@ def _get(r: Any, key: str) -> Any:
 
 
 def underpowered(records: Iterable[Any]) -> list[Any]:
-    """The records whose verdict is a pass or an inconclusive their test could hardly have failed.
-
-    Example:
-        >>> rs = [{"status": "pass", "power": {"underpowered": True}}, {"status": "pass", "power": {"underpowered": False}},
-        ...       {"status": "fail", "power": {"underpowered": True}}, {"status": "pass", "power": None}]
-        >>> len(underpowered(rs))
-        1
-    """
+    """The records whose verdict is a pass or an inconclusive their test could hardly have failed."""
     return [r for r in records if _get(r, "status") in ("pass", "inconclusive")
             and (_get(r, "power") or {}).get("underpowered")]
 
@@ -51,14 +44,7 @@ def verdict_suffix(record: Any) -> str:
 
 
 def power_lines(records: Iterable[Any], limit: int = 10) -> list[str]:
-    """The summary block: how many gates passed (or were inconclusive) underpowered, and the first ``limit``.
-
-    Example:
-        >>> r = {"gate": "g", "status": "pass", "power": {"effect": 0.1, "power": 0.03, "underpowered": True,
-        ...      "factor_for_80": 3.9, "level": 1e-4}}
-        >>> power_lines([r])[0].startswith("1 gate(s) underpowered")
-        True
-    """
+    """The summary block: how many gates passed (or were inconclusive) underpowered, and the first ``limit``."""
     weak = sorted(underpowered(records), key=lambda r: _get(r, "gate"))
     if not weak:
         return []
