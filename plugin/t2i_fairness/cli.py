@@ -34,13 +34,7 @@ def _options():
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``t2i-fairness`` argument parser (``plan`` and ``generate``), with every ``--t2i-*`` option of the plugin.
-
-    Example:
-        >>> ns = build_parser().parse_args(["generate", "--engine", "ray", "-k", "africa", "--t2i-objects", "bag"])
-        >>> ns.engine, ns.keyword, ns.t2i_objects, ns.stage
-        ('ray', 'africa', 'bag', 'images')
-    """
+    """The ``t2i-fairness`` argument parser (``plan`` and ``generate``), with every ``--t2i-*`` option of the plugin."""
     parser = argparse.ArgumentParser(prog="t2i-fairness", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -180,13 +174,7 @@ def _run(ns: argparse.Namespace, extra: Sequence[str]) -> int:
 
 
 def options_markdown() -> str:
-    """The generated options table of ``docs/options.md``: the core options, then each family's.
-
-    Example:
-        >>> text = options_markdown()
-        >>> "| `--t2i-cis-k LIST` | `1,2,4,8` |" in text and "### Components Inclusion Score" in text
-        True
-    """
+    """The generated options table of ``docs/options.md``: the core options, then each family's."""
     from t2i_fairness.families import FAMILIES
     from t2i_fairness.spine import options as spine_options
 

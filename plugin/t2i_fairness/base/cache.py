@@ -44,12 +44,7 @@ CHECKSUM_TAG = b"\nt2i-crc32:"  # a checksummed entry ends with this tag and 8 h
 
 
 def add_checksum(data: bytes) -> bytes:
-    """``data`` with a CRC-32 trailer, so flipped or lost bytes are detected when it is read back.
-
-    Example:
-        >>> strip_checksum(add_checksum(b"abc"))
-        b'abc'
-    """
+    """``data`` with a CRC-32 trailer, so flipped or lost bytes are detected when it is read back."""
     return data + CHECKSUM_TAG + f"{zlib.crc32(data) & 0xFFFFFFFF:08x}".encode("ascii")
 
 
@@ -57,15 +52,7 @@ def strip_checksum(data: bytes) -> bytes:
     """The payload of :func:`add_checksum`'s output.
 
     Raises:
-        CorruptEntry: no trailer (a truncated entry, or one written before entries carried checksums),
-            or a payload whose CRC-32 differs (flipped bytes).
-
-    Example:
-        >>> bad = bytearray(add_checksum(b"abcdef")); bad[2] ^= 1
-        >>> strip_checksum(bytes(bad))
-        Traceback (most recent call last):
-        ...
-        t2i_fairness.base.cache.CorruptEntry: checksum mismatch: CRC-32 of 6 bytes is f3325e8a, the entry says 4b8e39ef
+        CorruptEntry: no trailer (a truncated or pre-checksum entry), or a CRC-32 that differs.
     """
     n = len(CHECKSUM_TAG) + 8
     if len(data) < n or data[-n:-8] != CHECKSUM_TAG:
@@ -248,14 +235,8 @@ class Cache:
         return base / key[:2] / f"{key}{suffix}"
 
     def listed(self, kind: str, suffix: str = ".png", namespace: str = "") -> set[str]:
-        """The keys of the entries of ``kind`` this folder holds (file names without ``suffix``), listed
-        once; an empty set when there is no such folder. Looks only: creates nothing.
-
-        Example:
-            >>> import tempfile
-            >>> cache = Cache(tempfile.mkdtemp()); cache.write(cache.path("images", "ab12", ".png"), b"x")
-            >>> cache.listed("images"), Cache(tempfile.mkdtemp()).listed("images")
-            ({'ab12'}, set())
+        """The keys of the entries of ``kind`` this folder holds (file names without ``suffix``), listed once;
+        an empty set when there is no such folder. Creates nothing.
         """
         base = self.root / kind / namespace if namespace else self.root / kind
         out: set[str] = set()
@@ -290,10 +271,8 @@ class Cache:
         return True
 
     def read(self, path: Path, decode: Callable[[bytes], Any], checksum: bool = False) -> Any | None:
-        """The decoded entry, or ``None`` when it is missing; a corrupt entry is reported and removed.
-
-        With ``checksum`` the entry must end with :func:`add_checksum`'s trailer and match it (entries
-        written with ``write(..., checksum=True)``); flipped bytes make it corrupt, so it is made again.
+        """The decoded entry, or ``None`` when it is missing; a corrupt entry (with ``checksum``, one whose
+        CRC-32 trailer does not match) is reported and removed, so it is made again.
         """
         self.fetch(path)
         try:

@@ -90,12 +90,7 @@ class RunContext:
 
 
 def pins_workers(requested: str) -> bool:
-    """Whether xdist workers get one accelerator each: the request leaves the GPU to the suite.
-
-    Example:
-        >>> pins_workers("auto"), pins_workers("cuda"), pins_workers("cuda:1"), pins_workers("cpu")
-        (True, True, False, False)
-    """
+    """Whether xdist workers get one accelerator each (``auto`` and ``cuda``: the request leaves the GPU to the suite)."""
     return requested in ("auto", "cuda")
 
 

@@ -1,6 +1,5 @@
-"""The one atomic file write every part of the package uses (cache entries, thresholds, reports).
-
-Standard library only (and :mod:`t2i_fairness.errors`, itself plain), so the pure layers (:mod:`t2i_fairness.metrics`) may use it too.
+"""The one atomic file write every part of the package uses (cache entries, thresholds, reports);
+standard library only, so the pure layers may use it too.
 """
 
 from __future__ import annotations

@@ -131,11 +131,8 @@ class DigestIndex:
                     self.save()
 
     def file(self, path: str | os.PathLike) -> str:
-        """The SHA-256 (64 hex digits) of a file's bytes, read only when the index does not know it.
-
-        Raises:
-            FileNotFoundError: no such file.
-            IsADirectoryError: ``path`` is a folder (use :meth:`folder`).
+        """The SHA-256 of a file's bytes, read only when the index does not know it (FileNotFoundError,
+        IsADirectoryError for a folder: use :meth:`folder`).
         """
         with self._timed():
             name = os.path.abspath(os.fspath(path))
@@ -192,10 +189,7 @@ class DigestIndex:
             return entry.sha256
 
     def files(self, paths: Sequence[str | os.PathLike], root: str | os.PathLike) -> str:
-        """One SHA-256 over several files: each one's path relative to ``root`` and its digest.
-
-        Renaming a file, adding one or changing one's bytes changes it; their order does not.
-        """
+        """One SHA-256 over several files' paths relative to ``root`` and digests (order-independent)."""
         with self._timed():
             root = Path(root)
             lines = sorted(f"{Path(p).relative_to(root).as_posix()}\0{self.file(p)}\n" for p in paths)
@@ -294,12 +288,7 @@ class Remembered:
 
 
 def differing(old: str, new: str) -> tuple[str, str]:
-    """The parts of two ``:``/``@``-separated identities that differ (for short notes).
-
-    Example:
-        >>> differing("diffusers:ckpt@sha256-aaaa:1234", "diffusers:ckpt@sha256-bbbb:1234")
-        ('sha256-aaaa', 'sha256-bbbb')
-    """
+    """The parts of two ``:``/``@``-separated identities that differ (for short notes)."""
     a, b = re.split(r"([:@])", old), re.split(r"([:@])", new)
     start = 0
     while start < min(len(a), len(b)) and a[start] == b[start]:
@@ -352,10 +341,8 @@ def active_index() -> DigestIndex:
 
 @contextlib.contextmanager
 def using(index: DigestIndex) -> Iterator[DigestIndex]:
-    """Within the block, digests (of generators and scorers alike) use and feed ``index``.
-
-    Model adapters are built by code that knows nothing of the cache (``from_profile(profile,
-    device)``); the workbench wraps their construction in this block.
+    """Within the block, digests (of generators and scorers alike) use and feed ``index``; the workbench
+    wraps model construction in it.
     """
     _ACTIVE.append(index)
     try:

@@ -47,10 +47,8 @@ def parse_lock(lock: Path) -> list[dict]:
 
 
 def applicable(entries: list[dict], env: dict) -> dict[str, str]:
-    """name -> version of the entries whose marker holds in ``env`` (a packaging marker environment).
-
-    Raises:
-        ValueError: two different pins of one package apply to the same environment.
+    """name -> version of the entries whose marker holds in ``env``; a ValueError when two different
+    pins of one package apply.
     """
     chosen: dict[str, str] = {}
     for e in entries:
@@ -77,10 +75,7 @@ def installed_versions() -> dict[str, str]:
 
 def lock_drift(lock: Path, installed: dict[str, str] | None = None, env: dict | None = None) -> list[tuple[str, str, str]]:
     """``(package, installed, locked)`` for every package the lock pins for this Python that is installed
-    at another version (packages not installed, such as an extra's, are not listed).
-
-    Raises:
-        OSError, ValueError: as :func:`parse_lock`.
+    at another version (packages not installed are not listed).
 
     Example:
         >>> import tempfile

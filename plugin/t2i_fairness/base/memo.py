@@ -18,12 +18,7 @@ __all__ = ["Entries", "FileEntries", "Memo", "namespace_of", "no_progress"]
 
 
 def namespace_of(**identity: Any) -> str:
-    """The namespace folder of values that depend on ``identity`` (e.g. ``encoder=<fingerprint>``).
-
-    Example:
-        >>> namespace_of(encoder="CLIP:v1") == namespace_of(encoder="CLIP:v1") != namespace_of(encoder="CLIP:v2")
-        True
-    """
+    """The namespace folder of values that depend on ``identity`` (e.g. ``encoder=<fingerprint>``)."""
     return content_key(**identity)[:16]
 
 

@@ -28,12 +28,7 @@ BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 def fmt(n: float) -> str:
-    """Bytes in GB, one decimal (two below 1 GB).
-
-    Example:
-        >>> fmt(4.26 * GiB), fmt(0.25 * GiB)
-        ('4.3 GB', '0.25 GB')
-    """
+    """Bytes in GB, one decimal (two below 1 GB): ``4.3 GB``, ``0.25 GB``."""
     gb = n / GiB
     return f"{gb:.1f} GB" if gb >= 1 else f"{gb:.2f} GB"
 
@@ -127,12 +122,7 @@ def current_rss() -> int:
 
 
 def peak_rss() -> int:
-    """The most resident memory this process has held, in bytes (``ru_maxrss``: kB on Linux, bytes on macOS).
-
-    Example:
-        >>> peak_rss() > 0
-        True
-    """
+    """The most resident memory this process has held, in bytes."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
 

@@ -53,12 +53,7 @@ class Outcome:
 
 # ------------------------------------------------------------------------------------------ shared pieces
 def job_label(job: BatchJob) -> str:
-    """How a failing job names itself: role, prompt and image indices.
-
-    Example:
-        >>> job_label(BatchJob("bag in Africa", (0, 1, 2), (1, 2)))
-        "'bag in Africa' images 0..2 (candidate)"
-    """
+    """How a failing job names itself: role, prompt and image indices."""
     return f"{job.prompt!r} images {job.indices[0]}..{job.indices[-1]} ({job.role})"
 
 
@@ -373,10 +368,7 @@ def _ray_map(ray, rows: list[dict], worker, options: dict, workers: int | None, 
 def generate_ray(plan, address: str | None = None, workers: int | None = None, num_cpus: int | None = None,
                  progress: bool = True) -> Outcome:
     """Make the plan's missing images on Ray Data: one actor per GPU (or ``workers`` CPU actors), one
-    canonical batch per call; images written to the plan's cache by the actors.
-
-    Raises:
-        EngineUnavailable: Ray is not installed (the message says how to install it).
+    canonical batch per call (EngineUnavailable when Ray is not installed).
     """
     ray = init_ray(address, num_cpus)
     outcome = Outcome()
@@ -404,11 +396,8 @@ def generate_ray(plan, address: str | None = None, workers: int | None = None, n
 
 def features_ray(plan, address: str | None = None, workers: int | None = None, num_cpus: int | None = None,
                  progress: bool = True) -> Outcome:
-    """Compute the plan's study slices on Ray Data actors: the reference-side slices first (one pass),
-    then the rest, so no two actors encode the same reference set.
-
-    Raises:
-        EngineUnavailable: Ray is not installed.
+    """Compute the plan's study slices on Ray Data actors, reference-side slices first, so no two actors
+    encode the same reference set (EngineUnavailable when Ray is not installed).
     """
     ray = init_ray(address, num_cpus)
     outcome = Outcome()

@@ -76,12 +76,7 @@ def selection_of(items, options: T2IOptions, deselected: int = 0) -> Selection:
 
 
 def default_paths() -> list[str]:
-    """The suite, as ``pytest`` finds it: ``fairness_tests/`` in this folder, else the installed one.
-
-    Example:
-        >>> default_paths() in (["fairness_tests"], ["--pyargs", "t2i_fairness.fairness_tests"])
-        True
-    """
+    """The suite, as ``pytest`` finds it: ``fairness_tests/`` in this folder, else the installed one."""
     return ["fairness_tests"] if Path("fairness_tests").is_dir() else ["--pyargs", "t2i_fairness.fairness_tests"]
 
 

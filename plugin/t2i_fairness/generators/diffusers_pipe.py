@@ -138,10 +138,8 @@ def pipeline_modules(cfg: dict) -> tuple:
 
 
 def build_tiny_pipeline(config_name: str = "tiny-sd"):
-    """A real ``StableDiffusionPipeline`` built offline from a config of ``model_configs/`` with seeded
-    random weights: ``tiny-sd`` (diffusers' test sizes) or ``sd15-random`` (SD 1.5's own sizes).
-
-    The weights depend only on the config and its ``seed``, so every machine builds the same model.
+    """A real ``StableDiffusionPipeline`` built offline from a ``model_configs/`` config (``tiny-sd``,
+    ``sd15-random``) with weights seeded by the config alone: every machine builds the same model.
     """
     import diffusers
     from diffusers import StableDiffusionPipeline
@@ -166,11 +164,8 @@ def build_tiny_pipeline(config_name: str = "tiny-sd"):
 
 
 class DiffusersGenerator:
-    """Wraps a diffusers text-to-image pipeline behind the ``Generator`` protocol.
-
-    Each image gets its own seeded ``torch.Generator``, so an image depends on (prompt, seed,
-    settings) and not on which other images share its batch (up to float rounding in batched
-    kernels; the cache keys images one by one).
+    """Wraps a diffusers text-to-image pipeline behind the ``Generator`` protocol; each image gets its own
+    seeded ``torch.Generator``, so it depends on (prompt, seed, settings), not on its batch mates.
     """
 
     def __init__(self, pipe, name: str, settings: GenerationSettings, device: str = "cpu", num_threads: int | None = None,
@@ -344,10 +339,8 @@ class TokenCounter:
 
     @classmethod
     def from_pretrained(cls, model: str, max_sequence_length: int = T5_MAX_SEQUENCE_LENGTH) -> "TokenCounter":
-        """The tokenizers of a hub id or local diffusers folder, without loading the pipeline's weights.
-
-        Raises:
-            ModelLoadError: no ``model_index.json`` or a tokenizer that cannot be loaded (offline and not cached).
+        """The tokenizers of a hub id or local diffusers folder, without loading the pipeline's weights
+        (ModelLoadError when they cannot be loaded).
         """
         from transformers import AutoTokenizer
 

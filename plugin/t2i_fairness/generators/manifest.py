@@ -154,17 +154,7 @@ class ManifestGenerator:
     DECODE = "rgb8-v1"  # how a file becomes the cached image (to_rgb8); a change here re-reads every file
 
     def item_key(self, prompt: str, seed: int) -> str | None:
-        """The identity of the image listed for (prompt, seed): its file's digest; ``None`` if not listed.
-
-        Example:
-            >>> import tempfile, pathlib
-            >>> with tempfile.TemporaryDirectory() as d:
-            ...     Image.new("RGB", (4, 4), "red").save(f"{d}/a.png")
-            ...     _ = pathlib.Path(d, "manifest.csv").write_text("prompt,seed,path\\nbag,1,a.png\\n")
-            ...     gen = ManifestGenerator(d, lambda p, i: i)
-            ...     gen.item_key("bag", 1).startswith("images:file:sha256-"), gen.item_key("bag", 2)
-            (True, None)
-        """
+        """The identity of the image listed for (prompt, seed): its file's digest; ``None`` if not listed."""
         digest = self._digests.get((prompt, seed))
         return None if digest is None else f"images:file:sha256-{digest}:{self.DECODE}"
 

@@ -20,10 +20,8 @@ _COUNTERS: dict[str, tuple[object | None, str]] = {}
 
 
 def token_counter_for(source) -> tuple[object | None, str]:
-    """``(counter, why)`` for a :class:`~t2i_fairness.generators.GeneratorSource`: a
-    :class:`~t2i_fairness.generators.diffusers_pipe.TokenCounter` (or ``None`` and the reason).
-
-    Made once per generator fingerprint and process.
+    """``(counter, why)`` for a generator source: its :class:`~t2i_fairness.generators.diffusers_pipe.TokenCounter`
+    (or ``None`` and the reason), made once per fingerprint and process.
     """
     key = str(source.fingerprint)
     if key not in _COUNTERS:

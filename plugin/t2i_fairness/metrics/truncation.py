@@ -35,12 +35,7 @@ class Truncation:
 
     @classmethod
     def not_counted(cls, why: str, prompts: int = 0) -> "Truncation":
-        """A placeholder for a generator without a tokenizer (``images:``, a python factory, ...).
-
-        Example:
-            >>> Truncation.not_counted("images: pre-generated images", 4).cell()
-            'not counted'
-        """
+        """A placeholder for a generator without a tokenizer (``images:``, a python factory, ...)."""
         return cls(why, 0, prompts, counted=False)
 
     def cell(self) -> str:
@@ -101,16 +96,8 @@ def truncation_report(counts: Sequence[int], limit: int, texts: Sequence[str] | 
 
 
 def worst_truncation(reports: Mapping[str, Truncation] | Sequence[Truncation]) -> Truncation:
-    """One figure from several encoders of one generator (SDXL has two CLIP tokenizers): the encoder
-    that truncates the most prompts, then drops the most tokens.
-
-    Raises:
-        ValueError: no report.
-
-    Example:
-        >>> a, b = truncation_report([80, 10], 77, encoder="a"), truncation_report([90, 10], 77, encoder="b")
-        >>> worst_truncation([a, b]).encoder
-        'b'
+    """One figure from several encoders of one generator (SDXL has two): the encoder that truncates the
+    most prompts, then drops the most tokens (a ValueError when there is none).
     """
     items = list(reports.values()) if isinstance(reports, Mapping) else list(reports)
     if not items:

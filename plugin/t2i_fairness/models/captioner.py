@@ -168,11 +168,7 @@ class Blip2Captioner:
         return cls(_Blip2.load(profile, device, dict(options), "Blip2Captioner.from_profile", precision))
 
     def caption(self, images: Sequence[Any]) -> list[str]:
-        """One caption per image, in order; greedy decoding (no sampling, one beam).
-
-        Raises:
-            TypeError: ``images`` is not a sequence of PIL images.
-        """
+        """One caption per image, in order; greedy decoding (a TypeError unless PIL images)."""
         import torch
 
         b = self._blip2
@@ -218,12 +214,7 @@ class Blip2ImageFeatures:
     @classmethod
     def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
                      **options: Any) -> "Blip2ImageFeatures":
-        """Build f for a profile; ``precision`` and options as ``Blip2Captioner.from_profile``, plus ``pooling``.
-
-        Raises:
-            ValueError: unknown profile, option or pooling.
-            ModelLoadError: ``paper`` weights are not available offline.
-        """
+        """Build f for a profile; ``precision`` and options as ``Blip2Captioner.from_profile``, plus ``pooling``."""
         options = dict(options)
         pooling = options.pop("pooling", "vision")
         if pooling not in POOLINGS:
@@ -235,11 +226,7 @@ class Blip2ImageFeatures:
         return captioner.image_features(pooling)
 
     def encode_images(self, images: Sequence[Any]) -> np.ndarray:
-        """Float32 array (len(images), dim).
-
-        Raises:
-            TypeError: ``images`` is not a sequence of PIL images.
-        """
+        """Float32 array (len(images), dim) (a TypeError unless PIL images)."""
         import torch
 
         b = self._blip2

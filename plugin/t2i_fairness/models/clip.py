@@ -135,9 +135,6 @@ class ClipModel:
 def _checkpoint_identity(open_clip, name: str, pretrained: str) -> str:
     """The identity of the checkpoint open_clip loaded for ``pretrained``: a local file's digest, or the
     hub snapshot (or digest) of the file a pretrained tag resolves to.
-
-    Raises:
-        ModelLoadError: the tag's file cannot be found again (it was just loaded, so rarely).
     """
     from t2i_fairness.errors import ModelLoadError
     from t2i_fairness.base.hub import offline_unless_reachable

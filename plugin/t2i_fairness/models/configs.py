@@ -35,10 +35,8 @@ def _read(name: str) -> dict:
 
 
 def load_model_config(name: str) -> dict:
-    """The config ``name`` (``model_configs/<name>.json`` or one added), without its notes (``_`` keys).
-
-    Raises:
-        ValueError: no such config (the message lists the available ones).
+    """The config ``name`` (``model_configs/<name>.json`` or one added), without its ``_`` notes; a
+    ValueError listing the available ones for an unknown name.
 
     Example:
         >>> cfg = load_model_config("inception-tiny")
@@ -49,10 +47,5 @@ def load_model_config(name: str) -> dict:
 
 
 def profile_configs(kind: str, profiles) -> dict[str, dict]:
-    """``{profile: load_model_config(f"{kind}-{profile}")}`` for each profile.
-
-    Example:
-        >>> sorted(profile_configs("vit", ["tiny", "paper"]))
-        ['paper', 'tiny']
-    """
+    """``{profile: load_model_config(f"{kind}-{profile}")}`` for each profile."""
     return {profile: load_model_config(f"{kind}-{profile}") for profile in profiles}

@@ -48,13 +48,8 @@ def _split_punct(word: str) -> tuple[str, str, str]:
 
 def _filter_candidates(tokens: Sequence[str], original: str, special: set[str] | frozenset[str] = frozenset(),
                        stop: frozenset[str] = STOP_TOKENS) -> list[str]:
-    """Keep the tokens that can stand in for ``original`` as a whole word; order is preserved.
-
-    Args:
-        tokens: vocabulary entries, best first.
-        original: the replaced word (compared case-insensitively, surrounding punctuation ignored).
-        special: the tokenizer's special tokens.
-        stop: extra tokens never to propose.
+    """Keep the tokens (best first) that can stand in for ``original`` as a whole word, in order; the
+    original is compared case-insensitively, surrounding punctuation ignored.
     """
     orig = _split_punct(original)[1].lower()
     kept, seen = [], set()
@@ -72,9 +67,7 @@ class MaskedLMReplacer:
     """Whole-word replacements from a BERT masked LM, deterministic.
 
     Example:
-        >>> mlm = MaskedLMReplacer.from_profile("tiny")
-        >>> words = "a respected doctor at the hospital".split()
-        >>> out = mlm.replacements(words, 2, 3)
+        >>> out = MaskedLMReplacer.from_profile("tiny").replacements("a respected doctor at the hospital".split(), 2, 3)
         >>> len(out), "doctor" in out
         (3, False)
     """

@@ -70,11 +70,7 @@ def torch_dtype(precision: str) -> Any:
 
 def fingerprint_suffix(precision: str, sep: str = "/") -> str:
     """What a fingerprint that had no precision field gains: nothing for float32 (its old form), else
-    ``sep + precision``.
-
-    Example:
-        >>> fingerprint_suffix("float32"), fingerprint_suffix("bfloat16")
-        ('', '/bfloat16')
+    ``sep + precision`` (``/bfloat16``).
     """
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose from {list(PRECISIONS)}")

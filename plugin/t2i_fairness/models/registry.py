@@ -52,11 +52,7 @@ SCORERS: dict[str, ScorerKind] = {k.name: k for k in (
 
 
 def scorer_kind(name: str) -> ScorerKind:
-    """The registered kind ``name``.
-
-    Raises:
-        ValueError: no such kind (the message lists the registered ones).
-    """
+    """The registered kind ``name`` (a ValueError listing the registered ones otherwise)."""
     if name not in SCORERS:
         raise ValueError(f"unknown scorer {name!r}; registered: {', '.join(sorted(SCORERS))}")
     return SCORERS[name]

@@ -375,10 +375,8 @@ class FolderMasks:
         return self.folder / f"{key}{self.suffix}"
 
     def mask_for(self, key: str) -> np.ndarray:
-        """The stored mask of ``key``: bool (H, W); nonzero in any channel = object.
-
-        Raises:
-            FileNotFoundError: no ``<key><suffix>`` in the folder (the message names the file).
+        """The stored mask of ``key``: bool (H, W), nonzero in any channel = object (FileNotFoundError
+        naming the file when there is none).
         """
         path = self.path_for(key)
         if not path.is_file():

@@ -213,11 +213,7 @@ class SentenceEncoder:
                    device=device, batch_size=options.get("batch_size", 32), precision=precision)
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
-        """Float32 array (len(texts), dim) of unit-norm embeddings, row i for ``texts[i]``.
-
-        Raises:
-            TypeError: ``texts`` is a single string or holds non-strings.
-        """
+        """Float32 array (len(texts), dim) of unit-norm embeddings (a TypeError for a single string or non-strings)."""
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of strings, got a single str; wrap it in a list")
         texts = list(texts)

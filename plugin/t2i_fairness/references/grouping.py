@@ -1,9 +1,8 @@
 """DIG In's grouping of generated and real images (sections 4.2-4.3), without pytest or models.
 
-- Prompts come from the reference set's own vocabulary: GeoDE-labelled sets use GeoDE's objects,
-  regions and countries; DollarStreet sets their topics, regions and most represented countries.
-- ``{object} in {country}`` images merge into their region; ``{object}`` images are sampled so
-  each region's object mix matches its reference set.
+Prompts come from the reference set's own vocabulary (GeoDE's or DollarStreet's objects, regions
+and countries); ``{object} in {country}`` images merge into their region, and ``{object}`` images
+are sampled so each region's object mix matches its reference set.
 """
 
 from __future__ import annotations
@@ -31,10 +30,8 @@ class PromptSpace:
 
     @classmethod
     def from_reference(cls, reference, objects: Sequence[str] | None = None) -> "PromptSpace":
-        """The reference set's objects (optionally restricted) and regions; countries from its labels.
-
-        GeoDE regions keep DIG In's three countries; other regions take their three most represented
-        countries in the reference set (DIG In section 3.3).
+        """The reference set's objects (optionally restricted) and regions; each region's countries are
+        GeoDE's three, else its three most represented in the set (DIG In 3.3).
         """
         present = reference.objects
         chosen = [o for o in present if objects is None or o in objects or reference.kind == "dollarstreet"]
@@ -69,10 +66,8 @@ class PromptSpace:
 
 
 def sample_object_mix(by_object: Mapping[str, Sequence[T]], mix: Mapping[str, int], seed: int) -> list[T]:
-    """Sample ``{object}`` generations so their object proportions match ``mix`` (DIG In 4.2).
-
-    The most frequent object keeps all its generations; the others get ``round(n * share)``
-    without replacement, so proportions match as closely as the images allow.
+    """Sample ``{object}`` generations so their object proportions match ``mix`` (DIG In 4.2): the most
+    frequent object keeps all its generations, the others ``round(n * share)`` without replacement.
 
     Raises:
         ValueError: an object of the mix has no generations.

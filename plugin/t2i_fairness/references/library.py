@@ -152,10 +152,8 @@ def _decode_manifold(data: bytes) -> ReferenceManifold:
 
 
 def references_for(options) -> dict[str, ReferenceSet]:
-    """The run's reference sets (``--t2i-reference``, else the synthetic one), loaded once per process.
-
-    Raises:
-        OptionError: a set cannot be loaded (the message names the file and the culprit).
+    """The run's reference sets (``--t2i-reference``, else the synthetic one), loaded once per process;
+    an OptionError naming the file and the culprit when one cannot be loaded.
     """
     from t2i_fairness.errors import OptionError
 
@@ -167,9 +165,8 @@ def references_for(options) -> dict[str, ReferenceSet]:
 
 
 def reference_regions(options) -> list[str]:
-    """GeoDE's region slugs and those of the run's reference sets (the report's region labels).
-
-    A reference set that cannot be loaded adds nothing here: the gate tests' collection reports it.
+    """GeoDE's region slugs and those of the run's reference sets (the report's region labels); a set
+    that cannot be loaded adds nothing.
     """
     from t2i_fairness.vocab.geode import GEODE_REGIONS
 
@@ -182,11 +179,7 @@ def reference_regions(options) -> list[str]:
 
 
 class ReferenceLibrary:
-    """The session's reference sets and their features per encoder, shared by every study.
-
-    Args:
-        bench: the session's :class:`~t2i_fairness.spine.workbench.Workbench`.
-    """
+    """The session's reference sets and their features per encoder, shared by every study."""
 
     def __init__(self, bench):
         self.bench = bench

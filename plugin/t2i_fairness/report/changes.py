@@ -86,8 +86,6 @@ def provenance_summary(session: GateSession) -> ProvenanceSummary | None:
     Example:
         >>> from pathlib import Path
         >>> s = GateSession(Path("t.yaml"))
-        >>> provenance_summary(s) is None
-        True
         >>> s.add(dict(gate="g", nodeid="g", value=1.0, n=1, direction="min", status="pass", bound=0.5, write=None,
         ...            message="", provenance={}, provenance_changes={"torch": ["2.1", "2.2"]}, bound_provenance="ab12cd34"))
         >>> p = provenance_summary(s)
@@ -142,14 +140,7 @@ def change_lines(session: GateSession) -> list[str]:
 
 
 def digest_line(session: GateSession) -> str | None:
-    """``weights digests: 0.013 s, 31 files (2 read, 1.2 MB)``, or ``None`` when none was computed.
-
-    Example:
-        >>> from pathlib import Path
-        >>> s = GateSession(Path("t.yaml")); s.cache.digests.update(seconds=0.0132, files=31, read=2, bytes=1.2e6)
-        >>> digest_line(s)
-        'weights digests: 0.013 s, 31 files (2 read, 1.2 MB; the others remembered)'
-    """
+    """``weights digests: 0.013 s, 31 files (2 read, 1.2 MB; ...)``, or ``None`` when none was computed."""
     d = session.cache.digests
     if not d or not d.get("files"):
         return None

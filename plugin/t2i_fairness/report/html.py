@@ -146,9 +146,8 @@ def write_report(directory: Path, session: GateSession, artifacts_dir: Path, tit
 
 
 def write_run_report(options, session: GateSession) -> str:
-    """The plugin's call at session end: the report of this run in ``options.report``.
-
-    Returns what the terminal summary prints: the file written, or why it could not be.
+    """The plugin's call at session end: writes this run's report to ``options.report`` and returns what
+    the terminal summary prints (the file, or why it could not be written).
     """
     header, banners = header_for(options, session)
     try:

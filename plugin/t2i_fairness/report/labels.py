@@ -42,10 +42,8 @@ EMPTY = Vocabulary()
 
 @dataclass(frozen=True)
 class GateLabels:
-    """Labels of one test item.
-
-    ``family`` is the test function without ``test_`` (``region_precision``); ``params`` the
-    parameter id (``synthetic-object_in_region-africa``, empty when not parametrized).
+    """Labels of one test item: ``family`` is the test function without ``test_``, ``params`` its
+    parameter id (empty when not parametrized).
     """
 
     function: str
@@ -182,10 +180,10 @@ def allure_active(config) -> bool:
 
 
 def allure_label(node, options, vocabulary: Vocabulary | None = None, family: str | None = None) -> None:
-    """Labels of a gate test, at fixture setup: epic (the suite module's first docstring line), feature
-    (the paper family's title, ``family``: one feature per paper, not per test function), story (the
-    indicator: the test function), tags (regions, languages, template); the test's parameters unquoted,
-    and the run's settings as parameters (the model in the history id, the rest out of it)."""
+    """Allure labels of a gate test, at fixture setup: epic (the suite module's first docstring line),
+    feature (the family's title), story (the test function), tags (regions, languages, template), and
+    the run's settings as parameters (only the model in the history id).
+    """
     import allure
 
     params = getattr(getattr(node, "callspec", None), "params", {})
@@ -206,10 +204,9 @@ def allure_label(node, options, vocabulary: Vocabulary | None = None, family: st
 
 
 def allure_measurement(record: dict, vocabulary: Vocabulary | None = None) -> None:
-    """The gate's title (verdict, estimate, interval, bound) and its measurement as JSON; in the test call.
-    Under ``--t2i-sequential`` also the gate's sequential record as parameters (``sequential reason``,
-    ``sequential round`` r/R, ``sequential images`` n/N per prompt, ``sequential kind``; excluded from the
-    history id) and a ``sequential:<reason>`` tag."""
+    """The gate's Allure title (verdict, estimate, interval, bound) and its measurement as JSON; under
+    ``--t2i-sequential`` also its sequential record as parameters and a ``sequential:<reason>`` tag.
+    """
     import json
 
     import allure

@@ -25,12 +25,7 @@ def underpowered(records: Iterable[Any]) -> list[Any]:
 
 
 def power_cell(record: Any) -> str:
-    """The power column: ``3.1%`` against the kind's miss, ``-`` without one.
-
-    Example:
-        >>> power_cell({"power": {"power": 0.031}}), power_cell({"power": None})
-        ('3.1%', '-')
-    """
+    """The power column: ``3.1%`` against the kind's miss, ``-`` without one."""
     p = _get(record, "power")
     if not p:
         return "-"

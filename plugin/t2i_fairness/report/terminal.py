@@ -25,13 +25,7 @@ def _p(r) -> str:
 
 
 def regenerated_note(cache) -> str:
-    """Why ``generated`` can exceed the images that were missing: batches are made whole.
-
-    Example:
-        >>> from t2i_fairness.base.cache import CacheStats
-        >>> regenerated_note(CacheStats(generated=68, regenerated=32))
-        ' (32 of the generated were still cached: their canonical batch was made again whole, as a paid API bills it; the cached copies were kept)'
-    """
+    """Why ``generated`` can exceed the images that were missing: canonical batches are made whole."""
     r = getattr(cache, "regenerated", 0)
     if not r:
         return ""

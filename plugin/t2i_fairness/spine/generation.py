@@ -162,7 +162,7 @@ class ImageFactory:
         """``n`` images of each prompt (a list per prompt, in prompt order), generating the missing ones.
 
         Raises:
-            ValueError: ``n`` < 1, no prompts, or the generator cannot serve a prompt (e.g. a manifest lacks it).
+            ValueError: ``n`` < 1, no prompts, or a prompt the generator cannot serve (a manifest lacks it).
         """
         if n < 1:
             raise ValueError(f"images per prompt must be >= 1, got {n}")

@@ -59,13 +59,7 @@ def requests_of_calls(calls: Iterable[tuple[Sequence[str], int]]) -> tuple[Image
 
 @dataclass(frozen=True)
 class GateCall:
-    """A selected test as a plan sees it: its function name and pytest parameters (``callspec.params``).
-
-    Example:
-        >>> call = GateCall("test_region_coverage", {"reference": "synthetic", "template": "object", "region": "africa"})
-        >>> call.get("region"), call.get("object"), call.role
-        ('africa', None, 'candidate')
-    """
+    """A selected test as a plan sees it: its function name and pytest parameters (``callspec.params``)."""
 
     test: str
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -291,11 +285,8 @@ def cached_indices(factory):
 
 
 def run_job(factory, job: BatchJob, wait: bool = True) -> int | None:
-    """Generate one job's batch and write its images (those still missing); returns how many were written,
-    or ``None`` when ``wait`` is false and another process holds the batch's lock.
-
-    Raises:
-        ModelLoadError: the generator cannot be loaded; anything the generator raises.
+    """Generate one job's batch and write its still-missing images; returns how many were written, or
+    ``None`` when ``wait`` is false and another process holds the batch's lock.
     """
     refs = [factory.ref(job.prompt, i) for i in job.indices]
     only = [r for r in refs if r.index in set(job.write)]

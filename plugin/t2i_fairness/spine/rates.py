@@ -105,12 +105,7 @@ def estimate_hours(images: int, rate: "Rate | float") -> float:
 
 
 def duration(seconds: float) -> str:
-    """``1 h 05 min``, ``12 min``, ``40 s``: a duration for people.
-
-    Example:
-        >>> duration(3900), duration(720), duration(40.2), duration(2 * 86400 + 3600)
-        ('1 h 05 min', '12 min', '40 s', '49 h 00 min')
-    """
+    """``1 h 05 min``, ``12 min``, ``40 s``: a duration for people."""
     seconds = max(0.0, float(seconds))
     if seconds < 60:
         return f"{seconds:.0f} s"

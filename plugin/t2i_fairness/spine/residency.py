@@ -108,8 +108,6 @@ def still_needed(remaining: Iterable[GateUse]) -> dict[str, tuple[bool, frozense
         >>> needed = still_needed([GateUse("candidate", False, frozenset({"clip"})), GateUse("candidate", False, frozenset({"vit"}))])
         >>> needed["candidate"][0], sorted(needed["candidate"][1])
         (False, ['clip', 'vit'])
-        >>> still_needed([GateUse("candidate", True, frozenset()), GateUse("candidate", False, ALL)])
-        {'candidate': (True, None)}
     """
     out: dict[str, tuple[bool, frozenset[str] | None]] = {}
     for use in remaining:

@@ -1,6 +1,5 @@
-"""The session object tests ask for: one generator, one cache, scorer models loaded once.
-
-Plain Python (no pytest): fixtures hand it to tests; other tools can use it directly.
+"""The session object tests ask for: one generator, one cache, scorer models loaded once (plain
+Python: fixtures hand it to tests, other tools use it directly).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Prompt sets of DIG In and Decomposed-DIG: GeoDE's objects, regions, countries and templates.
-
-A :class:`Prompt` carries its labels (object, region, country) so every indicator can group the
-images of a prompt set without parsing text.
+"""Prompt sets of DIG In and Decomposed-DIG: GeoDE's objects, regions, countries and templates; a
+:class:`Prompt` carries its labels, so indicators group images without parsing text.
 """
 
 from __future__ import annotations

@@ -56,10 +56,7 @@ _LANG_ORDER = {lang.code: i for i, lang in enumerate(LANGUAGES)}
 
 
 class PromptFileError(ValueError):
-    """A problem in a prompt file, located by file, line and field.
-
-    The message reads ``<file>:<line>: field '<field>': <problem>``; the parts are also attributes.
-    """
+    """A problem in a prompt file: ``<file>:<line>: field '<field>': <problem>``, the parts also attributes."""
 
     def __init__(self, path: Path, line: int | None, field: str | None, problem: str):
         self.path = path
@@ -162,10 +159,8 @@ class MultilingualPromptSet:
     def subset(
         self, prompt_ids: Iterable[str] | None = None, languages: Iterable[str] | None = None
     ) -> "MultilingualPromptSet":
-        """The prompts of some ids and languages (``None`` keeps all), in this set's order.
-
-        Raises:
-            ValueError: an id or a language not in this set (the message lists those present).
+        """The prompts of some ids and languages (``None`` keeps all), in this set's order; a ValueError
+        listing those present for an id or language not in the set.
         """
         ids = set(self.prompt_ids)
         codes = set(self.languages)

@@ -13,12 +13,7 @@ __all__ = ["CANARIES", "COMPONENT", "POSITION", "DropComponent", "DropPosition"]
 
 
 def component_role(value: str, gate_id: str) -> str:
-    """The role of a gate for a component slice (see :meth:`~t2i_fairness.generators.canary.CanarySlice.gate_role`).
-
-    Example:
-        >>> [component_role("macaw", g) for g in ("test_cis_component_rate_floor", "test_cis[k1]", "test_cis[k8]")]
-        ['slice', 'other', 'aggregate']
-    """
+    """The role of a gate for a component slice (see :meth:`~t2i_fairness.generators.canary.CanarySlice.gate_role`)."""
     name, params = split_gate(gate_id)
     if name == "test_cis_component_rate_floor":
         return "slice"

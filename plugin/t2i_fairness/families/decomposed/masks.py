@@ -81,13 +81,7 @@ def generated_items(prompt_images: Sequence[Any], names: Callable[[str], str]) -
 
 
 def encode_mask(mask: np.ndarray) -> bytes:
-    """A bool (H, W) mask as bytes: magic, height and width, then the bits (``np.packbits``).
-
-    Example:
-        >>> m = np.eye(3, dtype=bool)
-        >>> bool((decode_mask(encode_mask(m)) == m).all())
-        True
-    """
+    """A bool (H, W) mask as bytes: magic, height and width, then the bits (``np.packbits``)."""
     m = np.asarray(mask, dtype=bool)
     if m.ndim != 2:
         raise ValueError(f"mask must be 2-D (height, width), got shape {m.shape}")
@@ -166,12 +160,7 @@ class MaskStore:
 
 
 class SetupEncoder:
-    """The feature-cache identity of one Decomposed-DIG setup: ViT + setup + segmenter.
-
-    Attributes:
-        fingerprint: ``<vit fingerprint>:<setup>:<segmenter fingerprint>``.
-        kind: ``MaskedViTFeatures/obj`` or ``.../bg``, how the cache statistics name these features.
-    """
+    """The feature-cache identity of one Decomposed-DIG setup: ``<vit>:<setup>:<segmenter>`` fingerprints."""
 
     def __init__(self, vit, setup: str, store: MaskStore):
         self.vit, self.setup, self.store = vit, setup, store
@@ -204,10 +193,8 @@ def decomposed_features(bench, vit, store: MaskStore, items: Sequence[MaskedImag
 
 
 def background_patch_counts(vit, store: MaskStore, items: Sequence[MaskedImage]) -> np.ndarray:
-    """int (n,): background patches of each item's ViT input, ``grid**2`` minus its object patches.
-
-    An image without an object mask has every patch as background. The counts come from the
-    cached masks (made first if missing) and the ViT's own patch rule (``vit.object_patches``).
+    """int (n,): background patches of each item's ViT input, from the cached masks (made if missing)
+    and the ViT's own patch rule; an image without an object mask is all background.
     """
     store.ensure(items, desc="segmenting")
     total = int(vit.grid) * int(vit.grid)

@@ -326,14 +326,13 @@ def _in(group: str | None) -> str:
 
 @dataclass(frozen=True)
 class Diagnostics:
-    """Indices into one region's real images (``real``) or its generated rows (``generated``).
+    """Indices into one region's real images or its generated rows, per failure mode of the paper.
 
     Attributes:
         low_diversity_backgrounds: real images covered in Obj-only but not in BG-only.
         low_diversity_objects: real images covered in BG-only but neither in Obj-only nor in Full-image.
         low_realism_backgrounds: generated images whose BG-only feature is in no real ball.
-        crowded_backgrounds: (real image, number of generated BG-only features in its ball), most first.
-        covered_full: per real image of ``low_diversity_backgrounds``, whether Full-image covers it too.
+        crowded_backgrounds: (real image, generated BG-only features in its ball), most first.
     """
 
     low_diversity_backgrounds: list[int]
@@ -388,12 +387,7 @@ def diagnose(member: Mapping[str, np.ndarray], present: Mapping[str, np.ndarray]
 
 
 def spread(values: Mapping[str, float]) -> float:
-    """Best minus worst value over regions (the paper's span of per-region values, Sec. 4.2).
-
-    Example:
-        >>> spread({"africa": 0.25, "europe": 0.5})
-        0.25
-    """
+    """Best minus worst value over regions (the paper's span of per-region values, Sec. 4.2)."""
     vals = [float(v) for v in values.values()]
     if not vals:
         raise ValueError("spread of no values: at least one region is needed")

@@ -19,10 +19,8 @@ __all__ = ["evidence", "group_evidence"]
 
 
 def group_evidence(study, reference: str, template: str, region: str, object: str | None = None) -> GroupEvidence:
-    """The images and distances of one group (``region``, or ``object`` in ``region``) of a DIG In study.
-
-    Everything comes from the session's cache (images, features, manifolds): nothing is generated or
-    encoded again for a group the gate already measured.
+    """The images and distances of one group (``region``, or ``object`` in ``region``) of a DIG In study,
+    all from the session's cache.
     """
     bench, o = study.bench, study.bench.options
     ref = study.reference_sets[reference]

@@ -1,8 +1,4 @@
-"""IndicTTI's canary: every language answered with one language's text (``answer_language``).
-
-The language slice of ``answer_language:L`` is every text of the run's prompt set in a language
-other than L whose prompt id has an L text (English included).
-"""
+"""IndicTTI's canary: every language answered with one language's text (``answer_language``)."""
 
 from __future__ import annotations
 
@@ -21,13 +17,7 @@ ENGLISH_RELATIVE = frozenset({"test_clgc_vs_english", "test_scal_with_english"})
 
 
 def language_role(value: str, gate_id: str) -> str:
-    """The role of a gate for ``answer_language:value`` (its slice: every other language).
-
-    Example:
-        >>> [language_role("hin_Deva", g) for g in ("test_clgc[tam_taml]", "test_clgc[hin_deva]",
-        ...                                          "test_scal_with_english[hin_deva]", "test_cis[k1]")]
-        ['slice', 'other', 'aggregate', 'other']
-    """
+    """The role of a gate for ``answer_language:value`` (its slice: every other language)."""
     name, params = split_gate(gate_id)
     if name not in LANGUAGE_GATES or not params:
         return "other"

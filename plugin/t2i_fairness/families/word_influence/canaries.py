@@ -1,9 +1,4 @@
-"""Word-level explanations' canary: prompts containing a word drift towards a group (``shift_group_share``).
-
-A word W holds the prompts one of whose words is W, case-insensitively; words are split on
-whitespace as :func:`~t2i_fairness.metrics.word_influence.prompt_words` splits them, so
-``doctor's`` and ``doctor,`` are other words than ``doctor``.
-"""
+"""Word-level explanations' canary: prompts containing a word drift towards a group (``shift_group_share``)."""
 
 from __future__ import annotations
 
@@ -15,13 +10,7 @@ __all__ = ["CANARIES", "WORD", "ShiftGroupShare"]
 
 
 def word_role(value: str, gate_id: str) -> str:
-    """The role of a gate for the word slice ``value``.
-
-    Example:
-        >>> [word_role("doctor", g) for g in ("test_word_influence[doctor-female]", "test_word_influence[nurse-female]",
-        ...                                   "test_representation[a_respected_doctor-female]", "test_cis[k1]")]
-        ['slice', 'aggregate', 'slice', 'other']
-    """
+    """The role of a gate for the word slice ``value``."""
     name, params = split_gate(gate_id)
     if name == "test_word_influence" and params:
         return "slice" if params[0] == value else "aggregate"
@@ -35,11 +24,7 @@ _SLICE_HELP = "one word of the word-level prompts, e.g. doctor"
 
 
 def read_word(value: str) -> str:
-    """One word (letters, digits, ' or -), as given.
-
-    Raises:
-        ValueError: more than one word.
-    """
+    """One word (letters, digits, ' or -), as given; a ValueError for more than one word."""
     if not WORD_RE.fullmatch(value):
         raise ValueError(f"SLICE {value!r} must be one word; {_SLICE_HELP}")
     return value
