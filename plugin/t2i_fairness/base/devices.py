@@ -45,10 +45,6 @@ def decide_device(requested: str = "auto", *, count: int | None = None) -> str:
     Example:
         >>> decide_device("auto", count=0), decide_device("auto", count=2), decide_device("cuda:1", count=2)
         ('cpu', 'cuda', 'cuda:1')
-        >>> decide_device("cuda:2", count=2)
-        Traceback (most recent call last):
-        ...
-        t2i_fairness.errors.OptionError: --t2i-device: 'cuda:2': this machine has 2 CUDA device(s) (cuda:0..cuda:1); use cpu or auto
     """
     from t2i_fairness.errors import OptionError
 

@@ -29,7 +29,8 @@ def current_umask() -> int:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, skip_if_same: bool = False, fsync: bool = True) -> Path:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one.
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one; returns the path
+    written (a symlink's target).
 
     A temporary file in the same folder, fsync'd, then ``os.replace``: a crash leaves at worst a
     stray ``.<name>.*.tmp``. The file keeps the replaced one's permissions (a new one gets ``0o666``
@@ -39,20 +40,9 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, skip_if_same: bo
         skip_if_same: leave the file alone when it already holds exactly ``data``.
         fsync: flush to disk before the rename (off only for throwaway files).
 
-    Returns:
-        The path actually written (a symlink's target).
-
     Raises:
         DiskFullError: no space left on the disk (naming the folder and its free space).
         OSError: the folder is not writable, or the target is a directory.
-
-    Example:
-        >>> import tempfile, pathlib
-        >>> with tempfile.TemporaryDirectory() as d:
-        ...     p = pathlib.Path(d) / "a" / "x.txt"
-        ...     _ = atomic_write_bytes(p, b"one"); _ = atomic_write_bytes(p, b"two")
-        ...     p.read_bytes(), oct(p.stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
-        (b'two', True)
     """
     target = Path(os.path.realpath(path))
     if skip_if_same:

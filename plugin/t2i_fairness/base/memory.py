@@ -233,13 +233,6 @@ def check_fits(need: MemoryNeed | None, device: str = "cpu", bounds: list[Free] 
 
     Raises:
         NotEnoughMemoryError: it does not fit (:func:`refusal`'s one line).
-
-    Example:
-        >>> check_fits(MemoryNeed("scorer x", parameters=1000), bounds=[Free(GiB, "RAM available")])
-        >>> check_fits(MemoryNeed("scorer x", parameters=10**9), bounds=[Free(GiB, "RAM available")])
-        Traceback (most recent call last):
-        ...
-        t2i_fairness.errors.NotEnoughMemoryError: not enough memory to load the scorer x on cpu: it needs 4.0 GB ...
     """
     if need is None:
         return

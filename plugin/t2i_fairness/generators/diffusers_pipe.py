@@ -34,13 +34,8 @@ def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, 
 
     Example:
         >>> s = GenerationSettings(steps=2, guidance=7.0, height=64, width=64)
-        >>> a = diffusers_fingerprint("ckpt", s, "cpu", "sha256-aaaa")
-        >>> a.startswith("diffusers:ckpt@sha256-aaaa:"), a == diffusers_fingerprint("ckpt", s, "cpu", "sha256-bbbb")
-        (True, False)
         >>> diffusers_fingerprint("ckpt", s, "cuda:0", "w") == diffusers_fingerprint("ckpt", s, "cuda:1", "w")
         True
-        >>> diffusers_fingerprint("ckpt", s, "cpu", "w", "bfloat16") == diffusers_fingerprint("ckpt", s, "cpu", "w")
-        False
     """
     from t2i_fairness.models.precision import resolve
     from t2i_fairness.base.identity import device_class
@@ -310,16 +305,10 @@ class TokenCounter:
     Pipelines truncate silently (CLIP at 77 tokens, SD3's T5 at 256); counting the full length with
     the same tokenizer tells which prompts lose tokens and how many.
 
-    Args:
-        tokenizers: attribute name -> (tokenizer, limit in tokens).
-
     Example:
         >>> from t2i_fairness.models.clip_tokenizer import offline_clip_tokenizer
-        >>> counter = TokenCounter({"tokenizer": (offline_clip_tokenizer(), 77)})
-        >>> counter.count(["a photo of a cat", " ".join(["बस"] * 60)])
+        >>> TokenCounter({"tokenizer": (offline_clip_tokenizer(), 77)}).count(["a photo of a cat", " ".join(["बस"] * 60)])
         {'tokenizer': [7, 182]}
-        >>> counter.report(["a photo of a cat", " ".join(["बस"] * 60)])["tokenizer"].max_lost
-        105
     """
 
     def __init__(self, tokenizers: dict):

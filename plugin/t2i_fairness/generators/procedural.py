@@ -246,18 +246,14 @@ class ProceduralGenerator:
             1 never reproduces a reference image.
         multilingual: a :class:`~t2i_fairness.vocab.multilingual.MultilingualPromptSet` whose
             non-English texts are "understood" with a per-language probability.
-        batch_size: the batch size the plugin uses for it (batching never changes an image).
 
     Raises:
         ValueError: a size below 8 pixels, a non-integer world, a batch size below 1.
 
     Example:
-        >>> gen = ProceduralGenerator()
-        >>> a, b = gen.generate(["bag in Africa", "bag in Africa"], [0, 1])
-        >>> a.size, a.tobytes() == gen.generate(["bag in Africa"], [0])[0].tobytes(), a.tobytes() == b.tobytes()
-        ((64, 64), True, False)
-        >>> gen.fingerprint
-        'procedural:v1:world1:64x64:synthetic-v1'
+        >>> a, b = ProceduralGenerator().generate(["bag in Africa", "bag in Africa"], [0, 1])
+        >>> a.size, a.tobytes() == b.tobytes()
+        ((64, 64), False)
     """
 
     def __init__(self, size: int | tuple[int, int] = 64, world: int = 1, multilingual=None, batch_size: int = 16):

@@ -223,10 +223,6 @@ def index_bootstrap(
         >>> lo, hi = index_bootstrap(lambda idx: x[idx].mean(), 100, seed=1)
         >>> bool(0.3 < lo < 0.5 < hi < 0.7)
         True
-        >>> index_bootstrap(lambda idx: float("nan"), 3, n_resamples=5, name="test_region_coverage[x]")
-        Traceback (most recent call last):
-        ...
-        ValueError: test_region_coverage[x]: `statistic` returned NaN on 5 of 5 bootstrap resamples (first: resample 0); the interval would be NaN: make the statistic defined on every resample or leave the interval out
     """
     if n_units < 1:
         raise ValueError(f"{_named(name)}n_units must be >= 1, got {n_units}")

@@ -7,10 +7,6 @@ context after checking what it needs (:func:`t2i_fairness.models.memory.scorer_n
 Example:
     >>> scorer_kind("vit").adapter
     't2i_fairness.models.vit:MaskedViTFeatures'
-    >>> scorer_kind("dino")
-    Traceback (most recent call last):
-    ...
-    ValueError: unknown scorer 'dino'; registered: captioner, clip, inception, masked_lm, segmenter, sentence, vit
 """
 
 from __future__ import annotations
