@@ -67,11 +67,8 @@ class DiskFullError(T2IError, OSError):
         errno_: ``errno.ENOSPC`` or ``errno.EDQUOT``.
 
     Example:
-        >>> e = DiskFullError("/c/images/ab/x.png", "/c", 0, "--t2i-cache-dir")
-        >>> str(e).split(";")[0]
+        >>> str(DiskFullError("/c/images/ab/x.png", "/c", 0, "--t2i-cache-dir")).split(";")[0]
         'No space left on the disk holding /c (--t2i-cache-dir) while writing images/ab/x.png (0 B free)'
-        >>> e.errno, isinstance(e, OSError)
-        (28, True)
     """
 
     def __init__(self, path, folder, free: int | None, what: str = "", errno_: int = 28):

@@ -55,12 +55,7 @@ def resolve(kind: str, device: str, requested: str | None = None) -> str:
 
 
 def torch_dtype(precision: str) -> Any:
-    """``"bfloat16"`` -> ``torch.bfloat16`` (a ValueError for anything not in :data:`PRECISIONS`).
-
-    Example:
-        >>> torch_dtype("float16")
-        torch.float16
-    """
+    """``"bfloat16"`` -> ``torch.bfloat16`` (a ValueError for anything not in :data:`PRECISIONS`)."""
     import torch
 
     if precision not in PRECISIONS:

@@ -478,17 +478,8 @@ def table1_lines(summaries: Mapping[str, Mapping], original: str, new: str | Non
 
 def mask_grid(rows: Sequence[tuple[str, Sequence[tuple[Any, Any, str]]]], tile: int = 96,
               colour: tuple[int, int, int] = (255, 0, 0)) -> bytes:
-    """A PNG of labelled rows of images, each with its object mask outlined in ``colour``.
-
-    Args:
-        rows: (row label, [(PIL image, bool mask or None, caption), ...]) per row.
-
-    Example:
-        >>> from PIL import Image
-        >>> m = np.zeros((8, 8), bool); m[2:6, 2:6] = True
-        >>> png = mask_grid([("africa", [(Image.new("RGB", (8, 8), "gray"), m, "bag")])], tile=32)
-        >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
-        True
+    """A PNG of labelled rows of images, each with its object mask outlined in ``colour``; ``rows`` are
+    (row label, [(PIL image, bool mask or None, caption), ...]).
     """
     from PIL import Image, ImageDraw
 
