@@ -1,16 +1,10 @@
 """Gate decisions: one-sided p-values, error control across gates, three verdicts, power, bounds.
 
-A gate holds a measured value against a bound: ``min`` (the value must be at least the bound)
-or ``max`` (at most). For every gate H0 is "the model meets the bound", tested at the boundary;
-a small p-value is evidence that the true value lies on the failing side. Everything here is
-pure arithmetic on numbers the caller measured:
-
-* p-values: :func:`p_value_normal`, :func:`p_value_interval`, :func:`p_value_bootstrap`;
-* error control across a run: :func:`adjust_p_values` (``holm``, ``bh``, ``none``), :func:`gate_level`;
-* verdicts: :func:`decide` (``pass``, ``fail``, ``inconclusive``), :func:`decide_test`;
-* power: :func:`minimum_detectable_effect`, :func:`power_at`, :func:`required_sample_size`;
-* bounds written from a measurement: :func:`bound_from_estimate`.
-
+A gate holds a measured value against a bound: ``min`` (at least the bound) or ``max`` (at most).
+H0 is "the model meets the bound", tested at the boundary, so a small p-value is evidence that
+the true value lies on the failing side. Pure arithmetic on numbers the caller measured: p-values,
+their adjustment across a run (:func:`adjust_p_values`), the verdict (:func:`decide`), power and
+sample sizes, and bounds written from a measurement (:func:`bound_from_estimate`).
 docs/decisions.md explains the verdicts, the adjustments and the limits of the power formulas.
 """
 

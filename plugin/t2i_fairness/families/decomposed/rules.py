@@ -1,15 +1,10 @@
 """Decomposed-DIG (Sureddy et al.): the bookkeeping around object / background precision and coverage.
 
-Pure functions on arrays; every rule of the paper that is not a feature extractor lives here
-(docs/fidelity.md compares them with the authors' fork):
-
-* setups ``obj``, ``bg`` and ``full`` (Sec. 3.2-3.3); a NaN feature row means "no patch for this setup";
-* real images whose segmentation fails leave every setup, and a class with over 100 failures per
-  1,020 images leaves the analysis (:func:`select_real`, :func:`exceeds_failure_limit`);
-* a generated image without a feature is a miss for precision and adds nothing to coverage
-  (:func:`background_misses`, :func:`score_setup`);
-* Table 1 (:func:`summarize`, :func:`table1_lines`) and the failure-mode diagnostics of Sec. 4.3
-  and App. D.3 (:func:`ball_membership`, :func:`diagnose`).
+Pure functions on arrays holding every rule of the paper that is not a feature extractor: the
+``obj``, ``bg`` and ``full`` setups (a NaN row: no patch for the setup), which real images and
+classes enter (:func:`select_real`), generated images without a feature as misses
+(:func:`score_setup`), Table 1 (:func:`table1_lines`) and the failure-mode diagnostics
+(:func:`diagnose`). docs/fidelity.md compares them with the authors' fork.
 """
 
 from __future__ import annotations
