@@ -7,20 +7,11 @@
                           [--address ADDR] [--workers N] [--num-cpus N] [--stage images|features]
     t2i-fairness options  [--markdown | --write FILE | --check FILE]
 
-Both take the ``--t2i-*`` options of the plugin (registered here from the same
-:class:`~t2i_fairness.spine.options.Option` records) and select tests exactly as ``pytest`` would
-with the same arguments (its own collection runs in this process; paths default to the suite:
-``fairness_tests/`` here, else the installed one; any other pytest argument is passed through).
-``plan`` prints, per family, the prompts and images the selected gates ask for and how many the
-cache holds. ``generate`` makes the missing ones, in the canonical batches of the pytest path (so
-the bytes are the same) into the same cache: ``--engine local`` in this process, ``--engine ray``
-on Ray Data (``--address auto`` for the cluster this machine is in, none for a local instance),
-one generator actor per GPU. A ``pytest`` run of the same selection then generates nothing.
-``--stage features`` also computes the selected gates' study slices (features, masks, captions,
-radii) so the gate run only reads. ``options`` prints every ``--t2i-*`` option with its default per
-preset and its meaning, from the same records (``--write docs/options.md``: ``make docs``).
-
-Exit status: 0 done, 1 some jobs failed (each named; finished images kept), 2 usage error.
+``plan`` and ``generate`` take the plugin's ``--t2i-*`` options and select tests as ``pytest``
+would. ``plan`` prints the prompts and images the selected gates ask for and how many are cached;
+``generate`` makes the missing ones in the pytest path's batches (same bytes, same cache), here
+or on Ray; ``--stage features`` also computes the study slices. ``options`` prints the options
+table. docs/distributed.md has the details. Exit status: 0 done, 1 some jobs failed, 2 usage error.
 """
 
 from __future__ import annotations
@@ -43,13 +34,7 @@ def _options():
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``t2i-fairness`` argument parser (``plan`` and ``generate``), with every ``--t2i-*`` option of the plugin.
-
-    Example:
-        >>> ns = build_parser().parse_args(["generate", "--engine", "ray", "-k", "africa", "--t2i-objects", "bag"])
-        >>> ns.engine, ns.keyword, ns.t2i_objects, ns.stage
-        ('ray', 'africa', 'bag', 'images')
-    """
+    """The ``t2i-fairness`` argument parser (``plan`` and ``generate``), with every ``--t2i-*`` option of the plugin."""
     parser = argparse.ArgumentParser(prog="t2i-fairness", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -111,10 +96,7 @@ def pytest_args(ns: argparse.Namespace, extra: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``t2i-fairness``; returns the exit status (0 done, 1 some jobs failed, 2 usage error).
-
-    Args:
-        argv: the arguments (default: ``sys.argv[1:]``).
+    """Run ``t2i-fairness`` on ``argv`` (default ``sys.argv[1:]``); returns the exit status.
 
     Raises:
         SystemExit: from argparse, for ``--help`` and malformed arguments (status 2).
@@ -192,13 +174,7 @@ def _run(ns: argparse.Namespace, extra: Sequence[str]) -> int:
 
 
 def options_markdown() -> str:
-    """The generated options table of ``docs/options.md``: the core options, then each family's.
-
-    Example:
-        >>> text = options_markdown()
-        >>> "| `--t2i-cis-k LIST` | `1,2,4,8` |" in text and "### Components Inclusion Score" in text
-        True
-    """
+    """The generated options table of ``docs/options.md``: the core options, then each family's."""
     from t2i_fairness.families import FAMILIES
     from t2i_fairness.spine import options as spine_options
 

@@ -1,20 +1,11 @@
 """Every error and warning class of the package, in one place.
 
-- :class:`ModelLoadError`: a model (generator or scorer) cannot be loaded. The plugin ends the
-  session with its message, which names the model and says how to fix it; every adapter raises
-  it (never a bare ``RuntimeError``) so that a missing checkpoint stops the run within seconds.
-- :class:`NotEnoughMemoryError`: a model would not fit in the memory free now (a :class:`ModelLoadError`,
-  raised before it is loaded): one line naming the model, its need, what is free and what to change.
-- :class:`OptionError`: a bad option value; the plugin turns it into ``pytest.UsageError`` and the
-  ``t2i-fairness`` command line into exit status 2. Its message starts with the option's name.
-- :class:`DiskFullError`: a write found no space left (or the quota spent); it names the folder, its
-  free space and what was kept. The plugin reports it in one line and stops the run.
-- :class:`GateFailed`, :class:`GateSkipped`: a gate's verdict, raised by the gating layer (which knows
-  nothing of pytest); the plugin turns them into pytest's failure and skip. Like pytest's own outcomes
-  they derive from ``BaseException``, so a test's ``except Exception`` cannot swallow a verdict.
-- Warnings a run can emit: :class:`T2IProvenanceWarning`, :class:`T2ISmallSampleWarning`,
-  :class:`IndicModelWarning`, :class:`T2IIdentityWarning`, :class:`T2ITruncationWarning`,
-  :class:`T2IInconclusiveWarning`.
+Adapters raise :class:`ModelLoadError` (never a bare ``RuntimeError``) so a missing checkpoint
+stops the run within seconds with a fix; :class:`OptionError` becomes ``pytest.UsageError`` (exit
+status 2 on the command line); :class:`DiskFullError` and :class:`NotEnoughMemoryError` end a run
+in one line. :class:`GateFailed` and :class:`GateSkipped` carry a verdict from the gating layer,
+which knows nothing of pytest; like pytest's outcomes they derive from ``BaseException``, so a
+test's ``except Exception`` cannot swallow them.
 """
 
 from __future__ import annotations
@@ -42,28 +33,17 @@ class T2IError(Exception):
 
 
 class ModelLoadError(T2IError, RuntimeError):
-    """A model could not be loaded; the message names it and says how to fix it.
-
-    Example:
-        >>> raise ModelLoadError("ViT vit_base_patch16_224: weights not in the Hugging Face cache; set HF_HOME")
-        Traceback (most recent call last):
-        ...
-        t2i_fairness.errors.ModelLoadError: ViT vit_base_patch16_224: weights not in the Hugging Face cache; set HF_HOME
-    """
+    """A model could not be loaded; the message names it and says how to fix it."""
 
 
 class NotEnoughMemoryError(ModelLoadError, MemoryError):
-    """A model would not fit in the memory free now; raised before it is loaded (no kernel kill, no partial
-    load). The message is one line: the model, its need, what is free (and which bound), what to change
-    (:func:`t2i_fairness.base.memory.refusal`)."""
+    """A model would not fit in the memory free now; raised before it is loaded, with one line saying
+    what to change (:func:`t2i_fairness.base.memory.refusal`).
+    """
 
 
 class OptionError(T2IError, ValueError):
-    """A command-line option has a bad value.
-
-    Args:
-        option: the flag, e.g. ``--t2i-objects``.
-        message: what is wrong and what is accepted.
+    """A command-line option has a bad value; the message starts with the option's name.
 
     Example:
         >>> str(OptionError("--t2i-seed", "must be an integer, got 'x'"))
@@ -78,24 +58,17 @@ class OptionError(T2IError, ValueError):
 
 class DiskFullError(T2IError, OSError):
     """No space left on the disk (or quota) while writing ``path``: one message naming the folder, its
-    free space and what was kept, instead of a traceback of ``OSError: [Errno 28]``.
-
-    Writes are atomic (:func:`t2i_fairness.base.files.atomic_write_bytes`), so every file written before
-    is whole and kept, and the file being written was not left half-written.
+    free space and what was kept (writes are atomic, so earlier files are whole).
 
     Args:
-        path: the file being written.
         folder: the folder to name (the cache folder when a cache entry was written).
         free: bytes free on its disk (``None`` when it cannot be read).
         what: how the user names the folder (``--t2i-cache-dir``), or "".
         errno_: ``errno.ENOSPC`` or ``errno.EDQUOT``.
 
     Example:
-        >>> e = DiskFullError("/c/images/ab/x.png", "/c", 0, "--t2i-cache-dir")
-        >>> str(e).split(";")[0]
+        >>> str(DiskFullError("/c/images/ab/x.png", "/c", 0, "--t2i-cache-dir")).split(";")[0]
         'No space left on the disk holding /c (--t2i-cache-dir) while writing images/ab/x.png (0 B free)'
-        >>> e.errno, isinstance(e, OSError)
-        (28, True)
     """
 
     def __init__(self, path, folder, free: int | None, what: str = "", errno_: int = 28):
@@ -147,8 +120,8 @@ class GateSkipped(GateOutcome):
 class T2IProvenanceWarning(UserWarning):
     """A gate's bound was set under other settings (model, scorers, sample sizes, versions, device).
 
-    Kept importable; a run no longer warns once per gate: it states what differs, for how many gates and
-    what it means once, at the top of the summary (and in the HTML report, JUnit, Allure and run.json)."""
+    Kept importable; a run states what differs once, at the top of the summary.
+    """
 
 
 class T2IInconclusiveWarning(UserWarning):

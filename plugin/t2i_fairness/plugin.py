@@ -1,10 +1,9 @@
 """The pytest plugin (entry point ``t2i_fairness``): options, one-line hooks, and the suite's fixtures.
 
-Every ``--t2i-*`` option is registered here (the core ones and each registered family's), so
-``pytest --help`` and ``-p no:t2i_fairness`` work everywhere. The fixtures live in
-``t2i_fairness.fixtures`` (the repository's top-level ``fixtures/``); the logic lives in plain
-modules: options in :mod:`~t2i_fairness.spine.options`, gating in :mod:`t2i_fairness.gating`,
-reports in :mod:`t2i_fairness.report`, each paper in :mod:`t2i_fairness.families`.
+Every ``--t2i-*`` option is registered here, so ``pytest --help`` and ``-p no:t2i_fairness``
+work everywhere; the fixtures live in ``t2i_fairness.fixtures`` and the logic in plain modules
+(:mod:`~t2i_fairness.spine.options`, :mod:`t2i_fairness.gating`, :mod:`t2i_fairness.report`,
+:mod:`t2i_fairness.families`).
 """
 
 from __future__ import annotations
@@ -50,11 +49,8 @@ AUTO_WORKERS = pytest.StashKey[str]()  # what ``-n auto`` decided, for the repor
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
-    """``-n auto`` gives one worker per accelerator (xdist's CPU count when there is none).
-
-    With one GPU that is one worker, and the header says why: workers sharing one GPU contend for
-    it (issue #23 measured ``-n 2`` at 81 s against 70 s for ``-n 0`` on one H100), and each
-    expensive thing is computed once whatever the sharding, so a second worker cannot make it faster.
+    """``-n auto`` gives one worker per accelerator (xdist's CPU count when there is none): workers
+    sharing a GPU contend for it (docs/performance.md), and the header says why.
     """
     from t2i_fairness.base.devices import accelerator_count
 
@@ -102,14 +98,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def defaults_root(config: pytest.Config) -> Path:
-    """Where the relative defaults live (``thresholds/<model>.yaml``, ``.t2i-cache``, ``t2i-artifacts``):
-    pytest's rootdir as its rules give it from the command line's test paths and ini file.
+    """Where the relative defaults live (``thresholds/<model>.yaml``, ``.t2i-cache``, ``t2i-artifacts``).
 
-    pytest picks its rootdir before this plugin's options are known, so in ``--t2i-cache-dir /x/.t2i-cache``
-    (a space, not ``=``) it takes ``/x/.t2i-cache`` for a test path, and a project at ``/x`` becomes the
-    rootdir. The rootdir is decided again here from the arguments as finally parsed (the value belongs to
-    its option), so which thresholds file a run reads never depends on how an option was spelled.
-    ``--rootdir`` decides, as for pytest."""
+    pytest's rootdir, decided again from the arguments as finally parsed: pytest picks it before this
+    plugin's options are known and may take an option's value (``--t2i-cache-dir /x/.t2i-cache``)
+    for a test path. ``--rootdir`` decides, as for pytest.
+    """
     if config.option.rootdir:
         return config.rootpath
     try:

@@ -1,10 +1,7 @@
 """The run's state shared by the plugin's hooks and the suite's fixtures: pytest stash keys and helpers.
 
-:mod:`t2i_fairness.plugin` (hooks, options) and ``t2i_fairness.fixtures`` (the fixtures gate tests
-use) both read the run's options, gate session, thresholds and baselines from the pytest config's
-stash under these keys; the keys live here, one floor below both, so the fixtures never import the
-plugin (the plugin loads them by name, ``pytest_plugins``). :mod:`t2i_fairness.plugin` re-exports
-every name.
+The keys live here, below both :mod:`t2i_fairness.plugin` and ``t2i_fairness.fixtures``, so the
+fixtures never import the plugin; the plugin re-exports every name.
 """
 
 from __future__ import annotations
@@ -32,10 +29,7 @@ ROLES = ("baseline", "candidate")
 
 
 def gate_id_of(name: str) -> str:
-    """The gate id of a test name: the baseline/candidate part of its parameters removed.
-
-    Args:
-        name: a test's name with its parameters, e.g. ``test_cis[candidate-k1]``.
+    """The gate id of a test name (``test_cis[candidate-k1]``): the baseline/candidate part removed.
 
     Example:
         >>> gate_id_of("test_cis[candidate-k1]"), gate_id_of("test_cis_order_invariance[baseline]")
@@ -51,9 +45,6 @@ def gate_id_of(name: str) -> str:
 def is_worker(config) -> bool:
     """Whether this process is a pytest-xdist worker (its config has ``workerinput``).
 
-    Args:
-        config: the pytest config.
-
     Example:
         >>> from types import SimpleNamespace
         >>> is_worker(SimpleNamespace(workerinput={"workerid": "gw0"})), is_worker(SimpleNamespace())
@@ -68,10 +59,8 @@ _RUNNING: list = []  # this process's pytest sessions (pytester nests them): the
 def fatal(message: str) -> None:
     """End the session with one clear message (a model that cannot be loaded, a bad device).
 
-    Under pytest-xdist a worker also sets ``session.shouldstop`` to the message and hands it to the
-    controller (``workeroutput["t2i_fatal"]``): xdist then stops the run with that reason instead of
-    reporting the worker as crashed (an INTERNALERROR), and the controller ends with the message and
-    exit code 4, as a run without xdist does.
+    An xdist worker hands the message to the controller, which ends with it and exit code 4 (as
+    without xdist) instead of reporting a crashed worker.
     """
     text = f"t2i-fairness: {message}"
     for session in _RUNNING[-1:]:
@@ -114,10 +103,9 @@ def _gate_use(item, benches: dict):
 
 
 def release_models(item, nextitem) -> None:
-    """After a test: release every model that no test still to run needs (the generator once the planned
-    images are made, a scorer after the last gate of the families that read it), so the run holds at most
-    what one step needs. Under pytest-xdist the tests still to run are taken as those after ``nextitem`` in
-    the collection (a worker's own are among them)."""
+    """After a test: release every model that no test still to run needs (under xdist, those after
+    ``nextitem`` in the collection), so the run holds at most what one step needs.
+    """
     from t2i_fairness.spine.residency import still_needed
 
     benches = item.config.stash.get(BENCHES, {})

@@ -1,14 +1,9 @@
 """A content-addressed, crash-safe cache for generated images, features and masks.
 
-- Keys are SHA-256 digests of everything that determines the content (see :func:`content_key`).
-- Writes are atomic: a temporary file in the same folder, then ``os.replace``; a reader never
-  sees half a file, and a run killed mid-write leaves only a stray ``*.tmp`` that is ignored.
-- A per-key file lock lets concurrent workers make each entry once.
-- An entry that cannot be read back (truncated, corrupt) is reported, removed and made again.
-  Images are PNGs (whose chunks carry CRCs, and whose end is checked); every other entry (masks,
-  captions, tables, manifolds, features kept one file per entry) carries a CRC-32 trailer
-  (:func:`add_checksum`), so flipped data bytes are detected too.
-- Per-batch lock files are removed by their last holder (:class:`EntryLock`).
+Keys are SHA-256 digests of everything that decides the content (:func:`content_key`). Writes
+are atomic (a temporary file, then ``os.replace``); per-key file locks let concurrent workers make
+each entry once; an entry that cannot be read back (a truncated PNG, a CRC-32 trailer that does
+not match) is reported, removed and made again. :class:`RemoteStore` adds a shared fsspec tier.
 """
 
 from __future__ import annotations
@@ -49,12 +44,7 @@ CHECKSUM_TAG = b"\nt2i-crc32:"  # a checksummed entry ends with this tag and 8 h
 
 
 def add_checksum(data: bytes) -> bytes:
-    """``data`` with a CRC-32 trailer, so flipped or lost bytes are detected when it is read back.
-
-    Example:
-        >>> strip_checksum(add_checksum(b"abc"))
-        b'abc'
-    """
+    """``data`` with a CRC-32 trailer, so flipped or lost bytes are detected when it is read back."""
     return data + CHECKSUM_TAG + f"{zlib.crc32(data) & 0xFFFFFFFF:08x}".encode("ascii")
 
 
@@ -62,15 +52,7 @@ def strip_checksum(data: bytes) -> bytes:
     """The payload of :func:`add_checksum`'s output.
 
     Raises:
-        CorruptEntry: no trailer (a truncated entry, or one written before entries carried checksums),
-            or a payload whose CRC-32 differs (flipped bytes).
-
-    Example:
-        >>> bad = bytearray(add_checksum(b"abcdef")); bad[2] ^= 1
-        >>> strip_checksum(bytes(bad))
-        Traceback (most recent call last):
-        ...
-        t2i_fairness.base.cache.CorruptEntry: checksum mismatch: CRC-32 of 6 bytes is f3325e8a, the entry says 4b8e39ef
+        CorruptEntry: no trailer (a truncated or pre-checksum entry), or a CRC-32 that differs.
     """
     n = len(CHECKSUM_TAG) + 8
     if len(data) < n or data[-n:-8] != CHECKSUM_TAG:
@@ -83,13 +65,11 @@ def strip_checksum(data: bytes) -> bytes:
 
 
 class EntryLock:
-    """A per-entry file lock whose file is removed by its last holder.
+    """A per-entry file lock whose file is removed by its last holder (else ``locks/`` grows forever).
 
-    The file is unlinked while the lock is still held, then released. A process that was waiting on
-    the old file then holds a lock on an unlinked file while a newcomer may lock a new one: both may
-    make the entry, which costs time but never correctness, because every writer re-checks the cache
-    under its lock and writes atomically identical bytes. Without the removal the ``locks/`` folder
-    grows by one file per batch ever generated.
+    A waiter may then lock an unlinked file while a newcomer locks a new one: both may make the
+    entry, which costs time, never correctness (writers re-check under the lock and write identical
+    bytes atomically).
     """
 
     def __init__(self, path: Path):
@@ -194,10 +174,8 @@ def is_url(location: str | os.PathLike) -> bool:
 class RemoteStore:
     """A shared second tier in any fsspec filesystem, so CI shards on several machines share one cache.
 
-    Entries are content-addressed and deterministic, so the same key always holds the same bytes:
-    a put is one whole object (object stores write objects atomically; on ``file://`` it is a
-    temporary name then a rename). There is no cross-machine lock: two machines may make the same
-    entry at once and both write identical content. Locks stay per machine, in the local tier.
+    Entries are content-addressed, so a key always holds the same bytes: a put is one whole object,
+    and no cross-machine lock is needed (two machines may write the same content).
     """
 
     def __init__(self, url: str):
@@ -232,11 +210,8 @@ class Cache:
 
     Args:
         root: the cache folder; created on first write.
-        remote: an fsspec URL of a shared store behind the local folder: a local miss is fetched
-            from it, and every write is also put there.
-
-    Raises:
-        OSError: the folder cannot be created or written (checked by :meth:`check_writable`).
+        remote: an fsspec URL of a shared store behind it: a local miss is fetched from it, and
+            every write is also put there.
     """
 
     def __init__(self, root: str | os.PathLike, remote: str | None = None):
@@ -260,14 +235,8 @@ class Cache:
         return base / key[:2] / f"{key}{suffix}"
 
     def listed(self, kind: str, suffix: str = ".png", namespace: str = "") -> set[str]:
-        """The keys of the entries of ``kind`` this folder holds (file names without ``suffix``), listed
-        once; an empty set when there is no such folder. Looks only: creates nothing.
-
-        Example:
-            >>> import tempfile
-            >>> cache = Cache(tempfile.mkdtemp()); cache.write(cache.path("images", "ab12", ".png"), b"x")
-            >>> cache.listed("images"), Cache(tempfile.mkdtemp()).listed("images")
-            ({'ab12'}, set())
+        """The keys of the entries of ``kind`` this folder holds (file names without ``suffix``), listed once;
+        an empty set when there is no such folder. Creates nothing.
         """
         base = self.root / kind / namespace if namespace else self.root / kind
         out: set[str] = set()
@@ -302,10 +271,8 @@ class Cache:
         return True
 
     def read(self, path: Path, decode: Callable[[bytes], Any], checksum: bool = False) -> Any | None:
-        """The decoded entry, or ``None`` when it is missing; a corrupt entry is reported and removed.
-
-        With ``checksum`` the entry must end with :func:`add_checksum`'s trailer and match it (entries
-        written with ``write(..., checksum=True)``); flipped bytes make it corrupt, so it is made again.
+        """The decoded entry, or ``None`` when it is missing; a corrupt entry (with ``checksum``, one whose
+        CRC-32 trailer does not match) is reported and removed, so it is made again.
         """
         self.fetch(path)
         try:

@@ -1,6 +1,5 @@
-"""The one atomic file write every part of the package uses (cache entries, thresholds, reports).
-
-Standard library only (and :mod:`t2i_fairness.errors`, itself plain), so the pure layers (:mod:`t2i_fairness.metrics`) may use it too.
+"""The one atomic file write every part of the package uses (cache entries, thresholds, reports);
+standard library only, so the pure layers may use it too.
 """
 
 from __future__ import annotations
@@ -30,36 +29,20 @@ def current_umask() -> int:
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes, *, skip_if_same: bool = False, fsync: bool = True) -> Path:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one.
+    """Write ``data`` to ``path`` so that readers see the old file or the whole new one; returns the path
+    written (a symlink's target).
 
-    - A temporary file in the same folder, flushed (and fsync'd), then ``os.replace``, then the
-      folder fsync'd: a crash leaves at worst a stray ``.<name>.*.tmp``, never a half-written ``path``.
-    - The new file keeps the replaced file's permission bits and (where allowed) its group; a new
-      file gets ``0o666`` less the umask, as ``open(path, "w")`` would (``mkstemp``'s private
-      ``0o600`` would make a cache shared by several users or runners unreadable to the others).
-    - A symbolic link is written through: its final target is replaced and the link stays a link.
+    A temporary file in the same folder, fsync'd, then ``os.replace``: a crash leaves at worst a
+    stray ``.<name>.*.tmp``. The file keeps the replaced one's permissions (a new one gets ``0o666``
+    less the umask, so a shared cache stays readable); a symlink is written through.
 
     Args:
-        path: the destination (or a symlink to it); missing parent folders are created.
-        data: the new content.
         skip_if_same: leave the file alone when it already holds exactly ``data``.
         fsync: flush to disk before the rename (off only for throwaway files).
 
-    Returns:
-        The path actually written (a symlink's target).
-
     Raises:
-        DiskFullError: no space left (or the quota spent) on the disk (``t2i_fairness.errors``; an OSError
-            naming the folder, its free space and that the file was not written, every other one kept).
+        DiskFullError: no space left on the disk (naming the folder and its free space).
         OSError: the folder is not writable, or the target is a directory.
-
-    Example:
-        >>> import tempfile, pathlib
-        >>> with tempfile.TemporaryDirectory() as d:
-        ...     p = pathlib.Path(d) / "a" / "x.txt"
-        ...     _ = atomic_write_bytes(p, b"one"); _ = atomic_write_bytes(p, b"two")
-        ...     p.read_bytes(), oct(p.stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
-        (b'two', True)
     """
     target = Path(os.path.realpath(path))
     if skip_if_same:

@@ -1,7 +1,4 @@
-"""Fail fast when model weights are not on disk and the hub cannot be reached.
-
-Without this, a missing checkpoint costs ~46 s of retries before an unhelpful error.
-"""
+"""Fail fast (not after ~46 s of retries) when model weights are not on disk and the hub cannot be reached."""
 
 from __future__ import annotations
 
@@ -36,10 +33,8 @@ def how_to_fix(model: str) -> str:
 
 
 class offline_unless_reachable:
-    """Within the block, the hub client works offline (local cache only) unless the hub answers.
-
-    huggingface_hub reads ``HF_HUB_OFFLINE`` at import; its ``constants`` module is what its
-    download functions consult at call time, so both are set for the block and restored after.
+    """Within the block, the hub client works offline (local cache only) unless the hub answers; both
+    ``HF_HUB_OFFLINE`` and huggingface_hub's ``constants`` are set, then restored.
     """
 
     def __enter__(self):

@@ -1,28 +1,12 @@
 """What made a number: digests of the weights, hub commits, library versions and the device.
 
-Every cache key names what decides its content. For a model that is its weights, and weights
-change in place: a nightly retrain writes the same folder, a hub id moves to a new commit, a
-manifest's images are replaced under the same names. This module turns each into an identity:
-
-- a **file or folder**: the SHA-256 of each file's bytes, streamed (never the whole file in memory).
-  Reading gigabytes on every run would cost more than the run, so each file's digest is
-  remembered in a small index (``<cache>/identity/digests.json``) under its path, size,
-  modification time, status-change time and inode. A file rewritten in place changes its
-  modification time; one copied in with its old times kept (``cp -p``, ``rsync -t``, a tar
-  extraction) still gets a new status-change time and usually a new inode, which no program can
-  set back. Anything that differs reads the file again.
-- a **hub id**: the commit of the snapshot, resolved before anything is loaded (one request to the
-  hub, or the local cache's ref offline) and then passed as the revision, so the weights loaded
-  are the snapshot named in the key. ``--t2i-model-revision`` pins one.
-- **random weights** built from a config and a seed (the tiny profiles): the config, the seed and
-  the versions of the libraries that initialise them (:func:`init_identity`).
-
-:func:`remember` keeps, per cache, the last identity of each model it saw, so a run can say why
-it generated everything anew ("new weights digest"), or that it went back to weights it has
-images for. The time spent computing digests is counted (:class:`DigestIndex` ``stats``) and the
-terminal summary prints it.
-
-Standard library only; :mod:`huggingface_hub` is imported only to resolve a hub commit.
+Every cache key names what decides its content, and weights change in place. This module turns
+each source into an identity: a file or folder by the SHA-256 of its files (remembered per path,
+size, times and inode, so a warm run only calls ``stat``), a hub id by the commit its revision
+points to (then loaded as that revision), random weights by their config, seed and the versions
+of the libraries that make them (:func:`init_identity`). :func:`remember` keeps the last identity
+of each model per cache, so a run can say why it generated everything anew. docs/identity.md
+explains the choices. Standard library only; :mod:`huggingface_hub` only to resolve a hub commit.
 """
 
 from __future__ import annotations
@@ -91,14 +75,11 @@ class DigestIndex:
     """SHA-256 digests of files, remembered per (path, size, mtime, ctime, inode) in ``folder``.
 
     Args:
-        folder: where ``digests.json`` and ``seen.json`` live (a cache's ``identity/``); ``None``
-            keeps everything in memory (nothing is remembered across processes).
-        read_only: read what ``folder`` remembers and write nothing there (planning creates nothing).
+        folder: where ``digests.json`` and ``seen.json`` live; ``None`` keeps everything in memory.
+        read_only: read what ``folder`` remembers and write nothing there.
 
     Attributes:
-        stats: ``seconds`` spent digesting, ``files`` digested, ``read`` (of them, read from disk
-            because the index did not know them), ``bytes`` read. A dict, so it can travel in
-            the cache statistics.
+        stats: ``seconds`` spent, ``files`` digested, ``read`` (of them, read from disk), ``bytes``.
 
     Example:
         >>> import tempfile
@@ -150,11 +131,8 @@ class DigestIndex:
                     self.save()
 
     def file(self, path: str | os.PathLike) -> str:
-        """The SHA-256 (64 hex digits) of a file's bytes, read only when the index does not know it.
-
-        Raises:
-            FileNotFoundError: no such file.
-            IsADirectoryError: ``path`` is a folder (use :meth:`folder`).
+        """The SHA-256 of a file's bytes, read only when the index does not know it (FileNotFoundError,
+        IsADirectoryError for a folder: use :meth:`folder`).
         """
         with self._timed():
             name = os.path.abspath(os.fspath(path))
@@ -211,20 +189,15 @@ class DigestIndex:
             return entry.sha256
 
     def files(self, paths: Sequence[str | os.PathLike], root: str | os.PathLike) -> str:
-        """One SHA-256 over several files: each one's path relative to ``root`` and its digest.
-
-        Renaming a file, adding one or changing one's bytes changes it; their order does not.
-        """
+        """One SHA-256 over several files' paths relative to ``root`` and digests (order-independent)."""
         with self._timed():
             root = Path(root)
             lines = sorted(f"{Path(p).relative_to(root).as_posix()}\0{self.file(p)}\n" for p in paths)
             return hashlib.sha256("".join(lines).encode("utf-8")).hexdigest()
 
     def folder(self, folder: str | os.PathLike, files: Sequence[str | os.PathLike] | None = None) -> str:
-        """:meth:`files` over ``files`` (default: :func:`folder_files`) relative to ``folder``.
-
-        Raises:
-            FileNotFoundError: the folder does not exist or holds no file to digest.
+        """:meth:`files` over ``files`` (default: :func:`folder_files`) relative to ``folder``; a
+        FileNotFoundError when the folder does not exist or holds no file.
         """
         folder = Path(folder)
         if not folder.is_dir():
@@ -298,7 +271,7 @@ class Remembered:
 
         Args:
             made_anew: what happens under an identity never seen ("its images are generated anew").
-            reused: what happens when going back to one seen before ("its cached images are used again").
+            reused: what happens when going back to one seen before.
             what: what the identity names ("weights", "images").
 
         Example:
@@ -315,12 +288,7 @@ class Remembered:
 
 
 def differing(old: str, new: str) -> tuple[str, str]:
-    """The parts of two ``:``/``@``-separated identities that differ (for short notes).
-
-    Example:
-        >>> differing("diffusers:ckpt@sha256-aaaa:1234", "diffusers:ckpt@sha256-bbbb:1234")
-        ('sha256-aaaa', 'sha256-bbbb')
-    """
+    """The parts of two ``:``/``@``-separated identities that differ (for short notes)."""
     a, b = re.split(r"([:@])", old), re.split(r"([:@])", new)
     start = 0
     while start < min(len(a), len(b)) and a[start] == b[start]:
@@ -373,10 +341,8 @@ def active_index() -> DigestIndex:
 
 @contextlib.contextmanager
 def using(index: DigestIndex) -> Iterator[DigestIndex]:
-    """Within the block, digests (of generators and scorers alike) use and feed ``index``.
-
-    Model adapters are built by code that knows nothing of the cache (``from_profile(profile,
-    device)``); the workbench wraps their construction in this block.
+    """Within the block, digests (of generators and scorers alike) use and feed ``index``; the workbench
+    wraps model construction in it.
     """
     _ACTIVE.append(index)
     try:
@@ -386,23 +352,13 @@ def using(index: DigestIndex) -> Iterator[DigestIndex]:
 
 
 def file_digest(path: str | os.PathLike) -> str:
-    """SHA-256 (64 hex digits) of a file, through the active index.
-
-    Example:
-        >>> import tempfile
-        >>> with tempfile.NamedTemporaryFile() as fh:
-        ...     _ = fh.write(b"abc"); fh.flush()
-        ...     file_digest(fh.name)[:12]
-        'ba7816bf8f01'
-    """
+    """SHA-256 (64 hex digits) of a file, through the active index."""
     return active_index().file(path)
 
 
 def folder_files(folder: str | os.PathLike) -> list[Path]:
-    """Every file under ``folder`` that can decide a model's outputs, sorted.
-
-    Left out: hidden files and folders (``.git``, the hub's ``.cache``), ``__pycache__``, model
-    cards and licences (``*.md``, ``LICENSE``), lock files and notebooks.
+    """Every file under ``folder`` that can decide a model's outputs, sorted (hidden files,
+    ``__pycache__``, model cards, licences, lock files and notebooks left out).
 
     Example:
         >>> import tempfile
@@ -424,12 +380,8 @@ def folder_files(folder: str | os.PathLike) -> list[Path]:
 
 
 def diffusers_folder_files(folder: str | os.PathLike) -> list[Path]:
-    """The files of a diffusers folder that decide its pixels.
-
-    ``model_index.json``, the pipeline code a custom pipeline keeps beside it (``*.py``), and every
-    file (:func:`folder_files`) of each component folder it names (weights of every variant,
-    configs, scheduler, tokenizer). A single-file checkpoint at the top (``*.ckpt``) is not read
-    by ``from_pretrained`` and is left out.
+    """The files of a diffusers folder that decide its pixels: ``model_index.json``, custom pipeline
+    code (``*.py``) and every file of each component folder it names (not a top-level ``*.ckpt``).
 
     Raises:
         FileNotFoundError: no ``model_index.json`` in ``folder``.
@@ -463,23 +415,12 @@ def folder_digest(folder: str | os.PathLike, files: Sequence[str | os.PathLike] 
 def weights_digest(path: str | os.PathLike) -> str:
     """``sha256-`` and 16 hex digits: a short identity of a weights file or folder, for a fingerprint.
 
-    A diffusers folder (``model_index.json``) counts the files that decide its pixels
-    (:func:`diffusers_folder_files`); another folder counts :func:`folder_files`. Digests are
-    remembered per file in the active index, so calling it on every run reads only what changed.
-    A ``python:`` factory can put it in its own ``fingerprint``:
+    A diffusers folder counts :func:`diffusers_folder_files`, another folder :func:`folder_files`;
+    only changed files are read again. A ``python:`` factory can use it:
     ``f"my-model@{weights_digest('/models/nightly')}"``.
 
     Raises:
         FileNotFoundError: ``path`` does not exist, or a folder holds no file.
-
-    Example:
-        >>> import tempfile
-        >>> with tempfile.TemporaryDirectory() as d:
-        ...     _ = (Path(d) / "model.safetensors").write_bytes(b"w1")
-        ...     a = weights_digest(d)
-        ...     _ = (Path(d) / "model.safetensors").write_bytes(b"w2")
-        ...     a.startswith("sha256-"), a != weights_digest(d)
-        (True, True)
     """
     path = Path(path).expanduser()
     if path.is_dir():
@@ -496,16 +437,11 @@ def weights_digest(path: str | os.PathLike) -> str:
 def hub_commit(repo_id: str, revision: str | None = None, *, probe: str = "model_index.json", what: str = "--t2i-model") -> str:
     """The commit (40 hex digits) a hub id's ``revision`` (default ``main``) points to now.
 
-    A full commit is returned as it is (no network). Otherwise the hub is asked when it can be
-    reached; offline, the local Hugging Face cache's ref says which snapshot it holds (found
-    through ``probe``, a file every snapshot of the repository has).
+    A full commit is returned as it is; otherwise the hub is asked, or offline the local cache's ref
+    (found through ``probe``, a file every snapshot has).
 
     Raises:
         ModelLoadError: the hub cannot say and the cache holds no snapshot of that revision.
-
-    Example:
-        >>> hub_commit("org/model", "0123456789abcdef0123456789abcdef01234567")
-        '0123456789abcdef0123456789abcdef01234567'
     """
     from t2i_fairness.errors import ModelLoadError
 
@@ -546,15 +482,12 @@ _SNAPSHOT = re.compile(r"(?:^|/)(models|datasets|spaces)--(.+?)/snapshots/([0-9a
 
 
 def hub_snapshot_identity(path: str | os.PathLike) -> str | None:
-    """``hub:<repo>@<commit 12>`` when ``path`` lies in a Hugging Face cache snapshot, else ``None``.
-
-    A snapshot's files are immutable on the hub, so its commit names them.
+    """``hub:<repo>@<commit 12>`` when ``path`` lies in a Hugging Face cache snapshot (immutable, so its
+    commit names it), else ``None``.
 
     Example:
         >>> hub_snapshot_identity("/h/hub/models--timm--vit_b/snapshots/" + "ab" * 20 + "/model.safetensors")
         'hub:timm/vit_b@abababababab'
-        >>> hub_snapshot_identity("/data/weights.pt") is None
-        True
     """
     m = _SNAPSHOT.search(Path(path).as_posix())
     if m is None:
@@ -582,38 +515,22 @@ def _version(dist: str) -> str | None:
 
 
 def library_versions(dists: Iterable[str] = LIBRARIES) -> dict[str, str | None]:
-    """Installed versions (``None``: not installed), read from package metadata without importing.
-
-    ``open_clip_torch`` is reported as ``open_clip``.
-
-    Example:
-        >>> sorted(library_versions(["torch", "no-such-dist-t2i"]).items())[0][0]
-        'no-such-dist-t2i'
+    """Installed versions (``None``: not installed), read from package metadata without importing
+    (``open_clip_torch`` reported as ``open_clip``).
     """
     return {("open_clip" if d == "open_clip_torch" else d): _version(d) for d in dists}
 
 
 def init_identity(*dists: str) -> str:
-    """``init-`` and 8 hex digits naming the versions of the libraries that initialise random weights.
-
-    The tiny profiles have no weight files: their weights are made from a config and a seed by
-    these libraries, so a new version of one may make other weights, and their cache keys say so.
-
-    Example:
-        >>> init_identity("torch", "diffusers") == init_identity("torch", "diffusers")
-        True
+    """``init-`` and 8 hex digits naming the versions of the libraries that initialise random weights
+    (a new version may make other weights, so cache keys say so).
     """
     versions = library_versions(dists)
     return "init-" + hashlib.sha256(json.dumps(versions, sort_keys=True).encode()).hexdigest()[:8]
 
 
 def device_class(device: str) -> str:
-    """``cuda:1`` -> ``cuda``: the kind of device, which decides which kernels run.
-
-    Example:
-        >>> device_class("cuda:1"), device_class("cpu"), device_class("mps")
-        ('cuda', 'cpu', 'mps')
-    """
+    """``cuda:1`` -> ``cuda``: the kind of device, which decides which kernels run."""
     return str(device).split(":", 1)[0]
 
 
@@ -641,10 +558,8 @@ _VERSIONED = re.compile(
 
 
 def looks_versioned(fingerprint: str) -> bool:
-    """Whether a fingerprint names a version, a date, a commit or a digest.
-
-    A fingerprint without one (``"my-model"``) stays the same when the weights behind it change,
-    so the cache would serve the old model's images.
+    """Whether a fingerprint names a version, a date, a commit or a digest (without one, the cache would
+    serve the old model's images when the weights change).
 
     Example:
         >>> [looks_versioned(f) for f in ("my-model", "my-model-v3", "my-model@1a2b3c4d", "m-2024-05-01", "fakegen:v1")]

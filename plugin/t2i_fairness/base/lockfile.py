@@ -1,11 +1,8 @@
-"""Reading a ``requirements.lock`` (pip-compile format, one ``name==version`` pin per requirement,
-markers, hashes) and comparing it with what is installed.
+"""Reading a pip-compile ``requirements.lock`` and comparing it with what is installed.
 
-``tools/lock.py`` (``make lock``, ``make install``'s checks) and the run's header share this reader:
-the header names every locked package whose installed version differs, before anything is
-generated, because a library's version can change a model's random initialisation and so every
-image key (transformers 5.24.0 against the lock's 5.23.0 made the tiny model's weights new).
-Only the standard library and ``packaging`` are used.
+``tools/lock.py`` and the run's header share this reader: the header names every locked package
+installed at another version, because a library's version can change a model's random
+initialisation and so every image key. Standard library and ``packaging`` only.
 """
 
 from __future__ import annotations
@@ -50,10 +47,8 @@ def parse_lock(lock: Path) -> list[dict]:
 
 
 def applicable(entries: list[dict], env: dict) -> dict[str, str]:
-    """name -> version of the entries whose marker holds in ``env`` (a packaging marker environment).
-
-    Raises:
-        ValueError: two different pins of one package apply to the same environment.
+    """name -> version of the entries whose marker holds in ``env``; a ValueError when two different
+    pins of one package apply.
     """
     chosen: dict[str, str] = {}
     for e in entries:
@@ -80,10 +75,7 @@ def installed_versions() -> dict[str, str]:
 
 def lock_drift(lock: Path, installed: dict[str, str] | None = None, env: dict | None = None) -> list[tuple[str, str, str]]:
     """``(package, installed, locked)`` for every package the lock pins for this Python that is installed
-    at another version (packages not installed, such as an extra's, are not listed).
-
-    Raises:
-        OSError, ValueError: as :func:`parse_lock`.
+    at another version (packages not installed are not listed).
 
     Example:
         >>> import tempfile

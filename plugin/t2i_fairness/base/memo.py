@@ -1,18 +1,10 @@
 """The one "read from the cache, else compute" loop behind every cached value but images.
 
-Features, masks, captions, text tables and k-NN radii are all cached the same way: looked up per
-key, computed in batches when missing, written back, and counted as reused or computed in the
-run's summary. :class:`Memo` is that loop, once. Where the entries live is its **entries** backend:
-
-* :class:`FileEntries` (the default): one file per key under ``<cache>/<kind>/<namespace>/``, read
-  through the shared store when ``--t2i-cache-dir`` is an fsspec URL and written to both (masks,
-  captions, text tables, manifolds: few, or large, values). Every file carries a CRC-32 trailer
-  (:meth:`Cache.write` with ``checksum=True``): an entry with flipped bytes, or one written before
-  entries had checksums, is reported and computed again;
-* the feature row store (:meth:`t2i_fairness.base.rowstore.FeatureRows.entries`): many small
-  rows per segment file, one ``write()`` per batch (``Workbench.features``).
-
-A backend has ``lookup(keys) -> [value or None]`` and ``store(keys, values)``.
+Features, masks, captions, text tables and k-NN radii are looked up per key, computed in batches
+when missing, written back and counted in the run's summary by :class:`Memo`. Where entries live
+is its backend, anything with ``lookup(keys) -> [value or None]`` and ``store(keys, values)``:
+:class:`FileEntries` (one checksummed file per key, the shared store behind it) or the feature
+row store (:meth:`t2i_fairness.base.rowstore.FeatureRows.entries`).
 """
 
 from __future__ import annotations
@@ -26,12 +18,7 @@ __all__ = ["Entries", "FileEntries", "Memo", "namespace_of", "no_progress"]
 
 
 def namespace_of(**identity: Any) -> str:
-    """The namespace folder of values that depend on ``identity`` (e.g. ``encoder=<fingerprint>``).
-
-    Example:
-        >>> namespace_of(encoder="CLIP:v1") == namespace_of(encoder="CLIP:v1") != namespace_of(encoder="CLIP:v2")
-        True
-    """
+    """The namespace folder of values that depend on ``identity`` (e.g. ``encoder=<fingerprint>``)."""
     return content_key(**identity)[:16]
 
 
@@ -55,8 +42,6 @@ class FileEntries:
     the shared store behind it when there is one; a corrupt entry is reported, removed, recomputed).
 
     Args:
-        cache: the session's :class:`~t2i_fairness.base.cache.Cache`.
-        kind, namespace, suffix: the path parts.
         encode, decode: value <-> bytes (``decode`` raises ``CorruptEntry``).
 
     Example:
@@ -86,17 +71,13 @@ class Memo:
     """Cached values of one kind.
 
     Args:
-        cache: the session's :class:`~t2i_fairness.base.cache.Cache`.
         kind: the top folder (``features``, ``masks``, ``captions``, ``manifolds``, ...).
-        namespace: the folder under ``kind`` (:func:`namespace_of` what every value depends on
-            besides its key, such as an encoder's fingerprint; ``""`` for none).
-        suffix: the file suffix (``.npy``, ``.json``, ...).
+        namespace: the folder under ``kind``: :func:`namespace_of` what every value depends on
+            besides its key, such as an encoder's fingerprint (``""`` for none).
         encode, decode: value <-> bytes; ``decode`` raises
-            :class:`~t2i_fairness.base.cache.CorruptEntry` for an unreadable entry, which is then
-            reported, removed and computed again.
+            :class:`~t2i_fairness.base.cache.CorruptEntry` for an entry to compute again.
         label: how the summary counts these (``features:CLIP``); default ``kind``.
-        entries: where the values live (default :class:`FileEntries` of the arguments above;
-            ``suffix``, ``encode`` and ``decode`` are then unused).
+        entries: where the values live (default :class:`FileEntries` of the arguments above).
 
     Example:
         >>> import tempfile
@@ -149,18 +130,14 @@ class Memo:
     ) -> list[Any]:
         """The value of every key: cached ones read, missing ones computed and written.
 
+        Missing keys are computed under per-key locks, so a key another process is computing is waited
+        for and read: each value is computed once, however the work is sharded.
+
         Args:
-            keys: one cache key per value wanted (repeats are fine).
             compute: ``compute(indices)`` returns the values of ``keys[i]`` for those indices, in order.
             batch_size: indices per ``compute`` call (when ``chunks`` is not given).
             chunks: split the missing indices into ``compute`` calls yourself (e.g. by total size).
             progress: ``progress(total, desc)`` context manager yielding ``advance(n)``.
-            desc: the progress bar's label.
-
-        Missing keys are computed under per-key locks (``<cache>/locks/``), as images are made
-        under per-batch locks: a key another process (an xdist worker, a second run on the same
-        cache) is computing is waited for and then read, so each value is computed once and the
-        computed and reused counts add up the same however the work is sharded.
 
         Raises:
             RuntimeError: ``compute`` returned another number of values than it was asked for.

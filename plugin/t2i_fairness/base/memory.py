@@ -1,22 +1,11 @@
 """What a model needs, what the machine has free, and the one-line refusal when it does not fit.
 
-A run loads a model only when a gate needs it and checks first that it fits (:func:`check_fits`):
-
-* :class:`MemoryNeed`: a model's need, counted before it is built: its weights (parameters and
-  buffers, counted from its config on torch's ``meta`` device, at the run's precision), its activations
-  at the batch size it runs (a per-item figure measured by ``bench/bench_memory.py`` and kept in its
-  config's ``_memory`` note), what building it takes (random weights are made in float32, then cast),
-  and a fixed overhead (its library's import and Python objects, measured at 0.2 to 0.3 GB).
-* :func:`free_memory`: every bound on what this process may still take: the RAM the kernel says is
-  available (``MemAvailable``), an address-space limit (``ulimit -v``, ``RLIMIT_AS``: what is left
-  above the process's virtual size), a cgroup's memory limit (v1 or v2), and on CUDA the device's free
-  memory.
-* :func:`check_fits` raises :class:`~t2i_fairness.errors.NotEnoughMemoryError` with one line: the model,
-  its need, what is free and by which bound, and what to change.
-* :func:`peak_rss`, :func:`current_rss`: this process's resident memory (the run's summary prints
-  the peak); :func:`give_back` returns freed memory to the system after models are released.
-
-Nothing here imports torch unless the device is CUDA.
+A run loads a model only when a gate needs it and checks first that it fits: :class:`MemoryNeed`
+(weights counted on torch's ``meta`` device, activations from the config's ``_memory`` note, a
+fixed overhead), :func:`free_memory` (available RAM, ``ulimit -v``, cgroup limits, CUDA free
+memory) and :func:`check_fits`, which raises :class:`~t2i_fairness.errors.NotEnoughMemoryError`
+saying what to change. :func:`peak_rss`, :func:`current_rss` and :func:`give_back` serve the
+summary. docs/memory.md explains the figures. torch is imported only for CUDA.
 """
 
 from __future__ import annotations
@@ -33,18 +22,13 @@ __all__ = ["GiB", "OVERHEAD", "Free", "MemoryNeed", "check_fits", "current_rss",
 
 GiB = 1024 ** 3
 # What loading a model adds beyond its tensors: its library's import, configs, Python objects and allocator
-# slack. bench/bench_memory.py measured 0.16 (InceptionV3) to 0.28 GB (BLIP-2, SD 1.5) on CPU.
+# slack (docs/memory.md).
 OVERHEAD = int(0.3 * GiB)
 BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 def fmt(n: float) -> str:
-    """Bytes in GB, one decimal (two below 1 GB).
-
-    Example:
-        >>> fmt(4.26 * GiB), fmt(0.25 * GiB)
-        ('4.3 GB', '0.25 GB')
-    """
+    """Bytes in GB, one decimal (two below 1 GB): ``4.3 GB``, ``0.25 GB``."""
     gb = n / GiB
     return f"{gb:.1f} GB" if gb >= 1 else f"{gb:.2f} GB"
 
@@ -54,16 +38,12 @@ class MemoryNeed:
     """What a model needs to be built and run, counted before it is built.
 
     Attributes:
-        model: how messages name it (``generator sd15-random``, ``scorer segmenter (paper-random)``).
+        model: how messages name it (``generator sd15-random``).
         parameters: parameters and floating buffers (elements).
-        precision: the precision it runs at (``float32``, ``float16``, ``bfloat16``).
-        activations: bytes of activations at ``batch`` (0 when its config has no measured figure).
-        batch: the batch size it runs at (images or texts per forward pass).
-        built_in_float32: its weights are made in float32 and then cast (random weights), so building
-            it takes 4 bytes a parameter whatever the precision.
+        activations: bytes of activations at ``batch`` (0 when its config has no figure).
+        built_in_float32: weights are made in float32 and then cast (random weights).
         per_item: activation bytes per batch item (what a smaller batch saves).
-        detail: how the figures were found (for the message).
-        flags: the options that change this model's need (``--t2i-batch-size`` for the generator only).
+        flags: the options that change this model's need.
     """
 
     model: str
@@ -142,12 +122,7 @@ def current_rss() -> int:
 
 
 def peak_rss() -> int:
-    """The most resident memory this process has held, in bytes (``ru_maxrss``: kB on Linux, bytes on macOS).
-
-    Example:
-        >>> peak_rss() > 0
-        True
-    """
+    """The most resident memory this process has held, in bytes."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return int(peak if sys.platform == "darwin" else peak * 1024)
 
@@ -187,10 +162,7 @@ def _cgroup_free() -> Free | None:
 
 
 def free_memory(device: str = "cpu") -> list[Free]:
-    """Every bound on the memory this process may still take, smallest first.
-
-    On CUDA the device's free memory comes first (where the weights and activations go), then the bounds
-    on host memory (the weights pass through it while they load).
+    """Every bound on the memory this process may still take, smallest first (on CUDA the device's).
 
     Example:
         >>> bounds = free_memory()
@@ -222,9 +194,7 @@ def refusal(need: MemoryNeed, free: Free, device: str, fits=None) -> str:
     """The one line that stops a run before loading ``need``: the model, its need, what is free and what to change.
 
     Args:
-        need: the model's need.
         free: the bound it misses.
-        device: where it would run.
         fits: ``fits(need) -> bool`` for another precision or batch size (default: under ``free``).
 
     Example:
@@ -235,12 +205,6 @@ def refusal(need: MemoryNeed, free: Free, device: str, fits=None) -> str:
         = 4.0 GB, activations 0.20 GB at batch 8, 0.30 GB overhead) and 3.0 GB is free (RAM available). To fit:
         --t2i-precision bfloat16 (needs 2.4 GB), --t2i-device cuda (on a machine with a GPU), or a narrower -k
         (fewer families at once), or free memory on this machine
-        >>> "To fit: --t2i-batch-size 3 (needs 4.3 GB)" in refusal(need, Free(int(4.35 * GiB), "RAM available"), "cpu")
-        True
-        >>> import dataclasses
-        >>> held = dataclasses.replace(need, flags=("--t2i-fixed-n",))   # a scorer beside a sequential run's generator
-        >>> "To fit: --t2i-fixed-n (every image made first" in refusal(held, Free(3 * GiB, "RAM available"), "cuda")
-        True
     """
     fits = fits or (lambda n: n.total <= free.bytes)
     ways = []
@@ -260,23 +224,15 @@ def refusal(need: MemoryNeed, free: Free, device: str, fits=None) -> str:
 
 
 def check_fits(need: MemoryNeed | None, device: str = "cpu", bounds: list[Free] | None = None) -> None:
-    """Raise before loading a model that cannot fit.
+    """Raise before loading a model that cannot fit (``need`` None: nothing is checked).
 
     Args:
-        need: the model's need (``None``: unknown, nothing is checked).
-        device: where it runs (on CUDA the device's free memory bounds the weights and activations, and
-            the host's free memory the weights while they load).
+        device: on CUDA the device's free memory bounds the weights and activations, the host's the
+            weights while they load.
         bounds: what is free (default: :func:`free_memory`).
 
     Raises:
         NotEnoughMemoryError: it does not fit (:func:`refusal`'s one line).
-
-    Example:
-        >>> check_fits(MemoryNeed("scorer x", parameters=1000), bounds=[Free(GiB, "RAM available")])
-        >>> check_fits(MemoryNeed("scorer x", parameters=10**9), bounds=[Free(GiB, "RAM available")])
-        Traceback (most recent call last):
-        ...
-        t2i_fairness.errors.NotEnoughMemoryError: not enough memory to load the scorer x on cpu: it needs 4.0 GB ...
     """
     if need is None:
         return

@@ -1,19 +1,10 @@
 """Engines that run a plan: in this process (``local``) or on a Ray cluster (``ray``, Ray Data).
 
-Both run the same jobs with the same function (:func:`~t2i_fairness.spine.plan.run_job`: one
-canonical batch, generated whole under the pytest path's batch lock, its missing images written to
-the content-addressed cache), so the bytes are the pytest path's whichever engine made them, and a
-job whose images exist (made by another engine, a concurrent run, an earlier interrupted one)
-writes nothing.
-
-Failures: a job that raises (a bad prompt, a generator error) is reported with its prompt and image
-indices; the other jobs go on and every image already written stays. A model that cannot be loaded
-is reported once, naming it. On Ray, an actor that dies (killed, out of memory) is restarted and its
-task retried by Ray Data (``max_restarts=-1``, ``max_task_retries=-1``, its defaults for actors).
-
-With ``--stage features`` the plan's study slices (:class:`~t2i_fairness.spine.plan.Need`) are then
-computed by the families' own studies, the reference-side slices first, so features, masks,
-captions and radii are in the cache before the gate run reads them.
+Both run the same jobs with :func:`~t2i_fairness.spine.plan.run_job`, so the bytes are the pytest
+path's whichever engine made them, and a job whose images exist writes nothing. A failing job is
+reported with its prompt and indices while the others go on; a model that cannot be loaded is
+reported once; Ray restarts dead actors and retries their tasks. With ``--stage features`` the
+plan's study slices are then computed, reference-side first.
 """
 
 from __future__ import annotations
@@ -62,12 +53,7 @@ class Outcome:
 
 # ------------------------------------------------------------------------------------------ shared pieces
 def job_label(job: BatchJob) -> str:
-    """How a failing job names itself: role, prompt and image indices.
-
-    Example:
-        >>> job_label(BatchJob("bag in Africa", (0, 1, 2), (1, 2)))
-        "'bag in Africa' images 0..2 (candidate)"
-    """
+    """How a failing job names itself: role, prompt and image indices."""
     return f"{job.prompt!r} images {job.indices[0]}..{job.indices[-1]} ({job.role})"
 
 
@@ -145,16 +131,11 @@ def generate_local(plan, progress: bool = True) -> Outcome:
 
 
 def generate_first(bench, tests) -> Outcome:
-    """Generation first (a pytest run's): make every image the selected ``tests`` of the workbench's role will
-    ask for, in the plan's canonical batches (the bytes the tests would make), then release the generator and
-    whatever planning loaded, so no scorer shares the memory with the generator.
-
-    Args:
-        bench: the session's :class:`~t2i_fairness.spine.workbench.Workbench` (its ``role``).
-        tests: the selected tests (:func:`~t2i_fairness.distributed.selection.selected_tests`), every role's.
+    """Generation first (a pytest run's): make every image the selected ``tests`` of the workbench's role
+    will ask for, in canonical batches, then release the generator and whatever planning loaded.
 
     Raises:
-        ModelLoadError: the generator cannot be loaded or does not fit (``NotEnoughMemoryError``).
+        ModelLoadError: the generator cannot be loaded or does not fit.
     """
     from t2i_fairness.distributed.planner import build_plan
     from t2i_fairness.distributed.selection import Selection
@@ -387,10 +368,7 @@ def _ray_map(ray, rows: list[dict], worker, options: dict, workers: int | None, 
 def generate_ray(plan, address: str | None = None, workers: int | None = None, num_cpus: int | None = None,
                  progress: bool = True) -> Outcome:
     """Make the plan's missing images on Ray Data: one actor per GPU (or ``workers`` CPU actors), one
-    canonical batch per call; images written to the plan's cache by the actors.
-
-    Raises:
-        EngineUnavailable: Ray is not installed (the message says how to install it).
+    canonical batch per call (EngineUnavailable when Ray is not installed).
     """
     ray = init_ray(address, num_cpus)
     outcome = Outcome()
@@ -418,11 +396,8 @@ def generate_ray(plan, address: str | None = None, workers: int | None = None, n
 
 def features_ray(plan, address: str | None = None, workers: int | None = None, num_cpus: int | None = None,
                  progress: bool = True) -> Outcome:
-    """Compute the plan's study slices on Ray Data actors: the reference-side slices first (one pass),
-    then the rest, so no two actors encode the same reference set.
-
-    Raises:
-        EngineUnavailable: Ray is not installed.
+    """Compute the plan's study slices on Ray Data actors, reference-side slices first, so no two actors
+    encode the same reference set (EngineUnavailable when Ray is not installed).
     """
     ray = init_ray(address, num_cpus)
     outcome = Outcome()

@@ -1,8 +1,5 @@
-"""The tests a selection picks, found by pytest's own collection, and the run's resolved options.
-
-``-k``, ``-m``, node ids, ``--deselect`` and every ``--t2i-*`` option mean exactly what they mean to
-``pytest``: the selection is pytest's collection of the same arguments, run in this process with
-``--collect-only``; nothing here re-implements them.
+"""The tests a selection picks, found by pytest's own collection (``--collect-only`` in this
+process), and the run's resolved options: ``-k``, ``-m`` and ``--t2i-*`` mean what they mean to pytest.
 """
 
 from __future__ import annotations
@@ -35,13 +32,8 @@ class SelectedTest:
 
 @dataclass
 class Selection:
-    """The tests a selection picks (after ``-k``/``-m``/``--deselect``) and the options they run under.
-
-    Attributes:
-        options: the resolved :class:`~t2i_fairness.spine.options.T2IOptions` (``families`` a plain dict).
-        tests: the selected tests, in pytest's order.
-        collected: how many tests pytest collected before deselection.
-        args: the pytest arguments the selection was collected with.
+    """The tests a selection picks (after ``-k``/``-m``/``--deselect``), in pytest's order, and the
+    options they run under (``families`` a plain dict); ``collected`` counts before deselection.
     """
 
     options: T2IOptions
@@ -84,23 +76,15 @@ def selection_of(items, options: T2IOptions, deselected: int = 0) -> Selection:
 
 
 def default_paths() -> list[str]:
-    """The suite, as ``pytest`` finds it: ``fairness_tests/`` in this folder, else the installed one.
-
-    Example:
-        >>> default_paths() in (["fairness_tests"], ["--pyargs", "t2i_fairness.fairness_tests"])
-        True
-    """
+    """The suite, as ``pytest`` finds it: ``fairness_tests/`` in this folder, else the installed one."""
     return ["fairness_tests"] if Path("fairness_tests").is_dir() else ["--pyargs", "t2i_fairness.fairness_tests"]
 
 
 def collect(args: Sequence[str]) -> Selection:
-    """Collect ``args`` as ``pytest --collect-only`` would (in this process) and return the selection.
-
-    Args:
-        args: pytest arguments: paths (default: :func:`default_paths`), ``-k``, ``-m``, ``--t2i-*`` ...
+    """Collect ``args`` (paths default to :func:`default_paths`) as ``pytest --collect-only`` would.
 
     Raises:
-        SelectionError: pytest reported an error (usage, collection); the message holds its output.
+        SelectionError: pytest reported an error; the message holds its output.
     """
     import pytest
 

@@ -1,22 +1,11 @@
 """Resolve ``--t2i-model`` into a generator source: a fingerprint now, the model only when needed.
 
-One table, :data:`SPEC_KINDS`, holds the kinds of spec: how each is recognised (the first that matches
-decides), how it resolves into a fingerprint and a loader (and what its model needs in memory), and
-whether ``--t2i-model-revision`` applies (:func:`check_revision`, the one hub-id check). Spec forms:
-- ``tiny``: the built-in smoke model (a real StableDiffusionPipeline with random weights).
-- ``sd15-random``: Stable Diffusion 1.5's UNet, VAE and text encoder at full size with seeded random
-  weights (``model_configs/sd15-random.json``): the paper path, offline; its images mean nothing.
-- ``procedural``: a seeded simulator of the synthetic reference's world (``generators/procedural.py``),
-  whose values move with the seed, for measuring the gates' statistics; not a model.
-- a hub id or a local diffusers folder: ``DiffusionPipeline.from_pretrained``.
-- ``images:PATH``: a manifest of pre-generated images.
-- ``python:module:factory``: ``factory()`` returns an object with ``fingerprint`` and ``generate``.
-
-A warm cache never loads the model: the fingerprint (part of every image key) is known without it,
-and it names the weights (:mod:`t2i_fairness.base.identity`): a local folder by the digest of the
-files that decide its pixels, a hub id by the commit its revision points to (the commit is then
-the revision loaded), a manifest by the digest of its rows and of the listed files, the tiny model
-by its config and the libraries that initialise it, a ``python:`` factory by its own fingerprint.
+:data:`SPEC_KINDS` holds the kinds of spec, tried in order: ``tiny`` (a StableDiffusionPipeline
+with random weights), ``sd15-random`` (SD 1.5 at full size, seeded random weights: the paper path
+offline), ``procedural`` (a simulator for measuring the gates), ``images:PATH`` (a manifest of
+pre-generated images), ``python:module:factory``, a local diffusers folder and a hub id. The
+fingerprint, part of every image key, names the weights without loading them
+(:mod:`t2i_fairness.base.identity`), so a warm cache never loads the model.
 """
 
 from __future__ import annotations
@@ -54,19 +43,13 @@ class GeneratorSource:
     """A model spec resolved: its fingerprint now, the model itself on first :meth:`get`.
 
     Attributes:
-        spec: ``--t2i-model`` as given.
         fingerprint: what every image key names (model, weights, settings, precision, device class).
-        settings: the resolved generation settings (batch size included).
-        subject: how the run's notes name the model (``model /data/ckpt``); with ``weights``, what
-            :func:`t2i_fairness.base.identity.remember` records, to say when the weights changed.
-        weights: the weights' identity alone (a digest, a commit), or ``None``.
-        item_key: for sources whose images each have their own identity (a manifest's files), the
-            identity of one (prompt, seed), or ``None`` when it has none; image keys then use it
-            instead of ``fingerprint``, so replacing one file re-reads that image alone.
-        notes: what resolving found worth saying (an unversioned fingerprint).
-        need: ``need() -> MemoryNeed | None``: what the model needs, counted before it is built
-            (:mod:`t2i_fairness.base.memory`); ``None`` for a source with nothing to load.
-        before_load: called with the source before its model is built (the workbench checks that it fits).
+        subject: how the run's notes name the model; with ``weights`` (a digest, a commit), what
+            :func:`t2i_fairness.base.identity.remember` records to say when the weights changed.
+        item_key: the identity of one (prompt, seed) for sources whose images each have their own (a
+            manifest's files), used in image keys instead of ``fingerprint``; else ``None``.
+        need: ``need() -> MemoryNeed | None``: what the model needs, counted before it is built.
+        before_load: called with the source before its model is built.
     """
 
     spec: str
@@ -101,21 +84,9 @@ class GeneratorSource:
 def add_factory_paths(specs, directories) -> list[str]:
     """Make ``python:module:factory`` modules of the project importable however pytest was started.
 
-    ``python -m pytest`` puts the current directory first on ``sys.path``; the ``pytest`` script
-    (``.venv/bin/pytest``) does not, so ``python:mygen:make`` with ``mygen.py`` in the project root
-    imported with one and not the other. For runs with such a spec, the rootdir and the invocation
-    directory are appended to ``sys.path`` (after the installed packages, so they shadow nothing).
-
-    Args:
-        specs: the run's model specs (``--t2i-model``, ``--t2i-baseline-model``); None entries are ignored.
-        directories: the folders to make importable, in order.
-
-    Returns:
-        the folders added.
-
-    Example:
-        >>> add_factory_paths(["tiny"], ["/nonexistent"])
-        []
+    The ``pytest`` script, unlike ``python -m pytest``, does not put the current directory on
+    ``sys.path``; for runs with a ``python:`` spec the given folders (rootdir, invocation directory)
+    are appended, after the installed packages. Returns the folders added.
     """
     if not any(str(s).startswith("python:") for s in specs if s):
         return []
@@ -154,28 +125,17 @@ _DEFAULT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
-    """The fingerprint of a ``python:`` factory's generator, and what is worth warning about it.
+    """The fingerprint of a ``python:`` factory's generator, and notes worth warning about.
 
-    A string is taken as it is. A method or other callable (``def fingerprint(self)``) is called once
-    with no arguments and must return a string; the generator then works, with a warning to make it
-    an attribute. A fingerprint that names no version, date, commit or digest
-    (:func:`~t2i_fairness.base.identity.looks_versioned`) gets a warning: when the weights behind
-    it change, the cache serves the old model's images.
-
-    Args:
-        spec: ``--t2i-model`` (named in messages).
-        gen: what the factory returned.
+    A string is taken as it is; a callable is called once (with a note to make it an attribute). A
+    fingerprint naming no version, date, commit or digest gets a note: when its weights change, the
+    cache would serve the old model's images.
 
     Raises:
-        ModelLoadError: the fingerprint is empty, not a string, the callable fails or returns no
-            string, or it is an object's default ``repr`` (``<... at 0x...>``), new in every process.
+        ModelLoadError: the fingerprint is empty or not a string, the callable fails, or it is an
+            object's default ``repr`` (new in every process).
 
     Example:
-        >>> class Gen:
-        ...     def fingerprint(self): return "my-model@1a2b3c4d"
-        >>> fp, notes = factory_fingerprint("python:m:make", Gen())
-        >>> fp, "is a method" in notes[0]
-        ('my-model@1a2b3c4d', True)
         >>> factory_fingerprint("python:m:make", type("G", (), {"fingerprint": "my-model"})())[1][0][:60]
         "--t2i-model 'python:m:make': its fingerprint 'my-model' name"
     """
@@ -226,15 +186,8 @@ def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
 
 @dataclass(frozen=True)
 class SpecRequest:
-    """What resolving a spec is given: the spec, the settings, where and at what precision it runs.
-
-    Attributes:
-        spec: ``--t2i-model``.
-        settings: generation settings from the options (unset ones take the model's defaults).
-        device: where it runs (its class enters the fingerprint).
-        precision: the generator's precision, already resolved (``float32``, ``float16``, ``bfloat16``).
-        seed_for: ``(prompt, index) -> seed`` (manifests list an index instead of a seed).
-        revision: ``--t2i-model-revision`` (a hub id's only).
+    """What resolving a spec is given: the spec, the settings, the device, the resolved precision,
+    ``seed_for(prompt, index) -> seed`` and ``--t2i-model-revision`` (a hub id's only).
     """
 
     spec: str
@@ -247,16 +200,13 @@ class SpecRequest:
 
 @dataclass(frozen=True)
 class SpecKind:
-    """One kind of ``--t2i-model`` spec: how it is recognised, and how it resolves into a source whose
-    fingerprint names the weights and whose loader builds the model later.
+    """One kind of ``--t2i-model`` spec: how it is recognised and how it resolves into a source.
 
     Attributes:
-        name: the kind (``tiny``, ``random``, ``procedural``, ``images``, ``python``, ``local``, ``hub``).
         form: how a spec of this kind is written (for messages and docs).
-        matches: ``matches(spec)``: whether a spec is of this kind (the first kind of :data:`SPEC_KINDS` that
-            matches decides).
+        matches: ``matches(spec)``; the first kind of :data:`SPEC_KINDS` that matches decides.
         resolve: ``resolve(request) -> GeneratorSource``: the fingerprint now, the loader for later.
-        hub: whether ``--t2i-model-revision`` applies (a hub id's branch, tag or commit).
+        hub: whether ``--t2i-model-revision`` applies.
     """
 
     name: str
@@ -430,17 +380,8 @@ def spec_kind(spec: str) -> SpecKind:
 
 
 def check_revision(spec: str, revision: str | None) -> None:
-    """The one check that ``--t2i-model-revision`` goes with a hub id.
-
-    Raises:
-        OptionError: a revision for a spec that is not a hub id (naming both options).
-
-    Example:
-        >>> check_revision("org/sd", "v2")
-        >>> check_revision("tiny", "v2")
-        Traceback (most recent call last):
-        ...
-        t2i_fairness.errors.OptionError: --t2i-model-revision: 'v2' applies to a hub id; --t2i-model 'tiny' is not one (a local folder is named by the digest of its files)
+    """The one check that ``--t2i-model-revision`` goes with a hub id: an OptionError naming both
+    options otherwise.
     """
     if revision is not None and not spec_kind(spec).hub:
         from t2i_fairness.errors import OptionError
@@ -459,21 +400,17 @@ def resolve_generator(
 ) -> GeneratorSource:
     """Check the spec cheaply and return a lazy source whose fingerprint names the weights.
 
-    The spec's kind (:func:`spec_kind`, from :data:`SPEC_KINDS`) resolves it.
-
     Args:
-        spec: ``--t2i-model``.
-        settings: generation settings from the options (unset ones take the model's defaults).
         device: the resolved device (its class and precision enter the fingerprint).
         seed_for: ``(prompt, index) -> seed`` (manifests list an index instead of a seed).
-        revision: ``--t2i-model-revision``: for a hub id, the branch, tag or commit to use.
-        precision: ``--t2i-precision`` of a diffusers model (``None`` or ``auto``: float16 on CUDA,
-            float32 elsewhere); resolved now, so the fingerprint and the pipeline loaded later agree.
+        revision: ``--t2i-model-revision``: a hub id's branch, tag or commit.
+        precision: ``--t2i-precision`` (``None`` or ``auto``: float16 on CUDA, float32 elsewhere),
+            resolved now so the fingerprint and the pipeline loaded later agree.
 
     Raises:
         ModelLoadError: a local path without a pipeline, an unimportable factory, a bad manifest,
-            a hub id whose commit can be told neither by the hub nor by the local cache.
-        OptionError: a revision for a model that is not a hub id (:func:`check_revision`).
+            or a hub id whose commit can be told neither by the hub nor by the local cache.
+        OptionError: a revision for a model that is not a hub id.
 
     Example:
         >>> from t2i_fairness.spine.generation import derive_seed

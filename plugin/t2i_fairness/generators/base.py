@@ -8,10 +8,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class GenerationSettings:
-    """Settings that change the pixels; all of them enter the image cache key.
-
-    ``None`` means "the model's default"; generators resolve it and report the resolved
-    values in their fingerprint, so the cache never mixes settings.
+    """Settings that change the pixels, all in the image cache key; ``None`` is the model's default,
+    which generators resolve and name in their fingerprint.
     """
 
     steps: int | None = None

@@ -1,28 +1,10 @@
 """Canary machinery: a generator wrapper that plants a known regression in one slice, whatever the paper.
 
-A gate suite is only as good as what it catches. A canary wraps the model under test (any object
-with ``fingerprint`` and ``generate(prompts, seeds)``) and changes exactly one slice of its output,
-so a run against it says which gates caught the planted regression and which stayed green. This
-module holds what every canary shares; each paper family defines its own canaries in
-``families/<name>/canaries.py`` and lists them on its :class:`~t2i_fairness.families.base.Family`
-record (``canaries=``); :mod:`t2i_fairness.canaries` is the user-facing aggregate of all of them.
-
-What lives here
-    * :class:`Canary`, the wrapper base class: images outside the slice are the inner generator's,
-      byte for byte; a call mixing targeted and untouched prompts first generates the whole call
-      with the inner generator (batch composition as in an unwrapped run), then generates or edits
-      the targeted ones. ``fingerprint`` is the inner fingerprint plus ``+canary:NAME:SLICE:PARAM:vN``,
-      so the image cache never mixes a canary's images with the real model's.
-    * :class:`SliceKind` (a kind of slice: region, component, language, word... and which gates see
-      it) and :class:`CanarySlice` (one slice: a kind and a value); a family registers its kinds.
-    * :class:`CanaryInfo` (a registered canary: how its ``NAME:SLICE[:PARAM]`` string reads and how
-      it is built), :func:`canary_table` (the registered canaries of a list of families),
-      :func:`parse_canary`, :func:`make_canary`, :func:`wrap_source`, :func:`slice_of` and
-      :func:`catch_report`, each given the table (``canaries=``) or a :class:`CanarySpec` that
-      :func:`parse_canary` bound to its canary.
-
-Nothing here imports a family: the plugin hands the registered canaries down (the run's options carry
-the parsed ``--t2i-canary`` as ``T2IOptions.canary_spec``).
+A canary wraps the model under test and changes exactly one slice of its output (a region, a
+component, a language, a word), so a run against it says which gates caught the planted
+regression and which stayed green. Each family defines its canaries in
+``families/<name>/canaries.py`` and lists them on its ``Family`` record; nothing here imports a
+family. :mod:`t2i_fairness.canaries` is the user-facing aggregate.
 """
 
 from __future__ import annotations
@@ -58,12 +40,7 @@ _KINDS: dict[str, "SliceKind"] = {}  # kind name -> SliceKind, filled as the fam
 
 
 def stable_int(*parts: object) -> int:
-    """A 64-bit integer from a SHA-256 of the parts (the seed of every random choice a canary makes).
-
-    Example:
-        >>> stable_int("shift", 1, "doctor") == stable_int("shift", 1, "doctor") != stable_int("shift", 1, "nurse")
-        True
-    """
+    """A 64-bit integer from a SHA-256 of the parts (the seed of every random choice a canary makes)."""
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big")
 
@@ -80,16 +57,7 @@ def split_gate(gate_id: str) -> tuple[str, list[str]]:
 
 
 def fraction(value, what: str, low_open: bool = False) -> float:
-    """A number in ``[0, 1]`` (``(0, 1]`` with ``low_open``), or a ValueError naming ``what``.
-
-    Example:
-        >>> fraction("0.5", "P")
-        0.5
-        >>> fraction(0, "STRENGTH", low_open=True)
-        Traceback (most recent call last):
-        ...
-        ValueError: STRENGTH must be in (0, 1], got 0
-    """
+    """A number in ``[0, 1]`` (``(0, 1]`` with ``low_open``), or a ValueError naming ``what``."""
     try:
         x = float(value)
     except (TypeError, ValueError):
@@ -104,9 +72,7 @@ class SliceKind:
     """A kind of slice and which gates see it; made once by the family that owns it (registers itself).
 
     Attributes:
-        name: ``"region"``, ``"component"``, ``"language"``, ``"word"``, ...
-        gate_role: ``gate_role(value, gate_id) -> "slice" | "aggregate" | "other"`` (see
-            :meth:`CanarySlice.gate_role`).
+        gate_role: ``gate_role(value, gate_id) -> "slice" | "aggregate" | "other"``.
         label: how a summary names a slice of this kind, ``{value}`` filled in.
     """
 
@@ -120,12 +86,8 @@ class SliceKind:
 
 @dataclass(frozen=True)
 class CanarySlice:
-    """The slice a canary plants its regression in.
-
-    Attributes:
-        kind: the name of its :class:`SliceKind` (``"region"``, ``"component"``, ``"language"``, ``"word"``).
-        value: region slug, component name, language code (for ``answer_language``: the answer
-            language; the slice is every other language), or lower-case word.
+    """The slice a canary plants its regression in: a :class:`SliceKind` name and a value (region slug,
+    component, language code, lower-case word; for ``answer_language`` every other language).
     """
 
     kind: str
@@ -140,41 +102,21 @@ class CanarySlice:
     def gate_role(self, gate_id: str) -> str:
         """Whether a gate should catch this slice's regression.
 
-        ``"slice"``: the gate measures the slice's own images (it should catch the canary);
-        ``"aggregate"``: it pools the slice with others (worst region, disparity, CIS per K, ...;
-        it may move); ``"other"``: it never sees a targeted image (a failure is a false alarm).
-        Gate ids are the suite's (``test_region_coverage[synthetic-object_in_region-africa]``); the
-        kind's family decides (a kind no family registered: ``"other"``).
-
-        Args:
-            gate_id: a gate's test id, e.g. ``test_clgc[hin_deva]``.
+        ``"slice"``: the gate measures the slice's own images; ``"aggregate"``: it pools the slice with
+        others (it may move); ``"other"``: it never sees a targeted image (a failure is a false alarm).
+        The kind's family decides; an unregistered kind gives ``"other"``.
 
         Example:
             >>> import t2i_fairness.canaries  # the registered families' slice kinds
             >>> [CanarySlice("component", "macaw").gate_role(g) for g in ("test_cis_component_rate_floor", "test_cis[k1]")]
             ['slice', 'other']
-            >>> CanarySlice("language", "hin_Deva").label, CanarySlice("nonsense", "x").gate_role("test_cis[k2]")
-            ('languages other than hin_Deva', 'other')
         """
         kind = _KINDS.get(self.kind)
         return kind.gate_role(self.value, gate_id) if kind is not None else "other"
 
 
 def check_call(name: str, prompts: Sequence[str], seeds: Sequence[int]) -> tuple[list[str], list[int]]:
-    """The call's prompts and seeds as lists.
-
-    Args:
-        name: the canary's name (quoted in the error).
-        prompts: the call's prompts.
-        seeds: one seed per prompt.
-
-    Raises:
-        ValueError: their lengths differ.
-
-    Example:
-        >>> check_call("melt", ("a", "b"), (1, 2))
-        (['a', 'b'], [1, 2])
-    """
+    """The call's prompts and seeds as lists; a ValueError naming the canary when their lengths differ."""
     prompts, seeds = list(prompts), list(seeds)
     if len(prompts) != len(seeds):
         raise ValueError(f"canary {name}: got {len(prompts)} prompts but {len(seeds)} seeds")
@@ -184,13 +126,10 @@ def check_call(name: str, prompts: Sequence[str], seeds: Sequence[int]) -> tuple
 class Canary:
     """Base class: a generator wrapper that changes one slice of an inner generator's images.
 
-    Subclasses set :attr:`name` and implement :meth:`targets` and either :meth:`_replacement`
-    (a prompt to generate instead) or their own :meth:`generate`.
-
-    Attributes:
-        inner: the wrapped generator.
-        slice: the :class:`CanarySlice` targeted.
-        fingerprint: the inner fingerprint plus ``+canary:NAME:SLICE:PARAM:vN``.
+    Images outside the slice are the inner generator's, byte for byte. Subclasses set :attr:`name`
+    and implement :meth:`targets` and either :meth:`_replacement` (a prompt to generate instead) or
+    their own :meth:`generate`. ``fingerprint`` is the inner one plus ``+canary:NAME:SLICE:PARAM:vN``,
+    so the image cache never mixes a canary's images with the model's.
     """
 
     name: str = "canary"
@@ -237,7 +176,10 @@ class Canary:
         check([n if n is not None else p for p, n in zip(prompts, new)], seeds)
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
-        """The inner generator's images, with the slice's replaced (see the module docstring).
+        """The inner generator's images, with the slice's replaced.
+
+        The whole call is generated by the inner generator first (batches as in an unwrapped run), then
+        the targeted images are generated anew or edited.
 
         Raises:
             ValueError: ``prompts`` and ``seeds`` differ in length.
@@ -274,16 +216,10 @@ class CanaryInfo:
     """A registered canary: how its ``NAME:SLICE[:PARAM]`` string reads, and how it is built.
 
     Attributes:
-        name: the NAME of the string (unique across families).
-        slice_kind: the name of its :class:`SliceKind`.
-        slice_help: what a SLICE is (quoted in errors).
-        param_help: what PARAM is, ``"none"`` when it takes none.
-        summary: what the wrapped model does.
-        build: ``build(inner, slice, params, multilingual) -> Canary`` (``params``: from ``read_param``).
-        read_slice: ``read_slice(text) -> slice value`` (normalised; a ValueError says what is wrong);
-            ``None``: any non-empty text.
-        read_param: ``read_param(text) -> keyword arguments of build`` (a ValueError says what is
-            wrong); ``None``: the canary takes no PARAM.
+        build: ``build(inner, slice, params, multilingual) -> Canary``.
+        read_slice: ``read_slice(text) -> slice value``, a ValueError saying what is wrong; ``None``:
+            any non-empty text.
+        read_param: ``read_param(text) -> keyword arguments of build``; ``None``: no PARAM.
     """
 
     name: str
@@ -310,19 +246,8 @@ class CanarySpec:
 
 
 def canary_table(families: Iterable[Any]) -> dict[str, CanaryInfo]:
-    """The canaries the families list on their records (``Family.canaries``), by name, in registration order.
-
-    Args:
-        families: :class:`~t2i_fairness.families.base.Family` records (anything with ``name`` and ``canaries``).
-
-    Raises:
-        ValueError: two families register the same canary name.
-
-    Example:
-        >>> from types import SimpleNamespace
-        >>> info = CanaryInfo("melt", "region", "a region", "none", "melts")
-        >>> list(canary_table([SimpleNamespace(name="a", canaries=(info,)), SimpleNamespace(name="b", canaries=())]))
-        ['melt']
+    """The canaries the families list on their records (``Family.canaries``), by name, in registration
+    order; a ValueError when two families register the same name.
     """
     table: dict[str, CanaryInfo] = {}
     owner: dict[str, str] = {}
@@ -341,23 +266,13 @@ def _usage(canaries: Mapping[str, CanaryInfo]) -> str:
 def parse_canary(spec: str, *, canaries: Mapping[str, CanaryInfo], option: str = "--t2i-canary") -> CanarySpec:
     """Parse and check a ``NAME:SLICE[:PARAM]`` canary string against the registered canaries.
 
-    Args:
-        spec: e.g. ``collapse_region:africa``, ``degrade_region:Nigeria:0.8``.
-        canaries: the registered canaries (:func:`canary_table`, or ``t2i_fairness.canaries.CANARIES``).
-        option: the option name quoted in errors.
-
     Raises:
-        ValueError: no ``:``, an unknown NAME (listing the names), a bad SLICE (saying what a slice
-            of that canary is) or a bad PARAM.
+        ValueError: no ``:``, an unknown NAME (listing the names), a bad SLICE or PARAM.
 
     Example:
         >>> melt = CanaryInfo("melt", "word", "one word", "none", "melts", read_slice=str.lower)
         >>> parse_canary("melt:Snow", canaries={"melt": melt})
         CanarySpec(name='melt', slice='snow', param=None)
-        >>> parse_canary("freeze:snow", canaries={"melt": melt})
-        Traceback (most recent call last):
-        ...
-        ValueError: --t2i-canary 'freeze:snow': unknown canary 'freeze'; choose from melt
     """
     if not isinstance(spec, str) or ":" not in spec:
         raise ValueError(f"{option} {spec!r}: expected NAME:SLICE[:PARAM] ({_usage(canaries)})")
@@ -401,25 +316,12 @@ def _parsed(spec: str | CanarySpec, canaries: Mapping[str, CanaryInfo] | None, o
 
 def make_canary(spec: str | CanarySpec, inner, *, canaries: Mapping[str, CanaryInfo] | None = None,
                 multilingual=None, option: str = "--t2i-canary") -> Canary:
-    """Wrap ``inner`` in the canary a ``NAME:SLICE[:PARAM]`` string names.
-
-    Args:
-        spec: the canary string, or a :class:`CanarySpec` from :func:`parse_canary`.
-        inner: the generator under test.
-        canaries: the registered canaries (not needed for a parsed ``spec``).
-        multilingual: the run's IndicTTI prompt set (a canary over it, ``answer_language``, needs it).
-        option: the option name quoted in errors.
+    """Wrap ``inner`` in the canary a ``NAME:SLICE[:PARAM]`` string (or :class:`CanarySpec`) names
+    (``multilingual``: the run's IndicTTI prompt set, which ``answer_language`` needs).
 
     Raises:
-        ValueError: as :func:`parse_canary`; a canary that cannot be built (e.g. ``answer_language``
-            without ``multilingual``), the option and string named.
+        ValueError: as :func:`parse_canary`, or a canary that cannot be built.
         TypeError: ``inner`` is not a generator.
-
-    Example:
-        >>> from t2i_fairness.canaries import CANARIES
-        >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> make_canary("drop_component:macaw", ProceduralGenerator(), canaries=CANARIES).slice
-        CanarySlice(kind='component', value='macaw')
     """
     parsed = _parsed(spec, canaries, option)
     info = parsed.info
@@ -445,28 +347,9 @@ def wrap_source(source, spec: str | CanarySpec, *, canaries: Mapping[str, Canary
                 multilingual=None, option: str = "--t2i-canary"):
     """The plugin's lazy generator source with a canary around its generator.
 
-    The fingerprint (part of every image key) is computed from the inner source's fingerprint
-    alone, so a warm cache still never loads the model; the canary is built over the real
-    generator on first :meth:`~t2i_fairness.generators.GeneratorSource.get`. Errors in ``spec``
-    are raised here, before anything is generated.
-
-    Args:
-        source: a :class:`~t2i_fairness.generators.GeneratorSource` (from ``resolve_generator``).
-        spec: ``NAME:SLICE[:PARAM]`` or a parsed :class:`CanarySpec`.
-        canaries: the registered canaries (not needed for a parsed ``spec``).
-        multilingual: the run's IndicTTI prompt set (``answer_language`` needs it).
-        option: the option name quoted in errors.
-
-    Raises:
-        ValueError: as :func:`make_canary`.
-
-    Example:
-        >>> from t2i_fairness.canaries import CANARIES
-        >>> from t2i_fairness.generators import GenerationSettings, resolve_generator
-        >>> source = resolve_generator("procedural", GenerationSettings(), "cpu", lambda prompt, index: index)
-        >>> wrapped = wrap_source(source, parse_canary("drop_component:macaw", canaries=CANARIES))
-        >>> wrapped.fingerprint.endswith("+canary:drop_component:macaw::v1"), wrapped.loaded
-        (True, False)
+    The fingerprint comes from the inner source's alone, so a warm cache never loads the model; the
+    canary is built on first :meth:`~t2i_fairness.generators.GeneratorSource.get`. Errors in
+    ``spec`` are raised here, before anything is generated.
     """
     parsed = _parsed(spec, canaries, option)
     fingerprint = make_canary(parsed, _FingerprintOnly(source.fingerprint), multilingual=multilingual,
@@ -484,16 +367,7 @@ def wrap_source(source, spec: str | CanarySpec, *, canaries: Mapping[str, Canary
 
 
 def slice_of(spec: str | CanarySpec, *, canaries: Mapping[str, CanaryInfo] | None = None) -> CanarySlice:
-    """The slice a canary string targets, without a generator (for summaries).
-
-    Raises:
-        ValueError: as :func:`parse_canary`.
-
-    Example:
-        >>> from t2i_fairness.canaries import CANARIES
-        >>> slice_of("collapse_region:Nigeria", canaries=CANARIES)
-        CanarySlice(kind='region', value='africa')
-    """
+    """The slice a canary string targets, without a generator (for summaries)."""
     parsed = _parsed(spec, canaries, "--t2i-canary")
     return CanarySlice(parsed.info.slice_kind, parsed.slice)
 
@@ -502,24 +376,9 @@ def catch_report(spec: str | CanarySpec, records, *, canaries: Mapping[str, Cana
                  ) -> tuple[list[str], dict]:
     """Which gates caught a canary: ``(summary lines, counts)``.
 
-    A gate "caught" it when its verdict is ``fail`` (or a blocking ``inconclusive``); gates of the
-    slice should, gates of other slices should not (a failure there is a false alarm); gates that pool
-    the slice with others (``aggregate``) are listed but not counted either way.
-
-    Args:
-        spec: the run's ``--t2i-canary`` (a parsed :class:`CanarySpec`, or the string with ``canaries``).
-        records: the run's gate records (objects or dicts with ``gate`` and ``status``).
-        canaries: the registered canaries (not needed for a parsed ``spec``).
-
-    Raises:
-        ValueError: as :func:`parse_canary`.
-
-    Example:
-        >>> from t2i_fairness.canaries import CANARIES
-        >>> spec = parse_canary("drop_component:macaw", canaries=CANARIES)
-        >>> catch_report(spec, [{"gate": "test_cis_component_rate_floor", "status": "fail"},
-        ...                     {"gate": "test_cis[k1]", "status": "pass"}])[1]["slice_caught"]
-        1
+    A gate caught it when its verdict is ``fail`` (or a blocking ``inconclusive``). The slice's
+    gates should; other gates should not (a false alarm); ``aggregate`` gates are listed, not counted.
+    ``records`` are objects or dicts with ``gate`` and ``status``.
     """
     parsed = _parsed(spec, canaries, "--t2i-canary")
     sl = slice_of(parsed)

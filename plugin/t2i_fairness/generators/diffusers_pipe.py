@@ -23,28 +23,19 @@ def _torch_dtype(device: str, precision: str | None = None):
 
 def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, weights: str | None = None,
                           precision: str | None = None) -> str:
-    """Identifies model, weights, settings, precision and device class without loading anything
-    (cache keys need it first).
+    """Identifies model, weights, settings, precision and device class without loading anything.
 
     Args:
         name: what the model is called (a hub id, a folder's name, the tiny config's name).
-        settings: the resolved generation settings (the batch size excepted, they decide the pixels).
-        device: where it runs; its class (``cpu``, ``cuda``, ``mps``) picks the kernels, and CUDA runs
-            in float16.
-        weights: the weights' identity: a folder's ``sha256-...`` digest, a hub commit, the tiny
-            model's ``init-...`` (see :mod:`t2i_fairness.base.identity`).
-        precision: ``auto`` (float16 on CUDA, float32 elsewhere), ``float32``, ``float16`` or
-            ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`).
+        settings: the resolved generation settings (all but the batch size decide the pixels).
+        device: its class (``cpu``, ``cuda``, ``mps``) enters, not its index.
+        weights: the weights' identity (a ``sha256-...`` digest, a hub commit, ``init-...``).
+        precision: ``auto`` (``None``), ``float32``, ``float16`` or ``bfloat16``.
 
     Example:
         >>> s = GenerationSettings(steps=2, guidance=7.0, height=64, width=64)
-        >>> a = diffusers_fingerprint("ckpt", s, "cpu", "sha256-aaaa")
-        >>> a.startswith("diffusers:ckpt@sha256-aaaa:"), a == diffusers_fingerprint("ckpt", s, "cpu", "sha256-bbbb")
-        (True, False)
         >>> diffusers_fingerprint("ckpt", s, "cuda:0", "w") == diffusers_fingerprint("ckpt", s, "cuda:1", "w")
         True
-        >>> diffusers_fingerprint("ckpt", s, "cpu", "w", "bfloat16") == diffusers_fingerprint("ckpt", s, "cpu", "w")
-        False
     """
     from t2i_fairness.models.precision import resolve
     from t2i_fairness.base.identity import device_class
@@ -77,14 +68,11 @@ def tiny_weights() -> str:
 
 def diffusers_need(spec: str, settings: GenerationSettings, device: str, precision: str, *,
                    config_name: str | None = None, folder: str | Path | None = None):
-    """What a diffusers generator needs (a :class:`~t2i_fairness.base.memory.MemoryNeed`), counted before it
-    is built: a random pipeline's parameters from its config (``tiny-sd``, ``sd15-random``), a checkpoint's
-    from the safetensors headers of its ``folder`` (a local pipeline or a hub snapshot); ``None`` when
-    neither can be read.
+    """What a diffusers generator needs (a :class:`~t2i_fairness.base.memory.MemoryNeed`), counted before it is built.
 
-    Activations are the config's ``_memory`` note's (``sd15-random``'s for a checkpoint: SD 1.5's sizes):
-    a fixed part, plus per image the figure at ``at_px`` scaled by the image's area (what
-    ``bench/bench_memory.py`` measured at 64, 128 and 256 px), times the batch size.
+    Parameters come from a random pipeline's config or a checkpoint's safetensors headers (``None``
+    when neither can be read); activations from the config's ``_memory`` note, scaled by image area
+    and batch size.
 
     Example:
         >>> need = diffusers_need("tiny", GenerationSettings(height=64, width=64, batch_size=16), "cpu", "float32",
@@ -145,10 +133,8 @@ def pipeline_modules(cfg: dict) -> tuple:
 
 
 def build_tiny_pipeline(config_name: str = "tiny-sd"):
-    """A real ``StableDiffusionPipeline`` built offline from a config of ``model_configs/`` with seeded
-    random weights: ``tiny-sd`` (diffusers' test sizes) or ``sd15-random`` (SD 1.5's own sizes).
-
-    The weights depend only on the config and its ``seed``, so every machine builds the same model.
+    """A real ``StableDiffusionPipeline`` built offline from a ``model_configs/`` config (``tiny-sd``,
+    ``sd15-random``) with weights seeded by the config alone: every machine builds the same model.
     """
     import diffusers
     from diffusers import StableDiffusionPipeline
@@ -173,11 +159,8 @@ def build_tiny_pipeline(config_name: str = "tiny-sd"):
 
 
 class DiffusersGenerator:
-    """Wraps a diffusers text-to-image pipeline behind the ``Generator`` protocol.
-
-    Each image gets its own seeded ``torch.Generator``, so an image depends on (prompt, seed,
-    settings) and not on which other images share its batch (up to float rounding in batched
-    kernels; the cache keys images one by one).
+    """Wraps a diffusers text-to-image pipeline behind the ``Generator`` protocol; each image gets its own
+    seeded ``torch.Generator``, so it depends on (prompt, seed, settings), not on its batch mates.
     """
 
     def __init__(self, pipe, name: str, settings: GenerationSettings, device: str = "cpu", num_threads: int | None = None,
@@ -210,8 +193,6 @@ class DiffusersGenerator:
 
         Args:
             config_name: a pipeline config of ``model_configs/`` (``sd15-random``, ``tiny-sd``).
-            settings: generation settings (unset ones take the config's ``defaults``).
-            device: torch device.
             precision: the pipeline's dtype (``None`` or ``auto``: float16 on CUDA, float32 elsewhere).
 
         Raises:
@@ -233,12 +214,8 @@ class DiffusersGenerator:
         """Load a hub id or a local diffusers folder; fp16 on CUDA. Fails fast with a fix when it cannot.
 
         Args:
-            model: a hub id or a folder saved with ``save_pretrained()``.
-            settings: generation settings (unset ones take the paper defaults).
-            device: torch device.
             revision: for a hub id, the commit to load (the one its fingerprint names).
             name, weights: the fingerprint's parts (default: ``model`` and ``revision``).
-            precision: the pipeline's dtype (``None`` or ``auto``: float16 on CUDA, float32 elsewhere).
 
         Raises:
             ModelLoadError: no pipeline at a local path, or the weights cannot be loaded.
@@ -323,24 +300,15 @@ T5_MAX_SEQUENCE_LENGTH = 256  # diffusers' SD3 default `max_sequence_length` for
 
 
 class TokenCounter:
-    """The tokenizers a diffusers pipeline sends a prompt through, with the length each one truncates at.
+    """The tokenizers a diffusers pipeline sends a prompt through, with the length each truncates at.
 
-    ``StableDiffusionPipeline.encode_prompt`` tokenizes with ``truncation=True`` at
-    ``tokenizer.model_max_length`` (77 for CLIP) and only logs what it drops; SDXL does the same with
-    ``tokenizer_2``; SD3 truncates its T5 ``tokenizer_3`` at ``max_sequence_length`` (256). Counting
-    the full length with the same tokenizer tells which prompts lose tokens, and how many
-    (:func:`t2i_fairness.metrics.truncation.truncation_report`).
-
-    Args:
-        tokenizers: attribute name -> (tokenizer, limit in tokens).
+    Pipelines truncate silently (CLIP at 77 tokens, SD3's T5 at 256); counting the full length with
+    the same tokenizer tells which prompts lose tokens and how many.
 
     Example:
         >>> from t2i_fairness.models.clip_tokenizer import offline_clip_tokenizer
-        >>> counter = TokenCounter({"tokenizer": (offline_clip_tokenizer(), 77)})
-        >>> counter.count(["a photo of a cat", " ".join(["बस"] * 60)])
+        >>> TokenCounter({"tokenizer": (offline_clip_tokenizer(), 77)}).count(["a photo of a cat", " ".join(["बस"] * 60)])
         {'tokenizer': [7, 182]}
-        >>> counter.report(["a photo of a cat", " ".join(["बस"] * 60)])["tokenizer"].max_lost
-        105
     """
 
     def __init__(self, tokenizers: dict):
@@ -360,10 +328,8 @@ class TokenCounter:
 
     @classmethod
     def from_pretrained(cls, model: str, max_sequence_length: int = T5_MAX_SEQUENCE_LENGTH) -> "TokenCounter":
-        """The tokenizers of a hub id or local diffusers folder, without loading the pipeline's weights.
-
-        Raises:
-            ModelLoadError: no ``model_index.json`` or a tokenizer that cannot be loaded (offline and not cached).
+        """The tokenizers of a hub id or local diffusers folder, without loading the pipeline's weights
+        (ModelLoadError when they cannot be loaded).
         """
         from transformers import AutoTokenizer
 

@@ -18,18 +18,11 @@ _SIXTEEN_BIT = ("I;16", "I;16B", "I;16L", "I;16N")
 
 
 def to_rgb8(image: Image.Image, what: str = "image") -> Image.Image:
-    """An 8-bit RGB copy of a decoded still image, rescaling 16-bit grey instead of clipping it.
-
-    PIL's ``convert("RGB")`` clips 16-bit grey (mode ``I;16``, e.g. a 16-bit greyscale PNG) at 255, so
-    a mid-grey 16-bit image turns almost white; here each value v becomes ``round(v / 257)``. 16-bit
-    RGB(A) and grey+alpha PNGs are already reduced to 8 bits by PIL (high byte) and only converted.
-
-    Args:
-        image: a loaded PIL image.
-        what: how to name the image in an error (file, manifest and line).
+    """An 8-bit RGB copy of a decoded still image, rescaling 16-bit grey (``round(v / 257)``) where
+    PIL's ``convert("RGB")`` would clip it at 255.
 
     Raises:
-        ValueError: 32-bit integer or float pixels (mode ``I`` outside PNG, ``F``), whose range is unknown.
+        ValueError: 32-bit integer or float pixels, whose range is unknown.
 
     Example:
         >>> grey16 = Image.fromarray(np.full((2, 2), 32896, dtype=np.uint16))  # 50% grey, 16 bits
@@ -61,22 +54,14 @@ class _Row:
 class ManifestGenerator:
     """Serves images listed in a manifest CSV with columns ``prompt``, ``seed`` or ``index``, ``path``.
 
-    A row with ``index`` stands for the image the suite would have made with that index, i.e. the
-    seed ``seed_for(prompt, index)``; paths are relative to the manifest's folder. Each row is one still
-    image: an animated GIF/PNG or a multi-page TIFF is refused (which frame is meant is not ours to guess).
-    16-bit images are rescaled to 8 bits (:func:`to_rgb8`).
-
-    Identity: each listed file is digested (SHA-256 of its bytes, remembered per file by
-    :mod:`t2i_fairness.base.identity`, so a later run reads only files that changed). ``fingerprint``
-    covers the rows and every file's digest, so images replaced behind an unchanged manifest make a
-    new fingerprint; :meth:`item_key` is one image's own identity, so the cache re-reads only the
-    images that were replaced.
+    A row with ``index`` stands for seed ``seed_for(prompt, index)``; paths are relative to the
+    manifest's folder; each row is one still image (animations are refused). ``fingerprint`` covers
+    the rows and every file's SHA-256, and :meth:`item_key` one image's, so the cache re-reads only
+    replaced images.
 
     Raises:
-        ValueError: the manifest is missing or lacks a column; a row is short or long, has an empty
-            prompt or path, a seed/index that is not an integer or a seed outside 0..2**32-1; two rows
-            name one (prompt, seed); files are missing or empty. Each names the manifest and line. At
-            ``generate``, a file that is not a readable still image (names manifest, line and file).
+        ValueError: a missing manifest or column, a malformed row, a duplicate (prompt, seed), or a
+            missing or empty file, naming the manifest and line; at ``generate``, an unreadable image.
     """
 
     def __init__(self, path: str | Path, seed_for: Callable[[str, int], int]):
@@ -169,17 +154,7 @@ class ManifestGenerator:
     DECODE = "rgb8-v1"  # how a file becomes the cached image (to_rgb8); a change here re-reads every file
 
     def item_key(self, prompt: str, seed: int) -> str | None:
-        """The identity of the image listed for (prompt, seed): its file's digest; ``None`` if not listed.
-
-        Example:
-            >>> import tempfile, pathlib
-            >>> with tempfile.TemporaryDirectory() as d:
-            ...     Image.new("RGB", (4, 4), "red").save(f"{d}/a.png")
-            ...     _ = pathlib.Path(d, "manifest.csv").write_text("prompt,seed,path\\nbag,1,a.png\\n")
-            ...     gen = ManifestGenerator(d, lambda p, i: i)
-            ...     gen.item_key("bag", 1).startswith("images:file:sha256-"), gen.item_key("bag", 2)
-            (True, None)
-        """
+        """The identity of the image listed for (prompt, seed): its file's digest; ``None`` if not listed."""
         digest = self._digests.get((prompt, seed))
         return None if digest is None else f"images:file:sha256-{digest}:{self.DECODE}"
 

@@ -1,61 +1,12 @@
 """A procedural generator of the synthetic reference's own world: ``--t2i-model procedural``.
 
-The built-in ``tiny`` model (a diffusers pipeline with random weights) is the smoke test of the
-real loading path, but its images barely vary with the seed: gates cannot move on it, so no
-false-alarm rate, interval coverage or power can be measured with it. This generator draws, for
-each (prompt, seed), an image of the same family as the synthetic reference set
-(:func:`t2i_fairness.references.sets.render_synthetic`: the region sets the background palette, the
-object the foreground pattern) with seed-driven variation, so that values move with the seed and
-regions and objects differ the way a real model's do. It is a simulator, not a model: its numbers
-mean nothing about any real model's fairness.
-
-What each prompt family sees (:func:`read_prompt` does the parsing)
-    DIG In / Decomposed-DIG prompts (``{object}``, ``{object} in {region}``, ``{object} in
-    {country}``, ``{regional adjective} {object}``; objects are GeoDE's and DollarStreet's, places
-    the six GeoDE regions, DollarStreet's ``Asia``, GeoDE's 18 countries and the adjectives):
-    one :func:`~t2i_fairness.references.sets.render_synthetic` image of the object in the region's
-    palette, chosen by the seed from a pool of layouts, then
-
-    * with probability ``1 - fidelity`` (per region, :data:`REGION_STYLES`) drawn in the palette
-      of the model's *default world* instead (a region drawn from :data:`DEFAULT_WORLD`: mostly
-      Europe and the Americas), as real models fall back on Western imagery;
-    * with probability ``miss`` the wrong object (another object of the same vocabulary);
-    * the pool of layouts per (object, region) is ``pool`` images (larger for regions the model
-      "knows" better; x1.5 for ``{regional adjective} {object}`` prompts, which Decomposed-DIG
-      found to diversify backgrounds), so low-pool regions have low coverage;
-    * a colour grade: hue shifted by ``N(0, jitter)`` of the hue circle, brightness scaled by
-      ``exp(N(0, 2 jitter))``, then a crop of 85-100% of the side, resized back.
-
-    ``{object}`` prompts draw their region from the default world; ``{object} in {country}``
-    prompts use the country's region with a small per-country hue offset. A place the tables do
-    not know (``bag in Atlantis``) gets its own hashed palette, as render_synthetic does for
-    unknown regions, and the middle-of-the-road :data:`UNKNOWN_REGION_STYLE`.
-
-    CIS prompts (``a photo of a X, a Y, and a Z.``; any text starting ``a photo of``): one tile
-    per component, each component included with probability
-    ``1 - 0.085 (K - 1) - penalty(component)`` (at least 0.05; the penalty is hashed per class in
-    ``[0, 0.15]``, so some classes are ignored more often, as the paper's most ignored
-    components; :meth:`ProceduralGenerator.cis_plan` tells which), the included tiles shuffled
-    into a grid; a tile is a render_synthetic image with the class as object and ``cis:<class>``
-    as region (a per-class pattern on a per-class palette), colour-graded. An image with no
-    component left is a plain noisy grey background. ``a photo of a {group}`` (the word-level
-    group labels) reads as a one-component CIS prompt.
-
-    Any other text (word-level explanation prompts, IndicTTI English prompts, prompts in other
-    scripts): a render_synthetic image whose object and region are the text itself (a hashed
-    pattern on a hashed palette), layout chosen by the seed from 16, with the colour grade.
-    With ``multilingual`` given, a non-English text of that prompt set is "understood" with a
-    per-language probability (hashed per language code into ``[0.35, 0.95]``): the image is then
-    a fresh draw of its English text (same family, its own random stream), otherwise of the text
-    itself.
-
-``--t2i-model procedural`` is :func:`smoke_procedural`: world 1, 64x64 unless ``--t2i-height`` /
-``--t2i-width`` say otherwise, batch 16, and the bundled IndicTTI smoke sample's translations
-understood as above.
-
-Determinism: an image is a pure function of (prompt, seed, size, world, the multilingual set);
-batches never change pixels. Each image's random stream is seeded by a SHA-256 of those, so it
-is the same in every process and on every machine.
+A seeded simulator, not a model: for each (prompt, seed) it draws an image of the synthetic
+reference's family (:func:`t2i_fairness.references.sets.render_synthetic`) with seed-driven
+variation, so gate values move with the seed and regions and objects differ the way a real
+model's do. That makes false-alarm rates, interval coverage and power measurable; its numbers say
+nothing about any real model. :func:`read_prompt` tells DIG In, CIS and other prompts apart; each
+image is a pure function of (prompt, seed, size, world, multilingual set), the same in every
+process and on every machine. docs/calibration.md describes the simulated world.
 """
 
 from __future__ import annotations
@@ -96,11 +47,10 @@ class RegionStyle:
     """How well the simulated model knows a region.
 
     Attributes:
-        fidelity: probability that an image of the region is drawn in the region's own palette
-            (else in the default world's).
-        pool: distinct layouts the model draws from per (object, region): its diversity.
-        jitter: standard deviation of the hue shift (fraction of the hue circle); brightness
-            varies with twice this on a log scale.
+        fidelity: probability that an image is drawn in the region's own palette (else the default world's).
+        pool: distinct layouts per (object, region): its diversity.
+        jitter: standard deviation of the hue shift (fraction of the hue circle); brightness varies
+            with twice this on a log scale.
         miss: probability of drawing the wrong object.
     """
 
@@ -178,11 +128,8 @@ _OBJECT_CODES: tuple[str, ...] = tuple(GEODE_OBJECTS) + tuple(o for o in DOLLARS
 
 
 def find_region(name: str) -> str | None:
-    """The region slug a place word names: a region's slug or name, its adjective, or one of its
-    countries (case and punctuation ignored); ``None`` when it names none.
-
-    Args:
-        name: e.g. ``"Africa"``, ``"african"``, ``"Nigeria"``, ``"east_asia"``, ``"the Americas"``.
+    """The region slug a place word names (a region's slug or name, its adjective, or one of its
+    countries; case and punctuation ignored), ``None`` when it names none.
 
     Example:
         >>> [find_region(n) for n in ("Africa", "African", "Nigeria", "east_asia", "the United Kingdom", "Mars")]
@@ -200,15 +147,8 @@ def find_region(name: str) -> str | None:
 class PromptReading:
     """What the procedural generator (and the canaries) read in a prompt.
 
-    Attributes:
-        family: ``"dig_in"`` (a DIG In / Decomposed-DIG template), ``"cis"`` (``a photo of ...``)
-            or ``"text"`` (anything else).
-        template: for ``dig_in``, the template id (``object``, ``object_in_region``,
-            ``object_in_country``, ``regional_adjective``; ``object_in_place`` for an unknown place).
-        object: for ``dig_in``, the object code.
-        region: for ``dig_in``, the region slug (an unknown place: its compacted name); else None.
-        country: the country of an ``object_in_country`` prompt.
-        components: for ``cis``, the component names in prompt order.
+    ``family`` is ``"dig_in"`` (with ``template``, ``object``, ``region`` and, for
+    ``object_in_country``, ``country``), ``"cis"`` (with ``components`` in prompt order) or ``"text"``.
     """
 
     family: str
@@ -235,25 +175,13 @@ def _cis_components(text: str) -> tuple[str, ...] | None:
 
 
 def read_prompt(text: str) -> PromptReading:
-    """Parse a prompt into the labels the procedural world draws from (see the module docstring).
-
-    Args:
-        text: the prompt.
-
-    Raises:
-        TypeError: ``text`` is not a string.
+    """Parse a prompt into the labels the procedural world draws from (a TypeError for a non-string).
 
     Example:
         >>> read_prompt("cooking pot in Japan")
         PromptReading(family='dig_in', template='object_in_country', object='cooking_pot', region='east_asia', country='Japan', components=())
-        >>> r = read_prompt("African bag"); (r.template, r.object, r.region)
-        ('regional_adjective', 'bag', 'africa')
-        >>> read_prompt("a photo of a crab, a macaw, and an acoustic guitar.").components
-        ('crab', 'macaw', 'acoustic guitar')
         >>> read_prompt("a photo of a mortar and pestle and an Otterhound.").components
         ('mortar and pestle', 'Otterhound')
-        >>> read_prompt("a respected doctor at the hospital").family
-        'text'
     """
     if not isinstance(text, str):
         raise TypeError(f"prompt must be a string, got {type(text).__name__} {text!r}")
@@ -292,10 +220,6 @@ def _recolour(image: Image.Image, hue_shift: float, gain: float = 1.0) -> Image.
 def cis_keep_probability(component: str, k: int) -> float:
     """Probability that a CIS image shows ``component`` among ``k`` requested components:
     ``max(0.05, 1 - 0.085 (k - 1) - penalty)``, the penalty hashed per class into ``[0, 0.15)``.
-
-    Example:
-        >>> round(cis_keep_probability("crab", 1) - cis_keep_probability("crab", 2), 3)
-        0.085
     """
     penalty = (_stable_int("cis-penalty", component) % 1000) / 1000 * 0.15
     return max(0.05, 1.0 - _CIS_DROP * (k - 1) - penalty)
@@ -314,28 +238,22 @@ def _grade(image: Image.Image, rng: np.random.Generator, jitter: float) -> Image
 class ProceduralGenerator:
     """A seeded simulator of a text-to-image model over the synthetic reference's world.
 
-    Implements the Generator protocol (``fingerprint``, ``generate(prompts, seeds)``,
-    ``batch_size``). What each prompt family is drawn as is in the module docstring.
+    Implements the Generator protocol (``fingerprint``, ``generate(prompts, seeds)``, ``batch_size``).
 
     Args:
-        size: image side in pixels (an int), or ``(height, width)``.
-        world: seed of the simulated model's layouts (``render_synthetic``'s seed); the default
-            synthetic reference is drawn with seed 0, so the default 1 never reproduces a
-            reference image exactly.
-        multilingual: a :class:`~t2i_fairness.vocab.multilingual.MultilingualPromptSet` whose non-English
-            texts are "understood" (drawn as their English text) with a per-language probability.
-        batch_size: the batch size the plugin uses for it (batching never changes an image).
+        size: image side in pixels, or ``(height, width)``.
+        world: seed of the simulated model's layouts; the synthetic reference uses 0, so the default
+            1 never reproduces a reference image.
+        multilingual: a :class:`~t2i_fairness.vocab.multilingual.MultilingualPromptSet` whose
+            non-English texts are "understood" with a per-language probability.
 
     Raises:
         ValueError: a size below 8 pixels, a non-integer world, a batch size below 1.
 
     Example:
-        >>> gen = ProceduralGenerator()
-        >>> a, b = gen.generate(["bag in Africa", "bag in Africa"], [0, 1])
-        >>> a.size, a.tobytes() == gen.generate(["bag in Africa"], [0])[0].tobytes(), a.tobytes() == b.tobytes()
-        ((64, 64), True, False)
-        >>> gen.fingerprint
-        'procedural:v1:world1:64x64:synthetic-v1'
+        >>> a, b = ProceduralGenerator().generate(["bag in Africa", "bag in Africa"], [0, 1])
+        >>> a.size, a.tobytes() == b.tobytes()
+        ((64, 64), False)
     """
 
     def __init__(self, size: int | tuple[int, int] = 64, world: int = 1, multilingual=None, batch_size: int = 16):
@@ -366,7 +284,7 @@ class ProceduralGenerator:
     # -------------------------------------------------------------------------- protocol
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
-        """One RGB image per (prompt, seed), each a pure function of the pair (and the settings).
+        """One RGB image per (prompt, seed), each a pure function of the pair and the settings.
 
         Raises:
             ValueError: ``prompts`` and ``seeds`` differ in length, or a seed is not an integer.
@@ -416,8 +334,7 @@ class ProceduralGenerator:
         return _grade(im, rng, style.jitter)
 
     def cis_plan(self, prompt: str, seed: int) -> tuple[str, ...]:
-        """The components a CIS prompt's image shows at this seed, in drawing order (empty for a
-        prompt that is not a CIS prompt). Each is kept with probability :func:`cis_keep_probability`.
+        """The components a CIS prompt's image shows at this seed, in drawing order (empty for other prompts).
 
         Example:
             >>> plan = ProceduralGenerator().cis_plan("a photo of a crab, a macaw, and a steel drum.", 0)
@@ -465,12 +382,7 @@ class ProceduralGenerator:
 
 
 def smoke_procedural(size: int | tuple[int, int] = 64, batch_size: int = 16) -> ProceduralGenerator:
-    """The ``--t2i-model procedural`` generator: world 1, the bundled IndicTTI smoke sample understood.
-
-    Example:
-        >>> smoke_procedural().fingerprint.startswith("procedural:v1:world1:64x64")
-        True
-    """
+    """The ``--t2i-model procedural`` generator: world 1, the bundled IndicTTI smoke sample understood."""
     from t2i_fairness.vocab.multilingual import load_smoke_sample
 
     return ProceduralGenerator(size, 1, load_smoke_sample(), batch_size)

@@ -1,12 +1,9 @@
 """Which prompts the generator under test truncates, counted with the generator's own tokenizers.
 
-:func:`prompt_truncation` is what the families call with the texts they send to the generator. The
-tokenizers come from the generator when it is loaded (``DiffusersGenerator.count_tokens``, or a
-``python:`` factory's object with ``token_counter()``), else without loading any weights: the built-in
-``tiny`` model's tokenizer (the offline OpenAI CLIP BPE its pipeline is built with) or a diffusers
-checkpoint's tokenizer subfolders. Generators without a tokenizer (``images:``, ``procedural``, a
-factory without one) give a :class:`~t2i_fairness.metrics.truncation.Truncation` that says
-"not counted" and why.
+The tokenizers come from the loaded generator, or without loading weights from the ``tiny``
+model's offline CLIP BPE or a checkpoint's tokenizer folders. Generators without a tokenizer
+(``images:``, ``procedural``) give a :class:`~t2i_fairness.metrics.truncation.Truncation` that
+says "not counted" and why.
 """
 
 from __future__ import annotations
@@ -23,10 +20,8 @@ _COUNTERS: dict[str, tuple[object | None, str]] = {}
 
 
 def token_counter_for(source) -> tuple[object | None, str]:
-    """``(counter, why)`` for a :class:`~t2i_fairness.generators.GeneratorSource`: a
-    :class:`~t2i_fairness.generators.diffusers_pipe.TokenCounter` (or ``None`` and the reason).
-
-    Made once per generator fingerprint and process.
+    """``(counter, why)`` for a generator source: its :class:`~t2i_fairness.generators.diffusers_pipe.TokenCounter`
+    (or ``None`` and the reason), made once per fingerprint and process.
     """
     key = str(source.fingerprint)
     if key not in _COUNTERS:

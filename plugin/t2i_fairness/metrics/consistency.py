@@ -1,9 +1,8 @@
 """DIG In's Object Consistency Indicator (section 4.4), as the authors' code computes it.
 
-CLIPScore here is the raw cosine similarity between the CLIP embedding of a generated image and
-that of the object name alone (not scaled by 100 nor clamped at 0, unlike Hessel et al.'s
-CLIP-S). Per object, the 10th percentile of those cosines (linear interpolation, numpy's
-default) captures the inconsistent tail; the indicator is the mean over objects.
+CLIPScore is the raw cosine between the CLIP embeddings of a generated image and of the object
+name alone (unlike Hessel et al.'s CLIP-S, neither scaled nor clamped); the indicator is the mean
+over objects of each object's 10th percentile (linear interpolation).
 """
 
 from __future__ import annotations
@@ -18,14 +17,8 @@ higher_is_better = True
 
 
 def cosine_similarities(image_embeddings, text_embeddings) -> np.ndarray:
-    """Row-wise cosine between matched image and text embeddings (n, d) x (n, d) -> (n,).
-
-    Raises:
-        ValueError: shapes differ or are not 2-D, or a row has zero norm.
-
-    Example:
-        >>> cosine_similarities([[1.0, 0.0], [1.0, 1.0]], [[2.0, 0.0], [0.0, 3.0]]).round(4).tolist()
-        [1.0, 0.7071]
+    """Row-wise cosine between matched image and text embeddings (n, d) x (n, d) -> (n,); a ValueError
+    for shapes that differ or are not 2-D, or a zero row.
     """
     a = np.asarray(image_embeddings, dtype=np.float64)
     b = np.asarray(text_embeddings, dtype=np.float64)
@@ -64,12 +57,8 @@ def object_percentiles(cosines_by_object: Mapping[str, Sequence[float]]) -> dict
 def object_consistency(cosines_by_object: Mapping[str, Sequence[float]]) -> float:
     """DIG In's Object Consistency Indicator: the mean over objects of each object's 10th-percentile CLIPScore.
 
-    Args:
-        cosines_by_object: object name -> CLIPScores (cosines) of its generated images against the
-            object name alone.
-
     Raises:
-        ValueError: no objects, an object without scores, or non-finite scores (the message names the object).
+        ValueError: no objects, an object without scores, or non-finite scores (naming the object).
 
     Example:
         >>> round(object_consistency({"bag": [0.2] * 5, "stove": [0.1, 0.3]}), 4)

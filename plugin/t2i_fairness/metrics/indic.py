@@ -1,30 +1,15 @@
 """IndicTTI indicators: correctness (CLGC, IGC, LGC) and representation (SCAL, SCWL, DWL) per language.
 
 Mittal et al., "Navigating Text-to-Image Generative Bias across Indic Languages" (ECCV 2024),
-Section 4. Every indicator is a mean of cosine similarities phi between embeddings that the caller
-has already computed (the paper: BLIP-2 image features f, BLIP-2 captions c, all-mpnet-base-v2
-sentence features t, BLIP-2 image-text features for LGC). Values are fractions in [-1, 1] (DWL in
-[0, 2]); the paper prints them multiplied by 100.
+Section 4. Each indicator is a mean of cosine similarities between embeddings the caller computed;
+values lie in [-1, 1] (DWL in [0, 2]; the paper prints them times 100). One language's images are
+``(n_prompts, n_images, dim)``, one vector per prompt is ``(n_prompts, dim)``, prompt ``k`` the
+same in every array; many languages are a mapping ``code -> array``.
 
-Shapes: for one language, the images of ``n_prompts`` prompts, ``n_images`` each (the paper: 4
-seeds), are an array ``(n_prompts, n_images, dim)``; one vector per prompt (the English prompt,
-the reference image) is ``(n_prompts, dim)``. Prompt ``k`` must be the same prompt in every array
-(and image ``r`` the same seed, for ``include_same_seed=False``). Many languages are a mapping
-``code -> array``.
-
-Normalisation. The paper's formulas sum over ordered pairs ``u != v`` but divide by ``nC2``, the
-number of unordered pairs, which would double a mean and allow values up to 2; its sums also run
-``r = 0..n`` for ``n`` images. We read every indicator as a plain **mean over pairs**, as the
-docstrings below spell out for each. All of them are computed from unit vectors (normalised once)
-with sums and dot products: memory is linear in the inputs, never a pairwise matrix.
-
-Drops. The paper reports each model's drop relative to English as a difference of averages in
-percentage points ("a 56.64% drop" for Stable Diffusion's CLGC is 64.53 minus the mean 7.89 of the
-30 Indic languages): :func:`relative_to_english` gives per-language differences (or ratios) and
-:func:`mean_relative_to_english` the paper's single number.
-
-Every public function validates its inputs once (shape, finite values, no zero vectors) and raises
-``ValueError`` naming the argument, its shape or value, and what was expected.
+The paper's sums over ordered pairs divided by ``nC2`` would double a mean: every indicator here
+is a plain mean over pairs, computed from unit vectors with sums and dot products (memory linear
+in the inputs). :func:`relative_to_english` and :func:`mean_relative_to_english` give the drops
+the paper reports. Inputs are validated once; ``ValueError`` names the argument and its shape.
 """
 
 from __future__ import annotations
@@ -155,23 +140,18 @@ def _mean_compute(per_prompt: np.ndarray) -> float:
 
 
 def clgc(prompt_text_features: np.ndarray, caption_text_features: np.ndarray) -> float:
-    """Cyclic Language-Grounded Correctness of one language: text-text similarity of the English
-    prompt and the captions of the images generated from that language's prompt.
+    """Cyclic Language-Grounded Correctness of one language (paper, Eq. 3).
 
-    Paper, Eq. 3 (p'_k = c(i_{p_k,l,r}) is the caption of image r):
-    ``CLGC(l) = 1/(n|P|) sum_{p_k}^{P} sum_{r=0}^{n} phi[t(p_k), t(p'_k)]``.
-    Here: the mean over prompts k and images r of cos(t(English prompt k), t(caption of image r)).
+    The mean over prompts k and images r of cos(t(English prompt k), t(caption of image r)); higher
+    is more faithful.
 
     Args:
         prompt_text_features: (n_prompts, dim), t of each English prompt.
         caption_text_features: (n_prompts, n_images, dim), t of the caption of each image.
 
-    Returns:
-        A float in [-1, 1]; higher is more faithful.
-
     Raises:
-        ValueError: wrong number of dimensions, n_prompts or dim differ, empty axes, non-finite
-            values or a zero vector (the message names the argument and shows the shapes).
+        ValueError: wrong dimensions, n_prompts or dim differ, empty axes, non-finite values or a
+            zero vector.
 
     Example:
         >>> prompts = np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -186,25 +166,11 @@ def clgc(prompt_text_features: np.ndarray, caption_text_features: np.ndarray) ->
 
 
 def igc(reference_image_features: np.ndarray, image_features: np.ndarray) -> float:
-    """Image-Grounded Correctness of one language: image-image similarity of each prompt's
-    reference (ground-truth) image and the images generated from that language's prompt.
-
-    Paper, Eq. 4: ``IGC(l) = 1/(n|P|) sum_{p_k}^{P} sum_{r=0}^{n} phi[f(q_k), f(i_{p_k})]``.
-    Here: the mean over prompts k and images r of cos(f(reference image k), f(image r of prompt k)).
-
-    Args:
-        reference_image_features: (n_prompts, dim), f of each prompt's reference image.
-        image_features: (n_prompts, n_images, dim), f of each generated image.
-
-    Returns:
-        A float in [-1, 1]; higher is more faithful.
-
-    Raises:
-        ValueError: as :func:`clgc`.
+    """Image-Grounded Correctness of one language (paper, Eq. 4): the mean over prompts k and images r of
+    cos(f(reference image k), f(image r of prompt k)).
 
     Example:
-        >>> references = np.array([[1.0, 0.0]])
-        >>> igc(references, np.array([[[1.0, 1.0], [1.0, -1.0]]]))  # cos 45 degrees, twice
+        >>> igc(np.array([[1.0, 0.0]]), np.array([[[1.0, 1.0], [1.0, -1.0]]]))  # cos 45 degrees, twice
         0.7071067811865475
     """
     anchors = _unit_features("reference_image_features", reference_image_features, 2)
@@ -214,21 +180,10 @@ def igc(reference_image_features: np.ndarray, image_features: np.ndarray) -> flo
 
 
 def lgc(prompt_features: np.ndarray, image_features: np.ndarray) -> float:
-    """Language-Grounded Correctness of one language: image-text similarity of the English prompt
-    and the images generated from that language's prompt, both embedded in one image-text space.
+    """Language-Grounded Correctness of one language (paper, Eq. 5).
 
-    Paper, Eq. 5: ``LGC(l) = 1/(n|P|) sum_{p_k}^{P} sum_{r=0}^{n} phi[t(p_k), f(i_{p_k})]``.
-    Here: the mean over prompts k and images r of cos(text(English prompt k), image(image r)).
-
-    Args:
-        prompt_features: (n_prompts, dim), the English prompts in the image-text space.
-        image_features: (n_prompts, n_images, dim), the generated images in the same space.
-
-    Returns:
-        A float in [-1, 1]; higher is more faithful.
-
-    Raises:
-        ValueError: as :func:`clgc`.
+    The mean over prompts k and images r of cos(text(English prompt k), image(image r)), both
+    embedded in one image-text space.
 
     Example:
         >>> lgc(np.array([[0.0, 1.0]]), np.array([[[0.0, 5.0], [0.0, -5.0], [3.0, 0.0]]]))
@@ -244,43 +199,20 @@ def lgc(prompt_features: np.ndarray, image_features: np.ndarray) -> float:
 
 
 def scal(image_features_a: np.ndarray, image_features_b: np.ndarray, *, include_same_seed: bool = True) -> float:
-    """Self-Consistency Across Languages of a language pair: how alike the images of the same
-    prompt are when it is given in language a and in language b.
+    """Self-Consistency Across Languages of a pair (paper, Eqs. 6-7): how alike a prompt's images are in a and b.
 
-    Paper, Eqs. 6-7:
-    ``SCAL(l_a, l_b, p_k) = 1/nC2 sum_{u=0}^{n} sum_{v=0}^{n} phi[f(i_{p_k,l_a,u}), f(i_{p_k,l_b,v})]; u != v``
-    and ``SCAL(l_a, l_b) = 1/|P| sum_{p_k}^{P} SCAL(l_a, l_b, p_k)``.
-    Here: the mean over prompts k of the mean cosine over the cross pairs (u, v), image u of
-    prompt k in a and image v of prompt k in b. By default all n_a * n_b pairs count. With
-    ``include_same_seed=False`` the pairs u == v are left out, the paper's literal ``u != v``
-    (images u of a and b made from the same seed share their initial noise, which can make them
-    alike whatever the language); this needs n_a == n_b.
-
-    With itself: ``scal(x, x)`` is the mean over all n^2 ordered pairs of a prompt's images,
-    including each image with itself (cosine 1), i.e. ``1/n + (n-1)/n * scwl(x)``;
-    ``scal(x, x, include_same_seed=False)`` drops the pairs u == v and equals ``scwl(x)``.
-
-    Args:
-        image_features_a: (n_prompts, n_images_a, dim), f of the images from language a.
-        image_features_b: (n_prompts, n_images_b, dim), f of the images from language b, prompts
-            in the same order.
-        include_same_seed: count the pairs u == v (default) or not.
-
-    Returns:
-        A float in [-1, 1], symmetric in a and b; higher is more consistent across the languages.
+    The mean over prompts of the mean cosine over cross pairs (image u in a, image v in b); all
+    ``n_a * n_b`` pairs count by default. ``include_same_seed=False`` leaves out ``u == v`` (the
+    paper's literal ``u != v``: same-seed images share their noise) and needs ``n_a == n_b``;
+    ``scal(x, x, include_same_seed=False) == scwl(x)``.
 
     Raises:
         ValueError: as :func:`clgc`; with ``include_same_seed=False``, n_images differ or are 1.
 
     Example:
-        >>> a = np.array([[[1.0, 0.0], [0.0, 1.0]]])
-        >>> b = np.array([[[1.0, 0.0], [1.0, 0.0]]])
-        >>> scal(a, b)  # pairs (u, v): 1, 1, 0, 0
-        0.5
-        >>> scal(a, b, include_same_seed=False)  # only (0, 1) and (1, 0): 1, 0
-        0.5
-        >>> scal(a, a), scal(a, a, include_same_seed=False), scwl(a)
-        (0.5, 0.0, 0.0)
+        >>> a, b = np.array([[[1.0, 0.0], [0.0, 1.0]]]), np.array([[[1.0, 0.0], [1.0, 0.0]]])
+        >>> scal(a, b), scal(a, b, include_same_seed=False), scal(a, a, include_same_seed=False)
+        (0.5, 0.5, 0.0)
     """
     a = _unit_features("image_features_a", image_features_a, 3)
     b = _unit_features("image_features_b", image_features_b, 3)
@@ -306,25 +238,15 @@ def scal_matrix(
     *,
     include_same_seed: bool = True,
 ) -> np.ndarray:
-    """SCAL of every language pair: a symmetric (n_languages, n_languages) matrix.
-
-    ``matrix[i, j] == scal(image_features[languages[i]], image_features[languages[j]])`` for all
-    i, j, the diagonal included (see :func:`scal` for what SCAL of a language with itself means;
-    :func:`scal_overall` ignores the diagonal).
+    """SCAL of every language pair: a symmetric (n_languages, n_languages) matrix, diagonal included.
 
     Args:
-        image_features: language code -> (n_prompts, n_images, dim), f of that language's images;
-            the same prompts in the same order in every array. n_images may differ between
-            languages unless ``include_same_seed=False``.
+        image_features: language code -> (n_prompts, n_images, dim), the same prompts in every array.
         languages: the rows' order, a subset of the keys; default the mapping's order.
-        include_same_seed: as in :func:`scal`.
-
-    Returns:
-        A float64 array of shape (n_languages, n_languages).
 
     Raises:
-        ValueError: a language not in the mapping or given twice, fewer than one language,
-            arrays that disagree on n_prompts or dim, and the errors of :func:`scal`.
+        ValueError: a language missing or given twice, arrays that disagree on n_prompts or dim,
+            and the errors of :func:`scal`.
 
     Example:
         >>> feats = {"eng_Latn": np.array([[[1.0, 0.0]]]), "hin_Deva": np.array([[[1.0, 1.0]]])}
@@ -361,17 +283,10 @@ def scal_matrix(
 
 
 def scal_overall(matrix: np.ndarray) -> float:
-    """The overall SCAL of a set of languages: the mean of SCAL over unordered pairs of distinct
-    languages, i.e. the mean of the matrix's strict upper triangle.
-
-    Paper, Eq. 9: ``SCAL = 1/|L|C2 sum_{l_a}^{L} sum_{l_b}^{L} SCAL(l_a, l_b); a != b``; read as a
-    mean over the |L|C2 unordered pairs (SCAL is symmetric).
-
-    Args:
-        matrix: (n_languages, n_languages), from :func:`scal_matrix`; n_languages >= 2.
+    """The overall SCAL (paper, Eq. 9): the mean of the matrix's strict upper triangle.
 
     Raises:
-        ValueError: not a square matrix of at least 2 x 2, non-finite values, or not symmetric.
+        ValueError: not a symmetric square matrix of at least 2 x 2 with finite values.
 
     Example:
         >>> scal_overall(np.array([[1.0, 0.25, 0.5], [0.25, 1.0, 0.75], [0.5, 0.75, 1.0]]))
@@ -390,22 +305,10 @@ def scal_overall(matrix: np.ndarray) -> float:
 
 
 def scwl(image_features: np.ndarray) -> float:
-    """Self-Consistency Within Language: how alike the images of one prompt in one language are.
+    """Self-Consistency Within Language (paper, Eqs. 10-11): how alike one prompt's images are.
 
-    Paper, Eqs. 10-11:
-    ``SCWL(l, p_k) = 1/nC2 sum_{u=0}^{n} sum_{v=0}^{n} phi[f(i_{p_k,u}), f(i_{p_k,v})]; u != v`` and
-    ``SCWL(l) = 1/|P| sum_{p_k}^{P} SCWL(l, p_k)``.
-    Here: the mean over prompts k of the mean cosine over the nC2 unordered pairs u < v of the
-    prompt's distinct images.
-
-    Args:
-        image_features: (n_prompts, n_images, dim) with n_images >= 2, f of one language's images.
-
-    Returns:
-        A float in [-1, 1]; higher is more consistent.
-
-    Raises:
-        ValueError: as :func:`clgc`, or n_images < 2.
+    The mean over prompts of the mean cosine over the unordered pairs ``u < v`` of its images
+    (``n_images >= 2``).
 
     Example:
         >>> scwl(np.array([[[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]]))  # pairs: 1, 0, 0
@@ -416,27 +319,14 @@ def scwl(image_features: np.ndarray) -> float:
 
 
 def dwl(image_features: np.ndarray) -> float:
-    """Distinctiveness Within Language: how different the images of different prompts are.
+    """Distinctiveness Within Language (paper, Eq. 12): how different the images of different prompts are.
 
-    Paper, Eq. 12: ``DWL(l) = 1 - 1/|P|C2 sum_{p_a}^{P} sum_{p_b}^{P} phi[f(i_{p_a}), f(i_{p_b})]; a != b``.
-    Here: 1 minus the mean cosine over all pairs of images of different prompts (every image of
-    prompt a with every image of prompt b, a != b), i.e. the mean over the |P|C2 prompt pairs of
-    the mean over their n^2 image pairs.
-
-    Args:
-        image_features: (n_prompts, n_images, dim) with n_prompts >= 2, f of one language's images.
-
-    Returns:
-        A float in [0, 2]; 0 when all images are alike, higher is more distinct.
-
-    Raises:
-        ValueError: as :func:`clgc`, or n_prompts < 2.
+    1 minus the mean over prompt pairs ``a != b`` of the mean cosine over their image pairs; in [0, 2]
+    (``n_prompts >= 2``).
 
     Example:
-        >>> dwl(np.array([[[1.0, 0.0]], [[0.0, 1.0]]]))  # orthogonal prompts
-        1.0
-        >>> dwl(np.ones((3, 2, 4)))
-        0.0
+        >>> dwl(np.array([[[1.0, 0.0]], [[0.0, 1.0]]])), dwl(np.ones((3, 2, 4)))  # orthogonal; identical
+        (1.0, 0.0)
     """
     images = _unit_features("image_features", image_features, 3, min_prompts=2)
     return _dwl_compute(_dwl_update(images))
@@ -448,19 +338,10 @@ def dwl(image_features: np.ndarray) -> float:
 def relative_to_english(
     scores: Mapping[str, float], *, mode: str = "difference", english: str = ENGLISH
 ) -> dict[str, float]:
-    """Each language's score relative to English's.
+    """Each language's score relative to English's, for every key but ``english``.
 
-    ``mode="difference"``: ``scores[english] - scores[l]``, the drop from English (positive when
-    l scores lower; in percentage points when scores are in %), which is how the paper reports
-    drops. ``mode="ratio"``: ``scores[l] / scores[english]`` (1 means as good as English).
-
-    Args:
-        scores: language code -> score (one indicator, one model); must include ``english``.
-        mode: ``"difference"`` or ``"ratio"``.
-        english: the key of the English score.
-
-    Returns:
-        language -> relative score, for every key but ``english``, in the mapping's order.
+    ``mode="difference"``: ``scores[english] - scores[l]`` (the paper's drop); ``mode="ratio"``:
+    ``scores[l] / scores[english]``.
 
     Raises:
         ValueError: unknown mode, ``english`` missing, no other language, non-finite scores, or
@@ -495,12 +376,7 @@ def mean_relative_to_english(
 ) -> float:
     """The paper's single number per model: English against the average of the other languages.
 
-    ``difference``: ``scores[english] - mean(others)`` ("there is a 56.64% drop in performance for
-    the Stable Diffusion model", Section 5); ``ratio``: ``mean(others) / scores[english]``. Both
-    equal the mean of :func:`relative_to_english` over the other languages.
-
-    Raises:
-        ValueError: as :func:`relative_to_english`.
+    ``difference``: ``scores[english] - mean(others)``; ``ratio``: ``mean(others) / scores[english]``.
 
     Example:
         >>> round(mean_relative_to_english({"eng_Latn": 64.53, "asm_Beng": 7.29, "ben_Beng": 6.39}), 2)

@@ -1,24 +1,10 @@
 """Small shared statistics helpers: Hoeffding half-widths and a seeded percentile bootstrap.
 
-Both work on estimates built from means of bounded per-image values (for example a 0/1
-indicator "this image shows a woman", or a per-image score in [0, 1]).
-
-Hoeffding (distribution-free, valid for any sample size)
-    For independent variables ``X_j`` with ``a_j <= X_j <= b_j``, Hoeffding's inequality gives
-    ``P(|sum X_j - E sum X_j| >= t) <= 2 exp(-2 t^2 / sum (b_j - a_j)^2)``.  An estimate
-    ``sum_s w_s * mean(sample_s)`` of per-image values in [0, 1] is such a sum: each image of
-    sample ``s`` contributes a term of range ``|w_s| / n_s``, so ``sum (b_j - a_j)^2 =
-    sum_s w_s^2 / n_s`` and, at confidence ``1 - delta``, the half-width is::
-
-        t = sqrt(log(2 / delta) / 2 * sum_s w_s^2 / n_s)
-
-    A single mean (``w = [1]``) gives the textbook ``sqrt(log(2/delta) / (2 n))``; a difference
-    of two means (``w = [1, -1]``) gives ``sqrt(log(2/delta) / 2 * (1/n1 + 1/n2))``.
-
-Percentile bootstrap
-    Each sample (stratum) is resampled with replacement independently, the statistic is
-    recomputed on every resample, and the interval is the ``(1 - confidence)/2`` and
-    ``(1 + confidence)/2`` percentiles of the resampled statistics.
+Both work on estimates built from means of bounded per-image values (a 0/1 indicator "this image
+shows a woman", a score in [0, 1]). For an estimate ``sum_s w_s * mean(sample_s)`` of values in
+[0, 1], Hoeffding's inequality applied to all values at once gives, at confidence ``1 - delta``,
+the half-width ``sqrt(log(2 / delta) / 2 * sum_s w_s^2 / n_s)``, valid at any sample size. The
+bootstrap resamples each sample (stratum) independently and takes percentiles.
 """
 
 from __future__ import annotations
@@ -45,9 +31,8 @@ def _named(name: str | None) -> str:
 def _percentile_interval(values: np.ndarray, confidence: float, name: str | None) -> tuple[float, float]:
     """``numpy.quantile`` (linear) at ``(1 -+ confidence) / 2``, defined where values are infinite.
 
-    Linear interpolation between two equal infinities gives ``inf - inf = NaN``; there the
-    quantile is that infinity (both neighbours agree).  Between ``-inf`` and ``+inf`` it is
-    undefined and an error.
+    Between two equal infinities the quantile is that infinity; between ``-inf`` and ``+inf`` it
+    is an error.
     """
     alpha = (1.0 - float(confidence)) / 2.0
     qs = [alpha, 1.0 - alpha]
@@ -94,29 +79,15 @@ def _check_count(name: str, n: object) -> int:
 def hoeffding_half_width_combination(
     weights: Sequence[float], counts: Sequence[int], delta: float = 0.05
 ) -> float:
-    """Hoeffding half-width of ``sum_s weights[s] * mean(sample_s)`` for values in [0, 1].
-
-    The samples must be independent of each other and hold i.i.d. values in [0, 1]; sample
-    ``s`` has ``counts[s]`` values.  With probability at least ``1 - delta`` the estimate is
-    within ``sqrt(log(2 / delta) / 2 * sum_s weights[s]**2 / counts[s])`` of its expectation
-    (Hoeffding's inequality applied to all values at once; see the module docstring).
-
-    Args:
-        weights: coefficient of each sample mean in the estimate.
-        counts: number of values behind each sample mean (positive integers).
-        delta: the bound fails with probability at most ``delta``; confidence is ``1 - delta``.
-
-    Returns:
-        The half-width ``t`` (0.0 when every weight is zero).
+    """Hoeffding half-width of ``sum_s weights[s] * mean(sample_s)`` for independent samples in [0, 1]
+    (``counts[s]`` values behind each mean); 0.0 when every weight is zero.
 
     Raises:
-        ValueError: if ``weights`` and ``counts`` differ in length or are empty, a weight is
-            not finite, a count is not positive, or ``delta`` is outside (0, 1).
-        TypeError: if a count is not an integer.
+        ValueError: lengths differ or are empty, a weight is not finite, a count is not positive,
+            or ``delta`` is outside (0, 1).
+        TypeError: a count is not an integer.
 
     Example:
-        >>> round(hoeffding_half_width_combination([1.0], [100]), 4)
-        0.1358
         >>> round(hoeffding_half_width_combination([0.5, 0.5, -0.5, -0.5], [100, 100, 100, 100]), 4)
         0.1358
     """
@@ -137,45 +108,20 @@ def hoeffding_half_width_combination(
 def hoeffding_half_width(n: int, delta: float = 0.05) -> float:
     """Hoeffding half-width ``sqrt(log(2/delta) / (2 n))`` of a mean of ``n`` values in [0, 1].
 
-    Args:
-        n: number of i.i.d. values in [0, 1].
-        delta: failure probability; confidence is ``1 - delta``.
-
-    Raises:
-        ValueError: if ``n < 1`` or ``delta`` is outside (0, 1).
-        TypeError: if ``n`` is not an integer.
-
     Example:
-        >>> round(hoeffding_half_width(100), 4)
-        0.1358
-        >>> hoeffding_half_width(400) / hoeffding_half_width(100)
-        0.5
+        >>> round(hoeffding_half_width(100), 4), hoeffding_half_width(400) / hoeffding_half_width(100)
+        (0.1358, 0.5)
     """
     return hoeffding_half_width_combination([1.0], [_check_count("n", n)], delta)
 
 
 def hoeffding_half_width_difference(n1: int, n2: int, delta: float = 0.05) -> float:
-    """Hoeffding half-width of ``mean(A) - mean(B)`` for independent samples of values in [0, 1].
-
-    Equals ``sqrt(log(2/delta) / 2 * (1/n1 + 1/n2))``.  This is Hoeffding's inequality applied
-    to all ``n1 + n2`` values at once; it is tighter than a union bound over the two means
-    (``sqrt(log(4/delta)/2) * (1/sqrt(n1) + 1/sqrt(n2))``) and than
-    ``sqrt(log(2/delta)/2) * (1/sqrt(n1) + 1/sqrt(n2))``.
-
-    Args:
-        n1: number of values behind the first mean.
-        n2: number of values behind the second mean.
-        delta: failure probability; confidence is ``1 - delta``.
-
-    Raises:
-        ValueError: if a count is not positive or ``delta`` is outside (0, 1).
-        TypeError: if a count is not an integer.
+    """Hoeffding half-width ``sqrt(log(2/delta) / 2 * (1/n1 + 1/n2))`` of ``mean(A) - mean(B)``, tighter
+    than a union bound over the two means.
 
     Example:
         >>> round(hoeffding_half_width_difference(100, 100), 4)
         0.1921
-        >>> hoeffding_half_width_difference(400, 400) / hoeffding_half_width_difference(100, 100)
-        0.5
     """
     return hoeffding_half_width_combination(
         [1.0, -1.0], [_check_count("n1", n1), _check_count("n2", n2)], delta
@@ -191,44 +137,27 @@ def percentile_bootstrap(
     seed: int = 0,
     name: str | None = None,
 ) -> tuple[float, float]:
-    """Seeded percentile-bootstrap interval of a statistic of one or more independent samples.
+    """Seeded percentile-bootstrap interval ``(low, high)`` of a statistic of independent samples.
 
-    Each sample holds one value per unit (image, prompt, ...) and is resampled with
-    replacement independently of the others (a stratified bootstrap).  ``statistic`` is called
-    once, vectorised: it receives one array per sample, of shape ``(n_resamples, n_s)``, and must
-    reduce over the last axis, returning shape ``(n_resamples,)`` -- e.g.
-    ``lambda a, b: a.mean(axis=-1) - b.mean(axis=-1)``.
+    Each sample is resampled with replacement independently (stratified). ``statistic`` is called
+    once, vectorised: one ``(n_resamples, n_s)`` array per sample, reduced over the last axis to
+    ``(n_resamples,)``, e.g. ``lambda a, b: a.mean(axis=-1) - b.mean(axis=-1)``.
 
     Args:
         samples: a sequence of 1-D samples (a single sample is ``[values]``).
-        statistic: vectorised statistic as described above.
-        n_resamples: number of bootstrap resamples.
-        confidence: coverage of the interval, in (0, 1).
-        seed: seed for ``numpy.random.default_rng``; equal seeds give equal intervals.
         name: what is bootstrapped (e.g. the gate id), put at the start of error messages.
 
-    Returns:
-        ``(low, high)`` percentiles of the resampled statistic.
-
     Raises:
-        ValueError: if there are no samples, a sample is empty or not 1-D, a sample holds NaN
-            (the message names ``name``, the sample and the positions), ``n_resamples < 1``,
-            ``confidence`` is outside (0, 1), or ``statistic`` returns the wrong shape or NaN
-            on some resample (infinities are allowed: a ratio may legitimately be infinite).
+        ValueError: no samples, an empty, non-1-D or NaN-holding sample, ``n_resamples < 1``,
+            ``confidence`` outside (0, 1), or a statistic of the wrong shape or NaN (infinities
+            are allowed).
 
     Example:
         >>> import numpy as np
-        >>> ones = np.ones(20)
-        >>> percentile_bootstrap([ones], lambda a: a.mean(axis=-1))
-        (1.0, 1.0)
         >>> x = np.r_[np.zeros(50), np.ones(50)]
         >>> lo, hi = percentile_bootstrap([x], lambda a: a.mean(axis=-1), seed=1)
         >>> bool(0.3 < lo < 0.5 < hi < 0.7)
         True
-        >>> percentile_bootstrap([[0.5, float("nan")]], lambda a: a.mean(axis=-1), name="test_cis[k2]")
-        Traceback (most recent call last):
-        ...
-        ValueError: test_cis[k2]: `samples[0]` holds NaN at positions [1] (1 of 2 values); the bootstrap interval would be NaN
     """
     if isinstance(samples, np.ndarray) and samples.ndim == 1:
         raise ValueError(
@@ -277,34 +206,23 @@ def index_bootstrap(
 ) -> tuple[float, float] | tuple[tuple[float, float], np.ndarray]:
     """Seeded percentile-bootstrap interval of any statistic of a set of units (images, prompts).
 
-    Each resample draws ``n_units`` unit indices with replacement (within each stratum when
-    ``strata`` labels are given, so every group keeps its size) and calls ``statistic(indices)``.
-    Use it when the statistic is not vectorisable (a percentile per object, a k-NN membership).
+    Each resample draws ``n_units`` indices with replacement (within each ``strata`` label, so every
+    group keeps its size) and calls ``statistic(indices)``: for statistics that do not vectorise
+    (a percentile per object, a k-NN membership).
 
     Args:
-        statistic: maps an int array of unit indices to a number.
-        n_units: how many units there are.
-        strata: optional label per unit; resampling stays within each label.
-        n_resamples: number of resamples (B).
-        confidence: coverage of the interval, in (0, 1).
-        seed: equal seeds give equal intervals.
         name: what is bootstrapped (e.g. the gate id), put at the start of error messages.
-        return_replicates: also return the ``n_resamples`` replicate values (for a bootstrap p-value).
+        return_replicates: also return the replicate values (for a bootstrap p-value).
 
     Raises:
-        ValueError: ``n_units < 1``, ``n_resamples < 1``, ``confidence`` outside (0, 1),
-            ``strata`` of the wrong length, or ``statistic`` returning NaN on some resample
-            (the message names ``name``; infinities are allowed).
+        ValueError: ``n_units`` or ``n_resamples < 1``, ``confidence`` outside (0, 1), ``strata`` of
+            the wrong length, or a statistic that is NaN on some resample.
 
     Example:
         >>> x = np.r_[np.zeros(50), np.ones(50)]
         >>> lo, hi = index_bootstrap(lambda idx: x[idx].mean(), 100, seed=1)
         >>> bool(0.3 < lo < 0.5 < hi < 0.7)
         True
-        >>> index_bootstrap(lambda idx: float("nan"), 3, n_resamples=5, name="test_region_coverage[x]")
-        Traceback (most recent call last):
-        ...
-        ValueError: test_region_coverage[x]: `statistic` returned NaN on 5 of 5 bootstrap resamples (first: resample 0); the interval would be NaN: make the statistic defined on every resample or leave the interval out
     """
     if n_units < 1:
         raise ValueError(f"{_named(name)}n_units must be >= 1, got {n_units}")

@@ -1,18 +1,10 @@
 """How much of each prompt a generator's text encoder never sees: token counts in, truncation figures out.
 
-diffusers' ``StableDiffusionPipeline.encode_prompt`` tokenizes with ``truncation=True`` at
-``tokenizer.model_max_length`` (77 for CLIP): the text encoder gets BOS, the first 75 content tokens
-and EOS, and the rest of the prompt is dropped with only a logger warning. IndicTTI's prompts in
-Indic scripts spend many byte-level BPE tokens per character, so a language's images may come from
-half a prompt. Given the full token count ``n`` of each prompt (special tokens included, as
-``tokenizer(text).input_ids`` counts them) and the encoder's ``limit``:
-
-* truncated: ``n > limit`` (a prompt of exactly ``limit`` tokens is whole);
-* lost: ``n - limit`` tokens dropped (0 when whole);
-* kept fraction: ``(limit - specials) / (n - specials)`` of the content tokens (1 when whole), with
-  ``specials`` the special tokens the tokenizer adds (2 for CLIP: BOS and EOS; 1 for T5: EOS).
-
-Pure Python and numpy; no tokenizer is imported here (the generator counts, see
+diffusers truncates prompts at ``tokenizer.model_max_length`` (77 for CLIP) with only a logger
+warning, and Indic scripts spend many BPE tokens per character, so a language's images may come
+from half a prompt. From each prompt's full token count ``n`` (special tokens included) and the
+encoder's ``limit``: truncated when ``n > limit``; ``n - limit`` tokens lost; kept fraction
+``(limit - specials) / (n - specials)`` of the content tokens. No tokenizer is imported here (see
 :meth:`t2i_fairness.generators.diffusers_pipe.TokenCounter.count`).
 """
 
@@ -28,15 +20,8 @@ __all__ = ["Truncation", "truncation_report", "worst_truncation"]
 class Truncation:
     """Truncation of a set of prompts by one text encoder of a generator.
 
-    Attributes:
-        encoder: which tokenizer (``tokenizer (CLIPTokenizer, 77)``), or why nothing was counted.
-        limit: the encoder's context in tokens (special tokens included); 0 when not counted.
-        prompts: prompts counted.
-        truncated: prompts longer than ``limit``.
-        max_lost: the most tokens dropped from one prompt.
-        min_kept_fraction: the smallest share of a prompt's content tokens the encoder saw.
-        lost_by_prompt: prompt -> tokens lost, for the truncated prompts.
-        counted: False when the generator has no tokenizer to count with (``encoder`` says why).
+    ``encoder`` names the tokenizer (or why nothing was counted, with ``counted`` False); ``limit``
+    is its context in tokens; ``lost_by_prompt`` maps each truncated prompt to its tokens lost.
     """
 
     encoder: str
@@ -50,12 +35,7 @@ class Truncation:
 
     @classmethod
     def not_counted(cls, why: str, prompts: int = 0) -> "Truncation":
-        """A placeholder for a generator without a tokenizer (``images:``, a python factory, ...).
-
-        Example:
-            >>> Truncation.not_counted("images: pre-generated images", 4).cell()
-            'not counted'
-        """
+        """A placeholder for a generator without a tokenizer (``images:``, a python factory, ...)."""
         return cls(why, 0, prompts, counted=False)
 
     def cell(self) -> str:
@@ -88,10 +68,8 @@ def truncation_report(counts: Sequence[int], limit: int, texts: Sequence[str] | 
 
     Args:
         counts: tokens per prompt, special tokens included (``len(tokenizer(text).input_ids)``).
-        limit: the encoder's maximum length (``tokenizer.model_max_length``; 77 for CLIP).
         texts: the prompts (keys of ``lost_by_prompt``); default their positions.
         specials: special tokens each count includes (2 for CLIP's BOS and EOS).
-        encoder: named in reports.
 
     Raises:
         ValueError: ``limit <= specials``, a count below ``specials``, or ``texts`` of another length.
@@ -118,16 +96,8 @@ def truncation_report(counts: Sequence[int], limit: int, texts: Sequence[str] | 
 
 
 def worst_truncation(reports: Mapping[str, Truncation] | Sequence[Truncation]) -> Truncation:
-    """One figure from several encoders of one generator (SDXL has two CLIP tokenizers): the encoder
-    that truncates the most prompts, then drops the most tokens.
-
-    Raises:
-        ValueError: no report.
-
-    Example:
-        >>> a, b = truncation_report([80, 10], 77, encoder="a"), truncation_report([90, 10], 77, encoder="b")
-        >>> worst_truncation([a, b]).encoder
-        'b'
+    """One figure from several encoders of one generator (SDXL has two): the encoder that truncates the
+    most prompts, then drops the most tokens (a ValueError when there is none).
     """
     items = list(reports.values()) if isinstance(reports, Mapping) else list(reports)
     if not items:

@@ -1,37 +1,18 @@
-"""Word-level influence on group representation: pure math for "Word-Level Explanations for
-Analyzing Bias in Text-to-Image Models".
+"""Word-level influence on group representation ("Word-Level Explanations for Analyzing Bias in
+Text-to-Image Models").
 
-The paper's extracted text lost its formulas (Definition 1, Eq. 2-5, Theorem 1).  The
-definitions below are THIS PROJECT'S, chosen to reproduce the paper's Table 1 and to follow its
-prose ("explaining by removing", SHAP-inspired k-levels, Hoeffding concentration):
+The paper's extracted text lost its formulas; these definitions are the project's, chosen to
+reproduce its Table 1 (docs/indicators.md):
 
-``p(T)``
-    Share of generated images classified into the group ``g`` when the words at positions
-    ``T`` (a ``frozenset`` of 0-based word indices) are replaced by masked-LM candidates;
-    ``p(frozenset())`` is the original prompt.  Estimated by the mean of per-image 0/1
-    indicators over all images generated for the replaced prompts of ``T`` (the paper samples
-    one image per candidate prompt).
-
-1-level influence
-    ``I(w_i) = p({i}) - p({})``: positive when replacing word ``i`` raises the share of ``g``,
-    i.e. when word ``i`` pushes images *away* from ``g``.  Table 1 of the paper (``g`` =
-    female, "a respected doctor at the hospital"): ``0.533 - 0.160 = +0.373`` for "doctor".
-
-k-level influence
-    ``I_k(w_i) = mean over S [p(S | {i}) - p(S)]``, ``S`` ranging over the ``C(n-1, k-1)`` sets
-    of ``k - 1`` *other* positions -- the marginal effect of also replacing word ``i`` when
-    ``k - 1`` other words are already replaced.  ``k = 1`` gives the 1-level influence.
-
-Confidence (the project's reading of Theorem 1)
-    ``I_k(w_i)`` is a linear combination ``sum_T w_T p(T)`` with ``w_T = +1/C`` for the ``C``
-    sets containing ``i`` and ``-1/C`` for the ``C`` sets without it, each set appearing once.
-    Hoeffding's inequality over all images behind those ``2C`` sets gives, at confidence
-    ``1 - delta``, the half-width ``sqrt(log(2/delta)/2 * sum_T w_T^2 / n_T)`` where ``n_T`` is the
-    number of images generated for set ``T`` (all candidate prompts of ``T`` together).  For
-    ``k = 1`` this is ``sqrt(log(2/delta)/2 * (1/n_1 + 1/n_0))``; with ``n`` images per set it is
-    ``sqrt(log(2/delta) / (C n))``.  The bound holds per word; for all words at once use
-    ``delta / n_words`` (union bound).  It treats each set's images as i.i.d. draws of the
-    candidate mixture, as the paper's theorem does.
+* ``p(T)``: the share of images classified into group ``g`` when the words at positions ``T`` (a
+  ``frozenset`` of 0-based indices) are replaced by masked-LM candidates; ``p(frozenset())`` is
+  the original prompt.
+* k-level influence: ``I_k(w_i) = mean over S [p(S | {i}) - p(S)]``, ``S`` ranging over the sets
+  of ``k - 1`` other positions; ``k = 1`` gives ``I(w_i) = p({i}) - p({})``, positive when
+  replacing word ``i`` raises the share of ``g``.
+* confidence: ``I_k`` is ``sum_T w_T p(T)`` with ``w_T = +-1/C``; Hoeffding's inequality over the
+  images behind those sets gives the half-width ``sqrt(log(2/delta)/2 * sum_T w_T^2 / n_T)`` per
+  word (use ``delta / n_words`` for all words at once).
 """
 
 from __future__ import annotations
@@ -79,10 +60,7 @@ WORKED_EXAMPLES: tuple[str, ...] = ("a respected doctor at the hospital", "the c
 
 
 def large_scale_prompts() -> list[str]:
-    """The paper's 150 prompts ``a {adjective} {person} at the {place}``.
-
-    Order: adjective, then person, then place, each in the order of :data:`ADJECTIVES`,
-    :data:`PERSONS`, :data:`PLACES`.
+    """The paper's 150 prompts ``a {adjective} {person} at the {place}``, adjective-major.
 
     Example:
         >>> prompts = large_scale_prompts()
@@ -96,29 +74,15 @@ def large_scale_prompts() -> list[str]:
 
 
 def prompt_words(prompt: str) -> list[str]:
-    """Split a prompt into the words whose influence is measured (on whitespace).
-
-    Raises:
-        ValueError: if ``prompt`` has no word.
-
-    Example:
-        >>> prompt_words("a respected doctor at the hospital")
-        ['a', 'respected', 'doctor', 'at', 'the', 'hospital']
-    """
+    """Split a prompt on whitespace into the words whose influence is measured (a ValueError if none)."""
     if not isinstance(prompt, str) or not prompt.split():
         raise ValueError(f"`prompt` must be a string with at least one word, but got {prompt!r}")
     return prompt.split()
 
 
 def transmute(words: Sequence[str], replacements: Mapping[int, str]) -> str:
-    """The prompt with the words at the given positions replaced, joined by single spaces.
-
-    Args:
-        words: the original prompt's words.
-        replacements: ``{position: new word}``.
-
-    Raises:
-        ValueError: if a position is outside ``range(len(words))``.
+    """The prompt with the words at the given positions replaced (``{position: new word}``), joined by
+    single spaces; a ValueError for a position outside ``range(len(words))``.
 
     Example:
         >>> transmute(prompt_words("a respected doctor at the hospital"), {2: "nurse"})
@@ -145,14 +109,8 @@ def _check_n_k(n_words: int, k: int) -> tuple[int, int]:
 
 
 def required_sets(n_words: int, k: int) -> list[frozenset[int]]:
-    """The replaced-word sets whose group probability ``k``-level influences need.
-
-    Every set of ``k - 1`` positions and every set of ``k`` positions (``frozenset()`` is the
-    original prompt), ordered by size, then lexicographically.
-
-    Args:
-        n_words: number of words in the prompt.
-        k: influence level, ``1 <= k <= n_words``.
+    """The replaced-word sets whose ``p(T)`` the ``k``-level influences need: every set of ``k - 1``
+    and of ``k`` positions, by size, then lexicographically.
 
     Raises:
         ValueError: if ``n_words < 1`` or ``k`` is outside ``[1, n_words]``.
@@ -169,9 +127,6 @@ def required_sets(n_words: int, k: int) -> list[frozenset[int]]:
 
 def influence_weights(n_words: int, k: int, word: int) -> dict[frozenset[int], float]:
     """Coefficients ``w_T`` with ``I_k(word) = sum_T w_T p(T)`` (``+1/C`` with, ``-1/C`` without).
-
-    Raises:
-        ValueError: if ``word`` is outside ``range(n_words)`` or as :func:`required_sets`.
 
     Example:
         >>> influence_weights(3, 1, 2)
@@ -199,16 +154,11 @@ def _lookup(mapping: Mapping[frozenset[int], object], key: frozenset[int], name:
 
 
 def influence_scores(probabilities: Mapping[frozenset[int], float], n_words: int, k: int) -> list[float]:
-    """``k``-level influence of every word on the share ``p`` of group ``g`` (project definition).
-
-    ``I_k(w_i) = mean_S [p(S | {i}) - p(S)]`` over the sets ``S`` of ``k - 1`` other words; for
-    ``k = 1``, ``I(w_i) = p({i}) - p({})`` (see the module docstring).
+    """``k``-level influence of every word on the share ``p`` of group ``g`` (module docstring).
 
     Args:
-        probabilities: ``{frozenset of replaced positions: p(g)}``; ``frozenset()`` is the
-            original prompt.  Must hold every set of :func:`required_sets`; extra sets are ignored.
-        n_words: number of words in the prompt.
-        k: influence level, ``1 <= k <= n_words``.
+        probabilities: ``{frozenset of replaced positions: p(g)}`` holding every set of
+            :func:`required_sets`; extra sets are ignored.
 
     Returns:
         One influence per word position, in ``[-1, 1]``.
@@ -265,13 +215,8 @@ def _indicator_arrays(
 
 
 def group_probabilities(indicators: Mapping[frozenset[int], Sequence[float]]) -> dict[frozenset[int], float]:
-    """``p(T)`` for every set: the mean of its per-image group indicators.
-
-    Args:
-        indicators: ``{replaced set: per-image values in [0, 1]}`` (1 = image in group ``g``).
-
-    Raises:
-        ValueError: if a set has no image or a value is outside [0, 1].
+    """``p(T)`` for every set: the mean of its per-image group indicators (1 = image in group ``g``); a
+    ValueError for a set without images or a value outside [0, 1].
 
     Example:
         >>> group_probabilities({frozenset(): [0, 0, 1, 1], frozenset({0}): [1, 1, 1, 0]})
@@ -283,17 +228,10 @@ def group_probabilities(indicators: Mapping[frozenset[int], Sequence[float]]) ->
 def influence_half_widths(
     counts: Mapping[frozenset[int], int], n_words: int, k: int, delta: float = 0.05
 ) -> list[float]:
-    """Hoeffding half-width of each word's estimated ``k``-level influence (confidence ``1-delta``).
-
-    ``sqrt(log(2/delta)/2 * sum_T w_T^2 / n_T)`` over the ``2C`` sets ``T`` of the word's
-    estimate, ``w_T = +-1/C`` and ``n_T = counts[T]`` images (module docstring).  Per word; use
-    ``delta / n_words`` for a bound on all words simultaneously.
+    """Hoeffding half-width of each word's ``k``-level influence at confidence ``1 - delta`` (per word).
 
     Args:
         counts: ``{replaced set: number of images}`` for every set of :func:`required_sets`.
-        n_words: number of words in the prompt.
-        k: influence level.
-        delta: failure probability in (0, 1).
 
     Raises:
         KeyError: naming the first missing replaced set.
@@ -322,23 +260,10 @@ def influence_bootstrap_intervals(
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> list[tuple[float, float]]:
-    """Percentile-bootstrap interval of each word's ``k``-level influence.
+    """Percentile-bootstrap interval ``(low, high)`` of each word's ``k``-level influence.
 
-    The images of each replaced set are resampled independently
-    (:func:`t2i_fairness.metrics.stats.percentile_bootstrap`); every word uses the same seed,
-    so the words' intervals come from the same resamples.  Cheaper and tighter than Hoeffding,
-    but only approximate for few images.
-
-    Args:
-        indicators: ``{replaced set: per-image values in [0, 1]}`` for every required set.
-        n_words: number of words in the prompt.
-        k: influence level.
-        confidence: interval coverage in (0, 1).
-        n_resamples: bootstrap resamples.
-        seed: generator seed.
-
-    Returns:
-        ``[(low, high), ...]`` per word.
+    Each set's images are resampled independently, with one seed for all words; tighter than
+    Hoeffding but only approximate for few images.
 
     Raises:
         KeyError: naming the first missing replaced set.
@@ -367,18 +292,8 @@ def influence_bootstrap_intervals(
 
 
 def representation_gap(p: float, n_groups: int) -> float:
-    """Distance of a prompt's group share from parity: ``|p(g) - 1/n_groups|``.
-
-    Args:
-        p: share of images in group ``g``, in [0, 1].
-        n_groups: number of groups of the attribute (>= 2).
-
-    Raises:
-        ValueError: if ``p`` is outside [0, 1] or ``n_groups < 2``.
-
-    Example:
-        >>> round(representation_gap(0.16, 2), 2)
-        0.34
+    """Distance of a prompt's group share from parity, ``|p(g) - 1/n_groups|`` (a ValueError for ``p``
+    outside [0, 1] or ``n_groups < 2``).
     """
     if isinstance(n_groups, bool) or not isinstance(n_groups, (int, np.integer)) or n_groups < 2:
         raise ValueError(f"`n_groups` must be an integer >= 2, but got {n_groups!r}")
@@ -408,18 +323,9 @@ def filter_candidates(
 ) -> list[str]:
     """Top-``m`` masked-LM replacements for a word, after removing unusable tokens.
 
-    Removed: the original word (case-insensitive), sub-word pieces (``##``-prefixed),
-    empty and punctuation/symbol-only tokens (every character in a Unicode ``P*``/``S*``
-    category), and ``stop_tokens`` (case-insensitive; default: MLM special tokens).  The rest is
-    sorted by score, highest first (ties keep input order), case-insensitive repeats keep their
-    best-scored spelling, and tokens are returned stripped of surrounding whitespace.  Fewer
-    than ``m`` are returned when fewer survive.
-
-    Args:
-        candidates: ``(token, score)`` pairs from the masked LM.
-        original: the word being replaced.
-        m: how many replacements to keep (>= 1).
-        stop_tokens: tokens never to use.
+    Removes the original word, ``##`` sub-word pieces, punctuation- or symbol-only tokens and
+    ``stop_tokens`` (case-insensitive; default the MLM's special tokens); sorts by score (stable),
+    keeps each case-insensitive word once and strips whitespace. May return fewer than ``m``.
 
     Raises:
         ValueError: if ``m < 1`` or a score is not a finite number.
@@ -474,20 +380,11 @@ def average_word_influence(
 ) -> dict[str, float]:
     """Average influence of each word over the prompts containing it (paper Figure 3).
 
-    Each prompt counts once per word: a word occurring several times in one prompt is first
-    averaged within that prompt.  Words are compared exactly (the paper's prompts are lower
-    case).
-
-    Args:
-        prompts: prompt strings (split on whitespace) or word lists.
-        influences: per prompt, one influence per word, as from :func:`influence_scores`.
-
-    Returns:
-        ``{word: mean influence}`` in order of first appearance.
+    A word repeated in one prompt is averaged within it first; returns ``{word: mean}`` in order of
+    first appearance.
 
     Raises:
-        ValueError: if the sequences differ in length or a prompt's influences do not match its
-            number of words.
+        ValueError: if the sequences differ in length or a prompt's influences do not match its words.
 
     Example:
         >>> average_word_influence(["a caring nurse", "a caring doctor"], [[0.0, -0.25, -0.5], [0.0, -0.75, 0.25]])

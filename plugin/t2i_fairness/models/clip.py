@@ -1,12 +1,9 @@
 """CLIP image and text embeddings through open_clip (DIG In's CLIPScore, CIS, group classifiers).
 
-``paper``: OpenAI CLIP ViT-B/32, as the papers used. ``tiny``: the same open_clip ``CLIP`` class
-from a small config with seeded random weights, built offline. ``paper-random``: ViT-B/32 itself
-(open_clip's config, 224 px, OpenAI's preprocessing) with seeded random weights.
-
-The fingerprint (in every feature key) names the weights: the digest of a local checkpoint file,
-the hub snapshot of a pretrained tag's file, or for random weights the config, seed and the
-versions of the libraries that initialise them; then the precision and the device class.
+Profiles: ``paper`` (OpenAI CLIP ViT-B/32, as the papers used), ``tiny`` (a small seeded random
+open_clip ``CLIP``) and ``paper-random`` (ViT-B/32 with seeded random weights). The fingerprint
+names the weights (a checkpoint's digest or hub snapshot, or for random weights the config, seed
+and library versions), the precision and the device class.
 """
 
 from __future__ import annotations
@@ -44,11 +41,8 @@ class ClipModel:
         """Build the profile's CLIP.
 
         Args:
-            profile: ``tiny`` (seeded random weights) or ``paper`` (the config's pretrained weights).
-            device: torch device string.
-            precision: ``auto`` (float16 on CUDA, as open_clip runs OpenAI's CLIP there; float32
-                elsewhere), ``float32``, ``float16`` or ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`). Half precision is open_clip's own mixed
-                ``fp16``/``bf16`` (layer norms and embeddings stay float32).
+            precision: ``auto`` (``None``; float16 on CUDA, float32 elsewhere), ``float32``, ``float16``
+                or ``bfloat16``; half precision is open_clip's own mixed ``fp16``/``bf16``.
 
         Raises:
             ValueError: unknown profile or precision.
@@ -141,9 +135,6 @@ class ClipModel:
 def _checkpoint_identity(open_clip, name: str, pretrained: str) -> str:
     """The identity of the checkpoint open_clip loaded for ``pretrained``: a local file's digest, or the
     hub snapshot (or digest) of the file a pretrained tag resolves to.
-
-    Raises:
-        ModelLoadError: the tag's file cannot be found again (it was just loaded, so rarely).
     """
     from t2i_fairness.errors import ModelLoadError
     from t2i_fairness.base.hub import offline_unless_reachable

@@ -1,7 +1,5 @@
-"""OpenAI CLIP's BPE tokenizer built offline from the vocabulary file open_clip ships.
-
-transformers 5 ignores ``vocab_file``/``merges_file`` for ``CLIPTokenizer``; building it from a
-vocab dict and a merges list gives the same ids as OpenAI CLIP with no download.
+"""OpenAI CLIP's BPE tokenizer built offline from the vocabulary file open_clip ships (transformers 5
+ignores ``vocab_file``/``merges_file``, so it is built from a vocab dict and a merges list).
 """
 
 from __future__ import annotations

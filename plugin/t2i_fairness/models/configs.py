@@ -1,12 +1,8 @@
 """Named model configs (``model_configs/*.json``), the way open_clip's factory keeps them.
 
-Every model the suite builds is selected by a name whose JSON config builds it: the generators
-(``tiny-sd``, ``sd15-random``) and each scorer per ``--t2i-scorers`` profile, ``<kind>-<profile>.json``
-(``clip-tiny``, ``inception-paper``, ``vit-paper-random``, ``segmenter-tiny``, ``captioner-paper``,
-``masked_lm-tiny``, ``sentence-paper``; the sentence profiles name a model, ``sentence-<model>.json``).
-Keys that start with ``_`` are notes for people (``_comment``): :func:`load_model_config` leaves them
-out, so they never enter a fingerprint. ``add_model_config(path)`` registers more configs without code
-changes.
+Every model is built from a named config: the generators (``tiny-sd``, ``sd15-random``) and each
+scorer per profile, ``<kind>-<profile>.json``. Keys starting with ``_`` are notes for people and
+never enter a fingerprint; ``add_model_config(path)`` registers more configs without code changes.
 """
 
 from __future__ import annotations
@@ -39,10 +35,8 @@ def _read(name: str) -> dict:
 
 
 def load_model_config(name: str) -> dict:
-    """The config ``name`` (``model_configs/<name>.json`` or one added), without its notes (``_`` keys).
-
-    Raises:
-        ValueError: no such config (the message lists the available ones).
+    """The config ``name`` (``model_configs/<name>.json`` or one added), without its ``_`` notes; a
+    ValueError listing the available ones for an unknown name.
 
     Example:
         >>> cfg = load_model_config("inception-tiny")
@@ -53,10 +47,5 @@ def load_model_config(name: str) -> dict:
 
 
 def profile_configs(kind: str, profiles) -> dict[str, dict]:
-    """``{profile: load_model_config(f"{kind}-{profile}")}`` for each profile.
-
-    Example:
-        >>> sorted(profile_configs("vit", ["tiny", "paper"]))
-        ['paper', 'tiny']
-    """
+    """``{profile: load_model_config(f"{kind}-{profile}")}`` for each profile."""
     return {profile: load_model_config(f"{kind}-{profile}") for profile in profiles}

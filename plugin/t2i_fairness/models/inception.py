@@ -1,35 +1,11 @@
 """InceptionV3 pool features and class probabilities, computed the way DIG In's released code does.
 
-DIG In (Hall et al. 2023, ``get_features_inceptionv3.py`` + ``utils.get_preprocess``) extracts the
-2048-d average-pool features of torchvision's ImageNet InceptionV3 (``transform_input=False``):
-
-1. centre crop on the long edge: crop to the square of the short side, centred
-   (``transforms.functional.center_crop(img, min(img.size))``, so torchvision's rounding, below);
-2. ``Resize(299)``: PIL bilinear (PIL's bilinear filter adapts its support when downsampling, i.e.
-   it antialiases, as torchvision's PIL path does);
-3. ``ToTensor`` then ImageNet mean/std. (The released code normalises to [-1, 1] and its wrapper
-   maps back to [0, 1] before the ImageNet normalisation: the composition is the ImageNet one.)
-
-The pool features are the mean of ``Mixed_7c`` over space, which is torchvision's ``avgpool``
-output; we read it with a forward hook so one forward pass also gives the ``fc`` logits used for
-the Inception Score (:meth:`InceptionFeatures.class_probabilities`).
-
-Profiles (both build torchvision's ``Inception3``; settings in ``model_configs/inception-<profile>.json``):
-
-* ``paper``: ``Inception_V3_Weights.IMAGENET1K_V1`` at 299 px. The weights must already be in the
-  torch hub cache (``$TORCH_HOME/hub/checkpoints``) or be passed as ``weights=/path/to/file.pth``;
-  downloads happen only with ``allow_download=True``, so an offline machine fails in milliseconds
-  with a message saying how to provide the file instead of hanging in urllib.
-* ``tiny``: the same class with seeded random weights at 75 px (the smallest input InceptionV3
-  accepts). Measured on one CPU thread: 0.15 s/image at 299 px vs 0.012 s/image at 75 px, so a
-  run of a few hundred images costs seconds instead of a minute, while the code path, the 2048-d
-  features and the 1000 classes are those of the paper model. Conv weights use Kaiming (fan-in)
-  init: with eval-mode BatchNorm at its initial statistics, torchvision's own init (truncated
-  normal, std 0.1) blows activations up to ~1e10 and PyTorch's default init shrinks them to ~1e-8;
-  fan-in scaling keeps them O(1) so features still differ between images.
-
-This module also holds the small pieces the other vision adapters share: the long-edge centre crop
-(the Decomposed-DIG ViT code reuses DIG In's) and the "weights are not available" error.
+The 2048-d average-pool features of torchvision's ImageNet InceptionV3 after a long-edge centre
+crop, bilinear ``Resize(299)`` and ImageNet normalisation (docs/fidelity.md); one forward pass
+also gives the logits of the Inception Score. Profiles in ``model_configs/inception-<profile>.json``:
+``paper`` (``IMAGENET1K_V1``, from the torch hub cache or ``weights=``, downloading only with
+``allow_download=True``) and ``tiny`` (seeded random weights at 75 px). Also the pieces the other
+vision adapters share: the long-edge centre crop and the "weights are not available" error.
 """
 
 from __future__ import annotations
@@ -64,11 +40,8 @@ MIN_INCEPTION_SIZE = 75  # below this torchvision's InceptionV3 runs out of spat
 
 
 def center_crop_box(width: int, height: int) -> tuple[int, int, int, int]:
-    """(left, top, right, bottom) of the centred square of side ``min(width, height)``.
-
-    Offsets use Python's ``round`` (half to even) on ``(size - side) / 2`` exactly as
-    ``torchvision.transforms.functional.center_crop`` does, so a 5-px excess crops 2 px on the
-    left/top and 3 on the right/bottom.
+    """(left, top, right, bottom) of the centred square of side ``min(width, height)``, offsets rounded
+    half to even as torchvision's ``center_crop`` does (a 5-px excess crops 2 then 3).
     """
     side = min(width, height)
     left = int(round((width - side) / 2.0))
@@ -144,11 +117,8 @@ def torch_dtype(name: str) -> Any:
 
 
 def weights_unavailable(what: str, model_id: str, *, where: str, how: str, cause: BaseException | None = None) -> ModelLoadError:
-    """The one error every ``paper`` loader raises when its weights are not on this machine.
-
-    It names the model, where we looked, and the three ways out (copy the cache, pass a local
-    path, or use the offline ``tiny`` profile), because the loaders' own messages name neither
-    the model of a multi-model pipeline nor a fix.
+    """The one error every ``paper`` loader raises when its weights are not on this machine: the model,
+    where we looked, and the ways out (copy the cache, pass a local path, use ``tiny``).
     """
     said = f" (loader said: {str(cause).splitlines()[0] if str(cause) else type(cause).__name__})" if cause else ""
     return ModelLoadError(
@@ -251,20 +221,12 @@ def _build_random_inception(init: str, seed: int) -> Any:
 class InceptionFeatures:
     """InceptionV3 2048-d pool features (DIG In's feature space) and ImageNet class probabilities.
 
-    Attributes:
-        fingerprint: architecture, weights id (a file's digest, torchvision's hash-named checkpoint,
-            or the seed and initialising library versions of random weights), preprocessing, dtype,
-            device class and profile; a cache key.
-        dim: feature width (2048).
-        image_size: side of the square network input.
+    ``fingerprint`` names architecture, weights, preprocessing, dtype, device class and profile.
 
     Example:
         >>> from PIL import Image
-        >>> enc = InceptionFeatures.from_profile("tiny")
-        >>> enc.encode_images([Image.new("RGB", (96, 64), "red")]).shape
+        >>> InceptionFeatures.from_profile("tiny").encode_images([Image.new("RGB", (96, 64), "red")]).shape
         (1, 2048)
-        >>> enc.class_probabilities([Image.new("RGB", (64, 64))]).shape
-        (1, 1000)
     """
 
     OPTIONS = ("weights", "allow_download", "image_size", "dtype", "seed", "batch_size")
@@ -295,17 +257,14 @@ class InceptionFeatures:
         """Build the ``tiny`` or ``paper`` InceptionV3.
 
         Args:
-            profile: "tiny" (seeded random weights, 75 px) or "paper" (ImageNet weights, 299 px).
-            device: torch device string.
-            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: ``auto``
-                (:mod:`t2i_fairness.models.precision`; ``auto`` is float32 everywhere, as DIG In ran it).
-            **options: ``weights`` (local .pth for paper), ``allow_download`` (paper, default False),
-                ``image_size``, ``dtype`` (one of DTYPES: the precision under its older name; it wins
-                over ``precision``), ``seed`` (tiny), ``batch_size``.
+            precision: ``auto`` (``None``; float32 everywhere, as DIG In ran it), ``float32``,
+                ``float16`` or ``bfloat16``; the option ``dtype`` wins.
+            **options: ``weights`` (local .pth), ``allow_download``, ``image_size``, ``dtype``,
+                ``seed`` (tiny), ``batch_size``.
 
         Raises:
             ValueError: unknown profile or option.
-            ModelLoadError: paper weights not available offline (the message says how to provide them).
+            ModelLoadError: paper weights not available offline (saying how to provide them).
         """
         check_profile(profile)
         check_options(options, cls.OPTIONS, f"InceptionFeatures ({profile})")

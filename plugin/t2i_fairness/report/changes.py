@@ -1,18 +1,9 @@
 """What changed, said once at the top of the terminal summary and of the HTML report.
 
-Two kinds of change make a run's numbers read differently, and neither belongs on every gate's line:
-
-- **settings since the bounds were set**: the provenance a bound was measured under (model
-  fingerprint, library versions, device class, GPU name, sample sizes) differs from this run's.
-  The same change usually concerns every gate (a torch upgrade, another GPU), so it is listed once,
-  with the number of gates it concerns when that is not all of them;
-- **identities since the last run with this cache**: a model's weights (a folder's digest, a hub
-  commit) or a scorer's fingerprint changed, so images or features were made anew (or, back to
-  weights seen before, read again), and unversioned ``python:`` fingerprints.
-
-It also formats the time spent computing weights digests (:mod:`t2i_fairness.base.identity`), and the
-run header's version lines (:func:`version_lines`): libraries installed at other versions than the
-lock pins or than the bounds were measured under, said before anything is generated.
+Settings since the bounds were set (model, library versions, device, sample sizes: usually every
+gate at once) and identities since the last run with this cache (new weights, a scorer's new
+fingerprint, unversioned ``python:`` fingerprints), plus the time spent on weights digests and the
+run header's library version lines (:func:`version_lines`). docs/outputs.md shows them.
 """
 
 from __future__ import annotations
@@ -27,17 +18,7 @@ __all__ = ["ProvenanceSummary", "change_lines", "changes_html", "digest_line", "
 
 
 def provenance_changes(session: GateSession) -> tuple[int, list[tuple[str, str, str, int]]]:
-    """(gates with a change, [(field, old, new, gates with that change)]) over the run's gates.
-
-    Example:
-        >>> from pathlib import Path
-        >>> s = GateSession(Path("t.yaml"))
-        >>> for g in ("a", "b"):
-        ...     s.add(dict(gate=g, nodeid=g, value=1.0, n=1, direction="min", status="pass", bound=0.5, write=None,
-        ...                message="", provenance={}, provenance_changes={"torch": ["2.1", "2.2"]}))
-        >>> provenance_changes(s)
-        (2, [('torch', '2.1', '2.2', 2)])
-    """
+    """(gates with a change, [(field, old, new, gates with that change)]) over the run's gates."""
     counts: dict[tuple[str, str, str], int] = {}
     gates = 0
     for r in session.records:
@@ -61,14 +42,10 @@ class ProvenanceSummary:
     """What differs between this run's settings and those its bounds were written under, once per run.
 
     Attributes:
-        gates: gates whose bound was written under other settings.
-        total: gates judged against a bound in this run.
         changes: ``[(field, old, new, gates with that change)]``.
-        groups: provenance id in the thresholds file (the bounds written under one set of settings)
-            -> gates of this run in that group with a change.
-        kind: ``identity`` (the model or a scorer is another one: bounds not comparable),
-            ``environment`` (library versions, device, GPU: comparable, values may have moved) or
-            ``sample`` (objects, images per prompt, seed, a family's sample sizes: comparable, other noise).
+        groups: provenance id in the thresholds file -> gates of this run in that group with a change.
+        kind: ``identity`` (another model or scorer: bounds not comparable), ``environment``
+            (libraries, device: comparable, values may have moved) or ``sample`` (other sizes or seed).
         meaning: the plain sentence a reader acts on.
     """
 
@@ -109,8 +86,6 @@ def provenance_summary(session: GateSession) -> ProvenanceSummary | None:
     Example:
         >>> from pathlib import Path
         >>> s = GateSession(Path("t.yaml"))
-        >>> provenance_summary(s) is None
-        True
         >>> s.add(dict(gate="g", nodeid="g", value=1.0, n=1, direction="min", status="pass", bound=0.5, write=None,
         ...            message="", provenance={}, provenance_changes={"torch": ["2.1", "2.2"]}, bound_provenance="ab12cd34"))
         >>> p = provenance_summary(s)
@@ -155,13 +130,6 @@ def provenance_summary(session: GateSession) -> ProvenanceSummary | None:
 def change_lines(session: GateSession) -> list[str]:
     """The top of the terminal summary: settings changed since the bounds were set, identities since
     the last run; empty when nothing changed.
-
-    Example:
-        >>> from pathlib import Path
-        >>> s = GateSession(Path("t.yaml"))
-        >>> s.cache.identity.append("model /m: new weights sha256-b (the last run with this cache had sha256-a): ...")
-        >>> change_lines(s)[0][:30]
-        'model /m: new weights sha256-b'
     """
     out: list[str] = []
     summary = provenance_summary(session)
@@ -172,14 +140,7 @@ def change_lines(session: GateSession) -> list[str]:
 
 
 def digest_line(session: GateSession) -> str | None:
-    """``weights digests: 0.013 s, 31 files (2 read, 1.2 MB)``, or ``None`` when none was computed.
-
-    Example:
-        >>> from pathlib import Path
-        >>> s = GateSession(Path("t.yaml")); s.cache.digests.update(seconds=0.0132, files=31, read=2, bytes=1.2e6)
-        >>> digest_line(s)
-        'weights digests: 0.013 s, 31 files (2 read, 1.2 MB; the others remembered)'
-    """
+    """``weights digests: 0.013 s, 31 files (2 read, 1.2 MB; ...)``, or ``None`` when none was computed."""
     d = session.cache.digests
     if not d or not d.get("files"):
         return None
@@ -197,16 +158,7 @@ def _size(n: float) -> str:
 
 
 def changes_html(session: GateSession) -> str:
-    """The same as :func:`change_lines`, as a section for the top of the HTML report ("" when nothing changed).
-
-    Example:
-        >>> from pathlib import Path
-        >>> s = GateSession(Path("t.yaml")); changes_html(s)
-        ''
-        >>> s.cache.identity.append("scorer clip (paper): new weights x (the last run with this cache had y): ...")
-        >>> 'id="changes"' in changes_html(s)
-        True
-    """
+    """The same as :func:`change_lines`, as a section for the top of the HTML report ("" when nothing changed)."""
     summary = provenance_summary(session)
     items = []
     if summary is not None:
@@ -239,15 +191,11 @@ def _public(version) -> str:
 
 
 def version_lines(lock, thresholds, installed: dict[str, str] | None = None, limit: int = 8) -> list[str]:
-    """The run header's lines naming libraries installed at other versions than ``lock`` pins
-    (``requirements.lock``: every pinned package installed for this Python), or than the bounds of
-    ``thresholds`` were measured under (the provenance of the gates' bounds: torch, diffusers,
-    transformers, ...). Said before anything is generated: a library's version can change a model's
-    random initialisation, and so every image key, or move the numbers a bound was set from.
+    """The run header's lines naming libraries installed at other versions than ``lock`` pins or than
+    the bounds of ``thresholds`` were measured under, said before anything is generated.
 
     Args:
-        lock: the lock file (skipped when missing or unreadable: an installed package has none).
-        thresholds: the run's :class:`~t2i_fairness.gating.thresholds.ThresholdFile`.
+        lock: the lock file (skipped when missing or unreadable).
         installed: canonical name -> version (default: what is installed).
         limit: packages named per line (the rest counted).
 

@@ -1,21 +1,10 @@
 """Results a CI system reads: JUnit properties as JSON, GitHub Actions annotations and step summary, run JSON.
 
-- Every gate test's JUnit ``<properties>`` (``--junitxml``) hold the gate's record as strict JSON
-  (``t2i_gate``; non-finite numbers as the strings ``"NaN"``, ``"Infinity"``, ``"-Infinity"``) and flat
-  ``value``, ``bound``, ``n``, ``direction``, ``verdict``, ``interval`` and ``thresholds`` (the
-  thresholds file and the line of the gate's key: ``thresholds/tiny.yaml:120``); under
-  ``--t2i-sequential`` also ``t2i_sequential_reason``, ``t2i_sequential_round`` (``r/R``),
-  ``t2i_sequential_images`` (``n/N per prompt``) and ``t2i_sequential_kind``.
-- Under GitHub Actions (``GITHUB_ACTIONS=true``) each failing gate becomes an
-  ``::error file=thresholds/....yaml,line=N::`` annotation on its bound, each crashed test one on
-  the test, and ``$GITHUB_STEP_SUMMARY`` gets the verdict, the selection and a gate table.
-- ``run.json`` in ``--t2i-artifacts``: the verdict, selection, gate records, tests without a gate, how
-  the run decided (``decisions``: multiplicity method, alpha, gates the step-down failed, a canary's tally)
-  and ``provenance`` (what differs from the settings the bounds were written under, once; ``null`` when
-  nothing does); under ``--t2i-sequential`` a ``sequential`` object (method, alpha split, counts per
-  reason, images used against planned per kind and for the run: :mod:`t2i_fairness.report.sequential`). The JUnit XML's testsuite properties carry the same (:mod:`t2i_fairness.report.junit`).
-
-Everything here is plain (no pytest); the plugin calls it.
+Each gate test's JUnit properties hold its record as strict JSON (``t2i_gate``) and flat fields
+(``value``, ``bound``, ``verdict``, ``thresholds`` as ``file:line``, ...). Under GitHub Actions a
+failing gate becomes an ``::error`` annotation on its bound's line and the step summary gets a gate
+table. ``run.json`` holds the verdict, selection, gate records, how the run decided and what
+differs from the bounds' settings. Plain code; docs/reports.md describes the fields.
 """
 
 from __future__ import annotations
@@ -37,12 +26,7 @@ __all__ = ["github_annotations", "junit_properties", "record_from_json", "record
            "run_json", "step_summary", "strict"]
 
 def relative(path: str | os.PathLike, root: str | os.PathLike | None) -> str:
-    """``path`` relative to ``root`` when it lies under it (POSIX separators), else as given.
-
-    Example:
-        >>> relative("/repo/thresholds/tiny.yaml", "/repo"), relative("/elsewhere/t.yaml", "/repo")
-        ('thresholds/tiny.yaml', '/elsewhere/t.yaml')
-    """
+    """``path`` relative to ``root`` when it lies under it (POSIX separators), else as given."""
     p = Path(path)
     if root is not None:
         try:
@@ -53,17 +37,14 @@ def relative(path: str | os.PathLike, root: str | os.PathLike | None) -> str:
 
 
 def junit_properties(record: Mapping[str, Any], thresholds: str | None = None) -> list[tuple[str, str]]:
-    """The JUnit properties of one gate: the record as JSON, then the flat fields CI dashboards chart.
-
-    Args:
-        record: the gate record (``GateRecord.to_dict()``).
-        thresholds: ``file:line`` of the gate's bound (or the file alone when it has no entry yet).
+    """The JUnit properties of one gate: the record as JSON, then the flat fields CI dashboards chart
+    (``thresholds``: ``file:line`` of the gate's bound, or the file alone).
 
     Example:
         >>> props = dict(junit_properties({"gate": "g", "value": 0.25, "bound": 0.5, "n": 12, "status": "fail",
         ...                                "direction": "min", "interval": [0.1, 0.4]}, "t.yaml:3"))
-        >>> props["value"], props["bound"], props["n"], props["verdict"], props["thresholds"]
-        ('0.25', '0.5', '12', 'fail', 't.yaml:3')
+        >>> props["value"], props["verdict"], props["thresholds"]
+        ('0.25', 'fail', 't.yaml:3')
     """
     flat = strict(record)
     props = [("t2i_gate", record_json(record))]
@@ -85,12 +66,6 @@ def junit_properties(record: Mapping[str, Any], thresholds: str | None = None) -
 def thresholds_ref(thresholds, gate: str, rootdir: str | os.PathLike | None = None) -> str:
     """``file:line`` of a gate's key in a :class:`~t2i_fairness.gating.thresholds.ThresholdFile`
     (the file alone when the gate has no entry yet), the file relative to ``rootdir``.
-
-    Example:
-        >>> from t2i_fairness.gating.thresholds import ThresholdFile
-        >>> t = ThresholdFile(Path("/repo/thresholds/t.yaml"), {}, lines={"g": 3})
-        >>> thresholds_ref(t, "g", "/repo"), thresholds_ref(t, "h", "/repo")
-        ('thresholds/t.yaml:3', 'thresholds/t.yaml')
     """
     path = relative(thresholds.path, rootdir)
     line = thresholds.lines.get(gate)
@@ -120,12 +95,8 @@ def annotation(level: str, message: str, file: str | None = None, line: int | No
 
 
 def github_annotations(session, rootdir: str | os.PathLike | None, lines: Mapping[str, int] | None = None) -> list[str]:
-    """Annotations for a run: each failing gate on its bound's line, each crashed or erroring test on the test.
-
-    Args:
-        session: the run's :class:`~t2i_fairness.gating.session.GateSession`.
-        rootdir: paths are written relative to it (GitHub wants paths from the repository root).
-        lines: gate id -> line of its key in the thresholds file.
+    """Annotations for a run: each failing gate on its bound's line (``lines``: gate id -> line),
+    each crashed or erroring test on the test; paths relative to ``rootdir``.
     """
     lines = lines or {}
     thresholds = relative(session.thresholds_path, rootdir)
@@ -198,7 +169,7 @@ def run_json(session) -> dict:
     data["gates"] = [strict(r.to_dict()) for r in records]
     summary = provenance_summary(session)  # once per run: what differs from the bounds' settings (None: nothing)
     data["provenance"] = strict(summary.to_dict()) if summary is not None else None
-    data["decisions"] = strict({  # how the run decided (#13): the adjustment across gates, a canary's tally
+    data["decisions"] = strict({  # how the run decided: the adjustment across gates, a canary's tally
         "multiplicity": session.multiplicity, "alpha": session.alpha, "escalated": list(session.escalated),
         "canary": dict(session.canary_counts)})
     data["power"] = strict(power_summary(records))  # underpowered gates (gating.power): counted and listed

@@ -1,23 +1,12 @@
 """Evidence beside a failing precision or coverage gate: what the number is made of, as images.
 
-Any family that measures generated images against a real k-NN manifold (DIG In in Inception
-space; Decomposed-DIG in Obj-only, BG-only or Full-image ViT space) builds one
-:class:`GroupEvidence` for the group its gate judged (a region, or an object in a region) and gets:
-
-- ``evidence_generated_vs_nearest_real.png``: the group's generated images, those furthest outside
-  the real manifold first, each beside its nearest real image in the gate's feature space; captions
-  give the prompt, the seed and the score ``d/r``: the generated image's distance to a real image
-  over that real image's k-NN radius, minimised over the group's real images. A generated image
-  without a feature in that space (Decomposed-DIG: nothing segmented, or no background left) is a
-  miss for precision and comes first, beside an empty tile that says so;
-- ``evidence_real_not_reached.png`` (coverage): the real images whose k-NN ball holds no generated
-  image, the furthest first, captioned with their file, labels and the nearest generated image's ``d/r``;
-- ``evidence.json``: the same as data, with the counts (inside, reached) that make the gate's value.
-
-Inside and reached are decided by :func:`~t2i_fairness.metrics.manifold.ball_membership`, the rule of
-the gate's own :func:`~t2i_fairness.metrics.manifold.precision_coverage`, so the counts are the gate's
-(``generated_inside / generated`` its precision, ``real_reached / real`` its coverage); ``d/r`` orders
-and captions the images.
+A family that measures generated images against a real k-NN manifold builds one
+:class:`GroupEvidence` for the group its gate judged and gets
+``evidence_generated_vs_nearest_real.png`` (generated images, furthest outside first, beside their
+nearest real image, captioned ``d/r``: distance over that real image's k-NN radius),
+``evidence_real_not_reached.png`` (coverage: real balls no generated image reached) and
+``evidence.json``. Inside and reached follow the gate's own rule
+(:func:`~t2i_fairness.metrics.manifold.ball_membership`), so the counts are the gate's.
 """
 
 from __future__ import annotations
@@ -33,14 +22,7 @@ __all__ = ["GeneratedImage", "GroupEvidence", "RealImage", "evidence_grids", "ev
 
 @dataclass(frozen=True)
 class GeneratedImage:
-    """A generated image the evidence shows.
-
-    Attributes:
-        prompt: its prompt text.
-        seed: its seed.
-        load: returns the PIL image.
-        mask: returns a bool (H, W) mask to outline (the object a masked feature space keeps or hides), or None.
-    """
+    """A generated image the evidence shows; ``mask`` returns a bool (H, W) mask to outline, or None."""
 
     prompt: str
     seed: int | None
@@ -50,15 +32,7 @@ class GeneratedImage:
 
 @dataclass(frozen=True)
 class RealImage:
-    """A real image of the group's manifold.
-
-    Attributes:
-        path: its file (or ``synthetic:...`` name).
-        object: its object label.
-        region: its region label.
-        load: returns the PIL image.
-        mask: as :attr:`GeneratedImage.mask`.
-    """
+    """A real image of the group's manifold (``path`` may be a ``synthetic:...`` name)."""
 
     path: str
     object: str
@@ -77,17 +51,14 @@ class GroupEvidence:
     """One group's generated and real images, with the distances and memberships the grids show.
 
     Args:
-        group: the group's name (``africa``, ``bag/africa``).
         fake: the generated images that entered the computation, one per row of ``fake_features``.
-        real: the real images of the manifold, one per row of ``real_features``.
-        fake_features: (n_fake, dim) their features in the gate's space.
-        real_features: (n_real, dim) the manifold's features.
+        real: the manifold's real images, one per row of ``real_features``.
         radii: (n_real,) the manifold's k-NN radii.
         space: the feature space, as captions name it (``Inception``, ``BG-only ViT``).
-        missing: generated images of the sample without a feature in this space (misses for precision).
+        missing: generated images without a feature in this space (misses for precision).
 
     Raises:
-        ValueError: lengths that do not match the features, or features that do not match each other.
+        ValueError: lengths or feature widths that do not match.
 
     Example:
         >>> from PIL import Image
@@ -178,25 +149,8 @@ def _space(ev: GroupEvidence) -> str:
 
 
 def evidence_grids(ev: GroupEvidence, metric: str, limit: int = 8, thumb: int = 144) -> dict:
-    """The grids of one group, keyed by file name: generated beside nearest real (both metrics), for
-    coverage the real images no generated image reached, and ``evidence.json`` (:func:`evidence_summary`).
-
-    Args:
-        ev: the group's :class:`GroupEvidence`.
-        metric: ``precision`` or ``coverage``.
-        limit: generated pairs shown (twice as many real images not reached).
-        thumb: tile size in pixels.
-
-    Raises:
-        ValueError: another ``metric``.
-
-    Example:
-        >>> from PIL import Image
-        >>> img = lambda: Image.new("RGB", (8, 8))
-        >>> ev = GroupEvidence("africa", [GeneratedImage("bag in Africa", 1, img)], [RealImage("a.png", "bag", "africa", img),
-        ...                    RealImage("b.png", "bag", "africa", img)], np.array([[0.5]]), np.array([[0.0], [9.0]]), np.ones(2))
-        >>> sorted(evidence_grids(ev, "coverage", thumb=32))
-        ['evidence.json', 'evidence_generated_vs_nearest_real.png', 'evidence_real_not_reached.png']
+    """The grids of one group and ``evidence.json``, keyed by file name (the not-reached grid for
+    ``coverage`` only); ``limit`` generated pairs are shown. A ValueError for another ``metric``.
     """
     from PIL import Image
 
@@ -245,17 +199,8 @@ def evidence_grids(ev: GroupEvidence, metric: str, limit: int = 8, thumb: int = 
 
 
 def evidence_summary(ev: GroupEvidence, metric: str, limit: int = 8) -> dict:
-    """What the grids show, as data: the counts that make the gate's value, and the images listed
-    (prompt, seed, d/r; a generated image without a feature has ``d_over_r`` None).
-
-    Example:
-        >>> from PIL import Image
-        >>> img = lambda: Image.new("RGB", (8, 8))
-        >>> ev = GroupEvidence("africa", [GeneratedImage("bag in Africa", 1, img)], [RealImage("a.png", "bag", "africa", img)],
-        ...                    np.array([[2.0]]), np.array([[0.0]]), np.ones(1), space="BG-only ViT")
-        >>> s = evidence_summary(ev, "coverage")
-        >>> s["generated_inside"], s["real_reached"], s["real_not_reached"][0]["nearest_generated_d_over_r"]
-        (0, 0, 2.0)
+    """What the grids show, as data: the counts that make the gate's value and the images listed
+    (``d_over_r`` None for an image without a feature).
     """
     score, cov, nearest = ev.precision_scores(), ev.coverage_scores(), ev.nearest_real()
     listed = []
@@ -278,8 +223,8 @@ def evidence_summary(ev: GroupEvidence, metric: str, limit: int = 8) -> dict:
 
 
 def on_failure_grids(build: Callable[[], GroupEvidence | None], metric: str, limit: int = 8) -> Callable[[], dict]:
-    """A callable for ``t2i_report.on_failure(...)``: builds the group's evidence and draws its grids only
-    when called (the gate failed); ``build`` returning None (no group to show) draws nothing.
+    """A callable for ``t2i_report.on_failure(...)``: builds the evidence and draws its grids only when
+    the gate failed; ``build`` returning None draws nothing.
 
     Example:
         >>> on_failure_grids(lambda: None, "coverage")()

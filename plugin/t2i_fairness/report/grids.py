@@ -1,8 +1,7 @@
 """Image grids for reports: a gate's lowest-scoring images, the evidence beside a failing gate, masks outlined.
 
 ``t2i_report.png("lowest_scoring", image_grid(images, captions))`` attaches a grid to Allure and
-the HTML report; Decomposed-DIG passes ``masks`` (one boolean array per image, True on the object)
-and each mask's outline is drawn over its image.
+the HTML report; ``masks`` outlines each image's object.
 """
 
 from __future__ import annotations
@@ -17,13 +16,7 @@ OUTLINE = (255, 40, 200)
 
 
 def mask_outline(mask: np.ndarray) -> np.ndarray:
-    """Pixels of a boolean mask that touch a pixel outside it (4-neighbourhood; the border counts as outside).
-
-    Example:
-        >>> m = np.zeros((5, 5), bool); m[1:4, 1:4] = True
-        >>> int(mask_outline(m).sum()), bool(mask_outline(m)[2, 2])
-        (8, False)
-    """
+    """Pixels of a boolean mask that touch a pixel outside it (4-neighbourhood; the border counts as outside)."""
     m = np.asarray(mask, dtype=bool)
     if m.ndim != 2:
         raise ValueError(f"mask must be 2-D (height, width), got shape {m.shape}")
@@ -44,14 +37,12 @@ def caption_font(size: int = 11):
 
 
 def wrap_text(text: str, width: float, measure, max_lines: int = 3) -> list[str]:
-    """``text`` in lines no wider than ``width`` (as ``measure(str)`` says), broken between words; a word
-    wider than a line is cut where it must be; an ellipsis ends text that needs more than ``max_lines``.
+    """``text`` in lines no wider than ``width`` (as ``measure(str)`` says), broken between words (or
+    inside a word wider than a line); an ellipsis ends text past ``max_lines``.
 
     Example:
         >>> wrap_text("bag in Southeast Asia, seed 12345", 12, len)
         ['bag in', 'Southeast', 'Asia, seed…']
-        >>> wrap_text("supercalifragilistic", 8, len, max_lines=2)
-        ['supercal', 'ifragil…']
     """
     lines: list[str] = []
     for paragraph in str(text).split("\n"):
@@ -83,24 +74,14 @@ def wrap_text(text: str, width: float, measure, max_lines: int = 3) -> list[str]
 def image_grid(images: Sequence[Image.Image], captions: Sequence[str] = (), masks: Sequence[np.ndarray | None] | None = None,
                columns: int = 8, thumb: int = 96, caption_lines: int = 3, upscale: bool = False, title: str = "",
                font_size: int = 11, gap: int = 0) -> bytes:
-    """The images as thumbnails (``thumb`` pixels) in rows of ``columns``, each with its caption below,
-    as PNG bytes.
+    """The images as ``thumb``-pixel thumbnails in rows of ``columns``, each captioned below, as PNG bytes.
 
-    Captions are set in a scalable font and wrapped between words (``\\n`` starts a new line), at most
-    ``caption_lines`` lines each. Small images are enlarged only with ``upscale`` (nearest neighbour, so
-    pixels stay visible as pixels); otherwise the tile is the largest image's size when that is smaller.
+    Captions wrap between words (``\\n`` starts a line), at most ``caption_lines`` each; small images
+    are enlarged only with ``upscale`` (nearest neighbour).
 
     Args:
-        images: PIL images (any size; each is resized to ``thumb`` x ``thumb``).
-        captions: one text per image (e.g. ``"bag in Africa\\nseed 42\\nscore 0.213"``); may be empty.
-        masks: one boolean (height, width) array per image, or None per image; outlined in magenta.
-        columns: tiles per row.
-        thumb: tile size in pixels.
-        caption_lines: lines of caption per tile.
-        upscale: enlarge images smaller than ``thumb``.
-        title: a line above the grid.
-        font_size: caption font size in pixels.
-        gap: pixels between tiles.
+        captions: one text per image (may be empty).
+        masks: one boolean (height, width) array or None per image; outlined in magenta.
 
     Raises:
         ValueError: no images, or captions/masks of another length than images.

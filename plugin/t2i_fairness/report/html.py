@@ -1,27 +1,10 @@
 """The project's own HTML report (``--t2i-report DIR``): one self-contained ``DIR/index.html``.
 
-Everything is inline (PNG artifacts as base64 ``data:`` URIs, CSS, a few lines of JS), so the file
-opens from disk in any browser, with neither a server nor Java, and can be mailed or archived as is.
-
-What it shows, in order:
-
-- banners that say when numbers must not be read as findings (the random-weight smoke model, a
-  synthetic reference set), what changed (settings since the bounds were set, listed once; model
-  weights since the last run with the cache: :mod:`t2i_fairness.report.changes`), and the run's settings;
-- the gate table: verdict, measured value with its confidence interval, bound and sample size, with
-  a small plot of where the estimate and interval sit against the bound; failures first, and a
-  text box that filters rows;
-- a baseline delta table when gates carry ``details["baseline"]`` (``value``, ``delta``, optional
-  ``interval`` of the delta); nothing otherwise;
-- every summary section tests printed (``t2i_report.section``), as preformatted blocks;
-- per indicator family (the test function's name), every PNG and JSON artifact the run's tests wrote
-  through ``t2i_report``: DIG In's region bars, the SCAL heatmap and any plot a new indicator adds
-  appear without code here;
-- cache statistics, the time spent on weights digests, updated and proposed bounds and unused gates.
-
-:func:`render_report` is pure (data in, HTML string out) apart from reading the artifact files;
-:func:`write_report` writes it atomically. The plugin calls them at session end on the controller
-only; under xdist the workers' artifacts are files in the shared artifacts folder.
+Everything is inline (PNG artifacts as ``data:`` URIs, CSS, a little JS), so it opens from disk
+and can be mailed as is. It shows the banners (smoke model, synthetic reference, what changed),
+the run's settings, the gate table with intervals against bounds, a baseline delta table, the
+tests' summary sections, each family's artifacts and the cache statistics (docs/reports.md).
+:func:`render_report` is pure apart from reading artifacts; :func:`write_report` writes atomically.
 """
 
 from __future__ import annotations
@@ -55,10 +38,9 @@ SYNTHETIC_BANNER = ("Reference images are synthetic (no --t2i-reference given): 
 
 
 def header_for(options, session: GateSession | None = None) -> tuple[dict[str, str], list[str]]:
-    """The settings block and the warning banners for a run with these :class:`T2IOptions`.
-
-    The synthetic-reference banner appears only when no ``--t2i-reference`` was given and some
-    gate of ``session`` (all gates when ``session`` is None) measured against the synthetic set.
+    """The settings block and the warning banners for a run with these :class:`T2IOptions` (the
+    synthetic-reference banner when some gate measured against the synthetic set without
+    ``--t2i-reference``).
 
     Example:
         >>> from t2i_fairness.spine.options import T2IOptions
@@ -95,20 +77,18 @@ def render_report(session: GateSession, artifacts_dir: Path, title: str, header:
     """The report as one HTML string.
 
     Args:
-        session: the run's gates (``records``), summary ``sections``, ``artifacts`` and cache stats.
+        session: the run's gates, summary sections, artifacts and cache stats.
         artifacts_dir: the ``--t2i-artifacts`` folder the artifact paths are relative to.
-        title: the page title.
         header: settings shown under the title (name -> value).
         banners: warnings shown in bold above everything else.
 
     Example:
         >>> from pathlib import Path
-        >>> from t2i_fairness.gating.session import GateRecord, GateSession
+        >>> from t2i_fairness.gating.session import GateSession
         >>> s = GateSession(Path("t.yaml"))
         >>> s.add(dict(gate="test_x[a]", nodeid="t.py::test_x[a]", value=0.25, n=12, direction="min",
         ...            status="fail", bound=0.5, write=None, message="below", provenance={}, interval=[0.1, 0.4]))
-        >>> page = render_report(s, Path("art"), "demo", {"model": "tiny"})
-        >>> "0.2500" in page and "[0.1000, 0.4000]" in page and "min 0.5000" in page
+        >>> "[0.1000, 0.4000]" in render_report(s, Path("art"), "demo", {"model": "tiny"})
         True
     """
     records = sorted((r for r in session.records if r.status != "baseline"), key=lambda r: (_ORDER.get(r.status, 9), r.gate))
@@ -165,9 +145,8 @@ def write_report(directory: Path, session: GateSession, artifacts_dir: Path, tit
 
 
 def write_run_report(options, session: GateSession) -> str:
-    """The plugin's call at session end: the report of this run in ``options.report``.
-
-    Returns what the terminal summary prints: the file written, or why it could not be.
+    """The plugin's call at session end: writes this run's report to ``options.report`` and returns what
+    the terminal summary prints (the file, or why it could not be written).
     """
     header, banners = header_for(options, session)
     try:

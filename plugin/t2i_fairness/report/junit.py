@@ -1,21 +1,10 @@
 """The JUnit XML (``--junitxml``) tells the run's truth, as the terminal, HTML report and ``run.json`` do.
 
-pytest's JUnit writer only sees test reports. A test that SIGINT (Ctrl-C) or ``pytest.exit`` cut off has
-no call report, so pytest writes it as a nameless ``<testcase/>`` counted nowhere, and an interrupted run
-reads ``failures=0 errors=0``: green to a CI system. At session end (before pytest writes the file) the
-plugin hands pytest's ``LogXML`` object to :func:`mark_run`, which
-
-- names each interrupted test and records it as an ``<error message="interrupted: ...">``;
-- adds testsuite-level properties: ``t2i_verdict`` (the run's headline), ``t2i_interrupted`` and
-  ``t2i_stopped`` when so, ``t2i_provenance`` (JSON: which settings differ from those the bounds were
-  written under, for how many gates, what it means; absent when they match), ``t2i_sequential`` (JSON,
-  ``--t2i-sequential`` only: the method, counts per reason, images per kind and for the run; each gate's
-  own testcase has ``t2i_sequential_reason``/``_round``/``_images``/``_kind``) and ``t2i_thresholds``;
-- when the run did not pass but the XML holds no failure or error (an interruption between tests, a
-  gate that only the step-down across the run rejects), adds one ``t2i-fairness :: run verdict``
-  testcase with that error, so the suite is never green when the run was not.
-
-Plain code (no pytest import): ``LogXML`` is used through the few attributes named here.
+pytest writes a test cut off by an interruption as a nameless ``<testcase/>`` counted nowhere, so
+an interrupted run reads green. :func:`mark_run` (given pytest's ``LogXML`` before it writes) names
+each interrupted test as an error, adds testsuite properties (``t2i_verdict``, ``t2i_provenance``,
+``t2i_sequential``, ...), and adds a ``t2i-fairness :: run verdict`` error when the run did not pass
+but the XML holds no failure (docs/outputs.md). No pytest import.
 """
 
 from __future__ import annotations
@@ -46,16 +35,7 @@ def junit_names(nodeid: str) -> tuple[str, str]:
 
 
 def run_properties(session, thresholds: str | None = None) -> list[tuple[str, str]]:
-    """The run's testsuite-level facts: verdict, interruption, stop, provenance, thresholds file.
-
-    Example:
-        >>> from pathlib import Path
-        >>> from t2i_fairness.gating.session import GateSession
-        >>> s = GateSession(Path("t.yaml")); s.outcome.interrupted = "KeyboardInterrupt (Ctrl-C or SIGINT)"
-        >>> s.outcome.add("t.py::test_a", "setup", "passed")
-        >>> dict(run_properties(s))["t2i_interrupted"]
-        'KeyboardInterrupt (Ctrl-C or SIGINT) during t.py::test_a'
-    """
+    """The run's testsuite-level facts: verdict, interruption, stop, provenance, thresholds file."""
     o = session.outcome
     records = [r for r in session.records if r.status != "baseline"]
     v = o.verdict(records)
@@ -80,12 +60,8 @@ def run_properties(session, thresholds: str | None = None) -> list[tuple[str, st
 
 
 def mark_run(xml: Any, session, thresholds: str | None = None) -> None:
-    """Make pytest's ``LogXML`` (before it writes the file) say what the run's outcome says.
-
-    Args:
-        xml: pytest's ``LogXML`` (``config.stash[_pytest.junitxml.xml_key]``).
-        session: the run's :class:`~t2i_fairness.gating.session.GateSession` (its outcome finished).
-        thresholds: the thresholds file as the reports name it.
+    """Make pytest's ``LogXML`` (``config.stash[_pytest.junitxml.xml_key]``) say what the run's outcome
+    says, before it writes the file.
     """
     o = session.outcome
     for name, value in run_properties(session, thresholds):

@@ -1,9 +1,8 @@
 """What a gate test is about, read from its name: indicator family, template, regions, languages.
 
-Both reports group by these: the HTML report (:mod:`t2i_fairness.report.html`) by family, Allure by
-feature (family), story (template) and tags (regions, languages). Nothing here knows a particular
-indicator: the family is the test function's name, the rest are tokens of the parameter id that
-name a known template, GeoDE region or language, so new indicators are labelled without new code.
+The HTML report groups by family, Allure by family, template and tags. The family is the test
+function's name; the rest are parameter-id tokens that name a template, region or language the
+families handed over, so new indicators are labelled without new code.
 """
 
 from __future__ import annotations
@@ -20,10 +19,7 @@ from t2i_fairness.report.sequential import junit_sequential
 class Vocabulary:
     """The label tokens gate ids may contain, as the families hand them over (the report imports none).
 
-    Attributes:
-        regions: region slugs (``africa``).
-        languages: lower-case code -> code as written (``hin_deva`` -> ``hin_Deva``).
-        templates: prompt template ids (``object_in_region``).
+    ``languages`` maps lower-case codes to codes as written (``hin_deva`` -> ``hin_Deva``).
     """
 
     regions: frozenset = frozenset()
@@ -32,13 +28,7 @@ class Vocabulary:
 
     @classmethod
     def from_tokens(cls, tokens: Iterable[Mapping[str, Iterable[str]]]) -> "Vocabulary":
-        """Merge the families' ``{kind: tokens}`` (kinds ``region``, ``language``, ``template``).
-
-        Example:
-            >>> v = Vocabulary.from_tokens([{"region": ["africa"]}, {"language": ["hin_Deva"]}])
-            >>> sorted(v.regions), v.languages
-            (['africa'], {'hin_deva': 'hin_Deva'})
-        """
+        """Merge the families' ``{kind: tokens}`` (kinds ``region``, ``language``, ``template``)."""
         regions, languages, templates = set(), {}, set()
         for part in tokens:
             regions.update(part.get("region", ()))
@@ -52,10 +42,8 @@ EMPTY = Vocabulary()
 
 @dataclass(frozen=True)
 class GateLabels:
-    """Labels of one test item.
-
-    ``family`` is the test function without ``test_`` (``region_precision``); ``params`` the
-    parameter id (``synthetic-object_in_region-africa``, empty when not parametrized).
+    """Labels of one test item: ``family`` is the test function without ``test_``, ``params`` its
+    parameter id (empty when not parametrized).
     """
 
     function: str
@@ -93,8 +81,6 @@ def split_name(name: str) -> tuple[str, str]:
     Example:
         >>> split_name("fairness_tests/test_dig_in_region.py::test_region_precision[synthetic-object-africa]")
         ('test_region_precision', 'synthetic-object-africa')
-        >>> split_name("test_scal_matrix")
-        ('test_scal_matrix', '')
     """
     name = name.rsplit("::", 1)[-1]
     m = re.fullmatch(r"([^\[]*)(?:\[(.*)\])?", name, flags=re.S)
@@ -105,20 +91,14 @@ def split_name(name: str) -> tuple[str, str]:
 def gate_labels(name: str, params: dict[str, Any] | None = None, vocabulary: Vocabulary | None = None) -> GateLabels:
     """Labels of a test from its name (or node id) and, when known, its ``callspec.params``.
 
-    Tokens come from the parameter id split on ``-`` plus the string values of ``params``; a
-    ``template`` parameter wins over id tokens. Which tokens are regions, languages and templates
-    comes from ``vocabulary`` (the families' tokens).
+    Tokens are the parameter id split on ``-`` plus the string values of ``params`` (a ``template``
+    parameter wins); ``vocabulary`` says which are regions, languages and templates.
 
     Example:
-        >>> v = Vocabulary.from_tokens([{"region": ["africa"], "template": ["object_in_region"]},
-        ...                             {"language": ["hin_Deva"]}])
+        >>> v = Vocabulary.from_tokens([{"region": ["africa"], "template": ["object_in_region"]}])
         >>> lab = gate_labels("test_region_coverage[synthetic-object_in_region-africa]", vocabulary=v)
         >>> lab.family, lab.template, lab.regions, lab.other
         ('region_coverage', 'object_in_region', ('africa',), ('synthetic',))
-        >>> gate_labels("test_clgc[hin_deva]", vocabulary=v).tags
-        ['language:hin_Deva']
-        >>> gate_labels("test_clgc[hin_deva]").family_title
-        'CLGC'
     """
     vocab = vocabulary or EMPTY
     function, pid = split_name(name)
@@ -137,18 +117,13 @@ def gate_labels(name: str, params: dict[str, Any] | None = None, vocabulary: Voc
 # -- markers (``-m "region_africa and family_dig_in"``) ------------------------------------------------
 
 def marker_token(text: str) -> str:
-    """A label as a marker-name part: lower case, anything but letters, digits and ``_`` as ``_``.
-
-    Example:
-        >>> marker_token("hin_Deva"), marker_token("object-in region")
-        ('hin_deva', 'object_in_region')
-    """
+    """A label as a marker-name part: lower case, anything but letters, digits and ``_`` as ``_``."""
     return re.sub(r"[^0-9a-z_]+", "_", text.lower()).strip("_")
 
 
 def markers_of(labels: GateLabels, family: str | None = None) -> list[str]:
     """The marker names of a gate test: ``family_<name>``, ``region_<slug>``, ``language_<code>``,
-    ``template_<id>`` (exact names, so ``-m region_east_asia`` never selects ``southeast_asia``).
+    ``template_<id>`` (exact names: ``-m region_east_asia`` never selects ``southeast_asia``).
 
     Example:
         >>> v = Vocabulary.from_tokens([{"region": ["africa"], "template": ["object_in_region"]}])
@@ -164,11 +139,7 @@ def markers_of(labels: GateLabels, family: str | None = None) -> list[str]:
 
 
 def marker_lines(vocabulary: Vocabulary, families: Iterable[tuple[str, str]] = ()) -> list[str]:
-    """``markers`` ini lines that register every marker :func:`markers_of` can give (``pytest --markers``).
-
-    Args:
-        vocabulary: the families' label tokens.
-        families: (name, title) of each registered family.
+    """``markers`` ini lines registering every marker :func:`markers_of` can give (``pytest --markers``).
 
     Example:
         >>> marker_lines(Vocabulary.from_tokens([{"region": ["africa"]}]), [("cis", "CIS")])
@@ -209,10 +180,10 @@ def allure_active(config) -> bool:
 
 
 def allure_label(node, options, vocabulary: Vocabulary | None = None, family: str | None = None) -> None:
-    """Labels of a gate test, at fixture setup: epic (the suite module's first docstring line), feature
-    (the paper family's title, ``family``: one feature per paper, not per test function), story (the
-    indicator: the test function), tags (regions, languages, template); the test's parameters unquoted,
-    and the run's settings as parameters (the model in the history id, the rest out of it)."""
+    """Allure labels of a gate test, at fixture setup: epic (the suite module's first docstring line),
+    feature (the family's title), story (the test function), tags (regions, languages, template), and
+    the run's settings as parameters (only the model in the history id).
+    """
     import allure
 
     params = getattr(getattr(node, "callspec", None), "params", {})
@@ -233,10 +204,9 @@ def allure_label(node, options, vocabulary: Vocabulary | None = None, family: st
 
 
 def allure_measurement(record: dict, vocabulary: Vocabulary | None = None) -> None:
-    """The gate's title (verdict, estimate, interval, bound) and its measurement as JSON; in the test call.
-    Under ``--t2i-sequential`` also the gate's sequential record as parameters (``sequential reason``,
-    ``sequential round`` r/R, ``sequential images`` n/N per prompt, ``sequential kind``; excluded from the
-    history id) and a ``sequential:<reason>`` tag."""
+    """The gate's Allure title (verdict, estimate, interval, bound) and its measurement as JSON; under
+    ``--t2i-sequential`` also its sequential record as parameters and a ``sequential:<reason>`` tag.
+    """
     import json
 
     import allure
@@ -260,12 +230,9 @@ def allure_measurement(record: dict, vocabulary: Vocabulary | None = None) -> No
 
 
 def allure_interrupted(config, nodeid: str, reason: str) -> bool:
-    """Mark the Allure result of a test that an interruption (SIGINT, ``pytest.exit``) cut off as
-    ``broken``, with the reason, before allure-pytest writes it (it would write ``passed`` after a
-    passing setup, or ``skipped``). Returns whether a result was marked.
-
-    Uses allure-pytest's listener (registered as ``allure_listener``): its cache of running tests and
-    its reporter; a listener without them (another allure-pytest) leaves the result as it is."""
+    """Mark the Allure result of a test an interruption cut off as ``broken``, with the reason, before
+    allure-pytest writes it; returns whether a result was marked (through the ``allure_listener``).
+    """
     listener = config.pluginmanager.getplugin("allure_listener")
     cache, logger = getattr(listener, "_cache", None), getattr(listener, "allure_logger", None)
     if cache is None or logger is None:

@@ -1,9 +1,8 @@
 """Underpowered gates in every output: the verdict cell, a summary block, run.json, JUnit, Allure.
 
-A gate's record carries ``power`` (:func:`t2i_fairness.gating.power.power_record`): its test's chance of
-failing a model that misses the bound by the kind's meaningful miss, at the run's per-gate level. A pass
-(or an inconclusive) below 50% is marked ``underpowered`` wherever the verdict is shown, and the summary
-counts and lists such gates (the same words as the gate's own message).
+A gate's record carries ``power``: its test's chance of failing a model that misses the bound by
+the kind's meaningful miss, at the run's per-gate level. A pass or inconclusive below 50% is
+marked ``underpowered`` wherever the verdict is shown.
 """
 
 from __future__ import annotations
@@ -20,25 +19,13 @@ def _get(r: Any, key: str) -> Any:
 
 
 def underpowered(records: Iterable[Any]) -> list[Any]:
-    """The records whose verdict is a pass or an inconclusive their test could hardly have failed.
-
-    Example:
-        >>> rs = [{"status": "pass", "power": {"underpowered": True}}, {"status": "pass", "power": {"underpowered": False}},
-        ...       {"status": "fail", "power": {"underpowered": True}}, {"status": "pass", "power": None}]
-        >>> len(underpowered(rs))
-        1
-    """
+    """The records whose verdict is a pass or an inconclusive their test could hardly have failed."""
     return [r for r in records if _get(r, "status") in ("pass", "inconclusive")
             and (_get(r, "power") or {}).get("underpowered")]
 
 
 def power_cell(record: Any) -> str:
-    """The power column: ``3.1%`` against the kind's miss, ``-`` without one.
-
-    Example:
-        >>> power_cell({"power": {"power": 0.031}}), power_cell({"power": None})
-        ('3.1%', '-')
-    """
+    """The power column: ``3.1%`` against the kind's miss, ``-`` without one."""
     p = _get(record, "power")
     if not p:
         return "-"
@@ -52,15 +39,7 @@ def verdict_suffix(record: Any) -> str:
 
 
 def power_lines(records: Iterable[Any], limit: int = 10) -> list[str]:
-    """The summary block: how many gates passed (or were inconclusive) underpowered, and the first ``limit``
-    with the words of their verdicts.
-
-    Example:
-        >>> r = {"gate": "g", "status": "pass", "power": {"effect": 0.1, "power": 0.03, "underpowered": True,
-        ...      "factor_for_80": 3.9, "level": 1e-4}}
-        >>> power_lines([r])[0].startswith("1 gate(s) underpowered")
-        True
-    """
+    """The summary block: how many gates passed (or were inconclusive) underpowered, and the first ``limit``."""
     weak = sorted(underpowered(records), key=lambda r: _get(r, "gate"))
     if not weak:
         return []
@@ -84,13 +63,8 @@ def power_summary(records: Iterable[Any]) -> dict:
 
 
 def plan_power_lines(artifacts, gate_ids: Iterable[str], limit: int = 30) -> list[str]:
-    """``t2i-fairness plan``'s list of the selected gates that the last run found underpowered, each with the
-    images that would lift it to 80% (power is measured by a run: from ``<artifacts>/run.json``).
-
-    Args:
-        artifacts: the run's ``--t2i-artifacts`` folder.
-        gate_ids: the gate ids the plan selects.
-        limit: how many to list.
+    """``t2i-fairness plan``'s list of the selected gates the last run (``<artifacts>/run.json``) found
+    underpowered, each with the images that would lift it to 80%.
 
     Example:
         >>> import json, tempfile, pathlib

@@ -25,13 +25,7 @@ def _p(r) -> str:
 
 
 def regenerated_note(cache) -> str:
-    """Why ``generated`` can exceed the images that were missing: batches are made whole.
-
-    Example:
-        >>> from t2i_fairness.base.cache import CacheStats
-        >>> regenerated_note(CacheStats(generated=68, regenerated=32))
-        ' (32 of the generated were still cached: their canonical batch was made again whole, as a paid API bills it; the cached copies were kept)'
-    """
+    """Why ``generated`` can exceed the images that were missing: canonical batches are made whole."""
     r = getattr(cache, "regenerated", 0)
     if not r:
         return ""
@@ -177,8 +171,8 @@ class GateReport:
 
 
 def memory_lines(s: GateSession) -> list[str]:
-    """The run's memory: each process's peak resident memory, and the models it loaded (``+``, with the need
-    checked before loading) and released (``-``), in order.
+    """The run's memory: each process's peak RSS, and the models it loaded (``+``, with the need checked)
+    and released (``-``), in order.
 
     Example:
         >>> from pathlib import Path
@@ -211,21 +205,13 @@ def memory_lines(s: GateSession) -> list[str]:
 
 
 def corrupt_lines(corrupt: list[str], limit: int = 10) -> list[str]:
-    """The summary's lines on damaged cache entries found on read and made again: segments of the row
-    store found cut short (their rows past the cut computed again), images (whose bytes match no index
-    entry and do not decode), then every other entry (features, masks, damaged rows), each listed
-    once (two workers may find the same one).
+    """The summary's lines on damaged cache entries found on read and made again: row-store segments cut
+    short, images, then every other entry, each listed once.
 
     Example:
-        >>> for line in corrupt_lines(["/c/images/ab/ab12.png", "/c/rows/e/seg-1.rows@40: cut short (3 bytes ...)",
-        ...                            "/c/rows/e/seg-1.rows@9: payload checksum mismatch", "/c/images/ab/ab12.png"]):
-        ...     print(line)
-        1 cache segment found cut short; the rows past the cut are computed again:
-          /c/rows/e/seg-1.rows@40: cut short (3 bytes ...)
+        >>> for line in corrupt_lines(["/c/images/ab/ab12.png", "/c/images/ab/ab12.png"]): print(line)
         1 corrupt image regenerated (its bytes matched no index entry and did not decode):
           /c/images/ab/ab12.png
-        1 unreadable cache entry found and made again:
-          /c/rows/e/seg-1.rows@9: payload checksum mismatch
     """
     import os
 

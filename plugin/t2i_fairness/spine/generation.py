@@ -1,11 +1,9 @@
 """Lazy, batched, cached image generation with seeds that do not depend on how work is split.
 
-An image is identified by (generator fingerprint, prompt, seed, settings); the fingerprint names the
-weights (a digest or a commit), precision and device class. Its seed comes from
-(prompt, image index, base seed) alone, and its batch is canonical: the images of one prompt with
-indices ``[b * batch_size, (b + 1) * batch_size)`` (cut at the number of images per prompt). Batched
-kernels change a few pixel values with batch composition, so canonical batches are what makes the
-same settings give the same bytes whatever the order, the cache state or the sharding.
+An image is identified by (generator fingerprint, prompt, seed, settings); its seed comes from
+(prompt, image index, base seed) alone, and its batch is canonical: one prompt's indices
+``[b * batch_size, (b + 1) * batch_size)``. Batched kernels round pixels differently with batch
+composition, so canonical batches give the same bytes whatever the order, cache or sharding.
 """
 
 from __future__ import annotations
@@ -30,9 +28,7 @@ def derive_seed(prompt: str, index: int, base_seed: int = 0) -> int:
     """A 32-bit seed from (prompt, image index, base seed) only.
 
     Example:
-        >>> derive_seed("bag in Africa", 0) == derive_seed("bag in Africa", 0)
-        True
-        >>> derive_seed("bag in Africa", 0) != derive_seed("bag in Africa", 1)
+        >>> derive_seed("bag in Africa", 0) == derive_seed("bag in Africa", 0) != derive_seed("bag in Africa", 1)
         True
     """
     digest = hashlib.sha256(f"{base_seed}\x1f{index}\x1f{prompt}".encode("utf-8")).digest()
@@ -70,12 +66,9 @@ class ImageFactory:
 
     Args:
         source: the generator (loaded on first need).
-        cache: where images live.
         base_seed: ``--t2i-seed``; changes every image's seed.
-        progress: a context manager factory showing progress on long work.
-        write_threads: threads that PNG-encode and write a batch's images while the next batch
-            generates (default: up to 4, one per CPU); ``0`` writes each batch before the next one
-            starts. The bytes, the order of results and the counts are the same either way.
+        write_threads: threads that encode and write a batch while the next one generates (default
+            up to 4; ``0`` writes each batch first). The bytes and counts are the same either way.
     """
 
     def __init__(self, source: GeneratorSource, cache: Cache, base_seed: int = 0, progress: Progress = tqdm_progress,
@@ -92,12 +85,8 @@ class ImageFactory:
         self.batch_size = max(1, int(source.settings.batch_size or 1))
 
     def ref(self, prompt: str, index: int) -> ImageRef:
-        """The cache entry of one image: its key names everything that decides its pixels.
-
-        The generator's fingerprint (model, weights digest or commit, settings, precision, device
-        class; see :mod:`t2i_fairness.generators`), or for a source whose images each have their own
-        identity (a manifest's files) that image's; then the prompt, the seed and the settings. New
-        weights give new keys, so nothing cached under the old ones is touched.
+        """The cache entry of one image: the generator's fingerprint (or a manifest image's own identity),
+        the prompt, the seed and the settings; new weights give new keys.
         """
         seed = derive_seed(prompt, index, self.base_seed)
         item = self.source.item_key(prompt, seed) if self.source.item_key is not None else None
@@ -106,10 +95,9 @@ class ImageFactory:
         return ImageRef(key, self.cache.path("images", key, ".png"), prompt, index, seed)
 
     def keys(self, prompt: str, n: int) -> Iterator[str]:
-        """The cache keys of images ``0 .. n-1`` of ``prompt``, as :meth:`ref` gives them, without an
-        :class:`ImageRef` each (planning computes keys of many images): the JSON that
-        :func:`~t2i_fairness.base.cache.content_key` digests is built once per prompt, the seed
-        formatted in per image."""
+        """The cache keys of images ``0 .. n-1`` of ``prompt``, as :meth:`ref` gives them, built once per
+        prompt (planning computes keys of many images).
+        """
         if self.source.item_key is not None:  # each image has its own identity: ref() knows it
             yield from (self.ref(prompt, i).key for i in range(n))
             return
@@ -134,13 +122,9 @@ class ImageFactory:
         return self._index
 
     def states(self, refs: Sequence[ImageRef]) -> list[bool | None]:
-        """Per cached image: ``True`` (there, and the bytes written), ``False`` (there but corrupt), ``None``
-        (missing; fetched from the shared store first when there is one).
-
-        Every image read is checked against its index entry (size and SHA-256 of the bytes written):
-        an image whose bytes have an entry is sound without being decoded. One without (damaged, or
-        written before the index) is decoded: if it does not decode it is corrupt (the caller makes it
-        again and counts it), else its entry is written.
+        """Per cached image: ``True`` (sound), ``False`` (corrupt) or ``None`` (missing; fetched from the
+        shared store first). An image whose bytes match its index entry (size and SHA-256) is sound
+        without decoding; one without an entry is decoded once and given one.
         """
         datas: list[bytes | None] = []
         for r in refs:
@@ -178,7 +162,7 @@ class ImageFactory:
         """``n`` images of each prompt (a list per prompt, in prompt order), generating the missing ones.
 
         Raises:
-            ValueError: ``n`` < 1, no prompts, or the generator cannot serve a prompt (e.g. a manifest lacks it).
+            ValueError: ``n`` < 1, no prompts, or a prompt the generator cannot serve (a manifest lacks it).
         """
         if n < 1:
             raise ValueError(f"images per prompt must be >= 1, got {n}")
@@ -258,10 +242,9 @@ class ImageFactory:
                 self.on_measured(*self.measured)
 
     def make_batch(self, batch: Sequence[ImageRef], only: Sequence[ImageRef] | None = None, wait: bool = True) -> int | None:
-        """Generate one canonical batch under its lock (the lock the pytest path takes) and write its
-        missing images, or only those of ``only``; the batch is generated whole, so the bytes are the
-        pytest path's. Returns how many images were written, or ``None`` when ``wait`` is false and
-        another process holds the batch.
+        """Generate one canonical batch under its lock and write its missing images (or those of ``only``).
+
+        Returns how many were written, or ``None`` when ``wait`` is false and another process holds it.
 
         Raises:
             ModelLoadError: the generator cannot be loaded; anything the generator raises.
@@ -290,10 +273,8 @@ class ImageFactory:
               writer: "_Writer | None" = None, missing: Sequence[ImageRef] = ()):
         """Generate one canonical batch and write the images still missing (of ``only`` when given).
 
-        Without ``writer`` the images are written before it returns, and it returns how many were
-        written; with one, their encoding and writes are handed to the writer's threads and it
-        returns the pending batch (:meth:`_Writer.after` waits for it later). Images of ``missing``
-        (missing when the caller looked) that another process wrote meanwhile count as from the cache.
+        Without ``writer`` returns how many were written; with one, returns the pending batch for its
+        threads. Images another process wrote meanwhile count as from the cache.
         """
         wanted = [r for r in batch if r in set(batch if only is None else only)]
         todo = [r for r, st in zip(wanted, self.states(wanted)) if st is not True]
@@ -337,8 +318,7 @@ def _note_keys(stats, name: str, refs) -> None:
 
 
 def _store_image(cache: Cache, ref: ImageRef, image: Image.Image) -> tuple[bool, tuple[str, int]]:
-    """Encode one image as PNG and write it to the cache (atomically); returns whether it is all black,
-    and its index entry (:meth:`~t2i_fairness.base.rowstore.ImageIndex.entry`, recorded by the caller).
+    """Encode one image as PNG and write it atomically; returns whether it is all black and its index entry.
 
     Raises:
         OSError: the entry cannot be written; the message names its path.
@@ -368,12 +348,9 @@ class _Pending:
 class _Writer:
     """Encodes and writes generated images on a few threads while the caller generates the next batch.
 
-    At most one batch is in flight: :meth:`after` first finishes the batch before (its images
-    written, then its lock released and its progress advanced, in batch order) and keeps the new
-    one pending. Leaving the ``with`` block finishes the last batch; on an error every write already
-    started is finished (each is atomic, so nothing half-written is left and nothing made is lost),
-    the pending batch's lock is released and the first error is raised. PNG encoding (zlib) and
-    file writes release the GIL, so the threads run beside the generator.
+    At most one batch is in flight: :meth:`after` finishes the previous one (writes, lock, progress,
+    in batch order). On an error every started write is finished, the pending lock released and the
+    first error raised. PNG encoding and file writes release the GIL.
     """
 
     def __init__(self, cache: Cache, threads: int | None = None, index: ImageIndex | None = None):

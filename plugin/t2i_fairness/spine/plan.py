@@ -1,25 +1,12 @@
 """What a selection of gates will ask the generator for, as data, and the canonical batches that make it.
 
-A study asks for images with ``bench.images(prompts, n)``: ``n`` images of each prompt, made in
-the canonical batches of :class:`~t2i_fairness.spine.generation.ImageFactory` (indices
-``[b * batch_size, (b + 1) * batch_size)`` of one prompt, cut at ``n``). A plan lists those calls
-before any is made:
-
-* :class:`ImageRequest`: one prompt and its ``n`` (indices ``0 .. n-1``);
-* :class:`Need`: one slice of a family's study that a gate reads (``study.<method>(*args)``), with
-  the image requests the study makes for it, computed by the study's own code (each family's
-  ``needs`` in its :class:`~t2i_fairness.families.base.Family` record);
-* :func:`batch_jobs`: the batches that a run of the requests, in order, would generate on the
-  current cache, each with the images it writes, as the pytest path would make them. A batch is
-  always generated whole (batched kernels round pixels differently with batch composition), and a
-  batch whose images are all present is not generated: the same rules as ``ImageFactory.images``.
-  They are computed per prompt and per stretch of batches, never per image (:class:`Jobs`), so a
-  plan of a million images answers in about the time of its requests.
-
-Jobs are independent (each writes images no other job writes), so any engine can run them in any
-order or in parallel (:func:`run_job`), and the bytes are those of the pytest path.
-
-Nothing here imports pytest or a family.
+A study asks for ``n`` images of each prompt with ``bench.images(prompts, n)``; a plan lists those
+calls before any is made: :class:`ImageRequest` (one prompt and its ``n``), :class:`Need` (one
+slice of a study a gate reads, with the requests the study's own code makes for it) and
+:func:`batch_jobs` (the batches a run would generate on the current cache, by the rules of
+``ImageFactory.images``: a batch is generated whole, and not at all when every image is cached).
+Jobs are computed per stretch of batches, never per image, and are independent, so any engine can
+run them in any order (:func:`run_job`) and write the pytest path's bytes. No pytest, no family.
 """
 
 from __future__ import annotations
@@ -39,12 +26,7 @@ ROLES = ("baseline", "candidate")
 
 @dataclass(frozen=True)
 class ImageRequest:
-    """``n`` images of ``prompt`` (image indices ``0 .. n-1``), as a study asks ``bench.images([prompt], n)``.
-
-    Example:
-        >>> ImageRequest("bag in Africa", 6).indices
-        range(0, 6)
-    """
+    """``n`` images of ``prompt`` (image indices ``0 .. n-1``), as a study asks ``bench.images([prompt], n)``."""
 
     prompt: str
     n: int
@@ -71,24 +53,13 @@ def requests_of(prompts: Sequence[str], n: int) -> tuple[ImageRequest, ...]:
 
 
 def requests_of_calls(calls: Iterable[tuple[Sequence[str], int]]) -> tuple[ImageRequest, ...]:
-    """The requests of several ``bench.images(texts, n)`` calls, given as ``(texts, n)`` pairs.
-
-    Example:
-        >>> [(r.prompt, r.n) for r in requests_of_calls([(["a", "b"], 2), (["c"], 1)])]
-        [('a', 2), ('b', 2), ('c', 1)]
-    """
+    """The requests of several ``bench.images(texts, n)`` calls, given as ``(texts, n)`` pairs."""
     return tuple(r for texts, n in calls for r in requests_of(list(texts), n))
 
 
 @dataclass(frozen=True)
 class GateCall:
-    """A selected test as a plan sees it: its function name and pytest parameters (``callspec.params``).
-
-    Example:
-        >>> call = GateCall("test_region_coverage", {"reference": "synthetic", "template": "object", "region": "africa"})
-        >>> call.get("region"), call.get("object"), call.role
-        ('africa', None, 'candidate')
-    """
+    """A selected test as a plan sees it: its function name and pytest parameters (``callspec.params``)."""
 
     test: str
     params: Mapping[str, Any] = field(default_factory=dict)
@@ -109,14 +80,11 @@ class Need:
     """A slice of a study that a gate reads: ``study.<method>(*args)`` and the images it asks for.
 
     Attributes:
-        method: the study's method the gate calls (``region_score``, ``scores``, ...).
-        args: its arguments (plain values, so a need can be sent to another process).
-        images: the image requests the study makes for it, in the order it makes them.
-        first: computed before the other needs by ``generate --stage features`` (a reference set's
-            features, shared by many slices).
-        widened: why ``images`` is wider than the gate's own slice (set-scope de-duplication reads the
-            whole template), in words; empty when it is not.
-        narrow: the gate's own slice when ``widened``: what a plan without the widening asks for.
+        args: the method's arguments (plain values, so a need can be sent to another process).
+        images: the image requests the study makes for it, in order.
+        first: computed before the other needs by ``generate --stage features`` (shared features).
+        widened: why ``images`` is wider than the gate's own slice, in words ("" when it is not);
+            ``narrow`` is then the gate's own slice.
     """
 
     method: str
@@ -154,22 +122,15 @@ class BatchJob:
 
 
 def unique_requests(requests: Iterable[ImageRequest]) -> list[ImageRequest]:
-    """Requests in first-asked order, each (prompt, n) once (asking again is a no-op for the factory).
-
-    Example:
-        >>> [(r.prompt, r.n) for r in unique_requests([ImageRequest("a", 2), ImageRequest("a", 2), ImageRequest("a", 4)])]
-        [('a', 2), ('a', 4)]
-    """
+    """Requests in first-asked order, each (prompt, n) once (asking again is a no-op for the factory)."""
     return list(dict.fromkeys(requests))
 
 
 class Jobs(Sequence):
     """The batch jobs of a plan, in run order, stored per stretch of whole batches.
 
-    A stretch is a prompt's consecutive canonical batches that are all missing (each is generated
-    and written whole); a batch holding a cached image is kept as its own :class:`BatchJob`. So a
-    plan of ``--t2i-images-per-prompt 100000`` on a cold cache is one item per request, not one
-    object per batch, and iterating yields the :class:`BatchJob` of every batch in run order.
+    A stretch is a prompt's consecutive all-missing canonical batches; a batch holding a cached image
+    is its own :class:`BatchJob`. Iterating yields every batch's :class:`BatchJob` in run order.
 
     Example:
         >>> jobs = Jobs(); jobs.add_stretch("a", 0, 10, 4); jobs.add(BatchJob("a", (8, 9, 10, 11), (10, 11)))
@@ -231,12 +192,7 @@ class Jobs(Sequence):
 
 
 def request_tops(requests: Iterable[ImageRequest]) -> dict[str, int]:
-    """Per prompt, the most images any request asks for (the images asked for are indices ``0 .. top-1``).
-
-    Example:
-        >>> request_tops([ImageRequest("a", 2), ImageRequest("b", 1), ImageRequest("a", 6)])
-        {'a': 6, 'b': 1}
-    """
+    """Per prompt, the most images any request asks for (the images asked for are indices ``0 .. top-1``)."""
     tops: dict[str, int] = {}
     for r in requests:
         tops[r.prompt] = max(tops.get(r.prompt, 0), r.n)
@@ -246,26 +202,17 @@ def request_tops(requests: Iterable[ImageRequest]) -> dict[str, int]:
 def batch_jobs(requests: Iterable[ImageRequest], factory, role: str = "candidate", cached=None) -> Jobs:
     """The batches a run of ``requests`` (in order) generates on the factory's cache, as the pytest path would.
 
-    Computed per batch that holds a cached image and per stretch of batches that hold none (never
-    per image): after a request for ``n`` images of a prompt, its indices ``0 .. n-1`` are all
-    there (cached, or written by a job), so a later request only cuts the batches from there on,
-    and a batch is a job when it misses an image, writing only those.
-
     Args:
-        requests: image requests in the order the studies make them.
         factory: the :class:`~t2i_fairness.spine.generation.ImageFactory` (its batch size and cache).
         role: carried into the jobs (``baseline`` / ``candidate``).
-        cached: ``cached(prompt, n)`` -> the indices below ``n`` of the prompt's images already in the
-            cache and sound (default: :func:`cached_indices` of the factory).
+        cached: ``cached(prompt, n)`` -> the indices below ``n`` already cached and sound (default:
+            :func:`cached_indices` of the factory).
 
     Example:
         >>> from types import SimpleNamespace
-        >>> factory = SimpleNamespace(batch_size=4)
-        >>> jobs = batch_jobs([ImageRequest("a", 6), ImageRequest("a", 8)], factory, cached=lambda p, n: ())
+        >>> jobs = batch_jobs([ImageRequest("a", 6), ImageRequest("a", 8)], SimpleNamespace(batch_size=4), cached=lambda p, n: ())
         >>> [(j.indices, j.write) for j in jobs]
         [((0, 1, 2, 3), (0, 1, 2, 3)), ((4, 5), (4, 5)), ((4, 5, 6, 7), (6, 7))]
-        >>> [(j.indices, j.write) for j in batch_jobs([ImageRequest("a", 6)], factory, cached=lambda p, n: (1, 4, 5))]
-        [((0, 1, 2, 3), (0, 2, 3))]
     """
     requests = list(requests)
     if cached is None:
@@ -305,11 +252,8 @@ def batch_jobs(requests: Iterable[ImageRequest], factory, role: str = "candidate
 def cached_indices(factory):
     """``cached(prompt, n)``: the indices below ``n`` of the prompt's images in the factory's cache and sound.
 
-    An image counts when its file is there and passes the factory's check on read
-    (:meth:`~t2i_fairness.spine.generation.ImageFactory.states`: its index entry). The cache's image folder is listed
-    once: on a cold cache no image key is computed, and once every listed file is accounted for
-    the rest are known to be missing. Keys are computed per image only while files remain
-    unaccounted for (or, with a shared store behind the cache, which cannot be listed, always).
+    The image folder is listed once, so a cold cache computes no image key; keys are computed per
+    image only while listed files remain unaccounted for (always, behind a shared store).
     """
     names = factory.cache.listed("images") if factory.cache.remote is None else None
     left = [len(names) if names is not None else -1]
@@ -341,11 +285,8 @@ def cached_indices(factory):
 
 
 def run_job(factory, job: BatchJob, wait: bool = True) -> int | None:
-    """Generate one job's batch and write its images (those still missing); returns how many were written,
-    or ``None`` when ``wait`` is false and another process holds the batch's lock.
-
-    Raises:
-        ModelLoadError: the generator cannot be loaded; anything the generator raises.
+    """Generate one job's batch and write its still-missing images; returns how many were written, or
+    ``None`` when ``wait`` is false and another process holds the batch's lock.
     """
     refs = [factory.ref(job.prompt, i) for i in job.indices]
     only = [r for r in refs if r.index in set(job.write)]
@@ -353,13 +294,7 @@ def run_job(factory, job: BatchJob, wait: bool = True) -> int | None:
 
 
 def role_options(options: T2IOptions, role: str) -> T2IOptions:
-    """The options of a role under ``--t2i-baseline-model``: the baseline's model and seed, or the run's.
-
-    Example:
-        >>> o = T2IOptions(model="tiny", seed=3, baseline_model="org/sd", baseline_seed=None)
-        >>> role_options(o, "baseline").model, role_options(o, "baseline").seed, role_options(o, "candidate").model
-        ('org/sd', 3, 'tiny')
-    """
+    """The options of a role under ``--t2i-baseline-model``: the baseline's model and seed, or the run's."""
     if role != "baseline":
         return options
     seed = options.seed if options.baseline_seed is None else options.baseline_seed

@@ -1,26 +1,17 @@
 """Measured generation rates, and what a selection will cost before it runs.
 
-A generating run (and ``bench/bench_generation.py``) stores the seconds per image it measured, in
-the cache, under what decides that time: the **device** (``cpu``, or ``cuda:<GPU name>``), the
-**model** (the generator's fingerprint: weights, precision, device class) and the **settings**
-(steps, guidance, size, batch size; precision when the settings carry it). ``t2i-fairness plan``
-looks the rate up for the selection's model and settings and multiplies
-(:func:`estimate_hours`); with no measurement it says so instead of guessing.
-
-Entries live at ``<cache>/rates/<key[:2]>/<key>.json`` (atomic writes, a CRC-32 trailer, through the
-shared store when ``--t2i-cache-dir`` is an fsspec URL), the last measurement winning.
+A generating run (and the generation benchmark) stores the seconds per image it measured in the
+cache, keyed by device (``cpu``, ``cuda:<GPU name>``), model fingerprint and settings, the last
+measurement winning. ``t2i-fairness plan`` multiplies (:func:`estimate_hours`); with no
+measurement it says so instead of guessing.
 
 Example:
     >>> import tempfile
     >>> from t2i_fairness.base.cache import Cache
-    >>> cache = Cache(tempfile.mkdtemp())
-    >>> settings = {"steps": 20, "height": 512, "width": 512, "batch_size": 8}
-    >>> lookup_rate(cache, "cuda:NVIDIA H100", "sd15:fp16", settings) is None
-    True
+    >>> cache, settings = Cache(tempfile.mkdtemp()), {"steps": 20, "height": 512, "width": 512, "batch_size": 8}
     >>> _ = store_rate(cache, Rate(0.172, 128, "cuda:NVIDIA H100", "sd15:fp16", settings, "bench"))
-    >>> rate = lookup_rate(cache, "cuda:NVIDIA H100", "sd15:fp16", settings)
-    >>> rate.seconds_per_image, round(estimate_hours(30_000, rate), 2)
-    (0.172, 1.43)
+    >>> round(estimate_hours(30_000, lookup_rate(cache, "cuda:NVIDIA H100", "sd15:fp16", settings)), 2)
+    1.43
 """
 
 from __future__ import annotations
@@ -40,15 +31,8 @@ __all__ = ["Rate", "RunClock", "device_label", "duration", "estimate_hours", "lo
 class Rate:
     """Seconds per generated image, measured on ``device`` for ``model`` at ``settings``.
 
-    Attributes:
-        seconds_per_image: wall seconds of generation (model loading excluded) per image the
-            generator made (whole batches), PNG encoding and cache writes included.
-        images: how many images the measurement covers.
-        device: :func:`device_label` of where it ran.
-        model: the generator's fingerprint.
-        settings: the generation settings (steps, guidance, height, width, batch size, ...).
-        source: ``run`` (a pytest run) or ``bench`` (``bench/bench_generation.py``).
-        measured_at: UTC time of the measurement (ISO 8601).
+    ``seconds_per_image`` is wall time of generation per image made (whole batches; PNG encoding and
+    cache writes included, model loading excluded); ``source`` is ``run`` or ``bench``.
     """
 
     seconds_per_image: float
@@ -66,12 +50,7 @@ class Rate:
 
 
 def device_label(device: str) -> str:
-    """Where a rate was measured: ``cpu``, ``mps``, or ``cuda:<GPU name>`` (GPUs differ by model).
-
-    Example:
-        >>> device_label("cpu")
-        'cpu'
-    """
+    """Where a rate was measured: ``cpu``, ``mps``, or ``cuda:<GPU name>`` (GPUs differ by model)."""
     from t2i_fairness.base.identity import device_class, gpu_name
 
     kind = device_class(device)
@@ -80,12 +59,7 @@ def device_label(device: str) -> str:
 
 
 def rate_key(device: str, model: str, settings: Mapping[str, Any]) -> str:
-    """The cache key of a rate: device, model fingerprint and settings.
-
-    Example:
-        >>> rate_key("cpu", "m", {"steps": 2}) == rate_key("cpu", "m", {"steps": 2}) != rate_key("cpu", "m", {"steps": 3})
-        True
-    """
+    """The cache key of a rate: device, model fingerprint and settings."""
     return content_key(device=device, model=model, settings=dict(settings))
 
 
@@ -94,30 +68,15 @@ def _path(cache: Cache, key: str):
 
 
 def store_rate(cache: Cache, rate: Rate):
-    """Store a measured rate (replacing the last one for its device, model and settings); returns its path.
-
-    Raises:
-        OSError: the cache cannot be written.
-
-    Example:
-        >>> import tempfile
-        >>> store_rate(Cache(tempfile.mkdtemp()), Rate(0.5, 8, "cpu", "m", {"steps": 2})).parent.parent.name
-        'rates'
-    """
+    """Store a measured rate (replacing the last one for its device, model and settings); returns its path."""
     path = _path(cache, rate_key(rate.device, rate.model, rate.settings))
     cache.write(path, json.dumps(dataclasses.asdict(rate), sort_keys=True, default=str).encode("utf-8"), checksum=True)
     return path
 
 
 def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, Any]) -> Rate | None:
-    """The last rate measured for exactly this device, model and settings, or ``None`` (a damaged
-    entry is reported in the cache's ``corrupt`` list, removed, and gives ``None``).
-
-    Example:
-        >>> import tempfile
-        >>> cache = Cache(tempfile.mkdtemp()); _ = store_rate(cache, Rate(0.5, 8, "cpu", "m", {"steps": 2}))
-        >>> lookup_rate(cache, "cpu", "m", {"steps": 2}).images, lookup_rate(cache, "mps", "m", {"steps": 2})
-        (8, None)
+    """The last rate measured for exactly this device, model and settings, or ``None`` (also for a
+    damaged entry, which is reported and removed).
     """
 
     def decode(data: bytes) -> Rate:
@@ -130,14 +89,8 @@ def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, An
 
 
 def estimate_hours(images: int, rate: "Rate | float") -> float:
-    """Hours to generate ``images`` at ``rate`` (a :class:`Rate` or seconds per image).
-
-    Raises:
-        ValueError: a negative image count or a rate that is not a positive, finite number.
-
-    Example:
-        >>> estimate_hours(3600, 0.5), estimate_hours(0, 2.0)
-        (0.5, 0.0)
+    """Hours to generate ``images`` at ``rate`` (a :class:`Rate` or seconds per image); a ValueError
+    for a negative count or a rate that is not positive and finite.
     """
     seconds = rate.seconds_per_image if isinstance(rate, Rate) else float(rate)
     if not (seconds > 0 and seconds != float("inf")):
@@ -148,12 +101,7 @@ def estimate_hours(images: int, rate: "Rate | float") -> float:
 
 
 def duration(seconds: float) -> str:
-    """``1 h 05 min``, ``12 min``, ``40 s``: a duration for people.
-
-    Example:
-        >>> duration(3900), duration(720), duration(40.2), duration(2 * 86400 + 3600)
-        ('1 h 05 min', '12 min', '40 s', '49 h 00 min')
-    """
+    """``1 h 05 min``, ``12 min``, ``40 s``: a duration for people."""
     seconds = max(0.0, float(seconds))
     if seconds < 60:
         return f"{seconds:.0f} s"
@@ -162,22 +110,12 @@ def duration(seconds: float) -> str:
 
 
 class RunClock:
-    """How long a run's generation has left: the images its plan makes (written to the cache), at the
-    stored rate until the run has measured its own (``ImageFactory.measured``: seconds generating,
-    images the generator made, whole batches).
-
-    Args:
-        planned: images the run's plan makes (``t2i-fairness plan``'s "to make").
-        rate: the stored seconds per image (``None``: none stored; the run's own once it has made some).
+    """How long a run's generation has left: ``planned`` images at the stored ``rate`` until the run has
+    measured its own.
 
     Example:
-        >>> clock = RunClock(1000, 2.0)
-        >>> clock.describe((0.0, 0))
+        >>> RunClock(1000, 2.0).describe((0.0, 0))
         'run: 0 of 1000 images made, about 33 min left at 2 s/image (stored rate)'
-        >>> clock.written += 100; clock.describe((300.0, 100))
-        'run: 100 of 1000 images made, about 45 min left at 3 s/image (this run)'
-        >>> RunClock(10, None).describe((0.0, 0))
-        'run: 0 of 10 images made, time left unknown until a batch is made'
     """
 
     def __init__(self, planned: int, rate: float | None):

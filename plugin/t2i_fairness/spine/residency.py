@@ -1,14 +1,8 @@
-"""Models held only while a gate needs them: the scorer handles studies keep, and which models the
-remaining gates of a run need.
+"""Models held only while a gate needs them.
 
-* :class:`Resident`: what ``Workbench.scorer`` hands out: a stand-in for the scorer model that builds it
-  on first use after a release. Studies and reference sets may keep it (they do), so releasing the
-  workbench's model really frees it; its plain attributes (``fingerprint``, ``kind``, ``dim``,
-  ``model_name``, ...) are read without building the model again.
-* :func:`still_needed`: from the gates still to run (each a role and what its family declares it reads,
-  :attr:`~t2i_fairness.families.base.Family.scorers`), which models each role must keep: the generator
-  while a gate may still generate, a scorer while a gate of a family that reads it remains, everything
-  while a gate with undeclared needs remains.
+:class:`Resident` is what ``Workbench.scorer`` hands out: a stand-in that rebuilds the scorer on
+first use after a release, so releasing really frees it while studies keep the handle.
+:func:`still_needed` says which models each role must keep for the gates still to run.
 """
 
 from __future__ import annotations
@@ -23,10 +17,10 @@ ALL = None  # "every model": a gate whose needs are not declared
 
 
 class Resident:
-    """A scorer model that can be released and is built again on its next use.
+    """A scorer model that can be released and is built again on its next use (its plain attributes
+    are read without a rebuild).
 
     Args:
-        name: the scorer's name in the session.
         load: ``load() -> model`` (the workbench's: checks the memory first).
         model: the model, already built.
 
@@ -40,10 +34,6 @@ class Resident:
         (True, False, 'enc:v1', 4, [])
         >>> len(r.encode_images([])), r.loaded, built  # a method: built again
         (4, True, [1])
-        >>> getattr(r, "kind", "none"), built  # an attribute the model lacks: no build either
-        ('none', [1])
-        >>> isinstance(r, Encoder), r.__class__.__name__
-        (True, 'Encoder')
     """
 
     def __init__(self, name: str, load: Callable[[], Any], model: Any):
@@ -118,8 +108,6 @@ def still_needed(remaining: Iterable[GateUse]) -> dict[str, tuple[bool, frozense
         >>> needed = still_needed([GateUse("candidate", False, frozenset({"clip"})), GateUse("candidate", False, frozenset({"vit"}))])
         >>> needed["candidate"][0], sorted(needed["candidate"][1])
         (False, ['clip', 'vit'])
-        >>> still_needed([GateUse("candidate", True, frozenset()), GateUse("candidate", False, ALL)])
-        {'candidate': (True, None)}
     """
     out: dict[str, tuple[bool, frozenset[str] | None]] = {}
     for use in remaining:

@@ -1,6 +1,5 @@
-"""The session object tests ask for: one generator, one cache, scorer models loaded once.
-
-Plain Python (no pytest): fixtures hand it to tests; other tools can use it directly.
+"""The session object tests ask for: one generator, one cache, scorer models loaded once (plain
+Python: fixtures hand it to tests, other tools use it directly).
 """
 
 from __future__ import annotations
@@ -36,16 +35,12 @@ class Workbench:
     """Generation, features and scorers for one test session.
 
     Args:
-        options: resolved plugin options.
-        progress: progress display for long work (a tqdm bar by default).
         fatal: called with the message when a model cannot be loaded (the plugin ends the session).
         wrap: wraps the generator source (``--t2i-canary``).
-        generate_on: the device whose images to name when it is not this machine's (``t2i-fairness
-            generate --engine ray`` plans on the driver what GPU workers make: CUDA images are fp16,
-            so their keys differ); scorers stay on this machine's device.
-        run: the run's device and precision, decided once (:class:`~t2i_fairness.base.devices.RunContext`):
-            the generator and every scorer are built with it (default: decided here from ``options``).
-        read_only: look at the cache and write nothing, the cache folder included (``t2i-fairness plan``).
+        generate_on: the device whose images to name when another machine makes them (Ray GPU
+            workers); scorers stay on this machine's device.
+        run: the run's :class:`~t2i_fairness.base.devices.RunContext` (default: decided from ``options``).
+        read_only: look at the cache and write nothing (``t2i-fairness plan``).
     """
 
     def __init__(self, options: T2IOptions, progress: Progress | None = None, fatal: Callable[[str], None] | None = None,
@@ -116,9 +111,8 @@ class Workbench:
         return int(getattr(self, "_planned", self.options.images_per_prompt))
 
     def at_images(self, n: int) -> "Workbench":
-        """This workbench seen at the first ``n`` images per prompt of the fixed-N run (``--t2i-sequential``'s
-        looks): the same generator, cache, scorers and shared values, ``options.images_per_prompt = n``,
-        and the fixed-N run's provenance (a look is not another setting).
+        """This workbench at the first ``n`` images per prompt of the fixed-N run (a sequential look):
+        same generator, cache and scorers, and the fixed-N run's provenance.
 
         Raises:
             ValueError: ``n`` outside ``1..--t2i-images-per-prompt``.
@@ -148,25 +142,19 @@ class Workbench:
 
     # -- scorers ------------------------------------------------------------------------------
     def scorer(self, name: str, build: str | Callable[[str, RunContext], object] | None = None) -> Resident:
-        """The session's scorer ``name``, built once from the ``--t2i-scorers`` profile, after checking
-        that it fits in the memory free now (:func:`~t2i_fairness.base.memory.check_fits`).
+        """The session's scorer ``name``, built once from the ``--t2i-scorers`` profile after checking it fits.
 
-        What it returns is a :class:`~t2i_fairness.spine.residency.Resident`: the scorer, which the run
-        releases once no remaining gate needs it (:meth:`release`) and which builds itself again if used
-        after that; keep it as long as you like.
+        Returns a :class:`~t2i_fairness.spine.residency.Resident`, which the run releases once no
+        remaining gate needs it and which rebuilds itself if used again; keep it as long as you like.
 
         Args:
-            name: the scorer's name in this session (``clip``, ``decomposed_vit``, ...).
-            build: a registered kind (:data:`t2i_fairness.models.registry.SCORERS`: ``vit``, ``segmenter``,
-                ...), or ``build(profile, run) -> model`` (``run``: this workbench's
-                :class:`~t2i_fairness.base.devices.RunContext`, the device and precision to build at); a
-                callable's ``kind`` attribute, when it has one, names the registered kind it builds (its
-                memory need is that kind's). Default: ``name`` is a registered kind.
+            build: a registered kind (:data:`t2i_fairness.models.registry.SCORERS`), or
+                ``build(profile, run) -> model`` (its ``kind`` attribute, if any, names its memory need).
+                Default: ``name`` is a registered kind.
 
         Raises:
             ValueError: neither ``build`` nor ``name`` is a registered kind.
-            ModelLoadError: it cannot be loaded, or does not fit (``NotEnoughMemoryError``); ``fatal`` is
-                called with the message first.
+            ModelLoadError: it cannot be loaded or does not fit; ``fatal`` is called first.
         """
         if name not in self._scorers:
             from t2i_fairness.models.registry import scorer_kind
@@ -218,11 +206,8 @@ class Workbench:
         self.use.load(f"generator {source.spec}")
 
     def release(self, *, generator: bool = True, keep: Iterable[str] | None = ()) -> list[str]:
-        """Release models no remaining gate needs: the generator (``generator``) and every scorer not in
-        ``keep`` (``None``: keep every scorer); they are built again if used later. Returns what was released.
-
-        The memory goes back to the system (:func:`~t2i_fairness.base.memory.give_back`), so the next model
-        loaded has it.
+        """Release the generator (``generator``) and every scorer not in ``keep`` (``None``: keep all), and
+        give the memory back to the system; they are rebuilt if used later. Returns what was released.
         """
         from t2i_fairness.base.memory import give_back
 
@@ -247,11 +232,10 @@ class Workbench:
         desc: str = "encoding",
         encode: Callable[[Sequence[Image.Image]], np.ndarray] | None = None,
     ) -> np.ndarray:
-        """Features of images, cached per (image key, encoder fingerprint) in the feature row store
-        (:class:`~t2i_fairness.base.rowstore.FeatureRows`); (n, dim) float32.
+        """Features of images, cached per (image key, encoder fingerprint) in the feature row store; (n, dim) float32.
 
-        ``encode`` defaults to ``encoder.encode_images``; pass another method of the same encoder
-        (with a distinct ``kind`` in its fingerprint) to cache a different view.
+        ``encode`` defaults to ``encoder.encode_images``; another method (with a distinct ``kind`` in its
+        fingerprint) caches a different view.
         """
         encode = encode or encoder.encode_images
         kind = "features:" + getattr(encoder, "kind", re.split(r"[:/]", encoder.fingerprint)[0])
@@ -265,10 +249,7 @@ class Workbench:
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
 
     def close(self) -> None:
-        """Flush and close the feature row store (uploading to the shared tier); idempotent.
-
-        The ``t2i`` fixture calls it at teardown, before the cache statistics are merged.
-        """
+        """Flush and close the feature row store (uploading to the shared tier); idempotent."""
         self.feature_rows.close()
 
     def memo(self, kind: str, namespace: str, suffix: str, encode, decode, label: str | None = None) -> Memo:
@@ -289,12 +270,8 @@ class Workbench:
 
     # -- provenance ---------------------------------------------------------------------------
     def provenance(self) -> dict:
-        """The settings a measured value depends on; stored with every bound.
-
-        The model's fingerprint names its weights (digest or commit), precision and device class,
-        which decide the pixels and are in every image key. What may move the numbers without
-        being in a key is recorded here too: the device class, the GPU's name, and the versions of
-        the libraries that generate and score (a bound measured under others warns).
+        """The settings a measured value depends on, stored with every bound: beyond what image keys name,
+        the device class, the GPU's name and the libraries' versions (a bound measured under others warns).
         """
         try:
             import torch

@@ -1,7 +1,5 @@
-"""Prompt sets of DIG In and Decomposed-DIG: GeoDE's objects, regions, countries and templates.
-
-A :class:`Prompt` carries its labels (object, region, country) so every indicator can group the
-images of a prompt set without parsing text.
+"""Prompt sets of DIG In and Decomposed-DIG: GeoDE's objects, regions, countries and templates; a
+:class:`Prompt` carries its labels, so indicators group images without parsing text.
 """
 
 from __future__ import annotations
@@ -112,12 +110,8 @@ def geode_prompts(
     objects: Sequence[str] | None = None,
     regions: Sequence[str] | None = None,
 ) -> list[Prompt]:
-    """The prompts of one template over objects x regions (x countries), in a fixed order.
-
-    Args:
-        template: a key of :data:`TEMPLATES`.
-        objects: GeoDE object codes; default all 27.
-        regions: region slugs; default all 6. Ignored by the ``object`` template.
+    """The prompts of one template over objects x regions (x countries), in a fixed order (default all
+    27 objects and 6 regions; regions are ignored by ``object``).
 
     Raises:
         ValueError: unknown template, object or region (the message lists the choices).

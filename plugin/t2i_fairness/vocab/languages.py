@@ -1,12 +1,8 @@
 """The 31 languages of the IndicTTI benchmark: English plus the 30 Indic languages of its Table 5.
 
-A language is named by a NLLB/FLORES-style code, ISO 639-3 language plus ISO 15924 script
-(``hin_Deva``), because three languages appear in two scripts (Kashmiri, Manipuri, Sindhi) and the
-paper reports them separately. Test ids and threshold files use :func:`lang_slug`, the code in lower
-case (``hin_deva``); every function here accepts either form.
-
-Source: Mittal et al., "Navigating Text-to-Image Generative Bias across Indic Languages"
-(ECCV 2024), Table 1 and Table 5 (Appendix 0.A.1).
+A language is a NLLB/FLORES-style code, ISO 639-3 language plus ISO 15924 script (``hin_Deva``),
+since three languages appear in two scripts. Test ids and threshold files use :func:`lang_slug`
+(``hin_deva``); every function accepts either form.
 """
 
 from __future__ import annotations
@@ -114,14 +110,10 @@ def _unknown_message(code: object) -> str:
 
 
 def get_language(code: str) -> Language:
-    """The :class:`Language` of a code, in any case (``hin_Deva``, ``hin_deva``, ``HIN_DEVA``).
-
-    Args:
-        code: ISO 639-3 language + ``_`` + ISO 15924 script. A ``-`` separator is accepted too.
+    """The :class:`Language` of a code, in any case (``-`` accepted as separator).
 
     Raises:
-        ValueError: the code is not one of the 31 benchmark languages; the message suggests near
-            misses (a missing script, a typo) and lists the valid codes.
+        ValueError: not one of the 31 benchmark languages; the message suggests near misses.
 
     Example:
         >>> get_language("hin_deva").name, get_language("hin_deva").script_name
@@ -139,36 +131,18 @@ def get_language(code: str) -> Language:
 
 
 def normalize_language(code: str) -> str:
-    """The canonical code (``hin_Deva``) of a code in any case.
-
-    Raises:
-        ValueError: unknown code (see :func:`get_language`).
-
-    Example:
-        >>> normalize_language("MNI_MTEI")
-        'mni_Mtei'
-    """
+    """The canonical code (``hin_Deva``) of a code in any case (a ValueError for an unknown code)."""
     return get_language(code).code
 
 
 def lang_slug(code: str) -> str:
-    """The id of a language in test names and threshold files: its code in lower case.
-
-    Raises:
-        ValueError: unknown code (see :func:`get_language`).
-
-    Example:
-        >>> lang_slug("hin_Deva")
-        'hin_deva'
-    """
+    """The id of a language in test names and threshold files: its code in lower case (``hin_deva``)."""
     return get_language(code).slug
 
 
 def resolve_languages(codes: Iterable[str] | None) -> list[Language]:
-    """Validate language codes (any case), keeping their order; ``None`` means all 31.
-
-    Raises:
-        ValueError: an unknown code or a language given twice.
+    """Validate language codes (any case), keeping their order; ``None`` means all 31 (a ValueError
+    for an unknown code or a language given twice).
 
     Example:
         >>> [lang.code for lang in resolve_languages(["eng_latn", "tam_Taml"])]

@@ -1,9 +1,7 @@
 """Multilingual prompt files for the IndicTTI indicators: one prompt id in many languages.
 
-A prompt file is JSONL (one JSON object a line) or CSV (a header row, then one row a line) with the
-fields below; the file's extension picks the format. Blank lines are skipped, and so are lines
-whose first non-blank character is ``#`` (in CSV: rows whose first cell starts with ``#``); such
-comment lines are kept in :attr:`MultilingualPromptSet.comments` so reports can show them.
+A prompt file is JSONL or CSV (by extension) with the fields below; blank lines and lines starting
+with ``#`` are skipped (comments are kept in :attr:`MultilingualPromptSet.comments`).
 
 ==================  =========  ==================================================================
 field               required   meaning
@@ -13,17 +11,13 @@ field               required   meaning
 ``lang``            yes        language code with script, any case: ``hin_Deva``, ``hin_deva``
                                (one of :data:`t2i_fairness.vocab.languages.LANGUAGES`)
 ``text``            yes        the prompt in that language, not empty
-``english``         no         the prompt's English text; when given it must equal the text of the
-                               prompt's ``eng_Latn`` row (a check that rows are aligned)
-``reference_image`` no         path of the prompt's reference (ground-truth) image for IGC;
-                               relative paths are resolved against the prompt file's folder; all
-                               rows of a prompt that give one must give the same file
+``english``         no         must equal the text of the prompt's ``eng_Latn`` row
+``reference_image`` no         the prompt's reference image for IGC, relative to the file's folder;
+                               the same file in every row of a prompt that gives one
 ==================  =========  ==================================================================
 
-Every prompt id needs an English (``eng_Latn``) row: CLGC and LGC compare with the English prompt
-and the drops are relative to English. A file need not hold every (id, language) pair;
-:meth:`MultilingualPromptSet.missing` lists the holes, since the cross-language metrics want a full
-grid.
+Every prompt id needs an ``eng_Latn`` row (drops are relative to English);
+:meth:`MultilingualPromptSet.missing` lists the (id, language) holes.
 """
 
 from __future__ import annotations
@@ -62,10 +56,7 @@ _LANG_ORDER = {lang.code: i for i, lang in enumerate(LANGUAGES)}
 
 
 class PromptFileError(ValueError):
-    """A problem in a prompt file, located by file, line and field.
-
-    The message reads ``<file>:<line>: field '<field>': <problem>``; the parts are also attributes.
-    """
+    """A problem in a prompt file: ``<file>:<line>: field '<field>': <problem>``, the parts also attributes."""
 
     def __init__(self, path: Path, line: int | None, field: str | None, problem: str):
         self.path = path
@@ -96,13 +87,7 @@ class MultilingualPrompt:
 
 @dataclass(frozen=True)
 class MultilingualPromptSet:
-    """Prompts by (prompt id, language), as :func:`load_prompts` returns them.
-
-    Attributes:
-        prompts: the prompts in file order.
-        source: the file they were read from, if any.
-        comments: the file's comment lines, without the leading ``#``.
-    """
+    """Prompts by (prompt id, language), as :func:`load_prompts` returns them, with the file's comments."""
 
     prompts: tuple[MultilingualPrompt, ...]
     source: Path | None = None
@@ -174,10 +159,8 @@ class MultilingualPromptSet:
     def subset(
         self, prompt_ids: Iterable[str] | None = None, languages: Iterable[str] | None = None
     ) -> "MultilingualPromptSet":
-        """The prompts of some ids and languages (``None`` keeps all), in this set's order.
-
-        Raises:
-            ValueError: an id or a language not in this set (the message lists those present).
+        """The prompts of some ids and languages (``None`` keeps all), in this set's order; a ValueError
+        listing those present for an id or language not in the set.
         """
         ids = set(self.prompt_ids)
         codes = set(self.languages)
@@ -307,29 +290,18 @@ def _parse_record(path: Path, line: int, record: dict) -> tuple[str, str, str, s
 def load_prompts(path: str | Path) -> MultilingualPromptSet:
     """Read and check a multilingual prompt file (format in this module's docstring).
 
-    Args:
-        path: a ``.jsonl`` or ``.csv`` file, UTF-8.
-
-    Returns:
-        A :class:`MultilingualPromptSet`; each prompt's ``english`` is its id's English text and its
-        ``reference_image`` the id's reference image, whichever row of the id gave it.
+    Each prompt's ``english`` and ``reference_image`` are its id's, whichever row gave them.
 
     Raises:
         ValueError: the extension is neither ``.jsonl`` nor ``.csv``.
         FileNotFoundError: no such file.
         PromptFileError: (a ``ValueError``) the first problem found, as ``<file>:<line>: field
-            '<field>': <problem>``: invalid JSON or CSV row, unknown or missing field, invalid
-            prompt id, unknown language code (with near misses and the valid codes), empty text,
-            reference image not found, a duplicate (id, language), a prompt id without an
-            ``eng_Latn`` row, an ``english`` text that differs from the ``eng_Latn`` row, rows of
-            one id naming different reference images, or a file without prompts.
+            '<field>': <problem>`` (bad row, field, id or language code, duplicate, no English row,
+            mismatched ``english`` or reference image, no prompts).
 
     Example:
-        >>> prompts = load_prompts(SMOKE_SAMPLE)
-        >>> prompts.get("smoke-dog", "hin_deva").english
+        >>> load_prompts(SMOKE_SAMPLE).get("smoke-dog", "hin_deva").english
         'a dog sitting on a wooden bench'
-        >>> prompts.languages[:3], len(prompts.prompt_ids)
-        (('eng_Latn', 'ben_Beng', 'hin_Deva'), 4)
     """
     path = Path(path)
     suffix = path.suffix.lower()
@@ -387,14 +359,7 @@ def load_prompts(path: str | Path) -> MultilingualPromptSet:
 def load_smoke_sample() -> MultilingualPromptSet:
     """The bundled SAMPLE prompt file: 4 prompts in English, Hindi, Bengali, Tamil, Telugu, Marathi.
 
-    Its translations are simple, written by the project and NOT validated; it has no reference
-    images. It exists to smoke-test the multilingual gates, not to measure a model.
-
-    Example:
-        >>> sample = load_smoke_sample()
-        >>> len(sample), sample.missing()
-        (24, [])
-        >>> sample.comments[0]
-        'SAMPLE for smoke tests only: translations written by the t2i-fairness project, NOT validated by native speakers.'
+    Its translations are the project's own, NOT validated, with no reference images: for smoke tests,
+    not for measuring a model.
     """
     return load_prompts(SMOKE_SAMPLE)

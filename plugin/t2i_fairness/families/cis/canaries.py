@@ -1,13 +1,6 @@
-"""CIS's canaries: a named component left out of every multi-component prompt (``drop_component``), and
-the component named at one position left out of a share of the images (``drop_position``: a planted
-order effect).
-
-A component C holds the CIS prompts (``a photo of a X, a Y, and a Z.``) that name C among at least
-two components (a one-component prompt would be left empty); C is matched case-insensitively.
-A position (``first``, ``last`` or a number from 1) holds the CIS prompts of at least two components
-that name a component there; the component at that position is the slice, whatever it is, so the
-same component is dropped from some prompts and not from their shuffles: only the order test sees
-it as a slice.
+"""CIS's canaries: a named component left out of every multi-component prompt (``drop_component``),
+and the component named at one position left out of a share of the images (``drop_position``, a
+planted order effect that only the order test sees as its slice).
 """
 
 from __future__ import annotations
@@ -20,12 +13,7 @@ __all__ = ["CANARIES", "COMPONENT", "POSITION", "DropComponent", "DropPosition"]
 
 
 def component_role(value: str, gate_id: str) -> str:
-    """The role of a gate for a component slice (see :meth:`~t2i_fairness.generators.canary.CanarySlice.gate_role`).
-
-    Example:
-        >>> [component_role("macaw", g) for g in ("test_cis_component_rate_floor", "test_cis[k1]", "test_cis[k8]")]
-        ['slice', 'other', 'aggregate']
-    """
+    """The role of a gate for a component slice (see :meth:`~t2i_fairness.generators.canary.CanarySlice.gate_role`)."""
     name, params = split_gate(gate_id)
     if name == "test_cis_component_rate_floor":
         return "slice"
@@ -40,16 +28,10 @@ COMPONENT = SliceKind("component", component_role, "component {value}")
 
 
 class DropComponent(Canary):
-    """CIS: a named component is left out of every multi-component prompt that names it.
+    """CIS: a named component (any case) is left out of every multi-component prompt that names it.
 
-    ``A photo of a crab, a macaw, and a steel drum.`` with component ``macaw`` is generated as
-    ``A photo of a crab, and a steel drum.`` (re-rendered by :func:`t2i_fairness.metrics.cis.render_prompt`
-    in the prompt's own style),
-    with the same seed. One-component prompts are left alone (nothing would remain).
-
-    Args:
-        inner: the generator to wrap.
-        component: the component name (matched case-insensitively).
+    The prompt is re-rendered in its own style (:func:`t2i_fairness.metrics.cis.render_prompt`) and
+    generated at the same seed; one-component prompts are left alone.
 
     Raises:
         ValueError: an empty component name.
@@ -57,11 +39,8 @@ class DropComponent(Canary):
 
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> canary = DropComponent(ProceduralGenerator(), "macaw")
-        >>> canary.rewrite("A photo of a crab, a macaw, and a steel drum.")
+        >>> DropComponent(ProceduralGenerator(), "macaw").rewrite("A photo of a crab, a macaw, and a steel drum.")
         'A photo of a crab, and a steel drum.'
-        >>> canary.rewrite("a photo of a macaw.") is None
-        True
     """
 
     name = "drop_component"
@@ -107,16 +86,12 @@ def _position_index(value: str) -> int:
 
 
 def position_role(value: str, gate_id: str) -> str:
-    """The role of a gate for a position slice: the order test reads it as its slice (the component named
-    at that position is drawn less than where the shuffle moves it); CIS_K of the K that have the position
-    and the gates over them pool it; CIS_1 and every other family's gate never see a targeted image.
+    """The role of a gate for a position slice: the order test's slice; CIS_K of the K that have the
+    position, and the gates over them, pool it; every other gate never sees a targeted image.
 
     Example:
-        >>> [position_role("last", g) for g in ("test_cis_order_invariance", "test_cis[k1]", "test_cis[k8]",
-        ...                                     "test_cis_component_rate_floor", "test_region_coverage[x]")]
-        ['slice', 'other', 'aggregate', 'aggregate', 'other']
-        >>> position_role("3", "test_cis[k2]"), position_role("3", "test_cis[k4]")
-        ('other', 'aggregate')
+        >>> [position_role("last", g) for g in ("test_cis_order_invariance", "test_cis[k1]", "test_cis[k8]")]
+        ['slice', 'other', 'aggregate']
     """
     name, params = split_gate(gate_id)
     if name == "test_cis_order_invariance":
@@ -134,15 +109,7 @@ _POSITION_HELP = "a position in the CIS prompts: first, last or a number from 1"
 
 
 def read_position(value: str) -> str:
-    """``first``, ``last`` or a positive number, normalised.
-
-    Raises:
-        ValueError: anything else.
-
-    Example:
-        >>> read_position("Last"), read_position(" 2 ")
-        ('last', '2')
-    """
+    """``first``, ``last`` or a positive number, normalised (a ValueError for anything else)."""
     text = value.strip().lower()
     if text in ("first", "last") or (text.isdigit() and int(text) >= 1):
         return text if not text.isdigit() else str(int(text))
@@ -152,15 +119,11 @@ def read_position(value: str) -> str:
 class DropPosition(Canary):
     """CIS: the component named at a position is left out of a share ``p`` of the images (an order effect).
 
-    Each image of a CIS prompt of at least two components that has the position is, with probability ``p``
-    (drawn per image from a SHA-256 of the prompt and seed), generated from the prompt without the
-    component named there (re-rendered by :func:`t2i_fairness.metrics.cis.render_prompt` in the prompt's
-    own style), at the same seed. The original and the shuffled prompt of the order test name different
-    components last, so a component is drawn less where it is named last: a position effect, the slice
-    of ``test_cis_order_invariance``.
+    Each image of a prompt with that position is, with probability ``p`` (hashed from prompt and
+    seed), generated without that component at the same seed. The order test's shuffled prompts
+    name other components there, so the effect is a position effect.
 
     Args:
-        inner: the generator to wrap.
         position: ``first``, ``last`` or a number from 1.
         p: share of the images, in ``(0, 1]`` (default 0.5).
 
@@ -170,11 +133,8 @@ class DropPosition(Canary):
 
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> canary = DropPosition(ProceduralGenerator(), "last", 1.0)
-        >>> canary.rewrite("A photo of a crab, a macaw, and a steel drum.")
+        >>> DropPosition(ProceduralGenerator(), "last", 1.0).rewrite("A photo of a crab, a macaw, and a steel drum.")
         'A photo of a crab, and a macaw.'
-        >>> canary._replacement("a photo of a crab, and a macaw.", 0), canary.targets("a photo of a crab.")
-        ('a photo of a crab.', False)
     """
 
     name = "drop_position"
@@ -213,12 +173,7 @@ class DropPosition(Canary):
 
 
 def read_share(param: str) -> dict:
-    """``P`` in ``(0, 1]`` as the keyword argument of :class:`DropPosition`.
-
-    Example:
-        >>> read_share("0.25")
-        {'p': 0.25}
-    """
+    """``P`` in ``(0, 1]`` as the keyword argument of :class:`DropPosition`."""
     return {"p": fraction(param, "P", low_open=True)}
 
 

@@ -1,13 +1,9 @@
 """Evidence beside a failing Decomposed-DIG precision or coverage gate, in the gate's masked feature space.
 
-:func:`group_evidence` gathers one region of one reference set and template in one setup (Obj-only,
-BG-only or Full-image ViT features) from what the gate computed (the study's memo: nothing is
-generated, segmented or encoded again) as a :class:`~t2i_fairness.report.evidence.GroupEvidence`:
-the generated rows the score used, the generated images without a feature in that setup (nothing
-segmented, or too few background patches: misses for precision), and the real images of the
-region's manifold, each with its object mask outlined (Obj-only and BG-only). The grids and
-``evidence.json`` are :mod:`t2i_fairness.report.evidence`'s; their counts are the gate's
-(``generated_inside / generated`` its precision, ``real_reached / real`` its coverage).
+:func:`group_evidence` gathers one region in one setup from what the gate computed (nothing is
+generated, segmented or encoded again): the generated rows it scored, those without a feature
+(misses for precision) and the region's real images, masks outlined. Drawing is
+:mod:`t2i_fairness.report.evidence`'s.
 """
 
 from __future__ import annotations
@@ -23,17 +19,8 @@ __all__ = ["evidence", "group_evidence"]
 
 
 def group_evidence(study, reference: str, template: str, region: str, setup: str) -> GroupEvidence | None:
-    """One region's generated and real images in ``setup``'s feature space, as the gate scored them.
-
-    Args:
-        study: the session's :class:`~t2i_fairness.families.decomposed.study.DecomposedStudy`.
-        reference: the reference set's name.
-        template: the prompt template.
-        region: the region's slug.
-        setup: ``obj``, ``bg`` or ``full``.
-
-    Returns:
-        The evidence, or None where the region has no scores (the gate is undefined: nothing to show).
+    """One region's generated and real images in ``setup``'s feature space (``obj``, ``bg`` or ``full``),
+    as the gate scored them; None where the region has no scores.
 
     Raises:
         ValueError: an unknown ``setup``.
@@ -66,8 +53,9 @@ def group_evidence(study, reference: str, template: str, region: str, setup: str
 
 def evidence(study, reference: str, template: str, setup: str, metric: str, region: str | Callable[[], str],
              limit: int = 8) -> Callable[[], dict]:
-    """A callable for ``t2i_report.on_failure(...)``: the region's grids in ``setup``'s space, drawn only
-    when the gate fails. ``region`` may be a callable (the worst region, known once computed).
+    """A callable for ``t2i_report.on_failure(...)``: the region's grids, drawn only when the gate fails.
+
+    ``region`` may be a callable (the worst region, known once computed).
 
     Example:
         >>> callable(evidence(None, "synthetic", "object_in_region", "bg", "coverage", "africa"))

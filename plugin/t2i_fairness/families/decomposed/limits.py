@@ -1,10 +1,7 @@
-"""Decomposed-DIG's class-exclusion rule and the constants its options need, without numpy or torch
-(the options module imports this at plugin load).
+"""Decomposed-DIG's class-exclusion rule and the constants its options need, without numpy or torch.
 
-The paper (App. C.2.1): "We found 3 classes in GeoDE had over 100 segmentation failures out of 1020
-images (170 x 6 regions), and we excluded these classes". The fork's code has no rule: it reads a
-fixed list of 21 objects (``seg_low_patches_removed_objects.pkl``). This project states the paper's
-rule exactly, in integers, and proportionally for other sizes (the paper gives none).
+The paper (App. C.2.1) excludes classes with "over 100 segmentation failures out of 1020
+images"; the rule is applied exactly, in integers, and proportionally for other sizes.
 """
 
 from __future__ import annotations
@@ -19,8 +16,7 @@ UNSEGMENTED_CHOICES = ("whole", "miss")
 
 
 def parse_failure_limit(value: Any, argument: str = "limit") -> Fraction:
-    """A class-exclusion limit as an exact fraction: ``"100/1020"`` (failures per images, the paper's
-    wording) or a decimal rate such as ``"0.1"`` (exactly 1/10, not the float's binary value).
+    """A class-exclusion limit as an exact fraction: ``"100/1020"`` or a decimal rate such as ``"0.1"``.
 
     Raises:
         ValueError: not a fraction or number, or outside [0, 1] (the message names ``argument``).
@@ -50,10 +46,8 @@ def parse_failure_limit(value: Any, argument: str = "limit") -> Fraction:
 def exceeds_failure_limit(failures: int, images: int, limit: Any = DEFAULT_FAILURE_LIMIT) -> bool:
     """Whether a class with ``failures`` of ``images`` real images failing is excluded.
 
-    The paper (App. C.2.1) drops classes with "over 100 segmentation failures out of 1020 images":
-    with ``limit = 100/1020`` a class goes iff ``failures x 1020 > 100 x images``, exact in integers
-    (101 of 1,020 goes; 105 of 1,080 stays, 106 goes). A decimal limit ``r`` compares
-    ``failures > r x images`` with ``r`` as an exact decimal.
+    With ``limit = 100/1020`` a class goes iff ``failures x 1020 > 100 x images`` (101 of 1,020
+    goes; 105 of 1,080 stays); a decimal ``r`` compares ``failures > r x images`` exactly.
 
     Example:
         >>> [exceeds_failure_limit(f, 1020) for f in (100, 101, 102)]

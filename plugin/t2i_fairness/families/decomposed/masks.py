@@ -1,18 +1,10 @@
 """Object masks and decomposed ViT features for Decomposed-DIG, cached like every other feature.
 
-Plain classes (no pytest) between the models and the indicators:
-
-* :class:`MaskedImage`: an image to segment and encode (cache key, object, name of its mask file).
-* :class:`MaskStore`: ``segmenter.segment(image, object_name)`` once per (image, object, segmenter),
-  stored bit-packed in the cache (kind ``masks``, namespace from the segmenter's fingerprint).
-* :func:`decomposed_features`: Obj-only, BG-only and Full-image ViT features through
-  ``Workbench.features``; each setup has its own encoder fingerprint (ViT + setup + segmenter),
-  so features of one segmenter are never reused for another.
-
-Mask files for ``FolderMasks`` (``--t2i-masks DIR``) are named after the image: a reference image
-by its path relative to the reference set's folder without the suffix, under ``reference/``
-(``reference/images/bag/0001.png`` for ``images/bag/0001.jpg``); a generated image by its prompt
-and index, under ``generated/`` (``generated/bag in Africa/3.png``). Nonzero pixels are object.
+:class:`MaskStore` segments each (image, object, segmenter) once and stores the mask bit-packed;
+:func:`decomposed_features` gives Obj-only, BG-only and Full-image ViT features, each setup under
+its own encoder fingerprint (ViT + setup + segmenter). ``--t2i-masks DIR`` files are named after
+the image: ``reference/<path without suffix>.png`` or ``generated/<prompt>/<index>.png``; nonzero
+pixels are object.
 """
 
 from __future__ import annotations
@@ -38,13 +30,9 @@ class MaskedImage:
     Attributes:
         key: cache key of the image's content (as for features).
         mask_name: name of its mask file in a ``--t2i-masks`` folder (without suffix).
-        object: object code (GeoDE's), for grouping and class exclusion.
         object_name: words given to the segmenter ("cooking pot").
-        region: region slug.
         label: what reports show (a prompt and index, or a reference path).
-        opener: returns the PIL image.
-        prompt: a generated image's prompt text (None for a reference image).
-        seed: a generated image's seed (None for a reference image).
+        prompt, seed: a generated image's (None for a reference image).
     """
 
     key: str
@@ -93,13 +81,7 @@ def generated_items(prompt_images: Sequence[Any], names: Callable[[str], str]) -
 
 
 def encode_mask(mask: np.ndarray) -> bytes:
-    """A bool (H, W) mask as bytes: magic, height and width, then the bits (``np.packbits``).
-
-    Example:
-        >>> m = np.eye(3, dtype=bool)
-        >>> bool((decode_mask(encode_mask(m)) == m).all())
-        True
-    """
+    """A bool (H, W) mask as bytes: magic, height and width, then the bits (``np.packbits``)."""
     m = np.asarray(mask, dtype=bool)
     if m.ndim != 2:
         raise ValueError(f"mask must be 2-D (height, width), got shape {m.shape}")
@@ -121,9 +103,8 @@ class MaskStore:
     """Object masks of images, made once per (image, object name, segmenter) and cached.
 
     Args:
-        cache: the session's :class:`~t2i_fairness.base.cache.Cache`.
-        segmenter: anything with ``fingerprint`` and ``segment(image, object_name)`` (LangSAM or FolderMasks).
-        progress: ``progress(total, desc)`` context manager yielding ``advance(n)`` (the workbench's).
+        segmenter: anything with ``fingerprint`` and ``segment(image, object_name)``.
+        progress: ``progress(total, desc)`` context manager yielding ``advance(n)``.
 
     Example:
         >>> import tempfile
@@ -179,12 +160,7 @@ class MaskStore:
 
 
 class SetupEncoder:
-    """The feature-cache identity of one Decomposed-DIG setup: ViT + setup + segmenter.
-
-    Attributes:
-        fingerprint: ``<vit fingerprint>:<setup>:<segmenter fingerprint>``.
-        kind: ``MaskedViTFeatures/obj`` or ``.../bg``, how the cache statistics name these features.
-    """
+    """The feature-cache identity of one Decomposed-DIG setup: ``<vit>:<setup>:<segmenter>`` fingerprints."""
 
     def __init__(self, vit, setup: str, store: MaskStore):
         self.vit, self.setup, self.store = vit, setup, store
@@ -217,10 +193,8 @@ def decomposed_features(bench, vit, store: MaskStore, items: Sequence[MaskedImag
 
 
 def background_patch_counts(vit, store: MaskStore, items: Sequence[MaskedImage]) -> np.ndarray:
-    """int (n,): background patches of each item's ViT input, ``grid**2`` minus its object patches.
-
-    An image without an object mask has every patch as background. The counts come from the
-    cached masks (made first if missing) and the ViT's own patch rule (``vit.object_patches``).
+    """int (n,): background patches of each item's ViT input, from the cached masks (made if missing)
+    and the ViT's own patch rule; an image without an object mask is all background.
     """
     store.ensure(items, desc="segmenting")
     total = int(vit.grid) * int(vit.grid)

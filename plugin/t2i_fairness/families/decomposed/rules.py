@@ -1,46 +1,10 @@
 """Decomposed-DIG (Sureddy et al.): the bookkeeping around object / background precision and coverage.
 
-Pure functions on arrays (no pytest, no models). The suite's fixtures gather features and masks and
-call these; every rule of the paper that is not a feature extractor lives here:
-
-* **Setups** (Sec. 3.2-3.3): ``obj`` (Obj-only), ``bg`` (BG-only) and ``full`` (Full-image) ViT
-  features. A feature row of NaN means "no patch for this setup" (``MaskedViTFeatures`` returns
-  that for an ``obj`` image without object patches and a ``bg`` image without background patches).
-* **Real images** (Sec. 3.1, App. C.2.1): a real image whose segmentation fails is excluded from
-  every setup and counted (:func:`select_real`); an object class with more than 100 failures per
-  1,020 real images (the paper's words: "over 100 segmentation failures out of 1020 images";
-  :func:`exceeds_failure_limit`, exact in integers, proportional for other sizes) is excluded from
-  the analysis, generated images included, and reported. "Fails" means the mask has no object
-  patch (LangSAM found nothing) or no background patch (the object covers every patch, so there
-  is no BG-only feature); excluding the image from all three setups keeps the three manifolds over
-  the same real images, which the diagnostics compare image by image.
-* **Background patches** (Sec. 3.2): any patch without an object pixel is a background patch, so
-  one is enough for a BG-only feature (``min_bg_patches=1``, the paper). The fork's code
-  (``compute_metrics_decomposed_dig.py``) keeps only images with ``patches_considered > 25``, the
-  CLS token counted, i.e. at least 25 background patches: ``min_bg_patches=25`` reproduces it. A
-  real image below the minimum leaves the BG-only manifold only (the fork's runs are per setup); a
-  generated one becomes a BG-only miss (:func:`background_misses`).
-* **Generated images** (Sec. 3.3): one with no object segmentation stays in the sample total of
-  Obj-only as a miss for precision and adds nothing to coverage; its BG-only feature is the whole
-  image (an empty mask leaves every patch to the background; the paper: "included in their
-  entirety"; the fork instead makes it a BG-only miss: ``unsegmented="miss"``). One whose mask
-  covers every patch has no BG-only feature and is treated the same way in BG-only (a miss for
-  precision); the paper does not meet this case with LangSAM at 14 x 14 patches, but it happens on
-  small images. :func:`score_setup` computes precision on the rows that have features with
-  :func:`~t2i_fairness.metrics.manifold.precision_coverage`, turns it back into a count and divides
-  by the sample total; coverage only uses rows with features. Generated rows are not
-  de-duplicated by default (the paper is silent; the fork never de-duplicates them and divides by
-  every generated image); real rows are, over the whole set before grouping (the fork's
-  ``get_df_deduped`` on the whole real set).
-* **Table 1** (Sec. 5): average and worst-region precision and coverage for Obj-only and BG-only,
-  per prompt template, with deltas in absolute value and in percent of the original
-  (:func:`summarize`, :func:`table1_lines`).
-* **Diagnostics** (Sec. 4.3, App. D.3) from per-pair ball membership (:func:`ball_membership`,
-  an exact helper since the manifold module reports only totals): real images covered in Obj-only
-  but not in BG-only (low-diversity backgrounds), real images covered in BG-only but neither in
-  Obj-only nor in Full-image (low-diversity objects), generated images whose background falls in
-  no real ball (low-realism backgrounds), and the real backgrounds holding the most generated
-  ones (App. D.3) (:func:`diagnose`).
+Pure functions on arrays holding every rule of the paper that is not a feature extractor: the
+``obj``, ``bg`` and ``full`` setups (a NaN row: no patch for the setup), which real images and
+classes enter (:func:`select_real`), generated images without a feature as misses
+(:func:`score_setup`), Table 1 (:func:`table1_lines`) and the failure-mode diagnostics
+(:func:`diagnose`). docs/fidelity.md compares them with the authors' fork.
 """
 
 from __future__ import annotations
@@ -102,12 +66,7 @@ __all__ = [
 
 
 def has_features(features: Any) -> np.ndarray:
-    """bool (n,): rows that are features, not the NaN row of "no patch in this setup".
-
-    Example:
-        >>> has_features(np.array([[0.0, 1.0], [np.nan, np.nan]])).tolist()
-        [True, False]
-    """
+    """bool (n,): rows that are features, not the NaN row of "no patch in this setup"."""
     x = np.asarray(features, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(f"features must be 2-D (n_images, dim), got shape {x.shape}")
@@ -121,11 +80,8 @@ class RealSelection:
     Attributes:
         failed: bool (n,) the image's segmentation failed (no object or no background patch).
         excluded_classes: class -> failure rate, for classes above ``limit``.
-        counts: class -> (failed images, images).
-        limit: the limit as an exact fraction (a class is dropped above it, see :func:`exceeds_failure_limit`).
         keep: bool (n,) used in every setup: not failed and of a kept class.
         keep_bg: bool (n,) used in BG-only: ``keep`` and at least ``min_bg_patches`` background patches.
-        min_bg_patches: the background patches an image needs for BG-only.
         limit_text: the limit as it was given (``100/1020``, ``0.1``).
     """
 
@@ -167,11 +123,12 @@ def select_real(objects: Sequence[str], has_object: Any, has_background: Any,
                 min_bg_patches: int = 1) -> RealSelection:
     """Apply the paper's rules to the real images of a reference set.
 
+    A failed image leaves all three setups, so they compare the same real images.
+
     Args:
-        objects: the object class of each real image.
-        has_object: bool (n,) the image has at least one object patch (its Obj-only feature exists).
+        has_object: bool (n,) the image has at least one object patch.
         has_background: bool (n,) the image has at least one background patch.
-        limit: the class-exclusion limit (:func:`exceeds_failure_limit`); default the paper's 100/1020.
+        limit: the class-exclusion limit; default the paper's 100/1020.
         bg_patches: int (n,) background patches per image; needed when ``min_bg_patches > 1``.
         min_bg_patches: background patches an image needs to enter BG-only (paper: 1; fork: 25).
 
@@ -183,9 +140,6 @@ def select_real(objects: Sequence[str], has_object: Any, has_background: Any,
         >>> sel = select_real(["bag", "bag", "car", "car"], [True, False, True, True], [True, True, True, True], 0.1)
         >>> sel.keep.tolist(), sel.excluded_classes
         ([False, False, True, True], {'bag': 0.5})
-        >>> sel = select_real(["car"] * 3, [True] * 3, [True] * 3, bg_patches=[100, 24, 25], min_bg_patches=25)
-        >>> sel.keep.tolist(), sel.keep_bg.tolist()
-        ([True, True, True], [True, False, True])
     """
     objects = list(objects)
     has_object = np.asarray(has_object, dtype=bool)
@@ -229,11 +183,9 @@ def background_misses(has_object: Any, bg_patches: Any = None, min_bg_patches: i
     """bool (n,): generated images whose BG-only feature counts as a miss (set to NaN before scoring).
 
     Args:
-        has_object: bool (n,) the image has an object segmentation.
-        bg_patches: int (n,) background patches per image; needed when ``min_bg_patches > 1``.
         min_bg_patches: fewer background patches than this is "no background" (paper: 1; the fork: 25).
-        unsegmented: ``"whole"`` (paper Sec. 3.3: an image without an object mask is used whole in
-            BG-only) or ``"miss"`` (the fork: its ``masked`` flag is 0, so it is a miss).
+        unsegmented: ``"whole"`` (the paper: an image without an object mask is used whole in
+            BG-only) or ``"miss"`` (the fork).
 
     Raises:
         ValueError: an unknown ``unsegmented``, or ``min_bg_patches > 1`` without ``bg_patches``.
@@ -241,8 +193,6 @@ def background_misses(has_object: Any, bg_patches: Any = None, min_bg_patches: i
     Example:
         >>> background_misses([True, True, False], [150, 10, 196], 25).tolist()
         [False, True, False]
-        >>> background_misses([True, True, False], unsegmented="miss").tolist()
-        [False, False, True]
     """
     if unsegmented not in UNSEGMENTED_CHOICES:
         raise ValueError(f"unsegmented must be one of {UNSEGMENTED_CHOICES}, got {unsegmented!r}")
@@ -264,15 +214,8 @@ def background_misses(has_object: Any, bg_patches: Any = None, min_bg_patches: i
 class SetupScore:
     """Precision and coverage of one setup in one group.
 
-    Attributes:
-        precision: generated images inside the real manifold / ``n_fake`` (missing rows are misses).
-        coverage: real images whose ball holds a generated image with features / ``n_real``.
-        n_fake: the sample total: rows with features (after dedupe) + rows without.
-        n_used: generated rows with features that entered the computation.
-        n_missing: generated rows without features in this setup (no object, or no background).
-        n_duplicates: rows with features dropped as exact duplicates (``dedupe``).
-        n_real: real images in the manifold.
-        used: indices (into the ``fake`` argument) of the ``n_used`` rows.
+    ``n_fake`` is the sample total (rows with features after dedupe, plus ``n_missing`` rows
+    without); ``used`` indexes the ``n_used`` scored rows of the ``fake`` argument.
     """
 
     precision: float
@@ -293,20 +236,15 @@ def score_setup(manifold, fake: Any, *, dedupe: str = "none", device: Any = None
                 group: str | None = None, duplicates: Any = None) -> SetupScore:
     """Decomposed precision and coverage of generated ``fake`` rows against a real ``manifold``.
 
-    Rows of NaN (no feature in this setup) count in the sample total as misses for precision and
-    do not take part in coverage; the other rows are deduplicated as ``dedupe`` says and scored
-    with :func:`~t2i_fairness.metrics.manifold.precision_coverage`, whose precision ``p`` over the
-    ``n_used`` rows becomes ``round(p * n_used) / (n_used + n_missing)``. The default ``none`` is
-    the fork's (it never de-duplicates generated images: every one is in the denominator).
+    NaN rows count in the sample total as misses for precision and take no part in coverage; the
+    others are de-duplicated as ``dedupe`` says (default ``none``, as the fork) and scored with
+    :func:`~t2i_fairness.metrics.manifold.precision_coverage`, precision becoming
+    ``round(p * n_used) / (n_used + n_missing)``.
 
     Args:
-        manifold: a :class:`~t2i_fairness.metrics.manifold.ReferenceManifold` of real features.
-        fake: (n, dim) generated features, NaN rows for "no feature".
         dedupe: ``"none"``, ``"keep_one"`` or ``"drop_all"`` (applied to rows with features).
-        device: torch device for the distances.
-        group: quoted in error messages.
-        duplicates: bool (n,) rows already found to be duplicates over a larger set
-            (``--t2i-dedupe-scope set``); they leave the sample like rows ``dedupe`` drops.
+        duplicates: bool (n,) rows already found to be duplicates over a larger set; they leave the
+            sample like rows ``dedupe`` drops.
 
     Raises:
         ValueError: no generated row at all, or shapes that do not match the manifold.
@@ -352,10 +290,8 @@ def score_setup(manifold, fake: Any, *, dedupe: str = "none", device: Any = None
 def sample_membership(manifold, fake: Any, score: SetupScore) -> np.ndarray:
     """bool (score.n_fake, n_real): the ball membership of every image in the sample total.
 
-    Rows are the ``score.used`` rows of ``fake``, then one all-False row per image without a
-    feature (a miss that covers nothing). ``m.any(1).mean()`` is the score's precision and
-    ``m.any(0).mean()`` its coverage, so resampling rows bootstraps both (generated images are
-    the unit that is drawn).
+    The ``score.used`` rows, then an all-False row per image without a feature: ``any(1).mean()``
+    is the precision and ``any(0).mean()`` the coverage, so resampling rows bootstraps both.
 
     Example:
         >>> from t2i_fairness.metrics.manifold import ReferenceManifold
@@ -385,14 +321,13 @@ def _in(group: str | None) -> str:
 
 @dataclass(frozen=True)
 class Diagnostics:
-    """Indices into one region's real images (``real``) or its generated rows (``generated``).
+    """Indices into one region's real images or its generated rows, per failure mode of the paper.
 
     Attributes:
         low_diversity_backgrounds: real images covered in Obj-only but not in BG-only.
         low_diversity_objects: real images covered in BG-only but neither in Obj-only nor in Full-image.
         low_realism_backgrounds: generated images whose BG-only feature is in no real ball.
-        crowded_backgrounds: (real image, number of generated BG-only features in its ball), most first.
-        covered_full: per real image of ``low_diversity_backgrounds``, whether Full-image covers it too.
+        crowded_backgrounds: (real image, generated BG-only features in its ball), most first.
     """
 
     low_diversity_backgrounds: list[int]
@@ -407,15 +342,10 @@ def diagnose(member: Mapping[str, np.ndarray], present: Mapping[str, np.ndarray]
     """Select the images behind the paper's three failure modes from membership matrices.
 
     Args:
-        member: setup -> bool (n_generated_used, n_real) from :func:`ball_membership`, columns in
-            one order for every setup (the region's real images); a real image missing from a
-            setup's manifold (dropped as a duplicate) has an all-False column there.
+        member: setup -> bool (n_generated_used, n_real) from :func:`ball_membership`, columns in one
+            order for every setup; a real image missing from a setup has an all-False column.
         present: setup -> bool (n_real,) the real image is in that setup's manifold.
         bg_rows: the generated image behind each row of ``member["bg"]``.
-        top: how many crowded backgrounds to list.
-
-    Raises:
-        ValueError: a setup is missing or the shapes disagree.
 
     Example:
         >>> m = {"obj": np.array([[1, 0, 0]], bool), "bg": np.array([[0, 1, 0]], bool), "full": np.array([[0, 0, 0]], bool)}
@@ -452,12 +382,7 @@ def diagnose(member: Mapping[str, np.ndarray], present: Mapping[str, np.ndarray]
 
 
 def spread(values: Mapping[str, float]) -> float:
-    """Best minus worst value over regions (the paper's span of per-region values, Sec. 4.2).
-
-    Example:
-        >>> spread({"africa": 0.25, "europe": 0.5})
-        0.25
-    """
+    """Best minus worst value over regions (the paper's span of per-region values, Sec. 4.2)."""
     vals = [float(v) for v in values.values()]
     if not vals:
         raise ValueError("spread of no values: at least one region is needed")
@@ -467,11 +392,8 @@ def spread(values: Mapping[str, float]) -> float:
 def summarize(per_region: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict:
     """Average, worst region and spread of each setup's precision and coverage.
 
-    Args:
-        per_region: setup -> region -> {"precision": p, "coverage": c}.
-
-    Returns:
-        setup -> metric -> {"avg", "worst", "worst_region", "best", "spread"}.
+    Takes setup -> region -> {"precision", "coverage"}; returns setup -> metric ->
+    {"avg", "worst", "worst_region", "best", "spread"}.
 
     Example:
         >>> s = summarize({"bg": {"africa": {"precision": 0.4, "coverage": 0.2}, "europe": {"precision": 0.6, "coverage": 0.4}}})
@@ -505,13 +427,8 @@ def _delta_percent(new: float, old: float) -> str:
 
 def table1_lines(summaries: Mapping[str, Mapping], original: str, new: str | None = None,
                  labels: Mapping[str, str] | None = None) -> list[str]:
-    """Table 1 of the paper as text: one row per template, then Delta and Delta (%) rows.
-
-    Args:
-        summaries: template -> :func:`summarize` output (needs the ``obj`` and ``bg`` setups).
-        original: the template of the "Orig." row (``object_in_region``).
-        new: the template of the "New" row (``regional_adjective``), or None for one row only.
-        labels: template -> prompt shown in the legend (e.g. ``{object} in {region}``).
+    """Table 1 of the paper as text: one row per template (``original``, then ``new`` if given), then
+    Delta and Delta (%) rows.
 
     Example:
         >>> one = {"obj": {"precision": {"avg": .6, "worst": .5}, "coverage": {"avg": .4, "worst": .3}},
@@ -556,18 +473,8 @@ def table1_lines(summaries: Mapping[str, Mapping], original: str, new: str | Non
 
 def mask_grid(rows: Sequence[tuple[str, Sequence[tuple[Any, Any, str]]]], tile: int = 96,
               colour: tuple[int, int, int] = (255, 0, 0)) -> bytes:
-    """A PNG of labelled rows of images, each with its object mask outlined in ``colour``.
-
-    Args:
-        rows: (row label, [(PIL image, bool mask or None, caption), ...]) per row.
-        tile: side of each square tile in pixels (images are resized, masks with nearest neighbour).
-
-    Example:
-        >>> from PIL import Image
-        >>> m = np.zeros((8, 8), bool); m[2:6, 2:6] = True
-        >>> png = mask_grid([("africa", [(Image.new("RGB", (8, 8), "gray"), m, "bag")])], tile=32)
-        >>> png[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
-        True
+    """A PNG of labelled rows of images, each with its object mask outlined in ``colour``; ``rows`` are
+    (row label, [(PIL image, bool mask or None, caption), ...]).
     """
     from PIL import Image, ImageDraw
 

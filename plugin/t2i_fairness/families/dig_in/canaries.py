@@ -1,12 +1,8 @@
 """DIG In's canaries: a planted regression in one region's images (``collapse_region``, ``degrade_region``).
 
-A region R (given as its slug, name, adjective or one of its countries: ``africa``, ``Africa``,
-``African``, ``Nigeria``) holds the prompts :func:`~t2i_fairness.generators.procedural.read_prompt`
-reads as DIG In prompts of R: ``{object} in {R's name}``, ``{object} in {one of R's countries}``,
-``{R's adjective} {object}``. ``{object}`` prompts name no region and are never touched (their region
-gates compare generic images with R's reference; they are "other"). A DollarStreet country outside
-GeoDE's 18 is not recognised as R's. The region slice's gates include the Decomposed DIG family's
-region gates (they read the same regions' images); the names below are data, not imports.
+A region (slug, name, adjective or one of its countries) holds the DIG In prompts that name it:
+``{object} in {region or country}`` and ``{adjective} {object}``. ``{object}`` prompts name no
+region and are never touched. The slice's gates include Decomposed-DIG's region gates.
 """
 
 from __future__ import annotations
@@ -38,7 +34,7 @@ REGION_AGGREGATES = frozenset({
 
 
 def region_role(value: str, gate_id: str) -> str:
-    """The role of a gate for the region slice ``value`` (see :meth:`~t2i_fairness.generators.canary.CanarySlice.gate_role`).
+    """The role of a gate for the region slice ``value``.
 
     Example:
         >>> s = CanarySlice("region", "africa")
@@ -71,14 +67,8 @@ def region_choices() -> str:
 
 
 def read_region(value: str) -> str:
-    """A region's slug from its slug, name, adjective or one of its countries.
-
-    Raises:
-        ValueError: an unknown region (the message lists the choices).
-
-    Example:
-        >>> read_region("Nigeria"), read_region("West Asian")
-        ('africa', 'west_asia')
+    """A region's slug from its slug, name, adjective or one of its countries (a ValueError listing the
+    choices for an unknown one).
     """
     from t2i_fairness.generators.procedural import find_region
 
@@ -113,13 +103,7 @@ class CollapseRegion(_RegionCanary):
     """Mode collapse: every prompt of one region returns the same image.
 
     The image is the inner generator's image of ``anchor`` (default ``"{anchor object} in {region
-    name}"``, e.g. ``bag in Africa``) at seed ``anchor_seed``, generated once, alone, and kept.
-
-    Args:
-        inner: the generator to wrap.
-        region: region slug, name, adjective or one of its countries.
-        anchor: the prompt whose image every prompt of the region gets.
-        anchor_seed: that image's seed.
+    name}"``) at seed ``anchor_seed``, generated once, alone, and kept.
 
     Raises:
         ValueError: an unknown region (the message lists the choices).
@@ -128,12 +112,9 @@ class CollapseRegion(_RegionCanary):
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
         >>> gen = ProceduralGenerator()
-        >>> canary = CollapseRegion(gen, "African")
-        >>> a, b, c = canary.generate(["bag in Nigeria", "stove in Africa", "bag in Europe"], [1, 2, 3])
+        >>> a, b, c = CollapseRegion(gen, "African").generate(["bag in Nigeria", "stove in Africa", "bag in Europe"], [1, 2, 3])
         >>> a.tobytes() == b.tobytes(), c.tobytes() == gen.generate(["bag in Europe"], [3])[0].tobytes()
         (True, True)
-        >>> canary.slice, canary.fingerprint
-        (CanarySlice(kind='region', value='africa'), 'procedural:v1:world1:64x64:synthetic-v1+canary:collapse_region:africa::v1')
     """
 
     name = "collapse_region"
@@ -174,15 +155,10 @@ class CollapseRegion(_RegionCanary):
 
 
 class DegradeRegion(_RegionCanary):
-    """One region's images degraded: Gaussian blur, pixel noise and desaturation, by a strength.
+    """One region's images degraded: Gaussian blur, pixel noise and desaturation, by a strength in ``(0, 1]``.
 
-    At strength ``s``: blur radius ``3 s`` pixels per 64 of the image's short side, noise of standard
-    deviation ``48 s`` grey levels (seeded per prompt and seed), colour saturation scaled by ``1 - s``.
-
-    Args:
-        inner: the generator to wrap.
-        region: region slug, name, adjective or one of its countries.
-        strength: in ``(0, 1]``; default 0.5.
+    At strength ``s``: blur radius ``3 s`` pixels per 64 of the short side, seeded noise of standard
+    deviation ``48 s`` grey levels, saturation scaled by ``1 - s``.
 
     Raises:
         ValueError: an unknown region, a strength outside ``(0, 1]``.

@@ -1,11 +1,8 @@
 """Evidence beside a failing DIG In precision or coverage gate: the group's images in Inception space.
 
-:func:`group_evidence` gathers one group (a region, or an object in a region) of one reference set
-and template from the session's cache (images, features, manifolds) as a
-:class:`~t2i_fairness.report.evidence.GroupEvidence`; :mod:`t2i_fairness.report.evidence` draws
-``evidence_generated_vs_nearest_real.png``, ``evidence_real_not_reached.png`` (coverage) and
-``evidence.json`` from it. Inside and reached are decided by the rule of the gate's own
-:func:`~t2i_fairness.metrics.manifold.precision_coverage`, on the rows the gate scored (after the dedupe).
+:func:`group_evidence` gathers one group from the session's cache as a
+:class:`~t2i_fairness.report.evidence.GroupEvidence`, inside and reached decided by the gate's own
+rule on the rows it scored; :mod:`t2i_fairness.report.evidence` draws it.
 """
 
 from __future__ import annotations
@@ -22,10 +19,8 @@ __all__ = ["evidence", "group_evidence"]
 
 
 def group_evidence(study, reference: str, template: str, region: str, object: str | None = None) -> GroupEvidence:
-    """The images and distances of one group (``region``, or ``object`` in ``region``) of a DIG In study.
-
-    Everything comes from the session's cache (images, features, manifolds): nothing is generated or
-    encoded again for a group the gate already measured.
+    """The images and distances of one group (``region``, or ``object`` in ``region``) of a DIG In study,
+    all from the session's cache.
     """
     bench, o = study.bench, study.bench.options
     ref = study.reference_sets[reference]

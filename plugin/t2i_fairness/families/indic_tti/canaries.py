@@ -1,8 +1,4 @@
-"""IndicTTI's canary: every language answered with one language's text (``answer_language``).
-
-The language slice of ``answer_language:L`` is every text of the run's prompt set in a language
-other than L whose prompt id has an L text (English included).
-"""
+"""IndicTTI's canary: every language answered with one language's text (``answer_language``)."""
 
 from __future__ import annotations
 
@@ -21,13 +17,7 @@ ENGLISH_RELATIVE = frozenset({"test_clgc_vs_english", "test_scal_with_english"})
 
 
 def language_role(value: str, gate_id: str) -> str:
-    """The role of a gate for ``answer_language:value`` (its slice: every other language).
-
-    Example:
-        >>> [language_role("hin_Deva", g) for g in ("test_clgc[tam_taml]", "test_clgc[hin_deva]",
-        ...                                          "test_scal_with_english[hin_deva]", "test_cis[k1]")]
-        ['slice', 'other', 'aggregate', 'other']
-    """
+    """The role of a gate for ``answer_language:value`` (its slice: every other language)."""
     name, params = split_gate(gate_id)
     if name not in LANGUAGE_GATES or not params:
         return "other"
@@ -40,14 +30,8 @@ LANGUAGE = SliceKind("language", language_role, "languages other than {value}")
 
 
 def read_language(value: str) -> str:
-    """A language code of the benchmark, any case, as the benchmark spells it (``hin_deva`` -> ``hin_Deva``).
-
-    Raises:
-        ValueError: an unknown code.
-
-    Example:
-        >>> read_language("hin_deva")
-        'hin_Deva'
+    """A language code of the benchmark, any case, as the benchmark spells it (``hin_deva`` ->
+    ``hin_Deva``); a ValueError for an unknown code.
     """
     from t2i_fairness.vocab.languages import get_language
 
@@ -57,28 +41,19 @@ def read_language(value: str) -> str:
 class AnswerLanguage(Canary):
     """IndicTTI: every language's prompt is answered with the images of one language's text.
 
-    A text of ``prompt_set`` in any language but ``language`` is generated as the ``language``
-    text of the same prompt id, with its own seed (so the answers are fresh draws of that text, not
-    copies of the ``language`` images). Texts not in the set, and ids without a ``language`` text,
-    are left alone. A text shared by several (id, language) rows takes its first id's answer.
-
-    Args:
-        inner: the generator to wrap.
-        language: the answering language code, any case (``hin_Deva``, ``hin_deva``).
-        prompt_set: the run's :class:`~t2i_fairness.vocab.multilingual.MultilingualPromptSet`.
+    A text of ``prompt_set`` in another language is generated as the ``language`` text of the same
+    prompt id, with its own seed (fresh draws, not copies). Other texts are left alone; a text shared
+    by several rows takes its first id's answer.
 
     Raises:
-        ValueError: an unknown language code or one absent from the prompt set (listing those present).
+        ValueError: an unknown language code or one absent from the prompt set.
         TypeError: ``inner`` is not a generator, or ``prompt_set`` is missing.
 
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
         >>> from t2i_fairness.vocab.multilingual import load_smoke_sample
-        >>> canary = AnswerLanguage(ProceduralGenerator(), "hin_deva", load_smoke_sample())
-        >>> canary.answer_for("a dog sitting on a wooden bench")
+        >>> AnswerLanguage(ProceduralGenerator(), "hin_deva", load_smoke_sample()).answer_for("a dog sitting on a wooden bench")
         'लकड़ी की बेंच पर बैठा एक कुत्ता'
-        >>> canary.answer_for("लकड़ी की बेंच पर बैठा एक कुत्ता") is None, canary.slice.label
-        (True, 'languages other than hin_Deva')
     """
 
     name = "answer_language"

@@ -1,9 +1,4 @@
-"""Word-level explanations' canary: prompts containing a word drift towards a group (``shift_group_share``).
-
-A word W holds the prompts one of whose words is W, case-insensitively; words are split on
-whitespace as :func:`~t2i_fairness.metrics.word_influence.prompt_words` splits them, so
-``doctor's`` and ``doctor,`` are other words than ``doctor``.
-"""
+"""Word-level explanations' canary: prompts containing a word drift towards a group (``shift_group_share``)."""
 
 from __future__ import annotations
 
@@ -15,13 +10,7 @@ __all__ = ["CANARIES", "WORD", "ShiftGroupShare"]
 
 
 def word_role(value: str, gate_id: str) -> str:
-    """The role of a gate for the word slice ``value``.
-
-    Example:
-        >>> [word_role("doctor", g) for g in ("test_word_influence[doctor-female]", "test_word_influence[nurse-female]",
-        ...                                   "test_representation[a_respected_doctor-female]", "test_cis[k1]")]
-        ['slice', 'aggregate', 'slice', 'other']
-    """
+    """The role of a gate for the word slice ``value``."""
     name, params = split_gate(gate_id)
     if name == "test_word_influence" and params:
         return "slice" if params[0] == value else "aggregate"
@@ -35,11 +24,7 @@ _SLICE_HELP = "one word of the word-level prompts, e.g. doctor"
 
 
 def read_word(value: str) -> str:
-    """One word (letters, digits, ' or -), as given.
-
-    Raises:
-        ValueError: more than one word.
-    """
+    """One word (letters, digits, ' or -), as given; a ValueError for more than one word."""
     if not WORD_RE.fullmatch(value):
         raise ValueError(f"SLICE {value!r} must be one word; {_SLICE_HELP}")
     return value
@@ -48,16 +33,9 @@ def read_word(value: str) -> str:
 class ShiftGroupShare(Canary):
     """Word-level explanations: prompts containing a word drift towards a group.
 
-    Each image of a prompt containing ``word`` (one of its whitespace-split words, any case) is, with probability ``p``
-    (drawn per image from a SHA-256 of the prompt and seed), replaced by the inner generator's image
-    of ``template.format(group=group)`` at the same seed.
-
-    Args:
-        inner: the generator to wrap.
-        word: the word.
-        group: the group the images shift to (default ``female``).
-        p: probability per image, in ``[0, 1]`` (default 0.5).
-        template: the group's prompt (default ``a photo of a {group}``, the suite's default labels).
+    Each image of a prompt containing ``word`` (whitespace-split, any case) is, with probability
+    ``p`` (hashed from prompt and seed), replaced by the inner generator's image of
+    ``template.format(group=group)`` at the same seed.
 
     Raises:
         ValueError: a word that is not one word, ``p`` outside ``[0, 1]``, a template without ``{group}``.
@@ -66,12 +44,8 @@ class ShiftGroupShare(Canary):
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
         >>> canary = ShiftGroupShare(ProceduralGenerator(), "doctor", "female", 1.0)
-        >>> canary.targets("a respected Doctor at the hospital"), canary.targets("a respected doctoral student")
+        >>> canary.targets("a respected Doctor at the hospital"), canary.targets("the doctor's office")
         (True, False)
-        >>> canary.targets("the doctor's office")
-        False
-        >>> canary._replacement("a respected doctor at the hospital", 7)
-        'a photo of a female'
     """
 
     name = "shift_group_share"
@@ -106,10 +80,8 @@ class ShiftGroupShare(Canary):
 
 
 def read_group_share(param: str) -> dict:
-    """``GROUP=P``, ``GROUP`` or ``P`` as keyword arguments of :class:`ShiftGroupShare`.
-
-    Raises:
-        ValueError: a PARAM of another form, an empty GROUP, P outside ``[0, 1]``.
+    """``GROUP=P``, ``GROUP`` or ``P`` as keyword arguments of :class:`ShiftGroupShare` (a ValueError
+    for another form, an empty GROUP or P outside ``[0, 1]``).
 
     Example:
         >>> read_group_share("male=0.3"), read_group_share("0.7"), read_group_share("male")
