@@ -58,7 +58,7 @@ from t2i_fairness.metrics.intervals import (  # noqa: E402
     floor_to_units,
     percentile_mean_interval,
     precision_interval,
-    share_limit,
+    share_limits,
     share_tail,
 )
 
@@ -390,10 +390,8 @@ def korn_graubard_limits(sum1, sum2, images: int, prompts: int, k: int, level: f
         n_eff = np.where(se == 0, n_img, est * (1.0 - est) / se**2)
     n_eff = np.where(binary, np.minimum(n_eff, n_img), n_eff)
     n_eff = np.maximum(n_eff, 1.0)
-    z, t = stats.norm.isf(level), stats.t.isf(level, prompts - 1)
-    trials = n_eff * (z / t) ** 2
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return est, share_limit(est * trials, trials, level, "low"), share_limit(est * trials, trials, level, "high")
+    df = np.full(np.shape(est), prompts - 1.0)
+    return est, share_limits(est, n_eff, level, "low", df), share_limits(est, n_eff, level, "high", df)
 
 
 def cluster_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, binary
@@ -1216,9 +1214,7 @@ def coverage_fails(est, n_eff, bound: float, level: float, df=None) -> np.ndarra
     est = np.asarray(est)
     if df is None:
         return (est < bound) & (share_tail(est * n_eff, n_eff, bound, "min") <= level)
-    trials = n_eff * (stats.norm.isf(level) / stats.t.isf(level, df)) ** 2
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return (est < bound) & (share_limit(est * trials, trials, level, "high") < bound)
+    return (est < bound) & (share_limits(est, n_eff, level, "high", df) < bound)
 
 
 def coverage_size(group: CoverageGroup, level: float, runs: int, rng, plain: bool = False,
@@ -1232,13 +1228,6 @@ def coverage_size(group: CoverageGroup, level: float, runs: int, rng, plain: boo
     return weighted(fails, None if plain else mixture_weights(log_ratio), "")
 
 
-def share_limits(est, n_eff, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """A share's exact one-sided limits at ``alpha`` (``Interval.limit`` without df), vectorised."""
-    x = np.asarray(est) * n_eff
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return share_limit(x, n_eff, alpha, "low"), share_limit(x, n_eff, alpha, "high")
-
-
 def pair_fails(g: tuple[np.ndarray, np.ndarray], h: tuple[np.ndarray, np.ndarray], groups: int, level: float,
                contrast: str, bound: float) -> np.ndarray:
     """Whether the ordered pair ``(g, h)`` (each ``(est, n_eff)`` per run) makes a spread or parity gate of
@@ -1249,8 +1238,8 @@ def pair_fails(g: tuple[np.ndarray, np.ndarray], h: tuple[np.ndarray, np.ndarray
 
     a = level / (groups * (groups - 1))
     (eg, ng), (eh, nh) = g, h
-    lg, hg = share_limits(eg, ng, a)
-    lh, hh = share_limits(eh, nh, a)
+    lg, hg = (share_limits(eg, ng, a, "low"), share_limits(eg, ng, a, "high"))
+    lh, hh = (share_limits(eh, nh, a, "low"), share_limits(eh, nh, a, "high"))
     if contrast == "difference":
         low = (eg - eh) - np.sqrt((eg - lg) ** 2 + (hh - eh) ** 2)
         return (low > bound) & (eg - eh > bound)
@@ -1282,7 +1271,8 @@ def template_fails(new: Sequence[tuple[np.ndarray, np.ndarray]], old: Sequence[t
     worst-of limits (each the least of its groups' limits at ``level / G``), clipped to [-1, 1]."""
     def worst(groups_):
         est = np.min([e for e, _ in groups_], axis=0)
-        lims = [share_limits(e, n, level / len(groups_)) for e, n in groups_]
+        lims = [(share_limits(e, n, level / len(groups_), "low"), share_limits(e, n, level / len(groups_), "high"))
+                for e, n in groups_]
         return est, np.min([lo for lo, _ in lims], axis=0), np.min([hi for _, hi in lims], axis=0)
 
     en, ln, hn = worst(new)

@@ -1,0 +1,46 @@
+"""The vectorised forms of the gates' rules (what the benches measure over simulated runs) decide as the
+scalar gate does: each array entry equals the scalar interval's own limit, p-value or verdict."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from t2i_fairness.metrics.intervals import Interval, share_limits, share_trials, upper_quantile, upper_quantiles
+
+
+def _share(estimate, n_eff, df):
+    return Interval(float(estimate), 0.0, 1.0, "wilson", 0.95, 10, n_effective=float(n_eff),
+                    df=None if df is None else float(df))
+
+
+@pytest.mark.parametrize("alpha", [0.5, 0.05, 1e-4, 1e-12, 1e-250])
+@pytest.mark.parametrize("with_df", [False, True])
+def test_share_limits_over_runs_are_each_runs_interval_limit(alpha, with_df):
+    rng = np.random.default_rng(0)
+    est = np.r_[0.0, 1.0, rng.uniform(0, 1, 60)]
+    n_eff = np.r_[5.0, 5.0, rng.uniform(1, 400, 60)]
+    df = np.r_[1.0, 2.0, rng.integers(1, 60, 60).astype(float)] if with_df else None
+    for side in ("low", "high"):
+        got = share_limits(est, n_eff, alpha, side, df)
+        want = [_share(e, n, None if df is None else d).limit(alpha, side)
+                for e, n, d in zip(est, n_eff, df if with_df else [None] * est.size)]
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-300)
+
+
+def test_scalar_share_limits_are_the_interval_limit_exactly():
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        e, n, d = float(rng.uniform()), float(rng.uniform(1, 300)), float(rng.integers(1, 40))
+        a = float(rng.choice([0.3, 1e-3, 1e-9]))
+        for side in ("low", "high"):
+            assert share_limits(e, n, a, side, d) == _share(e, n, d).limit(a, side)
+            assert share_trials(n, a, d) == _share(e, n, d).trials(a)
+
+
+def test_upper_quantiles_are_the_scalar_quantile():
+    alphas = np.array([0.5, 0.025, 1e-6, 1e-250, 1e-300])
+    for df in (None, 1.0, 3.0, 30.0, np.inf):
+        got = upper_quantiles(alphas, None if df is None else np.full(alphas.size, df))
+        want = [upper_quantile(a, df) for a in alphas]
+        np.testing.assert_allclose(got, want, rtol=1e-12)
