@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugin")]
 
 from t2i_fairness.gating.power import MEANINGFUL_MISS  # noqa: E402
-from t2i_fairness.metrics.evidence import Pairs, combination, pairs, worst_of  # noqa: E402
+from t2i_fairness.metrics.evidence import Pairs, combination, mover_limit, pair_limit, pairs, worst_of  # noqa: E402
 from t2i_fairness.metrics.intervals import (  # noqa: E402
     BoundedUnits,
     Interval,
@@ -707,13 +707,14 @@ def _slope_weights(ks: Sequence[int]) -> np.ndarray:
 def drop_fails(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], ks: Sequence[int], bound: float
                ) -> np.ndarray:
     """Whether ``test_cis_drop_per_component`` (a ``max`` gate on minus the least-squares slope over K) fails:
-    MOVER's lower limit of ``sum_K a_K CIS_K`` (``a = -slope weights``) from each CIS_K's limits at the level,
-    clipped to the slope's range as :func:`~t2i_fairness.families.cis.study.drop_interval` does."""
+    the product's MOVER lower limit (:func:`~t2i_fairness.metrics.evidence.mover_limit`) of ``sum_K a_K CIS_K``
+    (``a = -slope weights``) from each CIS_K's limits at the level, clipped to the slope's range as
+    :func:`~t2i_fairness.families.cis.study.drop_interval` does."""
     a = -_slope_weights(ks)
     steepest = 0.5 * float(np.abs(a).sum())
     est = sum(ak * e for ak, (e, _, _) in zip(a, parts))
-    dev = sum((ak * e - np.minimum(ak * lo, ak * hi)) ** 2 for ak, (e, lo, hi) in zip(a, parts))
-    low = np.clip(est - np.sqrt(dev), -steepest, steepest)
+    e, lo, hi = (np.stack(np.broadcast_arrays(*x)) for x in zip(*parts))
+    low = mover_limit(e, lo, hi, a, "low", bounds=(-steepest, steepest))
     return (est > bound) & (low > bound)
 
 
@@ -1233,17 +1234,16 @@ def pair_fails(g: tuple[np.ndarray, np.ndarray], h: tuple[np.ndarray, np.ndarray
     """Whether the ordered pair ``(g, h)`` (each ``(est, n_eff)`` per run) makes a spread or parity gate of
     ``groups`` groups fail: MOVER's lower limit of ``g - h`` above ``bound`` (with ``g - h > bound``), or
     MOVER-R's upper limit of ``g / h`` below it (with ``g / h < bound``), each group's limits at
-    ``level / (G (G - 1))`` (:class:`~t2i_fairness.metrics.evidence.Pairs`)."""
-    from t2i_fairness.metrics.evidence import _mover_ratio
-
+    ``level / (G (G - 1))``: the product's :func:`~t2i_fairness.metrics.evidence.pair_limit`, as
+    :class:`~t2i_fairness.metrics.evidence.Pairs` reads it."""
     a = level / (groups * (groups - 1))
     (eg, ng), (eh, nh) = g, h
-    lg, hg = (share_limits(eg, ng, a, "low"), share_limits(eg, ng, a, "high"))
-    lh, hh = (share_limits(eh, nh, a, "low"), share_limits(eh, nh, a, "high"))
+    lg, hg = share_limits(eg, ng, a, "low"), share_limits(eg, ng, a, "high")
+    lh, hh = share_limits(eh, nh, a, "low"), share_limits(eh, nh, a, "high")
     if contrast == "difference":
-        low = (eg - eh) - np.sqrt((eg - lg) ** 2 + (hh - eh) ** 2)
+        low = pair_limit("difference", "low", eg, lg, hg, eh, lh, hh)
         return (low > bound) & (eg - eh > bound)
-    up = _mover_ratio(eg, lg, hg, eh, lh, hh, "high")
+    up = pair_limit("ratio", "high", eg, lg, hg, eh, lh, hh)
     with np.errstate(divide="ignore", invalid="ignore"):
         est = np.where(eh > 0, eg / np.maximum(eh, 1e-300), 1.0)
     return (up < bound) & (est < bound)
@@ -1268,7 +1268,8 @@ def coverage_pair_size(first: CoverageGroup, second: CoverageGroup, groups: int,
 def template_fails(new: Sequence[tuple[np.ndarray, np.ndarray]], old: Sequence[tuple[np.ndarray, np.ndarray]],
                    level: float, bound: float) -> np.ndarray:
     """``test_template_improvement``: a ``min`` gate on worst(new) - worst(old), MOVER over the two templates'
-    worst-of limits (each the least of its groups' limits at ``level / G``), clipped to [-1, 1]."""
+    worst-of limits (each the least of its groups' limits at ``level / G``), clipped to [-1, 1]: the product's
+    :func:`~t2i_fairness.metrics.evidence.mover_limit` over :func:`~t2i_fairness.metrics.intervals.share_limits`."""
     def worst(groups_):
         est = np.min([e for e, _ in groups_], axis=0)
         lims = [(share_limits(e, n, level / len(groups_), "low"), share_limits(e, n, level / len(groups_), "high"))
@@ -1277,8 +1278,7 @@ def template_fails(new: Sequence[tuple[np.ndarray, np.ndarray]], old: Sequence[t
 
     en, ln, hn = worst(new)
     eo, lo, ho = worst(old)
-    high = (en - eo) + np.sqrt((np.maximum(ln, hn) - en) ** 2 + (np.maximum(-lo, -ho) + eo) ** 2)
-    high = np.clip(high, -1.0, 1.0)
+    high = mover_limit([en, eo], [ln, lo], [hn, ho], [1.0, -1.0], "high", bounds=(-1.0, 1.0))
     return (en - eo < bound) & (high < bound)
 
 

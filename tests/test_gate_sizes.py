@@ -116,6 +116,33 @@ def test_cluster_share_rule_is_the_products(b):
         assert product == bench
 
 
+def test_drop_rule_is_the_products_combination(b):
+    """The CIS drop gate over runs (MOVER over every CIS_K's cluster-share limits) decides as the product's
+    ``combination`` of the runs' cluster intervals, clipped to the slope's range as ``drop_interval`` does."""
+    from t2i_fairness.metrics.evidence import combination
+
+    rng = np.random.default_rng(21)
+    ks, n, m = (1, 2, 4, 8), 2, 5
+    a = -b._slope_weights(ks)
+    steep = 0.5 * float(np.abs(a).sum())
+    seen = set()
+    for _ in range(40):
+        level = float(rng.choice([0.05, 0.2]))
+        counts = [rng.binomial(k, np.repeat(rng.beta(2, 2, size=m)[:, None] * (1 - 0.08 * k), n, 1)) for k in ks]
+        ivs = [b.cluster_interval(c, k, n) for c, k in zip(counts, ks)]
+        c = combination(ivs, list(a), bounds=(-steep, steep))
+        bound = float(c.estimate - rng.uniform(0.0, 0.3))
+        product = c.estimate > bound and c.p_value(bound, "max") <= level
+        parts = []
+        for cc, k in zip(counts, ks):
+            s = cc.sum(axis=1)
+            parts.append(b.cluster_limits(np.array([s.sum()]), np.array([(s**2).sum()]), n, m, k, level,
+                                          bool(np.isin(cc, (0, k)).all())))
+        assert bool(b.drop_fails(parts, ks, bound)[0]) == product
+        seen.add(product)
+    assert seen == {True, False}
+
+
 def test_coverage_stats_are_coverage_interval(b):
     from t2i_fairness.metrics.intervals import coverage_interval
 

@@ -44,3 +44,32 @@ def test_upper_quantiles_are_the_scalar_quantile():
         got = upper_quantiles(alphas, None if df is None else np.full(alphas.size, df))
         want = [upper_quantile(a, df) for a in alphas]
         np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_mover_over_runs_is_each_runs_combination_limit():
+    from t2i_fairness.metrics.evidence import combination, mover_limit
+
+    rng = np.random.default_rng(2)
+    runs, weights = 40, [-0.3, -0.1, 0.1, 0.3]
+    est = rng.uniform(0.1, 0.9, (4, runs))
+    n = rng.uniform(5, 200, (4, runs))
+    for alpha, side in ((1e-3, "low"), (0.05, "high")):
+        lims = {s: share_limits(est, n, alpha, s, np.full((4, runs), 7.0)) for s in ("low", "high")}
+        got = mover_limit(est, lims["low"], lims["high"], weights, side, bounds=(-0.2, 0.2))
+        for r in range(runs):
+            c = combination([_share(e, k, 7.0) for e, k in zip(est[:, r], n[:, r])], weights, bounds=(-0.2, 0.2))
+            assert got[r] == pytest.approx(c.limit(alpha, side), rel=1e-13, abs=1e-15)
+
+
+def test_pair_limit_over_runs_is_the_pairs_table():
+    from t2i_fairness.metrics.evidence import pair_limit, pairs
+
+    rng = np.random.default_rng(3)
+    est, n = rng.uniform(0.1, 0.9, (2, 30)), rng.uniform(5, 200, (2, 30))
+    for contrast, side in (("difference", "low"), ("ratio", "high")):
+        lo, hi = share_limits(est, n, 1e-3 / 2, "low"), share_limits(est, n, 1e-3 / 2, "high")
+        got = pair_limit(contrast, side, est[0], lo[0], hi[0], est[1], lo[1], hi[1])
+        for r in range(30):
+            table = pairs([_share(est[0, r], n[0, r], None), _share(est[1, r], n[1, r], None)],
+                          contrast=contrast).pair_limits(1e-3, side)
+            assert got[r] == pytest.approx(table[0, 1], rel=1e-13)
