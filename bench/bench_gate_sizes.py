@@ -880,20 +880,16 @@ def score_world(name: str, objects: int) -> ScoreWorld:
 
 
 def consistency_fails(x: np.ndarray, bound: float, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The product's rule (:func:`percentile_mean_interval`, ``jackknife_t``), vectorised over runs: ``x`` is
-    ``(runs, objects, n)``; returns the fails (estimate below ``bound`` and the t test's ``p <= level``), the
-    estimates and the standard errors. Uses the product's exact delete-one variance and normal-theory floor."""
-    from t2i_fairness.metrics.intervals import _loo_percentile_variance, normal_percentile_variance
+    """The product's rule (:func:`percentile_mean_interval`, ``jackknife_t``) over runs: ``x`` is ``(runs,
+    objects, n)``; returns the fails (estimate below ``bound`` and the t test's ``p <= level``), the estimates
+    and the standard errors: each object's :func:`~t2i_fairness.metrics.intervals.percentile_variance` and
+    :func:`~t2i_fairness.metrics.intervals.normal_tail` on ``objects`` degrees of freedom."""
+    from t2i_fairness.metrics.intervals import normal_tail, percentile_variance
 
-    runs, objects, n = x.shape
-    xs = np.sort(x, axis=-1)
-    est = np.percentile(xs, 10.0, axis=-1).mean(axis=-1)
-    jack = _loo_percentile_variance(xs, 10.0)
-    floor = np.var(x, axis=-1, ddof=1) * normal_percentile_variance(n, 10.0)
-    se = np.sqrt(np.maximum(jack, floor).sum(axis=-1)) / objects
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(se > 0, stats.t.cdf((est - bound) / se, objects), np.where(est >= bound, 1.0, 0.0))
-    return (est < bound) & (p <= level), est, se
+    objects = x.shape[1]
+    est = np.percentile(x, 10.0, axis=-1).mean(axis=-1)
+    se = np.sqrt(percentile_variance(x, 10.0).sum(axis=-1)) / objects
+    return (est < bound) & (normal_tail(est, se, bound, "min", objects) <= level), est, se
 
 
 def consistency_runs(world: ScoreWorld, n: int, bound: float, level: float, runs: int, rng, shares=(0.1,),
@@ -986,14 +982,14 @@ class PromptLaw:
 
 def t_fails(v: np.ndarray, truth: float, level: float, floor: bool = True) -> np.ndarray:
     """The jackknife-t rule of a mean over G prompts (``v``: ``(runs, G)``, the prompts' values): estimate below
-    the bound and ``max(t.cdf((mean - bound) / (sd / sqrt(G)), G - 1), 2^-G) <= level`` (the product's
-    ``p_floor``, :func:`~t2i_fairness.metrics.intervals.floor_to_units`; ``floor=False``: the bare t test)."""
+    the bound and the product's :func:`~t2i_fairness.metrics.intervals.normal_tail` at ``sd / sqrt(G)`` on
+    ``G - 1`` df, floored at ``2^-G`` (:func:`~t2i_fairness.metrics.intervals.floor_to_units`; ``floor=False``:
+    the bare t test) at most ``level``."""
+    from t2i_fairness.metrics.intervals import normal_tail
+
     g = v.shape[1]
     mean, sd = v.mean(axis=1), v.std(axis=1, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = stats.t.cdf((mean - truth) / (sd / math.sqrt(g)), g - 1)
-    if floor:
-        p = np.maximum(p, 0.5**g)
+    p = normal_tail(mean, sd / math.sqrt(g), truth, "min", g - 1, p_floor=0.5**g if floor else 0.0)
     return (mean < truth) & (p <= level)
 
 
@@ -1635,12 +1631,12 @@ def indic_rows(preset: Preset, level: float, budget: Budget, rng) -> list[Row]:
 
 
 def hoeffding_fails(estimate: np.ndarray, bound: float, variance_proxy: float, level: float) -> np.ndarray:
-    """:class:`~t2i_fairness.metrics.evidence.Hoeffding`'s ``max`` gate, vectorised: ``|I|`` above the bound and
-    ``2 exp(-2 t^2 / V) <= level`` for the excess ``t``."""
-    t = np.asarray(estimate) - bound
-    with np.errstate(over="ignore"):
-        p = np.minimum(1.0, 2.0 * np.exp(-2.0 * np.maximum(t, 0.0) ** 2 / variance_proxy))
-    return (t > 0) & (p <= level)
+    """:class:`~t2i_fairness.metrics.evidence.Hoeffding`'s ``max`` gate over runs: ``|I|`` above the bound and the
+    product's :func:`~t2i_fairness.metrics.evidence.hoeffding_tail` of the excess at most ``level``."""
+    from t2i_fairness.metrics.evidence import hoeffding_tail
+
+    t = np.asarray(estimate, dtype=float) - bound
+    return (t > 0) & (hoeffding_tail(t, variance_proxy) <= level)
 
 
 def word_rows(preset: Preset, level: float) -> list[Row]:

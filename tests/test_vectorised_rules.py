@@ -73,3 +73,38 @@ def test_pair_limit_over_runs_is_the_pairs_table():
             table = pairs([_share(est[0, r], n[0, r], None), _share(est[1, r], n[1, r], None)],
                           contrast=contrast).pair_limits(1e-3, side)
             assert got[r] == pytest.approx(table[0, 1], rel=1e-13)
+
+
+def test_hoeffding_tail_over_runs_is_each_runs_p_value():
+    from t2i_fairness.metrics.evidence import Hoeffding, hoeffding_tail
+
+    rng = np.random.default_rng(4)
+    est, v = rng.uniform(0, 0.6, 200), float(rng.uniform(0.001, 0.05))
+    got = hoeffding_tail(est - 0.2, v)
+    want = [Hoeffding(float(e), 0.0, 1.0, "Hoeffding", 0.95, 10, variance_proxy=v).p_value(0.2, "max") for e in est]
+    np.testing.assert_allclose(got, want, rtol=4e-16 * 8, atol=0)
+
+
+def test_normal_tail_over_runs_is_each_runs_p_value():
+    from t2i_fairness.metrics.intervals import floor_to_units, normal_tail
+
+    rng = np.random.default_rng(5)
+    est, se = rng.normal(0.5, 0.05, 100), np.r_[0.0, rng.uniform(0.001, 0.05, 99)]
+    for df, units in ((None, None), (3.0, 4), (np.inf, None)):
+        for direction in ("min", "max"):
+            floor = 0.0 if units is None else 0.5**units
+            got = normal_tail(est, se, 0.5, direction, df, p_floor=floor)
+            for e, s, p in zip(est, se, got):
+                iv = Interval(float(e), 0.0, 1.0, "t", 0.95, 4, se=float(s), df=df)
+                iv = iv if units is None else floor_to_units(iv, units)
+                assert p == iv.p_value(0.5, direction)
+
+
+def test_percentile_variance_over_runs_is_the_intervals_standard_error():
+    from t2i_fairness.metrics.intervals import percentile_mean_interval, percentile_variance
+
+    rng = np.random.default_rng(6)
+    x = rng.gamma(2.0, 0.05, (20, 3, 9))
+    se = np.sqrt(percentile_variance(x).sum(axis=-1)) / 3
+    for r in range(20):
+        assert se[r] == pytest.approx(percentile_mean_interval(x[r]).se, rel=1e-14)
