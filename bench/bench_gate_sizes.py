@@ -55,9 +55,11 @@ from t2i_fairness.metrics.intervals import (  # noqa: E402
     bounded_mean_limit,
     bounded_mean_tail,
     cluster_mean_interval,
+    cluster_share_runs,
     floor_to_units,
     percentile_mean_interval,
     precision_interval,
+    share_effective_size,
     share_limits,
     share_tail,
 )
@@ -373,51 +375,26 @@ def prompt_counts_law(trials: int, mean: float, icc: float) -> np.ndarray:
     return stats.betabinom.pmf(np.arange(trials + 1), trials, a, b)
 
 
-def korn_graubard_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, binary
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each run's cluster share and Korn-Graubard's one-sided limits at ``level`` (``Interval.limit`` of
-    ``cluster_mean_interval``'s interval without its law-free part), from the per-prompt sums: ``sum1 = sum_p c_p``
-    and ``sum2 = sum_p c_p^2`` of the prompts' counts ``c_p`` (components seen over the prompt's ``images`` images,
-    each image's value ``count / k``). ``binary``: every value is 0 or 1 (the effective size is capped at the
-    images)."""
-    sum1, sum2 = np.asarray(sum1, dtype=float), np.asarray(sum2, dtype=float)
-    n_img = float(images * prompts)
-    est = sum1 / (k * n_img)
-    # resid_p = c_p / k - est * images; its sum of squares from the two sums
-    rss = sum2 / k**2 - 2.0 * est * images * sum1 / k + prompts * (est * images) ** 2
-    se = np.sqrt(prompts / (prompts - 1) * np.maximum(rss, 0.0)) / n_img
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(se == 0, n_img, est * (1.0 - est) / se**2)
-    n_eff = np.where(binary, np.minimum(n_eff, n_img), n_eff)
-    n_eff = np.maximum(n_eff, 1.0)
-    df = np.full(np.shape(est), prompts - 1.0)
-    return est, share_limits(est, n_eff, level, "low", df), share_limits(est, n_eff, level, "high", df)
+def cluster_limits(runs: dict, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each run's cluster share and its product limits at ``level`` (``Interval.limit`` of
+    ``cluster_mean_interval``'s interval): the wider of Korn-Graubard's
+    (:func:`~t2i_fairness.metrics.intervals.share_limits` at the effective size, ``G - 1`` df) and the law-free
+    limits over the prompts' shares (:func:`~t2i_fairness.metrics.intervals.bounded_mean_limit`), from the
+    product's statistics of the runs (:func:`~t2i_fairness.metrics.intervals.cluster_share_runs`)."""
+    est, n, df = runs["estimate"], runs["n_effective"], runs["df"]
+    free = {side: bounded_mean_limit(runs["mean"], runs["var"], runs["units"], level, side) for side in ("low", "high")}
+    return (est, np.minimum(share_limits(est, n, level, "low", df), free["low"]),
+            np.maximum(share_limits(est, n, level, "high", df), free["high"]))
 
 
-def cluster_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, binary
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The product's limits (``Interval.limit``): the wider of Korn-Graubard's (:func:`korn_graubard_limits`) and
-    the law-free limits over the prompts' shares (``Interval.bounded``)."""
-    est, low, high = korn_graubard_limits(sum1, sum2, images, prompts, k, level, binary)
-    var = prompt_share_var(sum1, sum2, images, prompts, k)
-    return (est, np.minimum(low, bounded_mean_limit(est, var, prompts, level, "low")),
-            np.maximum(high, bounded_mean_limit(est, var, prompts, level, "high")))
-
-
-def prompt_share_var(sum1, sum2, images: int, prompts: int, k: int) -> np.ndarray:
-    """The sample variance (``ddof=1``) of the prompts' shares ``c_p / (k images)`` from the two sums."""
-    scale = float(k * images)
-    mean = np.asarray(sum1, dtype=float) / (scale * prompts)
-    return np.maximum(np.asarray(sum2, dtype=float) / scale**2 - prompts * mean**2, 0.0) / (prompts - 1)
-
-
-def cluster_share_fails(sum1, sum2, images: int, prompts: int, k: int, bound: float, level: float,
-                        binary) -> np.ndarray:
-    """Whether a ``min`` gate on the cluster share fails at ``level``: Korn-Graubard's limit
-    (:func:`korn_graubard_limits`) and the law-free test (:func:`~t2i_fairness.metrics.intervals.bounded_mean_tail`)
-    both reject."""
-    est, _, high = korn_graubard_limits(sum1, sum2, images, prompts, k, level, binary)
-    free = bounded_mean_tail(est, prompt_share_var(sum1, sum2, images, prompts, k), prompts, bound, "min")
+def cluster_share_fails(runs: dict, bound: float, level: float) -> np.ndarray:
+    """Whether a ``min`` gate on each run's cluster share fails at ``level``: the estimate below the bound,
+    Korn-Graubard's upper limit (:func:`~t2i_fairness.metrics.intervals.share_limits`) below it and the law-free
+    test (:func:`~t2i_fairness.metrics.intervals.bounded_mean_tail`) rejecting, from the product's statistics of
+    the runs (:func:`~t2i_fairness.metrics.intervals.cluster_share_runs`)."""
+    est = runs["estimate"]
+    high = share_limits(est, runs["n_effective"], level, "high", runs["df"])
+    free = bounded_mean_tail(runs["mean"], runs["var"], runs["units"], bound, "min")
     return (est < bound) & (high < bound) & (free <= level)
 
 
@@ -580,7 +557,7 @@ def cluster_share_exact(k: int, images: int, prompts: int, mean: float, icc: flo
     counts, binary, prob = prompt_states(k, images, mean, icc)
     idx = np.stack(np.meshgrid(*[np.arange(counts.size)] * prompts, indexing="ij"), -1).reshape(-1, prompts)
     c, p = counts[idx], np.prod(prob[idx], axis=1)
-    fails = cluster_share_fails(c.sum(1), (c**2).sum(1), images, prompts, k, bound, level, binary[idx].all(1))
+    fails = cluster_share_fails(cluster_share_runs(c / k, images, binary[idx].all(1)), bound, level)
     return float(p[fails].sum())
 
 
@@ -604,7 +581,7 @@ def cluster_share_is(k: int, images: int, prompts: int, mean: float, icc: float,
     lams = np.array([[0.0]] + [[lam] for lam in _cis_lams(block, m, sd, level, spread=spread)])
     (counts,), w = tilted_counts([block], lams, runs, rng)
     v = block.values
-    fails = cluster_share_fails(counts @ v, counts @ v**2, images, prompts, k, bound, level, binary)
+    fails = cluster_share_fails(cluster_share_runs(v / k, images, binary, multiplicity=counts), bound, level)
     return weighted(fails, w, "")
 
 
@@ -612,7 +589,7 @@ def cluster_share_plain(k, images, prompts, mean, icc, bound, level, runs, rng, 
     pmf = prompt_counts_law(k * images, mean, icc)
     counts = rng.multinomial(prompts, pmf, size=runs)
     v = np.arange(k * images + 1, dtype=float)
-    fails = cluster_share_fails(counts @ v, counts @ v**2, images, prompts, k, bound, level, binary)
+    fails = cluster_share_fails(cluster_share_runs(v / k, images, binary, multiplicity=counts), bound, level)
     return weighted(fails, None, "")
 
 
@@ -624,8 +601,7 @@ def cluster_stated_power(k: int, images: int, prompts: int, truth: float, icc: f
     n_img = images * prompts
     var_sum = float(pmf @ (v / k - images * truth) ** 2)  # per prompt: (c / k - est * images)^2
     se = math.sqrt(prompts / (prompts - 1) * prompts * var_sum) / n_img
-    n_eff = truth * (1 - truth) / se**2 if se > 0 else n_img
-    n_eff = max(min(n_eff, n_img) if binary else n_eff, 1.0)
+    n_eff = share_effective_size(truth, se, float(n_img), binary)
     share_var = float(pmf @ (v / (k * images) - truth) ** 2) * prompts / (prompts - 1)
     iv = Interval(truth, 0.0, 1.0, "wilson", 0.95, prompts, se=se, df=prompts - 1, n_effective=n_eff,
                   bounded=BoundedUnits(prompts, truth, share_var))
@@ -740,7 +716,7 @@ def drop_certificate(preset: Preset, level: float, mus: Sequence[float], icc: fl
         counts, binary, _ = prompt_states(k, n, mu, icc)
         idx = np.stack(np.meshgrid(*[np.arange(counts.size)] * m, indexing="ij"), -1).reshape(-1, m)
         c = counts[idx]
-        e, lo, hi = cluster_limits(c.sum(1), (c**2).sum(1), n, m, k, level, binary[idx].all(1))
+        e, lo, hi = cluster_limits(cluster_share_runs(c / k, n, binary[idx].all(1)), level)
         ae, d = ak * e, ak * e - np.minimum(ak * lo, ak * hi)
         order = np.lexsort((d, -ae))  # by a e descending, then d ascending
         keep, best_d = [], math.inf
@@ -785,7 +761,8 @@ def drop_is(preset: Preset, level: float, mus, icc: float, bound: float, runs: i
                 theta = brentq(lambda th: mean_drop(th / sd * 1e-3) - target, 0.0, hi) / sd * 1e-3
             rows.append(theta * grad)
     counts, w = tilted_counts(blocks, np.array(rows), runs, rng)
-    parts = [cluster_limits(c @ b.values, c @ b.values**2, n, m, k, level, k == 1) for c, b, k in zip(counts, blocks, ks)]
+    parts = [cluster_limits(cluster_share_runs(b.values / k, n, k == 1, multiplicity=c), level)
+             for c, b, k in zip(counts, blocks, ks)]
     fails = drop_fails(parts, ks, bound)
     return weighted(fails, None if plain else w, "")
 
@@ -820,7 +797,7 @@ def cis_drop_row(preset: Preset, level: float, budget: Budget, rng) -> Row:
         pmf = prompt_counts_law(k * preset.cis_images, mu, 0.1)
         v = np.arange(k * preset.cis_images + 1) / k - preset.cis_images * mu
         se = math.sqrt(preset.cis_prompts / (preset.cis_prompts - 1) * preset.cis_prompts * float(pmf @ v**2)) / n_img
-        n_eff = max(min(mu * (1 - mu) / se**2, n_img) if k == 1 else mu * (1 - mu) / se**2, 1.0)
+        n_eff = share_effective_size(mu, se, float(n_img), k == 1)
         terms.append(Interval(mu, 0.0, 1.0, "wilson", 0.95, preset.cis_prompts, se=se, df=preset.cis_prompts - 1,
                               n_effective=n_eff))
     a = -_slope_weights(ks)

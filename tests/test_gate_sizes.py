@@ -104,6 +104,8 @@ def test_extremes_probability_is_the_enumeration_of_every_outcome(b):
 
 
 def test_cluster_share_rule_is_the_products(b):
+    from t2i_fairness.metrics.intervals import cluster_share_runs
+
     rng = np.random.default_rng(2)
     for _ in range(150):
         k, n, m = int(rng.choice([1, 2, 4, 8])), int(rng.integers(1, 5)), int(rng.integers(2, 9))
@@ -111,15 +113,18 @@ def test_cluster_share_rule_is_the_products(b):
         bound, level = float(rng.uniform(0.05, 0.99)), float(rng.choice([0.05, 1e-3, 1e-5]))
         iv = b.cluster_interval(c, k, n)
         product = iv.estimate < bound and iv.p_value(bound, "min") <= level
-        s = c.sum(axis=1)
-        bench = bool(b.cluster_share_fails(s.sum(), (s**2).sum(), n, m, k, bound, level, bool(np.isin(c, (0, k)).all())))
-        assert product == bench
+        runs = cluster_share_runs(c.sum(axis=1)[None] / k, n, bool(np.isin(c, (0, k)).all()))
+        assert bool(b.cluster_share_fails(runs, bound, level)[0]) == product
+        atoms, counts = np.unique(c.sum(axis=1), return_counts=True)  # the same runs as counts of distinct sums
+        runs = cluster_share_runs(atoms / k, n, bool(np.isin(c, (0, k)).all()), multiplicity=counts[None])
+        assert bool(b.cluster_share_fails(runs, bound, level)[0]) == product
 
 
 def test_drop_rule_is_the_products_combination(b):
     """The CIS drop gate over runs (MOVER over every CIS_K's cluster-share limits) decides as the product's
     ``combination`` of the runs' cluster intervals, clipped to the slope's range as ``drop_interval`` does."""
     from t2i_fairness.metrics.evidence import combination
+    from t2i_fairness.metrics.intervals import cluster_share_runs
 
     rng = np.random.default_rng(21)
     ks, n, m = (1, 2, 4, 8), 2, 5
@@ -135,9 +140,8 @@ def test_drop_rule_is_the_products_combination(b):
         product = c.estimate > bound and c.p_value(bound, "max") <= level
         parts = []
         for cc, k in zip(counts, ks):
-            s = cc.sum(axis=1)
-            parts.append(b.cluster_limits(np.array([s.sum()]), np.array([(s**2).sum()]), n, m, k, level,
-                                          bool(np.isin(cc, (0, k)).all())))
+            runs = cluster_share_runs(cc.sum(axis=1)[None] / k, n, bool(np.isin(cc, (0, k)).all()))
+            parts.append(b.cluster_limits(runs, level))
         assert bool(b.drop_fails(parts, ks, bound)[0]) == product
         seen.add(product)
     assert seen == {True, False}

@@ -108,3 +108,24 @@ def test_percentile_variance_over_runs_is_the_intervals_standard_error():
     se = np.sqrt(percentile_variance(x).sum(axis=-1)) / 3
     for r in range(20):
         assert se[r] == pytest.approx(percentile_mean_interval(x[r]).se, rel=1e-14)
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_cluster_share_runs_are_each_runs_cluster_interval(k):
+    from t2i_fairness.metrics.intervals import cluster_mean_interval, cluster_share_runs
+
+    rng = np.random.default_rng(7 + k)
+    prompts, images = 6, 3
+    c = rng.binomial(k, np.repeat(rng.beta(0.5, 0.5, size=(25, prompts))[..., None], images, 2))  # runs x P x N
+    binary = np.isin(c, (0, k)).all(axis=(1, 2))
+    runs = cluster_share_runs(c.sum(axis=2) / k, images, binary)
+    for r in range(25):
+        iv = cluster_mean_interval((c[r] / k).ravel(), np.repeat(np.arange(prompts), images))
+        assert runs["estimate"][r] == pytest.approx(iv.estimate, rel=1e-14)
+        assert runs["n_effective"][r] == pytest.approx(iv.n_effective, rel=1e-12)
+        assert runs["df"][r] == iv.df and runs["units"][r] == iv.bounded.n
+        assert runs["mean"][r] == pytest.approx(iv.bounded.mean, rel=1e-14)
+        assert runs["var"][r] == pytest.approx(iv.bounded.var, rel=1e-12, abs=1e-16)
+        atoms, counts = np.unique(c[r].sum(axis=1), return_counts=True)
+        by_counts = cluster_share_runs(atoms / k, images, binary[r], multiplicity=counts)
+        assert float(by_counts["n_effective"]) == pytest.approx(iv.n_effective, rel=1e-12)

@@ -95,6 +95,7 @@ __all__ = [
     "bounded_mean_tail",
     "cluster_bootstrap_interval",
     "cluster_mean_interval",
+    "cluster_share_runs",
     "coverage_interval",
     "invert_limit",
     "upper_quantile",
@@ -109,6 +110,7 @@ __all__ = [
     "share_limits",
     "share_trials",
     "share_power",
+    "share_effective_size",
     "share_tail",
     "stratified_mean_interval",
     "upper_quantile",
@@ -1848,12 +1850,9 @@ def cluster_mean_interval(
             raise ValueError(
                 f"method 'wilson' needs values in [0, 1] (shares), but `values` range over [{y.min()!r}, {y.max()!r}]"
             )
-        n_images = float(y.size)
-        n_eff = n_images if se == 0 else estimate * (1.0 - estimate) / se**2
-        if np.isin(y, (0.0, 1.0)).all():  # 0/1 values: the Bernoulli variance is the largest possible
-            n_eff = min(n_eff, n_images)
+        n_eff = share_effective_size(estimate, se, float(y.size), bool(np.isin(y, (0.0, 1.0)).all()))
         # the few-prompts correction (z / t_{G-1})^2 is applied at each level (Interval.trials), not stored
-        interval = _score(method, estimate, max(n_eff, 1.0), confidence, g, df=g - 1)
+        interval = _score(method, estimate, n_eff, confidence, g, df=g - 1)
         if not law_free or not np.all(sizes == sizes[0]):  # the law-free test is of the mean over prompts: equal weights only
             return interval
         means = sums / sizes
@@ -1868,6 +1867,64 @@ def cluster_mean_interval(
     if method == "bca":
         jack = (sums.sum() - sums) / (sizes.sum() - sizes)
     return _from_replicates(method, estimate, reps, confidence, g, jack)
+
+
+def share_effective_size(estimate, se, n_images, binary):
+    """Korn and Graubard's effective size of a share of ``n_images`` images with standard error ``se``:
+    ``estimate (1 - estimate) / se^2`` (``n_images`` where ``se`` is 0), capped at ``n_images`` when every
+    value is 0 or 1 (the Bernoulli variance is the largest possible), at least 1 (:func:`cluster_mean_interval`).
+    Floats give a float (the interval's own arithmetic); arrays (simulated runs) broadcast.
+
+    Example:
+        >>> share_effective_size(0.5, 0.0625, 60.0, False), share_effective_size(0.5, 0.0625, 60.0, True)
+        (64.0, 60.0)
+        >>> share_effective_size(np.array([0.5, 0.5]), np.array([0.0625, 0.0]), 60.0, False).tolist()
+        [64.0, 60.0]
+    """
+    if all(np.ndim(v) == 0 for v in (estimate, se, n_images, binary)):
+        n_eff = n_images if se == 0 else estimate * (1.0 - estimate) / se**2
+        if binary:
+            n_eff = min(n_eff, n_images)
+        return max(n_eff, 1.0)
+    est, se = np.asarray(estimate, dtype=np.float64), np.asarray(se, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where(se == 0, n_images, est * (1.0 - est) / se**2)
+    return np.maximum(np.where(binary, np.minimum(n_eff, n_images), n_eff), 1.0)
+
+
+def cluster_share_runs(sums, images: int, binary, *, multiplicity=None) -> dict[str, np.ndarray]:
+    """:func:`cluster_mean_interval`'s ``wilson`` statistics of many runs at once (a bench simulating the gate):
+    each run has ``prompts`` clusters of ``images`` values in [0, 1] with per-cluster sums ``sums`` (last axis:
+    the clusters); with ``multiplicity``, ``sums`` lists distinct cluster sums and ``multiplicity`` how many of
+    a run's clusters have each. ``binary``: every value of the run is 0 or 1.
+
+    Returns the estimate, its cluster-robust standard error, the effective size
+    (:func:`share_effective_size`), the degrees of freedom ``G - 1`` and the prompts' shares' count, mean and
+    sample variance (:class:`BoundedUnits`): each run's :func:`share_limits` and :func:`bounded_mean_limit`
+    (the wider of the two) are its interval's :meth:`Interval.limit`.
+
+    Example:
+        >>> iv = cluster_mean_interval([1.0, 0.0, 0.0, 0.0, 1.0, 1.0], ["a", "a", "b", "b", "c", "c"])
+        >>> runs = cluster_share_runs(np.array([[1.0, 0.0, 2.0]]), 2, True)
+        >>> bool(runs["estimate"][0] == iv.estimate), bool(runs["n_effective"][0] == iv.n_effective)
+        (True, True)
+    """
+    sums = np.asarray(sums, dtype=np.float64)
+    if multiplicity is None:
+        m = np.ones(sums.shape)
+    else:
+        m = np.asarray(multiplicity, dtype=np.float64)
+        sums = np.broadcast_to(sums, m.shape)
+    g = m.sum(axis=-1)
+    n_img = g * images
+    est = (m * sums).sum(axis=-1) / n_img
+    rss = (m * (sums - est[..., None] * images) ** 2).sum(axis=-1)
+    se = np.sqrt(g / (g - 1) * rss) / n_img
+    shares = sums / images
+    mean = (m * shares).sum(axis=-1) / g
+    var = (m * (shares - mean[..., None]) ** 2).sum(axis=-1) / (g - 1)
+    return {"estimate": est, "se": se, "n_effective": share_effective_size(est, se, n_img, binary),
+            "df": g - 1, "units": g, "mean": mean, "var": var}
 
 
 def cluster_bootstrap_interval(
