@@ -57,6 +57,7 @@ from t2i_fairness.metrics.intervals import (  # noqa: E402
     cluster_mean_interval,
     cluster_share_runs,
     floor_to_units,
+    jackknife_se_df,
     percentile_mean_interval,
     precision_interval,
     share_effective_size,
@@ -1131,7 +1132,9 @@ def coverage_stats(group: CoverageGroup, draws: Sequence[np.ndarray]
     from the atoms drawn per object (``draws[o]``: ``(runs, per_object)``): removing image ``i`` uncovers the
     balls only it covers; ``n_eff = c (1 - c) / var`` capped at the balls, the balls when the variance is 0, at
     least 1; ``df = (sum d^2)^2 / sum d^4`` (1 when the variance is 0): ``coverage_interval``'s
-    ``jackknife_wilson`` and ``jackknife_wilson_df``."""
+    ``jackknife_wilson`` and ``jackknife_wilson_df`` by the product's own
+    :func:`~t2i_fairness.metrics.intervals.jackknife_se_df` and
+    :func:`~t2i_fairness.metrics.intervals.share_effective_size`."""
     runs = draws[0].shape[0]
     n, R = group.n_fake, group.n_real
     image_ids, ball_ids = [], []
@@ -1153,13 +1156,9 @@ def coverage_stats(group: CoverageGroup, draws: Sequence[np.ndarray]
     covered = (counts > 0).reshape(runs, R).sum(axis=1)
     alone = np.bincount(image_ids, weights=(counts[key] == 1).astype(float), minlength=runs * n).reshape(runs, n)
     jack = (covered[:, None] - alone) / R
-    d2 = (jack - jack.mean(axis=1, keepdims=True)) ** 2
-    se = np.sqrt((n - 1) / n * d2.sum(axis=1))
     est = covered / R
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(se == 0, float(R), np.minimum(float(R), est * (1 - est) / se**2))
-        df = np.where(se == 0, 1.0, np.maximum(d2.sum(axis=1) ** 2 / (d2**2).sum(axis=1), 1.0))
-    return est, np.maximum(n_eff, 1.0), df
+    se, df = jackknife_se_df(jack)
+    return est, share_effective_size(est, se, float(R), True), df
 
 
 def mixture_weights(log_ratio: np.ndarray) -> np.ndarray:

@@ -129,3 +129,14 @@ def test_cluster_share_runs_are_each_runs_cluster_interval(k):
         atoms, counts = np.unique(c[r].sum(axis=1), return_counts=True)
         by_counts = cluster_share_runs(atoms / k, images, binary[r], multiplicity=counts)
         assert float(by_counts["n_effective"]) == pytest.approx(iv.n_effective, rel=1e-12)
+
+
+def test_jackknife_se_df_over_runs_is_each_runs():
+    from t2i_fairness.metrics.intervals import jackknife_se_df
+
+    rng = np.random.default_rng(9)
+    jack = np.r_[np.full((1, 8), 0.5), rng.uniform(0.3, 0.6, (30, 8))]
+    se, df = jackknife_se_df(jack)
+    for r in range(jack.shape[0]):
+        one = jackknife_se_df(jack[r])
+        assert se[r] == pytest.approx(one[0], rel=1e-14) and df[r] == pytest.approx(one[1], rel=1e-13)

@@ -98,6 +98,7 @@ __all__ = [
     "cluster_share_runs",
     "coverage_interval",
     "invert_limit",
+    "jackknife_se_df",
     "upper_quantile",
     "upper_quantiles",
     "normal_percentile_mean",
@@ -1248,6 +1249,30 @@ def _coverage_jackknife(member: np.ndarray) -> np.ndarray:
     return (np.count_nonzero(counts) - alone) / member.shape[1]
 
 
+def jackknife_se_df(jack):
+    """The delete-one jackknife's standard error ``sqrt((n - 1) / n sum_i d_i^2)`` and its effective degrees of
+    freedom, Kish's ``(sum_i d_i^2)^2 / sum_i d_i^4`` (at least 1; 1 when the variance is 0), from the delete-one
+    values ``jack`` (``d_i`` centred): :func:`coverage_interval`'s ``jackknife_wilson_df``. One run (1-D) gives
+    floats; ``(runs, n)`` arrays give arrays.
+
+    Example:
+        >>> se, df = jackknife_se_df(np.array([0.25, 0.5, 0.5, 0.5, 0.5, 0.5]))
+        >>> round(se, 4), round(df, 2)
+        (0.2083, 1.43)
+    """
+    jack = np.asarray(jack, dtype=np.float64)
+    n = jack.shape[-1]
+    if jack.ndim == 1:
+        d2 = (jack - jack.mean()) ** 2
+        se = math.sqrt((n - 1) / n * float(np.sum(d2)))
+        return se, (1.0 if se == 0 else max(1.0, float(np.sum(d2)) ** 2 / float(np.sum(d2**2))))
+    d2 = (jack - jack.mean(axis=-1, keepdims=True)) ** 2
+    se = np.sqrt((n - 1) / n * d2.sum(axis=-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(se == 0, 1.0, np.maximum(1.0, d2.sum(axis=-1) ** 2 / (d2**2).sum(axis=-1)))
+    return se, df
+
+
 def coverage_interval(
     membership: object,
     *,
@@ -1324,17 +1349,13 @@ def coverage_interval(
         raise ValueError(f"`membership` must have at least 2 generated rows and 1 real column, but got shape {member.shape}")
     estimate = float(member.any(axis=0).mean())
     if method in ("jackknife", "jackknife_wilson", "jackknife_wilson_df"):
-        jack = _coverage_jackknife(member)
-        d2 = (jack - jack.mean()) ** 2
-        se = math.sqrt((n - 1) / n * float(np.sum(d2)))
+        se, kish = jackknife_se_df(_coverage_jackknife(member))
         if method == "jackknife":
             return _normal(method, estimate, se, confidence, n, clip=(0.0, 1.0))
-        n_eff = float(r) if se == 0 else min(float(r), estimate * (1.0 - estimate) / se**2)
-        df = None
-        if method == "jackknife_wilson_df":
-            df = 1.0 if se == 0 else max(1.0, float(np.sum(d2)) ** 2 / float(np.sum(d2**2)))
+        n_eff = share_effective_size(estimate, se, float(r), True)  # at most the r balls: never more independent
+        df = kish if method == "jackknife_wilson_df" else None
         # n_eff is capped at the r real balls and the far tail's trials at n_eff, at any number of generated images
-        return dataclasses.replace(_score(method, estimate, max(n_eff, 1.0), confidence, n, df=df), trials_cap=int(r))
+        return dataclasses.replace(_score(method, estimate, n_eff, confidence, n, df=df), trials_cap=int(r))
     rng = np.random.default_rng(seed)
     fmember = member.astype(np.float32)
     if method in ("half_sampling", "subsampling"):
