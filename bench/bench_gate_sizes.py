@@ -243,7 +243,7 @@ def worst_size(n: int, groups: int, level: float, bounds=SHARE_BOUNDS) -> tuple[
     return float(sizes[i]), float(b[i])
 
 
-def share_power(n: int, level: float, bound: float, effect: float, groups: int = 1) -> tuple[float, float]:
+def share_power_measured(n: int, level: float, bound: float, effect: float, groups: int = 1) -> tuple[float, float]:
     """(measured, stated) power of a share gate (``groups > 1``: the worst of them, one group missing by
     ``effect``, the others on the bound); stated is the product's ``power`` on intervals at the truths."""
     crit = share_critical(n, [bound], level / groups)[0]
@@ -1292,7 +1292,7 @@ def precision_rows(preset: Preset, level: float, with_pairs: bool = True) -> lis
             size, bound = share_size(n, level)
         else:
             size, bound = worst_size(n, groups, level)
-        power, stated = share_power(n, level, 0.8, effect, groups)
+        power, stated = share_power_measured(n, level, 0.8, effect, groups)
         where = f"bound {bound:g}, n={n}" + (f", all {groups} groups on it" if groups > 1 else "")
         rows.append(Row(kind, tests, preset.name, level, size, None, where,
                         f"exact (binomial over {len(SHARE_BOUNDS)} bounds 0.05..0.99)", power, stated,
