@@ -1416,7 +1416,7 @@ def coverage_rows(preset: Preset, level: float, budget: Budget, rng, pools: dict
             if contrast == "ratio" and bound >= 1.0:
                 bound = 0.999  # every group alike: parity 1; a bound just below it
             # ordered pairs that can fail: spread (high, low), parity (low, high); same-world pairs too
-            types = {(hi_law, lo_law), (hi_law, hi_law), (lo_law, lo_law)}
+            types = list(dict.fromkeys([(hi_law, lo_law), (hi_law, hi_law), (lo_law, lo_law)]))  # a fixed order
             for k in (1, G // 2):
                 total, se2, hits, runs = 0.0, 0.0, 0, 0
                 for a_law, b_law in types:
