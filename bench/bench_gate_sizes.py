@@ -24,6 +24,11 @@ How, per kind (docs/calibration.md has the table and the worlds):
   number of components), the estimator's standard error and an upper 95% bound ``estimate + 1.645 se``.
   Each sampler is validated against plain simulation at a moderate level in ``tests/test_gate_sizes.py``.
 
+Every run is decided by the product's own functions over arrays of runs (``metrics.intervals.share_limits``,
+``cluster_share_runs``, ``jackknife_se_df``, ``percentile_variance``, ``normal_tail``;
+``metrics.evidence.mover_limit``, ``pair_limit``, ``hoeffding_tail``), the code the scalar gates call: a
+measured size is the gate's, not a copy's.
+
 Run: ``.venv/bin/python bench/bench_gate_sizes.py --quick`` (under 3 minutes on 2 cores) or without
 ``--quick`` for the documented table. ``--m-smoke``/``--m-paper`` skip the live count of the gates.
 """

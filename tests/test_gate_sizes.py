@@ -2,10 +2,12 @@
 
 Three kinds of checks:
 
-* the bench's vectorised rules decide exactly as the product does (``pairs(...).p_value``, the cluster share's
-  ``Interval.p_value``, ``coverage_interval``, ``percentile_mean_interval``, Fieller, the template improvement's
-  MOVER over worst-of limits) on random cases, and each importance sampler agrees with plain simulation at a
-  moderate level;
+* the bench's rules over simulated runs, built from the product's vectorised functions (``share_limits``,
+  ``cluster_share_runs``, ``jackknife_se_df``, ``percentile_variance``, ``normal_tail``, ``mover_limit``,
+  ``pair_limit``, ``hoeffding_tail``; each held to its scalar gate in ``tests/test_vectorised_rules.py``), decide
+  exactly as the gates' own objects do (``pairs(...).p_value``, the cluster share's ``Interval.p_value``,
+  ``coverage_interval``, ``percentile_mean_interval``, Fieller, the drop's and the template improvement's
+  MOVER) on random cases, and each importance sampler agrees with plain simulation at a moderate level;
 * the sizes: exact rows computed live (every smoke size, the paper sizes where enumeration is cheap), the
   simulated rows at reduced runs where a size of several times the level is still seen (a lower 95% bound
   above ``1.2 x level`` fails). A kind whose size the bench measures above ``1.2 x`` its level with the current
@@ -48,7 +50,7 @@ def levels():
     return {p: 0.05 / m[p] for p in m}
 
 
-# -- the vectorised rules are the product's ---------------------------------------------------------------
+# -- the bench's runs read the product's rules ---------------------------------------------------------------
 
 def _share(k, n):
     from t2i_fairness.metrics.intervals import precision_interval
