@@ -42,10 +42,9 @@ for _p in (REPO / "plugin", REPO / "bench"):
         sys.path.insert(0, str(_p))
 
 from sequential_worlds import CIS_KS, CIS_MEANS, _beta  # noqa: E402
-from t2i_fairness.families.cis.study import cis_looks, slope_weights  # noqa: E402
+from t2i_fairness.families.cis.study import Scored, cis_looks, drop_interval, slope_weights  # noqa: E402
 from t2i_fairness.gating.sequential import FUTILITY_BETA, FUTILITY_MISS, futility_levels  # noqa: E402
-from t2i_fairness.metrics.evidence import combination  # noqa: E402
-from t2i_fairness.metrics.intervals import cluster_mean_interval, share_limit  # noqa: E402
+from t2i_fairness.metrics.intervals import share_limit  # noqa: E402
 
 LEVEL = 0.05 / 351  # alpha / m of the procedural suite at N 16 (351 gate tests)
 DROP = -float(slope_weights(CIS_KS) @ np.array([CIS_MEANS[k] for k in CIS_KS]))  # the population drop: 0.04
@@ -61,14 +60,8 @@ def draw(rng, sd: float, prompts: int, images: int) -> list[np.ndarray]:
 
 
 def evidence(values: list[np.ndarray], m: int):
-    """The drop's evidence on the first ``m`` prompts of each K, as ``families.cis.study.drop_interval`` builds it."""
-    w = slope_weights(CIS_KS)
-    terms = []
-    for v in values:
-        j = v.shape[1]
-        terms.append(cluster_mean_interval(v[:m].ravel(), np.repeat(np.arange(m), j)))
-    steepest = 0.5 * float(np.abs(w).sum())
-    return combination(terms, [-float(x) for x in w], bounds=(-steepest, steepest))
+    """The drop's evidence on the first ``m`` prompts of each K: the product's ``families.cis.study.drop_interval``."""
+    return drop_interval([Scored(k, [()] * m, v[:m], []) for k, v in zip(CIS_KS, values)])
 
 
 def one_run(rng, sd: float, prompts: int, images: int, looks: list[int], bound: float) -> dict:

@@ -5,13 +5,11 @@ rate a mean over the ~140 prompts naming it (K = 2, 4, 8 at the paper's 10,000 p
 the prompts' law since issue #28 (``metrics.intervals.bounded_mean_limit``: Hoeffding's relative-entropy and
 Maurer-Pontil's empirical Bernstein bounds, Bonferroni over the two). Its futility limits are too wide for a
 component near the floor to clear before ``N`` (docs/sequential-bench.md), which keeps ``--t2i-sequential`` at
-about two thirds of the paper's images. The candidate this script measures (since 996c374 the futility rule's
-law-free side, ``metrics.intervals.betting_limit``; written here apart from the product's, as a check): a **betting**
-lower limit (Waudby-Smith & Ramdas 2023, "Estimating means of bounded random variables by betting", JRSS-B:
-the capital process ``K_t(m) = prod_i (1 + lambda_i (x_i - m))`` with predictable plug-in bets
-``lambda_i = min(sqrt(2 ln(1/a) / (n s2_{i-1})), c / m)``, ``s2`` the running variance of the earlier values with
-a prior of 1/4, ``c = 1/2``; a mean ``m`` is rejected when the capital ever reaches ``1 / a``, valid for any
-law on [0, 1] by Ville's inequality). One-sided lower limit: the smallest ``m`` not rejected (bisection).
+about two thirds of the paper's images. The candidate this script measures is the futility rule's law-free side, the product's
+``metrics.intervals.betting_limit``: a **betting** lower limit (Waudby-Smith & Ramdas 2023, "Estimating means of
+bounded random variables by betting", JRSS-B: a capital process with predictable plug-in bets; a mean ``m`` is
+rejected when the capital ever reaches ``1 / a``, valid for any law on [0, 1] by Ville's inequality). One-sided
+lower limit: the smallest ``m`` not rejected.
 
 **World**: ``n`` prompts naming a component, each prompt's rate from a Beta with mean ``mu`` and sd ``sd`` (the
 between-prompt variance), 16 images each; a prompt's value is its share of images showing the component.
@@ -25,7 +23,6 @@ whose limit exceeds ``mu``: at most 0.05 if valid).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -39,41 +36,9 @@ for _p in (REPO / "plugin", REPO / "bench"):
 
 from sequential_worlds import _beta  # noqa: E402
 from t2i_fairness.gating.sequential import futility_levels  # noqa: E402
-from t2i_fairness.metrics.intervals import bounded_mean_limit  # noqa: E402
+from t2i_fairness.metrics.intervals import betting_limit, bounded_mean_limit  # noqa: E402
 
 IMAGES = 16
-C = 0.5  # the bets' cap, as a share of 1 / m (Waudby-Smith & Ramdas's truncation)
-
-
-def betting_rejects(x: np.ndarray, m: float, alpha: float) -> bool:
-    """Whether the betting test rejects ``mean <= m`` at ``alpha`` on the values ``x`` (in their order): the
-    capital with predictable plug-in bets ever reaches ``1 / alpha``."""
-    n = len(x)
-    if m <= 0 or n == 0:
-        return False  # a mean of 0 or less is never rejected here (the limit stops at 0)
-    prior_mean, prior_var = 0.5, 0.25
-    csum = np.cumsum(x)
-    t = np.arange(1, n + 1)
-    means = np.r_[prior_mean, (prior_mean + csum) / (t + 1)][:-1]  # the running mean before each value
-    dev2 = np.cumsum((x - means) ** 2)
-    var = np.r_[prior_var, (prior_var + dev2) / (t + 1)][:-1]
-    lam = np.minimum(np.sqrt(2.0 * math.log(1.0 / alpha) / (n * var)), C / m)
-    log_capital = np.cumsum(np.log1p(lam * (x - m)))
-    return bool(log_capital.max() >= math.log(1.0 / alpha))
-
-
-def betting_limit(x: np.ndarray, alpha: float, steps: int = 40) -> float:
-    """The one-sided lower limit: the smallest ``m`` in [0, mean] the betting test does not reject."""
-    lo, hi = 1e-9, float(np.mean(x))
-    if not betting_rejects(x, lo, alpha):
-        return 0.0
-    for _ in range(steps):  # rejects(lo) is true, rejects(hi) false (a mean at the data's own is never rejected)
-        mid = 0.5 * (lo + hi)
-        if betting_rejects(x, mid, alpha):
-            lo = mid
-        else:
-            hi = mid
-    return hi
 
 
 def draw(rng, mu: float, sd: float, n: int) -> np.ndarray:
@@ -88,14 +53,14 @@ def widths(mu: float, sd: float, n: int, draws: int, level: float, seed: int) ->
         x = draw(rng, mu, sd, n)
         m, v = float(x.mean()), float(x.var(ddof=1))
         law_free.append(m - float(bounded_mean_limit(m, v, n, level, "low")))
-        betting.append(m - betting_limit(x, level))
+        betting.append(m - betting_limit(x, level, "low"))
     return {"law_free": float(np.median(law_free)), "betting": float(np.median(betting))}
 
 
 def coverage(mu: float, sd: float, n: int, draws: int, alpha: float, seed: int) -> float:
     """The share of draws whose betting lower limit at ``alpha`` lies above ``mu`` (valid: at most ``alpha``)."""
     rng = np.random.default_rng([seed, 7, n, round(mu * 100), round(sd * 100)])
-    return float(np.mean([betting_limit(draw(rng, mu, sd, n), alpha) > mu for _ in range(draws)]))
+    return float(np.mean([betting_limit(draw(rng, mu, sd, n), alpha, "low") > mu for _ in range(draws)]))
 
 
 def main(argv=None) -> int:

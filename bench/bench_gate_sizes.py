@@ -24,6 +24,11 @@ How, per kind (docs/calibration.md has the table and the worlds):
   number of components), the estimator's standard error and an upper 95% bound ``estimate + 1.645 se``.
   Each sampler is validated against plain simulation at a moderate level in ``tests/test_gate_sizes.py``.
 
+Every run is decided by the product's own functions over arrays of runs (``metrics.intervals.share_limits``,
+``cluster_share_runs``, ``jackknife_se_df``, ``percentile_variance``, ``normal_tail``;
+``metrics.evidence.mover_limit``, ``pair_limit``, ``hoeffding_tail``), the code the scalar gates call: a
+measured size is the gate's, not a copy's.
+
 Run: ``.venv/bin/python bench/bench_gate_sizes.py --quick`` (under 3 minutes on 2 cores) or without
 ``--quick`` for the documented table. ``--m-smoke``/``--m-paper`` skip the live count of the gates.
 """
@@ -48,17 +53,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "plugin")]
 
 from t2i_fairness.gating.power import MEANINGFUL_MISS  # noqa: E402
-from t2i_fairness.metrics.evidence import Pairs, combination, pairs, worst_of  # noqa: E402
+from t2i_fairness.metrics.evidence import Pairs, combination, mover_limit, pair_limit, pairs, worst_of  # noqa: E402
 from t2i_fairness.metrics.intervals import (  # noqa: E402
     BoundedUnits,
     Interval,
     bounded_mean_limit,
     bounded_mean_tail,
     cluster_mean_interval,
+    cluster_share_runs,
     floor_to_units,
+    jackknife_se_df,
     percentile_mean_interval,
     precision_interval,
-    share_limit,
+    share_effective_size,
+    share_limits,
     share_tail,
 )
 
@@ -240,7 +248,7 @@ def worst_size(n: int, groups: int, level: float, bounds=SHARE_BOUNDS) -> tuple[
     return float(sizes[i]), float(b[i])
 
 
-def share_power(n: int, level: float, bound: float, effect: float, groups: int = 1) -> tuple[float, float]:
+def share_power_measured(n: int, level: float, bound: float, effect: float, groups: int = 1) -> tuple[float, float]:
     """(measured, stated) power of a share gate (``groups > 1``: the worst of them, one group missing by
     ``effect``, the others on the bound); stated is the product's ``power`` on intervals at the truths."""
     crit = share_critical(n, [bound], level / groups)[0]
@@ -373,53 +381,26 @@ def prompt_counts_law(trials: int, mean: float, icc: float) -> np.ndarray:
     return stats.betabinom.pmf(np.arange(trials + 1), trials, a, b)
 
 
-def korn_graubard_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, binary
-                         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Each run's cluster share and Korn-Graubard's one-sided limits at ``level`` (``Interval.limit`` of
-    ``cluster_mean_interval``'s interval without its law-free part), from the per-prompt sums: ``sum1 = sum_p c_p``
-    and ``sum2 = sum_p c_p^2`` of the prompts' counts ``c_p`` (components seen over the prompt's ``images`` images,
-    each image's value ``count / k``). ``binary``: every value is 0 or 1 (the effective size is capped at the
-    images)."""
-    sum1, sum2 = np.asarray(sum1, dtype=float), np.asarray(sum2, dtype=float)
-    n_img = float(images * prompts)
-    est = sum1 / (k * n_img)
-    # resid_p = c_p / k - est * images; its sum of squares from the two sums
-    rss = sum2 / k**2 - 2.0 * est * images * sum1 / k + prompts * (est * images) ** 2
-    se = np.sqrt(prompts / (prompts - 1) * np.maximum(rss, 0.0)) / n_img
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(se == 0, n_img, est * (1.0 - est) / se**2)
-    n_eff = np.where(binary, np.minimum(n_eff, n_img), n_eff)
-    n_eff = np.maximum(n_eff, 1.0)
-    z, t = stats.norm.isf(level), stats.t.isf(level, prompts - 1)
-    trials = n_eff * (z / t) ** 2
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return est, share_limit(est * trials, trials, level, "low"), share_limit(est * trials, trials, level, "high")
+def cluster_limits(runs: dict, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each run's cluster share and its product limits at ``level`` (``Interval.limit`` of
+    ``cluster_mean_interval``'s interval): the wider of Korn-Graubard's
+    (:func:`~t2i_fairness.metrics.intervals.share_limits` at the effective size, ``G - 1`` df) and the law-free
+    limits over the prompts' shares (:func:`~t2i_fairness.metrics.intervals.bounded_mean_limit`), from the
+    product's statistics of the runs (:func:`~t2i_fairness.metrics.intervals.cluster_share_runs`)."""
+    est, n, df = runs["estimate"], runs["n_effective"], runs["df"]
+    free = {side: bounded_mean_limit(runs["mean"], runs["var"], runs["units"], level, side) for side in ("low", "high")}
+    return (est, np.minimum(share_limits(est, n, level, "low", df), free["low"]),
+            np.maximum(share_limits(est, n, level, "high", df), free["high"]))
 
 
-def cluster_limits(sum1, sum2, images: int, prompts: int, k: int, level: float, binary
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The product's limits (``Interval.limit``): the wider of Korn-Graubard's (:func:`korn_graubard_limits`) and
-    the law-free limits over the prompts' shares (``Interval.bounded``)."""
-    est, low, high = korn_graubard_limits(sum1, sum2, images, prompts, k, level, binary)
-    var = prompt_share_var(sum1, sum2, images, prompts, k)
-    return (est, np.minimum(low, bounded_mean_limit(est, var, prompts, level, "low")),
-            np.maximum(high, bounded_mean_limit(est, var, prompts, level, "high")))
-
-
-def prompt_share_var(sum1, sum2, images: int, prompts: int, k: int) -> np.ndarray:
-    """The sample variance (``ddof=1``) of the prompts' shares ``c_p / (k images)`` from the two sums."""
-    scale = float(k * images)
-    mean = np.asarray(sum1, dtype=float) / (scale * prompts)
-    return np.maximum(np.asarray(sum2, dtype=float) / scale**2 - prompts * mean**2, 0.0) / (prompts - 1)
-
-
-def cluster_share_fails(sum1, sum2, images: int, prompts: int, k: int, bound: float, level: float,
-                        binary) -> np.ndarray:
-    """Whether a ``min`` gate on the cluster share fails at ``level``: Korn-Graubard's limit
-    (:func:`korn_graubard_limits`) and the law-free test (:func:`~t2i_fairness.metrics.intervals.bounded_mean_tail`)
-    both reject."""
-    est, _, high = korn_graubard_limits(sum1, sum2, images, prompts, k, level, binary)
-    free = bounded_mean_tail(est, prompt_share_var(sum1, sum2, images, prompts, k), prompts, bound, "min")
+def cluster_share_fails(runs: dict, bound: float, level: float) -> np.ndarray:
+    """Whether a ``min`` gate on each run's cluster share fails at ``level``: the estimate below the bound,
+    Korn-Graubard's upper limit (:func:`~t2i_fairness.metrics.intervals.share_limits`) below it and the law-free
+    test (:func:`~t2i_fairness.metrics.intervals.bounded_mean_tail`) rejecting, from the product's statistics of
+    the runs (:func:`~t2i_fairness.metrics.intervals.cluster_share_runs`)."""
+    est = runs["estimate"]
+    high = share_limits(est, runs["n_effective"], level, "high", runs["df"])
+    free = bounded_mean_tail(runs["mean"], runs["var"], runs["units"], bound, "min")
     return (est < bound) & (high < bound) & (free <= level)
 
 
@@ -582,7 +563,7 @@ def cluster_share_exact(k: int, images: int, prompts: int, mean: float, icc: flo
     counts, binary, prob = prompt_states(k, images, mean, icc)
     idx = np.stack(np.meshgrid(*[np.arange(counts.size)] * prompts, indexing="ij"), -1).reshape(-1, prompts)
     c, p = counts[idx], np.prod(prob[idx], axis=1)
-    fails = cluster_share_fails(c.sum(1), (c**2).sum(1), images, prompts, k, bound, level, binary[idx].all(1))
+    fails = cluster_share_fails(cluster_share_runs(c / k, images, binary[idx].all(1)), bound, level)
     return float(p[fails].sum())
 
 
@@ -606,7 +587,7 @@ def cluster_share_is(k: int, images: int, prompts: int, mean: float, icc: float,
     lams = np.array([[0.0]] + [[lam] for lam in _cis_lams(block, m, sd, level, spread=spread)])
     (counts,), w = tilted_counts([block], lams, runs, rng)
     v = block.values
-    fails = cluster_share_fails(counts @ v, counts @ v**2, images, prompts, k, bound, level, binary)
+    fails = cluster_share_fails(cluster_share_runs(v / k, images, binary, multiplicity=counts), bound, level)
     return weighted(fails, w, "")
 
 
@@ -614,7 +595,7 @@ def cluster_share_plain(k, images, prompts, mean, icc, bound, level, runs, rng, 
     pmf = prompt_counts_law(k * images, mean, icc)
     counts = rng.multinomial(prompts, pmf, size=runs)
     v = np.arange(k * images + 1, dtype=float)
-    fails = cluster_share_fails(counts @ v, counts @ v**2, images, prompts, k, bound, level, binary)
+    fails = cluster_share_fails(cluster_share_runs(v / k, images, binary, multiplicity=counts), bound, level)
     return weighted(fails, None, "")
 
 
@@ -626,8 +607,7 @@ def cluster_stated_power(k: int, images: int, prompts: int, truth: float, icc: f
     n_img = images * prompts
     var_sum = float(pmf @ (v / k - images * truth) ** 2)  # per prompt: (c / k - est * images)^2
     se = math.sqrt(prompts / (prompts - 1) * prompts * var_sum) / n_img
-    n_eff = truth * (1 - truth) / se**2 if se > 0 else n_img
-    n_eff = max(min(n_eff, n_img) if binary else n_eff, 1.0)
+    n_eff = share_effective_size(truth, se, float(n_img), binary)
     share_var = float(pmf @ (v / (k * images) - truth) ** 2) * prompts / (prompts - 1)
     iv = Interval(truth, 0.0, 1.0, "wilson", 0.95, prompts, se=se, df=prompts - 1, n_effective=n_eff,
                   bounded=BoundedUnits(prompts, truth, share_var))
@@ -709,13 +689,14 @@ def _slope_weights(ks: Sequence[int]) -> np.ndarray:
 def drop_fails(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], ks: Sequence[int], bound: float
                ) -> np.ndarray:
     """Whether ``test_cis_drop_per_component`` (a ``max`` gate on minus the least-squares slope over K) fails:
-    MOVER's lower limit of ``sum_K a_K CIS_K`` (``a = -slope weights``) from each CIS_K's limits at the level,
-    clipped to the slope's range as :func:`~t2i_fairness.families.cis.study.drop_interval` does."""
+    the product's MOVER lower limit (:func:`~t2i_fairness.metrics.evidence.mover_limit`) of ``sum_K a_K CIS_K``
+    (``a = -slope weights``) from each CIS_K's limits at the level, clipped to the slope's range as
+    :func:`~t2i_fairness.families.cis.study.drop_interval` does."""
     a = -_slope_weights(ks)
     steepest = 0.5 * float(np.abs(a).sum())
     est = sum(ak * e for ak, (e, _, _) in zip(a, parts))
-    dev = sum((ak * e - np.minimum(ak * lo, ak * hi)) ** 2 for ak, (e, lo, hi) in zip(a, parts))
-    low = np.clip(est - np.sqrt(dev), -steepest, steepest)
+    e, lo, hi = (np.stack(np.broadcast_arrays(*x)) for x in zip(*parts))
+    low = mover_limit(e, lo, hi, a, "low", bounds=(-steepest, steepest))
     return (est > bound) & (low > bound)
 
 
@@ -741,7 +722,7 @@ def drop_certificate(preset: Preset, level: float, mus: Sequence[float], icc: fl
         counts, binary, _ = prompt_states(k, n, mu, icc)
         idx = np.stack(np.meshgrid(*[np.arange(counts.size)] * m, indexing="ij"), -1).reshape(-1, m)
         c = counts[idx]
-        e, lo, hi = cluster_limits(c.sum(1), (c**2).sum(1), n, m, k, level, binary[idx].all(1))
+        e, lo, hi = cluster_limits(cluster_share_runs(c / k, n, binary[idx].all(1)), level)
         ae, d = ak * e, ak * e - np.minimum(ak * lo, ak * hi)
         order = np.lexsort((d, -ae))  # by a e descending, then d ascending
         keep, best_d = [], math.inf
@@ -786,7 +767,8 @@ def drop_is(preset: Preset, level: float, mus, icc: float, bound: float, runs: i
                 theta = brentq(lambda th: mean_drop(th / sd * 1e-3) - target, 0.0, hi) / sd * 1e-3
             rows.append(theta * grad)
     counts, w = tilted_counts(blocks, np.array(rows), runs, rng)
-    parts = [cluster_limits(c @ b.values, c @ b.values**2, n, m, k, level, k == 1) for c, b, k in zip(counts, blocks, ks)]
+    parts = [cluster_limits(cluster_share_runs(b.values / k, n, k == 1, multiplicity=c), level)
+             for c, b, k in zip(counts, blocks, ks)]
     fails = drop_fails(parts, ks, bound)
     return weighted(fails, None if plain else w, "")
 
@@ -821,7 +803,7 @@ def cis_drop_row(preset: Preset, level: float, budget: Budget, rng) -> Row:
         pmf = prompt_counts_law(k * preset.cis_images, mu, 0.1)
         v = np.arange(k * preset.cis_images + 1) / k - preset.cis_images * mu
         se = math.sqrt(preset.cis_prompts / (preset.cis_prompts - 1) * preset.cis_prompts * float(pmf @ v**2)) / n_img
-        n_eff = max(min(mu * (1 - mu) / se**2, n_img) if k == 1 else mu * (1 - mu) / se**2, 1.0)
+        n_eff = share_effective_size(mu, se, float(n_img), k == 1)
         terms.append(Interval(mu, 0.0, 1.0, "wilson", 0.95, preset.cis_prompts, se=se, df=preset.cis_prompts - 1,
                               n_effective=n_eff))
     a = -_slope_weights(ks)
@@ -881,20 +863,16 @@ def score_world(name: str, objects: int) -> ScoreWorld:
 
 
 def consistency_fails(x: np.ndarray, bound: float, level: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The product's rule (:func:`percentile_mean_interval`, ``jackknife_t``), vectorised over runs: ``x`` is
-    ``(runs, objects, n)``; returns the fails (estimate below ``bound`` and the t test's ``p <= level``), the
-    estimates and the standard errors. Uses the product's exact delete-one variance and normal-theory floor."""
-    from t2i_fairness.metrics.intervals import _loo_percentile_variance, normal_percentile_variance
+    """The product's rule (:func:`percentile_mean_interval`, ``jackknife_t``) over runs: ``x`` is ``(runs,
+    objects, n)``; returns the fails (estimate below ``bound`` and the t test's ``p <= level``), the estimates
+    and the standard errors: each object's :func:`~t2i_fairness.metrics.intervals.percentile_variance` and
+    :func:`~t2i_fairness.metrics.intervals.normal_tail` on ``objects`` degrees of freedom."""
+    from t2i_fairness.metrics.intervals import normal_tail, percentile_variance
 
-    runs, objects, n = x.shape
-    xs = np.sort(x, axis=-1)
-    est = np.percentile(xs, 10.0, axis=-1).mean(axis=-1)
-    jack = _loo_percentile_variance(xs, 10.0)
-    floor = np.var(x, axis=-1, ddof=1) * normal_percentile_variance(n, 10.0)
-    se = np.sqrt(np.maximum(jack, floor).sum(axis=-1)) / objects
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = np.where(se > 0, stats.t.cdf((est - bound) / se, objects), np.where(est >= bound, 1.0, 0.0))
-    return (est < bound) & (p <= level), est, se
+    objects = x.shape[1]
+    est = np.percentile(x, 10.0, axis=-1).mean(axis=-1)
+    se = np.sqrt(percentile_variance(x, 10.0).sum(axis=-1)) / objects
+    return (est < bound) & (normal_tail(est, se, bound, "min", objects) <= level), est, se
 
 
 def consistency_runs(world: ScoreWorld, n: int, bound: float, level: float, runs: int, rng, shares=(0.1,),
@@ -987,14 +965,14 @@ class PromptLaw:
 
 def t_fails(v: np.ndarray, truth: float, level: float, floor: bool = True) -> np.ndarray:
     """The jackknife-t rule of a mean over G prompts (``v``: ``(runs, G)``, the prompts' values): estimate below
-    the bound and ``max(t.cdf((mean - bound) / (sd / sqrt(G)), G - 1), 2^-G) <= level`` (the product's
-    ``p_floor``, :func:`~t2i_fairness.metrics.intervals.floor_to_units`; ``floor=False``: the bare t test)."""
+    the bound and the product's :func:`~t2i_fairness.metrics.intervals.normal_tail` at ``sd / sqrt(G)`` on
+    ``G - 1`` df, floored at ``2^-G`` (:func:`~t2i_fairness.metrics.intervals.floor_to_units`; ``floor=False``:
+    the bare t test) at most ``level``."""
+    from t2i_fairness.metrics.intervals import normal_tail
+
     g = v.shape[1]
     mean, sd = v.mean(axis=1), v.std(axis=1, ddof=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        p = stats.t.cdf((mean - truth) / (sd / math.sqrt(g)), g - 1)
-    if floor:
-        p = np.maximum(p, 0.5**g)
+    p = normal_tail(mean, sd / math.sqrt(g), truth, "min", g - 1, p_floor=0.5**g if floor else 0.0)
     return (mean < truth) & (p <= level)
 
 
@@ -1159,7 +1137,9 @@ def coverage_stats(group: CoverageGroup, draws: Sequence[np.ndarray]
     from the atoms drawn per object (``draws[o]``: ``(runs, per_object)``): removing image ``i`` uncovers the
     balls only it covers; ``n_eff = c (1 - c) / var`` capped at the balls, the balls when the variance is 0, at
     least 1; ``df = (sum d^2)^2 / sum d^4`` (1 when the variance is 0): ``coverage_interval``'s
-    ``jackknife_wilson`` and ``jackknife_wilson_df``."""
+    ``jackknife_wilson`` and ``jackknife_wilson_df`` by the product's own
+    :func:`~t2i_fairness.metrics.intervals.jackknife_se_df` and
+    :func:`~t2i_fairness.metrics.intervals.share_effective_size`."""
     runs = draws[0].shape[0]
     n, R = group.n_fake, group.n_real
     image_ids, ball_ids = [], []
@@ -1181,13 +1161,9 @@ def coverage_stats(group: CoverageGroup, draws: Sequence[np.ndarray]
     covered = (counts > 0).reshape(runs, R).sum(axis=1)
     alone = np.bincount(image_ids, weights=(counts[key] == 1).astype(float), minlength=runs * n).reshape(runs, n)
     jack = (covered[:, None] - alone) / R
-    d2 = (jack - jack.mean(axis=1, keepdims=True)) ** 2
-    se = np.sqrt((n - 1) / n * d2.sum(axis=1))
     est = covered / R
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where(se == 0, float(R), np.minimum(float(R), est * (1 - est) / se**2))
-        df = np.where(se == 0, 1.0, np.maximum(d2.sum(axis=1) ** 2 / (d2**2).sum(axis=1), 1.0))
-    return est, np.maximum(n_eff, 1.0), df
+    se, df = jackknife_se_df(jack)
+    return est, share_effective_size(est, se, float(R), True), df
 
 
 def mixture_weights(log_ratio: np.ndarray) -> np.ndarray:
@@ -1216,9 +1192,7 @@ def coverage_fails(est, n_eff, bound: float, level: float, df=None) -> np.ndarra
     est = np.asarray(est)
     if df is None:
         return (est < bound) & (share_tail(est * n_eff, n_eff, bound, "min") <= level)
-    trials = n_eff * (stats.norm.isf(level) / stats.t.isf(level, df)) ** 2
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return (est < bound) & (share_limit(est * trials, trials, level, "high") < bound)
+    return (est < bound) & (share_limits(est, n_eff, level, "high", df) < bound)
 
 
 def coverage_size(group: CoverageGroup, level: float, runs: int, rng, plain: bool = False,
@@ -1232,29 +1206,21 @@ def coverage_size(group: CoverageGroup, level: float, runs: int, rng, plain: boo
     return weighted(fails, None if plain else mixture_weights(log_ratio), "")
 
 
-def share_limits(est, n_eff, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """A share's exact one-sided limits at ``alpha`` (``Interval.limit`` without df), vectorised."""
-    x = np.asarray(est) * n_eff
-    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-        return share_limit(x, n_eff, alpha, "low"), share_limit(x, n_eff, alpha, "high")
-
-
 def pair_fails(g: tuple[np.ndarray, np.ndarray], h: tuple[np.ndarray, np.ndarray], groups: int, level: float,
                contrast: str, bound: float) -> np.ndarray:
     """Whether the ordered pair ``(g, h)`` (each ``(est, n_eff)`` per run) makes a spread or parity gate of
     ``groups`` groups fail: MOVER's lower limit of ``g - h`` above ``bound`` (with ``g - h > bound``), or
     MOVER-R's upper limit of ``g / h`` below it (with ``g / h < bound``), each group's limits at
-    ``level / (G (G - 1))`` (:class:`~t2i_fairness.metrics.evidence.Pairs`)."""
-    from t2i_fairness.metrics.evidence import _mover_ratio
-
+    ``level / (G (G - 1))``: the product's :func:`~t2i_fairness.metrics.evidence.pair_limit`, as
+    :class:`~t2i_fairness.metrics.evidence.Pairs` reads it."""
     a = level / (groups * (groups - 1))
     (eg, ng), (eh, nh) = g, h
-    lg, hg = share_limits(eg, ng, a)
-    lh, hh = share_limits(eh, nh, a)
+    lg, hg = share_limits(eg, ng, a, "low"), share_limits(eg, ng, a, "high")
+    lh, hh = share_limits(eh, nh, a, "low"), share_limits(eh, nh, a, "high")
     if contrast == "difference":
-        low = (eg - eh) - np.sqrt((eg - lg) ** 2 + (hh - eh) ** 2)
+        low = pair_limit("difference", "low", eg, lg, hg, eh, lh, hh)
         return (low > bound) & (eg - eh > bound)
-    up = _mover_ratio(eg, lg, hg, eh, lh, hh, "high")
+    up = pair_limit("ratio", "high", eg, lg, hg, eh, lh, hh)
     with np.errstate(divide="ignore", invalid="ignore"):
         est = np.where(eh > 0, eg / np.maximum(eh, 1e-300), 1.0)
     return (up < bound) & (est < bound)
@@ -1279,16 +1245,17 @@ def coverage_pair_size(first: CoverageGroup, second: CoverageGroup, groups: int,
 def template_fails(new: Sequence[tuple[np.ndarray, np.ndarray]], old: Sequence[tuple[np.ndarray, np.ndarray]],
                    level: float, bound: float) -> np.ndarray:
     """``test_template_improvement``: a ``min`` gate on worst(new) - worst(old), MOVER over the two templates'
-    worst-of limits (each the least of its groups' limits at ``level / G``), clipped to [-1, 1]."""
+    worst-of limits (each the least of its groups' limits at ``level / G``), clipped to [-1, 1]: the product's
+    :func:`~t2i_fairness.metrics.evidence.mover_limit` over :func:`~t2i_fairness.metrics.intervals.share_limits`."""
     def worst(groups_):
         est = np.min([e for e, _ in groups_], axis=0)
-        lims = [share_limits(e, n, level / len(groups_)) for e, n in groups_]
+        lims = [(share_limits(e, n, level / len(groups_), "low"), share_limits(e, n, level / len(groups_), "high"))
+                for e, n in groups_]
         return est, np.min([lo for lo, _ in lims], axis=0), np.min([hi for _, hi in lims], axis=0)
 
     en, ln, hn = worst(new)
     eo, lo, ho = worst(old)
-    high = (en - eo) + np.sqrt((np.maximum(ln, hn) - en) ** 2 + (np.maximum(-lo, -ho) + eo) ** 2)
-    high = np.clip(high, -1.0, 1.0)
+    high = mover_limit([en, eo], [ln, lo], [hn, ho], [1.0, -1.0], "high", bounds=(-1.0, 1.0))
     return (en - eo < bound) & (high < bound)
 
 
@@ -1330,7 +1297,7 @@ def precision_rows(preset: Preset, level: float, with_pairs: bool = True) -> lis
             size, bound = share_size(n, level)
         else:
             size, bound = worst_size(n, groups, level)
-        power, stated = share_power(n, level, 0.8, effect, groups)
+        power, stated = share_power_measured(n, level, 0.8, effect, groups)
         where = f"bound {bound:g}, n={n}" + (f", all {groups} groups on it" if groups > 1 else "")
         rows.append(Row(kind, tests, preset.name, level, size, None, where,
                         f"exact (binomial over {len(SHARE_BOUNDS)} bounds 0.05..0.99)", power, stated,
@@ -1454,7 +1421,7 @@ def coverage_rows(preset: Preset, level: float, budget: Budget, rng, pools: dict
             if contrast == "ratio" and bound >= 1.0:
                 bound = 0.999  # every group alike: parity 1; a bound just below it
             # ordered pairs that can fail: spread (high, low), parity (low, high); same-world pairs too
-            types = {(hi_law, lo_law), (hi_law, hi_law), (lo_law, lo_law)}
+            types = list(dict.fromkeys([(hi_law, lo_law), (hi_law, hi_law), (lo_law, lo_law)]))  # a fixed order
             for k in (1, G // 2):
                 total, se2, hits, runs = 0.0, 0.0, 0, 0
                 for a_law, b_law in types:
@@ -1645,12 +1612,12 @@ def indic_rows(preset: Preset, level: float, budget: Budget, rng) -> list[Row]:
 
 
 def hoeffding_fails(estimate: np.ndarray, bound: float, variance_proxy: float, level: float) -> np.ndarray:
-    """:class:`~t2i_fairness.metrics.evidence.Hoeffding`'s ``max`` gate, vectorised: ``|I|`` above the bound and
-    ``2 exp(-2 t^2 / V) <= level`` for the excess ``t``."""
-    t = np.asarray(estimate) - bound
-    with np.errstate(over="ignore"):
-        p = np.minimum(1.0, 2.0 * np.exp(-2.0 * np.maximum(t, 0.0) ** 2 / variance_proxy))
-    return (t > 0) & (p <= level)
+    """:class:`~t2i_fairness.metrics.evidence.Hoeffding`'s ``max`` gate over runs: ``|I|`` above the bound and the
+    product's :func:`~t2i_fairness.metrics.evidence.hoeffding_tail` of the excess at most ``level``."""
+    from t2i_fairness.metrics.evidence import hoeffding_tail
+
+    t = np.asarray(estimate, dtype=float) - bound
+    return (t > 0) & (hoeffding_tail(t, variance_proxy) <= level)
 
 
 def word_rows(preset: Preset, level: float) -> list[Row]:

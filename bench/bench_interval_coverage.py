@@ -121,6 +121,7 @@ from scipy import stats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugin"))
 
 from t2i_fairness.metrics import intervals as iv  # noqa: E402
+from t2i_fairness.metrics.manifold import ball_membership, real_radii  # noqa: E402
 
 DIM = 16
 NEAREST_K = 3
@@ -139,17 +140,6 @@ class Tally:
         self.total += reps
         self.widths += width
         self.cells.append((label, hits / reps, reps))
-
-
-def _radii(real: np.ndarray, k: int = NEAREST_K) -> np.ndarray:
-    d = np.sqrt(((real[:, None, :] - real[None, :, :]) ** 2).sum(-1))
-    d.sort(axis=1)
-    return d[:, k]  # column 0 is the point itself
-
-
-def _membership(fake: np.ndarray, real: np.ndarray, radii: np.ndarray) -> np.ndarray:
-    d = np.sqrt(((fake[:, None, :] - real[None, :, :]) ** 2).sum(-1))
-    return d < radii[None, :]
 
 
 def _run_cell(tallies, methods, reps, sample, call, truth, label):
@@ -209,7 +199,7 @@ def family_coverage(reps, b, quick):
     for wi, (wname, (real_sampler, comps)) in enumerate(_coverage_worlds(quick).items()):
         for ri, n_real in enumerate(reals):
             real = real_sampler(np.random.default_rng(1000 * wi + ri), n_real)
-            rad = _radii(real)
+            rad = real_radii(real, NEAREST_K, device="cpu")
             # exact: P(generated point in ball j) = sum_c w_c P(|c + s Z - x_j| < r_j), a noncentral chi-square
             p = sum(w * stats.ncx2.cdf(rad**2 / s**2, DIM, ((real - c) ** 2).sum(1) / s**2) for w, c, s in comps)
             for n_fake in fakes:
@@ -217,7 +207,7 @@ def family_coverage(reps, b, quick):
                 seed = 7919 * (wi + 1) + 104729 * (ri + 1) + n_fake
 
                 def sample(r, n_fake=n_fake, seed=seed, real=real, rad=rad, comps=comps):
-                    return _membership(_sample_mixture(np.random.default_rng([seed, r]), comps, n_fake), real, rad)
+                    return ball_membership(real, rad, _sample_mixture(np.random.default_rng([seed, r]), comps, n_fake))
 
                 target = edge if (truth < 0.01 or truth > 0.99) else inner
                 _run_cell(target, methods, reps, sample,

@@ -2,10 +2,12 @@
 
 Three kinds of checks:
 
-* the bench's vectorised rules decide exactly as the product does (``pairs(...).p_value``, the cluster share's
-  ``Interval.p_value``, ``coverage_interval``, ``percentile_mean_interval``, Fieller, the template improvement's
-  MOVER over worst-of limits) on random cases, and each importance sampler agrees with plain simulation at a
-  moderate level;
+* the bench's rules over simulated runs, built from the product's vectorised functions (``share_limits``,
+  ``cluster_share_runs``, ``jackknife_se_df``, ``percentile_variance``, ``normal_tail``, ``mover_limit``,
+  ``pair_limit``, ``hoeffding_tail``; each held to its scalar gate in ``tests/test_vectorised_rules.py``), decide
+  exactly as the gates' own objects do (``pairs(...).p_value``, the cluster share's ``Interval.p_value``,
+  ``coverage_interval``, ``percentile_mean_interval``, Fieller, the drop's and the template improvement's
+  MOVER) on random cases, and each importance sampler agrees with plain simulation at a moderate level;
 * the sizes: exact rows computed live (every smoke size, the paper sizes where enumeration is cheap), the
   simulated rows at reduced runs where a size of several times the level is still seen (a lower 95% bound
   above ``1.2 x level`` fails). A kind whose size the bench measures above ``1.2 x`` its level with the current
@@ -48,7 +50,7 @@ def levels():
     return {p: 0.05 / m[p] for p in m}
 
 
-# -- the vectorised rules are the product's ---------------------------------------------------------------
+# -- the bench's runs read the product's rules ---------------------------------------------------------------
 
 def _share(k, n):
     from t2i_fairness.metrics.intervals import precision_interval
@@ -104,6 +106,8 @@ def test_extremes_probability_is_the_enumeration_of_every_outcome(b):
 
 
 def test_cluster_share_rule_is_the_products(b):
+    from t2i_fairness.metrics.intervals import cluster_share_runs
+
     rng = np.random.default_rng(2)
     for _ in range(150):
         k, n, m = int(rng.choice([1, 2, 4, 8])), int(rng.integers(1, 5)), int(rng.integers(2, 9))
@@ -111,9 +115,38 @@ def test_cluster_share_rule_is_the_products(b):
         bound, level = float(rng.uniform(0.05, 0.99)), float(rng.choice([0.05, 1e-3, 1e-5]))
         iv = b.cluster_interval(c, k, n)
         product = iv.estimate < bound and iv.p_value(bound, "min") <= level
-        s = c.sum(axis=1)
-        bench = bool(b.cluster_share_fails(s.sum(), (s**2).sum(), n, m, k, bound, level, bool(np.isin(c, (0, k)).all())))
-        assert product == bench
+        runs = cluster_share_runs(c.sum(axis=1)[None] / k, n, bool(np.isin(c, (0, k)).all()))
+        assert bool(b.cluster_share_fails(runs, bound, level)[0]) == product
+        atoms, counts = np.unique(c.sum(axis=1), return_counts=True)  # the same runs as counts of distinct sums
+        runs = cluster_share_runs(atoms / k, n, bool(np.isin(c, (0, k)).all()), multiplicity=counts[None])
+        assert bool(b.cluster_share_fails(runs, bound, level)[0]) == product
+
+
+def test_drop_rule_is_the_products_combination(b):
+    """The CIS drop gate over runs (MOVER over every CIS_K's cluster-share limits) decides as the product's
+    ``combination`` of the runs' cluster intervals, clipped to the slope's range as ``drop_interval`` does."""
+    from t2i_fairness.metrics.evidence import combination
+    from t2i_fairness.metrics.intervals import cluster_share_runs
+
+    rng = np.random.default_rng(21)
+    ks, n, m = (1, 2, 4, 8), 2, 5
+    a = -b._slope_weights(ks)
+    steep = 0.5 * float(np.abs(a).sum())
+    seen = set()
+    for _ in range(40):
+        level = float(rng.choice([0.05, 0.2]))
+        counts = [rng.binomial(k, np.repeat(rng.beta(2, 2, size=m)[:, None] * (1 - 0.08 * k), n, 1)) for k in ks]
+        ivs = [b.cluster_interval(c, k, n) for c, k in zip(counts, ks)]
+        c = combination(ivs, list(a), bounds=(-steep, steep))
+        bound = float(c.estimate - rng.uniform(0.0, 0.3))
+        product = c.estimate > bound and c.p_value(bound, "max") <= level
+        parts = []
+        for cc, k in zip(counts, ks):
+            runs = cluster_share_runs(cc.sum(axis=1)[None] / k, n, bool(np.isin(cc, (0, k)).all()))
+            parts.append(b.cluster_limits(runs, level))
+        assert bool(b.drop_fails(parts, ks, bound)[0]) == product
+        seen.add(product)
+    assert seen == {True, False}
 
 
 def test_coverage_stats_are_coverage_interval(b):

@@ -303,3 +303,20 @@ def test_adding_a_paper_is_its_folder_its_suite_module_its_thresholds_and_one_re
     assert "test_brightness[red]:" in written and "test_brightness[blue]:" in written, written
     again = run("--t2i-brightness-colours", "red,blue")
     assert again.returncode == 0 and "2 passed" in again.stdout and "2 gates, 0 failed" in again.stdout, again.stdout[-3000:]
+
+
+def test_no_bench_defines_a_function_under_a_metrics_functions_name():
+    """A bench measures the product's rules by calling them (``t2i_fairness.metrics``); a function of its own under
+    a public name of ``metrics`` is a second copy of that rule (or reads as one)."""
+    import ast
+
+    metrics = REPO / "plugin" / "t2i_fairness" / "metrics"
+
+    def defined(path: Path) -> set[str]:
+        tree = ast.parse(path.read_text())
+        return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+    public = {name for path in metrics.glob("*.py") for name in defined(path) if not name.startswith("_")}
+    shadows = {path.name: sorted(defined(path) & public) for path in sorted((REPO / "bench").glob("*.py"))}
+    assert not {k: v for k, v in shadows.items() if v}, shadows
+

@@ -56,9 +56,11 @@ __all__ = [
     "WorstOf",
     "combination",
     "fieller_ratio",
+    "hoeffding_tail",
     "images_for_power",
     "minimum_detectable",
     "mover_limit",
+    "pair_limit",
     "pairs",
     "worst_of",
 ]
@@ -92,26 +94,37 @@ def _normal_power(effect: float, se: float, alpha: float) -> float:
     return float(_special.ndtr(float(effect) / se - upper_quantile(alpha)))
 
 
-def mover_limit(estimates, lows, highs, weights, side: str) -> float:
-    """MOVER's one-sided limit of ``sum_i w_i theta_i`` from each term's limits at the same level.
+def mover_limit(estimates, lows, highs, weights, side: str, *, bounds: tuple[float, float] = (-math.inf, math.inf)):
+    """MOVER's one-sided limit of ``sum_i w_i theta_i`` from each term's limits at the same level, held within
+    ``bounds`` (the combination's range).
 
     ``low = sum w e - sqrt(sum_i (w_i e_i - min(w_i l_i, w_i h_i))^2)`` and ``high = sum w e +
     sqrt(sum_i (max(w_i l_i, w_i h_i) - w_i e_i)^2)`` (Zou & Donner 2008, "method of variance
     estimates recovery"): with independent terms, each term's limits recover its variance near the
     side that matters, so the combination stays skewed as its parts are.
 
+    Terms run along the first axis of ``estimates``, ``lows`` and ``highs``; further axes (simulated runs)
+    broadcast, and give an array of limits; one value per term gives a float.
+
     Example:
         >>> round(mover_limit([0.7, 0.5], [0.6, 0.42], [0.8, 0.58], [1.0, -1.0], "low"), 4)  # 0.2 - hypot(.1, .08)
         0.0719
+        >>> mover_limit([[0.7, 0.9], [0.5, 0.5]], [[0.6, 0.8], [0.42, 0.42]], [[0.8, 1.0], [0.58, 0.58]],
+        ...             [1.0, -1.0], "low", bounds=(-1.0, 0.25)).round(4).tolist()
+        [0.0719, 0.25]
     """
-    e, lo, hi, w = (np.asarray(v, dtype=np.float64) for v in (estimates, lows, highs, weights))
-    centre = float(np.sum(w * e))
+    e, lo, hi = (np.asarray(v, dtype=np.float64) for v in (estimates, lows, highs))
+    w = np.asarray(weights, dtype=np.float64).reshape((-1,) + (1,) * (e.ndim - 1))
+    centre = np.sum(w * e, axis=0)
     wl, wh = w * lo, w * hi
     if side == "low":
-        return centre - math.sqrt(float(np.sum((w * e - np.minimum(wl, wh)) ** 2)))
-    if side == "high":
-        return centre + math.sqrt(float(np.sum((np.maximum(wl, wh) - w * e) ** 2)))
-    raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
+        out = centre - np.sqrt(np.sum((w * e - np.minimum(wl, wh)) ** 2, axis=0))
+    elif side == "high":
+        out = centre + np.sqrt(np.sum((np.maximum(wl, wh) - w * e) ** 2, axis=0))
+    else:
+        raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
+    out = np.minimum(np.maximum(out, bounds[0]), bounds[1])
+    return float(out) if out.ndim == 0 else out
 
 
 def _display(evidence: Interval) -> Interval:
@@ -320,7 +333,7 @@ class Pairs(Interval):
         """``(G, G)`` limits at ``alpha / (G (G - 1))`` of ``theta_g - theta_h`` (difference) or
         ``theta_g / theta_h`` (ratio, MOVER-R); the diagonal is NaN."""
         e, lo, hi = self._group_limits(alpha)
-        out = _pair_limit(self.contrast, side, e[:, None], lo[:, None], hi[:, None], e[None, :], lo[None, :],
+        out = pair_limit(self.contrast, side, e[:, None], lo[:, None], hi[:, None], e[None, :], lo[None, :],
                           hi[None, :])
         np.fill_diagonal(out, np.nan)
         return out
@@ -415,14 +428,23 @@ class Pairs(Interval):
 PAIRS_CAP_GRID = 400
 
 
-def _pair_limit(contrast: str, side: str, g, gl, gh, h, hl, hh) -> np.ndarray:
+def pair_limit(contrast: str, side: str, g, gl, gh, h, hl, hh) -> np.ndarray:
     """The limit on ``side`` of ``theta_g - theta_h`` (MOVER) or ``theta_g / theta_h`` (MOVER-R: :func:`_mover_ratio`)
-    from each group's value and limits (broadcast: a pair table, or a table of values two groups can take)."""
+    from each group's value and limits (broadcast: a pair table, a table of values two groups can take, or
+    simulated runs of one ordered pair).
+
+    Example:
+        >>> round(float(pair_limit("difference", "low", 0.7, 0.6, 0.8, 0.5, 0.42, 0.58)), 4)  # 0.2 - hypot(.1, .08)
+        0.0719
+    """
     if contrast == "ratio":
         return _mover_ratio(g, gl, gh, h, hl, hh, side)
     if side == "low":
         return (g - h) - np.sqrt((g - gl) ** 2 + (hh - h) ** 2)
     return (g - h) + np.sqrt((gh - g) ** 2 + (h - hl) ** 2)
+
+
+_pair_limit = pair_limit  # the name Pairs.fails_possible reads
 
 
 def _mover_ratio(g, gl, gh, h, hl, hh, side: str) -> np.ndarray:
@@ -496,8 +518,7 @@ class Combination(Interval):
         """MOVER over ``term_limit(term, side)`` of each term, held within :attr:`bounds`."""
         lo = [term_limit(t, "low") for t in self.terms]
         hi = [term_limit(t, "high") for t in self.terms]
-        v = mover_limit([t.estimate for t in self.terms], lo, hi, self.weights, side)
-        return float(min(max(v, self.bounds[0]), self.bounds[1]))
+        return mover_limit([t.estimate for t in self.terms], lo, hi, self.weights, side, bounds=self.bounds)
 
     def futility_limit(self, alpha: float, side: str) -> float:
         """The limit ``--t2i-sequential``'s futility rule reads: MOVER over each term's own futility limit (a cluster
@@ -666,6 +687,28 @@ def fieller_ratio(num_jackknife: Sequence[float], den_jackknife: Sequence[float]
 # --------------------------------------------------------------------------------------------
 
 
+def hoeffding_tail(excess, variance_proxy):
+    """The p-value of :class:`Hoeffding`'s test for an estimate ``excess`` beyond the bound (towards failing):
+    ``2 exp(-2 t^2 / V)`` within ``[P_FLOOR, 1]``; 1 where ``t <= 0``, ``P_FLOOR`` where ``V <= 0 < t``.
+
+    Floats give a float (``math.exp``: the gate's own arithmetic); arrays (simulated runs) an array by the
+    same formula in numpy, equal to the float's within a unit in the last place.
+
+    Example:
+        >>> round(hoeffding_tail(0.2, 0.02), 6), hoeffding_tail(np.array([-0.1, 0.2]), 0.02).round(6).tolist()
+        (0.036631, [1.0, 0.036631])
+    """
+    if np.ndim(excess) == 0 and np.ndim(variance_proxy) == 0:
+        t, v = float(excess), float(variance_proxy)
+        if t <= 0 or v <= 0:
+            return 1.0 if t <= 0 else P_FLOOR
+        return float(min(1.0, max(P_FLOOR, 2.0 * math.exp(-2.0 * t * t / v))))
+    t, v = np.broadcast_arrays(np.asarray(excess, dtype=np.float64), np.asarray(variance_proxy, dtype=np.float64))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        p = np.minimum(1.0, np.maximum(P_FLOOR, 2.0 * np.exp(-2.0 * t * t / v)))
+    return np.where(t <= 0, 1.0, np.where(v <= 0, P_FLOOR, p))
+
+
 @dataclass(frozen=True)
 class Hoeffding(Interval):
     """``|I|`` where ``I`` is a weighted sum of independent means of [0, 1] values: ``P(|I_hat - I| >= t)
@@ -685,9 +728,7 @@ class Hoeffding(Interval):
 
     def p_value(self, bound: float, direction: str) -> float:
         t = (self.estimate - float(bound)) if direction == "max" else (float(bound) - self.estimate)
-        if t <= 0 or self.variance_proxy <= 0:
-            return 1.0 if t <= 0 else P_FLOOR
-        return float(min(1.0, max(P_FLOOR, 2.0 * math.exp(-2.0 * t * t / self.variance_proxy))))
+        return hoeffding_tail(t, self.variance_proxy)
 
     def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
         # the estimate's standard deviation is at most sqrt(V) / 2 (Bernoulli values); the test rejects

@@ -95,15 +95,23 @@ __all__ = [
     "bounded_mean_tail",
     "cluster_bootstrap_interval",
     "cluster_mean_interval",
+    "cluster_share_runs",
     "coverage_interval",
     "invert_limit",
+    "jackknife_se_df",
     "upper_quantile",
+    "upper_quantiles",
     "normal_percentile_mean",
     "normal_percentile_variance",
+    "normal_tail",
     "percentile_mean_interval",
+    "percentile_variance",
     "precision_interval",
     "share_limit",
+    "share_limits",
+    "share_trials",
     "share_power",
+    "share_effective_size",
     "share_tail",
     "stratified_mean_interval",
     "upper_quantile",
@@ -463,13 +471,7 @@ class Interval:
         """A share's effective number of trials at one-sided level ``alpha``: ``n_effective``, times
         ``(z_alpha / t_{df, alpha})^2`` when its variance was estimated on ``df`` degrees of freedom
         (Korn & Graubard 1998), which shrinks it in the far tail where few clusters say little."""
-        n = float(self.n_effective)
-        if self.df is None or not math.isfinite(self.df):
-            return n
-        z, t = upper_quantile(alpha), upper_quantile(alpha, self.df)
-        if abs(t) < 1e-9:  # alpha = 1/2: both quantiles 0, their ratio the ratio of the densities at 0
-            return n * (_t_density_at_0(self.df) * math.sqrt(2.0 * math.pi)) ** 2  # over the normal density at 0
-        return n * (z / t) ** 2
+        return share_trials(self.n_effective, alpha, self.df)
 
     def limit(self, alpha: float, side: str) -> float:
         """The one-sided confidence limit at level ``alpha`` (``side`` ``"low"`` or ``"high"``): the true
@@ -496,8 +498,7 @@ class Interval:
             free = self.bounded.limit(alpha, side)
             return float(min(inner, free) if side == "low" else max(inner, free))
         if self.is_share:
-            n = self.trials(alpha)
-            return float(share_limit(self.estimate * n, n, alpha, side))
+            return float(share_limits(self.estimate, self.n_effective, alpha, side, self.df))
         if self.se is None:
             raise ValueError(f"interval method {self.method!r} has no standard error: no limit at another level")
         q = upper_quantile(alpha, self.df)
@@ -540,14 +541,7 @@ class Interval:
         else:
             if self.se is None:
                 raise ValueError(f"interval method {self.method!r} has no standard error: no p-value")
-            sign = 1.0 if direction == "min" else -1.0
-            margin = sign * (self.estimate - bound)
-            if self.se <= 0:
-                p = 1.0 if margin >= 0 else P_FLOOR
-            elif self.df is not None and math.isfinite(self.df):
-                p = float(_stats.t.cdf(margin / self.se, self.df))
-            else:
-                p = float(_special.ndtr(margin / self.se))
+            p = normal_tail(self.estimate, self.se, bound, direction, self.df)
         if self.bounded is not None:
             p = max(p, self.bounded.p_value(bound, direction))
         return min(max(p, P_FLOOR, self.p_floor), 1.0)
@@ -937,6 +931,103 @@ def _beta_low_quantile(p, a, b):
     return np.where(np.isfinite(v), v, tail)
 
 
+def upper_quantiles(alpha, df=None) -> np.ndarray:
+    """:func:`upper_quantile` over arrays of levels and degrees of freedom (``df`` None, or infinite entries:
+    the normal quantile); where scipy's t inverse gives up in the far tail, the scalar function's closed form.
+
+    Example:
+        >>> upper_quantiles(0.025, np.array([3.0, np.inf])).round(4).tolist()
+        [3.1824, 1.96]
+    """
+    a = np.asarray(alpha, dtype=np.float64)
+    if df is None:
+        return -_special.ndtri(a)
+    a, d = np.broadcast_arrays(a, np.asarray(df, dtype=np.float64))
+    finite = np.isfinite(d)
+    q = np.where(finite, -_special.stdtrit(np.where(finite, d, 1.0), a), -_special.ndtri(a))
+    far = ~np.isfinite(q)
+    if far.any():
+        q[far] = [upper_quantile(x, y) for x, y in zip(a[far], d[far])]
+    return q
+
+
+def share_trials(n_effective, alpha, df=None):
+    """A share's effective number of trials at one-sided level ``alpha`` (:meth:`Interval.trials`), vectorised:
+    ``n_effective``, times ``(z_alpha / t_{df, alpha})^2`` where its variance was estimated on ``df`` degrees
+    of freedom (Korn & Graubard 1998). Scalars give a float by the scalar quantiles; arrays broadcast.
+
+    Example:
+        >>> round(share_trials(100.0, 0.001, 9), 2), share_trials(np.array([100.0, 50.0]), 0.001).tolist()
+        (51.72, [100.0, 50.0])
+    """
+    if np.ndim(n_effective) == 0 and np.ndim(alpha) == 0 and np.ndim(df) == 0:
+        n = float(n_effective)
+        if df is None or not math.isfinite(df):
+            return n
+        z, t = upper_quantile(alpha), upper_quantile(alpha, df)
+        if abs(t) < 1e-9:  # alpha = 1/2: both quantiles 0, their ratio the ratio of the densities at 0
+            return n * (_t_density_at_0(df) * math.sqrt(2.0 * math.pi)) ** 2  # over the normal density at 0
+        return n * (z / t) ** 2
+    n = np.asarray(n_effective, dtype=np.float64) + np.zeros(np.shape(alpha))
+    if df is None:
+        return n
+    d = np.asarray(df, dtype=np.float64)
+    z, t = upper_quantiles(alpha), upper_quantiles(alpha, d)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = (z / t) ** 2
+    half = np.abs(t) < 1e-9
+    if half.any():
+        ratio = np.where(half, np.vectorize(share_trials, otypes=[float])(1.0, alpha, d), ratio)
+    return np.where(np.isfinite(d), n * ratio, n)
+
+
+def share_limits(estimate, n_effective, alpha, side: str, df=None):
+    """A share's one-sided limit at level ``alpha`` (:meth:`Interval.limit` of a score interval without a
+    law-free part), vectorised over runs: Clopper and Pearson's at :func:`share_trials` trials. A bench
+    measuring a share gate over thousands of simulated runs reads its limits here.
+
+    Example:
+        >>> iv = precision_interval(np.r_[np.ones(45, bool), np.zeros(15, bool)])
+        >>> share_limits(iv.estimate, iv.n_effective, 0.025, "low") == iv.limit(0.025, "low")
+        True
+        >>> share_limits(np.array([0.75, 0.5]), np.array([60.0, 60.0]), 0.025, "low", df=np.array([9, 59])).round(4).tolist()
+        [0.5987, 0.3653]
+    """
+    n = share_trials(n_effective, alpha, df)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        return share_limit(estimate * n, n, alpha, side)
+
+
+def normal_tail(estimate, se, bound, direction: str, df=None, *, p_floor=0.0):
+    """One-sided p-value of H0 "the true value meets ``bound``" for an estimate with standard error ``se``: the
+    Student t tail on ``df`` degrees of freedom (normal where ``df`` is None or infinite), 1 or
+    :data:`P_FLOOR` where ``se`` is 0 (:meth:`Interval.p_value` of a normal or t interval); never below
+    ``p_floor`` (:func:`floor_to_units`). Vectorised over runs; scalars give a float.
+
+    Example:
+        >>> round(normal_tail(0.45, 0.02, 0.5, "min", 3), 5), round(normal_tail(0.55, 0.02, 0.5, "min"), 5)
+        (0.04385, 0.99379)
+        >>> normal_tail(np.array([0.45, 0.45]), 0.02, 0.5, "min", 3, p_floor=0.0625).round(4).tolist()
+        [0.0625, 0.0625]
+    """
+    if direction not in ("min", "max"):
+        raise ValueError(f"`direction` must be 'min' or 'max', but got {direction!r}")
+    sign = 1.0 if direction == "min" else -1.0
+    margin = sign * (np.asarray(estimate, dtype=np.float64) - bound)
+    se = np.asarray(se, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = margin / se
+        if df is None:
+            p = _special.ndtr(z)
+        else:
+            d = np.asarray(df, dtype=np.float64)
+            finite = np.isfinite(d)
+            p = np.where(finite, _stats.t.cdf(z, np.where(finite, d, 1.0)), _special.ndtr(z))
+    p = np.where(se <= 0, np.where(margin >= 0, 1.0, P_FLOOR), p)
+    p = np.minimum(np.maximum(np.maximum(p, P_FLOOR), p_floor), 1.0)
+    return float(p) if p.ndim == 0 else p
+
+
 def share_power(trials: float, bound: float, truth: float, direction: str, alpha: float, *,
                 integer: bool = False) -> float:
     """Probability that :func:`share_tail` rejects at level ``alpha`` when the true share is ``truth``.
@@ -1158,6 +1249,30 @@ def _coverage_jackknife(member: np.ndarray) -> np.ndarray:
     return (np.count_nonzero(counts) - alone) / member.shape[1]
 
 
+def jackknife_se_df(jack):
+    """The delete-one jackknife's standard error ``sqrt((n - 1) / n sum_i d_i^2)`` and its effective degrees of
+    freedom, Kish's ``(sum_i d_i^2)^2 / sum_i d_i^4`` (at least 1; 1 when the variance is 0), from the delete-one
+    values ``jack`` (``d_i`` centred): :func:`coverage_interval`'s ``jackknife_wilson_df``. One run (1-D) gives
+    floats; ``(runs, n)`` arrays give arrays.
+
+    Example:
+        >>> se, df = jackknife_se_df(np.array([0.25, 0.5, 0.5, 0.5, 0.5, 0.5]))
+        >>> round(se, 4), round(df, 2)
+        (0.2083, 1.43)
+    """
+    jack = np.asarray(jack, dtype=np.float64)
+    n = jack.shape[-1]
+    if jack.ndim == 1:
+        d2 = (jack - jack.mean()) ** 2
+        se = math.sqrt((n - 1) / n * float(np.sum(d2)))
+        return se, (1.0 if se == 0 else max(1.0, float(np.sum(d2)) ** 2 / float(np.sum(d2**2))))
+    d2 = (jack - jack.mean(axis=-1, keepdims=True)) ** 2
+    se = np.sqrt((n - 1) / n * d2.sum(axis=-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(se == 0, 1.0, np.maximum(1.0, d2.sum(axis=-1) ** 2 / (d2**2).sum(axis=-1)))
+    return se, df
+
+
 def coverage_interval(
     membership: object,
     *,
@@ -1234,17 +1349,13 @@ def coverage_interval(
         raise ValueError(f"`membership` must have at least 2 generated rows and 1 real column, but got shape {member.shape}")
     estimate = float(member.any(axis=0).mean())
     if method in ("jackknife", "jackknife_wilson", "jackknife_wilson_df"):
-        jack = _coverage_jackknife(member)
-        d2 = (jack - jack.mean()) ** 2
-        se = math.sqrt((n - 1) / n * float(np.sum(d2)))
+        se, kish = jackknife_se_df(_coverage_jackknife(member))
         if method == "jackknife":
             return _normal(method, estimate, se, confidence, n, clip=(0.0, 1.0))
-        n_eff = float(r) if se == 0 else min(float(r), estimate * (1.0 - estimate) / se**2)
-        df = None
-        if method == "jackknife_wilson_df":
-            df = 1.0 if se == 0 else max(1.0, float(np.sum(d2)) ** 2 / float(np.sum(d2**2)))
+        n_eff = share_effective_size(estimate, se, float(r), True)  # at most the r balls: never more independent
+        df = kish if method == "jackknife_wilson_df" else None
         # n_eff is capped at the r real balls and the far tail's trials at n_eff, at any number of generated images
-        return dataclasses.replace(_score(method, estimate, max(n_eff, 1.0), confidence, n, df=df), trials_cap=int(r))
+        return dataclasses.replace(_score(method, estimate, n_eff, confidence, n, df=df), trials_cap=int(r))
     rng = np.random.default_rng(seed)
     fmember = member.astype(np.float32)
     if method in ("half_sampling", "subsampling"):
@@ -1405,6 +1516,23 @@ def _loo_percentile_variance(sorted_x: np.ndarray, q: float) -> np.ndarray:
     counts = np.array([n - j - 2, 1, j + 1], dtype=np.float64)
     mean = (values * counts).sum(axis=-1) / n
     return (n - 1) / n * (((values - mean[..., None]) ** 2) * counts).sum(axis=-1)
+
+
+def percentile_variance(x, percentile: float = 10.0) -> np.ndarray:
+    """The variance ``jackknife_t`` gives one group's ``percentile``: the exact delete-one jackknife variance,
+    floored at the variance that percentile has for normal scores with the group's sample standard deviation
+    (:func:`percentile_mean_interval`). Vectorised over leading axes (groups, simulated runs): ``x`` is
+    ``(..., n)``; the standard error of the mean over ``k`` groups is ``sqrt(sum of these) / k``.
+
+    Example:
+        >>> x = np.array([0.21, 0.25, 0.26, 0.27, 0.28, 0.30])
+        >>> float(percentile_variance(x)) == float(percentile_variance(x[None, None])[0, 0])
+        True
+    """
+    x = np.asarray(x, dtype=np.float64)
+    q = float(percentile)
+    jack = _loo_percentile_variance(np.sort(x, axis=-1), q)
+    return np.maximum(jack, np.var(x, axis=-1, ddof=1) * normal_percentile_variance(x.shape[-1], q))
 
 
 def _normal_order_statistics(n: int):
@@ -1609,12 +1737,12 @@ def percentile_mean_interval(
     k = len(arrays)
     n_units = int(sum(a.size for a in arrays))
     estimate = math.fsum(float(np.percentile(a, q)) for a in arrays) / k
-    if method in ("jackknife_t", "jackknife"):
+    if method == "jackknife":
         var = np.array([float(_loo_percentile_variance(np.sort(a), q)) for a in arrays])
-        if method == "jackknife":
-            return _normal(method, estimate, math.sqrt(var.sum()) / k, confidence, n_units)
-        floor = np.array([float(np.var(a, ddof=1)) * normal_percentile_variance(a.size, q) for a in arrays])
-        iv = _normal(method, estimate, math.sqrt(np.maximum(var, floor).sum()) / k, confidence, n_units, df=k)
+        return _normal(method, estimate, math.sqrt(var.sum()) / k, confidence, n_units)
+    if method == "jackknife_t":
+        var = np.array([float(percentile_variance(a, q)) for a in arrays])
+        iv = _normal(method, estimate, math.sqrt(var.sum()) / k, confidence, n_units, df=k)
         return PercentileMean(**{f.name: getattr(iv, f.name) for f in dataclasses.fields(iv)}, percentile=q,
                               sizes=tuple(int(a.size) for a in arrays),
                               sds=tuple(float(np.std(a, ddof=1)) for a in arrays))
@@ -1743,12 +1871,9 @@ def cluster_mean_interval(
             raise ValueError(
                 f"method 'wilson' needs values in [0, 1] (shares), but `values` range over [{y.min()!r}, {y.max()!r}]"
             )
-        n_images = float(y.size)
-        n_eff = n_images if se == 0 else estimate * (1.0 - estimate) / se**2
-        if np.isin(y, (0.0, 1.0)).all():  # 0/1 values: the Bernoulli variance is the largest possible
-            n_eff = min(n_eff, n_images)
+        n_eff = share_effective_size(estimate, se, float(y.size), bool(np.isin(y, (0.0, 1.0)).all()))
         # the few-prompts correction (z / t_{G-1})^2 is applied at each level (Interval.trials), not stored
-        interval = _score(method, estimate, max(n_eff, 1.0), confidence, g, df=g - 1)
+        interval = _score(method, estimate, n_eff, confidence, g, df=g - 1)
         if not law_free or not np.all(sizes == sizes[0]):  # the law-free test is of the mean over prompts: equal weights only
             return interval
         means = sums / sizes
@@ -1763,6 +1888,64 @@ def cluster_mean_interval(
     if method == "bca":
         jack = (sums.sum() - sums) / (sizes.sum() - sizes)
     return _from_replicates(method, estimate, reps, confidence, g, jack)
+
+
+def share_effective_size(estimate, se, n_images, binary):
+    """Korn and Graubard's effective size of a share of ``n_images`` images with standard error ``se``:
+    ``estimate (1 - estimate) / se^2`` (``n_images`` where ``se`` is 0), capped at ``n_images`` when every
+    value is 0 or 1 (the Bernoulli variance is the largest possible), at least 1 (:func:`cluster_mean_interval`).
+    Floats give a float (the interval's own arithmetic); arrays (simulated runs) broadcast.
+
+    Example:
+        >>> share_effective_size(0.5, 0.0625, 60.0, False), share_effective_size(0.5, 0.0625, 60.0, True)
+        (64.0, 60.0)
+        >>> share_effective_size(np.array([0.5, 0.5]), np.array([0.0625, 0.0]), 60.0, False).tolist()
+        [64.0, 60.0]
+    """
+    if all(np.ndim(v) == 0 for v in (estimate, se, n_images, binary)):
+        n_eff = n_images if se == 0 else estimate * (1.0 - estimate) / se**2
+        if binary:
+            n_eff = min(n_eff, n_images)
+        return max(n_eff, 1.0)
+    est, se = np.asarray(estimate, dtype=np.float64), np.asarray(se, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n_eff = np.where(se == 0, n_images, est * (1.0 - est) / se**2)
+    return np.maximum(np.where(binary, np.minimum(n_eff, n_images), n_eff), 1.0)
+
+
+def cluster_share_runs(sums, images: int, binary, *, multiplicity=None) -> dict[str, np.ndarray]:
+    """:func:`cluster_mean_interval`'s ``wilson`` statistics of many runs at once (a bench simulating the gate):
+    each run has ``prompts`` clusters of ``images`` values in [0, 1] with per-cluster sums ``sums`` (last axis:
+    the clusters); with ``multiplicity``, ``sums`` lists distinct cluster sums and ``multiplicity`` how many of
+    a run's clusters have each. ``binary``: every value of the run is 0 or 1.
+
+    Returns the estimate, its cluster-robust standard error, the effective size
+    (:func:`share_effective_size`), the degrees of freedom ``G - 1`` and the prompts' shares' count, mean and
+    sample variance (:class:`BoundedUnits`): each run's :func:`share_limits` and :func:`bounded_mean_limit`
+    (the wider of the two) are its interval's :meth:`Interval.limit`.
+
+    Example:
+        >>> iv = cluster_mean_interval([1.0, 0.0, 0.0, 0.0, 1.0, 1.0], ["a", "a", "b", "b", "c", "c"])
+        >>> runs = cluster_share_runs(np.array([[1.0, 0.0, 2.0]]), 2, True)
+        >>> bool(runs["estimate"][0] == iv.estimate), bool(runs["n_effective"][0] == iv.n_effective)
+        (True, True)
+    """
+    sums = np.asarray(sums, dtype=np.float64)
+    if multiplicity is None:
+        m = np.ones(sums.shape)
+    else:
+        m = np.asarray(multiplicity, dtype=np.float64)
+        sums = np.broadcast_to(sums, m.shape)
+    g = m.sum(axis=-1)
+    n_img = g * images
+    est = (m * sums).sum(axis=-1) / n_img
+    rss = (m * (sums - est[..., None] * images) ** 2).sum(axis=-1)
+    se = np.sqrt(g / (g - 1) * rss) / n_img
+    shares = sums / images
+    mean = (m * shares).sum(axis=-1) / g
+    var = (m * (shares - mean[..., None]) ** 2).sum(axis=-1) / (g - 1)
+    return {"estimate": est, "se": se, "n_effective": share_effective_size(est, se, n_img, binary),
+            "df": g - 1, "units": g, "mean": mean, "var": var}
 
 
 def cluster_bootstrap_interval(
