@@ -241,7 +241,7 @@ def options_of(cls: type) -> tuple[Option, ...]:
 
 
 def resolve_fields(cls: type, v: Values) -> dict[str, Any]:
-    """The value of every declared field of ``cls`` , by name, in field order."""
+    """The value of every declared field of ``cls``, by name, in field order."""
     return {f.name: f.metadata["rule"].value(v) for f in fields(cls) if "rule" in f.metadata}
 
 
@@ -681,10 +681,8 @@ def option_usage(option: Option) -> str:
 
 
 def default_cell(option: Option) -> str:
-    """The default as the options table shows it: ``6`` (smoke) / ``60`` (paper) for a preset default.
-
-    ``off`` for a switch, ``none`` for an option whose absence is its default (the meaning says what
-    that does).
+    """The default as the options table shows it: both presets' when they differ, ``off`` for a switch,
+    ``none`` for an option whose absence is its default.
 
     Example:
         >>> cells = {o.flag: default_cell(o) for o in CORE_OPTIONS}
@@ -703,9 +701,6 @@ def default_cell(option: Option) -> str:
 
 def options_markdown(sections: Iterable[tuple[str, Iterable[Option]]]) -> str:
     """The options table of ``docs/options.md``: one table per section, then the preset table.
-
-    Generated from the :class:`Option` records, so it cannot disagree with them (``make docs``
-    rewrites it; ``tests/test_docs.py`` fails when the committed one differs).
 
     Args:
         sections: ``(title, options)`` pairs: the core options, then each family's.
