@@ -303,6 +303,18 @@ def finite(v: Values, flag: str, low: float | None = None, high: float | None = 
     return value
 
 
+def folder(v: Values, flag: str, noun: str = "folder") -> Path | None:
+    """An existing folder given on the command line (relative to where pytest was invoked); ``None`` stays ``None``."""
+    raw = v.raw(flag)
+    if raw is None:
+        return None
+    path = Path(raw).expanduser()
+    path = path if path.is_absolute() else v.invocation_dir / path
+    if not path.is_dir():
+        raise OptionError(flag, f"{raw!r}: not a {noun}")
+    return path
+
+
 def comma_list(text: str, flag: str, *, choices: Sequence[str] | None = None, all_value: str | None = None,
                what: str = "item") -> tuple[str, ...]:
     """``"a,b"`` -> ``("a", "b")``: empty, repeated and (with ``choices``) unknown items are errors.

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from t2i_fairness.errors import OptionError
-from t2i_fairness.spine.options import Option, Values, option_fields, options_of, positive, resolve_fields
+from t2i_fairness.spine.options import Option, Values, folder, option_fields, options_of, positive, resolve_fields
 
 DEFAULT_KS = (1, 2, 4, 8)
 SMOKE_PROMPTS, PAPER_PROMPTS = 4, 10_000  # prompts per K (paper section 6.1: M = 10,000)
@@ -41,20 +42,15 @@ def parse_ks(text: str) -> tuple[int, ...]:
     return tuple(sorted(ks))
 
 
-def _fid_reference(v: Values, flag: str) -> Path | None:
-    raw = v.raw(flag)
-    if raw is None:
-        return None
-    path = Path(raw).expanduser()
-    path = path if path.is_absolute() else v.invocation_dir / path
-    if not path.is_dir():
-        raise OptionError(flag, f"{raw!r}: not a folder")
-    return path
+_prompts = partial(positive, flag="--t2i-cis-prompts")
+_images = partial(positive, flag="--t2i-cis-images")
 
 
 @dataclass(frozen=True)
 @option_fields
 class CisOptions:
+    """The family's options of a run: one field per option; defaults are an empty command line's."""
+
     ks: tuple[int, ...] = Option(
         "--t2i-cis-k", f"CIS: components per prompt, comma-separated (default 1,2,4,8 as the paper; at most {MAX_K})",
         default=",".join(map(str, DEFAULT_KS)), metavar="LIST", check=lambda v, flag: parse_ks(v(flag)))
@@ -65,8 +61,7 @@ class CisOptions:
     order_prompts: int = Option(
         "--t2i-cis-order-prompts", f"CIS order-invariance test: prompts of the largest K that are shuffled "
         f"(default min(M, {PAPER_ORDER_PROMPTS}))", type=int, metavar="M",
-        check=lambda v, flag: positive(v, flag) if v.given(flag) else min(positive(v, "--t2i-cis-prompts"),
-                                                                          PAPER_ORDER_PROMPTS))
+        check=lambda v, flag: positive(v, flag) if v.given(flag) else min(_prompts(v), PAPER_ORDER_PROMPTS))
     order_test: str = Option(
         "--t2i-cis-order-test", "CIS order-invariance test statistic: 'position' (default: inclusion by position "
         "within each prompt, with power against an order effect) or 'paper' (section 8.1's chi-square by component); "
@@ -74,10 +69,10 @@ class CisOptions:
     rate_min_images: int = Option(
         "--t2i-cis-rate-min-images", "CIS per-component rate floor: only components requested in at least R "
         "images count (default N)", type=int, metavar="R",
-        check=lambda v, flag: positive(v, flag) if v.given(flag) else positive(v, "--t2i-cis-images"))
+        check=lambda v, flag: positive(v, flag) if v.given(flag) else _images(v))
     fid_reference: Path | None = Option(
         "--t2i-cis-fid-reference", "CIS: real images for FID per K: DIR/k<K>/ subfolders, or one folder for every "
-        "K (default: no FID)", metavar="DIR", check=_fid_reference)
+        "K (default: no FID)", metavar="DIR", check=folder)
 
     @property
     def order_k(self) -> int | None:

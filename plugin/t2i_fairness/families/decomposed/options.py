@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
 
 from t2i_fairness.errors import OptionError
@@ -15,22 +16,14 @@ from t2i_fairness.families.decomposed.limits import (
     UNSEGMENTED_CHOICES,
     parse_failure_limit,
 )
-from t2i_fairness.spine.options import Option, Values, derived, option_fields, options_of, positive, resolve_fields
+from t2i_fairness.spine.options import (Option, Values, derived, folder, option_fields, options_of, positive,
+                                        resolve_fields)
 
 # The tiny segmenter's random detector finds no box in about half of the images by design (see
 # t2i_fairness.models.segmenter), so the paper's limit would drop every class of the smoke run.
 SMOKE_FAILURE_LIMIT = "0.6"
 PAPER_FAILURE_LIMIT = PAPER_FAILURE_LIMIT_TEXT  # App. C.2.1: "over 100 segmentation failures out of 1020 images"
-
-def _masks(v: Values, flag: str) -> Path | None:
-    raw = v.raw(flag)
-    if raw is None:
-        return None
-    masks = Path(raw).expanduser()
-    masks = masks if masks.is_absolute() else v.invocation_dir / masks
-    if not masks.is_dir():
-        raise OptionError(flag, f"{raw!r}: not a directory")
-    return masks
+LIMIT_FLAG = "--t2i-segmentation-failure-limit"
 
 
 def _failure_limit(v: Values, flag: str) -> Fraction:
@@ -40,19 +33,19 @@ def _failure_limit(v: Values, flag: str) -> Fraction:
         raise OptionError(flag, str(exc)) from None
 
 
-LIMIT_FLAG = "--t2i-segmentation-failure-limit"
-
-
 @dataclass(frozen=True)
 @option_fields
 class DecomposedOptions:
+    """The family's options of a run: one field per option; defaults are an empty command line's."""
+
     masks: Path | None = Option(
         "--t2i-masks", "Decomposed-DIG: precomputed object masks instead of LangSAM: PNGs named "
         "reference/<image path relative to the reference folder, no suffix>.png and "
-        "generated/<prompt>/<index>.png; nonzero pixels are object", metavar="DIR", check=_masks)
+        "generated/<prompt>/<index>.png; nonzero pixels are object", metavar="DIR",
+        check=partial(folder, noun="directory"))
     failure_limit: Fraction = Option(
-        LIMIT_FLAG, "Decomposed-DIG: exclude an object class with more segmentation "
-        "failures than this among its real images: FAILURES/IMAGES (the paper's 100/1020: over 100 of 1,020, "
+        LIMIT_FLAG, "Decomposed-DIG: exclude an object class with more segmentation failures than this among its "
+        "real images: FAILURES/IMAGES (the paper's 100/1020: over 100 of 1,020, "
         "proportional for other sizes) or a rate such as 0.1; the smoke preset's random segmenter misses about "
         "half of the objects", smoke=SMOKE_FAILURE_LIMIT, paper=PAPER_FAILURE_LIMIT, metavar="F/N|RATE",
         check=_failure_limit)
