@@ -1,27 +1,20 @@
-"""Every ``--t2i-*`` option: declared once, resolved in one pass into one frozen object.
+"""Every ``--t2i-*`` option, declared once as an :class:`Option` and resolved in one pass into one frozen object.
 
-- An :class:`Option` declares a flag, its help and, for defaults that depend on the run's scale,
-  its value under each **preset**: ``smoke`` (the built-in tiny model: fast, offline, meaningless
-  numbers) and ``paper`` (any other model: the papers' sample sizes). ``--t2i-preset`` picks one;
-  by default the built-in model gets ``smoke`` and every other model ``paper``. That is the only
-  place a default depends on the model: :func:`preset_table` prints every such default in one
-  table (``docs/options.md``'s options and presets tables are generated from these records by
-  :func:`options_markdown`, ``make docs``; a test fails when the committed tables differ).
-- :data:`CORE_OPTIONS` are the spine's; each family of :mod:`t2i_fairness.families` declares its
-  own. :func:`add_options` registers them with pytest (or argparse), :func:`resolve_options` turns
-  the parsed values into :class:`T2IOptions` (core fields, plus ``families[name]`` holding each
-  family's frozen options). Bad values raise :class:`~t2i_fairness.errors.OptionError` naming the
-  option; the plugin turns it into ``pytest.UsageError``.
-
-Nothing here imports pytest, torch or a family.
+An option's default may depend on the run's scale, its **preset**: ``smoke`` (the built-in models: fast,
+offline, meaningless numbers) or ``paper`` (any other model: the papers' sample sizes); ``--t2i-preset``
+overrides. The fields of :class:`T2IOptions` are the core options themselves (``model: str = Option(...)``):
+each field's default is what an empty command line resolves to, and :func:`resolve_options` turns the
+parsed values into it, then adds each family's frozen options (``families[name]``), declared the same way.
+``docs/options.md``'s tables are generated from the records (:func:`options_markdown`). Bad values raise
+:class:`~t2i_fairness.errors.OptionError` naming the option. Nothing here imports pytest, torch or a family.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -31,6 +24,7 @@ from t2i_fairness.vocab.geode import GEODE_OBJECTS
 PRESETS = ("smoke", "paper")
 _UNSET = object()
 
+DEFAULT_MODEL = "tiny"
 SMOKE_OBJECTS = ("bag", "car", "cooking_pot", "dog", "stove", "tree")
 SMOKE_MODELS = ("tiny", "procedural")  # the built-in models: the smoke preset by default
 SMOKE_IMAGES_PER_PROMPT = 6
@@ -39,7 +33,7 @@ PAPER_IMAGES_PER_PROMPT = 60
 
 @dataclass(frozen=True)
 class Option:
-    """One command-line option.
+    """One command-line option; in the class body of an options dataclass, also the field it sets.
 
     Args:
         flag: ``--t2i-...``.
@@ -48,6 +42,8 @@ class Option:
         smoke, paper: the default under each preset (declare both or neither).
         type, choices, action, metavar: as for ``argparse``.
         shown: how the preset table shows a default that is a rule rather than a value.
+        check: ``check(values, flag) -> value``: validates and converts the value (given or default),
+            raising :class:`~t2i_fairness.errors.OptionError`; without it, the value as it is (a bool for a switch).
     """
 
     flag: str
@@ -60,6 +56,7 @@ class Option:
     action: str | None = None
     metavar: str | None = None
     shown: Mapping[str, str] | None = None
+    check: Callable[[Values, str], Any] | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.flag.startswith("--t2i-"):
@@ -80,6 +77,12 @@ class Option:
         if not self.has_presets:
             return self.default
         return self.smoke if preset == "smoke" else self.paper
+
+    def value(self, v: Values) -> Any:
+        """The option's resolved value: :attr:`check`'s, or the value (given or default) as it is."""
+        if self.check is not None:
+            return self.check(v, self.flag)
+        return bool(v(self.flag)) if self.action == "store_true" else v(self.flag)
 
     def addoption_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``parser.addoption`` / ``ArgumentParser.add_argument``.
@@ -115,198 +118,6 @@ class Option:
         if isinstance(value, (tuple, list)):
             return ",".join(map(str, value))
         return str(value)
-
-
-CORE_OPTIONS: tuple[Option, ...] = (
-    Option("--t2i-model", "model under test: 'tiny' (built-in random smoke model, default), 'sd15-random' (SD 1.5's "
-           "sizes with seeded random weights: the paper path offline), a diffusers hub id or local folder, images:MANIFEST.csv (pre-generated images) or python:module:factory",
-           default="tiny", metavar="SPEC"),
-    Option("--t2i-model-revision", "for a hub id: the branch, tag or commit to load (default: main, resolved to "
-           "its commit when the run starts; the commit is in every image key and in the bounds' provenance)",
-           metavar="REV"),
-    Option("--t2i-preset", "sample sizes and defaults: 'smoke' (fast, offline, meaningless numbers) or 'paper' "
-           "(the papers' sizes); default: smoke for the built-in tiny model, paper for every other model",
-           default="auto", choices=("auto",) + PRESETS),
-    Option("--t2i-scorers", "scorer models: 'paper' loads what the papers used (e.g. OpenAI CLIP ViT-B/32); "
-           "'tiny' builds the same classes offline with random weights (default); 'paper-random' builds the papers' "
-           "architectures, input sizes and precisions offline with seeded random weights (meaningless numbers)",
-           default="tiny", choices=("tiny", "paper", "paper-random")),
-    Option("--t2i-device", "cpu, cuda, cuda:N, mps or auto (default: cuda if available)", default="auto",
-           metavar="DEVICE"),
-    Option("--t2i-precision", "precision of the generator and every scorer: auto (default: each model's own on the "
-           "device, float16 for the diffusers pipeline, CLIP and BLIP-2 on CUDA, float32 for the others and on CPU; "
-           "t2i_fairness.models.precision.AUTO_ON_CUDA), float32, float16 or bfloat16; part of every model's "
-           "fingerprint", default="auto", choices=("auto", "float32", "float16", "bfloat16")),
-    Option("--t2i-objects", "comma-separated GeoDE objects or 'all'", smoke=SMOKE_OBJECTS,
-           paper=tuple(GEODE_OBJECTS), metavar="LIST", shown={"paper": "all 27"}),
-    Option("--t2i-images-per-prompt", "images per prompt ({object} in {country} prompts share an object-region's "
-           "N images among its three countries)", smoke=SMOKE_IMAGES_PER_PROMPT, paper=PAPER_IMAGES_PER_PROMPT,
-           type=int, metavar="N"),
-    Option("--t2i-seed", "base seed (0..4294967295); every image seed derives from it, the prompt and the image index",
-           default=0, type=int, metavar="INT"),
-    Option("--t2i-batch-size", "generation batch size (default: the model's: 16 for tiny and procedural, 8 for "
-           "diffusers models and python: factories without a batch_size, 32 for images: manifests)", type=int,
-           metavar="N"),
-    Option("--t2i-steps", "denoising steps (default: the model's; 4 for tiny, 50 for diffusers models)", type=int,
-           metavar="N"),
-    Option("--t2i-guidance", "classifier-free guidance scale (default: the model's, 7)", type=float, metavar="X"),
-    Option("--t2i-height", "image height (default: the model's; 64 for tiny, 512 otherwise)", type=int, metavar="PX"),
-    Option("--t2i-width", "image width (default: the model's; 64 for tiny, 512 otherwise)", type=int, metavar="PX"),
-    Option("--t2i-cache-dir", "image/feature cache (default: .t2i-cache in the rootdir); an fsspec URL (s3://, gs://, "
-           "file://, memory://) shares one cache across machines through a local mirror", metavar="DIR"),
-    Option("--t2i-thresholds", "thresholds YAML (default: thresholds/<model-slug>.yaml in the rootdir)",
-           metavar="FILE"),
-    Option("--t2i-update-thresholds", "write new bounds into the thresholds file, each at a margin from its "
-           "estimate (a min gate: the estimate minus q * sqrt(2) * its standard error, q from --t2i-bound-level; a "
-           "max gate: plus), never the estimate itself, and report every change; refuses to loosen a bound "
-           "(--t2i-allow-loosen) and never rewrites a policy bound", action="store_true"),
-    Option("--t2i-allow-loosen", "with --t2i-update-thresholds, allow lowering a min or raising a max",
-           action="store_true"),
-    Option("--t2i-reference", "a real reference data set NAME=PATH (GeoDE folder, DollarStreet CSV, or manifest "
-           "CSV); repeatable (default: a small synthetic set named 'synthetic')", action="append", metavar="NAME=PATH"),
-    Option("--t2i-gate", "significant (default): a one-sided test of each gate against its bound, adjusted across the "
-           "run (--t2i-multiplicity), with three verdicts: pass, fail (significant evidence of a miss), inconclusive; "
-           "point: the estimate alone against the bound, no statistics", default="significant",
-           choices=("significant", "point")),
-    Option("--t2i-alpha", "error level of the run's gate decisions: the chance that a run of an equivalent model fails "
-           "any gate, under holm (default 0.05)", default=0.05, type=float, metavar="X"),
-    Option("--t2i-multiplicity", "adjustment of the gates' p-values across the run: holm (family-wise, default), bh "
-           "(Benjamini-Hochberg, false discovery rate) or none", default="holm", choices=("holm", "bh", "none")),
-    Option("--t2i-inconclusive", "what an inconclusive gate (the estimate misses its bound without significant "
-           "evidence) does: warn (default: the test passes with a warning) or fail", default="warn",
-           choices=("warn", "fail")),
-    Option("--t2i-bound-level", "with --t2i-update-thresholds: the probability that an equivalent model (same model, "
-           "new seeds) passes a written bound; the bound is the estimate minus z * sqrt(2) * its standard error "
-           "(default 0.99)", default=0.99, type=float, metavar="P"),
-    Option("--t2i-canary", "run the suite against a planted regression in one slice: NAME:SLICE[:PARAM], e.g. "
-           "collapse_region:africa, degrade_region:africa:0.5, drop_component:macaw, drop_position:last:0.5, "
-           "answer_language:eng_Latn, shift_group_share:doctor:female=0.5 (t2i_fairness.canaries); the summary says which gates caught it",
-           metavar="NAME:SLICE"),
-    Option("--t2i-sequential", "decide gates in rounds of growing size per prompt (multiples of the batch size, the "
-           "fixed-N run's first images) and stop each gate as soon as its verdict is settled, at the run's family-wise "
-           "level (docs/sequential.md); the paper preset's default, where no option needs fixed N "
-           "(--t2i-update-thresholds, --t2i-baseline-model, --t2i-plan-samples, --t2i-gate point: those runs are "
-           "fixed-N, and the header says why)", smoke=False, paper=True, action="store_true",
-           shown={"smoke": "off", "paper": "on"}),
-    Option("--t2i-fixed-n", "decide every gate at N, the fixed-N run (the smoke preset's design; with the paper preset "
-           "it turns --t2i-sequential off: every image is generated first, then the generator is released)",
-           action="store_true"),
-    Option("--t2i-plan-samples", "print, per gate, the images per prompt needed to detect a change of DELTA (in the "
-           "indicator's units) with 80%% power at the run's level", type=float, metavar="DELTA"),
-    Option("--t2i-baseline-model", "also run the same prompts and seeds through this model and gate "
-           "candidate >= baseline - delta (paired bootstrap interval on the difference)", metavar="SPEC"),
-    Option("--t2i-baseline-seed", "base seed of the baseline run (0..4294967295; default: --t2i-seed); e.g. tiny vs tiny with "
-           "another seed is a null comparison", type=int, metavar="INT"),
-    Option("--t2i-baseline-delta", "how much worse than the baseline a gate may be (default 0)", default=0.0,
-           type=float, metavar="X"),
-    Option("--t2i-bootstrap", "bootstrap resamples for confidence intervals (default 200; 0 turns intervals off)",
-           default=200, type=int, metavar="B"),
-    Option("--t2i-confidence", "confidence level of intervals (default 0.95)", default=0.95, type=float,
-           metavar="X"),
-    Option("--t2i-nearest-k", "k of the k-NN manifold for precision and coverage (default 3, as DIG In and "
-           "Decomposed-DIG)", default=3, type=int, metavar="K"),
-    Option("--t2i-dedupe", "duplicated real feature vectors before precision/coverage: DIG In's code drops every "
-           "copy (drop_all, default); keep_one keeps the first copy when every copy is of one region (DIG In's "
-           "keep_one)", default="drop_all", choices=("none", "keep_one", "drop_all")),
-    Option("--t2i-fake-dedupe", "duplicated generated feature vectors: 'auto' (default) does what each paper's public "
-           "code does: DIG In as --t2i-dedupe, Decomposed-DIG none (its fork never de-duplicates generated images)",
-           default="auto", choices=("auto", "none", "keep_one", "drop_all")),
-    Option("--t2i-dedupe-scope", "where duplicates are looked for: 'set' (default): the whole real set, and all "
-           "generated images of a template, before grouping by region; 'templates' (DIG In's code exactly): as set, "
-           "but the generated images of {object} and {object} in {region} together, as DIG In de-duplicates its one "
-           "regions pickle (docs/fidelity-dedupe.md); 'group': within each region or object-region group",
-           default="set", choices=("set", "templates", "group")),
-    Option("--t2i-balance-per-group", "GeoDE reference: images per object-region after balancing; the paper's 180 "
-           "(default) or 'smallest' (the smallest group's size); a smaller group is an error", default="180",
-           metavar="N|smallest"),
-    Option("--t2i-balance-seed", "seed of the GeoDE balancing sample (default 42, DIG In's code)", default=42,
-           type=int, metavar="INT"),
-    Option("--t2i-balance-sampler", "how a group's images are drawn: 'dig_in' (default; DIG In's utils.sample_df: "
-           "random.seed(seed); random.sample(rows in file order, n)) or 'project' (a seed per group, rows sorted by "
-           "path: the same images whatever the file order)", default="dig_in", choices=("dig_in", "project")),
-    Option("--t2i-artifacts", "where gates write JSON, plots and image grids (default: t2i-artifacts in the rootdir)",
-           metavar="DIR"),
-    Option("--t2i-report", "write a self-contained HTML report (gate table, plots, images inline) to DIR/index.html",
-           metavar="DIR"),
-    Option("--t2i-no-progress", "no progress bars", action="store_true"),
-)
-
-
-def _default(flag: str) -> Any:
-    """The default of a core option under the preset of the default model: what :class:`T2IOptions` starts from.
-
-    Defaults are stated once, in the :class:`Option` records; ``T2IOptions`` reads them here (a test checks
-    that ``T2IOptions()`` equals what :func:`resolve_options` makes of an empty command line).
-    """
-    option = next((o for o in CORE_OPTIONS if o.flag == flag), None)
-    if option is None:
-        raise KeyError(f"no core option {flag!r}")
-    model = next(o.default for o in CORE_OPTIONS if o.flag == "--t2i-model")
-    return option.preset_default("smoke" if model in SMOKE_MODELS else "paper")
-
-
-@dataclass(frozen=True)
-class T2IOptions:
-    """The run's options: the core fields, and ``families[name]`` for each family's own.
-
-    Every default is the option record's (:func:`_default`); the paths are those of a rootdir ``.``.
-    """
-
-    model: str = _default("--t2i-model")
-    model_revision: str | None = _default("--t2i-model-revision")  # a hub id's branch, tag or commit
-    preset: str = "smoke" if _default("--t2i-model") in SMOKE_MODELS else "paper"
-    scorers: str = _default("--t2i-scorers")
-    device: str = _default("--t2i-device")  # the request; base.devices.RunContext.decide decides it once per run
-    precision: str = _default("--t2i-precision")  # t2i_fairness.models.precision resolves it per model and device
-    objects: tuple[str, ...] = tuple(_default("--t2i-objects"))
-    images_per_prompt: int = _default("--t2i-images-per-prompt")
-    seed: int = _default("--t2i-seed")
-    batch_size: int | None = _default("--t2i-batch-size")
-    steps: int | None = _default("--t2i-steps")
-    guidance: float | None = _default("--t2i-guidance")
-    height: int | None = _default("--t2i-height")
-    width: int | None = _default("--t2i-width")
-    cache_dir: Path | str = Path(".t2i-cache")  # a folder, or an fsspec URL of a shared store (in the rootdir)
-    cache_mirror: Path = Path(".t2i-cache-mirror")  # local tier in front of an fsspec URL
-    thresholds: Path = Path("thresholds/tiny.yaml")  # thresholds/<model-slug>.yaml in the rootdir
-    update_thresholds: bool = bool(_default("--t2i-update-thresholds"))
-    allow_loosen: bool = bool(_default("--t2i-allow-loosen"))
-    references: tuple[tuple[str, str], ...] = field(default_factory=tuple)  # --t2i-reference: none given
-    progress: bool = not _default("--t2i-no-progress")
-    artifacts: Path = Path("t2i-artifacts")
-    nearest_k: int = _default("--t2i-nearest-k")
-    gate_mode: str = _default("--t2i-gate")
-    alpha: float = _default("--t2i-alpha")
-    multiplicity: str = _default("--t2i-multiplicity")
-    inconclusive: str = _default("--t2i-inconclusive")
-    bound_level: float = _default("--t2i-bound-level")
-    canary: str | None = _default("--t2i-canary")
-    # the parsed --t2i-canary, bound to the registered family's canary (resolve_options sets it)
-    canary_spec: Any = field(default=None, compare=False, repr=False)
-    plan_samples: float | None = _default("--t2i-plan-samples")
-    sequential: bool = bool(_default("--t2i-sequential"))
-    design: str = "fixed N (the smoke preset's design; --t2i-sequential decides in rounds)"  # the header's line: the design, why
-    baseline_model: str | None = _default("--t2i-baseline-model")
-    baseline_delta: float = _default("--t2i-baseline-delta")
-    baseline_seed: int | None = _default("--t2i-baseline-seed")
-    bootstrap: int = _default("--t2i-bootstrap")
-    confidence: float = _default("--t2i-confidence")
-    dedupe: str = _default("--t2i-dedupe")
-    fake_dedupe: str = _default("--t2i-fake-dedupe")
-    dedupe_scope: str = _default("--t2i-dedupe-scope")
-    balance_per_group: int | None = (  # None: the smallest group
-        None if _default("--t2i-balance-per-group") == "smallest" else int(_default("--t2i-balance-per-group")))
-    balance_seed: int = _default("--t2i-balance-seed")
-    balance_sampler: str = _default("--t2i-balance-sampler")
-    report: Path | None = _default("--t2i-report")
-    families: Mapping[str, Any] = field(default_factory=lambda: types.MappingProxyType({}), compare=False)
-
-    def family(self, name: str) -> Any:
-        """The frozen options of one family (``KeyError`` naming the registered ones)."""
-        try:
-            return self.families[name]
-        except KeyError:
-            raise KeyError(f"no options for family {name!r}; registered: {sorted(self.families)}") from None
 
 
 class Values:
@@ -371,6 +182,9 @@ def preset_of(model: str, preset: str = "auto") -> str:
     return "smoke" if model in SMOKE_MODELS else "paper"
 
 
+DEFAULT_PRESET = preset_of(DEFAULT_MODEL)
+
+
 def preset_table(options: Iterable[Option]) -> list[tuple[str, str, str]]:
     """``(flag, smoke default, paper default)`` for every option whose default depends on the preset.
 
@@ -379,6 +193,56 @@ def preset_table(options: Iterable[Option]) -> list[tuple[str, str, str]]:
         [('--t2i-images-per-prompt', '6', '60')]
     """
     return [(o.flag, o.show("smoke"), o.show("paper")) for o in options if o.has_presets]
+
+
+# ------------------------------------------------------------------------------------- options dataclasses
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A field computed from the options rather than set by one (:func:`derived`)."""
+
+    rule: Callable[[Values], Any]
+
+    def value(self, v: Values) -> Any:
+        return self.rule(v)
+
+
+def derived(rule: Callable[[Values], Any]) -> Any:
+    """Declare a field of an options dataclass whose value ``rule(values)`` computes from the options."""
+    return Derived(rule)
+
+
+def option_fields(cls: type) -> type:
+    """Class decorator, under ``@dataclass``: each :class:`Option` or :func:`derived` attribute becomes a field
+    whose default is what an empty command line resolves to (the default model's preset, the rootdir ``.``).
+
+    Example:
+        >>> @dataclass(frozen=True)
+        ... @option_fields
+        ... class Demo:
+        ...     n: int = Option("--t2i-demo-n", "how many", smoke=2, paper=20, type=int, check=positive)
+        ...     twice: int = derived(lambda v: 2 * v("--t2i-demo-n"))
+        >>> Demo(), [o.flag for o in options_of(Demo)]
+        (Demo(n=2, twice=4), ['--t2i-demo-n'])
+        >>> Demo(**resolve_fields(Demo, Values({"--t2i-demo-n": 5}.get, options_of(Demo), "paper")))
+        Demo(n=5, twice=10)
+    """
+    rules = {name: rule for name, rule in vars(cls).items() if isinstance(rule, (Option, Derived))}
+    empty = Values(lambda flag: None, [r for r in rules.values() if isinstance(r, Option)], DEFAULT_PRESET)
+    for name, rule in rules.items():
+        setattr(cls, name, field(default=rule.value(empty), metadata={"rule": rule}))
+    return cls
+
+
+def options_of(cls: type) -> tuple[Option, ...]:
+    """The :class:`Option` records that declare an options dataclass's fields, in field order."""
+    return tuple(f.metadata["rule"] for f in fields(cls) if isinstance(f.metadata.get("rule"), Option))
+
+
+def resolve_fields(cls: type, v: Values) -> dict[str, Any]:
+    """The value of every declared field of ``cls``, by name, in field order."""
+    return {f.name: f.metadata["rule"].value(v) for f in fields(cls) if "rule" in f.metadata}
 
 
 # ------------------------------------------------------------------------------------- checks
@@ -397,19 +261,16 @@ def positive(v: Values, flag: str, minimum: int = 1) -> int | None:
 MAX_SEED = 2**32 - 1
 
 
-def seed(v: Values, flag: str) -> int | None:
+def base_seed(v: Values, flag: str) -> int | None:
     """A base seed: an integer in ``0 .. 2**32 - 1``; ``None`` stays ``None``.
 
-    Unsigned 32-bit, as the seeds it makes are: numpy's generators (``default_rng``, which CIS's
-    prompt draws, the bootstrap and the reference grouping take it in) refuse a negative seed,
-    ``torch.Generator.manual_seed`` takes at most 64 bits, and every image's own seed
-    (:func:`~t2i_fairness.spine.generation.derive_seed`) is 32-bit. A larger base seed would add
-    nothing a 32-bit one cannot say.
+    Unsigned 32-bit, as every image's own seed (:func:`~t2i_fairness.spine.generation.derive_seed`) is;
+    numpy's generators refuse a negative one.
 
     Example:
-        >>> seed(lambda flag: 7, "--t2i-seed")
+        >>> base_seed(lambda flag: 7, "--t2i-seed")
         7
-        >>> seed(lambda flag: -1, "--t2i-seed")
+        >>> base_seed(lambda flag: -1, "--t2i-seed")
         Traceback (most recent call last):
         ...
         t2i_fairness.errors.OptionError: --t2i-seed: must be an integer in 0..4294967295 (an unsigned 32-bit seed), got -1
@@ -440,6 +301,18 @@ def finite(v: Values, flag: str, low: float | None = None, high: float | None = 
         what = " and ".join(x for x in (lo, hi) if x) or "finite"
         raise OptionError(flag, f"must be a finite number {what}, got {value!r}")
     return value
+
+
+def folder(v: Values, flag: str, noun: str = "folder") -> Path | None:
+    """An existing folder given on the command line (relative to where pytest was invoked); ``None`` stays ``None``."""
+    raw = v.raw(flag)
+    if raw is None:
+        return None
+    path = Path(raw).expanduser()
+    path = path if path.is_absolute() else v.invocation_dir / path
+    if not path.is_dir():
+        raise OptionError(flag, f"{raw!r}: not a {noun}")
+    return path
 
 
 def comma_list(text: str, flag: str, *, choices: Sequence[str] | None = None, all_value: str | None = None,
@@ -495,72 +368,68 @@ def balance_size(value: Any, flag: str = "--t2i-balance-per-group") -> int | Non
     return n
 
 
-# ------------------------------------------------------------------------------------- resolve
+# ------------------------------------------------------------------------------------- the core options
 
 
-def resolve_core(v: Values) -> dict[str, Any]:
-    """The core fields of :class:`T2IOptions` from the parsed values (a dict, so families can be added)."""
-    from t2i_fairness.generators import check_revision, model_slug
+def _revision(v: Values, flag: str) -> str | None:
+    from t2i_fairness.generators import check_revision
 
-    model = v("--t2i-model")
-    raw_objects = v.raw("--t2i-objects")
-    objects = v("--t2i-objects") if raw_objects is None else comma_list(
-        raw_objects, "--t2i-objects", choices=tuple(GEODE_OBJECTS), all_value="all", what="object")
-    for flag in ("--t2i-batch-size", "--t2i-steps", "--t2i-height", "--t2i-width"):
-        positive(v, flag)
-    revision = v.raw("--t2i-model-revision")
-    if revision is not None:
-        revision = str(revision).strip()
-        if not revision or any(c.isspace() for c in revision):
-            raise OptionError("--t2i-model-revision", f"expected a branch, tag or commit, got {v.raw('--t2i-model-revision')!r}")
-        check_revision(model, revision)
-    if v("--t2i-allow-loosen") and not v("--t2i-update-thresholds"):
-        raise OptionError("--t2i-allow-loosen", "only makes sense with --t2i-update-thresholds")
-    if v.raw("--t2i-baseline-seed") is not None and not v("--t2i-baseline-model"):
-        raise OptionError("--t2i-baseline-seed", "only makes sense with --t2i-baseline-model")
-    sequential, design = sequential_design(v)
-    device = v("--t2i-device")
+    revision = v.raw(flag)
+    if revision is None:
+        return None
+    revision = str(revision).strip()
+    if not revision or any(c.isspace() for c in revision):
+        raise OptionError(flag, f"expected a branch, tag or commit, got {v.raw(flag)!r}")
+    check_revision(v("--t2i-model"), revision)
+    return revision
+
+
+def _device(v: Values, flag: str) -> str:
+    device = v(flag)  # the request; base.devices.RunContext.decide decides it once per run
     if not (device in ("auto", "cpu", "mps", "cuda") or (device.startswith("cuda:") and device[5:].isdigit())):
-        raise OptionError("--t2i-device", f"{device!r}: choose cpu, cuda, cuda:N, mps or auto")
+        raise OptionError(flag, f"{device!r}: choose cpu, cuda, cuda:N, mps or auto")
+    return device
+
+
+def _objects(v: Values, flag: str) -> tuple[str, ...]:
+    if v.raw(flag) is None:
+        return tuple(v(flag))
+    return comma_list(v.raw(flag), flag, choices=tuple(GEODE_OBJECTS), all_value="all", what="object")
+
+
+def _cache_dir(v: Values, flag: str) -> Path | str:
+    raw = v.raw(flag)  # a folder, or the fsspec URL of a shared store
+    return raw if raw and "://" in raw else Path(raw or v.rootdir / ".t2i-cache")
+
+
+def _thresholds(v: Values, flag: str) -> Path:
+    from t2i_fairness.generators import model_slug
+
+    return Path(v.raw(flag) or v.rootdir / "thresholds" / f"{model_slug(v('--t2i-model'))}.yaml")
+
+
+def _allow_loosen(v: Values, flag: str) -> bool:
+    if v(flag) and not v("--t2i-update-thresholds"):
+        raise OptionError(flag, "only makes sense with --t2i-update-thresholds")
+    return bool(v(flag))
+
+
+def _references(v: Values, flag: str) -> tuple[tuple[str, str], ...]:
     refs: list[tuple[str, str]] = []
-    for item in v.raw("--t2i-reference") or ():
+    for item in v.raw(flag) or ():
         name, sep, path = item.partition("=")
         if not sep or not name or not path:
-            raise OptionError("--t2i-reference", f"{item!r}: expected NAME=PATH, e.g. geode=/data/geode")
+            raise OptionError(flag, f"{item!r}: expected NAME=PATH, e.g. geode=/data/geode")
         if any(name == n for n, _ in refs):
-            raise OptionError("--t2i-reference", f"the name {name!r} is given twice ({dict(refs)[name]!r} and {path!r})")
+            raise OptionError(flag, f"the name {name!r} is given twice ({dict(refs)[name]!r} and {path!r})")
         refs.append((name, path))
-    bootstrap = positive(v, "--t2i-bootstrap", 0)
-    gate_mode = v("--t2i-gate")
-    canary = v("--t2i-canary")  # checked by resolve_options, against the registered families' canaries
-    raw_cache = v.raw("--t2i-cache-dir")
-    cache_dir: Path | str = raw_cache if raw_cache and "://" in raw_cache else Path(raw_cache or v.rootdir / ".t2i-cache")
-    thresholds = Path(v.raw("--t2i-thresholds") or v.rootdir / "thresholds" / f"{model_slug(model)}.yaml")
-    report = v.raw("--t2i-report")
-    return dict(
-        model=model, model_revision=revision, preset=v.preset, scorers=v("--t2i-scorers"), device=device,
-        precision=v("--t2i-precision"), objects=tuple(objects),
-        images_per_prompt=positive(v, "--t2i-images-per-prompt"), seed=seed(v, "--t2i-seed"),
-        batch_size=v("--t2i-batch-size"), steps=v("--t2i-steps"),
-        guidance=finite(v, "--t2i-guidance", 0.0), height=v("--t2i-height"), width=v("--t2i-width"),
-        cache_dir=cache_dir, cache_mirror=v.rootdir / ".t2i-cache-mirror", thresholds=thresholds,
-        update_thresholds=bool(v("--t2i-update-thresholds")), allow_loosen=bool(v("--t2i-allow-loosen")),
-        references=tuple(refs), progress=not v("--t2i-no-progress"),
-        artifacts=Path(v.raw("--t2i-artifacts") or v.rootdir / "t2i-artifacts"),
-        nearest_k=positive(v, "--t2i-nearest-k"), dedupe=v("--t2i-dedupe"), gate_mode=gate_mode,
-        fake_dedupe=v("--t2i-fake-dedupe"), dedupe_scope=v("--t2i-dedupe-scope"),
-        balance_per_group=balance_size(v("--t2i-balance-per-group")), balance_seed=v("--t2i-balance-seed"),
-        balance_sampler=v("--t2i-balance-sampler"),
-        baseline_model=v("--t2i-baseline-model"), baseline_seed=seed(v.raw, "--t2i-baseline-seed"),
-        baseline_delta=finite(v, "--t2i-baseline-delta", 0.0), bootstrap=bootstrap,
-        confidence=finite(v, "--t2i-confidence", 0.0, 1.0, open_low=True, open_high=True),
-        alpha=finite(v, "--t2i-alpha", 0.0, 1.0, open_low=True, open_high=True), multiplicity=v("--t2i-multiplicity"),
-        inconclusive=v("--t2i-inconclusive"),
-        bound_level=finite(v, "--t2i-bound-level", 0.5, 1.0, open_high=True), canary=canary,
-        plan_samples=finite(v, "--t2i-plan-samples", 0.0, open_low=True),
-        sequential=sequential, design=design,
-        report=Path(report) if report else None,
-    )
+    return tuple(refs)
+
+
+def _baseline_seed(v: Values, flag: str) -> int | None:
+    if v.given(flag) and not v("--t2i-baseline-model"):
+        raise OptionError(flag, "only makes sense with --t2i-baseline-model")
+    return base_seed(v, flag)
 
 
 #: what needs a fixed-N run: flag -> why (a ``--t2i-sequential`` run refuses them; the paper preset's default yields)
@@ -609,6 +478,158 @@ def sequential_design(v: Values) -> tuple[bool, str]:
                   f"sequential (the {v.preset} preset's default; --t2i-fixed-n decides every gate at N)")
 
 
+
+
+@dataclass(frozen=True)
+@option_fields
+class T2IOptions:
+    """The run's options: one field per core option (declared by its :class:`Option`), the few values derived
+    from them, and ``families[name]`` for each family's own. Defaults are an empty command line's (rootdir ``.``).
+    """
+
+    model: str = Option("--t2i-model", "model under test: 'tiny' (built-in random smoke model, default), "
+        "'sd15-random' (SD 1.5's sizes with seeded random weights: the paper path offline), a diffusers hub id or "
+        "local folder, images:MANIFEST.csv (pre-generated images) or python:module:factory", default="tiny",
+        metavar="SPEC")
+    model_revision: str | None = Option("--t2i-model-revision", "for a hub id: the branch, tag or commit to load "
+        "(default: main, resolved to its commit when the run starts; the commit is in every image key and in the "
+        "bounds' provenance)", metavar="REV", check=_revision)
+    preset: str = Option("--t2i-preset", "sample sizes and defaults: 'smoke' (fast, offline, meaningless numbers) "
+        "or 'paper' (the papers' sizes); default: smoke for the built-in tiny model, paper for every other model",
+        default="auto", choices=("auto",) + PRESETS, check=lambda v, flag: v.preset)
+    scorers: str = Option("--t2i-scorers", "scorer models: 'paper' loads what the papers used (e.g. OpenAI CLIP "
+        "ViT-B/32); 'tiny' builds the same classes offline with random weights (default); 'paper-random' builds "
+        "the papers' architectures, input sizes and precisions offline with seeded random weights (meaningless "
+        "numbers)", default="tiny", choices=("tiny", "paper", "paper-random"))
+    device: str = Option("--t2i-device", "cpu, cuda, cuda:N, mps or auto (default: cuda if available)",
+        default="auto", metavar="DEVICE", check=_device)
+    precision: str = Option("--t2i-precision", "precision of the generator and every scorer: auto (default: each "
+        "model's own on the device, float16 for the diffusers pipeline, CLIP and BLIP-2 on CUDA, float32 for the "
+        "others and on CPU; t2i_fairness.models.precision.AUTO_ON_CUDA), float32, float16 or bfloat16; part of "
+        "every model's fingerprint", default="auto", choices=("auto", "float32", "float16", "bfloat16"))
+    objects: tuple[str, ...] = Option("--t2i-objects", "comma-separated GeoDE objects or 'all'", smoke=SMOKE_OBJECTS,
+        paper=tuple(GEODE_OBJECTS), metavar="LIST", shown={"paper": "all 27"}, check=_objects)
+    images_per_prompt: int = Option("--t2i-images-per-prompt", "images per prompt ({object} in {country} prompts "
+        "share an object-region's N images among its three countries)", smoke=SMOKE_IMAGES_PER_PROMPT,
+        paper=PAPER_IMAGES_PER_PROMPT, type=int, metavar="N", check=positive)
+    seed: int = Option("--t2i-seed", "base seed (0..4294967295); every image seed derives from it, the prompt and "
+        "the image index", default=0, type=int, metavar="INT", check=base_seed)
+    batch_size: int | None = Option("--t2i-batch-size", "generation batch size (default: the model's: 16 for tiny "
+        "and procedural, 8 for diffusers models and python: factories without a batch_size, 32 for images: "
+        "manifests)", type=int, metavar="N", check=positive)
+    steps: int | None = Option("--t2i-steps", "denoising steps (default: the model's; 4 for tiny, 50 for "
+        "diffusers models)", type=int, metavar="N", check=positive)
+    guidance: float | None = Option("--t2i-guidance", "classifier-free guidance scale (default: the model's, 7)",
+        type=float, metavar="X", check=partial(finite, low=0.0))
+    height: int | None = Option("--t2i-height", "image height (default: the model's; 64 for tiny, 512 otherwise)",
+        type=int, metavar="PX", check=positive)
+    width: int | None = Option("--t2i-width", "image width (default: the model's; 64 for tiny, 512 otherwise)",
+        type=int, metavar="PX", check=positive)
+    cache_dir: Path | str = Option("--t2i-cache-dir", "image/feature cache (default: .t2i-cache in the rootdir); "
+        "an fsspec URL (s3://, gs://, file://, memory://) shares one cache across machines through a local mirror",
+        metavar="DIR", check=_cache_dir)
+    cache_mirror: Path = derived(lambda v: v.rootdir / ".t2i-cache-mirror")  # local tier before an fsspec URL
+    thresholds: Path = Option("--t2i-thresholds", "thresholds YAML (default: thresholds/<model-slug>.yaml in the "
+        "rootdir)", metavar="FILE", check=_thresholds)
+    update_thresholds: bool = Option("--t2i-update-thresholds", "write new bounds into the thresholds file, each "
+        "at a margin from its estimate (a min gate: the estimate minus q * sqrt(2) * its standard error, q from "
+        "--t2i-bound-level; a max gate: plus), never the estimate itself, and report every change; refuses to "
+        "loosen a bound (--t2i-allow-loosen) and never rewrites a policy bound", action="store_true")
+    allow_loosen: bool = Option("--t2i-allow-loosen", "with --t2i-update-thresholds, allow lowering a min or "
+        "raising a max", action="store_true", check=_allow_loosen)
+    references: tuple[tuple[str, str], ...] = Option("--t2i-reference", "a real reference data set NAME=PATH "
+        "(GeoDE folder, DollarStreet CSV, or manifest CSV); repeatable (default: a small synthetic set named "
+        "'synthetic')", action="append", metavar="NAME=PATH", check=_references)
+    gate_mode: str = Option("--t2i-gate", "significant (default): a one-sided test of each gate against its "
+        "bound, adjusted across the run (--t2i-multiplicity), with three verdicts: pass, fail (significant "
+        "evidence of a miss), inconclusive; point: the estimate alone against the bound, no statistics",
+        default="significant", choices=("significant", "point"))
+    alpha: float = Option("--t2i-alpha", "error level of the run's gate decisions: the chance that a run of an "
+        "equivalent model fails any gate, under holm (default 0.05)", default=0.05, type=float, metavar="X",
+        check=partial(finite, low=0.0, high=1.0, open_low=True, open_high=True))
+    multiplicity: str = Option("--t2i-multiplicity", "adjustment of the gates' p-values across the run: holm "
+        "(family-wise, default), bh (Benjamini-Hochberg, false discovery rate) or none", default="holm",
+        choices=("holm", "bh", "none"))
+    inconclusive: str = Option("--t2i-inconclusive", "what an inconclusive gate (the estimate misses its bound "
+        "without significant evidence) does: warn (default: the test passes with a warning) or fail", default="warn",
+        choices=("warn", "fail"))
+    bound_level: float = Option("--t2i-bound-level", "with --t2i-update-thresholds: the probability that an "
+        "equivalent model (same model, new seeds) passes a written bound; the bound is the estimate minus z * "
+        "sqrt(2) * its standard error (default 0.99)", default=0.99, type=float, metavar="P",
+        check=partial(finite, low=0.5, high=1.0, open_high=True))
+    canary: str | None = Option("--t2i-canary", "run the suite against a planted regression in one slice: "
+        "NAME:SLICE[:PARAM], e.g. collapse_region:africa, degrade_region:africa:0.5, drop_component:macaw, "
+        "drop_position:last:0.5, answer_language:eng_Latn, shift_group_share:doctor:female=0.5 "
+        "(t2i_fairness.canaries); the summary says which gates caught it", metavar="NAME:SLICE")
+    sequential: bool = Option("--t2i-sequential", "decide gates in rounds of growing size per prompt (multiples "
+        "of the batch size, the fixed-N run's first images) and stop each gate as soon as its verdict is settled, "
+        "at the run's family-wise level (docs/sequential.md); the paper preset's default, where no option needs "
+        "fixed N (--t2i-update-thresholds, --t2i-baseline-model, --t2i-plan-samples, --t2i-gate point: those runs "
+        "are fixed-N, and the header says why)", smoke=False, paper=True, action="store_true",
+        shown={"smoke": "off", "paper": "on"}, check=lambda v, flag: sequential_design(v)[0])
+    design: str = derived(lambda v: sequential_design(v)[1])  # the header's line: the design and why
+    fixed_n: bool = Option("--t2i-fixed-n", "decide every gate at N, the fixed-N run (the smoke preset's design; "
+        "with the paper preset it turns --t2i-sequential off: every image is generated first, then the generator "
+        "is released)", action="store_true")
+    plan_samples: float | None = Option("--t2i-plan-samples", "print, per gate, the images per prompt needed to "
+        "detect a change of DELTA (in the indicator's units) with 80%% power at the run's level", type=float,
+        metavar="DELTA", check=partial(finite, low=0.0, open_low=True))
+    baseline_model: str | None = Option("--t2i-baseline-model", "also run the same prompts and seeds through this "
+        "model and gate candidate >= baseline - delta (paired bootstrap interval on the difference)", metavar="SPEC")
+    baseline_seed: int | None = Option("--t2i-baseline-seed", "base seed of the baseline run (0..4294967295; "
+        "default: --t2i-seed); e.g. tiny vs tiny with another seed is a null comparison", type=int, metavar="INT",
+        check=_baseline_seed)
+    baseline_delta: float = Option("--t2i-baseline-delta", "how much worse than the baseline a gate may be "
+        "(default 0)", default=0.0, type=float, metavar="X", check=partial(finite, low=0.0))
+    bootstrap: int = Option("--t2i-bootstrap", "bootstrap resamples for confidence intervals (default 200; 0 "
+        "turns intervals off)", default=200, type=int, metavar="B", check=partial(positive, minimum=0))
+    confidence: float = Option("--t2i-confidence", "confidence level of intervals (default 0.95)", default=0.95,
+        type=float, metavar="X", check=partial(finite, low=0.0, high=1.0, open_low=True, open_high=True))
+    nearest_k: int = Option("--t2i-nearest-k", "k of the k-NN manifold for precision and coverage (default 3, as "
+        "DIG In and Decomposed-DIG)", default=3, type=int, metavar="K", check=positive)
+    dedupe: str = Option("--t2i-dedupe", "duplicated real feature vectors before precision/coverage: DIG In's "
+        "code drops every copy (drop_all, default); keep_one keeps the first copy when every copy is of one "
+        "region (DIG In's keep_one)", default="drop_all", choices=("none", "keep_one", "drop_all"))
+    fake_dedupe: str = Option("--t2i-fake-dedupe", "duplicated generated feature vectors: 'auto' (default) does "
+        "what each paper's public code does: DIG In as --t2i-dedupe, Decomposed-DIG none (its fork never "
+        "de-duplicates generated images)", default="auto", choices=("auto", "none", "keep_one", "drop_all"))
+    dedupe_scope: str = Option("--t2i-dedupe-scope", "where duplicates are looked for: 'set' (default): the whole "
+        "real set, and all generated images of a template, before grouping by region; 'templates' (DIG In's code "
+        "exactly): as set, but the generated images of {object} and {object} in {region} together, as DIG In "
+        "de-duplicates its one regions pickle (docs/fidelity-dedupe.md); 'group': within each region or "
+        "object-region group", default="set", choices=("set", "templates", "group"))
+    balance_per_group: int | None = Option("--t2i-balance-per-group", "GeoDE reference: images per object-region "
+        "after balancing; the paper's 180 (default) or 'smallest' (the smallest group's size); a smaller group is "
+        "an error", default="180", metavar="N|smallest", check=lambda v, flag: balance_size(v(flag), flag))
+    balance_seed: int = Option("--t2i-balance-seed", "seed of the GeoDE balancing sample (default 42, DIG In's "
+        "code)", default=42, type=int, metavar="INT")
+    balance_sampler: str = Option("--t2i-balance-sampler", "how a group's images are drawn: 'dig_in' (default; "
+        "DIG In's utils.sample_df: random.seed(seed); random.sample(rows in file order, n)) or 'project' (a seed "
+        "per group, rows sorted by path: the same images whatever the file order)", default="dig_in",
+        choices=("dig_in", "project"))
+    artifacts: Path = Option("--t2i-artifacts", "where gates write JSON, plots and image grids (default: "
+        "t2i-artifacts in the rootdir)", metavar="DIR",
+        check=lambda v, flag: Path(v.raw(flag) or v.rootdir / "t2i-artifacts"))
+    report: Path | None = Option("--t2i-report", "write a self-contained HTML report (gate table, plots, images "
+        "inline) to DIR/index.html", metavar="DIR",
+        check=lambda v, flag: Path(v.raw(flag)) if v.raw(flag) else None)
+    progress: bool = Option("--t2i-no-progress", "no progress bars", action="store_true",
+        check=lambda v, flag: not v(flag))
+    # the parsed --t2i-canary, bound to the registered family's canary (resolve_options sets it)
+    canary_spec: Any = field(default=None, compare=False, repr=False)
+    families: Mapping[str, Any] = field(default_factory=lambda: types.MappingProxyType({}), compare=False)
+
+    def family(self, name: str) -> Any:
+        """The frozen options of one family (``KeyError`` naming the registered ones)."""
+        try:
+            return self.families[name]
+        except KeyError:
+            raise KeyError(f"no options for family {name!r}; registered: {sorted(self.families)}") from None
+
+
+CORE_OPTIONS: tuple[Option, ...] = options_of(T2IOptions)
+
+
 def resolve_options(get: Callable[[str], Any], *, rootdir: Path | str = ".", invocation_dir: Path | str = ".",
                     families: Sequence[Any] = ()) -> T2IOptions:
     """Resolve every option in one pass: the core fields, then each family's part.
@@ -629,10 +650,10 @@ def resolve_options(get: Callable[[str], Any], *, rootdir: Path | str = ".", inv
         ('paper', ('bag', 'car'), 60, 'org-sd.yaml')
     """
     declared = list(CORE_OPTIONS) + [o for f in families for o in f.options]
-    model = get("--t2i-model") or "tiny"
+    model = get("--t2i-model") or DEFAULT_MODEL
     preset = preset_of(model, get("--t2i-preset") or "auto")
     v = Values(get, declared, preset, rootdir, invocation_dir)
-    core = T2IOptions(**resolve_core(v))
+    core = T2IOptions(**resolve_fields(T2IOptions, v))
     canary_spec = None
     if core.canary is not None:
         from t2i_fairness.generators.canary import canary_table, parse_canary
@@ -642,7 +663,7 @@ def resolve_options(get: Callable[[str], Any], *, rootdir: Path | str = ".", inv
         except ValueError as exc:
             raise OptionError("--t2i-canary", str(exc).removeprefix("--t2i-canary").lstrip(": ")) from None
     parts = {f.name: (f.resolve(v, core) if f.resolve is not None else None) for f in families}
-    return dataclasses.replace(core, families=types.MappingProxyType(parts), canary_spec=canary_spec)
+    return replace(core, families=types.MappingProxyType(parts), canary_spec=canary_spec)
 
 
 # ------------------------------------------------------------------------------------- the docs' table
@@ -672,10 +693,8 @@ def option_usage(option: Option) -> str:
 
 
 def default_cell(option: Option) -> str:
-    """The default as the options table shows it: ``6`` (smoke) / ``60`` (paper) for a preset default.
-
-    ``off`` for a switch, ``none`` for an option whose absence is its default (the meaning says what
-    that does).
+    """The default as the options table shows it: both presets' when they differ, ``off`` for a switch,
+    ``none`` for an option whose absence is its default.
 
     Example:
         >>> cells = {o.flag: default_cell(o) for o in CORE_OPTIONS}
@@ -694,9 +713,6 @@ def default_cell(option: Option) -> str:
 
 def options_markdown(sections: Iterable[tuple[str, Iterable[Option]]]) -> str:
     """The options table of ``docs/options.md``: one table per section, then the preset table.
-
-    Generated from the :class:`Option` records, so it cannot disagree with them (``make docs``
-    rewrites it; ``tests/test_docs.py`` fails when the committed one differs).
 
     Args:
         sections: ``(title, options)`` pairs: the core options, then each family's.

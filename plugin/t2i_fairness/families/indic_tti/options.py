@@ -1,11 +1,5 @@
-"""IndicTTI's options: the multilingual prompt file, the languages, images per prompt and language.
-
-- ``--t2i-indic-prompts PATH``: a multilingual prompt file (format: :mod:`t2i_fairness.vocab.multilingual`);
-  default the bundled smoke SAMPLE. Real runs point it at the IndicTTI / COCO-NLLB prompts.
-- ``--t2i-languages LIST``: comma-separated language codes (``hin_Deva``, any case) or ``all``
-  (default: every language of the file). English is always measured: the relative gates need it.
-- ``--t2i-indic-images N``: images per prompt and language: the paper's 4 (paper preset), 6 (smoke);
-  ``--t2i-images-per-prompt`` when that is given and this is not.
+"""IndicTTI's options (the multilingual prompt file, the languages, images per prompt and language) and the
+selection they resolve to: the prompts, checked to cover every measured language (English always included).
 """
 
 from __future__ import annotations

@@ -1,13 +1,5 @@
-"""Word-level explanations' options.
-
-- ``--t2i-wi-prompts examples|paper|all``: the paper's two worked examples (default), its 150
-  prompts ``a {adjective} {person} at the {place}`` (Figure 3; opt-in, costly) or both.
-- ``--t2i-wi-groups LIST`` (default ``male,female``) and ``--t2i-wi-template`` (default
-  ``a photo of a {group}``): CLIP zero-shot group classifier.
-- ``--t2i-wi-replacements M`` (default 3, as the paper): masked-LM candidates per replaced set.
-- ``--t2i-wi-k LIST``: influence levels for every prompt (default: the paper's).
-- ``--t2i-wi-images N``: images per candidate prompt (default ``ceil(I / M)`` with ``I`` the run's
-  images per prompt, so each distribution has about ``I`` images).
+"""Word-level explanations' options (prompts, the CLIP zero-shot groups, masked-LM replacements, influence
+levels, images per candidate prompt) and the settings they resolve to.
 """
 
 from __future__ import annotations
