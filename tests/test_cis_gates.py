@@ -132,7 +132,7 @@ def test_gates_report_and_update_then_pass(suite):
         "0.0001; asymptotic chi-square p = *); * of 3 prompts informative",
         "power of the position test against the first-named component drawn 0.2 more often than the last-named "
         "* 0 at 3 prompts x 2 images, K=4: the smallest p this design can give is 0.0093 > 0.0083, at this run's "
-        "level 0.00833 (alpha 0.05 over 6 gate(s)); at the paper's size, * at 1000 prompts x 16 images, K=4 (200 simulated "
+        "level 0.00833 (alpha 0.05 over 6 gate(s), holm first step); at the paper's size, * at 1000 prompts x 16 images, K=4 (200 simulated "
         "studies), *",
         "chi-square by component (the paper's statistic*",
         "as the paper scores *",
