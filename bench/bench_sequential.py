@@ -76,8 +76,8 @@ from sequential_worlds import (CIS_KS, CIS_N, DIG_N, CisWorld, DigWorld, SimCis,
 from simulated_canaries import REGIONS  # noqa: E402
 from t2i_fairness.families.cis.study import cis_looks  # noqa: E402
 from t2i_fairness.gating.gate import measure  # noqa: E402
-from t2i_fairness.gating.rounds import GROUP_PARAMETERS, GateCallSpec, Rounds  # noqa: E402
-from t2i_fairness.gating.sequential import SequentialEvidence  # noqa: E402
+from t2i_fairness.gating.sequential.loop import GROUP_PARAMETERS, GateCallSpec, Rounds  # noqa: E402
+from t2i_fairness.gating.sequential.rules import SequentialEvidence  # noqa: E402
 from t2i_fairness.gating.thresholds import Bound, ThresholdFile  # noqa: E402
 from t2i_fairness.gating.verdicts import bound_for, evaluate  # noqa: E402
 from t2i_fairness.metrics.decisions import adjust_p_values  # noqa: E402
@@ -171,11 +171,11 @@ def judge_indicator(ind, gate: Gate, thresholds: ThresholdFile) -> tuple[str, fl
     if ind.undefined is not None:
         return ("inconclusive" if ind.inconclusive else "fail"), None
     seq = ind.sequential
-    if seq and seq.get("early"):
-        return ("fail" if seq["reason"].startswith("fail") else "pass"), seq.get("p_sequential")
+    if seq and seq.early:
+        return ("fail" if seq.reason.failed else "pass"), seq.p_sequential
     interval = ind.evidence
     if seq and interval is not None and hasattr(interval, "p_value"):
-        interval = SequentialEvidence(interval, float(seq["alpha_share"]), seq.get("earlier_looks_p"))
+        interval = SequentialEvidence(interval, float(seq.alpha_share), seq.earlier_looks_p)
     m = measure(gate.id, ind.value, n=ind.n, higher_is_better=ind.higher_is_better, interval=interval, test=ind.test)
     v = evaluate(m, thresholds, {}, alpha=ALPHA, family_size=PAPER_GATES, multiplicity="holm")
     return v.status, v.p_value

@@ -16,12 +16,14 @@ from typing import Any, Callable
 
 from t2i_fairness.errors import GateFailed, GateSkipped, T2IInconclusiveWarning
 from t2i_fairness.gating.baseline import BaselineMeasurement, compare_with_baseline
+from t2i_fairness.gating.sequential.look import Look, Reason
+from t2i_fairness.gating.sequential.messages import cannot_fail_clause, early_record
 from t2i_fairness.gating.session import GateRecord
 from t2i_fairness.gating.thresholds import ThresholdFile
 from t2i_fairness.gating.verdicts import Measurement, Verdict, evaluate
 from t2i_fairness.base.cache import content_key
 
-__all__ = ["Gate", "GateContext", "bootstrap_seed", "early_record", "judge", "measure"]
+__all__ = ["Gate", "GateContext", "bootstrap_seed", "early_record", "judge", "measure"]  # early_record: re-exported
 
 
 def bootstrap_seed(gate_id: str, base_seed: int) -> int:
@@ -247,16 +249,16 @@ class Gate:
             if ind.undefined is not None:
                 self.undefined(ind.undefined, name=name, inconclusive=ind.inconclusive, sequential=ind.sequential)
                 return None
-            kind, seq = ind.kind, ind.sequential
+            kind, seq = ind.kind, Look.of(ind.sequential)
             value, n, higher_is_better, test = ind.value, ind.n, ind.higher_is_better, ind.test
-            # a test is judged by its p-value; its evidence (the CIS order test's effect sizes) serves the round loop
+            # a test is judged by its p-value; its evidence (effect sizes) serves the round loop
             interval = None if test is not None else ind.evidence
             provenance = {**ind.provenance, **(provenance or {})}
-            details = {**ind.details, **(details or {}), **({"sequential": dict(seq)} if seq else {})}
-            if seq and not seq.get("early") and interval is not None and hasattr(interval, "p_value"):
-                from t2i_fairness.gating.sequential import SequentialEvidence
+            details = {**ind.details, **(details or {}), **({"sequential": seq.to_dict()} if seq else {})}
+            if seq and not seq.early and interval is not None and hasattr(interval, "p_value"):
+                from t2i_fairness.gating.sequential.rules import SequentialEvidence
 
-                interval = SequentialEvidence(interval, float(seq["alpha_share"]), seq.get("earlier_looks_p"))
+                interval = SequentialEvidence(interval, float(seq.alpha_share), seq.earlier_looks_p)
         m = measure(gate_id, value, n=n, higher_is_better=higher_is_better, interval=interval, details=details,
                     resample=resample, units=units, strata=strata, bootstrap=o.bootstrap,
                     confidence=o.confidence, seed=o.seed, test=test)
@@ -272,20 +274,20 @@ class Gate:
         record, verdict = judge(m, ctx.thresholds, prov, o, nodeid=ctx.nodeid, family=ctx.family,
                                 baseline=ctx.baselines.get(gate_id), resample=resample, units=units, strata=strata,
                                 family_size=ctx.family_size, kind=kind)
-        if seq and seq.get("early"):
+        if seq and seq.early:
             record = early_record(record, seq, ctx.thresholds.gates.get(m.gate))
         ctx.emit(record)
         # a bound written under other settings is said once per run, at the top of the summary
         # (report.changes.provenance_summary), not as one warning per gate
         early_failed = record.status == "fail" or (record.status == "inconclusive" and record.blocking)
-        if early_failed if (seq and seq.get("early")) else verdict.failed:
+        if early_failed if (seq and seq.early) else verdict.failed:
             raise GateFailed(record.message)
         if record.status == "inconclusive":
             warnings.warn(T2IInconclusiveWarning(record.message), stacklevel=2)
         return m
 
     def undefined(self, reason: str, name: str | None = None, inconclusive: bool = False,
-                  sequential: dict | None = None) -> None:
+                  sequential: Look | None = None) -> None:
         """An indicator that cannot be computed here: skip while the gate has no bound, fail once it has one.
 
         ``inconclusive=True`` is for a value left undefined by sampling noise that another gate judges
@@ -305,10 +307,11 @@ class Gate:
             status, blocking = "fail", True
             message = f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass"
         details: dict[str, Any] = {"undefined": reason}
-        if sequential is not None:  # undefined at N after its looks, or at the look that curtailed it
-            details["sequential"] = dict(sequential)
-            if sequential.get("reason") == "pass: curtailed" and sequential.get("conditional_power") == 0.0:
-                message += f"; {_cannot_fail_clause(sequential)}"
+        look = Look.of(sequential)
+        if look is not None:  # undefined at N after its looks, or at the look that curtailed it
+            details["sequential"] = look.to_dict()
+            if look.reason is Reason.CURTAIL and look.conditional_power == 0.0:
+                message += f"; {cannot_fail_clause(look)}"
         # recorded like any judged gate, so the summary, run.json and a canary's tally count it
         self.context.emit(GateRecord(
             gate=gate_id, nodeid=self.context.nodeid, value=float("nan"), n=0, direction=bound.direction,
@@ -317,72 +320,3 @@ class Gate:
         if blocking:
             raise GateFailed(message)
         warnings.warn(T2IInconclusiveWarning(message), stacklevel=2)
-
-
-def _where(seq: dict) -> str:
-    return f"look {seq['round']} of {seq['rounds']} ({seq['at']} of {seq['planned']} {seq['unit']})"
-
-
-def _cannot_fail_clause(seq: dict) -> str:
-    """What a look that curtailed a gate no outcome at ``N`` can fail says (``seq``: the round loop's record)."""
-    return (f"passed early by curtailment at {_where(seq)}: no outcome of its test at N can fail it at its level "
-            f"{seq['gate_level']:.3g} (a test over its prompts claims no p-value that small, its bound lies at a "
-            f"share's edge, or its groups' real images are too few for any coverage to reach it), so stopping here "
-            f"costs none of its power")
-
-
-def early_record(record: GateRecord, seq: dict, bound) -> GateRecord:
-    """A gate record made into the verdict of an early stop of ``--t2i-sequential`` (``seq``: the round loop's
-    record): a fail at the alpha this look spent, or a pass by futility; its p-value is the sequential one and
-    its message names the look and the level that decided.
-
-    Example:
-        >>> from t2i_fairness.gating.thresholds import Bound
-        >>> r = GateRecord("g", "t::g", 0.5, 64, "min", "fail", 0.8, None, "g: measured 0.5000", {})
-        >>> seq = {"reason": "fail: alpha spent at this look", "round": 1, "rounds": 4, "unit": "images per prompt",
-        ...        "at": 16, "planned": 60, "p": 1e-9, "level": 3e-8, "gate_level": 1e-4, "alpha_share": 3e-4,
-        ...        "p_sequential": 3.3e-6}
-        >>> e = early_record(r, seq, Bound("min", 0.8))
-        >>> e.status, e.p_value, e.threshold
-        ('fail', 3.3e-06, 0.0001)
-        >>> print(e.message)
-        g: measured 0.5000; FAILED early at look 1 of 4 (16 of 60 images per prompt): p = 1e-09 <= 3e-08, the alpha this look spends (O'Brien-Fleming share 0.0003 of the gate's level 0.0001)
-    """
-    import dataclasses
-
-    where = _where(seq)
-    head = record.message.split("; p = ")[0]
-    if seq["reason"].startswith("fail"):
-        message = (f"{head}; FAILED early at {where}: p = {seq['p']:.3g} <= {seq['level']:.3g}, the alpha this look "
-                   f"spends (O'Brien-Fleming share {seq['alpha_share']:.2g} of the gate's level {seq['gate_level']:.3g})")
-        status = "fail"
-    elif seq["reason"] == "pass: curtailed" and seq.get("conditional_power") == 0.0:
-        message = f"{head}; {_cannot_fail_clause(seq)}"
-        status = "pass"
-    elif seq["reason"] == "pass: curtailed":
-        message = (f"{head}; passed early by curtailment at {where}: were it to miss the bound by "
-                   f"{seq['curtail_miss']:g} (its kind's meaningful miss), the fixed-N test at N would fail it with "
-                   f"probability {seq['conditional_power']:.2g} given this look (< {seq['curtail_gamma']:g}), so stopping "
-                   f"here costs at most {seq['curtail_gamma']:g} of its power at that miss")
-        status = "pass"
-        if record.status == "inconclusive":  # the look's estimate misses the bound without evidence: said, as at N
-            message += "; its estimate at this look misses the bound without evidence (inconclusive at this size)"
-            return dataclasses.replace(record, status="inconclusive", message=message,
-                                       p_value=seq.get("p_sequential"), threshold=seq["gate_level"])
-    elif seq.get("kind") == "test":  # a test (no bound): futility against an effect of its own size
-        message = (f"{head}; passed early by futility at {where}: the largest effect its {1 - seq['futility_beta']:.4g} "
-                   f"one-sided limits leave possible is {seq['futility_limit']:.4f} < {seq['futility_miss']:g} (half "
-                   f"the effect it states power against), so a model with an effect of {seq['futility_miss']:g} would "
-                   f"stop here at most {seq['futility_beta']:.2g} of the time; its test never fails before N")
-        status = "pass"
-    else:
-        side = ">" if bound is None or bound.direction == "min" else "<"
-        edge = (bound.value - seq["futility_miss"]) if bound is None or bound.direction == "min" else \
-            (bound.value + seq["futility_miss"])
-        message = (f"{head}; passed early by futility at {where}: its {1 - seq['futility_beta']:.4g} one-sided limit "
-                   f"{seq['futility_limit']:.4f} {side} {edge:.4f} (the bound less half its kind's meaningful miss), so "
-                   f"a model missing the bound by {seq['futility_miss']:g} would stop here at most "
-                   f"{seq['futility_beta']:.2g} of the time")
-        status = "pass"
-    return dataclasses.replace(record, status=status, message=message, p_value=seq.get("p_sequential"),
-                               threshold=seq["gate_level"], blocking=False)

@@ -3,7 +3,7 @@
 A family's study computes each gated indicator in one method (``DigInStudy.region_precision(...)``,
 marked :func:`~t2i_fairness.families.base.indicator`) and returns an :class:`Indicator`; the gate test
 reads it and calls ``gate(indicator)``. Because the study, not the test, makes the number, the round
-loop of ``--t2i-sequential`` (:mod:`t2i_fairness.gating.rounds`) can compute every selected indicator
+loop of ``--t2i-sequential`` (:mod:`t2i_fairness.gating.sequential.loop`) can compute every selected indicator
 at each planned look without calling a test, and each test is then called once, on the indicator of
 the look where its gate stopped (``at``: the study at that look, for the test's reports).
 """
@@ -15,25 +15,20 @@ from typing import Any, Mapping
 
 __all__ = ["Indicator", "KINDS"]
 
-#: gate kinds and what ``--t2i-sequential`` may stop them for (``docs/sequential.md``): every kind with an
-#: effect size passes early by futility; ``fail`` marks the kinds whose early fail is valid (their estimand does not move with
-#: the images per prompt: coverage grows with ``n``, a low percentile's expectation shifts with ``n``); ``curtail`` the
-#: kinds a look may pass by stochastic curtailment (``gating.sequential``): those whose estimand does not move, a
-#: coverage floor (growing toward ``N``, a coverage at ``N`` fails less often than the look's normal model says) and a
-#: low percentile (its evidence, ``PercentileMean``, counts the move of its expectation toward ``N``)
+#: gate kinds and what ``--t2i-sequential`` may stop them for: ``fail`` where an early fail is valid (the estimand does
+#: not move with the sample), ``futility`` and ``curtail`` the early passes (``docs/sequential.md``)
 KINDS: dict[str, frozenset[str]] = {
-    "share": frozenset({"fail", "futility", "curtail"}),  # precision, CIS_K: a share of images (or prompts' images)
+    "share": frozenset({"fail", "futility", "curtail"}),  # a share of images (or of prompts' images)
     "coverage": frozenset({"futility", "curtail"}),  # a share of real balls: its expectation grows with n
-    "worst": frozenset({"fail", "futility", "curtail"}),  # the worst of G groups (of shares; of coverages: no early fail)
-    "spread": frozenset({"fail", "futility", "curtail"}),  # best minus worst, template improvement, CIS drop
-    "ratio": frozenset({"fail", "futility", "curtail"}),  # worst / best, CLGC(l) / CLGC(English)
+    "worst": frozenset({"fail", "futility", "curtail"}),  # the worst of G groups (of coverages: no early fail)
+    "spread": frozenset({"fail", "futility", "curtail"}),  # best minus worst, an improvement, a drop per component
+    "ratio": frozenset({"fail", "futility", "curtail"}),  # worst / best, a language's score over English's
     "percentile": frozenset({"futility", "curtail"}),  # a mean of low percentiles: its expectation shifts with n
-    "score": frozenset({"fail", "futility", "curtail"}),  # IndicTTI's means of cosines
-    # the CIS order test: futility against an order effect (its evidence: inclusion by position with law-free
-    # limits); its Monte Carlo permutation p cannot reach an early look's O'Brien-Fleming share of the level, so
-    # no early fail: the test at N decides at its whole level
+    "score": frozenset({"fail", "futility", "curtail"}),  # means of cosines
+    # a family's test (no bound): futility against an effect of its own (``Family.futility_miss``); its permutation
+    # p cannot reach an early look's share of the level, so the test at N decides at its whole level
     "test": frozenset({"futility"}),
-    "hoeffding": frozenset({"fail", "futility", "curtail"}),  # word-level: Hoeffding's inequality
+    "hoeffding": frozenset({"fail", "futility", "curtail"}),  # a mean bounded by Hoeffding's inequality
 }
 
 
@@ -57,7 +52,8 @@ class Indicator:
         skip: why the gate does not apply to this run (skipped whatever the thresholds say).
         grows: the estimand grows with the images (coverage-like): no early fail for it.
         at: the study it was measured on (a look's under ``--t2i-sequential``); the test's reports read it.
-        sequential: the round loop's record of where and why the gate stopped (``None`` without rounds).
+        sequential: where and why the gate stopped (a :class:`~t2i_fairness.gating.sequential.look.Look`;
+            ``None`` without rounds).
 
     Example:
         >>> ind = Indicator(0.8, 60, "share")
@@ -80,7 +76,7 @@ class Indicator:
     skip: str | None = None
     grows: bool = False
     at: Any = field(default=None, repr=False, compare=False)
-    sequential: Mapping[str, Any] | None = None
+    sequential: Any = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
