@@ -1,11 +1,8 @@
-"""What a study hands a gate: one indicator's value, the test it is judged by, and its kind.
+"""What a study hands a gate: one indicator's value, the evidence it is judged by, and its kind.
 
-A family's study computes each gated indicator in one method (``DigInStudy.region_precision(...)``,
-marked :func:`~t2i_fairness.families.base.indicator`) and returns an :class:`Indicator`; the gate test
-reads it and calls ``gate(indicator)``. Because the study, not the test, makes the number, the round
-loop of ``--t2i-sequential`` (:mod:`t2i_fairness.gating.sequential.loop`) can compute every selected indicator
-at each planned look without calling a test, and each test is then called once, on the indicator of
-the look where its gate stopped (``at``: the study at that look, for the test's reports).
+A family's study makes each gated indicator in one method and returns an :class:`Indicator`; the gate test
+calls ``gate(indicator)``. Because the study makes the number, the round loop of ``--t2i-sequential`` can
+compute every selected indicator at each planned look without calling a test.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """``--t2i-sequential`` in every report: per gate, why and when it stopped; for the run, the method and the images.
 
-Under ``--t2i-sequential`` each gate's :class:`~t2i_fairness.gating.session.GateRecord` carries its
-sequential record in ``details["sequential"]`` (made by the round loop,
-:class:`~t2i_fairness.gating.sequential.loop.Rounds`; read as a :class:`~t2i_fairness.gating.sequential.look.Look`): ``kind``, ``reason`` (``fail: alpha spent at this look``,
-``pass: futility``, ``pass: curtailed``, ``ran to N``), ``early``, ``round``/``rounds``, ``at``/``planned`` in its
-``unit`` (images per prompt, or prompts), and what decided: ``p`` and the ``level`` the look spent, the
-futility ``futility_limit`` against ``futility_miss``, or the curtailment's ``conditional_power`` at ``curtail_miss``. It rides inside ``details``, so it reaches the
-xdist controller with the rest of the record.
-
-This module turns those records into the run's ``sequential`` block (:func:`sequential_summary`,
-the ``run.json`` object), its terminal lines (:func:`sequential_lines`), a gate's flat JUnit
-properties (:func:`junit_sequential`) and its one-line text (:func:`gate_line`, for the HTML report
-and Allure). A run without ``--t2i-sequential`` has no such record and gets nothing from here: its
-reports stay byte for byte what they were. ``docs/sequential-reports.md`` shows every line.
+Each gate's record carries its :class:`~t2i_fairness.gating.sequential.look.Look` in ``details["sequential"]``
+(:func:`record_of` reads it back). This module makes the run's ``sequential`` block of run.json
+(:func:`sequential_summary`), its terminal lines (:func:`sequential_lines`) and a gate's JUnit properties
+(:func:`junit_sequential`); a run without ``--t2i-sequential`` gets nothing from here
+(``docs/sequential-reports.md``).
 """
 
 from __future__ import annotations
@@ -57,15 +49,7 @@ def _gated(records: Iterable[Any]) -> list:
 
 
 def sequential_on(session) -> bool:
-    """Whether the run was a ``--t2i-sequential`` run: the session says so (``GateSession.sequential``,
-    set at the session's end) or a gate carries a sequential record.
-
-    Example:
-        >>> from pathlib import Path
-        >>> from t2i_fairness.gating.session import GateSession
-        >>> sequential_on(GateSession(Path("t.yaml")))
-        False
-    """
+    """Whether the run was a ``--t2i-sequential`` run: the session says so or a gate carries a look."""
     return bool(getattr(session, "sequential", None)) or any(record_of(r) for r in _gated(session.records))
 
 

@@ -57,25 +57,12 @@ def json_number(x: Any) -> float | None:
 
 @dataclass(frozen=True, eq=False)
 class Look(Mapping):
-    """One gate's sequential record: the look where it stopped, or ``N`` after its looks.
+    """One gate's sequential record: the look where it stopped (``early``), or ``N`` after its looks.
 
-    Read its attributes; as a read-only mapping it is its run.json form (:meth:`to_dict`).
-
-    Attributes:
-        kind: the gate's kind (:data:`~t2i_fairness.gating.indicator.KINDS`).
-        reason: why it stopped.
-        early: stopped before ``N``.
-        round, rounds: the look (1-based) and the number of planned looks.
-        unit: what ``at`` counts (``images per prompt``, ``prompts``).
-        at, planned: this look's size and ``N``.
-        share_of_planned: ``at / planned``.
-        p, level: this look's p-value and the alpha it spends (an early stop).
-        gate_level: the gate's whole level (``alpha / m``).
-        alpha_share: this look's spending share (at ``N``: what the earlier looks left).
-        p_sequential: the sequential p-value (an early stop); ``earlier_looks_p``: the earlier looks' (at ``N``).
-        futility_limit, futility_miss, futility_beta: the futility rule that passed it.
-        conditional_power, curtail_miss, curtail_gamma: the curtailment rule that passed it.
-        open_groups, cleared_groups: a worst-of gate's groups its looks left open, or found clear.
+    Its fields are run.json's keys (:meth:`to_dict`; as a read-only mapping it is that dict): the ``kind``, the
+    ``reason``, look ``round`` of ``rounds`` at ``at`` of ``planned`` ``unit``; the look's ``p`` against the ``level`` it
+    spends (``alpha_share`` of the ``gate_level``) and the sequential p-value (``p_sequential``; at ``N``,
+    ``earlier_looks_p``); the futility or curtailment rule that passed it; a worst-of gate's open or cleared groups.
 
     Example:
         >>> look = Look("share", Reason.FUTILITY, True, 1, 3, "images per prompt", 4, 16, 0.25, p=0.3,

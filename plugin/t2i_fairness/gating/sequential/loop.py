@@ -1,15 +1,10 @@
-"""The round loop of ``--t2i-sequential``: every selected gate of a study, decided look by look (plain, no pytest).
+"""The round loop of ``--t2i-sequential``: a study's selected gates, decided look by look (plain, no pytest).
 
-A study's indicator methods (:func:`~t2i_fairness.families.base.indicator`) make each gate's
-:class:`~t2i_fairness.gating.indicator.Indicator`. :class:`Rounds` runs around one study: at each planned
-look before ``N`` (``schedule``: images per prompt over a grid, or prompts where they are drawn) it asks the study
-at that look (``look(study, n)``: the first ``n`` of the fixed-N run, byte for byte) for the indicator of
-every gate still open, decides each with :func:`~t2i_fairness.gating.sequential.decide_look`, and closes
-the gates that stopped. Images are made only when an open gate's indicator asks for them, so a prompt
-gets images up to the last look any gate reading it needed. Then each gate test is called once: its
-call to the study's indicator method returns the indicator of the look where its gate stopped (with
-its record in ``Indicator.sequential``), or, for a gate still open after the last look before ``N``, the
-indicator at ``N`` with what the earlier looks spent.
+At each planned look before ``N`` :class:`Rounds` asks the study at that look (``look(study, n)``: the first ``n``
+of the fixed-N run, byte for byte) for the indicator of every gate still open, decides each
+(:func:`~t2i_fairness.gating.sequential.rules.decide_look`) and closes those that stopped. Each gate test then
+reads the indicator of the look where its gate stopped, or the one at ``N``, with its
+:class:`~t2i_fairness.gating.sequential.look.Look` in ``Indicator.sequential``.
 """
 
 from __future__ import annotations
@@ -48,22 +43,18 @@ def _key(method: str, kwargs: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, 
 
 
 class Rounds:
-    """Decide a study's selected gates in rounds (module docstring).
+    """Decide a study's selected gates in rounds.
 
     Args:
         study: the fixed-N study (its indicator methods route here).
         look: ``look(study, n)`` -> the study at ``n`` (images per prompt, or prompts).
-        schedule: the planned looks, increasing, the last ``N``.
-        unit: what ``n`` counts, for reports (``"images per prompt"``, ``"prompts"``).
-        gates: the selected gates that have a bound.
-        bounds: gate id -> its :class:`~t2i_fairness.gating.thresholds.Bound`.
-        level: each gate's level (``alpha / m``: Holm's first step).
+        schedule: the planned looks, increasing, the last ``N``; ``unit``: what they count.
+        gates: the selected gates with a bound; ``bounds``: gate id -> its bound.
+        level: each gate's level (``alpha / m``).
         raw: ``raw(study, method, kwargs)`` -> the indicator, bypassing the rounds.
-        group_methods: method -> its parameter names; a worst-of method with ``groups`` and ``total`` parameters
-            measures only the groups still open at later looks (``metrics.evidence.WorstOf.open_groups``), its
-            Bonferroni factor the gate's ``total``; one with a ``cleared`` parameter (groups that grow with the
-            look: components counted once two prompts name them) is told the groups earlier looks found
-            clear of a miss, and measures every other group of its look with that look's Bonferroni factor.
+        group_methods: method -> its parameters: a worst-of method with ``groups``/``total`` measures only its groups
+            still open at later looks; one with ``cleared`` is told the groups earlier looks found clear.
+        curtail: pass gates early by curtailment (off under ``--t2i-inconclusive fail``).
 
     Example:
         >>> import numpy as np
@@ -82,8 +73,6 @@ class Rounds:
         ...            raw=lambda s, m, kw: getattr(s, m)(**kw))
         >>> [(w, str(r.indicator("rate", {"which": w}).sequential.reason)) for w in ("good", "bad")]
         [('good', 'pass: futility'), ('bad', 'fail: alpha spent at this look')]
-        >>> r.indicator("rate", {"which": "bad"}).sequential.at      # 128 of 256 against 0.8: at the first look
-        256
         >>> r.reached().n          # a report reads the last look a gate needed: both stopped at the first
         256
     """

@@ -1,11 +1,4 @@
-"""Planning a sequential run: the looks' spending shares and futility levels, and what a run of a plan costs.
-
-A gate's level ``a`` is spent over its planned looks in the O'Brien-Fleming shape (:func:`spending_shares`); its
-futility passes at levels summing to :data:`~t2i_fairness.gating.sequential.rules.FUTILITY_BETA`
-(:func:`futility_levels`). ``t2i-fairness plan --t2i-sequential`` counts a run's worst, expected and best case
-images (:func:`sequential_images`) from each family's null-model shares (:class:`NullShares`). The rationale and
-the bench behind the shares: ``docs/sequential.md``.
-"""
+"""Planning a sequential run: each look's spending share and futility level, and a plan's images (``docs/sequential.md``)."""
 
 from __future__ import annotations
 
@@ -30,24 +23,13 @@ FUTILITY_BETA = 0.005
 
 
 def spending_shares(fractions: Sequence[float], level: float) -> np.ndarray:
-    """The share of ``level`` each planned look may spend (O'Brien-Fleming-type, Lan & DeMets 1983).
-
-    ``F(t) = 2 - 2 Phi(z_{level/2} / sqrt(t))``; ``s_k = (F(t_k) - F(t_{k-1})) / level`` with ``F(t_K = 1) =
-    level``. The shares sum to 1.
-
-    Args:
-        fractions: the looks' information fractions ``n_k / N``, increasing, the last 1.
-        level: the gate's level (``alpha / m``).
-
-    Raises:
-        ValueError: fractions not increasing in (0, 1] or not ending at 1, a level outside (0, 1).
+    """The share of ``level`` each look may spend (O'Brien-Fleming-type, Lan & DeMets 1983): ``F(t) = 2 - 2 Phi(z_{level/2}
+    / sqrt(t))``, ``s_k = (F(t_k) - F(t_{k-1})) / level``, summing to 1. ``fractions``: ``n_k / N``, increasing, the last 1.
 
     Example:
         >>> s = spending_shares([0.25, 0.5, 1.0], 0.05 / 475)
         >>> f"{s[0]:.1e}", f"{s[1]:.1e}", round(float(s[2]), 6), round(float(s.sum()), 12)
         ('8.3e-11', '3.9e-04', 0.999606, 1.0)
-        >>> spending_shares([1.0], 0.05).tolist()
-        [1.0]
     """
     t = np.asarray(fractions, dtype=np.float64)
     if t.ndim != 1 or t.size == 0 or not (np.all(np.diff(t) > 0) and t[0] > 0 and abs(t[-1] - 1.0) < 1e-12):
@@ -60,44 +42,20 @@ def spending_shares(fractions: Sequence[float], level: float) -> np.ndarray:
 
 
 def futility_levels(looks: int) -> list[float]:
-    """``beta_k`` of each look before ``N`` (``FUTILITY_BETA`` spread evenly; none at ``N``).
-
-    Example:
-        >>> futility_levels(4)
-        [0.0016666666666666668, 0.0016666666666666668, 0.0016666666666666668]
-        >>> futility_levels(1)      # a single look (N itself): none
-        []
-    """
+    """``beta_k`` of each look before ``N``: ``FUTILITY_BETA`` spread evenly (``futility_levels(4)``: three of 0.005 / 3)."""
     early = max(0, int(looks) - 1)
     return [FUTILITY_BETA / early] * early if early else []
 
 
 
 def image_range(requests, batch: int, *, images_per_hour: float | None = None) -> dict:
-    """Best and worst case images of a sequential run over a plan's requests (the ``plan`` command's hook).
-
-    Worst case: the fixed-N plan itself (no gate uses more than ``N`` images per prompt). Best case:
-    every gate decided after the first round, one batch per prompt (``min(batch, n)``), whatever the
-    gates' kinds: :func:`sequential_images` counts per gate (kinds that run to ``N``, the first round
-    of each family's look) and adds the null-model expectation (``t2i-fairness plan --t2i-sequential``
-    uses it). GPU hours: pass
-    ``images_per_hour`` (the rate lookup the plan's cost estimate uses, when one exists).
-
-    Args:
-        requests: :class:`~t2i_fairness.spine.plan.ImageRequest` items (``prompt``, ``n``); a prompt
-            asked twice counts at its largest ``n``.
-        batch: the generation batch size (>= 1).
-        images_per_hour: a generation rate (> 0), or ``None`` for no hours.
-
-    Raises:
-        ValueError: ``batch < 1`` or a rate that is not positive.
+    """Best (one batch per prompt) and worst (the fixed-N plan) case images of a sequential run over a plan's requests,
+    with GPU hours at ``images_per_hour``; a prompt asked twice counts at its largest ``n``.
 
     Example:
         >>> from t2i_fairness.spine.plan import ImageRequest
         >>> image_range([ImageRequest("a", 16), ImageRequest("b", 16), ImageRequest("a", 8)], 4)
         {'best_images': 8, 'worst_images': 32}
-        >>> image_range([ImageRequest("a", 16)], 4, images_per_hour=8280.0)["worst_hours"]
-        0.0019
     """
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"`batch` must be a positive integer, but got {batch!r}")
@@ -116,12 +74,8 @@ def image_range(requests, batch: int, *, images_per_hour: float | None = None) -
 
 @dataclass(frozen=True)
 class NullShares:
-    """A family's null-model image shares (read from its data file, which the sequential bench writes).
-
-    Attributes:
-        table: kind -> ``{(N, batch): share}``: the images a gate of that kind used, as a share of its fixed ``N``,
-            for a model that did not regress; ``N`` in the family's look unit, ``batch`` the generation batch size.
-        source: where the figures come from (the bench, its settings and revision).
+    """A family's null-model image shares: ``table``: kind -> ``{(N, batch): share}`` (the images a gate used, as a share
+    of its fixed ``N`` in the family's look unit, for a model that did not regress); ``source``: the bench behind them.
     """
 
     table: Mapping[str, Mapping[tuple[int, int], float]]
@@ -143,20 +97,9 @@ class NullShares:
 
 def null_share(table: NullShares | None, kind: str, batch: int,
                size: int | None = None) -> tuple[float, tuple[int, int] | None]:
-    """The null-model image share of one gate and the bench's ``(N, batch)`` it was measured at.
-
-    A kind the table lacks gives ``(1.0, None)``: counted at ``N``. The bench's ``N`` nearest the plan's ``size``
-    (on a log scale, the smaller on a tie: a smaller ``N`` stops later; ``None``: the smallest measured), then the
-    batch size nearest ``batch`` among that ``N``'s (the larger on a tie: larger batches stop later).
-
-    Args:
-        table: the family's :class:`NullShares` (``None``: none measured).
-        kind: a key of :data:`~t2i_fairness.gating.indicator.KINDS`.
-        batch: the generation batch size (>= 1).
-        size: the plan's ``N`` in the family's look unit.
-
-    Raises:
-        ValueError: an unknown kind, a batch size or a size below 1.
+    """The null-model share of one gate's images and the bench's ``(N, batch)`` it was measured at (``(1.0, None)``
+    where ``table`` lacks the kind: counted at ``N``): the measured ``N`` nearest ``size`` on a log scale (the smaller on a
+    tie; ``None``: the smallest), then the batch nearest ``batch`` (the larger on a tie).
 
     Example:
         >>> t = NullShares({"share": {(500, 8): 0.6, (10000, 16): 0.1}})
@@ -180,15 +123,8 @@ def null_share(table: NullShares | None, kind: str, batch: int,
 
 @dataclass(frozen=True)
 class PromptUse:
-    """One gate's use of one prompt, for :func:`sequential_images`.
-
-    Attributes:
-        prompt: the prompt.
-        planned: images of the prompt the gate reads in the fixed-N plan (its request's ``n``).
-        first: images after the gate's first round (``planned`` when the gate runs to ``N``; 0 for a prompt
-            after the first look's prefix where looks are over prompts).
-        share: the expected images as a share of ``planned`` (the null-model figure; 1.0 when the
-            gate runs to ``N``).
+    """One gate's use of one prompt: ``planned`` images in the fixed-N plan, ``first`` after its first look (``planned``
+    where it runs to ``N``), ``share``: its expected images over ``planned`` (the null-model figure).
     """
 
     prompt: str
@@ -204,24 +140,9 @@ class PromptUse:
 
 
 def sequential_images(uses, cached=None) -> dict:
-    """Worst, expected and best case images of a sequential run over a plan (per prompt, then summed).
-
-    Per prompt, every gate reading it is counted: the prompt's images are those of the gate that
-    needs the most. **Worst**: ``planned`` (the fixed-N plan: no gate uses more than ``N``). **Best**:
-    ``first`` (every gate that can stop early does so after its first round; a gate that runs to
-    ``N`` holds its prompts at ``planned``). **Expected**: ``share * planned``, never below ``first``
-    nor above ``planned`` (the null-model figure; a regressed or borderline model costs more, up to
-    the worst case). Each case also counts the images still **to make** given ``cached`` (image
-    indices already in the cache, per prompt; the expected case counts the fraction of its last image).
-
-    Args:
-        uses: :class:`PromptUse` items (a prompt may appear once per gate reading it).
-        cached: prompt -> set of cached image indices (``None``: nothing cached).
-
-    Returns:
-        ``{"prompts", "early_prompts", "worst", "expected", "best", "worst_to_make", "expected_to_make",
-        "best_to_make"}`` (``early_prompts``: prompts whose best case is below ``planned``; expected
-        figures rounded to whole images).
+    """Worst, expected and best case images of a sequential run over a plan, and those still to make given ``cached``
+    (prompt -> cached image indices). Per prompt the gate needing the most counts: worst ``planned``, best ``first``,
+    expected ``share * planned`` between the two.
 
     Example:
         >>> uses = [PromptUse("a", 16, 4, 0.33), PromptUse("a", 16, 4, 0.8), PromptUse("b", 16, 4, 0.33),
@@ -229,8 +150,6 @@ def sequential_images(uses, cached=None) -> dict:
         >>> r = sequential_images(uses)
         >>> r["worst"], r["expected"], r["best"]         # a: 12.8, b: 5.28, c: 16
         (48, 34, 24)
-        >>> sequential_images(uses, cached={"c": set(range(16)), "a": {0, 1}})["best_to_make"]
-        6
     """
     cached = cached or {}
     worst: dict[str, int] = {}

@@ -1,11 +1,10 @@
-"""The stopping rules of a sequential gate: :func:`decide_look` at each planned look.
+"""The stopping rules of a sequential gate: :func:`decide_look` decides one gate at one planned look.
 
-At look ``k`` (information fraction ``t_k``) a gate may **fail** when its p-value is at most the alpha the
-O'Brien-Fleming shape spends there (only where its estimand does not move with the sample:
-``Indicator.early_fail``), **pass by futility** when its one-sided limit at ``beta_k`` clears the bound less its
-kind's futility miss, or **pass by curtailment** when the fixed-N test's conditional power at a meaningful miss is
-below :data:`CURTAIL_GAMMA` (the evidence's ``fails_possible`` and ``conditional_power``). The last look is the fixed-N test at the spent
-level (:class:`SequentialEvidence`). Why these rules keep each gate's level and power: ``docs/sequential.md``.
+A look may fail a gate whose estimand does not move with the sample when its p-value is at most the alpha the
+O'Brien-Fleming shape spends there; pass it by futility when its one-sided limit clears the bound less its kind's
+futility miss; or pass it by curtailment when the fixed-N test's conditional power at a meaningful miss is below
+:data:`CURTAIL_GAMMA`. The last look is the fixed-N test at the spent level (:class:`SequentialEvidence`). Why
+these rules keep each gate's level and its power: ``docs/sequential.md``.
 """
 
 from __future__ import annotations
@@ -36,13 +35,8 @@ REASONS = {"fail": Reason.FAIL, "futility": Reason.FUTILITY, "curtail": Reason.C
 
 
 def declare_futility_miss(misses: Mapping[str, float], owner: str = "") -> None:
-    """Add the futility misses a family declares for kinds of its own (its test's effect).
-
-    Raises:
-        ValueError: a kind already given another miss.
-
-    Example:
-        >>> declare_futility_miss({"share": FUTILITY_MISS["share"]})     # the same value: nothing changes
+    """Add the futility miss a family declares for a kind of its own (``Family.futility_miss``); a kind given
+    another value already raises ``ValueError``.
     """
     for kind, miss in misses.items():
         if kind not in KINDS:
@@ -54,20 +48,9 @@ def declare_futility_miss(misses: Mapping[str, float], owner: str = "") -> None:
 
 @dataclass(frozen=True)
 class LookDecision:
-    """One gate at one look.
-
-    Attributes:
-        reason: ``fail`` (alpha spent here rejects), ``futility`` (passed early), ``open`` (next look),
-            ``final`` (the last look: the fixed-N test at the spent level decides).
-        p: this look's p-value (``None`` without one: undefined, or a test gate's at a look it has none).
-        level: the alpha this look may spend (``a s_k``).
-        p_sequential: ``min over the looks so far of p_j / s_j`` (the gate's p-value for Holm); the looks before
-            ``N`` count only for a gate that may fail early (``Indicator.early_fail``).
-        futility_limit: the one-sided limit at ``beta_k`` the futility rule compared (``None``: none).
-        futility_miss: ``delta`` of that rule.
-        conditional_power: the curtailment rule's chance that ``N`` fails the gate were it a meaningful miss beyond
-            the bound (``None``: not computed).
-        curtail_miss: that miss.
+    """One gate at one look: ``reason`` (``fail``, ``futility``, ``curtail``, ``open`` or ``final``), its p-value
+    and the alpha it may spend (``level``), ``p_sequential`` (``min_j p_j / s_j``: the gate's p-value for Holm), and
+    the futility or curtailment rule's figures where one was read.
     """
 
     reason: str
@@ -87,19 +70,16 @@ class LookDecision:
 def decide_look(indicator, bound: float, direction: str, *, level: float, share: float, beta: float | None,
                 prior: float | None = None, final: bool = False, fraction: float | None = None,
                 units_grow: bool = True) -> LookDecision:
-    """Decide one gate at one look (module docstring).
+    """Decide one gate at one look.
 
     Args:
         indicator: the gate's :class:`~t2i_fairness.gating.indicator.Indicator` at this look.
         bound, direction: its bound.
-        level: the gate's level ``a`` (``alpha / m``).
-        share: this look's spending share ``s_k`` (:func:`spending_shares`).
-        beta: this look's futility level (``None`` at ``N`` or without futility).
-        prior: ``p_sequential`` of the earlier looks.
-        final: the last look (``N``): no stop is decided here, the fixed-N test at the spent level is.
-        fraction: this look's size over ``N`` (the curtailment rule's information fraction; ``None``: no curtailment).
-        units_grow: whether the looks add the units a test's floor and degrees of freedom count (prompts drawn)
-            or images per prompt of fixed prompts (a grid: the floor ``2^-G`` of ``N`` is the look's).
+        level: the gate's level ``a`` (``alpha / m``); ``share``: this look's spending share ``s_k``.
+        beta: this look's futility level (``None`` at ``N``); ``prior``: ``p_sequential`` of the earlier looks.
+        final: the last look (the fixed-N test at the spent level decides).
+        fraction: this look's size over ``N`` (``None``: no curtailment).
+        units_grow: the looks add the units a test's floor counts (prompts drawn), not images per prompt.
 
     Example:
         >>> import numpy as np
