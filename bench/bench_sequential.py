@@ -58,6 +58,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 from contextlib import contextmanager
@@ -664,9 +665,9 @@ def holder_lines(rows: list[dict]) -> list[str]:
 
 
 def null_shares(rows: list[dict]) -> dict:
-    """``gating.sequential.NULL_SHARES`` from the null rows: per (family, kind) and ``(N, batch)`` (``N``: the
-    family's in its look unit, CIS prompts per K or DIG In images per prompt) the larger share over the sds (the
-    conservative figure), rounded up to the percent."""
+    """The families' null-model image shares (``Family.null_shares``) from the null rows: per (family, kind) and
+    ``(N, batch)`` (``N``: the family's in its look unit, CIS prompts per K or DIG In images per prompt) the larger
+    share over the sds (the conservative figure), rounded up to the percent."""
     out: dict = {}
     for r in rows:
         if r["scenario"] != "null" or r.get("propose"):
@@ -676,6 +677,26 @@ def null_shares(rows: list[dict]) -> dict:
             at = (r["n"][key[0]], r["batch"])
             out.setdefault(key, {})[at] = max(out.get(key, {}).get(at, 0.0), v)
     return dict(sorted(out.items()))
+
+
+def write_null_shares(shares: dict, source: str, root: Path = REPO / "plugin" / "t2i_fairness" / "families") -> list[Path]:
+    """Merge ``shares`` (:func:`null_shares`) into each family's ``null_shares.json`` (its rows replaced per
+    ``(N, batch)``, ``source`` added to its provenance) and return the files written."""
+    from t2i_fairness.gating.sequential.plan import NullShares
+
+    written = []
+    for family in sorted({f for f, _ in shares}):
+        path = root / family / "null_shares.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old = NullShares.load(path) if path.exists() else NullShares({})
+        table = {kind: dict(rows) for kind, rows in old.table.items()}
+        for (f, kind), rows in shares.items():
+            if f == family:
+                table.setdefault(kind, {}).update(rows)
+        sources = [x for x in (old.source, source) if x]
+        path.write_text(NullShares(table, "; ".join(dict.fromkeys(sources))).dump())
+        written.append(path)
+    return written
 
 
 def goals(rows: list[dict]) -> list[str]:
@@ -731,6 +752,8 @@ def main(argv=None) -> int:
                     help="measure a proposal instead of the product: see proposal() (the rows say so)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="also write the rows here")
+    ap.add_argument("--write-null-shares", action="store_true",
+                    help="merge the null rows' image shares into families/<paper>/null_shares.json (the plan reads them)")
     a, rest = ap.parse_known_args(argv)
     if a.procedural is not None:
         import bench_sequential_suite
@@ -759,9 +782,15 @@ def main(argv=None) -> int:
     print("\n".join(table(rows)))
     print("\nPower (a slice of three gates missing its bound; bounds (b)):")
     print("\n".join(power_table(rows)))
-    print("\nImages per gate kind, null scenario (gating.sequential.NULL_SHARES):")
+    print("\nImages per gate kind, null scenario (the families' null_shares.json):")
     print("\n".join(kind_table(rows)))
-    print("NULL_SHARES =", null_shares(rows))
+    print("null shares =", null_shares(rows))
+    if a.write_null_shares:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+        source = (f"bench/bench_sequential.py {' '.join(argv if argv is not None else sys.argv[1:])} at {rev or '?'}, "
+                  f"null scenario, {time.strftime('%Y-%m-%d', time.gmtime())}")
+        for path in write_null_shares(null_shares(rows), source):
+            print(f"wrote {path.relative_to(REPO)}")
     print("\nWhich gates held each family's images (the last look asked for):")
     print("\n".join(holder_lines(rows)))
     flips = [f"{r['scenario']} sd {r['sd']:g} batch {r['batch']}: {f}" for r in rows for f in r["flips"]]

@@ -34,30 +34,21 @@ class Indicator:
     """One gate's measurement, as a study makes it.
 
     Attributes:
-        value: the indicator's value (NaN when ``undefined``).
-        n: the units behind it (images, real images for coverage, prompts), for reports.
-        kind: a key of :data:`KINDS`.
-        evidence: the test it is judged by: an :class:`~t2i_fairness.metrics.intervals.Interval` or one of
-            :mod:`t2i_fairness.metrics.evidence` (limits, p-value and power at any level), a ``(low, high)``
-            pair, or ``None``.
-        higher_is_better: ``min`` gate (True) or ``max``.
-        test: a :class:`~t2i_fairness.metrics.decisions.HypothesisTest` when the gate is a test (no bound).
-        details: what a person triaging it wants (per-group values, sizes).
-        provenance: what the number depends on beyond the session's settings.
-        undefined: why the value cannot be computed here (the gate fails once it has a bound).
-        inconclusive: an undefined value whose cause another gate judges: inconclusive, not failed.
-        skip: why the gate does not apply to this run (skipped whatever the thresholds say).
-        grows: the estimand grows with the images (coverage-like): no early fail for it.
-        at: the study it was measured on (a look's under ``--t2i-sequential``); the test's reports read it.
-        sequential: where and why the gate stopped (a :class:`~t2i_fairness.gating.sequential.look.Look`;
-            ``None`` without rounds).
+        value, n, kind: the value (NaN when ``undefined``), the units behind it, a key of :data:`KINDS`.
+        evidence: the test it is judged by (an :class:`~t2i_fairness.metrics.intervals.Interval` or one of
+            :mod:`t2i_fairness.metrics.evidence`), a ``(low, high)`` pair, or ``None``.
+        higher_is_better: ``min`` gate (True) or ``max``; ``test``: the hypothesis test of a gate with no bound.
+        details, provenance: what a person triaging it wants; what the number depends on beyond the session.
+        undefined, inconclusive, skip: why it cannot be computed (inconclusive where another gate judges the
+            cause), or does not apply.
+        grows: the estimand grows with the images (coverage-like): no early fail.
+        at, sequential: the study (a look's) it was measured on; where and why the round loop stopped it
+            (a :class:`~t2i_fairness.gating.sequential.look.Look`).
 
     Example:
         >>> ind = Indicator(0.8, 60, "share")
-        >>> ind.direction, ind.early_fail, ind.replace(value=0.7).value
-        ('min', True, 0.7)
-        >>> Indicator(0.5, 20, "coverage").early_fail
-        False
+        >>> ind.direction, ind.early_fail, Indicator(0.5, 20, "coverage").early_fail
+        ('min', True, False)
     """
 
     value: float
@@ -90,14 +81,8 @@ class Indicator:
 
     @property
     def curtail(self) -> bool:
-        """Whether a look before ``N`` may pass this gate by stochastic curtailment (``gating.sequential``): its kind
-        allows it, and its estimand does not move with the images or only grows toward a floor (a coverage, the worst
-        of coverages: the look's model of ``N`` then overstates the chance that ``N`` fails it; a low percentile, whose
-        evidence counts its expectation's move: ``Interval.drift``).
-
-        Example:
-            >>> Indicator(0.5, 20, "coverage", grows=True).curtail, Indicator(0.9, 20, "ratio", grows=True).curtail
-            (True, False)
+        """Whether a look may pass this gate by curtailment: its kind allows it and its estimand does not move, or only
+        grows toward a floor (a coverage; a low percentile whose evidence models its move).
         """
         if "curtail" not in KINDS[self.kind]:
             return False
