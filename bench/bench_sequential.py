@@ -26,13 +26,13 @@ through pytest instead (``bench/bench_sequential_suite.py``; options it does not
 **Decisions, on the same simulated images.** Each run is decided twice:
 
 * **fixed N**: every gate's indicator at N (the product's evidence object), judged as the gate fixture judges
-  it (``gating.gate.measure`` + ``gating.verdicts.evaluate`` at ``alpha / m``, ``alpha = 0.05``, ``m`` = 1,435:
+  it (``gating.gate.decide`` at ``alpha / m``, ``alpha = 0.05``, ``m`` = 1,435:
   the paper preset's gate tests; an undefined indicator with a bound fails), then Holm over the run
-  (``metrics.decisions.adjust_p_values``; the 1,435 - simulated gates counted as p = 1): an inconclusive gate
+  (``GateSession.adjust``; the 1,435 - simulated gates counted as p = 1): an inconclusive gate
   whose adjusted p-value is <= alpha fails the run;
-* **sequential**: ``gating.rounds.Rounds`` over each toy study (its looks nested: look ``n`` is the first ``n``
+* **sequential**: ``gating.sequential.loop.Rounds`` over each toy study (its looks nested: look ``n`` is the first ``n``
   images per prompt, or prompts per K, of the same data), each gate then judged as the gate fixture judges the
-  indicator the round loop hands it (an early stop's verdict; at N the ``SequentialEvidence`` p-value), Holm
+  indicator the round loop hands it (``gating.gate.decide``: an early stop's verdict, at N the sequential p-value), Holm
   over the run with the sequential p-values.
 
 **Bounds**: (a) written by the update flow (``gating.verdicts.bound_for`` at level 0.99) from one reference run
@@ -58,6 +58,7 @@ import json
 import math
 import os
 import platform
+import subprocess
 import sys
 import time
 from contextlib import contextmanager
@@ -75,16 +76,18 @@ from sequential_worlds import (CIS_KS, CIS_N, DIG_N, CisWorld, DigWorld, SimCis,
                                dig_run)
 from simulated_canaries import REGIONS  # noqa: E402
 from t2i_fairness.families.cis.study import cis_looks  # noqa: E402
-from t2i_fairness.gating.gate import measure  # noqa: E402
-from t2i_fairness.gating.rounds import GROUP_PARAMETERS, GateCallSpec, Rounds  # noqa: E402
-from t2i_fairness.gating.sequential import SequentialEvidence  # noqa: E402
+from t2i_fairness.errors import GateSkipped  # noqa: E402
+from t2i_fairness.gating.gate import GateContext, decide, measure  # noqa: E402
+from t2i_fairness.gating.session import GateRecord, GateSession  # noqa: E402
+from t2i_fairness.gating.sequential.loop import GROUP_PARAMETERS, GateCallSpec, Rounds  # noqa: E402
 from t2i_fairness.gating.thresholds import Bound, ThresholdFile  # noqa: E402
-from t2i_fairness.gating.verdicts import bound_for, evaluate  # noqa: E402
-from t2i_fairness.metrics.decisions import adjust_p_values  # noqa: E402
+from t2i_fairness.gating.verdicts import bound_for  # noqa: E402
+from t2i_fairness.spine.options import T2IOptions  # noqa: E402
 from t2i_fairness.metrics.sequential import round_sizes  # noqa: E402
 
 ALPHA = 0.05
 PAPER_GATES = 1435  # gate tests of `t2i-fairness plan --t2i-preset paper` (Holm's m)
+OPTIONS = T2IOptions(alpha=ALPHA, multiplicity="holm")  # the run's options the gates are decided under
 #: images per family of `t2i-fairness plan --t2i-preset paper` (2026-11-26, this branch): family rows; the
 #: distinct total is 689,036 (prompts shared between families counted once)
 PAPER_MIX = {"cis": 656_000, "dig_in": 30_780, "decomposed": 19_440, "word_influence": 2_160, "indic_tti": 96}
@@ -161,36 +164,24 @@ def dig_gates(objects: int) -> list[Gate]:
 # -------------------------------------------------------------------------------------------- deciding
 
 
-def judge_indicator(ind, gate: Gate, thresholds: ThresholdFile) -> tuple[str, float | None]:
-    """``(status, p)`` of one gate as the gate fixture decides it (``gating.gate.Gate.__call__`` without its
-    reports: power and minimum detectable effect change no verdict): skip; undefined with a bound: fail;
-    an early stop: its reason at the sequential p-value; else ``evaluate`` at ``alpha / m`` (at N after looks:
-    the ``SequentialEvidence`` p-value)."""
-    if ind.skip is not None:
-        return "skip", None
-    if ind.undefined is not None:
-        return ("inconclusive" if ind.inconclusive else "fail"), None
-    seq = ind.sequential
-    if seq and seq.get("early"):
-        return ("fail" if seq["reason"].startswith("fail") else "pass"), seq.get("p_sequential")
-    interval = ind.evidence
-    if seq and interval is not None and hasattr(interval, "p_value"):
-        interval = SequentialEvidence(interval, float(seq["alpha_share"]), seq.get("earlier_looks_p"))
-    m = measure(gate.id, ind.value, n=ind.n, higher_is_better=ind.higher_is_better, interval=interval, test=ind.test)
-    v = evaluate(m, thresholds, {}, alpha=ALPHA, family_size=PAPER_GATES, multiplicity="holm")
-    return v.status, v.p_value
+def judge_indicator(ind, gate: Gate, thresholds: ThresholdFile) -> GateRecord | None:
+    """One gate's record, decided by the product's ``gating.gate.decide`` (as the gate fixture decides it) at
+    ``alpha / m``: an undefined indicator with a bound, an early stop's verdict, or the test at N (``None``: skipped)."""
+    context = GateContext(gate.id, "", None, OPTIONS, thresholds, dict, family_size=PAPER_GATES)
+    try:
+        return decide(ind, context)
+    except GateSkipped:
+        return None
 
 
-def holm(verdicts: dict) -> dict:
-    """gate -> failed (a fail, or an inconclusive gate the run's Holm step-down rejects); the gates not simulated
-    enter the step-down as p = 1."""
-    tested = [(g, p) for g, (s, p) in verdicts.items() if s in ("pass", "fail", "inconclusive") and p is not None]
-    adjusted = {}
-    if tested:
-        ps = [min(1.0, max(0.0, p)) for _, p in tested] + [1.0] * max(0, PAPER_GATES - len(tested))
-        adj = adjust_p_values(ps, "holm")
-        adjusted = {g: float(a) for (g, _), a in zip(tested, adj)}
-    return {g: s == "fail" or (s == "inconclusive" and adjusted.get(g, 1.0) <= ALPHA) for g, (s, _) in verdicts.items()}
+def holm(records: dict) -> dict:
+    """gate -> failed: a fail, or an inconclusive gate the run's Holm step-down rejects (``GateSession.adjust``; the
+    gates not simulated enter it as p = 1)."""
+    session = GateSession(Path("thresholds.yaml"), records=[r for r in records.values() if r is not None])
+    tested = [r for r in session.records if r.status in ("pass", "fail", "inconclusive") and r.p_value is not None
+              and r.p_value == r.p_value]
+    session.adjust("holm", ALPHA, untested=PAPER_GATES - len(tested))
+    return {g: r is not None and (r.status == "fail" or r.gate in session.escalated) for g, r in records.items()}
 
 
 @dataclass
@@ -207,7 +198,7 @@ class Log:
 
 
 def sequential(study, look, schedule, unit: str, gates: list[Gate], thresholds: ThresholdFile, log: Log) -> dict:
-    """Every gate through ``gating.rounds.Rounds`` (the fixture's wiring, fixtures/studies.py): gate -> indicator."""
+    """Every gate through ``gating.sequential.loop.Rounds`` (the fixture's wiring, fixtures/studies.py): gate -> indicator."""
     import inspect
 
     from t2i_fairness.families.base import indicator_methods
@@ -397,9 +388,9 @@ def run_once(size: Size, cis_world: CisWorld, dig_world: DigWorld, dig_kwargs: d
                           thresholds, dlog)
         sv = {**cv, **{g.id: judge_indicator(dind[g.id], g, thresholds) for g in dg}}
         out[batch] = {"fixed": fixed_failed, "seq": holm(sv), "cis": cis_use, "dig": dig_usage(dlog, dig_world, dg),
-                      "fixed_status": {g: s for g, (s, _) in vf.items()},
+                      "fixed_status": {g: "skip" if r is None else r.status for g, r in vf.items()},
                       "values": {g: at_n[g].value for g in PLANTED},
-                      "seq_status": {g: s for g, (s, _) in sv.items()}}
+                      "seq_status": {g: "skip" if r is None else r.status for g, r in sv.items()}}
     return out
 
 
@@ -674,9 +665,9 @@ def holder_lines(rows: list[dict]) -> list[str]:
 
 
 def null_shares(rows: list[dict]) -> dict:
-    """``gating.sequential.NULL_SHARES`` from the null rows: per (family, kind) and ``(N, batch)`` (``N``: the
-    family's in its look unit, CIS prompts per K or DIG In images per prompt) the larger share over the sds (the
-    conservative figure), rounded up to the percent."""
+    """The families' null-model image shares (``Family.null_shares``) from the null rows: per (family, kind) and
+    ``(N, batch)`` (``N``: the family's in its look unit, CIS prompts per K or DIG In images per prompt) the larger
+    share over the sds (the conservative figure), rounded up to the percent."""
     out: dict = {}
     for r in rows:
         if r["scenario"] != "null" or r.get("propose"):
@@ -686,6 +677,26 @@ def null_shares(rows: list[dict]) -> dict:
             at = (r["n"][key[0]], r["batch"])
             out.setdefault(key, {})[at] = max(out.get(key, {}).get(at, 0.0), v)
     return dict(sorted(out.items()))
+
+
+def write_null_shares(shares: dict, source: str, root: Path = REPO / "plugin" / "t2i_fairness" / "families") -> list[Path]:
+    """Merge ``shares`` (:func:`null_shares`) into each family's ``null_shares.json`` (its rows replaced per
+    ``(N, batch)``, ``source`` added to its provenance) and return the files written."""
+    from t2i_fairness.gating.sequential.plan import NullShares
+
+    written = []
+    for family in sorted({f for f, _ in shares}):
+        path = root / family / "null_shares.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        old = NullShares.load(path) if path.exists() else NullShares({})
+        table = {kind: dict(rows) for kind, rows in old.table.items()}
+        for (f, kind), rows in shares.items():
+            if f == family:
+                table.setdefault(kind, {}).update(rows)
+        sources = [x for x in (old.source, source) if x]
+        path.write_text(NullShares(table, "; ".join(dict.fromkeys(sources))).dump())
+        written.append(path)
+    return written
 
 
 def goals(rows: list[dict]) -> list[str]:
@@ -741,6 +752,8 @@ def main(argv=None) -> int:
                     help="measure a proposal instead of the product: see proposal() (the rows say so)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", default=None, help="also write the rows here")
+    ap.add_argument("--write-null-shares", action="store_true",
+                    help="merge the null rows' image shares into families/<paper>/null_shares.json (the plan reads them)")
     a, rest = ap.parse_known_args(argv)
     if a.procedural is not None:
         import bench_sequential_suite
@@ -769,9 +782,15 @@ def main(argv=None) -> int:
     print("\n".join(table(rows)))
     print("\nPower (a slice of three gates missing its bound; bounds (b)):")
     print("\n".join(power_table(rows)))
-    print("\nImages per gate kind, null scenario (gating.sequential.NULL_SHARES):")
+    print("\nImages per gate kind, null scenario (the families' null_shares.json):")
     print("\n".join(kind_table(rows)))
-    print("NULL_SHARES =", null_shares(rows))
+    print("null shares =", null_shares(rows))
+    if a.write_null_shares:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+        source = (f"bench/bench_sequential.py {' '.join(argv if argv is not None else sys.argv[1:])} at {rev or '?'}, "
+                  f"null scenario, {time.strftime('%Y-%m-%d', time.gmtime())}")
+        for path in write_null_shares(null_shares(rows), source):
+            print(f"wrote {path.relative_to(REPO)}")
     print("\nWhich gates held each family's images (the last look asked for):")
     print("\n".join(holder_lines(rows)))
     flips = [f"{r['scenario']} sd {r['sd']:g} batch {r['batch']}: {f}" for r in rows for f in r["flips"]]

@@ -47,6 +47,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO / "plugin") not in sys.path:
     sys.path.insert(0, str(REPO / "plugin"))
 
+from t2i_fairness.report.sequential import record_of  # noqa: E402
+
 SELECTION = ("test_cis and not test_cis_order and not test_cis_drop and not test_cis_component"
              " or object_in_region and (test_region_precision or test_region_coverage)")
 SCENARIOS = ("null", "collapse_region:africa")
@@ -98,43 +100,43 @@ def roles(scenario: str, gates) -> dict:
     return {g: s.gate_role(g) for g in gates}
 
 
-def compare(scenario: str, seed: int, fixed: dict, seq: dict) -> dict:
+def compare(scenario: str, seed: int, fixed: dict, sequential_run: dict) -> dict:
     """One seed of one scenario, both designs: false alarms, catches, differing verdicts, images per kind."""
-    if set(fixed["records"]) != set(seq["records"]):
+    if set(fixed["records"]) != set(sequential_run["records"]):
         raise RuntimeError(f"{scenario} seed {seed}: the designs gated different gates: "
-                           f"{sorted(set(fixed['records']) ^ set(seq['records']))}")
+                           f"{sorted(set(fixed['records']) ^ set(sequential_run['records']))}")
     role = roles(scenario, fixed["records"])
     out = {"seed": seed, "false": {}, "caught": {}, "differ": {"slice": [], "other": []}, "kinds": {},
-           "images": (seq["generated"], seq["generated"] + fixed["generated"]),
-           "requests": (seq["generated"] + seq["cached"], fixed["generated"] + fixed["cached"]),
-           "seconds": (fixed["seconds"], seq["seconds"]), "anomalies": [], "reasons": {}, "notes": []}
-    for design, run_ in (("fixed", fixed), ("sequential", seq)):
+           "images": (sequential_run["generated"], sequential_run["generated"] + fixed["generated"]),
+           "requests": (sequential_run["generated"] + sequential_run["cached"], fixed["generated"] + fixed["cached"]),
+           "seconds": (fixed["seconds"], sequential_run["seconds"]), "anomalies": [], "reasons": {}, "notes": []}
+    for design, run_ in (("fixed", fixed), ("sequential", sequential_run)):
         recs = run_["records"]
         out["false"][design] = sorted(g for g, r in recs.items() if role[g] == "other" and failed(r))
         out["caught"][design] = sorted(g for g, r in recs.items() if role[g] == "slice" and failed(r))
     unknown = []  # gates whose sequential record has no image counts
     for g, f in fixed["records"].items():
-        s = seq["records"][g]
+        s = sequential_run["records"][g]
         if failed(f) != failed(s):
             where = "slice" if role[g] == "slice" else "other"
             out["differ"][where].append(g)
-        detail = (s.get("details") or {}).get("sequential")
+        detail = record_of(s)
         kind = kind_of(g)
         used, planned = out["kinds"].get(kind, (0, 0))
-        if detail and detail.get("share_of_planned") is not None:  # #29's records: a look's share of N, per gate
-            used, planned = used + detail["share_of_planned"], planned + 1
+        if detail and detail.share_of_planned is not None:  # a look's share of N, per gate
+            used, planned = used + detail.share_of_planned, planned + 1
         else:
             unknown.append((g, kind, detail))
         out["kinds"][kind] = (used, planned)
-        reason = (detail or {}).get("reason", "no sequential record")
+        reason = str(detail.reason) if detail else "no sequential record"
         out["reasons"].setdefault(f"{kind}: {s['status']} ({reason})", []).append(g)
     for g, kind, detail in unknown:
         # no look recorded (no look before N, or a test that stopped before its gate): it ran to N, a share of 1
         # where a gate of its kind has a record in this run (so the kind is one this run measures), else counted apart
-        has_peer = any(kind_of(h) == kind and ((r.get("details") or {}).get("sequential") or {}).get("share_of_planned")
-                       is not None for h, r in seq["records"].items())
-        s = seq["records"][g]
-        note = f"{g}: {s['status']}, sequential record {json.dumps(detail)}; message: {s.get('message', '')[:240]}"
+        has_peer = any(kind_of(h) == kind and record_of(r) and record_of(r).share_of_planned is not None
+                       for h, r in sequential_run["records"].items())
+        s = sequential_run["records"][g]
+        note = f"{g}: {s['status']}, sequential record {json.dumps(detail and detail.to_dict())}; message: {s.get('message', '')[:240]}"
         if has_peer:
             used, planned = out["kinds"][kind]
             out["kinds"][kind] = (used + 1, planned + 1)
@@ -147,14 +149,14 @@ def compare(scenario: str, seed: int, fixed: dict, seq: dict) -> dict:
                                 f"the fixed-N run asked for {out['requests'][1]}")
     for design in ("fixed", "sequential"):
         for g in out["false"][design]:
-            out["anomalies"].append(f"false alarm ({design}) seed {seed} {g}: {_state(fixed, seq, g)}")
+            out["anomalies"].append(f"false alarm ({design}) seed {seed} {g}: {_state(fixed, sequential_run, g)}")
     for g in out["differ"]["slice"]:
-        out["anomalies"].append(f"slice verdict differs seed {seed} {g}: {_state(fixed, seq, g)}")
+        out["anomalies"].append(f"slice verdict differs seed {seed} {g}: {_state(fixed, sequential_run, g)}")
     return out
 
 
-def _state(fixed: dict, seq: dict, gate: str) -> str:
-    f, s = fixed["records"][gate], seq["records"][gate]
+def _state(fixed: dict, sequential_run: dict, gate: str) -> str:
+    f, s = fixed["records"][gate], sequential_run["records"][gate]
     return f"fixed {f['status']} ({f.get('message', '')}); sequential {s['status']} ({s.get('message', '')})"
 
 
@@ -234,10 +236,10 @@ def run(a: argparse.Namespace, log=print) -> list[dict]:
             per_seed = []
             for seed in range(a.first_seed, a.first_seed + a.runs):
                 label = f"{scenario.replace(':', '_')}-{seed}"
-                seq = pytest_run(work, label + "-seq", seed, *extra, "--t2i-sequential", a=a, thresholds=thresholds)
+                sequential_run = pytest_run(work, label + "-sequential_run", seed, *extra, "--t2i-sequential", a=a, thresholds=thresholds)
                 fixed = pytest_run(work, label + "-fixed", seed, *extra, a=a, thresholds=thresholds)
-                per_seed.append(compare(scenario, seed, fixed, seq))
-                log(f"# {scenario} seed {seed}: fixed {fixed['seconds']:.0f} s, sequential {seq['seconds']:.0f} s; "
+                per_seed.append(compare(scenario, seed, fixed, sequential_run))
+                log(f"# {scenario} seed {seed}: fixed {fixed['seconds']:.0f} s, sequential {sequential_run['seconds']:.0f} s; "
                     f"false alarms {len(per_seed[-1]['false']['fixed'])} / {len(per_seed[-1]['false']['sequential'])}, "
                     f"slice fails {len(per_seed[-1]['caught']['fixed'])} / {len(per_seed[-1]['caught']['sequential'])}, "
                     f"images {per_seed[-1]['images'][0]} / {per_seed[-1]['images'][1]}")

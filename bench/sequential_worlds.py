@@ -1,5 +1,5 @@
 """Simulated worlds for ``bench/bench_sequential.py``: CIS and DIG In runs as toy studies whose indicator methods
-build the product's evidence objects, so that ``gating.rounds.Rounds`` decides them with the product's code.
+build the product's evidence objects, so that ``gating.sequential.loop.Rounds`` decides them with the product's code.
 
 **CIS** (:class:`CisWorld`, :class:`SimCis`). K = 1, 2, 4, 8; ``M`` prompts per K drawn from a population,
 ``N = 16`` images each. Prompt ``p`` of K names K distinct components drawn uniformly from ``C``; its rate

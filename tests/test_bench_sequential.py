@@ -65,3 +65,17 @@ def test_the_order_test_is_simulated_by_the_product_s_futility_rule(bench):
     assert used in (63, 89, 126, 177, 251, 355, 501, 709)
     small = bench.Size(64, 12, 8, 1)
     assert bench.order_run(small, bench.CisWorld(64, 12, 0.3, 8), rng, cis_looks(64)) == 8
+
+
+def test_the_bench_writes_the_families_null_shares(bench, tmp_path):
+    """``--write-null-shares``: the null rows' shares merged into each family's data file, with their provenance."""
+    from t2i_fairness.gating.sequential.plan import NullShares
+
+    (tmp_path / "cis").mkdir()
+    (tmp_path / "cis" / "null_shares.json").write_text(NullShares({"share": {(500, 8): 0.6}}, "old").dump())
+    shares = {("cis", "share"): {(64, 8): 0.5}, ("dig_in", "worst"): {(60, 8): 0.8}}
+    written = bench.write_null_shares(shares, "new", root=tmp_path)
+    assert [p.parent.name for p in written] == ["cis", "dig_in"]
+    cis, dig = (NullShares.load(p) for p in written)
+    assert cis.table == {"share": {(500, 8): 0.6, (64, 8): 0.5}} and cis.source == "old; new"
+    assert dig.table == {"worst": {(60, 8): 0.8}} and dig.source == "new"

@@ -320,3 +320,38 @@ def test_no_bench_defines_a_function_under_a_metrics_functions_name():
     shadows = {path.name: sorted(defined(path) & public) for path in sorted((REPO / "bench").glob("*.py"))}
     assert not {k: v for k, v in shadows.items() if v}, shadows
 
+
+#: what reads a sequential record by string key (a look is a typed record: read its attributes)
+_LOOK_KEYS = ("reason", "alpha_share", "p_sequential", "earlier_looks_p", "share_of_planned", "gate_level",
+              "futility_limit", "futility_miss", "futility_beta", "conditional_power", "curtail_miss", "curtail_gamma",
+              "open_groups", "cleared_groups")
+STRING_KEYED_LOOK = re.compile(r"""\bseq\[|\bseq\.get\(|sequential["']\]\[|sequential["']\)\.get\(|"""
+                               r"""\[["'](""" + "|".join(_LOOK_KEYS) + r""")["']\]|\.get\(["'](""" + "|".join(_LOOK_KEYS)
+                               + r""")["']""")
+
+
+def test_no_sequential_record_is_read_by_string_key():
+    """Reports, fixtures and benches read a sequential look's attributes (gating.sequential.look.Look); only its
+    serialization to and from run.json (gating/sequential/look.py) names its keys."""
+    offenders = []
+    for root in (PKG, REPO / "fixtures", REPO / "bench"):
+        for path in sorted(root.rglob("*.py")):
+            if path == PKG / "gating" / "sequential" / "look.py":
+                continue
+            for i, line in enumerate(path.read_text().splitlines(), 1):
+                if STRING_KEYED_LOOK.search(line):
+                    offenders.append(f"{path.relative_to(REPO)}:{i}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_gating_imports_no_family_and_names_none():
+    """Gating is shared by every paper: what is a paper's own (its null image shares, its test's effect) is declared
+    on its Family record or in a data file in its folder, never keyed by a family's name in gating."""
+    quoted = "|".join(re.escape(f.name) for f in FAMILIES)
+    names = re.compile(rf"""^\s*(from|import)\s+t2i_fairness\.(families|metrics\.cis)\b|["']({quoted})["']""")
+    offenders = []
+    for path in sorted((PKG / "gating").rglob("*.py")):
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if names.search(line):
+                offenders.append(f"{path.relative_to(REPO)}:{i}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

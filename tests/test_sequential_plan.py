@@ -18,7 +18,8 @@ import re
 
 import pytest
 
-from t2i_fairness.gating.sequential import NULL_SHARES, PromptUse, null_share, sequential_images
+from t2i_fairness.families import NULL_SHARES, null_share
+from t2i_fairness.gating.sequential import PromptUse, sequential_images
 
 COMMON = ["--t2i-model", "python:fakegen:make", "--t2i-objects", "bag", "--t2i-no-progress", "--t2i-cis-k", "1,2",
           "--t2i-cis-prompts", "12"]

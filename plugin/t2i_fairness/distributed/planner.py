@@ -483,9 +483,9 @@ def sequential_plan(rp: RolePlan) -> dict:
     (``Family.look`` and ``Family.rounds``) and more than one look is planned (rounds are multiples of the
     batch size: ``--t2i-batch-size B`` gives one look for ``N <= B``). Its best case is what its ``needs``
     ask of the family's first look; its expected images are the null-model share of
-    :func:`~t2i_fairness.gating.sequential.null_share` at the bench's ``N`` nearest the family's planned
+    :func:`~t2i_fairness.gating.sequential.plan.null_share` (the family's ``Family.null_shares``) at the bench's ``N`` nearest the family's planned
     ``N`` (CIS: prompts per K) and the batch size nearest the run's. Arithmetic:
-    :func:`~t2i_fairness.gating.sequential.sequential_images`.
+    :func:`~t2i_fairness.gating.sequential.plan.sequential_images`.
 
     Args:
         rp: a role's plan from :func:`build_plan` (its needs, the tests reading each, its studies).
@@ -515,10 +515,12 @@ def sequential_plan(rp: RolePlan) -> dict:
     from collections import Counter
 
     from t2i_fairness.families import FAMILIES
-    from t2i_fairness.gating.sequential import NULL_SHARES_SOURCE, PromptUse, null_share, sequential_images
+    from t2i_fairness.families.base import null_shares
+    from t2i_fairness.gating.sequential.plan import PromptUse, null_share, sequential_images
     from t2i_fairness.spine.rates import estimate_hours
 
     families = {f.name: f for f in FAMILIES}
+    tables = {f.name: null_shares(f) for f in FAMILIES}
     batch = int(rp.bench.factory.batch_size)
     looks: dict[str, Any] = {}
     decided: dict[tuple, tuple] = {}
@@ -545,7 +547,7 @@ def sequential_plan(rp: RolePlan) -> dict:
                 continue
             kind, why, first = decided[cid]
             # a test that can stop early has its family's look in `looks` (_early put it there): (look, unit, N)
-            share, at = (1.0, None) if why else null_share(fname, kind, batch, looks[fname][2])
+            share, at = (1.0, None) if why else null_share(tables[fname], kind, batch, looks[fname][2])
             if at is not None:
                 bench_batches.add(at[1])
                 bench_sizes[fname] = [at[0], looks[fname][1]]
@@ -568,7 +570,8 @@ def sequential_plan(rp: RolePlan) -> dict:
     out.update(batch=batch, gates=len(decided), early_gates=sum(1 for _, why, _ in decided.values() if why is None),
                reports=len(reports),
                runs_to_n=dict(reasons.most_common()), bench_batches=sorted(bench_batches),
-               bench_sizes=dict(sorted(bench_sizes.items())), source=NULL_SHARES_SOURCE)
+               bench_sizes=dict(sorted(bench_sizes.items())),
+               source="; ".join(dict.fromkeys(t.source for t in tables.values() if t is not None)))
     return out
 
 
@@ -583,36 +586,36 @@ def _case_hours(rp: RolePlan, images: int) -> str:
     return f"{estimate_hours(images, rate):.2f} h" if rate else "no rate"
 
 
-def _sequential_lines(rp: RolePlan, seq: dict | None = None) -> list[str]:
+def _sequential_lines(rp: RolePlan, cost: dict | None = None) -> list[str]:
     """The plan's ``--t2i-sequential`` section of a role (``t2i-fairness plan --t2i-sequential``)."""
-    seq = seq or sequential_plan(rp)
+    cost = cost or sequential_plan(rp)
     device, rate = (None, None) if rp.bench.source.spec.startswith("images:") else role_rate(rp)
     kind = "GPU" if (device or "").startswith("cuda") else (device or "generation")
     lines = [f"  --t2i-sequential (docs/sequential-plan.md): images of a run in rounds (multiples of the batch size "
-             f"{seq['batch']}), {kind} time from the rate above; design {rp.options.design}"]
+             f"{cost['batch']}), {kind} time from the rate above; design {rp.options.design}"]
     lines.append(f"    {'case':<11} {'images':>7} {'to make':>8} {'time':>9}")
-    bench = ", ".join(f"batch {b}" + ("" if b == seq["batch"] else f" (the bench's nearest to {seq['batch']})")
-                      for b in seq["bench_batches"]) or "none used: no gate stops early"
-    if seq.get("bench_sizes"):
+    bench = ", ".join(f"batch {b}" + ("" if b == cost["batch"] else f" (the bench's nearest to {cost['batch']})")
+                      for b in cost["bench_batches"]) or "none used: no gate stops early"
+    if cost.get("bench_sizes"):
         bench += " and the bench's N of " + ", ".join(f"{n:,} {unit or 'per prompt'} ({fam})"
-                                                    for fam, (n, unit) in seq["bench_sizes"].items())
+                                                    for fam, (n, unit) in cost["bench_sizes"].items())
     for case, what in (("worst", "the fixed-N plan: no gate uses more than N images per prompt"),
                        ("expected", f"null model (did not regress): per-gate image shares measured at {bench}"),
                        ("best", "every gate that can stop early stops after its first round (one batch per prompt)")):
         label = "expected" if case == "expected" else f"{case} case"
-        lines.append(f"    {label:<11} {seq[case]:>7} {seq[case + '_to_make']:>8} {_case_hours(rp, seq[case + '_to_make']):>9}"
+        lines.append(f"    {label:<11} {cost[case]:>7} {cost[case + '_to_make']:>8} {_case_hours(rp, cost[case + '_to_make']):>9}"
                      f"  {what}")
-    lines.append(f"    expected: the null-model expectation of {seq['source']}; a regressed or borderline model costs "
+    lines.append(f"    expected: the null-model expectation of {cost['source']}; a regressed or borderline model costs "
                  "more, up to the worst case. Prompts read by a gate that runs to N count at N in every case.")
-    if rate is None and device is not None and seq["worst_to_make"]:
+    if rate is None and device is not None and cost["worst_to_make"]:
         lines.append(f"    no measured rate for this model and settings on {device}: no hours "
                      "(a generating run stores one; or run bench/bench_generation.py)")
-    lines.append(f"    {seq['early_prompts']} of {seq['prompts']} prompt(s) can stop before N (every gate reading them can); "
-                 f"{seq['early_gates']} of {seq['gates']} planned gate test(s) can stop early"
-                 + ("; the others run to N:" if seq["runs_to_n"] else ""))
-    for why, count in seq["runs_to_n"].items():
+    lines.append(f"    {cost['early_prompts']} of {cost['prompts']} prompt(s) can stop before N (every gate reading them can); "
+                 f"{cost['early_gates']} of {cost['gates']} planned gate test(s) can stop early"
+                 + ("; the others run to N:" if cost["runs_to_n"] else ""))
+    for why, count in cost["runs_to_n"].items():
         lines.append(f"      {count:>5}  {why}")
-    if seq.get("reports"):
-        lines.append(f"    {seq['reports']} report test(s) (no indicator) read the images their families' gates make (the last "
+    if cost.get("reports"):
+        lines.append(f"    {cost['reports']} report test(s) (no indicator) read the images their families' gates make (the last "
                      "look a gate needed): they hold no prompt")
     return lines

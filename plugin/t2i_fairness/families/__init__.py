@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import importlib
 
-from t2i_fairness.families.base import Family
+from t2i_fairness.families.base import Family, null_shares
+from t2i_fairness.gating.sequential.rules import declare_futility_miss
 
 REGISTERED: tuple[str, ...] = (  # one line per family, in report order
     "dig_in",
@@ -23,7 +24,32 @@ REGISTERED: tuple[str, ...] = (  # one line per family, in report order
 
 FAMILIES: tuple[Family, ...] = tuple(importlib.import_module(f"{__name__}.{name}").FAMILY for name in REGISTERED)
 
-__all__ = ["FAMILIES", "Family", "family_of_module", "value_ranges"]
+for _family in FAMILIES:  # the sequential rules learn the futility miss of a family's own kinds
+    declare_futility_miss(dict(_family.futility_miss), _family.name)
+
+
+def __getattr__(name: str):
+    if name == "NULL_SHARES":  # (family, kind) -> {(N, batch): share}: every family's ``Family.null_shares``, read once
+        table = {(f.name, kind): dict(rows) for f in FAMILIES if f.null_shares for kind, rows in null_shares(f).table.items()}
+        globals()["NULL_SHARES"] = table
+        return table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = ["FAMILIES", "Family", "NULL_SHARES", "family_of_module", "null_share", "value_ranges"]
+
+
+def null_share(family: str, kind: str, batch: int, size: int | None = None) -> tuple[float, tuple[int, int] | None]:
+    """The null-model image share of a gate of ``family`` (:func:`~t2i_fairness.gating.sequential.plan.null_share`
+    over the family's table) and the bench's ``(N, batch)`` it was measured at.
+
+    Example:
+        >>> null_share("decomposed", "share", 8)         # not measured: counted at N
+        (1.0, None)
+    """
+    from t2i_fairness.gating.sequential.plan import null_share as share
+
+    owner = next((f for f in FAMILIES if f.name == family), None)
+    return share(None if owner is None else null_shares(owner), kind, batch, size)
 
 
 def value_ranges(families=None) -> dict:

@@ -29,7 +29,7 @@ from t2i_fairness.spine.options import Option, T2IOptions, Values
 from t2i_fairness.spine.plan import GateCall, ImageRequest, Need
 
 __all__ = ["Family", "GateCall", "ImageRequest", "Need", "Parameters", "Study", "indicator", "indicator_methods",
-           "param_id"]
+           "null_shares", "param_id"]
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,11 @@ class Family:
         study_type: ``study_type() -> the study's class`` (imported when called): its indicator methods are
             the family's gates, each with its kind and value range (:func:`indicator`), which the thresholds
             file's bounds are checked against before a run.
+        futility_miss: ``(kind, miss)`` pairs for kinds of its own that have no meaningful miss (its test's effect:
+            ``--t2i-sequential`` passes it early by futility when its limit clears half that effect).
+        null_shares: the data file, in the family's folder, of its gates' null-model image shares
+            (:class:`~t2i_fairness.gating.sequential.plan.NullShares`, written by the sequential bench), read by
+            ``t2i-fairness plan --t2i-sequential``; ``None``: counted at ``N``.
         scorers: the workbench scorers its studies ask for (``bench.scorer(name)``): a run releases a
             scorer once no remaining gate's family names it, and the generator once every planned image is
             made. ``None`` (the default): not declared, so every model stays loaded while its gates remain.
@@ -113,6 +118,8 @@ class Family:
     rounds: Callable[[Any], tuple[Sequence[int], str]] | None = None
     study_type: Callable[[], type] | None = None
     scorers: tuple[str, ...] | None = None
+    futility_miss: tuple[tuple[str, float], ...] = ()
+    null_shares: str | None = None
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
@@ -120,12 +127,23 @@ class Family:
             raise ValueError(f"family {self.name}: --t2i-sequential needs both look= and rounds= (or neither)")
 
 
+def null_shares(family: Family):
+    """The family's :class:`~t2i_fairness.gating.sequential.plan.NullShares` (``None`` without a data file)."""
+    from pathlib import Path
+
+    from t2i_fairness.gating.sequential.plan import NullShares
+
+    if family.null_shares is None:
+        return None
+    return NullShares.load(Path(__file__).parent / family.name / family.null_shares)
+
+
 def indicator(kind: str, *, grows: bool = False, value_range: tuple[float | None, float | None] | None = None):
     """Mark a study method that makes one gate's :class:`~t2i_fairness.gating.indicator.Indicator`.
 
     The gate test ``test_<method>`` reads it (``gate(study.<method>(...))``), its parameters named as the
     method's. Under ``--t2i-sequential`` the study routes the call to its round loop
-    (:class:`~t2i_fairness.gating.rounds.Rounds`), which gives the indicator of the look where the gate
+    (:class:`~t2i_fairness.gating.sequential.loop.Rounds`), which gives the indicator of the look where the gate
     stopped. ``kind`` (a key of :data:`~t2i_fairness.gating.indicator.KINDS`) and ``grows`` (coverage-like:
     no early fail) are the method's, declared once here; the indicator it returns must say the same.
     ``value_range``: the values it takes when they are not its kind's

@@ -1,27 +1,26 @@
-"""Deciding one gate: :func:`judge` (plain, no pytest) and the small :class:`Gate` the ``gate`` fixture is.
-
-``judge`` takes a measurement, the thresholds, the provenance and the run's options and returns the
-:class:`~t2i_fairness.gating.session.GateRecord` that every report reads (verdict, message, bound,
-interval, baseline comparison). The baseline comparison and the project's tests call it directly;
-:class:`Gate` adds what a pytest test needs around it: the bootstrap interval from ``resample``, the
-record attached to the test report, a provenance warning, and a failed verdict raised as
-:class:`~t2i_fairness.errors.GateFailed` (gating knows nothing of pytest: the plugin makes it pytest's failure).
+"""Deciding one gate (plain, no pytest): :func:`decide` turns a study's indicator into the
+:class:`~t2i_fairness.gating.session.GateRecord` every report reads; :class:`Gate`, the ``gate`` fixture, emits it
+and raises a failed verdict as :class:`~t2i_fairness.errors.GateFailed` (the plugin makes it pytest's failure).
+:func:`measure` and :func:`judge` are its steps for a bare value.
 """
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from t2i_fairness.errors import GateFailed, GateSkipped, T2IInconclusiveWarning
 from t2i_fairness.gating.baseline import BaselineMeasurement, compare_with_baseline
+from t2i_fairness.gating.sequential.look import Look, Reason
+from t2i_fairness.gating.sequential.messages import cannot_fail_clause, early_record
 from t2i_fairness.gating.session import GateRecord
 from t2i_fairness.gating.thresholds import ThresholdFile
 from t2i_fairness.gating.verdicts import Measurement, Verdict, evaluate
 from t2i_fairness.base.cache import content_key
 
-__all__ = ["Gate", "GateContext", "bootstrap_seed", "early_record", "judge", "measure"]
+__all__ = ["Gate", "GateContext", "bootstrap_seed", "decide", "early_record", "judge", "measure", "undefined_record"]
 
 
 def bootstrap_seed(gate_id: str, base_seed: int) -> int:
@@ -68,20 +67,16 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
           family: str | None = None, baseline: BaselineMeasurement | None = None, resample=None,
           units: int | None = None, strata=None, family_size: int = 1, kind: str | None = None
           ) -> tuple[GateRecord, Verdict]:
-    """The verdict on one measurement, as the record every report reads.
+    """The verdict on one measurement, as the record every report reads, and the :class:`Verdict`.
 
     Args:
-        m: the measurement.
-        thresholds: the run's thresholds file.
-        provenance: the settings the value was measured under.
-        options: the run's :class:`~t2i_fairness.spine.options.T2IOptions` (update flow, gate mode,
-            baseline settings, bootstrap).
+        m: the measurement; ``thresholds``: the run's thresholds file; ``provenance``: what it was measured under.
+        options: the run's :class:`~t2i_fairness.spine.options.T2IOptions`.
         nodeid, family: where the gate comes from, for reports.
-        baseline: the baseline run's measurement of the same gate (``--t2i-baseline-model``).
-        resample, units, strata: the candidate's resampling, for the paired interval.
+        baseline: the baseline run's measurement of the gate (``--t2i-baseline-model``); ``resample``, ``units``,
+            ``strata``: the candidate's resampling, for the paired interval.
         family_size: the number of gates in the run (the adjustment's ``m``).
-        kind: the gate's kind (``Family.sequential``): its meaningful miss, for the power record
-            (:mod:`t2i_fairness.gating.power`).
+        kind: the gate's kind: its meaningful miss, for the power record.
 
     Example:
         >>> from pathlib import Path
@@ -170,18 +165,10 @@ def uncertainty_record(m: Measurement) -> dict | None:
 
 @dataclass
 class GateContext:
-    """What a :class:`Gate` needs from its test session (the fixture builds one per test).
-
-    Attributes:
-        gate_id: the test's gate id (its name, the baseline/candidate part removed).
-        nodeid: the test's node id.
-        family: the paper family of the test's module, if any.
-        options: the run's options.
-        thresholds: the run's thresholds file.
-        provenance: the workbench's provenance (settings, versions, device).
-        role: ``candidate``, or ``baseline`` for the baseline model's run of the test.
-        baselines: gate id -> the baseline's measurement, shared by the process.
-        emit: called with every record (the fixture attaches it to the test report, and Allure).
+    """What a :class:`Gate` needs from its test session (the fixture builds one per test): the gate id and node id,
+    its family, the run's options and thresholds, the session's provenance (a callable), the ``role``
+    (``candidate`` or ``baseline``) with the baselines' measurements, ``emit`` (called with every record), the
+    run's number of gates and a bare value's kind.
     """
 
     gate_id: str
@@ -196,30 +183,118 @@ class GateContext:
     family_size: int = 1  # the number of gates in the run
     kind: str | None = None  # the kind of a bare-value gate (an Indicator carries its own)
 
-    @property
+    @functools.cached_property
     def level(self) -> float:
         """The level each gate of this run is decided at (:func:`~t2i_fairness.metrics.decisions.gate_level`)."""
         from t2i_fairness.metrics.decisions import gate_level
 
         return gate_level(self.options.alpha, self.family_size, self.options.multiplicity)
 
-    @property
+    @functools.cached_property
     def level_text(self) -> str:
         from t2i_fairness.metrics.decisions import level_text
 
         return level_text(self.options.alpha, self.family_size, self.options.multiplicity)
 
 
-class Gate:
-    """``gate(indicator)`` checks a study's :class:`~t2i_fairness.gating.indicator.Indicator` against its bound
-    (``gate(value, n=..., ...)`` a bare value); ``gate.undefined(reason)`` says it cannot be computed here.
+def decide(indicator, context: GateContext, *, name: str | None = None, provenance: dict | None = None,
+           details: dict | None = None, resample=None, units: int | None = None, strata=None) -> GateRecord:
+    """The gate record of a study's indicator at the run's level against its bound, or the verdict of the look where
+    the round loop stopped it. The gate fixture and the benches decide through this function.
 
-    The gate id is the test's name (``test_object_consistency[object_in_region-africa]``) unless
-    ``name`` is given. ``provenance`` adds what this test's number also depends on (its sample
-    sizes, a prompt file digest) to the session's, so a bound is never compared silently with a
-    number measured under other settings. A verdict is raised as the package's own outcome
-    (:class:`~t2i_fairness.errors.GateFailed`, :class:`~t2i_fairness.errors.GateSkipped`); the plugin
-    turns it into pytest's.
+    Args:
+        indicator: the gate's :class:`~t2i_fairness.gating.indicator.Indicator`.
+        context: the run's :class:`GateContext`; ``name``: the gate id (default ``context.gate_id``).
+        provenance, details: what the test adds to the indicator's.
+        resample, units, strata: a bootstrap over the units (``--t2i-bootstrap``).
+
+    Raises:
+        GateSkipped: the indicator does not apply, or it is undefined and the gate has no bound.
+
+    Example:
+        >>> from pathlib import Path
+        >>> from t2i_fairness.gating.indicator import Indicator
+        >>> from t2i_fairness.gating.thresholds import Bound
+        >>> from t2i_fairness.spine.options import T2IOptions
+        >>> ctx = GateContext("g", "t::g", None, T2IOptions(), ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.5)}),
+        ...                   dict)
+        >>> record = decide(Indicator(0.4, 10, "share", (0.35, 0.45)), ctx)
+        >>> record.status, record.failed
+        ('fail', True)
+    """
+    return _decided(indicator, context, name, provenance, details, resample, units, strata)[0]
+
+
+def _decided(indicator, context: GateContext, name, provenance, details, resample, units,
+             strata) -> tuple[GateRecord, Measurement | None]:
+    gate_id = name or context.gate_id
+    if indicator.skip is not None:
+        raise GateSkipped(indicator.skip)
+    if indicator.undefined is not None:
+        return undefined_record(context, indicator.undefined, gate_id, indicator.inconclusive,
+                                indicator.sequential), None
+    m, look = _measured(indicator, gate_id, context.options, details, resample, units, strata)
+    prov = {**context.provenance(), **indicator.provenance, **(provenance or {})}
+    return _judged(m, context, prov, indicator.kind, look, resample, units, strata), m
+
+
+def _measured(ind, gate_id: str, options, details, resample, units, strata) -> tuple[Measurement, Look | None]:
+    """An indicator's measurement and its look (at ``N`` after looks, judged as the sequential test)."""
+    look = Look.of(ind.sequential)
+    # a test is judged by its p-value; its evidence (effect sizes) serves the round loop
+    interval = None if ind.test is not None else ind.evidence
+    if look and not look.early and interval is not None and hasattr(interval, "p_value"):
+        from t2i_fairness.gating.sequential.rules import SequentialEvidence
+
+        interval = SequentialEvidence(interval, float(look.alpha_share), look.earlier_looks_p)
+    details = {**ind.details, **(details or {}), **({"sequential": look.to_dict()} if look else {})}
+    m = measure(gate_id, ind.value, n=ind.n, higher_is_better=ind.higher_is_better, interval=interval, details=details,
+                resample=resample, units=units, strata=strata, bootstrap=options.bootstrap,
+                confidence=options.confidence, seed=options.seed, test=ind.test)
+    return m, look
+
+
+def _judged(m: Measurement, ctx: GateContext, provenance: dict, kind: str | None, look: Look | None, resample, units,
+            strata) -> GateRecord:
+    record, _ = judge(m, ctx.thresholds, provenance, ctx.options, nodeid=ctx.nodeid, family=ctx.family,
+                      baseline=ctx.baselines.get(m.gate), resample=resample, units=units, strata=strata,
+                      family_size=ctx.family_size, kind=kind)
+    if look and look.early:
+        record = early_record(record, look, ctx.thresholds.gates.get(m.gate))
+    return record
+
+
+def undefined_record(ctx: GateContext, reason: str, gate_id: str, inconclusive: bool = False,
+                     sequential: Look | None = None) -> GateRecord:
+    """The record of an indicator that cannot be computed here: it fails once the gate has a bound (``GateSkipped``
+    before), or is inconclusive where noise left it undefined and another gate judges the cause (``inconclusive``).
+    """
+    thresholds = ctx.thresholds
+    if gate_id not in thresholds.gates:
+        raise GateSkipped(reason)
+    bound = thresholds.gates[gate_id]
+    if inconclusive:
+        status, blocking = "inconclusive", ctx.options.inconclusive == "fail"
+        message = f"{gate_id}: {reason}; inconclusive (the gate has a bound in {thresholds.path})"
+    else:
+        status, blocking = "fail", False
+        message = f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass"
+    details: dict[str, Any] = {"undefined": reason}
+    look = Look.of(sequential)
+    if look is not None:  # undefined at N after its looks, or at the look that curtailed it
+        details["sequential"] = look.to_dict()
+        if look.reason is Reason.CURTAIL and look.conditional_power == 0.0:
+            message += f"; {cannot_fail_clause(look)}"
+    # recorded like any judged gate, so the summary, run.json and a canary's tally count it
+    return GateRecord(gate=gate_id, nodeid=ctx.nodeid, value=float("nan"), n=0, direction=bound.direction,
+                      status=status, bound=bound.value, write=None, message=message, provenance=ctx.provenance(),
+                      family=ctx.family, details=details, blocking=blocking)
+
+
+class Gate:
+    """``gate(indicator)`` decides a study's :class:`~t2i_fairness.gating.indicator.Indicator` (:func:`decide`);
+    ``gate(value, n=..., ...)`` a bare value; ``gate.undefined(reason)`` one that cannot be computed here. A verdict is
+    raised as the package's own outcome (:class:`~t2i_fairness.errors.GateFailed`, ``GateSkipped``).
     """
 
     def __init__(self, context: GateContext):
@@ -228,38 +303,30 @@ class Gate:
     def __call__(self, value, *, n: int | None = None, higher_is_better: bool = True, interval=None,
                  details: dict[str, Any] | None = None, name: str | None = None,
                  resample: Callable[[Any], float] | None = None, units: int | None = None, strata=None,
-                 provenance: dict[str, Any] | None = None, test=None) -> Measurement:
-        """``value``: an :class:`~t2i_fairness.gating.indicator.Indicator` (its value, test, kind and, under
-        ``--t2i-sequential``, where it stopped), or a number with its ``n`` and ``interval``.
-        ``resample(indices) -> value`` with ``units`` (and optional ``strata`` labels) gives a seeded
-        percentile-bootstrap interval over those units (``--t2i-bootstrap`` resamples); ``test`` (a
-        :class:`~t2i_fairness.metrics.decisions.HypothesisTest`) makes the gate that test (see :func:`measure`)."""
+                 provenance: dict[str, Any] | None = None, test=None) -> Measurement | None:
+        """``value``: an :class:`~t2i_fairness.gating.indicator.Indicator` (decided by :func:`decide`), or a number
+        with its ``n`` and ``interval``. ``resample(indices) -> value`` with ``units`` (and optional ``strata``)
+        gives a seeded bootstrap interval (``--t2i-bootstrap``); ``test`` makes the gate that test (:func:`measure`)."""
         __tracebackhide__ = True
         from t2i_fairness.gating.indicator import Indicator
 
         ctx, o = self.context, self.context.options
         gate_id = name or ctx.gate_id
-        kind, seq = ctx.kind, None
+        if isinstance(value, Indicator) and ctx.role != "baseline":
+            record, m = _decided(value, ctx, name, provenance, details, resample, units, strata)
+            return self._outcome(record, m)
         if isinstance(value, Indicator):
-            ind = value
-            if ind.skip is not None:
-                raise GateSkipped(ind.skip)
-            if ind.undefined is not None:
-                self.undefined(ind.undefined, name=name, inconclusive=ind.inconclusive, sequential=ind.sequential)
-                return None
-            kind, seq = ind.kind, ind.sequential
-            value, n, higher_is_better, test = ind.value, ind.n, ind.higher_is_better, ind.test
-            # a test is judged by its p-value; its evidence (the CIS order test's effect sizes) serves the round loop
-            interval = None if test is not None else ind.evidence
-            provenance = {**ind.provenance, **(provenance or {})}
-            details = {**ind.details, **(details or {}), **({"sequential": dict(seq)} if seq else {})}
-            if seq and not seq.get("early") and interval is not None and hasattr(interval, "p_value"):
-                from t2i_fairness.gating.sequential import SequentialEvidence
-
-                interval = SequentialEvidence(interval, float(seq["alpha_share"]), seq.get("earlier_looks_p"))
-        m = measure(gate_id, value, n=n, higher_is_better=higher_is_better, interval=interval, details=details,
-                    resample=resample, units=units, strata=strata, bootstrap=o.bootstrap,
-                    confidence=o.confidence, seed=o.seed, test=test)
+            if value.skip is not None:
+                raise GateSkipped(value.skip)
+            if value.undefined is not None:
+                return self._outcome(undefined_record(ctx, value.undefined, gate_id, value.inconclusive,
+                                                      value.sequential), None)
+            m, _ = _measured(value, gate_id, o, details, resample, units, strata)
+            provenance = {**value.provenance, **(provenance or {})}
+        else:
+            m = measure(gate_id, value, n=n, higher_is_better=higher_is_better, interval=interval, details=details,
+                        resample=resample, units=units, strata=strata, bootstrap=o.bootstrap,
+                        confidence=o.confidence, seed=o.seed, test=test)
         prov = {**ctx.provenance(), **(provenance or {})}
         if ctx.role == "baseline":
             ctx.baselines[gate_id] = BaselineMeasurement(m, resample, units, strata)
@@ -269,120 +336,23 @@ class Gate:
                 provenance=prov, interval=list(m.interval) if m.interval else None, details=m.details,
                 family=ctx.family))
             return m
-        record, verdict = judge(m, ctx.thresholds, prov, o, nodeid=ctx.nodeid, family=ctx.family,
-                                baseline=ctx.baselines.get(gate_id), resample=resample, units=units, strata=strata,
-                                family_size=ctx.family_size, kind=kind)
-        if seq and seq.get("early"):
-            record = early_record(record, seq, ctx.thresholds.gates.get(m.gate))
-        ctx.emit(record)
-        # a bound written under other settings is said once per run, at the top of the summary
-        # (report.changes.provenance_summary), not as one warning per gate
-        early_failed = record.status == "fail" or (record.status == "inconclusive" and record.blocking)
-        if early_failed if (seq and seq.get("early")) else verdict.failed:
+        return self._outcome(_judged(m, ctx, prov, ctx.kind, None, resample, units, strata), m)
+
+    def _outcome(self, record: GateRecord, measured: Measurement | None) -> Measurement | None:
+        """Emit the record; raise a failed verdict, warn an inconclusive one (a bound written under other settings
+        is said once per run, at the top of the summary, not as one warning per gate)."""
+        __tracebackhide__ = True
+        self.context.emit(record)
+        if record.failed:
             raise GateFailed(record.message)
         if record.status == "inconclusive":
-            warnings.warn(T2IInconclusiveWarning(record.message), stacklevel=2)
-        return m
+            warnings.warn(T2IInconclusiveWarning(record.message), stacklevel=3)
+        return measured
 
     def undefined(self, reason: str, name: str | None = None, inconclusive: bool = False,
-                  sequential: dict | None = None) -> None:
-        """An indicator that cannot be computed here: skip while the gate has no bound, fail once it has one.
-
-        ``inconclusive=True`` is for a value left undefined by sampling noise that another gate judges
-        (a ratio whose denominator's estimate fell to 0 or below: the denominator's own gate fails if that
-        is a regression): with a bound, the verdict is ``inconclusive`` (a warning, or a failure under
-        ``--t2i-inconclusive fail``), never evidence of a regression by itself."""
+                  sequential: Look | None = None) -> None:
+        """An indicator that cannot be computed here: skip while the gate has no bound, fail once it has one
+        (``inconclusive``: a value noise left undefined whose cause another gate judges; :func:`undefined_record`)."""
         __tracebackhide__ = True
-        gate_id = name or self.context.gate_id
-        thresholds = self.context.thresholds
-        if gate_id not in thresholds.gates:
-            raise GateSkipped(reason)
-        bound = thresholds.gates[gate_id]
-        if inconclusive:
-            status, blocking = "inconclusive", self.context.options.inconclusive == "fail"
-            message = f"{gate_id}: {reason}; inconclusive (the gate has a bound in {thresholds.path})"
-        else:
-            status, blocking = "fail", True
-            message = f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass"
-        details: dict[str, Any] = {"undefined": reason}
-        if sequential is not None:  # undefined at N after its looks, or at the look that curtailed it
-            details["sequential"] = dict(sequential)
-            if sequential.get("reason") == "pass: curtailed" and sequential.get("conditional_power") == 0.0:
-                message += f"; {_cannot_fail_clause(sequential)}"
-        # recorded like any judged gate, so the summary, run.json and a canary's tally count it
-        self.context.emit(GateRecord(
-            gate=gate_id, nodeid=self.context.nodeid, value=float("nan"), n=0, direction=bound.direction,
-            status=status, bound=bound.value, write=None, message=message, provenance=self.context.provenance(),
-            family=self.context.family, details=details, blocking=blocking and inconclusive))
-        if blocking:
-            raise GateFailed(message)
-        warnings.warn(T2IInconclusiveWarning(message), stacklevel=2)
-
-
-def _where(seq: dict) -> str:
-    return f"look {seq['round']} of {seq['rounds']} ({seq['at']} of {seq['planned']} {seq['unit']})"
-
-
-def _cannot_fail_clause(seq: dict) -> str:
-    """What a look that curtailed a gate no outcome at ``N`` can fail says (``seq``: the round loop's record)."""
-    return (f"passed early by curtailment at {_where(seq)}: no outcome of its test at N can fail it at its level "
-            f"{seq['gate_level']:.3g} (a test over its prompts claims no p-value that small, its bound lies at a "
-            f"share's edge, or its groups' real images are too few for any coverage to reach it), so stopping here "
-            f"costs none of its power")
-
-
-def early_record(record: GateRecord, seq: dict, bound) -> GateRecord:
-    """A gate record made into the verdict of an early stop of ``--t2i-sequential`` (``seq``: the round loop's
-    record): a fail at the alpha this look spent, or a pass by futility; its p-value is the sequential one and
-    its message names the look and the level that decided.
-
-    Example:
-        >>> from t2i_fairness.gating.thresholds import Bound
-        >>> r = GateRecord("g", "t::g", 0.5, 64, "min", "fail", 0.8, None, "g: measured 0.5000", {})
-        >>> seq = {"reason": "fail: alpha spent at this look", "round": 1, "rounds": 4, "unit": "images per prompt",
-        ...        "at": 16, "planned": 60, "p": 1e-9, "level": 3e-8, "gate_level": 1e-4, "alpha_share": 3e-4,
-        ...        "p_sequential": 3.3e-6}
-        >>> e = early_record(r, seq, Bound("min", 0.8))
-        >>> e.status, e.p_value, e.threshold
-        ('fail', 3.3e-06, 0.0001)
-        >>> print(e.message)
-        g: measured 0.5000; FAILED early at look 1 of 4 (16 of 60 images per prompt): p = 1e-09 <= 3e-08, the alpha this look spends (O'Brien-Fleming share 0.0003 of the gate's level 0.0001)
-    """
-    import dataclasses
-
-    where = _where(seq)
-    head = record.message.split("; p = ")[0]
-    if seq["reason"].startswith("fail"):
-        message = (f"{head}; FAILED early at {where}: p = {seq['p']:.3g} <= {seq['level']:.3g}, the alpha this look "
-                   f"spends (O'Brien-Fleming share {seq['alpha_share']:.2g} of the gate's level {seq['gate_level']:.3g})")
-        status = "fail"
-    elif seq["reason"] == "pass: curtailed" and seq.get("conditional_power") == 0.0:
-        message = f"{head}; {_cannot_fail_clause(seq)}"
-        status = "pass"
-    elif seq["reason"] == "pass: curtailed":
-        message = (f"{head}; passed early by curtailment at {where}: were it to miss the bound by "
-                   f"{seq['curtail_miss']:g} (its kind's meaningful miss), the fixed-N test at N would fail it with "
-                   f"probability {seq['conditional_power']:.2g} given this look (< {seq['curtail_gamma']:g}), so stopping "
-                   f"here costs at most {seq['curtail_gamma']:g} of its power at that miss")
-        status = "pass"
-        if record.status == "inconclusive":  # the look's estimate misses the bound without evidence: said, as at N
-            message += "; its estimate at this look misses the bound without evidence (inconclusive at this size)"
-            return dataclasses.replace(record, status="inconclusive", message=message,
-                                       p_value=seq.get("p_sequential"), threshold=seq["gate_level"])
-    elif seq.get("kind") == "test":  # a test (no bound): futility against an effect of its own size
-        message = (f"{head}; passed early by futility at {where}: the largest effect its {1 - seq['futility_beta']:.4g} "
-                   f"one-sided limits leave possible is {seq['futility_limit']:.4f} < {seq['futility_miss']:g} (half "
-                   f"the effect it states power against), so a model with an effect of {seq['futility_miss']:g} would "
-                   f"stop here at most {seq['futility_beta']:.2g} of the time; its test never fails before N")
-        status = "pass"
-    else:
-        side = ">" if bound is None or bound.direction == "min" else "<"
-        edge = (bound.value - seq["futility_miss"]) if bound is None or bound.direction == "min" else \
-            (bound.value + seq["futility_miss"])
-        message = (f"{head}; passed early by futility at {where}: its {1 - seq['futility_beta']:.4g} one-sided limit "
-                   f"{seq['futility_limit']:.4f} {side} {edge:.4f} (the bound less half its kind's meaningful miss), so "
-                   f"a model missing the bound by {seq['futility_miss']:g} would stop here at most "
-                   f"{seq['futility_beta']:.2g} of the time")
-        status = "pass"
-    return dataclasses.replace(record, status=status, message=message, p_value=seq.get("p_sequential"),
-                               threshold=seq["gate_level"], blocking=False)
+        self._outcome(undefined_record(self.context, reason, name or self.context.gate_id, inconclusive, sequential),
+                      None)

@@ -1,11 +1,8 @@
-"""What a study hands a gate: one indicator's value, the test it is judged by, and its kind.
+"""What a study hands a gate: one indicator's value, the evidence it is judged by, and its kind.
 
-A family's study computes each gated indicator in one method (``DigInStudy.region_precision(...)``,
-marked :func:`~t2i_fairness.families.base.indicator`) and returns an :class:`Indicator`; the gate test
-reads it and calls ``gate(indicator)``. Because the study, not the test, makes the number, the round
-loop of ``--t2i-sequential`` (:mod:`t2i_fairness.gating.rounds`) can compute every selected indicator
-at each planned look without calling a test, and each test is then called once, on the indicator of
-the look where its gate stopped (``at``: the study at that look, for the test's reports).
+A family's study makes each gated indicator in one method and returns an :class:`Indicator`; the gate test
+calls ``gate(indicator)``. Because the study makes the number, the round loop of ``--t2i-sequential`` can
+compute every selected indicator at each planned look without calling a test.
 """
 
 from __future__ import annotations
@@ -15,25 +12,20 @@ from typing import Any, Mapping
 
 __all__ = ["Indicator", "KINDS"]
 
-#: gate kinds and what ``--t2i-sequential`` may stop them for (``docs/sequential.md``): every kind with an
-#: effect size passes early by futility; ``fail`` marks the kinds whose early fail is valid (their estimand does not move with
-#: the images per prompt: coverage grows with ``n``, a low percentile's expectation shifts with ``n``); ``curtail`` the
-#: kinds a look may pass by stochastic curtailment (``gating.sequential``): those whose estimand does not move, a
-#: coverage floor (growing toward ``N``, a coverage at ``N`` fails less often than the look's normal model says) and a
-#: low percentile (its evidence, ``PercentileMean``, counts the move of its expectation toward ``N``)
+#: gate kinds and what ``--t2i-sequential`` may stop them for: ``fail`` where an early fail is valid (the estimand does
+#: not move with the sample), ``futility`` and ``curtail`` the early passes (``docs/sequential.md``)
 KINDS: dict[str, frozenset[str]] = {
-    "share": frozenset({"fail", "futility", "curtail"}),  # precision, CIS_K: a share of images (or prompts' images)
+    "share": frozenset({"fail", "futility", "curtail"}),  # a share of images (or of prompts' images)
     "coverage": frozenset({"futility", "curtail"}),  # a share of real balls: its expectation grows with n
-    "worst": frozenset({"fail", "futility", "curtail"}),  # the worst of G groups (of shares; of coverages: no early fail)
-    "spread": frozenset({"fail", "futility", "curtail"}),  # best minus worst, template improvement, CIS drop
-    "ratio": frozenset({"fail", "futility", "curtail"}),  # worst / best, CLGC(l) / CLGC(English)
+    "worst": frozenset({"fail", "futility", "curtail"}),  # the worst of G groups (of coverages: no early fail)
+    "spread": frozenset({"fail", "futility", "curtail"}),  # best minus worst, an improvement, a drop per component
+    "ratio": frozenset({"fail", "futility", "curtail"}),  # worst / best, a language's score over English's
     "percentile": frozenset({"futility", "curtail"}),  # a mean of low percentiles: its expectation shifts with n
-    "score": frozenset({"fail", "futility", "curtail"}),  # IndicTTI's means of cosines
-    # the CIS order test: futility against an order effect (its evidence: inclusion by position with law-free
-    # limits); its Monte Carlo permutation p cannot reach an early look's O'Brien-Fleming share of the level, so
-    # no early fail: the test at N decides at its whole level
+    "score": frozenset({"fail", "futility", "curtail"}),  # means of cosines
+    # a family's test (no bound): futility against an effect of its own (``Family.futility_miss``); its permutation
+    # p cannot reach an early look's share of the level, so the test at N decides at its whole level
     "test": frozenset({"futility"}),
-    "hoeffding": frozenset({"fail", "futility", "curtail"}),  # word-level: Hoeffding's inequality
+    "hoeffding": frozenset({"fail", "futility", "curtail"}),  # a mean bounded by Hoeffding's inequality
 }
 
 
@@ -42,29 +34,21 @@ class Indicator:
     """One gate's measurement, as a study makes it.
 
     Attributes:
-        value: the indicator's value (NaN when ``undefined``).
-        n: the units behind it (images, real images for coverage, prompts), for reports.
-        kind: a key of :data:`KINDS`.
-        evidence: the test it is judged by: an :class:`~t2i_fairness.metrics.intervals.Interval` or one of
-            :mod:`t2i_fairness.metrics.evidence` (limits, p-value and power at any level), a ``(low, high)``
-            pair, or ``None``.
-        higher_is_better: ``min`` gate (True) or ``max``.
-        test: a :class:`~t2i_fairness.metrics.decisions.HypothesisTest` when the gate is a test (no bound).
-        details: what a person triaging it wants (per-group values, sizes).
-        provenance: what the number depends on beyond the session's settings.
-        undefined: why the value cannot be computed here (the gate fails once it has a bound).
-        inconclusive: an undefined value whose cause another gate judges: inconclusive, not failed.
-        skip: why the gate does not apply to this run (skipped whatever the thresholds say).
-        grows: the estimand grows with the images (coverage-like): no early fail for it.
-        at: the study it was measured on (a look's under ``--t2i-sequential``); the test's reports read it.
-        sequential: the round loop's record of where and why the gate stopped (``None`` without rounds).
+        value, n, kind: the value (NaN when ``undefined``), the units behind it, a key of :data:`KINDS`.
+        evidence: the test it is judged by (an :class:`~t2i_fairness.metrics.intervals.Interval` or one of
+            :mod:`t2i_fairness.metrics.evidence`), a ``(low, high)`` pair, or ``None``.
+        higher_is_better: ``min`` gate (True) or ``max``; ``test``: the hypothesis test of a gate with no bound.
+        details, provenance: what a person triaging it wants; what the number depends on beyond the session.
+        undefined, inconclusive, skip: why it cannot be computed (inconclusive where another gate judges the
+            cause), or does not apply.
+        grows: the estimand grows with the images (coverage-like): no early fail.
+        at, sequential: the study (a look's) it was measured on; where and why the round loop stopped it
+            (a :class:`~t2i_fairness.gating.sequential.look.Look`).
 
     Example:
         >>> ind = Indicator(0.8, 60, "share")
-        >>> ind.direction, ind.early_fail, ind.replace(value=0.7).value
-        ('min', True, 0.7)
-        >>> Indicator(0.5, 20, "coverage").early_fail
-        False
+        >>> ind.direction, ind.early_fail, Indicator(0.5, 20, "coverage").early_fail
+        ('min', True, False)
     """
 
     value: float
@@ -80,7 +64,7 @@ class Indicator:
     skip: str | None = None
     grows: bool = False
     at: Any = field(default=None, repr=False, compare=False)
-    sequential: Mapping[str, Any] | None = None
+    sequential: Any = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -97,14 +81,8 @@ class Indicator:
 
     @property
     def curtail(self) -> bool:
-        """Whether a look before ``N`` may pass this gate by stochastic curtailment (``gating.sequential``): its kind
-        allows it, and its estimand does not move with the images or only grows toward a floor (a coverage, the worst
-        of coverages: the look's model of ``N`` then overstates the chance that ``N`` fails it; a low percentile, whose
-        evidence counts its expectation's move: ``Interval.drift``).
-
-        Example:
-            >>> Indicator(0.5, 20, "coverage", grows=True).curtail, Indicator(0.9, 20, "ratio", grows=True).curtail
-            (True, False)
+        """Whether a look may pass this gate by curtailment: its kind allows it and its estimand does not move, or only
+        grows toward a floor (a coverage; a low percentile whose evidence models its move).
         """
         if "curtail" not in KINDS[self.kind]:
             return False

@@ -101,6 +101,11 @@ class GateRecord:
     bound_provenance: str | None = None  # the id of the settings the bound was written under (thresholds file)
     power: dict | None = None  # power against the kind's meaningful miss at the run's level (gating.power)
 
+    @property
+    def failed(self) -> bool:
+        """Whether the gate's test fails: a fail, a missing or refused bound, or a blocking inconclusive verdict."""
+        return self.status in ("fail", "missing", "refused") or (self.status == "inconclusive" and self.blocking)
+
     def to_dict(self) -> dict:
         return dict(self.__dict__)
 
@@ -174,10 +179,11 @@ class GateSession:
             c.reused[kind] = len(c.reused_keys.get(kind, set()) - made)
         c.from_cache = len(c.from_cache_keys - c.generated_keys)
 
-    def adjust(self, method: str, alpha: float) -> None:
+    def adjust(self, method: str, alpha: float, untested: int = 0) -> None:
         """Adjust the p-values of the run's gates across the run (``holm``, ``bh`` or ``none``) and list the
         gates that only the whole step-down rejects (their test was inconclusive at run time, where
-        each gate is held to the procedure's first step, ``alpha / m``): they fail the run."""
+        each gate is held to the procedure's first step, ``alpha / m``): they fail the run. ``untested``: gates
+        counted in ``m`` without a record here (a simulation's gates it does not simulate), at ``p = 1``."""
         from t2i_fairness.metrics.decisions import adjust_p_values
 
         tested = [r for r in self.records if r.status in ("pass", "fail", "inconclusive") and r.p_value is not None
@@ -187,7 +193,7 @@ class GateSession:
             return
         # --t2i-sequential: a gate's p-value is its sequential one (min over its looks of p_k / s_k: valid by the
         # union bound over the looks), so the step-down over every gate keeps the run's level
-        adjusted = adjust_p_values([min(1.0, max(0.0, r.p_value)) for r in tested], method)
+        adjusted = adjust_p_values([min(1.0, max(0.0, r.p_value)) for r in tested] + [1.0] * max(0, untested), method)
         for r, pa in zip(tested, adjusted):
             r.p_adjusted = float(pa)
             if r.status == "inconclusive" and r.p_adjusted <= alpha and method != "none":

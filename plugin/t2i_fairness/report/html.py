@@ -208,7 +208,7 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
         verdict = VERDICTS.get(r.status, r.status) + verdict_suffix(r)  # ", underpowered": gating.power
         search = _search_text(r.gate, lab, r.family, verdict, r.status)
         if seq_on:
-            search += " " + str((record_of(r) or {}).get("reason", "")).lower()
+            search += " " + (str(record_of(r).reason) if record_of(r) else "").lower()
         message = r.message if (bad or r.status not in ("pass",) or verdict_suffix(r)) else ""
         if test is not None and test.bad and r.status not in FAILED:
             message = f"{session.outcome.kind(test, records)}: {test.message}"
@@ -272,13 +272,13 @@ def _outcome_rows(session: GateSession, records: list[GateRecord], odd, anchors:
     return rows
 
 
-def _sequential_cell(seq: dict | None) -> str:
+def _sequential_cell(seq) -> str:
     """The gate table's ``sequential`` cell: the reason, then round r of R, images n of N per prompt, the sequence."""
     if not seq:
         return '<td class="sequential">-</td>'
-    reason = str(seq.get("reason", ""))
+    reason = "" if seq.reason is None else str(seq.reason)
     where = ", ".join(where_parts(seq))
-    note = f'<div class="hint">{_e(seq["note"])}</div>' if seq.get("note") else ""
+    note = f'<div class="hint">{_e(seq.note)}</div>' if seq.note else ""
     return (f'<td class="sequential" data-reason="{_e(reason)}">{_e(reason)}'
             + (f'<div class="hint">{_e(where)}</div>' if where else "") + note + "</td>")
 

@@ -1,18 +1,10 @@
 """``--t2i-sequential`` in every report: per gate, why and when it stopped; for the run, the method and the images.
 
-Under ``--t2i-sequential`` each gate's :class:`~t2i_fairness.gating.session.GateRecord` carries its
-sequential record in ``details["sequential"]`` (made by the round loop,
-:class:`~t2i_fairness.gating.rounds.Rounds`): ``kind``, ``reason`` (``fail: alpha spent at this look``,
-``pass: futility``, ``pass: curtailed``, ``ran to N``), ``early``, ``round``/``rounds``, ``at``/``planned`` in its
-``unit`` (images per prompt, or prompts), and what decided: ``p`` and the ``level`` the look spent, the
-futility ``futility_limit`` against ``futility_miss``, or the curtailment's ``conditional_power`` at ``curtail_miss``. It rides inside ``details``, so it reaches the
-xdist controller with the rest of the record.
-
-This module turns those records into the run's ``sequential`` block (:func:`sequential_summary`,
-the ``run.json`` object), its terminal lines (:func:`sequential_lines`), a gate's flat JUnit
-properties (:func:`junit_sequential`) and its one-line text (:func:`gate_line`, for the HTML report
-and Allure). A run without ``--t2i-sequential`` has no such record and gets nothing from here: its
-reports stay byte for byte what they were. ``docs/sequential-reports.md`` shows every line.
+Each gate's record carries its :class:`~t2i_fairness.gating.sequential.look.Look` in ``details["sequential"]``
+(:func:`record_of` reads it back). This module makes the run's ``sequential`` block of run.json
+(:func:`sequential_summary`), its terminal lines (:func:`sequential_lines`) and a gate's JUnit properties
+(:func:`junit_sequential`); a run without ``--t2i-sequential`` gets nothing from here
+(``docs/sequential-reports.md``).
 """
 
 from __future__ import annotations
@@ -20,41 +12,31 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Mapping
 
+from t2i_fairness.gating.sequential.look import Look, Reason
+from t2i_fairness.gating.sequential.look import json_number as _f
+from t2i_fairness.gating.sequential.messages import gate_line, where_parts  # noqa: F401  (re-exported: reports call them here)
+
 __all__ = ["EARLY_LIMIT", "REASON_ORDER", "gate_line", "junit_sequential", "record_of", "sequential_lines",
            "sequential_on", "sequential_summary", "where_parts"]
 
 #: early-stop lines the terminal prints before "... and K more (run.json)"
 EARLY_LIMIT = 20
-#: the reasons in the order the reports list them (the texts of ``gating.sequential.REASONS``)
-REASON_ORDER = ("fail: alpha spent at this look", "pass: futility", "pass: curtailed", "ran to N")
-_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+#: the reasons in the order the reports list them
+REASON_ORDER = tuple(str(r) for r in (Reason.FAIL, Reason.FUTILITY, Reason.CURTAIL, Reason.FINAL))
 _MULTIPLICITY = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no adjustment"}
 
 
-def record_of(record: Any) -> dict | None:
-    """The sequential record of a gate record (a ``GateRecord`` or its dict), or ``None`` when it has none.
+def record_of(record: Any) -> Look | None:
+    """The sequential look of a gate record (a ``GateRecord`` or its run.json dict), or ``None`` when it has none.
 
     Example:
-        >>> record_of({"details": {"sequential": {"kind": "ratio", "reason": "ran to N", "early": False}}})["kind"]
+        >>> record_of({"details": {"sequential": {"kind": "ratio", "reason": "ran to N", "early": False}}}).kind
         'ratio'
         >>> record_of({"details": {}}) is None
         True
     """
     details = record.get("details") if isinstance(record, Mapping) else getattr(record, "details", None)
-    seq = (details or {}).get("sequential") if isinstance(details, Mapping) else None
-    return dict(seq) if isinstance(seq, Mapping) else None
-
-
-def _f(x: Any) -> float | None:
-    """A number of a record that may have crossed strict JSON (``"Infinity"``), or ``None``."""
-    if isinstance(x, str):
-        x = _NONFINITE.get(x)
-    if x is None or isinstance(x, bool):
-        return None
-    try:
-        return float(x)  # numpy numbers too
-    except (TypeError, ValueError):
-        return None
+    return Look.of((details or {}).get("sequential")) if isinstance(details, Mapping) else None
 
 
 def _int(x: Any) -> int | None:
@@ -67,71 +49,12 @@ def _gated(records: Iterable[Any]) -> list:
 
 
 def sequential_on(session) -> bool:
-    """Whether the run was a ``--t2i-sequential`` run: the session says so (``GateSession.sequential``,
-    set at the session's end) or a gate carries a sequential record.
-
-    Example:
-        >>> from pathlib import Path
-        >>> from t2i_fairness.gating.session import GateSession
-        >>> sequential_on(GateSession(Path("t.yaml")))
-        False
-    """
+    """Whether the run was a ``--t2i-sequential`` run: the session says so or a gate carries a look."""
     return bool(getattr(session, "sequential", None)) or any(record_of(r) for r in _gated(session.records))
 
 
 def _pct(part: float, whole: float) -> str:
     return f"{part / whole:.0%}" if whole else "-"
-
-
-def where_parts(seq: Mapping[str, Any] | None) -> list[str]:
-    """Where a gate stopped, as phrases: ``look r of R``, ``n of N <unit>`` (each only when the record has it).
-
-    Example:
-        >>> where_parts({"round": 2, "rounds": 3, "at": 8, "planned": 16, "unit": "images per prompt"})
-        ['look 2 of 3', '8 of 16 images per prompt']
-    """
-    if not seq:
-        return []
-    out = []
-    rnd, rounds = _int(seq.get("round")), _int(seq.get("rounds"))
-    if rnd is not None and rounds is not None:
-        out.append(f"look {rnd} of {rounds}")
-    n, N = _int(seq.get("at")), _int(seq.get("planned"))
-    if n is not None and N is not None:
-        out.append(f"{n} of {N} {seq.get('unit') or 'images per prompt'}")
-    return out
-
-
-def gate_line(seq: Mapping[str, Any] | None) -> str:
-    """One gate's sequential record in a line: reason, look r of R, n of N, and the level that decided.
-
-    Example:
-        >>> gate_line({"kind": "share", "reason": "pass: futility", "early": True, "round": 1, "rounds": 3,
-        ...            "at": 4, "planned": 16, "unit": "images per prompt", "futility_limit": 0.71, "futility_miss": 0.05})
-        'pass: futility at look 1 of 3, 4 of 16 images per prompt (limit 0.7100, futility miss 0.05)'
-        >>> gate_line({"kind": "share", "reason": "fail: alpha spent at this look", "early": True, "round": 2,
-        ...            "rounds": 4, "at": 16, "planned": 60, "unit": "images per prompt", "p": 1e-12, "level": 2e-8})
-        'fail: alpha spent at this look at look 2 of 4, 16 of 60 images per prompt (p 1e-12 <= 2e-08)'
-        >>> gate_line(None)
-        ''
-    """
-    if not seq:
-        return ""
-    parts = where_parts(seq)
-    line = str(seq.get("reason", "?"))
-    if parts:
-        line += " at " + ", ".join(parts)
-    if str(seq.get("reason", "")).startswith("fail") and _f(seq.get("p")) is not None:
-        line += f" (p {_f(seq['p']):.3g} <= {_f(seq.get('level')):.3g})"
-    elif _f(seq.get("futility_limit")) is not None:
-        line += f" (limit {_f(seq['futility_limit']):.4f}, futility miss {_f(seq.get('futility_miss')):g})"
-    elif _f(seq.get("conditional_power")) is not None:
-        miss = _f(seq.get("curtail_miss"))
-        line += f" (conditional power {_f(seq['conditional_power']):.2g}" + (
-            f" at a miss of {miss:g})" if miss is not None else ")")
-    if seq.get("note"):
-        line += f" ({seq['note']})"
-    return line
 
 
 def junit_sequential(record: Mapping[str, Any]) -> list[tuple[str, str]]:
@@ -150,14 +73,12 @@ def junit_sequential(record: Mapping[str, Any]) -> list[tuple[str, str]]:
     seq = record_of(record)
     if seq is None:
         return []
-    props = [("t2i_sequential_reason", str(seq.get("reason")))]
-    rnd, rounds = _int(seq.get("round")), _int(seq.get("rounds"))
-    if rnd is not None and rounds is not None:
-        props.append(("t2i_sequential_round", f"{rnd}/{rounds}"))
-    n, N = _int(seq.get("at")), _int(seq.get("planned"))
-    if n is not None and N is not None:
-        props.append(("t2i_sequential_images", f"{n}/{N} {seq.get('unit') or 'images per prompt'}"))
-    props.append(("t2i_sequential_kind", str(seq.get("kind"))))
+    props = [("t2i_sequential_reason", str(seq.reason))]
+    if seq.round is not None and seq.rounds is not None:
+        props.append(("t2i_sequential_round", f"{seq.round}/{seq.rounds}"))
+    if seq.at is not None and seq.planned is not None:
+        props.append(("t2i_sequential_images", f"{seq.at}/{seq.planned} {seq.unit or 'images per prompt'}"))
+    props.append(("t2i_sequential_kind", str(seq.kind)))
     return props
 
 
@@ -196,21 +117,20 @@ def sequential_summary(session) -> dict | None:
         if seq is None:
             without += 1
             continue
-        reason = str(seq.get("reason"))
+        reason = str(seq.reason)
         reasons[reason] = reasons.get(reason, 0) + 1
-        k = kinds.setdefault(str(seq.get("kind")), {"gates": 0, "early": 0, "shares": []})
+        k = kinds.setdefault(str(seq.kind), {"gates": 0, "early": 0, "shares": []})
         k["gates"] += 1
-        k["early"] += bool(seq.get("early"))
-        share = _f(seq.get("share_of_planned"))
-        if share is not None:
-            k["shares"].append(share)
-        if seq.get("early"):
+        k["early"] += seq.early
+        if seq.share_of_planned is not None:
+            k["shares"].append(seq.share_of_planned)
+        if seq.early:
             early.append(r)
     for k in kinds.values():
         shares = k.pop("shares")
         k["mean_share_of_planned"] = round(sum(shares) / len(shares), 4) if shares else None
     order = {reason: i for i, reason in enumerate(REASON_ORDER)}
-    early.sort(key=lambda r: (order.get(str(record_of(r).get("reason")), 9), r.gate))
+    early.sort(key=lambda r: (order.get(str(record_of(r).reason), 9), r.gate))
     c = session.cache
     used_total = int(c.generated) + int(c.from_cache)
     planned_total = _int(info.get("planned_images"))
@@ -219,14 +139,19 @@ def sequential_summary(session) -> dict | None:
         "gates": len(records) - without, "gates_without_record": without,
         "reasons": reasons,
         "kinds": dict(sorted(kinds.items())),
-        "early_stops": [{"gate": r.gate, **{key: record_of(r).get(key) for key in (
-            "kind", "reason", "round", "rounds", "at", "planned", "unit", "p", "level", "futility_limit",
-            "conditional_power")}}
-            for r in early],
+        "early_stops": [_early_stop(r) for r in early],
         "images_used": used_total, "generated": int(c.generated), "from_cache": int(c.from_cache),
         "planned_images": planned_total,
         "share_of_planned": round(used_total / planned_total, 4) if planned_total else None,
     }
+
+
+def _early_stop(r) -> dict:
+    """An early stop in run.json's ``sequential`` block: the gate and its look's main fields, as the record has them."""
+    data = record_of(r).to_dict()
+    return {"gate": r.gate, **{key: data.get(key) for key in (
+        "kind", "reason", "round", "rounds", "at", "planned", "unit", "p", "level", "futility_limit",
+        "conditional_power")}}
 
 
 def sequential_lines(session, limit: int = EARLY_LIMIT) -> list[str]:
@@ -264,9 +189,9 @@ def sequential_lines(session, limit: int = EARLY_LIMIT) -> list[str]:
         share = k["mean_share_of_planned"]
         out.append(f"  {kind}: {k['gates']} gate{'s' if k['gates'] != 1 else ''} ({k['early']} early)"
                    + (f", {share:.0%}" if share is not None else ""))
-    early = [r for r in _gated(session.records) if (record_of(r) or {}).get("early")]
+    early = [r for r in _gated(session.records) if record_of(r) and record_of(r).early]
     order = {reason: i for i, reason in enumerate(REASON_ORDER)}
-    early.sort(key=lambda r: (order.get(str(record_of(r).get("reason")), 9), r.gate))
+    early.sort(key=lambda r: (order.get(str(record_of(r).reason), 9), r.gate))
     if early:
         out.append(f"early stops ({len(early)}):")
         out += [f"  {r.gate}: {gate_line(record_of(r))}" for r in early[:limit]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from t2i_fairness.families.base import Family, Parameters
 from t2i_fairness.families.cis.canaries import CANARIES
 from t2i_fairness.families.cis.options import OPTIONS, resolve
+from t2i_fairness.metrics.cis import ORDER_EFFECT
 
 
 def _study(bench, options):
@@ -64,6 +65,10 @@ FAMILY = Family(
     look=_look,
     rounds=lambda study: study.planned_looks(),
     scorers=("clip", "inception"),
+    # the order test's futility miss: half the order effect its report states power against (first-named component
+    # drawn ORDER_EFFECT more often than the last, linear: a position ORDER_EFFECT / 2 from the mean over positions)
+    futility_miss=(("test", ORDER_EFFECT / 4),),
+    null_shares="null_shares.json",
     doc="The session's Components Inclusion Score study (:class:`~t2i_fairness.families.cis.study.CisStudy`).",
     canaries=CANARIES,
 )

@@ -82,6 +82,7 @@ FAMILY = Family(
     needs=_needs,
     look=_look,
     rounds=lambda study: study.planned_looks(),
+    null_shares="null_shares.json",
     scorers=("clip", "inception"),
     doc="The session's DIG In study: ``dig_in.scores(reference, template)``, ``dig_in.clipscores(template)``.",
     canaries=CANARIES,

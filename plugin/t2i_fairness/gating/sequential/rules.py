@@ -1,0 +1,188 @@
+"""The stopping rules of a sequential gate: :func:`decide_look` decides one gate at one planned look.
+
+A look may fail a gate whose estimand does not move with the sample when its p-value is at most the alpha the
+O'Brien-Fleming shape spends there; pass it by futility when its one-sided limit clears the bound less its kind's
+futility miss; or pass it by curtailment when the fixed-N test's conditional power at a meaningful miss is below
+:data:`CURTAIL_GAMMA`. The last look is the fixed-N test at the spent level (:class:`SequentialEvidence`). Why
+these rules keep each gate's level and its power: ``docs/sequential.md``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from t2i_fairness.gating.indicator import KINDS
+from t2i_fairness.gating.power import MEANINGFUL_MISS
+from t2i_fairness.gating.sequential.look import Reason
+from t2i_fairness.gating.sequential.plan import FUTILITY_BETA
+from t2i_fairness.metrics.intervals import P_FLOOR
+
+__all__ = ["CURTAIL_GAMMA", "FUTILITY_BETA", "FUTILITY_MISS", "LookDecision", "REASONS", "SequentialEvidence",
+           "declare_futility_miss", "decide_look"]
+
+#: each kind's futility miss: half its meaningful miss (:mod:`t2i_fairness.gating.power`); a kind without a
+#: meaningful miss (a family's test) has the one its family declares (``Family.futility_miss``)
+FUTILITY_MISS: dict[str, float] = {k: v / 2 for k, v in MEANINGFUL_MISS.items()}
+#: a gate passes early when the fixed-N test's chance of failing it at ``N``, given the look, were it a meaningful miss
+#: beyond the bound, is below this (stochastic curtailment): the power it costs at that miss is at most this
+CURTAIL_GAMMA = 0.005
+#: why a gate stopped (a :class:`LookDecision`'s reason), as every report words it
+REASONS = {"fail": Reason.FAIL, "futility": Reason.FUTILITY, "curtail": Reason.CURTAIL, "final": Reason.FINAL,
+           "open": Reason.OPEN}
+
+
+def declare_futility_miss(misses: Mapping[str, float], owner: str = "") -> None:
+    """Add the futility miss a family declares for a kind of its own (``Family.futility_miss``); a kind given
+    another value already raises ``ValueError``.
+    """
+    for kind, miss in misses.items():
+        if kind not in KINDS:
+            raise ValueError(f"{owner}: unknown indicator kind {kind!r}; one of {sorted(KINDS)}")
+        if FUTILITY_MISS.get(kind, miss) != miss:
+            raise ValueError(f"{owner}: kind {kind!r} already has the futility miss {FUTILITY_MISS[kind]!r}, not {miss!r}")
+        FUTILITY_MISS[kind] = float(miss)
+
+
+@dataclass(frozen=True)
+class LookDecision:
+    """One gate at one look: ``reason`` (``fail``, ``futility``, ``curtail``, ``open`` or ``final``), its p-value
+    and the alpha it may spend (``level``), ``p_sequential`` (``min_j p_j / s_j``: the gate's p-value for Holm), and
+    the futility or curtailment rule's figures where one was read.
+    """
+
+    reason: str
+    p: float | None
+    level: float
+    p_sequential: float | None
+    futility_limit: float | None = None
+    futility_miss: float | None = None
+    conditional_power: float | None = None
+    curtail_miss: float | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self.reason in ("fail", "futility", "curtail")
+
+
+def decide_look(indicator, bound: float, direction: str, *, level: float, share: float, beta: float | None,
+                prior: float | None = None, final: bool = False, fraction: float | None = None,
+                units_grow: bool = True) -> LookDecision:
+    """Decide one gate at one look.
+
+    Args:
+        indicator: the gate's :class:`~t2i_fairness.gating.indicator.Indicator` at this look.
+        bound, direction: its bound.
+        level: the gate's level ``a`` (``alpha / m``); ``share``: this look's spending share ``s_k``.
+        beta: this look's futility level (``None`` at ``N``); ``prior``: ``p_sequential`` of the earlier looks.
+        final: the last look (the fixed-N test at the spent level decides).
+        fraction: this look's size over ``N`` (``None``: no curtailment).
+        units_grow: the looks add the units a test's floor counts (prompts drawn), not images per prompt.
+
+    Example:
+        >>> import numpy as np
+        >>> from t2i_fairness.gating.indicator import Indicator
+        >>> from t2i_fairness.metrics.intervals import precision_interval
+        >>> def share(k, n): return precision_interval(np.r_[np.ones(k, bool), np.zeros(n - k, bool)])
+        >>> lk = lambda k, n: decide_look(Indicator(k / n, n, "share", share(k, n)), 0.8, "min", level=1e-4,
+        ...                               share=0.01, beta=0.002)
+        >>> lk(330, 400).reason, lk(200, 400).reason, lk(310, 400).reason    # above, far below, just below
+        ('futility', 'fail', 'open')
+    """
+    ev = indicator.evidence
+    if indicator.undefined is not None or indicator.skip is not None or not math.isfinite(indicator.value):
+        undecided = LookDecision("final" if final else "open", None, level * share, prior)
+        if final or indicator.undefined is None or not indicator.inconclusive:
+            return undecided
+        # a value left undefined by noise that another gate judges (a ratio whose denominator fell to 0 or below):
+        # at N it is inconclusive if still undefined, else its test decides; where no outcome of that test can fail
+        # it, stopping here costs nothing (its evidence, where the study gives one, says: ``fails_possible``)
+        return _curtail(indicator, bound, direction, level, fraction, beta, units_grow, undecided, impossible_only=True)
+    p = None
+    if indicator.test is not None:
+        p = float(indicator.test.p_value)
+    elif ev is not None and hasattr(ev, "p_value"):
+        try:
+            p = float(ev.p_value(bound, direction))
+        except ValueError:
+            p = None
+    p_seq = prior
+    # an early look's p-value joins the sequential p-value only where the gate may fail early: where the estimand
+    # moves with the sample (coverage grows with n) a look's p tests another hypothesis than the gate's at N
+    if p is not None and share > 0 and (final or indicator.early_fail):
+        p_seq = min(1.0, p / share) if prior is None else min(prior, 1.0, p / share)
+        p_seq = max(p_seq, P_FLOOR)
+    spent = level * share
+    if final:
+        return LookDecision("final", p, spent, p_seq)
+    misses = (indicator.value < bound) if direction == "min" else (indicator.value > bound)
+    if indicator.test is not None:
+        misses = True  # a test gate has no bound: its H0 is rejected or not
+    if indicator.early_fail and misses and p is not None and p <= spent:
+        return LookDecision("fail", p, spent, p_seq)
+    delta = FUTILITY_MISS.get(indicator.kind)
+    if beta and delta is not None and "futility" in KINDS[indicator.kind] and ev is not None and hasattr(ev, "limit"):
+        try:
+            side = "low" if direction == "min" else "high"
+            lim = float(getattr(ev, "futility_limit", ev.limit)(beta, side))  # a worst-of's counts no selection
+        except ValueError:
+            lim = None
+        if lim is not None and math.isfinite(lim):
+            clear = lim > bound - delta if direction == "min" else lim < bound + delta
+            if clear:
+                return LookDecision("futility", p, spent, p_seq, lim, delta)
+            return _curtail(indicator, bound, direction, level, fraction, beta, units_grow,
+                            LookDecision("open", p, spent, p_seq, lim, delta))
+    return _curtail(indicator, bound, direction, level, fraction, beta, units_grow,
+                    LookDecision("open", p, spent, p_seq))
+
+
+def _curtail(indicator, bound: float, direction: str, level: float, fraction: float | None, beta: float | None,
+             units_grow: bool, open_: LookDecision, impossible_only: bool = False) -> LookDecision:
+    """``open_``, or a pass by curtailment when the fixed-N test's conditional power at a meaningful miss is below
+    :data:`CURTAIL_GAMMA` (module docstring); for every kind, a pass where no outcome at ``N`` can fail the gate
+    (``impossible_only``: that rule alone, for a look whose value is undefined)."""
+    miss = MEANINGFUL_MISS.get(indicator.kind)
+    ev = indicator.evidence
+    if not beta or fraction is None or not 0.0 < fraction < 1.0 or not hasattr(ev, "fails_possible"):
+        return open_
+    if not ev.fails_possible(bound, direction, level, fraction, units_grow):
+        cp = 0.0
+    elif indicator.curtail and miss is not None and not impossible_only:
+        cp = float(ev.conditional_power(bound, direction, miss, level, fraction, beta, units_grow))
+    else:
+        return open_
+    if cp < CURTAIL_GAMMA:
+        return dataclasses.replace(open_, reason="curtail", conditional_power=cp, curtail_miss=miss)
+    return dataclasses.replace(open_, conditional_power=cp, curtail_miss=miss)
+
+
+@dataclass(frozen=True)
+class SequentialEvidence:
+    """A gate's evidence at its last look, judged as the sequential test: its p-value is ``p_seq`` (``min`` of the
+    earlier looks' ``p_j / s_j`` and this look's ``p / s_K``) and its power is at the spent level ``a s_K``;
+    everything else is the evidence's own."""
+
+    evidence: Any
+    share: float
+    prior: float | None = None
+
+    def __getattr__(self, name: str):
+        return getattr(self.evidence, name)
+
+    def p_value(self, bound: float, direction: str) -> float:
+        p = float(self.evidence.p_value(bound, direction)) / self.share
+        if self.prior is not None:
+            p = min(p, self.prior)
+        return min(1.0, max(P_FLOOR, p))
+
+    def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
+        return float(self.evidence.power(bound, direction, effect, alpha * self.share))
+
+    def scaled(self, factor: float) -> "SequentialEvidence":
+        return SequentialEvidence(self.evidence.scaled(factor), self.share, self.prior)
+
+    def record(self) -> dict:
+        return {**self.evidence.record(), "sequential_share": self.share, "earlier_looks_p": self.prior}
