@@ -303,3 +303,21 @@ def test_adding_a_paper_is_its_folder_its_suite_module_its_thresholds_and_one_re
     assert "test_brightness[red]:" in written and "test_brightness[blue]:" in written, written
     again = run("--t2i-brightness-colours", "red,blue")
     assert again.returncode == 0 and "2 passed" in again.stdout and "2 gates, 0 failed" in again.stdout, again.stdout[-3000:]
+
+
+# -- one job per module: none over 1,000 lines -----------------------------------------------------
+
+MAX_MODULE_LINES = 1000
+#: modules not yet split, each with the engineer's split pending; remove an entry once its module fits
+#: (the test then holds it under the limit). Paths relative to plugin/t2i_fairness.
+OVERSIZED_FOR_NOW = {
+    "metrics/intervals.py",  # the Interval value vs its sequential methods, tails, bounds, resampling
+}
+
+
+def test_no_module_of_the_plugin_is_over_a_thousand_lines():
+    sizes = {str(p.relative_to(PKG)): len(p.read_text(encoding="utf-8").splitlines()) for p in PKG.rglob("*.py")}
+    over = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES and name not in OVERSIZED_FOR_NOW}
+    assert not over, f"modules over {MAX_MODULE_LINES} lines (give each job its own module): {over}"
+    fitting = sorted(name for name in OVERSIZED_FOR_NOW if sizes.get(name, 0) <= MAX_MODULE_LINES)
+    assert not fitting, f"now within {MAX_MODULE_LINES} lines (or gone): remove from OVERSIZED_FOR_NOW: {fitting}"
