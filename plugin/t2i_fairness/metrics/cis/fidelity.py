@@ -21,26 +21,14 @@ __all__ = [
 
 
 def tile_composite(images: Sequence[object], tile_size: int = 224, background: tuple[int, int, int] = (0, 0, 0)):
-    """Tile ``K`` single-component images into one near-square RGB grid (MCID-style check).
+    """Tile single-component images into one near-square RGB grid (MCID-style check).
 
-    Layout: ``columns = ceil(sqrt(K))``, ``rows = ceil(K / columns)``, filled row by row; each
-    image is converted to RGB, centre-cropped to a square and resized to
-    ``tile_size x tile_size`` (``PIL.ImageOps.fit``, bicubic); unused cells keep
-    ``background``.  K = 1, 2, 3, 4, 8 give grids of 1x1, 1x2, 2x2, 2x2 and 3x3 tiles.  (The
-    paper combines "images of varying shapes ... as close to a square as possible"; equal square
-    tiles are this project's simplification.)
-
-    Args:
-        images: PIL images, or ``(H, W[, C])`` uint8 arrays.
-        tile_size: side of each square tile in pixels.
-        background: RGB fill of unused cells.
-
-    Returns:
-        A ``PIL.Image.Image`` of size ``(columns * tile_size, rows * tile_size)``.
+    ``ceil(sqrt(K))`` columns filled row by row, each image centre-cropped to a square tile of
+    ``tile_size`` (the paper packs images of varying shapes; equal tiles are a simplification).
 
     Raises:
-        ValueError: if ``images`` is empty or ``tile_size < 1``.
-        TypeError: if an item is neither a PIL image nor an array.
+        ValueError: ``images`` empty or ``tile_size < 1``.
+        TypeError: an item neither a PIL image nor an array.
 
     Example:
         >>> from PIL import Image
@@ -68,27 +56,15 @@ def tile_composite(images: Sequence[object], tile_size: int = 224, background: t
 
 
 def degradation_slope(ks: Sequence[float], values: Sequence[float], relative_to: str | None = None) -> float:
-    """Least-squares slope of ``values`` against ``ks``: change per added component.
+    """Least-squares slope of ``values`` against ``ks``: the change per added component.
 
-    The paper reports "CIS drops 8.53% per component, when 1 <= K <= 8" averaged over models
-    without giving the formula.  This project's definition: the ordinary least-squares slope of
-    ``CIS_K`` on ``K`` (negative = drop), in CIS units, so ``-100 * slope`` is the drop in
-    percentage points per component.  Because CIS is already a fraction and ``CIS_1`` is close
-    to 1 for most models, absolute and relative-to-``CIS_1`` readings nearly coincide.  Slopes
-    are linear in the values, so the slope of the model-averaged curve equals the average of
-    per-model slopes on a shared K grid.  For IS/FID, which have no natural scale, pass
-    ``relative_to="mean"`` (slope of ``values / mean(values)``) or ``"first"``
-    (``values / values[0]``).  (Neither reproduces the paper's IS -15.91% / FID +9.62% exactly
-    from its Table 1: the per-model ``"mean"`` reading gives about -15.4% / +10.2%.)
-
-    Args:
-        ks: component counts (at least two distinct values).
-        values: indicator at each ``k``.
-        relative_to: ``None`` (absolute), ``"first"`` or ``"mean"``.
+    The paper gives no formula for "CIS drops 8.53% per component"; here it is the OLS slope of
+    ``CIS_K`` on ``K`` in CIS units (``-100 * slope`` points per component). For IS/FID, which have
+    no natural scale, pass ``relative_to="mean"`` or ``"first"``.
 
     Raises:
-        ValueError: on length mismatch, fewer than two distinct ``ks``, non-finite values,
-            an unknown ``relative_to``, or a zero reference value.
+        ValueError: a length mismatch, fewer than two distinct ``ks``, non-finite values, an unknown
+            ``relative_to``, a zero reference value.
 
     Example:
         >>> round(degradation_slope([1, 2, 4, 8], [1.0, 0.90, 0.76, 0.67]), 4)
@@ -132,21 +108,10 @@ def _check_probs(probs: object) -> np.ndarray:
 
 
 def inception_score_splits(probs: object, splits: int = 1) -> np.ndarray:
-    """Inception Score of each of ``splits`` consecutive chunks of the images.
-
-    ``IS = exp(mean_x KL(p(y|x) || p(y)))`` with ``p(y)`` the chunk's mean prediction
-    (Salimans et al. 2016); chunks are ``numpy.array_split`` of the rows, in order, and
-    ``0 * log 0 = 0``.
-
-    Args:
-        probs: array ``(images, classes)`` of class probabilities (rows sum to 1).
-        splits: number of chunks, ``1 <= splits <= images``.
-
-    Returns:
-        Array ``(splits,)`` of scores, each in ``[1, classes]``.
+    """Inception Score ``exp(mean_x KL(p(y|x) || p(y)))`` of each of ``splits`` consecutive chunks.
 
     Raises:
-        ValueError: if ``probs`` is not a 2-D array of probabilities or ``splits`` is out of range.
+        ValueError: ``probs`` not a 2-D array of probabilities, or ``splits`` out of range.
 
     Example:
         >>> inception_score_splits([[1, 0], [0, 1], [1, 0], [0, 1]], splits=2).tolist()
@@ -167,32 +132,17 @@ def inception_score_splits(probs: object, splits: int = 1) -> np.ndarray:
 
 
 def inception_score(probs: object, splits: int = 1) -> float:
-    """Inception Score: mean of :func:`inception_score_splits` (use that for the std).
-
-    Args:
-        probs: array ``(images, classes)`` of class probabilities.
-        splits: number of chunks to average over.
-
-    Raises:
-        ValueError: as :func:`inception_score_splits`.
+    """Inception Score: the mean of :func:`inception_score_splits` (use that for the std).
 
     Example:
-        >>> inception_score([[0.5, 0.5], [0.5, 0.5]])
-        1.0
-        >>> round(inception_score([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), 12)
-        3.0
+        >>> inception_score([[0.5, 0.5], [0.5, 0.5]]), round(inception_score([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), 12)
+        (1.0, 3.0)
     """
     return float(np.mean(inception_score_splits(probs, splits)))
 
 
 def gaussian_statistics(features: object) -> tuple[np.ndarray, np.ndarray]:
     """Mean and covariance of feature rows, as FID fits them (``numpy.cov``, ``ddof=1``, float64).
-
-    Args:
-        features: array ``(images, dim)`` with at least two rows.
-
-    Raises:
-        ValueError: if ``features`` is not 2-D with at least two rows, or is not finite.
 
     Example:
         >>> mu, sigma = gaussian_statistics([[0.0, 1.0], [2.0, 3.0]])
@@ -208,27 +158,15 @@ def gaussian_statistics(features: object) -> tuple[np.ndarray, np.ndarray]:
 
 
 def frechet_distance(mu1: object, sigma1: object, mu2: object, sigma2: object) -> float:
-    """Fréchet distance between two Gaussians (Heusel et al. 2017; FID on Inception features).
+    """Fréchet distance between two Gaussians (Heusel et al. 2017).
 
-    ``||mu1 - mu2||^2 + tr(S1) + tr(S2) - 2 tr((S1 S2)^(1/2))``.  The trace of the matrix square
-    root is computed as the sum of square roots of the eigenvalues of ``S1^(1/2) S2 S1^(1/2)``
-    (symmetric positive semi-definite, with the same eigenvalues as ``S1 S2``), which needs no
-    complex arithmetic and stays finite when a covariance is singular (fewer images than
-    dimensions); negative round-off eigenvalues are clipped to 0 and so is the result.
-
-    Args:
-        mu1, mu2: means, shape ``(dim,)``.
-        sigma1, sigma2: covariances, shape ``(dim, dim)``, symmetric positive semi-definite.
-
-    Raises:
-        ValueError: on mismatched shapes or non-finite values.
+    ``||mu1 - mu2||^2 + tr(S1) + tr(S2) - 2 tr((S1 S2)^(1/2))``, the trace from the eigenvalues of
+    ``S1^(1/2) S2 S1^(1/2)``: no complex arithmetic, finite for singular covariances.
 
     Example:
         >>> import numpy as np
         >>> frechet_distance([0.0, 0.0], np.eye(2), [3.0, 4.0], np.eye(2))
         25.0
-        >>> round(frechet_distance([0.0], [[1.0]], [0.0], [[4.0]]), 12)
-        1.0
     """
     m1, m2 = np.asarray(mu1, dtype=np.float64), np.asarray(mu2, dtype=np.float64)
     s1, s2 = np.atleast_2d(np.asarray(sigma1, dtype=np.float64)), np.atleast_2d(np.asarray(sigma2, dtype=np.float64))
@@ -251,20 +189,11 @@ def frechet_distance(mu1: object, sigma1: object, mu2: object, sigma2: object) -
 def frechet_inception_distance(features_a: object, features_b: object) -> float:
     """FID between two sets of feature rows (e.g. InceptionV3 2048-d pool features).
 
-    Args:
-        features_a: ``(images_a, dim)``, at least two rows.
-        features_b: ``(images_b, dim)``, at least two rows, same ``dim``.
-
-    Raises:
-        ValueError: as :func:`gaussian_statistics`, or if the widths differ.
-
     Example:
         >>> import numpy as np
         >>> x = np.random.default_rng(0).normal(size=(50, 3))
-        >>> round(frechet_inception_distance(x, x), 9)
-        0.0
-        >>> round(frechet_inception_distance(x, x + [1.0, 0.0, 0.0]), 6)
-        1.0
+        >>> round(frechet_inception_distance(x, x), 9), round(frechet_inception_distance(x, x + [1.0, 0.0, 0.0]), 6)
+        (0.0, 1.0)
     """
     mu1, s1 = gaussian_statistics(features_a)
     mu2, s2 = gaussian_statistics(features_b)

@@ -74,25 +74,17 @@ def order_invariance_test(
 ) -> ChiSquareResult:
     """Chi-square test: does shuffling component order change how many components appear?
 
-    Contingency table ``2 x (K + 1)``: rows are original / shuffled prompts, column ``c`` counts
-    the images with ``c`` detected components; all-zero columns are dropped and Pearson's
-    statistic is computed without Yates' correction (``scipy.stats.chi2_contingency``).  With a
-    single non-empty column the groups are identical: statistic 0, dof 0, p-value 1.
-
-    The paper (section 8.1) reports ``chi2(996, N=175918)``: its 996 degrees of freedom
-    indicate a table of 2 rows x 997 *components* (detection totals per ImageNet name); that
-    variant is :func:`order_invariance_test_by_component`.
+    The ``2 x (K + 1)`` table counts, for original and shuffled prompts, the images with ``c``
+    detected components (all-zero columns dropped, no Yates' correction). With one non-empty column
+    the groups are identical: statistic 0, dof 0, p-value 1. The paper's ``chi2(996, ...)`` is the
+    per-component variant, :func:`order_invariance_test_by_component`.
 
     Args:
-        original_counts: detected-component count of each image from the original prompts.
-        shuffled_counts: the same for the shuffled prompts.
-        k: components per prompt; counts must lie in ``[0, k]``.
-
-    Returns:
-        :class:`ChiSquareResult` (statistic, dof, p-value, tested table and its column labels).
+        original_counts, shuffled_counts: detected-component count of each image, in ``[0, k]``.
+        k: components per prompt.
 
     Raises:
-        ValueError: if a group is empty or holds a count outside ``[0, k]``.
+        ValueError: an empty group or a count outside ``[0, k]``.
 
     Example:
         >>> r = order_invariance_test([0, 1, 2, 2], [0, 1, 2, 2], k=2)
@@ -112,11 +104,10 @@ ORDER_RESAMPLES = 19_999
 
 @dataclass(frozen=True)
 class PermutationResult:
-    """A Monte Carlo permutation test of the order-invariance chi-square (:func:`order_invariance_permutation_test`).
+    """A Monte Carlo permutation test of the order-invariance chi-square.
 
-    ``pvalue = (1 + #{resampled statistic >= observed}) / (1 + resamples)``: never 0, never below
-    ``resolution = 1 / (1 + resamples)``; ``asymptotic_pvalue`` is the chi-square reference's, for
-    comparison only (rough on small counts).
+    ``pvalue = (1 + #{resampled >= observed}) / (1 + resamples)``, never below ``resolution``;
+    ``asymptotic_pvalue`` is the chi-square reference's, for comparison only.
     """
 
     statistic: float
@@ -145,24 +136,19 @@ def _pearson_rows(first: np.ndarray, totals: np.ndarray, n1: float, n2: float) -
 
 def order_invariance_permutation_test(original_counts, shuffled_counts, k: int, *, n_resamples: int = ORDER_RESAMPLES,
                                       seed: int = 0) -> PermutationResult:
-    """Exact-in-distribution test of "shuffling the order changes nothing", by Monte Carlo permutation, on
-    the number of components detected per image: valid, but with **no power against an order effect**
-    (the shuffles are uniform, so both groups expect the same counts whatever the position effect); the
-    order gate uses :func:`order_position_test` since issue #28 and prints this one for comparison.
+    """Permutation test of "shuffling the order changes nothing" on the number of components per image.
 
-    ``original_counts`` and ``shuffled_counts`` are ``(prompts, images)`` arrays of detected-component
-    counts; row ``j`` of both comes from prompt ``j`` and its shuffle. Under H0 (order has no effect)
-    the ``2 x images`` values of a prompt are exchangeable between the two groups, so the test permutes
-    group labels *within each prompt* (strata: a prompt's images move together, which pooling across
-    prompts would ignore) and compares Pearson's X^2 on the ``2 x (K + 1)`` table of counts with its
-    permutation distribution: ``p = (1 + #{X^2* >= X^2}) / (1 + B)`` (Davison & Hinkley 1997, 4.2; valid
-    at any sample size, never 0). With a single non-empty column the statistic is 0 and ``p = 1``.
+    Valid at any size but with no power against an order effect (uniform shuffles give both groups
+    the same expected counts); the order gate uses :func:`order_position_test` and prints this one
+    for comparison. Group labels are permuted within each prompt (row ``j`` of both arrays comes
+    from prompt ``j`` and its shuffle), and Pearson's X^2 on the ``2 x (K + 1)`` table is compared
+    with its permutation distribution: ``p = (1 + #{X^2* >= X^2}) / (1 + B)``.
 
     Args:
-        original_counts, shuffled_counts: integer counts in ``[0, k]`` of the same ``(prompts, images)`` shape.
+        original_counts, shuffled_counts: ``(prompts, images)`` integer counts in ``[0, k]``.
         k: components per prompt.
         n_resamples: B (>= 1); the p-value's resolution is ``1 / (B + 1)``.
-        seed: of the permutations (same arguments, same p-value).
+        seed: of the permutations.
 
     Raises:
         ValueError: shapes that differ or are not 2-D, counts outside ``[0, k]``, ``n_resamples < 1``.
@@ -214,17 +200,11 @@ def order_invariance_test_by_component(
 ) -> ChiSquareResult:
     """Chi-square test on how often each component is detected, original vs shuffled prompts.
 
-    The reading of the paper's section 8.1 that matches its reported degrees of freedom
-    (``chi2(996, N=175918)`` for K = 8 over ImageNet names): a ``2 x components`` table whose
-    cell is the number of images of that group in which the component was detected; components
-    never detected in either group are dropped.  ``N`` is the table total.
-
-    Args:
-        original_detected: per image from the original prompts, the detected components.
-        shuffled_detected: the same for the shuffled prompts.
+    The paper's section 8.1 reading (``chi2(996, N=175918)`` at K = 8): a ``2 x components`` table
+    of detections per group; components never detected are dropped.
 
     Raises:
-        ValueError: if a group has no detected component at all or an image repeats one.
+        ValueError: a group with no detected component, or an image that repeats one.
 
     Example:
         >>> r = order_invariance_test_by_component([("crab",), ("sock",)], [("crab",), ("sock",)])
@@ -250,16 +230,10 @@ ORDER_EFFECT = 0.2
 
 
 def order_resamples(level: float, floor: int = ORDER_POSITION_RESAMPLES) -> int:
-    """Monte Carlo resamples ``B`` for a permutation p-value decided at ``level``: ``1 / (B + 1)`` at most
-    ``level / 3`` (so a rejection may still count two resampled statistics at least the observed one),
-    rounded up to a whole ``10,000 k - 1``, at least ``floor``.
+    """Monte Carlo resamples ``B`` for a permutation p-value decided at ``level``.
 
-    Args:
-        level: the per-gate level the p-value is compared with, in (0, 1).
-        floor: the least ``B``.
-
-    Raises:
-        ValueError: ``level`` outside (0, 1) or ``floor < 1``.
+    ``1 / (B + 1)`` is at most ``level / 3`` (a rejection may still count two resampled statistics
+    at least the observed one), rounded up to a whole ``10,000 k - 1``, at least ``floor``.
 
     Example:
         >>> order_resamples(0.05 / 1435), order_resamples(0.05 / 475), order_resamples(0.05 / 6)
@@ -274,15 +248,13 @@ def order_resamples(level: float, floor: int = ORDER_POSITION_RESAMPLES) -> int:
 
 @dataclass(frozen=True)
 class OrderArrays:
-    """The order study as arrays (:func:`order_arrays`); component ``k`` is the ``k``-th of the ORIGINAL prompt.
+    """The order study as arrays (:func:`order_arrays`); component ``k`` is the original prompt's ``k``-th.
 
     Attributes:
-        original: ``(prompts, images, K)`` 0/1: component ``k`` detected in an image of the original prompt.
-        shuffled: ``(prompts, images, K)`` 0/1: the same for the images of the shuffled prompt.
-        order: ``(prompts, K)``: ``order[i, q]`` = the original index of the component the shuffled prompt
-            names at position ``q`` (a permutation of ``0..K-1`` per row; the identity when the shuffle
-            left the order as it was).
-        components: ``(prompts, K)``: index into ``names`` of each original component.
+        original, shuffled: ``(prompts, images, K)`` 0/1 detections in the images of each prompt.
+        order: ``(prompts, K)``: ``order[i, q]`` is the original index of the component the shuffled
+            prompt names at position ``q``.
+        components: ``(prompts, K)`` indices into ``names``.
         names: the distinct component names, in order of first appearance.
     """
 
@@ -298,16 +270,9 @@ def order_arrays(original_prompts: Sequence[Sequence[str]], shuffled_prompts: Se
                  shuffled_detected: Sequence[Sequence[Sequence[str]]]) -> OrderArrays:
     """The order study's prompts and detected subsets as the arrays the order tests read.
 
-    Args:
-        original_prompts: per prompt, its components in the original order.
-        shuffled_prompts: per prompt, the same components in the shuffled order.
-        original_detected: per prompt, per image of the original prompt, the detected components.
-        shuffled_detected: the same for the shuffled prompt's images (as many per prompt).
-
     Raises:
-        ValueError: prompts that differ in number or in their components, shuffles that are not
-            permutations of the original, groups with different image counts, a detected component
-            its prompt does not name.
+        ValueError: prompts that differ in number or components, shuffles that are not permutations,
+            groups with different image counts, a detected component its prompt does not name.
 
     Example:
         >>> a = order_arrays([("crab", "sock")], [("sock", "crab")], [[("crab",), ()]], [[("sock",), ("crab", "sock")]])
@@ -383,9 +348,8 @@ def _popcount(x: np.ndarray) -> np.ndarray:
 def _balanced_masks(rng: np.random.Generator, count: int, n: int) -> np.ndarray:
     """``count`` independent uniform ``n``-subsets of ``2n`` items as ``(count, 2n)`` 0/1 ``uint8`` rows.
 
-    Up to ``2n = 64`` items: uniform random words of ``2n`` bits kept when exactly ``n`` bits are set
-    (rejection sampling: a kept word is uniform over the balanced ones; about ``sqrt(pi n)`` words drawn
-    per row); beyond, a shuffle of ``n`` ones and ``n`` zeros per row.
+    Up to 64 items by rejection sampling of random words with exactly ``n`` bits set; beyond, a
+    shuffle per row.
 
     Example:
         >>> rows = _balanced_masks(np.random.default_rng(0), 5, 3)
@@ -480,12 +444,11 @@ def _log_labelings(informative: int, n: int) -> float:
 
 @dataclass(frozen=True)
 class OrderPositionResult:
-    """The position test of "shuffling the component order changes nothing" (:func:`order_position_test`).
+    """The position test's result (:func:`order_position_test`).
 
-    ``pvalue = (1 + #{T* >= T}) / (1 + resamples)``: never 0, never below ``resolution``; it is also never
-    below the exact permutation p-value's floor ``min_exact_pvalue`` by more than Monte Carlo error.
-    ``profile[q]`` is the inclusion of a component named at position ``q + 1`` minus the mean over
-    positions (least squares over the within-prompt changes; sums to 0).
+    ``pvalue = (1 + #{T* >= T}) / (1 + resamples)``, never below ``resolution`` nor, beyond Monte Carlo
+    error, below the exact floor ``min_exact_pvalue``. ``profile[q]``: inclusion of a component named
+    at position ``q + 1`` minus the mean over positions.
     """
 
     statistic: float
@@ -518,44 +481,20 @@ def order_position_test(original, shuffled, order, *, n_resamples: int = ORDER_P
                         seed: int = 0) -> OrderPositionResult:
     """Does a component's position in the prompt change whether it is drawn? A permutation test with power.
 
-    Each prompt ``i`` is rendered twice, in its original order and shuffled (``order[i]``), with ``n``
-    images each. For an image, ``v[q] = y[order[q]] - y[q]``: the detection of the component the shuffled
-    prompt names at position ``q`` minus that of the component the original names there. The contrast
-
-        ``Z = sum_i (mean of v over the shuffled prompt's images - mean over the original's)``
-
-    is, per position ``q``, the change in inclusion of the component moved TO ``q`` minus that of the
-    component moved AWAY from ``q``: a within-prompt comparison (each component against itself), so
-    prompt and component effects cancel. If inclusion depends on position by ``beta_q``,
-    ``E Z_q = sum_i (2 beta_q - beta_{order[q]}- beta_{order^-1[q]})``, about ``2M (beta_q - mean beta)``
-    over random shuffles. The statistic is ``T = Z' C^+ Z`` with ``C`` the exact covariance of ``Z`` over
-    the permutations below (the score test of "no position effect": about chi-square with ``r = rank C``
-    <= K - 1 degrees of freedom under H0).
-
-    Two-sided in every direction: ``T`` grows with any position profile: the first-named drawn more
-    (primacy), the last-named drawn more (recency), the middle lost. A one-sided "earlier is drawn more"
-    statistic would gain power only against that one shape and be blind to the others; on the paper's
-    size the any-direction test already has power 1.000 against a first-to-last difference of 0.2
-    (docs/calibration.md, "The CIS order test").
-
-    Calibration: under H0 (the order changes nothing) the ``2n`` images of a prompt are i.i.d. (own
-    seeds), so their original/shuffled labels are exchangeable within the prompt. The test draws, per
-    resample and per prompt, a uniform ``n``-subset of its ``2n`` images as "shuffled" (the same
-    within-prompt permutations as :func:`order_invariance_permutation_test`; ``C`` depends only on the
-    pooled images, so it is the same for every resample) and returns
-    ``p = (1 + #{T* >= T}) / (1 + B)`` (Davison & Hinkley 1997, 4.2): valid at any size, never 0.
-    Prompts whose shuffle left the order unchanged, or whose images all show the same components at the
-    moved positions, add nothing to ``T`` or ``T*`` (``informative`` counts the others).
+    Each prompt is rendered in its original order and shuffled (``order[i]``), ``n`` images each.
+    The statistic ``T = Z' C^+ Z`` is the score test of "no position effect" on the within-prompt
+    contrast ``Z`` (per position, the change in inclusion of the component moved there minus that of
+    the one moved away), so prompt and component effects cancel and any position profile (primacy,
+    recency, a lost middle) raises ``T``. The p-value permutes original/shuffled labels within each
+    prompt: ``p = (1 + #{T* >= T}) / (1 + B)``, valid at any size. docs/cis.md derives it.
 
     Args:
-        original: ``(prompts, images, K)`` 0/1, component ``k`` (the original's ``k``-th) detected in an
-            image of the original prompt (:func:`order_arrays`).
-        shuffled: ``(prompts, images, K)`` 0/1, the same for the shuffled prompt's images.
-        order: ``(prompts, K)`` permutations: ``order[i, q]`` is the original index of the component the
-            shuffled prompt ``i`` names at position ``q``.
-        n_resamples: B; the resolution is ``1 / (B + 1)`` (:func:`order_resamples` for a level). 0: the
-            statistic and its asymptotic p alone (``pvalue`` is NaN).
-        seed: of the permutations (same arguments, same p-value).
+        original, shuffled: ``(prompts, images, K)`` 0/1 detections (:func:`order_arrays`).
+        order: ``(prompts, K)`` permutations: ``order[i, q]`` is the original index of the component
+            the shuffled prompt ``i`` names at position ``q``.
+        n_resamples: B (:func:`order_resamples` for a level); 0: the statistic and its asymptotic p
+            alone (``pvalue`` is NaN).
+        seed: of the permutations.
 
     Returns:
         :class:`OrderPositionResult` (``dof = 0``, ``T = 0`` and ``p = 1`` when no prompt is informative).
@@ -613,15 +552,11 @@ def order_position_test(original, shuffled, order, *, n_resamples: int = ORDER_P
 
 @dataclass(frozen=True)
 class OrderEffect:
-    """Inclusion by position, estimated prompt by prompt, with law-free limits at any look (:func:`order_effect`).
+    """Inclusion by position, estimated prompt by prompt, with law-free limits at any look.
 
-    ``values[i, q]``: half the change, between prompt ``i``'s shuffled and original images, of
-    ``v[q] = y[order[q]] - y[q]`` (the detection of the component named at position ``q`` after the shuffle minus
-    that of the one named there before). With inclusion ``beta_q`` added at position ``q`` and the shuffle a
-    uniform permutation, ``E values[i, q] = beta_q - mean(beta)`` (each component against itself: prompt and
-    component effects cancel), so the column means estimate the position profile the order test's report prints.
-    The prompts are drawn from a population and shuffled independently: the rows are independent, bounded in
-    [-1, 1], and in draw order.
+    ``values[i, q]`` is half prompt ``i``'s shuffled-minus-original change in the detection of the
+    component named at position ``q``; its expectation is ``beta_q - mean(beta)`` (each component
+    against itself). Rows are independent, bounded in [-1, 1], and in draw order.
     """
 
     values: np.ndarray  # (prompts, K) in [-1, 1]
@@ -653,8 +588,7 @@ class OrderEffect:
 
 
 def order_effect(original, shuffled, order) -> OrderEffect:
-    """The order study's per-prompt position effects (:class:`OrderEffect`), from the arrays
-    :func:`order_position_test` reads.
+    """The order study's per-prompt position effects, from the arrays :func:`order_position_test` reads.
 
     Example:
         >>> import numpy as np
@@ -664,9 +598,6 @@ def order_effect(original, shuffled, order) -> OrderEffect:
         >>> [round(float(x), 1) + 0.0 for x in e.estimate]          # beta - mean(beta): 0.2 .. -0.2
         [0.2, 0.1, -0.1, -0.2]
         >>> 0.2 < e.limit(0.001, "high") < 0.35
-        True
-        >>> a, b, o = simulate_order_study(np.full((400, 4), 0.5), 16, rng, effect=0.0)
-        >>> order_effect(a, b, o).limit(0.001, "high") < 0.1          # no effect: every position within 0.1
         True
     """
     a, b, o = _check_order_arrays(original, shuffled, order)
@@ -683,16 +614,15 @@ def _linear_effect(k: int, effect: float) -> np.ndarray:
 def simulate_order_study(rates, images: int, rng: np.random.Generator, effect: float | Sequence[float] = 0.0):
     """One order study drawn from per-prompt, per-component inclusion rates plus a position effect.
 
-    Component ``k`` of prompt ``i`` (the original's ``k``-th) is detected in an image independently with
-    probability ``rates[i, k] + delta[position]``, clipped to [0, 1], where ``position`` is where the
-    image's prompt names it: ``k`` in the original, a uniform random reordering in the shuffled prompt.
+    Component ``k`` of prompt ``i`` is detected with probability ``rates[i, k] + delta[position]``
+    (clipped to [0, 1]), ``position`` being where the image's prompt names it.
 
     Args:
         rates: ``(prompts, K)`` inclusion rates in [0, 1] with no position effect.
         images: images per prompt and group.
         rng: the generator (advanced).
-        effect: a number: the first position's inclusion this much above the last (linear in between,
-            :data:`ORDER_EFFECT`); or ``K`` values ``delta`` by position.
+        effect: the first position's inclusion this much above the last (linear in between); or ``K``
+            values ``delta`` by position.
 
     Returns:
         ``(original, shuffled, order)`` as :func:`order_position_test` reads them.
@@ -739,23 +669,18 @@ class OrderPower:
 
 def order_position_power(rates, images: int, *, level: float, effect: float = ORDER_EFFECT, runs: int = 200,
                          seed: int = 0) -> OrderPower:
-    """The rejection rate of :func:`order_position_test` at ``level`` when the first-named component is
-    drawn ``effect`` more often than the last-named (linear in between), at the run's own sizes.
+    """The rejection rate of :func:`order_position_test` at ``level`` against a first-minus-last ``effect``.
 
     ``runs`` studies are drawn by :func:`simulate_order_study` from ``rates`` (e.g. the run's own
-    per-prompt, per-component inclusion, pooled over both groups); each study's ``T`` is judged against
-    its chi-square reference (``r`` degrees of freedom), which costs no resampling:
-    ``bench/bench_order_test.py`` measures it against the Monte Carlo permutation p side by side. When
-    the design cannot reach ``level`` at all (``2 / L > level``, ``L = C(2n, n)^M`` labelings, with
-    :func:`order_resamples` resamples), the power is 0 whatever the effect.
+    inclusion rates) and each ``T`` is judged against its chi-square reference. When the design
+    cannot reach ``level`` (``2 / L > level`` with ``L = C(2n, n)^M`` labelings) the power is 0.
 
     Args:
-        rates: ``(prompts, K)`` inclusion rates in [0, 1] (no position effect).
+        rates: ``(prompts, K)`` inclusion rates in [0, 1].
         images: images per prompt and group.
-        level: the per-gate level the gate is decided at (``alpha / m``).
+        level: the per-gate level.
         effect: first-minus-last inclusion (default :data:`ORDER_EFFECT`).
-        runs: simulated studies.
-        seed: of the simulation.
+        runs, seed: simulated studies and their seed.
 
     Raises:
         ValueError: ``rates`` not a (prompts, K >= 2) array in [0, 1], ``images``/``runs`` < 1, ``level``
@@ -766,8 +691,6 @@ def order_position_power(rates, images: int, *, level: float, effect: float = OR
         >>> p = order_position_power(np.full((4, 8), 0.6), 2, level=0.05 / 475, runs=20)
         >>> p.reachable, p.power, p.floor > p.level
         (False, 0.0, True)
-        >>> order_position_power(np.full((200, 8), 0.6), 8, level=0.05 / 475, runs=20).power
-        1.0
     """
     rates = np.asarray(rates, dtype=float)
     if rates.ndim != 2 or rates.shape[0] < 1 or rates.shape[1] < 2 or not np.all((rates >= 0) & (rates <= 1)):
@@ -793,29 +716,21 @@ def order_position_power(rates, images: int, *, level: float, effect: float = OR
 
 def order_component_permutation_test(original, shuffled, components, *, n_resamples: int = ORDER_POSITION_RESAMPLES,
                                      seed: int = 0) -> PermutationResult:
-    """The paper's order test (section 8.1) made valid: Pearson's chi-square on how often each component is
-    detected, original vs shuffled prompts, with a within-prompt permutation p-value.
+    """The paper's order test (section 8.1) made valid: a within-prompt permutation p-value.
 
-    The table is ``2 x components`` (the reading of the paper's ``X2(996, N=175918)`` at K = 8 over
-    ImageNet names, :func:`order_invariance_test_by_component`); its cells count detections, several per
-    image and many per prompt, so the asymptotic chi-square p (``asymptotic_pvalue``) assumes an
-    independence the data do not have. The p-value here permutes the original/shuffled labels within
-    each prompt as :func:`order_position_test` does (``p = (1 + #{X2* >= X2}) / (1 + B)``), which is
-    valid. It is an omnibus statistic: a component's position changes at random from prompt to prompt, so
-    a position effect only inflates the per-component differences it squares and sums. It sees large
-    effects, but reads no position and loses power fast against smaller ones (a first-to-last difference
-    of 0.1 at 100 prompts x 16 images: 0.34 at 0.05 where :func:`order_position_test` rejects 1.000;
-    docs/calibration.md, "The CIS order test").
+    Pearson's chi-square on the ``2 x components`` table of detections, original vs shuffled; its
+    cells are not independent (many detections per image and prompt), so the p-value permutes the
+    labels within each prompt as :func:`order_position_test` does. An omnibus statistic: it reads no
+    position and loses power fast against small effects (docs/calibration.md, "The CIS order test").
 
     Args:
         original, shuffled: ``(prompts, images, K)`` 0/1 detections (:func:`order_arrays`).
-        components: ``(prompts, K)`` non-negative integer ids of the components (the original order).
+        components: ``(prompts, K)`` non-negative integer component ids.
         n_resamples: B; 0: the statistic and its asymptotic p alone (``pvalue`` is NaN).
         seed: of the permutations.
 
     Raises:
-        ValueError: arrays of other shapes, values other than 0/1, negative or non-integer ids,
-            ``n_resamples < 0``.
+        ValueError: arrays of other shapes, values other than 0/1, bad ids, ``n_resamples < 0``.
 
     Example:
         >>> import numpy as np

@@ -53,15 +53,7 @@ def _check_components(components: Sequence[str], name: str = "components") -> tu
 
 
 def indefinite_article(word: str) -> str:
-    """``"an"`` if ``word`` starts with a vowel letter (case-insensitive), else ``"a"``.
-
-    A spelling heuristic, not a pronunciation rule (see the module docstring).
-
-    Args:
-        word: a non-empty component name.
-
-    Raises:
-        ValueError: if ``word`` is empty or blank.
+    """``"an"`` if ``word`` starts with a vowel letter (case-insensitive), else ``"a"``: spelling, not sound.
 
     Example:
         >>> indefinite_article("acoustic guitar"), indefinite_article("crab"), indefinite_article("Otterhound")
@@ -89,27 +81,20 @@ def render_prompt(components: Sequence[str], style: str = "paper") -> str:
 
     Args:
         components: one or more distinct component names, in prompt order.
-        style: ``"paper"`` (default): "A photo of ...", as the paper quotes its prompts;
-            ``"prototype"``: "a photo of ...", the prototype's generation template.  Both put
-            ``", and "`` before the last of two or more components.
-
-    Returns:
-        The prompt text (template and article rule in the module docstring).
+        style: ``"paper"`` ("A photo of ...", as the paper quotes its prompts) or ``"prototype"``
+            ("a photo of ...", the prototype's generation template).
 
     Raises:
-        ValueError: if ``components`` is empty, holds an empty name, or repeats a name, or
-            ``style`` is unknown.
-        TypeError: if ``components`` is a single string.
+        ValueError: no component, an empty or repeated name, an unknown ``style``.
+        TypeError: ``components`` is a single string.
 
     Example:
         >>> render_prompt(["crab"])
         'A photo of a crab.'
         >>> render_prompt(["crab", "macaw"])
         'A photo of a crab, and a macaw.'
-        >>> render_prompt(["crab", "macaw", "steel drum", "red butterfly"])
-        'A photo of a crab, a macaw, a steel drum, and a red butterfly.'
-        >>> render_prompt(["acoustic guitar", "sock"], style="prototype")
-        'a photo of an acoustic guitar, and a sock.'
+        >>> render_prompt(["acoustic guitar", "sock", "steel drum"], style="prototype")
+        'a photo of an acoustic guitar, a sock, and a steel drum.'
     """
     prefix = _prompt_prefix(style)
     items = _check_components(components)
@@ -124,16 +109,11 @@ _CLASSNAMES_FILE = "imagenet_classnames_cis.txt"
 def imagenet_classnames() -> tuple[str, ...]:
     """The 998 distinct ImageNet class names, worded as the CIS prototype's label file.
 
-    Read from ``t2i_fairness/data/imagenet_classnames_cis.txt`` (lines starting with ``#`` are
-    the file's provenance header).  The names are open_clip's ``IMAGENET_CLASSNAMES`` in class
-    order with the two repeats ("missile", "sunglasses": two classes share each name) removed,
-    first occurrence kept, and five names worded with "or" as the prototype's
-    ``imagenet_label.txt`` has them ("baluster or handrail" for open_clip's
-    "baluster / handrail"); the list equals that file line for line.
+    Read from ``t2i_fairness/data/imagenet_classnames_cis.txt``, whose header records how it was made.
 
     Raises:
-        FileNotFoundError: if the package data file is missing (a broken install).
-        ValueError: if the file does not hold 998 distinct non-empty names.
+        FileNotFoundError: the package data file is missing (a broken install).
+        ValueError: the file does not hold 998 distinct non-empty names.
 
     Example:
         >>> names = imagenet_classnames()
@@ -181,34 +161,24 @@ def _classname_pool(classnames: Sequence[str] | None) -> tuple[str, ...]:
 def sample_component_prompts(
     k: int, m: int, seed: int | Sequence[int], classnames: Sequence[str] | None = None
 ) -> list[tuple[str, ...]]:
-    """Sample ``m`` prompts of ``k`` distinct components each (without replacement per prompt).
+    """Sample ``m`` prompts of ``k`` distinct components each.
 
-    Draws use ``numpy.random.default_rng(seed)``: prompt ``j`` is
-    ``rng.choice(len(pool), size=k, replace=False)`` after prompts ``0..j-1``, where ``pool`` is
-    ``classnames`` with repeats removed (first occurrence kept).  Different prompts may share
-    components.  Render each tuple with :func:`render_prompt`.
+    Prompt ``j`` is ``default_rng(seed).choice(len(pool), size=k, replace=False)`` after prompts
+    ``0..j-1``, ``pool`` being ``classnames`` without repeats; prompts may share components.
 
     Args:
-        k: components per prompt (``1 <= k <= len(pool)``).
-        m: number of prompts (``>= 1``).
-        seed: seed of the generator (an int or a sequence of ints, as ``default_rng`` takes);
-            equal arguments give equal prompts.  ``None`` is refused (it would not reproduce).
-        classnames: component pool; default :func:`imagenet_classnames` (the package data file).
-
-    Returns:
-        ``m`` tuples of ``k`` component names, in prompt order.
+        seed: an int or a sequence of ints; ``None`` is refused (it would not reproduce).
+        classnames: component pool; default :func:`imagenet_classnames`.
 
     Raises:
-        ValueError: if ``k`` or ``m`` is below 1, ``k`` exceeds the pool, or a name is empty.
-        TypeError: if ``k`` or ``m`` is not an integer, or ``seed`` is None.
+        ValueError: ``k`` or ``m`` below 1, ``k`` beyond the pool, an empty name.
+        TypeError: ``k`` or ``m`` not an integer, ``seed`` None.
 
     Example:
         >>> pool = ["crab", "macaw", "steel drum", "red butterfly", "sock"]
         >>> prompts = sample_component_prompts(3, 2, seed=0, classnames=pool)
-        >>> [len(set(p)) for p in prompts]
-        [3, 3]
-        >>> prompts == sample_component_prompts(3, 2, seed=0, classnames=pool)
-        True
+        >>> [len(set(p)) for p in prompts], prompts == sample_component_prompts(3, 2, seed=0, classnames=pool)
+        ([3, 3], True)
     """
     k = _check_pos_int("k", k)
     m = _check_pos_int("m", m)
@@ -224,20 +194,9 @@ def sample_component_prompts(
 def sample_prompt_suite(
     m: int, seed: int, ks: Sequence[int] = DEFAULT_KS, classnames: Sequence[str] | None = None
 ) -> dict[int, list[tuple[str, ...]]]:
-    """``m`` component prompts for every ``k`` in ``ks`` (default K = 1, 2, 4, 8).
+    """``m`` component prompts for every ``k`` in ``ks``, each ``k`` with its own generator ``[seed, k]``.
 
-    Each ``k`` gets its own generator, seeded with ``[seed, k]``, so adding or removing a ``k``
-    does not change the prompts of the others.
-
-    Args:
-        m: prompts per ``k``.
-        seed: base seed.
-        ks: component counts, distinct.
-        classnames: component pool (default: de-duplicated ImageNet class names).
-
-    Raises:
-        ValueError: if ``ks`` is empty or repeats a value, or as :func:`sample_component_prompts`.
-        TypeError: if ``seed`` is None.
+    Adding or removing a ``k`` leaves the prompts of the others unchanged.
 
     Example:
         >>> suite = sample_prompt_suite(2, seed=0, ks=(1, 2), classnames=["crab", "macaw", "sock"])
@@ -267,28 +226,19 @@ def sample_fitting_prompts(
     classnames: Sequence[str] | None = None,
     max_draws: int | None = None,
 ) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
-    """Like :func:`sample_component_prompts`, but a prompt that does not ``fit`` is redrawn.
+    """Like :func:`sample_component_prompts`, but a draw that does not ``fit`` is set aside for the next.
 
-    The generator is ``numpy.random.default_rng(seed)`` and each draw is
-    ``rng.choice(len(pool), size=k, replace=False)``, as in :func:`sample_component_prompts`;
-    draws for which ``fits(components)`` is false are set aside and the next draw is taken.  When
-    every draw fits, the result equals ``sample_component_prompts(k, m, seed, classnames)``.
+    When every draw fits, the result equals ``sample_component_prompts(k, m, seed, classnames)``.
 
     Args:
-        k: components per prompt.
-        m: prompts to return.
-        seed: seed of the generator (the suite uses ``[seed, k]``, as :func:`sample_prompt_suite`).
         fits: ``components -> bool``, e.g. "the rendered prompt has at most 77 CLIP tokens".
-        classnames: component pool (default: de-duplicated ImageNet class names).
         max_draws: give up after this many draws (default ``10 * m + 100``).
 
     Returns:
-        ``(prompts, rejected)``: ``m`` component tuples that fit, and the draws set aside, in
-        draw order.
+        ``(prompts, rejected)``: ``m`` fitting component tuples and the draws set aside, in draw order.
 
     Raises:
-        ValueError: if fewer than ``m`` of ``max_draws`` draws fit (the message shows one that
-            did not), or as :func:`sample_component_prompts`.
+        ValueError: fewer than ``m`` of ``max_draws`` draws fit, or as :func:`sample_component_prompts`.
 
     Example:
         >>> pool = ["crab", "macaw", "steel drum", "red butterfly", "sock"]
@@ -296,8 +246,6 @@ def sample_fitting_prompts(
         >>> prompts, rejected = sample_fitting_prompts(2, 3, seed=0, fits=short, classnames=pool)
         >>> all(short(p) for p in prompts), len(prompts)
         (True, 3)
-        >>> sample_fitting_prompts(2, 3, 0, lambda c: True, pool)[0] == sample_component_prompts(2, 3, 0, pool)
-        True
     """
     k = _check_pos_int("k", k)
     m = _check_pos_int("m", m)
@@ -325,21 +273,12 @@ def sample_fitting_prompts(
 def check_token_lengths(
     texts: Iterable[str], count_tokens: Callable[[str], int], limit: int = 77
 ) -> list[int]:
-    """Check that every text fits the text encoder's context (CLIP: 77 tokens).
+    """The token count of every text, checked against the text encoder's context (CLIP: 77 tokens).
 
-    ``count_tokens`` is injected so this module loads no tokenizer; it must return the length
-    the encoder sees, *including* special tokens (CLIP's start/end tokens count toward 77).
-
-    Args:
-        texts: prompts or lookup-table entries.
-        count_tokens: ``text -> number of tokens``.
-        limit: largest allowed count.
-
-    Returns:
-        The token count of each text, in order.
+    ``count_tokens`` is injected (this module loads no tokenizer) and counts special tokens too.
 
     Raises:
-        ValueError: naming the first text whose count exceeds ``limit`` (or ``limit < 1``).
+        ValueError: naming the first text over ``limit`` (or ``limit < 1``).
 
     Example:
         >>> words_plus_two = lambda t: len(t.split()) + 2
@@ -364,11 +303,7 @@ def check_token_lengths(
 
 
 def shuffle_components(components: Sequence[str], rng: np.random.Generator | int) -> tuple[str, ...]:
-    """A random reordering of a prompt's components (may equal the original order).
-
-    Args:
-        components: the components, in prompt order.
-        rng: a ``numpy.random.Generator`` (advanced in place) or an integer seed.
+    """A random reordering of a prompt's components (``rng``: a ``Generator``, advanced, or a seed).
 
     Example:
         >>> sorted(shuffle_components(["crab", "macaw", "sock"], 0))

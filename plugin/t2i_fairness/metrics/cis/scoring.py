@@ -30,15 +30,6 @@ __all__ = [
 def lookup_subsets(components: Sequence[str]) -> list[tuple[str, ...]]:
     """The component subset behind each lookup-table entry, in :func:`lookup_table` order.
 
-    Non-empty subsets by size (``itertools.combinations`` order within a size), the empty
-    subset last, as the prototype builds its table.
-
-    Args:
-        components: the prompt's distinct components, in prompt order.
-
-    Raises:
-        ValueError: if ``components`` is empty, holds an empty name, or repeats a name.
-
     Example:
         >>> lookup_subsets(["crab", "macaw"])
         [('crab',), ('macaw',), ('crab', 'macaw'), ()]
@@ -58,19 +49,11 @@ def lookup_subsets(components: Sequence[str]) -> list[tuple[str, ...]]:
 def lookup_table(components: Sequence[str]) -> list[tuple[str, int]]:
     """The CIS lookup table of a prompt: ``2**K`` ``(text, component count)`` entries.
 
-    Every non-empty subset of the components, in prompt order, rendered as
-    ``A photo of <a|an> c1, ..., and <a|an> cj.``, then ``("", 0)`` (no component present)
-    last, in the prototype's order (module docstring), so exact ties go to the first non-empty
-    entry.  :func:`lookup_subsets` gives the subset behind each entry.
-
-    Args:
-        components: the prompt's distinct components, in prompt order.
-
-    Returns:
-        ``[(text, count), ...]`` with ``count`` the number of components named in ``text``.
+    Every non-empty subset of the components by size, rendered with the template, then ``("", 0)``
+    last: the prototype's order (docs/cis.md), so exact ties go to the first non-empty entry.
 
     Raises:
-        ValueError: if ``components`` is empty, holds an empty name, or repeats a name.
+        ValueError: ``components`` empty, with an empty name, or with a repeated name.
 
     Example:
         >>> for text, count in lookup_table(["crab", "macaw"]):
@@ -111,19 +94,15 @@ def _check_logits_counts(logits: object, counts: object) -> tuple[np.ndarray, np
 def image_scores(logits: object, counts: Sequence[int]) -> np.ndarray:
     """Per-image score ``S = counts[argmax(logits)] / K`` with ``K = max(counts)`` (paper Eq. 1).
 
-    ``argmax`` of CLIP's softmax equals ``argmax`` of its logits, so logits suffice; ties go to
-    the first entry (with :func:`lookup_table` order: the smallest tying non-empty subset).
+    The argmax of CLIP's logits equals that of its softmax; ties go to the first entry.
 
     Args:
-        logits: array ``(images, table entries)`` of image-text similarities.
-        counts: components named in each table entry (see :func:`lookup_table`).
-
-    Returns:
-        Array ``(images,)`` of scores in [0, 1].
+        logits: ``(images, table entries)`` image-text similarities.
+        counts: components named in each table entry (:func:`lookup_table`).
 
     Raises:
-        ValueError: on a shape mismatch, non-finite logits, or counts that are not
-            non-negative integers with a positive maximum.
+        ValueError: a shape mismatch, non-finite logits, counts that are not non-negative integers
+            with a positive maximum.
 
     Example:
         >>> image_scores([[0.1, 0.2, 0.9, 0.3], [1.0, 1.0, 1.0, 5.0]], [1, 1, 2, 0]).tolist()
@@ -136,22 +115,10 @@ def image_scores(logits: object, counts: Sequence[int]) -> np.ndarray:
 
 
 def components_inclusion_score(logits: object, counts: Sequence[int]) -> float:
-    """Components Inclusion Score ``CIS_K``: mean of :func:`image_scores` over all images.
+    """Components Inclusion Score ``CIS_K``: the mean of :func:`image_scores` over all images (Eq. 1-2).
 
-    Paper Eq. 1-2: ``S_ij = L(argmax p_ij) / K`` and ``CIS_K = sum_ij S_ij / (N M)``.  Stack the
-    logits of all ``N * M`` images of the ``M`` prompts with ``K`` components (each image scored
-    against its own prompt's table; with :func:`lookup_table` order the counts are the same for
-    every prompt), so every image weighs equally.
-
-    Args:
-        logits: array ``(images, table entries)``.
-        counts: components named in each entry; ``K = max(counts)``.
-
-    Returns:
-        CIS in [0, 1].
-
-    Raises:
-        ValueError: as :func:`image_scores`.
+    Stack the logits of all images of the prompts with ``K`` components (the counts are the same
+    for every prompt in :func:`lookup_table` order), so every image weighs equally.
 
     Example:
         >>> counts = [c for _, c in lookup_table(["crab", "macaw"])]
@@ -165,14 +132,7 @@ def detected_subsets(logits: object, components: Sequence[str]) -> list[tuple[st
     """Components present in each image: the subset of its argmax lookup-table entry.
 
     Args:
-        logits: array ``(images, 2**K)`` against ``lookup_table(components)``, in that order.
-        components: the prompt's components, in prompt order.
-
-    Returns:
-        One tuple of detected components per image (prompt order; empty if none).
-
-    Raises:
-        ValueError: if ``logits`` does not have ``2**K`` columns, or as :func:`lookup_subsets`.
+        logits: ``(images, 2**K)`` against ``lookup_table(components)``, in that order.
 
     Example:
         >>> detected_subsets([[0, 9, 0, 0], [0, 0, 9, 0], [0, 0, 0, 9]], ["crab", "macaw"])
@@ -200,22 +160,14 @@ class ComponentRate:
 def component_generation_rates(
     requested: Sequence[Sequence[str]], detected: Sequence[Sequence[str]]
 ) -> dict[str, ComponentRate]:
-    """Per-component generation rate (paper section 8.2, Figure 6).
-
-    For every component, the share of images in which it was detected among the images whose
-    prompt requested it.
+    """Per-component generation rate (paper section 8.2): detected among the images that requested it.
 
     Args:
         requested: per image, the components its prompt named.
-        detected: per image, the components detected (e.g. from :func:`detected_subsets`);
-            each must be a subset of that image's requested components.
-
-    Returns:
-        ``{component: ComponentRate}`` in order of first request.
+        detected: per image, the detected components (a subset of the requested ones).
 
     Raises:
-        ValueError: if the two sequences differ in length or an image has a detected component
-            its prompt did not request.
+        ValueError: lengths that differ, or a detected component the prompt did not request.
 
     Example:
         >>> rates = component_generation_rates([("crab", "sock"), ("crab", "vase")], [("crab",), ()])
@@ -245,24 +197,17 @@ def component_rate_intervals(
 ) -> tuple[dict[str, "object"], list[str]]:
     """Each component's generation rate with its interval over the prompts that asked for it.
 
-    The prompts are the sampled unit (M combinations drawn at random): a prompt's images share its other
-    components, so they move together. A component's rate is the mean of its 0/1 detections over the
-    images of every prompt naming it, with the cluster interval of
-    :func:`t2i_fairness.metrics.intervals.cluster_mean_interval` (prompts resampled; Korn and Graubard's
-    effective size with ``prompts - 1`` degrees of freedom). A component named by a single prompt has no
-    between-prompt variation to measure: it is listed apart, not given an interval.
+    Prompts are the sampled unit (a prompt's images share its other components), so the interval is
+    :func:`t2i_fairness.metrics.intervals.cluster_mean_interval` over prompts. A component named by a
+    single prompt has no between-prompt variation: it is listed apart, without an interval.
 
     Args:
         prompts: one component tuple per prompt (over every K).
         detected: per prompt, per image, the detected components.
         min_requested: components requested in fewer images are left out.
-        confidence: of the intervals.
 
     Returns:
-        ``({component: Interval}, [components named by one prompt only])``, both in order of first request.
-
-    Raises:
-        ValueError: lengths that differ, or a detected component the prompt did not name.
+        ``({component: Interval}, [components named by one prompt only])``, in order of first request.
 
     Example:
         >>> ivs, single = component_rate_intervals([("crab", "sock"), ("crab", "vase")],
@@ -300,21 +245,10 @@ def component_rate_intervals(
 def counted_components(
     prompts: Sequence[Sequence[str]], images_per_prompt: int, *, min_requested: int = 1
 ) -> tuple[list[str], list[str]]:
-    """Which components :func:`component_rate_intervals` gives an interval (``counted``) and which it lists as named by
-    a single prompt, from the prompts alone (no image, no detection): a component is requested in
-    ``images_per_prompt`` images per prompt naming it; counted when requested in >= ``min_requested`` images by
-    >= 2 prompts.
+    """Which components :func:`component_rate_intervals` will count, and which are named by one prompt.
 
-    Args:
-        prompts: one component tuple per prompt (over every K).
-        images_per_prompt: images of each prompt (>= 1).
-        min_requested: components requested in fewer images are left out.
-
-    Returns:
-        ``(counted, single)``, both in order of first request.
-
-    Raises:
-        ValueError: ``images_per_prompt`` below 1.
+    From the prompts alone: a component is counted when requested in at least ``min_requested``
+    images by at least two prompts.
 
     Example:
         >>> counted_components([("crab", "sock"), ("crab", "vase")], 2)
@@ -337,19 +271,11 @@ def extreme_components(
 ) -> tuple[list[ComponentRate], list[ComponentRate]]:
     """The ``n`` most ignored and the ``n`` most prominent components.
 
-    Components requested fewer than ``min_requested`` times are left out (their rate is noisy).
-    Ties are broken by more requests first, then by name, so the result is deterministic.
-
-    Args:
-        rates: output of :func:`component_generation_rates`.
-        n: how many of each to return.
-        min_requested: minimum number of requesting images.
+    Components requested fewer than ``min_requested`` times are left out; ties go to more requests,
+    then to the name.
 
     Returns:
         ``(most_ignored, most_prominent)``: lowest rates ascending, highest rates descending.
-
-    Raises:
-        ValueError: if ``n`` or ``min_requested`` is below 1.
 
     Example:
         >>> rates = component_generation_rates([("crab", "sock"), ("crab", "vase")], [("crab",), ("crab",)])
