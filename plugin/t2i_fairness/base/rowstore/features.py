@@ -19,26 +19,15 @@ from t2i_fairness.base.rowstore.store import RowStore
 class FeatureRows:
     """``Workbench.features``' storage: rows per (encoder namespace, image key) in a :class:`RowStore`.
 
-    The store lives at ``<cache root>/rows/`` (for an fsspec ``--t2i-cache-dir``: in the local mirror,
-    with ``<url>/rows`` as its shared tier). Counts go to the cache's stats as before
-    (``reused`` / ``computed`` per kind, damaged rows in ``corrupt``). Rows missing here are looked
-    up in the old per-file layout (``features/<namespace>/<kk>/<key>.npy``, locally and in the old
-    shared layout) and copied in.
-
-    ``Workbench.features`` stores its rows here: ``Workbench.__init__`` makes ``FeatureRows(cache)``,
-    ``Workbench.features`` runs the one cache loop (:class:`~t2i_fairness.base.memo.Memo`) over
-    :meth:`entries` of the encoder's namespace, and ``Workbench.close()`` (the ``t2i`` fixture's
-    teardown, in every worker) closes the store. :meth:`rows` is the same loop, for callers without
-    a Workbench.
+    The store lives at ``<cache root>/rows/`` (with an fsspec cache: in the local mirror, with
+    ``<url>/rows`` as its shared tier); counts go to the cache's stats (``reused`` / ``computed`` per
+    kind, damaged rows in ``corrupt``). Rows missing here are looked up in the old per-file layout
+    (``features/<namespace>/<kk>/<key>.npy``) and copied in.
 
     Args:
-        cache: the session's ``Cache`` (uses its ``root``, ``stats``, ``path``, ``fetch`` and, when
-            set, ``remote.url`` / ``remote.fs`` / ``remote.base``).
+        cache: the session's ``Cache`` (its ``root``, ``stats``, ``path``, ``fetch`` and ``remote``).
         legacy: also read old per-file ``.npy`` entries.
-        **options: passed to :class:`RowStore` (``fsync_interval``, ``upload_rows``, ...).
-
-    Raises:
-        OSError: the remote URL cannot be opened.
+        **options: passed to :class:`RowStore`.
 
     Example:
         >>> import tempfile
@@ -65,22 +54,7 @@ class FeatureRows:
         self._legacy_remote: dict[str, set[str]] = {}
 
     def get_many(self, namespace: str, keys: Sequence[str]) -> list[np.ndarray | None]:
-        """Rows of the keys (``None`` where missing), from the row store, else from old ``.npy`` files.
-
-        Args:
-            namespace: the encoder namespace (``content_key(encoder=fingerprint)[:16]``).
-            keys: image keys.
-
-        Raises:
-            RowStoreError: a bad namespace or key.
-
-        Example:
-            >>> import tempfile
-            >>> from types import SimpleNamespace
-            >>> cache = SimpleNamespace(root=tempfile.mkdtemp(), remote=None, stats=SimpleNamespace(corrupt=[]))
-            >>> FeatureRows(cache, legacy=False).get_many("enc", ["k"])
-            [None]
-        """
+        """Rows of the keys (``None`` where missing), from the row store, else from old ``.npy`` files."""
         out = self.store.get_many(namespace, keys)
         if self.legacy:
             missing = [i for i, row in enumerate(out) if row is None]
@@ -91,15 +65,7 @@ class FeatureRows:
         return out
 
     def put_many(self, namespace: str, keys: Sequence[str], rows) -> int:
-        """Store float32 rows under the keys; returns how many were new.
-
-        Args:
-            namespace: the encoder namespace.
-            keys: image keys, one per row.
-            rows: an (n, dim) array or n arrays; stored as float32.
-
-        Raises:
-            RowStoreError: keys and rows differ in number, or a bad key.
+        """Store ``rows`` (an (n, dim) array or n arrays) as float32 under ``keys``; returns how many were new.
 
         Example:
             >>> import tempfile
@@ -127,24 +93,13 @@ class FeatureRows:
         """``Workbench.features``' loop: stored rows reused, the missing ones computed in batches and stored.
 
         Args:
-            namespace: the encoder namespace.
             keys: image keys (repeats allowed).
             compute: ``compute(indices)`` -> (len(indices), dim) features of ``keys[i]`` for those i.
-            kind: the stats label (``"features:clip"``); ``reused[kind]`` / ``computed[kind]`` grow.
-            batch_size: indices per ``compute`` call (and per ``put_many``).
+            kind: the stats label (``"features:clip"``).
             progress: ``progress(total, desc)`` context manager yielding ``advance(n)`` (None: silent).
-            desc: the progress label.
 
         Raises:
             RowStoreError: a bad namespace or key, or ``compute`` returned the wrong number of rows.
-
-        Example:
-            >>> import tempfile
-            >>> from types import SimpleNamespace
-            >>> cache = SimpleNamespace(root=tempfile.mkdtemp(), remote=None,
-            ...                         stats=SimpleNamespace(reused={}, computed={}, corrupt=[]))
-            >>> FeatureRows(cache).rows("e", [], lambda idx: None, kind="features:x").shape
-            (0, 0)
         """
         from t2i_fairness.base.memo import Memo
 
@@ -154,27 +109,11 @@ class FeatureRows:
         return np.stack(rows) if rows else np.zeros((0, 0), np.float32)
 
     def entries(self, namespace: str) -> "RowEntries":
-        """The rows of one namespace as a :class:`~t2i_fairness.base.memo.Memo` backend.
-
-        Example:
-            >>> import tempfile
-            >>> from types import SimpleNamespace
-            >>> rows = FeatureRows(SimpleNamespace(root=tempfile.mkdtemp(), remote=None, stats=SimpleNamespace(corrupt=[])),
-            ...                    legacy=False)
-            >>> e = rows.entries("enc"); e.store(["k"], [np.ones(2)]); e.lookup(["k", "x"])[0].tolist(), e.lookup(["x"])
-            ([1.0, 1.0], [None])
-            >>> rows.close()
-        """
+        """The rows of one namespace as a :class:`~t2i_fairness.base.memo.Memo` backend."""
         return RowEntries(self, namespace)
 
     def close(self) -> None:
-        """Upload to the shared tier what it lacks; fsync and close (call at session end, every worker).
-
-        Example:
-            >>> import tempfile
-            >>> from types import SimpleNamespace
-            >>> FeatureRows(SimpleNamespace(root=tempfile.mkdtemp(), remote=None, stats=SimpleNamespace(corrupt=[]))).close()
-        """
+        """Upload to the shared tier what it lacks; fsync and close (call at session end, every worker)."""
         self.store.close()
 
     # -- old per-file entries ----------------------------------------------------------------------
@@ -224,18 +163,14 @@ def _read_legacy_npy(path: Path, corrupt: list) -> np.ndarray | None:
 
 
 def migrate_legacy_features(cache, rows: FeatureRows | None = None, delete: bool = False) -> int:
-    """Copy every old per-file feature entry under ``<cache root>/features`` into the row store.
+    """Copy every old ``features/<namespace>/<kk>/<key>.npy`` entry of ``cache`` into the row store.
 
     Args:
-        cache: the ``Cache`` whose old ``features/<namespace>/<kk>/<key>.npy`` files to import.
         rows: the :class:`FeatureRows` to import into (default: a new one on ``cache``, closed after).
         delete: remove each ``.npy`` once its row is stored.
 
     Returns:
-        The number of rows imported (rows already in the store are not counted).
-
-    Raises:
-        OSError: the store cannot be written.
+        The number of rows imported (rows already stored are not counted).
 
     Example:
         >>> import tempfile
@@ -295,18 +230,14 @@ def _float_rows(made, n: int) -> list[np.ndarray]:
 class ImageIndex:
     """What every cached image was when it was written: its size and SHA-256, checked when it is read.
 
-    Rows of the namespace ``images`` of the cache's row store (``<cache>/rows/images/``; with an fsspec
-    cache, its shared tier too), one per image as written: key ``<image key>.<first 32 hex digits of
-    the SHA-256 of its bytes>``, row ``[size]`` (int64). A read computes the file's digest and looks
-    for the entry of exactly those bytes: found with the same size, the file is the one written (no
-    PNG decode needed). Not found, the file is either damaged (truncated, flipped bytes: it does not
-    decode, and is made again) or older than the index (it decodes: it is taken, and its entry
-    written). An image made again with the same bytes finds its old entry; one made with other bytes
-    gets its own, so no entry ever needs replacing (rows are immutable).
+    One row per image written, in the namespace ``images``: key ``<image key>.<32 hex digits of the
+    SHA-256 of its bytes>``, row ``[size]``. A read finds the entry of exactly its bytes (the file is
+    the one written) or not (damaged: it does not decode and is made again; or older than the index:
+    it decodes, is taken, and its entry written). Rows stay immutable: other bytes, another entry.
 
     Args:
-        store: the row store (the workbench's :class:`FeatureRows` store, or one of its own).
-        read_only: look only: entries of old images are not written (``t2i-fairness plan``).
+        store: the row store.
+        read_only: look only, write no entry (``t2i-fairness plan``).
 
     Example:
         >>> import tempfile

@@ -150,29 +150,23 @@ class _Space:
 class RowStore:
     """Rows (numeric arrays) per ``(namespace, key)``, written in batches, read per key; crash-safe.
 
+    docs/rowstore.md describes the design (per-process segments, self-checking records, packs).
+
     Args:
         root: the local folder (one sub-folder per namespace), created on first write.
-        remote: an fsspec URL of a shared tier (``s3://b/p``, ``gs://``, ``file://``, ``memory://``),
-            or None. Rows missing locally are fetched from it; rows written here are uploaded to it
-            as packs by :meth:`sync` (every ``upload_rows`` rows and at :meth:`close`).
-        fsync_interval: seconds between fsyncs of this process's segment while writing (0: fsync
-            in every ``put_many``; rows survive a process crash as soon as ``put_many`` returns
-            whatever the value).
-        upload_rows: rows written before an automatic :meth:`sync` to the shared tier.
-        pack_bytes: the largest pack uploaded at once.
+        remote: an fsspec URL of a shared tier, or None: rows missing locally are fetched from it,
+            rows written here are uploaded by :meth:`sync` (every ``upload_rows`` rows, at :meth:`close`).
+        fsync_interval: seconds between fsyncs while writing (0: every ``put_many``); rows survive a
+            process crash as soon as ``put_many`` returns, whatever the value.
         segment_bytes: a process starts a new segment file after this many bytes.
-        auto_compact_segments: a namespace holding more segment files than this is compacted when
-            a process first opens it.
-        on_corrupt: called with a one-line description of each damaged record found (default:
-            only counted in ``stats.corrupt``).
-        on_torn: called with a one-line description of each segment found to end in a cut-short
-            record whose writer is gone (a process killed mid-write, a full disk, a truncated file):
-            not damage (nothing acknowledged was written there, unless the file was cut), but the
-            rows past the cut are computed again, which is worth saying (default: ``stats.torn``).
+        auto_compact_segments: a namespace with more segment files is compacted when first opened.
+        on_corrupt: called with a line per damaged record (default: counted in ``stats.corrupt``).
+        on_torn: called with a line per segment cut short by a writer that is gone (default:
+            ``stats.torn``); its rows past the cut are computed again.
 
     Raises:
         RowStoreError: a bad option value (the message names the option).
-        OSError: the platform has no ``fcntl`` (Windows), or the remote URL cannot be opened.
+        OSError: no ``fcntl`` (Windows), or the remote URL cannot be opened.
 
     Example:
         >>> import tempfile
@@ -223,23 +217,15 @@ class RowStore:
     def get_many(self, namespace: str, keys: Sequence[str]) -> list[np.ndarray | None]:
         """The stored row of each key, or ``None`` where none is stored (or the stored one is damaged).
 
-        Looks in the local segments (re-reading what other processes appended since the last look
-        only when a key is missing), then in the shared tier; rows fetched from the shared tier are
-        kept locally. A damaged row is reported (``stats.corrupt``, ``on_corrupt``) and treated as
-        missing, so the caller recomputes it.
+        Looks in the local segments (re-reading others' appends only on a miss), then in the shared tier
+        (keeping what it fetches). A damaged row is reported and read as missing, so the caller
+        recomputes it.
 
         Args:
             namespace: letters, digits, ``.``, ``_``, ``-`` (at most 128; not starting with ``.``).
-            keys: the rows' keys.
 
         Raises:
             RowStoreError: a bad namespace or key.
-
-        Example:
-            >>> import tempfile
-            >>> store = RowStore(tempfile.mkdtemp())
-            >>> store.get_many("ns", ["a"])
-            [None]
         """
         keys = list(keys)
         for k in keys:
@@ -262,19 +248,14 @@ class RowStore:
             return out
 
     def put_many(self, namespace: str, items: Iterable[tuple[str, object]]) -> int:
-        """Store rows; returns how many were written (keys already stored intact are skipped).
+        """Store ``(key, row)`` pairs; returns how many were written (keys already stored are skipped).
 
-        When it returns, the rows are in the kernel's hands: a crash of this process at any later
-        point loses none of them (a power loss may lose up to ``fsync_interval`` seconds of them).
-
-        Args:
-            namespace: as in :meth:`get_many`.
-            items: ``(key, row)`` pairs; rows are numeric arrays (stored with their dtype and shape).
+        Once it returns, a crash of this process loses none of the rows (a power loss may lose up to
+        ``fsync_interval`` seconds of them).
 
         Raises:
             RowStoreError: a bad namespace, key or row (nothing of the batch is written).
-            OSError: the segment cannot be written (e.g. disk full); nothing of the batch is
-                reported written, and the next call starts a fresh segment.
+            OSError: the segment cannot be written (e.g. disk full); the next call starts a fresh segment.
 
         Example:
             >>> import tempfile
@@ -310,12 +291,7 @@ class RowStore:
             return len(encoded)
 
     def flush(self) -> None:
-        """fsync this process's open segments (rows written so far then survive a power loss).
-
-        Example:
-            >>> import tempfile
-            >>> RowStore(tempfile.mkdtemp()).flush()
-        """
+        """fsync this process's open segments (rows written so far then survive a power loss)."""
         with self._lock:
             for space in self._spaces.values():
                 w = space.writer
@@ -324,23 +300,13 @@ class RowStore:
                     w.last_sync = time.monotonic()
 
     def sync(self, namespace: str | None = None, wait: bool = True) -> int:
-        """Upload every locally stored row the shared tier does not list yet; returns rows uploaded.
+        """Upload every local row the shared tier does not list yet; returns the rows uploaded.
 
-        One pack plus one index object per ``pack_bytes`` of rows. On one machine, syncs take turns
-        (a folder lock); with ``wait=False`` a sync that finds another one running returns 0.
-
-        Args:
-            namespace: one namespace, or None for every namespace this process opened.
-            wait: wait for another process's sync on this machine to finish.
+        One pack and one index object per ``pack_bytes``. Syncs on one machine take turns; with
+        ``wait=False`` a sync that finds another running returns 0.
 
         Raises:
-            RowStoreError: a bad namespace.
             OSError: the shared tier cannot be written.
-
-        Example:
-            >>> import tempfile
-            >>> RowStore(tempfile.mkdtemp()).sync()  # no shared tier: nothing to do
-            0
         """
         if self.remote is None:
             return 0
@@ -351,20 +317,12 @@ class RowStore:
     def compact(self, namespace: str) -> dict:
         """Merge every segment no live process is writing into one pack; returns what it did.
 
-        Keeps the first intact copy of each key; drops duplicates, damaged records and torn tails
-        (each damaged record is reported). Safe while other processes read and write: live
-        segments are skipped, the merged pack is in place before any input is removed.
-
-        Args:
-            namespace: as in :meth:`get_many`.
-
-        Raises:
-            RowStoreError: a bad namespace.
+        Keeps the first intact copy of each key, drops duplicates, damaged records and torn tails. Safe
+        while others read and write: live segments are skipped, the pack is in place before any input goes.
 
         Example:
             >>> import tempfile
-            >>> store = RowStore(tempfile.mkdtemp())
-            >>> store.compact("ns")["inputs"]
+            >>> RowStore(tempfile.mkdtemp()).compact("ns")["inputs"]
             0
         """
         with self._lock:
@@ -374,16 +332,8 @@ class RowStore:
     def compact_remote(self, namespace: str) -> dict:
         """Merge the shared tier's packs of a namespace into one (new objects first, then deletions).
 
-        Args:
-            namespace: as in :meth:`get_many`.
-
         Raises:
             RowStoreError: a bad namespace, or no shared tier configured.
-
-        Example:
-            >>> import tempfile
-            >>> RowStore(tempfile.mkdtemp(), "memory://rowstore-doc").compact_remote("ns")["packs"]
-            0
         """
         if self.remote is None:
             raise RowStoreError("compact_remote: this RowStore has no remote (pass remote= an fsspec URL)")
@@ -393,14 +343,8 @@ class RowStore:
     def close(self) -> None:
         """Upload what the shared tier lacks, fsync and close this process's segments. Idempotent.
 
-        A failing shared tier does not raise here (nor in ``put_many``'s automatic uploads, nor in
-        ``get_many``, where it reads as a miss): it is warned about and listed in
-        ``stats.remote_errors``; the rows stay local and the next sync on this machine uploads them.
-        Call :meth:`sync` to have such errors raised.
-
-        Example:
-            >>> import tempfile
-            >>> store = RowStore(tempfile.mkdtemp()); store.close(); store.close()
+        A failing shared tier does not raise here (nor in ``put_many`` or ``get_many``): it is warned
+        about and listed in ``stats.remote_errors``; call :meth:`sync` to have it raised.
         """
         with self._lock:
             try:
