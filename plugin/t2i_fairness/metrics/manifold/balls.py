@@ -28,22 +28,11 @@ __all__ = [
 
 
 def ball_membership(real: Any, radii: Any, fake: Any, *, block_elements: int = 2**24) -> np.ndarray:
-    """bool (n_fake, n_real): whether generated row i lies in the ball of real row j.
+    """bool (n_fake, n_real): whether generated row i lies in the ball of real row j, ``d(i, j) < radii[j]``.
 
-    The decision is ``d(i, j) < radii[j]`` with ``d`` the float64 distance from exact coordinate
-    differences, ``sqrt(sum((fake[i] - real[j]) ** 2))``: the rule of
-    :func:`precision_coverage`, so ``any`` over columns is its precision membership and
-    ``any`` over rows its coverage. Distances are screened with a float64 matrix product; the pairs within a
-    rigorous error bound of a radius are recomputed from the exact differences.
-
-    Args:
-        real: (n_real, dim) real features (finite).
-        radii: (n_real,) radii of the real balls.
-        fake: (n_fake, dim) generated features (finite).
-        block_elements: pairs per screening block (memory).
-
-    Raises:
-        ValueError: shapes that do not match, or non-finite values.
+    The rule of :func:`precision_coverage` (``any`` over columns: precision membership; over rows:
+    coverage), on exact float64 distances: a float64 product screens, pairs within a rigorous error
+    bound of a radius are recomputed from the coordinate differences.
 
     Example:
         >>> ball_membership(np.array([[0.0], [10.0]]), np.array([1.0, 2.0]), np.array([[0.5], [9.0], [5.0]])).tolist()
@@ -85,19 +74,9 @@ def ball_membership(real: Any, radii: Any, fake: Any, *, block_elements: int = 2
 
 
 def pair_distances(real: Any, fake: Any, *, block_elements: int = 2**24) -> np.ndarray:
-    """float64 (n_fake, n_real): the distance of generated row i to real row j, from exact coordinate
-    differences (``sqrt(sum((fake[i] - real[j]) ** 2))``, the distance :func:`ball_membership` decides on).
+    """float64 (n_fake, n_real) distances from exact coordinate differences, as :func:`ball_membership` decides.
 
-    For showing which real image is nearest to a generated one and how far (the evidence beside a
-    failing gate); the memory is ``block_elements`` coordinates at a time.
-
-    Args:
-        real: (n_real, dim) real features (finite).
-        fake: (n_fake, dim) generated features (finite).
-        block_elements: coordinates held at once (memory).
-
-    Raises:
-        ValueError: shapes that do not match, or non-finite values.
+    For the evidence beside a failing gate: which real image is nearest a generated one, how far.
 
     Example:
         >>> pair_distances(np.array([[0.0, 0.0], [3.0, 4.0]]), np.array([[0.0, 1.0]])).tolist()
@@ -126,9 +105,8 @@ class Membership:
         inside: bool ``(n_kept, n_real)``: kept generated row ``i`` is strictly inside real ball ``j``.
         kept: indices (into the generated rows given) of the rows that entered, in order.
 
-    ``precision`` and ``coverage`` equal :func:`precision_coverage` on the same inputs;
-    ``precision_of(idx)`` / ``coverage_of(idx)`` recompute them for a resample of the kept rows
-    (indices into ``kept``), which is what a bootstrap over generated images needs.
+    ``precision`` and ``coverage`` equal :func:`precision_coverage`'s; ``precision_of(idx)`` and
+    ``coverage_of(idx)`` recompute them for a resample of the kept rows (a bootstrap's need).
     """
 
     inside: np.ndarray
@@ -163,24 +141,12 @@ def membership(manifold: "ReferenceManifold", fake_features: Any, *, dedupe: Ded
                group: str | None = None) -> Membership:
     """The ball membership of generated rows in a reference manifold, after their ``dedupe``.
 
-    Args:
-        manifold: the real features and radii.
-        fake_features: ``(n_fake, dim)`` generated features.
-        dedupe: ``"none"``, ``"keep_one"`` or ``"drop_all"`` on the generated rows (see :func:`prdc`).
-        group: quoted in error messages.
-
-    Raises:
-        ValueError: shapes that do not match, non-finite values, a bad ``dedupe``.
-
     Example:
         >>> m = ReferenceManifold.build(np.arange(10.0).reshape(5, 2), nearest_k=1)
         >>> fake = np.array([[0.5, 1.5], [0.5, 1.5], [50.0, 50.0]])
         >>> mem = membership(m, fake, dedupe="keep_one")
         >>> mem.kept.tolist(), mem.precision, mem.coverage
         ([0, 2], 0.5, 0.4)
-        >>> from t2i_fairness.metrics.manifold import precision_coverage
-        >>> mem.precision == precision_coverage(m, fake, dedupe="keep_one")["precision"]
-        True
     """
     mode = _check_dedupe(dedupe)
     fake = _as_features(fake_features, "fake_features", group)

@@ -1,5 +1,15 @@
-"""Precision, recall, density and coverage of a generated feature set against a real one, and the
-reference manifold (real features with their k-NN radii) they are measured against.
+"""Precision, recall, density and coverage of a generated feature set against a real one.
+
+A set's manifold is the union of balls around its points, each of radius the distance to the
+k-th nearest other point of the set (Kynkaenniemi et al., 2019; Naeem et al., 2020; DIG In 4.1).
+With ``r_j`` the radius of real point ``j`` and ``rf_i`` of fake point ``i``, membership strict::
+
+    precision = mean over fake i of  [exists real j: d(i, j) < r_j]
+    recall    = mean over real j of  [exists fake i: d(i, j) < rf_i]
+    density   = mean over fake i of  #{real j: d(i, j) < r_j} / k
+    coverage  = mean over real j of  [exists fake i: d(i, j) < r_j]
+
+the definitions of the ``prdc`` package, decided exactly on float64 distances (docs/manifold.md).
 """
 
 from __future__ import annotations
@@ -43,23 +53,18 @@ _NPZ_FORMAT = 1
 class ReferenceManifold:
     """A reference feature set with the radii of its k-nearest-neighbour balls, for reuse.
 
-    Building the radii is the expensive, model-independent half of precision and coverage:
-    build it once per reference group, cache it with :meth:`to_npz`, and pass it to
-    :func:`precision_coverage` for every model and run.
+    The radii are the expensive, model-independent half of precision and coverage: build once per
+    reference group, cache with :meth:`to_npz`, pass to :func:`precision_coverage` for every model.
 
     Attributes:
         features: ``(n, dim)`` real features (float32 or float64), read-only.
         radii: ``(n,)`` float64 distance of each row to its ``nearest_k``-th nearest other row.
-        nearest_k: the k the radii were computed with.
 
     Example:
         >>> rng = np.random.default_rng(0)
         >>> ref = ReferenceManifold.build(rng.normal(size=(50, 8)), nearest_k=3)
-        >>> ref.radii.shape, ref.nearest_k
-        ((50,), 3)
-        >>> scores = precision_coverage(ref, rng.normal(size=(40, 8)))
-        >>> sorted(scores)
-        ['coverage', 'precision']
+        >>> ref.radii.shape, sorted(precision_coverage(ref, rng.normal(size=(40, 8))))
+        ((50,), ['coverage', 'precision'])
     """
 
     features: np.ndarray
@@ -87,24 +92,20 @@ class ReferenceManifold:
         chunk_size: int | None = None,
         group: str | None = None,
     ) -> "ReferenceManifold":
-        """Deduplicate ``features`` as asked and compute their radii.
+        """Deduplicate ``features`` as asked (:func:`deduplicate`; the stored features are the kept ones)
+        and compute their radii.
 
         Args:
-            features: ``(n, dim)`` numpy array or torch tensor of real features.
-            nearest_k: k of the k-th nearest neighbour defining each radius.
-            dedupe: ``"none"``, ``"keep_one"`` or ``"drop_all"``, see :func:`deduplicate`.
-                The stored features are the deduplicated ones.
-            device: torch device for the distance computation; ``None`` picks CUDA when available.
+            device: torch device of the distances; ``None`` picks CUDA when available.
             chunk_size: rows per block (memory ``chunk_size x n``); ``None`` picks a size.
             group: name of the reference group, quoted in error messages.
 
         Raises:
-            ValueError: bad shape, non-finite rows, too few rows for ``nearest_k``, bad option.
+            ValueError: bad shape, non-finite rows, too few rows for ``nearest_k``, a bad option.
 
         Example:
-            >>> ref = ReferenceManifold.build(np.arange(12.0).reshape(6, 2), nearest_k=2)
-            >>> ref.radii.tolist()
-            [5.656854249492381, 2.8284271247461903, 2.8284271247461903, 2.8284271247461903, 2.8284271247461903, 5.656854249492381]
+            >>> ReferenceManifold.build(np.arange(8.0).reshape(4, 2), nearest_k=1).radii.tolist()
+            [2.8284271247461903, 2.8284271247461903, 2.8284271247461903, 2.8284271247461903]
         """
         k = _check_nearest_k(nearest_k)
         mode = _check_dedupe(dedupe)
@@ -118,13 +119,7 @@ class ReferenceManifold:
         return cls(feats, radii, k)
 
     def to_npz(self, path: str | os.PathLike[str]) -> None:
-        """Write ``features``, ``radii`` and ``nearest_k`` to ``path`` atomically.
-
-        The arrays go to a temporary file in the same directory, which then replaces ``path``,
-        so a reader never sees a half-written cache.
-
-        Args:
-            path: destination file; conventionally ending in ``.npz``.
+        """Write ``features``, ``radii`` and ``nearest_k`` to ``path`` atomically (temporary file, then rename).
 
         Example:
             >>> import pathlib, tempfile
@@ -140,13 +135,7 @@ class ReferenceManifold:
         atomic_write_bytes(path, self.to_bytes())
 
     def to_bytes(self) -> bytes:
-        """The ``.npz`` file :meth:`to_npz` writes, as bytes (for a cache entry).
-
-        Example:
-            >>> ref = ReferenceManifold.build(np.arange(12.0).reshape(6, 2), nearest_k=2)
-            >>> ReferenceManifold.from_bytes(ref.to_bytes()).nearest_k
-            2
-        """
+        """The ``.npz`` file :meth:`to_npz` writes, as bytes (for a cache entry)."""
         import io
 
         buf = io.BytesIO()
@@ -169,15 +158,8 @@ class ReferenceManifold:
     def from_npz(cls, path: str | os.PathLike[str]) -> "ReferenceManifold":
         """Read a manifold written by :meth:`to_npz`.
 
-        Args:
-            path: file written by :meth:`to_npz`.
-
         Raises:
-            ValueError: the file lacks one of the arrays, has another format version, or holds
-                inconsistent arrays.
-
-        Example:
-            See :meth:`to_npz`.
+            ValueError: a missing array, another format version, or inconsistent arrays.
         """
         return cls._from_npz(os.fspath(path), os.fspath(path))
 
@@ -198,27 +180,16 @@ class ReferenceManifold:
 
 
 def deduplicate(features: Any, dedupe: Dedupe = "drop_all") -> np.ndarray:
-    """Remove exactly repeated feature vectors (rows) from one feature set.
+    """Remove exactly repeated rows from one feature set, keeping row order.
 
-    ``"keep_one"`` keeps the first copy of every repeated row; ``"drop_all"`` removes every
-    copy, as DIG In's evaluation code does (``keep_one=False``); ``"none"`` returns the rows
-    unchanged. Rows are equal when all their values are equal (``-0.0 == 0.0``). Row order is
-    preserved. :func:`prdc` and :func:`precision_coverage` apply this to the real and the fake
-    set separately: a vector present in both sets is not a duplicate.
-
-    Args:
-        features: ``(n, dim)`` numpy array or torch tensor.
-        dedupe: ``"none"``, ``"keep_one"`` or ``"drop_all"``.
-
-    Raises:
-        ValueError: ``features`` is not 2-D or ``dedupe`` is not one of the choices.
+    ``"keep_one"`` keeps the first copy, ``"drop_all"`` removes every copy (DIG In's evaluation
+    code), ``"none"`` changes nothing; ``-0.0 == 0.0``. :func:`prdc` and :func:`precision_coverage`
+    apply it to each set separately: a vector in both sets is not a duplicate.
 
     Example:
         >>> x = np.array([[0.0, 1.0], [2.0, 3.0], [0.0, 1.0], [4.0, 5.0]])
-        >>> deduplicate(x, "keep_one").tolist()
-        [[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]]
-        >>> deduplicate(x, "drop_all").tolist()
-        [[2.0, 3.0], [4.0, 5.0]]
+        >>> deduplicate(x, "keep_one").tolist(), deduplicate(x, "drop_all").tolist()
+        ([[0.0, 1.0], [2.0, 3.0], [4.0, 5.0]], [[2.0, 3.0], [4.0, 5.0]])
     """
     mode = _check_dedupe(dedupe)
     return _dedupe(_as_features(features, "features"), mode)
@@ -232,24 +203,12 @@ def real_radii(
     chunk_size: int | None = None,
     group: str | None = None,
 ) -> np.ndarray:
-    """Distance from every row to its ``nearest_k``-th nearest other row.
+    """Distance from every row to its ``nearest_k``-th nearest other row (``prdc``'s radius), exact.
 
-    This is ``prdc``'s radius (the (k+1)-th smallest distance counting the point itself),
-    computed exactly on the float64 values (see the module docstring). Duplicated rows count
-    as neighbours at distance 0; deduplicate first (:func:`deduplicate`) if that is unwanted.
-
-    Args:
-        real_features: ``(n, dim)`` numpy array or torch tensor, ``n >= nearest_k + 2``.
-        nearest_k: which nearest neighbour sets the radius.
-        device: torch device; ``None`` picks CUDA when available.
-        chunk_size: rows per block (memory ``chunk_size x n``); ``None`` picks a size.
-        group: name of the group, quoted in error messages.
-
-    Returns:
-        float64 array of shape ``(n,)``.
+    Duplicated rows are neighbours at distance 0; :func:`deduplicate` first if that is unwanted.
 
     Raises:
-        ValueError: bad shape, non-finite rows, too few rows, ``nearest_k < 1``.
+        ValueError: bad shape, non-finite rows, fewer than ``nearest_k + 2`` rows, ``nearest_k < 1``.
 
     Example:
         >>> real_radii(np.array([[0.0], [1.0], [3.0], [7.0]]), nearest_k=1).tolist()
@@ -274,39 +233,29 @@ def prdc(
     chunk_size: int | None = None,
     group: str | None = None,
 ) -> dict[str, float]:
-    """Precision, recall, density and coverage, equal to ``prdc.compute_prdc``.
+    """Precision, recall, density and coverage, equal to ``prdc.compute_prdc`` on float64 features.
 
-    Decisions are exact on the float64 values (module docstring): for float64 features this is
-    ``prdc.compute_prdc(real, fake, nearest_k)``; for float32 features it is ``prdc`` on the same
-    arrays cast to float64 (``prdc`` on float32 arrays rounds distances to float32 first).
+    For float32 features it equals ``prdc`` on the arrays cast to float64 (``prdc`` itself rounds
+    float32 distances first).
 
     Args:
-        real_features: ``(n_real, dim)`` numpy array or torch tensor of real features.
-        fake_features: ``(n_fake, dim)`` generated features, same ``dim``.
-        nearest_k: k of the k-nearest-neighbour radii (both sets need ``k + 2`` rows).
-        dedupe: repeated rows handling, applied to the real and the fake set separately:
-            ``"none"`` (default, the ``prdc`` package's behaviour), ``"keep_one"``, or
-            ``"drop_all"`` (DIG In's evaluation code). See :func:`deduplicate`.
-        device: torch device for the distances; ``None`` picks CUDA when available.
-        chunk_size: rows per block (memory ``chunk_size x n``); ``None`` picks a size. It never
-            changes the result.
-        group: name of the group being scored (e.g. ``"africa"``), quoted in error messages.
-
-    Returns:
-        ``{"precision", "recall", "density", "coverage"}`` as Python floats.
+        real_features, fake_features: ``(n, dim)`` numpy arrays or torch tensors, same ``dim``.
+        nearest_k: k of the radii (both sets need ``k + 2`` rows).
+        dedupe: ``"none"`` (the ``prdc`` package's), ``"keep_one"`` or ``"drop_all"`` (DIG In's
+            evaluation code), on each set separately (:func:`deduplicate`).
+        device: torch device; ``None`` picks CUDA when available.
+        chunk_size: rows per block (memory ``chunk_size x n``); never changes the result.
+        group: the group scored (e.g. ``"africa"``), quoted in error messages.
 
     Raises:
-        ValueError: non-2-D input, different feature dimensions, NaN/inf rows, a set with fewer
-            than ``nearest_k + 2`` rows, ``nearest_k < 1``, or an unknown option.
+        ValueError: non-2-D input, different dimensions, NaN/inf rows, too few rows, a bad option.
 
     Example:
         >>> rng = np.random.default_rng(0)
         >>> real, fake = rng.normal(size=(200, 16)), rng.normal(size=(150, 16))
         >>> scores = prdc(real, fake, nearest_k=5)
-        >>> sorted(scores), all(0.0 <= scores[m] <= 1.0 for m in ("precision", "recall", "coverage"))
-        (['coverage', 'density', 'precision', 'recall'], True)
-        >>> prdc(real, real, nearest_k=5)["precision"]
-        1.0
+        >>> sorted(scores), prdc(real, real, nearest_k=5)["precision"]
+        (['coverage', 'density', 'precision', 'recall'], 1.0)
     """
     k = _check_nearest_k(nearest_k)
     mode = _check_dedupe(dedupe)
@@ -343,32 +292,20 @@ def precision_coverage(
     chunk_size: int | None = None,
     group: str | None = None,
 ) -> dict[str, float]:
-    """Precision and coverage only (DIG In's realism and diversity), same numbers as :func:`prdc`.
+    """Precision and coverage only (DIG In's realism and diversity), the same numbers as :func:`prdc`.
 
-    Skips the fake set's own radii and resolves only the pairs that can change these two
-    numbers. The reference side can be raw features, raw features with precomputed
-    ``real_radii``, or a :class:`ReferenceManifold`.
+    Skips the fake set's radii and resolves only the pairs that can change these two numbers.
 
     Args:
         real_features: ``(n_real, dim)`` array/tensor, or a :class:`ReferenceManifold`.
         fake_features: ``(n_fake, dim)`` generated features, ``n_fake >= 1``.
-        nearest_k: k of the real radii; ``None`` means 3, or the manifold's own ``nearest_k``
-            (giving a different value with a manifold is an error).
-        real_radii: optional ``(n_real,)`` radii of ``real_features`` (e.g. from
-            :func:`real_radii`); they are taken as given and ``nearest_k`` is not used.
-        dedupe: ``"none"`` (default), ``"keep_one"`` or ``"drop_all"``, see :func:`prdc`.
-            Precomputed radii (``real_radii`` or a manifold) fix the reference rows, so then
-            only the fake set is deduplicated; deduplicate the reference when building it.
-        device: torch device; ``None`` picks CUDA when available.
-        chunk_size: rows per block; never changes the result.
-        group: name of the group being scored, quoted in error messages.
-
-    Returns:
-        ``{"precision", "coverage"}`` as Python floats.
+        nearest_k: k of the real radii; ``None``: 3, or the manifold's own.
+        real_radii: precomputed ``(n_real,)`` radii, taken as given.
+        dedupe: as :func:`prdc`; with precomputed radii only the fake set is deduplicated.
 
     Raises:
-        ValueError: as :func:`prdc`, plus radii of the wrong shape or negative/non-finite radii,
-            or ``real_radii`` given together with a manifold.
+        ValueError: as :func:`prdc`, plus radii of the wrong shape, negative or non-finite, or
+            ``real_radii`` given with a manifold.
 
     Example:
         >>> rng = np.random.default_rng(1)
@@ -425,22 +362,10 @@ def precision_coverage(
 
 
 def dedupe_index(features: Any, dedupe: str = "drop_all", groups: Any = None) -> np.ndarray:
-    """Row indices :func:`deduplicate` keeps, in order.
+    """Row indices :func:`deduplicate` keeps, in order (so diagnostics can name the images).
 
-    ``features[dedupe_index(x, mode)]`` equals ``deduplicate(x, mode)``; knowing which rows stay
-    lets the diagnostics name the images.
-
-    With ``groups`` (one label per row, e.g. the region), ``keep_one`` follows DIG In's
-    ``utils.get_df_deduped(keep_one=True)``: the first copy of a repeated row is kept only when
-    every copy has the same label, otherwise every copy goes. ``drop_all`` and ``none`` ignore it.
-
-    Args:
-        features: ``(n, dim)`` rows.
-        dedupe: ``"none"``, ``"keep_one"`` or ``"drop_all"``.
-        groups: optional label per row (see above).
-
-    Raises:
-        ValueError: ``dedupe`` is not a choice, ``features`` is not 2-D, or ``groups`` has another length.
+    With ``groups`` (a label per row), ``keep_one`` follows DIG In's ``get_df_deduped(keep_one=True)``:
+    the first copy stays only when every copy has the same label, else every copy goes.
 
     Example:
         >>> x = np.array([[0.0], [1.0], [0.0], [2.0]])
