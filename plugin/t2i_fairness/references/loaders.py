@@ -120,25 +120,13 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def parse_reference_option(value: str) -> tuple[str, Path]:
-    """Split a ``--t2i-reference NAME=PATH`` value.
+    """Split a ``--t2i-reference NAME=PATH`` value into ``(name, path)``.
 
-    NAME becomes part of test ids, so it is restricted to letters, digits, ``_``, ``.`` and ``-``.
-    PATH may itself contain ``=``; ``~`` is expanded.
-
-    Args:
-        value: the option value, e.g. ``"geode=/data/geode"``.
-
-    Returns:
-        ``(name, path)``.
-
-    Raises:
-        ValueError: no ``=``, an empty or malformed NAME, or an empty PATH.
+    NAME goes into test ids (letters, digits, ``_``, ``.``, ``-``); PATH may contain ``=``.
 
     Example:
         >>> parse_reference_option("geode=/data/geode")
         ('geode', PosixPath('/data/geode'))
-        >>> parse_reference_option("offline=synthetic")
-        ('offline', PosixPath('synthetic'))
     """
     example = "e.g. --t2i-reference geode=/data/geode or --t2i-reference offline=synthetic"
     if not isinstance(value, str) or "=" not in value:
@@ -158,11 +146,9 @@ def parse_reference_option(value: str) -> tuple[str, Path]:
 def detect_kind(path: str | os.PathLike) -> str:
     """Guess which loader reads PATH.
 
-    The literal PATH ``synthetic`` (when no such file exists) means the generated set. A folder
-    is GeoDE if it holds ``index.csv``, DollarStreet if it holds ``images_v2.csv`` (or
-    ``dataset_dollarstreet/images_v2.csv``), a manifest if it holds ``manifest.csv``. A CSV file is
-    classified by its header: DollarStreet's columns (``imageRelPath``, ``topics``, ``region.id``),
-    GeoDE's (``file_path`` or ``ip_country``), else a manifest's (``path,object,region``).
+    ``synthetic`` (when no such file exists) is the generated set; a folder is GeoDE with
+    ``index.csv``, DollarStreet with ``images_v2.csv``, a manifest with ``manifest.csv``; a CSV file
+    is classified by its header.
 
     Raises:
         ValueError: PATH does not exist, or matches no kind (the message lists what was looked for).
@@ -215,20 +201,13 @@ def load_reference(
     """Load reference data of any kind, detected from PATH unless ``kind`` is given.
 
     Args:
-        path: a dataset folder or metadata CSV; ``synthetic`` (or any folder with
-            ``kind="synthetic"``, used as the cache) for the generated set.
+        path: a dataset folder or metadata CSV; ``synthetic`` for the generated set.
         kind: one of :data:`KINDS`; default :func:`detect_kind`.
-        name: name of the set; default the loader's (the kind; a manifest's file stem).
         objects, regions: restrict to these object codes and region slugs.
-        balance: equal images per object-region; default on for GeoDE only (as in DIG In).
-            Giving ``per_group`` turns it on. Synthetic sets are balanced by construction.
-        per_group: images per object-region when balancing; default the smallest group.
-        seed: seed of the balancing (and of the synthetic images).
-        sampler: how a group is sampled when balancing (see :func:`balance_records`).
+        balance: equal images per object-region; default on for GeoDE only (as in DIG In), on when
+            ``per_group`` is given.
+        seed, sampler: of the balancing (:func:`balance_records`) and of synthetic images.
         check_files: check that every listed image exists.
-
-    Raises:
-        ValueError: unknown kind, or any loader error (see the loaders).
     """
     if kind is None:
         kind = detect_kind(path)
@@ -278,25 +257,13 @@ def load_geode(
 ) -> ReferenceSet:
     """Load GeoDE as released: ``index.csv`` (one row per image) and the ``images/`` folder.
 
-    Columns: ``file_path`` (relative to ``images/``, or to the CSV's folder), ``object`` (GeoDE's
-    code, e.g. ``cooking_pot``), ``region`` (``Africa``, ``Americas``, ``EastAsia``, ``Europe``,
-    ``SouthEastAsia``, ``WestAsia``) and ``ip_country``; aliases in :data:`GEODE_COLUMNS`.
-    GeoDE has 40 objects; rows of the 13 that DIG In does not use are skipped (counted in the
-    description). Balanced by default: DIG In samples the same number per object-region to
-    remove correlations between objects and regions.
-
-    Args:
-        path: the GeoDE folder or its index CSV.
-        objects: GeoDE object codes; default DIG In's 27.
-        regions: region slugs; default all six.
-        balance, per_group, seed, sampler: see :func:`balance_records` (balancing draws from each group's
-            rows in ``index.csv`` order, as DIG In's ``sample_df`` draws from its DataFrame's order).
-        check_files: check that every listed image exists.
+    Columns ``file_path``, ``object``, ``region`` and ``ip_country`` (aliases in
+    :data:`GEODE_COLUMNS`). Rows of the 13 objects DIG In does not use are skipped; balanced by
+    default, drawing from each group's rows in ``index.csv`` order as DIG In's ``sample_df`` does.
 
     Raises:
-        ValueError: missing columns, unknown region values, missing images, an object-region
-            group with no images, or an impossible ``per_group``. Messages name the file, the
-            lines and the bad values, and list the valid choices.
+        ValueError: missing columns, unknown regions, missing images, an empty object-region group,
+            an impossible ``per_group``; messages name the file, lines, bad values and valid choices.
     """
     csv_path = _locate(path, "geode", (GEODE_INDEX,))
     wanted_objects = _choose(objects, tuple(GEODE_OBJECTS), "GeoDE object", slug=True)
@@ -346,26 +313,14 @@ def load_dollarstreet(
 ) -> ReferenceSet:
     """Load DollarStreet from its metadata CSV (``images_v2.csv`` of the released dataset).
 
-    Columns: ``imageRelPath`` (relative to the CSV's folder), ``topics`` (a list such as
-    ``['toothbrush']``, or one topic), ``region.id`` (``af``, ``am``, ``as``, ``eu``; region names
-    also work) and ``country.name``; aliases in :data:`DOLLARSTREET_COLUMNS`. Topics keep
-    DollarStreet's own vocabulary, slugified (``"Stove/hob"`` -> ``stove_hob``). As in DIG In:
-    images with several topics are dropped, only object-like topics are kept (default
-    :data:`DOLLARSTREET_OBJECTS`), objects missing from any region are dropped, and the
-    imbalanced distribution is kept (``balance=False``) because balancing would leave too few
-    images per region.
-
-    Args:
-        path: the folder holding ``images_v2.csv`` or the CSV itself.
-        objects: topic slugs to keep; default :data:`DOLLARSTREET_OBJECTS`.
-        regions: slugs among ``africa``, ``americas``, ``asia``, ``europe``; default all four.
-        balance, per_group, seed, sampler: see :func:`balance_records` (rows in file order).
-        require_all_regions: drop objects without images in every selected region.
-        check_files: check that every kept image exists.
+    Columns ``imageRelPath``, ``topics``, ``region.id`` and ``country.name`` (aliases in
+    :data:`DOLLARSTREET_COLUMNS`); topics slugified (``"Stove/hob"`` -> ``stove_hob``). As in DIG In:
+    multi-topic images are dropped, only object-like topics kept (:data:`DOLLARSTREET_OBJECTS`),
+    objects missing from a region dropped, and the imbalanced distribution kept.
 
     Raises:
-        ValueError: missing columns, unknown region values, unreadable topics, missing images,
-            a selected region or an explicitly requested object with no images.
+        ValueError: missing columns, unknown regions, unreadable topics, missing images, a selected
+            region or requested object with no images.
     """
     csv_path = _locate(path, "dollarstreet", DOLLARSTREET_CSVS)
     explicit_objects = objects is not None
@@ -449,20 +404,12 @@ def load_manifest(
 ) -> ReferenceSet:
     """Load a manifest CSV with columns ``path,object,region[,country]``.
 
-    Paths are relative to the CSV's folder (absolute paths are kept). Objects are GeoDE codes or
-    DollarStreet topic slugs (:data:`KNOWN_OBJECTS`), spelled as codes or names ("cooking pot").
-    Regions are slugs of :data:`REGION_SLUGS` or GeoDE/DollarStreet names ("EastAsia").
-
-    Args:
-        path: the CSV, or a folder holding ``manifest.csv``.
-        name: name of the set; default the CSV's file stem.
-        objects, regions: keep only these; each must have images.
-        balance, per_group, seed, sampler: see :func:`balance_records` (rows in file order).
-        check_files: check that every listed image exists.
+    Paths are relative to the CSV's folder; objects are :data:`KNOWN_OBJECTS` codes or names
+    ("cooking pot"); regions are :data:`REGION_SLUGS` or GeoDE/DollarStreet names ("EastAsia").
 
     Raises:
-        ValueError: missing columns, unknown objects or regions (with line numbers and the valid
-            choices), missing images, a requested object or region with no images, an empty set.
+        ValueError: missing columns, unknown objects or regions (with line numbers and the choices),
+            missing images, a requested object or region with no images, an empty set.
     """
     csv_path = _locate(path, "manifest", (MANIFEST_CSV,))
     wanted_objects = _choose(objects, KNOWN_OBJECTS, "object", slug=True) if objects is not None else None

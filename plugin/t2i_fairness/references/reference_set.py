@@ -76,21 +76,15 @@ class ReferenceSet:
         return out
 
     def object_mix(self, region: str) -> dict[str, int]:
-        """How many images of each object the region has.
-
-        DIG In samples the generations of the ``{object}`` prompt so that their object mix matches
-        each regional reference dataset; this is the distribution to sample from.
-
-        Args:
-            region: a region slug present in the set.
+        """How many images of each object ``region`` has: the mix DIG In samples the ``{object}`` prompt's
+        generations to match.
 
         Raises:
             ValueError: the region has no images in this set (the message lists those that do).
 
         Example:
             >>> from t2i_fairness.references.sets import synthetic_reference
-            >>> ref = synthetic_reference(["bag", "car"], ["africa", "europe"], per_group=2)
-            >>> ref.object_mix("africa")
+            >>> synthetic_reference(["bag", "car"], ["africa", "europe"], per_group=2).object_mix("africa")
             {'bag': 2, 'car': 2}
         """
         if region not in {r.region for r in self.records}:
@@ -118,14 +112,9 @@ class ReferenceSet:
     def fingerprint(self) -> str:
         """A content hash of the manifest: 16 hex digits, stable across machines and copies.
 
-        It hashes, for every record sorted by path: the path relative to :attr:`root`, the labels
-        and the file size in bytes (plus the synthetic flag). File modification times are left out
-        on purpose: copying or restoring a dataset changes them without changing any image, and a
-        spurious change of fingerprint means re-extracting features of every reference image.
-        The size catches a replaced or truncated file at the cost of one ``stat`` per image;
-        an in-place edit that keeps the size is not detected. Synthetic sets hash their renderer
-        version, seed and size instead of file sizes (the renderer is deterministic), so a set
-        rendered in memory and the same set written to a folder share a fingerprint.
+        It hashes, per record sorted by path, the path relative to :attr:`root`, the labels and the file
+        size (synthetic sets: renderer version, seed and size). Modification times are left out: a copy
+        or restore changes them without changing an image, and would re-extract every feature.
         """
         h = hashlib.sha256()
         h.update(f"t2i-fairness reference v1 synthetic={self.synthetic}\n".encode())
@@ -145,10 +134,7 @@ class ReferenceSet:
         return h.hexdigest()[:16]
 
     def check_images(self, limit: int | None = None) -> None:
-        """Decode every image (or the first ``limit``) and report all that fail at once.
-
-        Loading only checks that files exist; run this before a long evaluation to find corrupt
-        files up front instead of in the middle of feature extraction.
+        """Decode every image (or the first ``limit``) and report all that fail at once, before a long run.
 
         Raises:
             ValueError: naming the unreadable files (the first few) and how many there are.
@@ -174,30 +160,18 @@ def balance_records(records: Sequence[Record], per_group: int | None = None, see
                     sampler: str = "dig_in") -> list[Record]:
     """Sample the same number of records from every (object, region) group, without replacement.
 
-    This is DIG In's balancing of GeoDE (``utils.sample_df``): a fixed number of images per
-    object-region, so that object and region are not correlated. Two samplers:
-
-    * ``"dig_in"`` (default): DIG In's code, ``random.seed(seed); random.sample(list(hold.index), n)``
-      per group, i.e. ``random.Random(seed).sample(rows, n)`` over the group's rows **in the order
-      given** (a loader passes its file order, as DIG In's DataFrame order). The choice depends on
-      that order and on the seed only (DIG In reseeds per group).
-    * ``"project"``: each group with its own RNG seeded from ``seed`` and the group's labels, over
-      the group sorted by path; the result does not depend on the input order.
-
-    The chosen records keep their input order.
+    DIG In's balancing of GeoDE (``utils.sample_df``), so object and region are not correlated.
+    ``sampler="dig_in"`` is its code: ``random.Random(seed).sample(rows, n)`` over each group's rows in
+    the order given (a loader passes its file order); ``"project"`` seeds each group from ``seed`` and
+    its labels over the group sorted by path, independent of input order. Chosen records keep their
+    input order.
 
     Args:
-        records: the records to balance.
         per_group: images per group; default the size of the smallest group.
-        seed: the sampling seed.
-        sampler: ``"dig_in"`` or ``"project"``.
-
-    Returns:
-        A subset of ``records`` with exactly ``per_group`` records in every group.
 
     Raises:
-        ValueError: ``records`` is empty, ``per_group`` is not a positive integer, some group
-            has fewer than ``per_group`` records (the message names them), or an unknown sampler.
+        ValueError: no records, a bad ``per_group``, a group smaller than ``per_group`` (named), an
+            unknown sampler.
 
     Example:
         >>> recs = [Record(f"/a/p{i}.png", "bag", "africa") for i in range(5)]

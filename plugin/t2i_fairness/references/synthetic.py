@@ -30,26 +30,16 @@ def synthetic_reference(
     folder: str | os.PathLike | None = None,
     name: str = "synthetic",
 ) -> ReferenceSet:
-    """A small generated reference set, so the gates run offline. It is not real data.
+    """A small generated reference set, so the gates run offline. It is not real data, and says so.
 
-    Every object-region group gets ``per_group`` images drawn by :func:`render_synthetic`; the
-    same arguments give byte-identical PNGs. Without ``folder`` nothing is drawn until
-    :func:`open_image` renders a record's ``synthetic:`` URI. With ``folder`` the PNGs are written
-    to ``folder/seed{seed}-{size}px/{region}/{object}/{index:04d}.png``, each atomically (temporary
-    file, then ``os.replace``), so concurrent workers never read half a file; files already there
-    with the right bytes are left alone.
-
-    The set is marked ``synthetic=True``, its description says so, and its name contains
-    "synthetic" (``name`` gets a ``-synthetic`` suffix otherwise).
+    Every object-region group gets ``per_group`` images from :func:`render_synthetic` (same arguments,
+    same bytes). Without ``folder`` the set is virtual (``open_image`` renders its ``synthetic:``
+    URIs); with ``folder`` the PNGs are written there atomically, existing identical files kept.
+    The set is ``synthetic=True`` and its name contains "synthetic".
 
     Args:
-        objects: object codes (GeoDE's, or DollarStreet topic slugs); default GeoDE's 27.
+        objects: object codes; default GeoDE's 27.
         regions: region slugs; default GeoDE's six.
-        per_group: images per object-region.
-        seed: drawing seed.
-        size: image side in pixels.
-        folder: cache folder to write PNGs into; None keeps the set virtual.
-        name: name of the set.
 
     Raises:
         ValueError: unknown objects or regions (listing the choices), bad ``per_group`` or ``size``.
