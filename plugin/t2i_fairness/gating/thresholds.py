@@ -166,7 +166,7 @@ class ThresholdFile:
     ``lines`` (gate id -> 1-based line of its key, for messages) and ``bound_lines`` (of its bound).
 
     Edit ``gates``/``provenances`` directly or with :meth:`apply_updates`, then :meth:`save`; a file that
-    was loaded is written back with its comments and order (see the module docstring).
+    was loaded is written back with its comments and order (docs/thresholds.md).
 
     Example:
         >>> import tempfile
@@ -205,18 +205,11 @@ class ThresholdFile:
 
     @classmethod
     def load(cls, path: str | Path) -> "ThresholdFile":
-        """Read and validate a thresholds file; a missing file is an empty one.
-
-        Args:
-            path: the YAML file (a symlink is followed).
+        """Read and validate a thresholds file (a symlink is followed); a missing file is an empty one.
 
         Raises:
-            ThresholdFileError: the path is a directory or unreadable, the file is not UTF-8, is not valid
-                YAML, repeats a key, or has a bad entry; the message names the file and line.
-
-        Example:
-            >>> ThresholdFile.load("/nonexistent/t.yaml").gates
-            {}
+            ThresholdFileError: a directory, unreadable or non-UTF-8 file, invalid YAML, a repeated key
+                or a bad entry; the message names the file and line.
         """
         path = Path(path)
         text = _read_text(path)
@@ -421,19 +414,15 @@ class WriteBack:
 
 
 def write_back(thresholds_path: str | Path, records: Iterable[Any], drop: Iterable[str] = ()) -> WriteBack:
-    """Write a run's gate records back: ``written`` records into the thresholds file, ``missing`` ones
-    into ``<file>.proposed.yaml``. The body of ``GateSession.finish`` once ``write_files`` is set.
+    """Write a run's gate records back: ``written`` ones into the thresholds file, ``missing`` ones into
+    ``<file>.proposed.yaml`` (the body of ``GateSession.finish`` once ``write_files`` is set).
 
-    Each record is a mapping or an object with ``gate``, ``status``, ``direction``, ``write`` (the value
-    to write, or None) and ``provenance`` (settings dict). A bound re-measured at its current value keeps
-    its provenance. A proposal file that cannot be read is renamed to
-    ``<name>.corrupt-<YYYYmmddTHHMMSS>`` and the run's proposals go to a new one (said in ``notes``).
+    A record (mapping or object) has ``gate``, ``status``, ``direction``, ``write`` (the value, or
+    None) and ``provenance``. An unreadable proposal file is set aside as ``<name>.corrupt-<time>``.
 
     Args:
-        thresholds_path: the thresholds file (``--t2i-thresholds``).
-        records: the run's gate records (``GateRecord`` or their dicts).
-        drop: gates whose entry the update flow removes (a hypothesis-test gate's bound written from
-            an earlier p-value: the gate is judged at the run's level, not against a bound).
+        drop: gates whose entry is removed (a hypothesis-test gate is judged at the run's level, not
+            against a bound).
 
     Raises:
         ThresholdFileError: the thresholds file itself cannot be read or written (names it).

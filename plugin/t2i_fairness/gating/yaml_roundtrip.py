@@ -28,9 +28,8 @@ MAX_BYTES = 2 << 20  # a thresholds file is read with its comments' positions (r
 def _read_text(path: Path) -> str | None:
     """The file's text, None if there is no file; every other failure is a ThresholdFileError naming it.
 
-    A file above :data:`MAX_BYTES` is refused before it is read: about 14 000 gates of ~150 bytes
-    (the paper preset's whole suite is about 1 500), which the round-trip parser reads in seconds;
-    a 50 MB file took it minutes and 2 GB of memory, silently.
+    A file above :data:`MAX_BYTES` (about 14 000 gates) is refused before the round-trip parser,
+    which would take minutes and gigabytes on it, reads it.
     """
     if path.is_dir():
         raise ThresholdFileError(f"{path}: is a directory; expected a thresholds YAML file (e.g. {path / 'tiny.yaml'})")
