@@ -12,10 +12,6 @@ from PIL import Image, ImageDraw
 
 from t2i_fairness.references.labels import Record, _stable_int
 
-__all__ = [
-    "open_image",
-    "render_synthetic",
-]
 
 # Bumped whenever render_synthetic draws differently, so fingerprints and cached features change.
 SYNTHETIC_VERSION = 1

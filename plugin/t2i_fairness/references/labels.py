@@ -10,15 +10,6 @@ from typing import Iterable, Sequence
 
 from t2i_fairness.vocab.geode import GEODE_OBJECTS, GEODE_REGIONS, slugify
 
-__all__ = [
-    "DOLLARSTREET_OBJECTS",
-    "DOLLARSTREET_REGIONS",
-    "GEODE_REGION_SLUGS",
-    "KINDS",
-    "KNOWN_OBJECTS",
-    "REGION_SLUGS",
-    "Record",
-]
 
 KINDS = ("geode", "dollarstreet", "manifest", "synthetic")
 

@@ -31,18 +31,6 @@ from t2i_fairness.references.reference_set import ReferenceSet, _balance_note, b
 from t2i_fairness.references.synthetic import synthetic_reference
 from t2i_fairness.vocab.geode import GEODE_OBJECTS, slugify
 
-__all__ = [
-    "DOLLARSTREET_COLUMNS",
-    "GEODE_COLUMNS",
-    "MANIFEST_COLUMNS",
-    "detect_kind",
-    "load_dollarstreet",
-    "load_geode",
-    "load_manifest",
-    "load_reference",
-    "parse_reference_option",
-    "reference_from_option",
-]
 
 
 def _compact(text: str) -> str:

@@ -14,10 +14,6 @@ from typing import Sequence
 from t2i_fairness.references.images import open_image
 from t2i_fairness.references.labels import Record, _SHOW, _ordered_regions, _relative, _stable_int
 
-__all__ = [
-    "ReferenceSet",
-    "balance_records",
-]
 
 
 @dataclass(frozen=True)

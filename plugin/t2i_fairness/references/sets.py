@@ -19,27 +19,12 @@ from __future__ import annotations
 
 from t2i_fairness.references.images import SYNTHETIC_VERSION, open_image, render_synthetic
 from t2i_fairness.references.labels import (
-    DOLLARSTREET_OBJECTS,
-    DOLLARSTREET_REGIONS,
-    GEODE_REGION_SLUGS,
-    KINDS,
-    KNOWN_OBJECTS,
-    REGION_SLUGS,
+    DOLLARSTREET_OBJECTS, DOLLARSTREET_REGIONS, GEODE_REGION_SLUGS, KINDS, KNOWN_OBJECTS, REGION_SLUGS,
     Record,
 )
 from t2i_fairness.references.loaders import (
-    DOLLARSTREET_COLUMNS,
-    DOLLARSTREET_CSVS,
-    GEODE_COLUMNS,
-    GEODE_INDEX,
-    MANIFEST_COLUMNS,
-    MANIFEST_CSV,
-    detect_kind,
-    load_dollarstreet,
-    load_geode,
-    load_manifest,
-    load_reference,
-    parse_reference_option,
+    DOLLARSTREET_COLUMNS, DOLLARSTREET_CSVS, GEODE_COLUMNS, GEODE_INDEX, MANIFEST_COLUMNS, MANIFEST_CSV,
+    detect_kind, load_dollarstreet, load_geode, load_manifest, load_reference, parse_reference_option,
     reference_from_option,
 )
 from t2i_fairness.references.reference_set import BALANCE_SAMPLERS, ReferenceSet, balance_records

@@ -15,9 +15,6 @@ from t2i_fairness.references.labels import GEODE_REGION_SLUGS, KNOWN_OBJECTS, RE
 from t2i_fairness.references.reference_set import ReferenceSet
 from t2i_fairness.vocab.geode import GEODE_OBJECTS
 
-__all__ = [
-    "synthetic_reference",
-]
 
 
 def synthetic_reference(

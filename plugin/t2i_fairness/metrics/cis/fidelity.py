@@ -9,15 +9,6 @@ import numpy as np
 
 from t2i_fairness.metrics.cis.prompts import _check_pos_int
 
-__all__ = [
-    "degradation_slope",
-    "frechet_distance",
-    "frechet_inception_distance",
-    "gaussian_statistics",
-    "inception_score",
-    "inception_score_splits",
-    "tile_composite",
-]
 
 
 def tile_composite(images: Sequence[object], tile_size: int = 224, background: tuple[int, int, int] = (0, 0, 0)):

@@ -11,25 +11,6 @@ import numpy as np
 
 from t2i_fairness.metrics.cis.prompts import _check_components, _check_pos_int, shuffled_prompts
 
-__all__ = [
-    "ChiSquareResult",
-    "ORDER_EFFECT",
-    "ORDER_POSITION_RESAMPLES",
-    "OrderArrays",
-    "OrderEffect",
-    "OrderPositionResult",
-    "OrderPower",
-    "order_arrays",
-    "order_component_permutation_test",
-    "order_effect",
-    "order_invariance_permutation_test",
-    "order_invariance_test",
-    "order_invariance_test_by_component",
-    "order_position_power",
-    "order_position_test",
-    "order_resamples",
-    "simulate_order_study",
-]
 
 
 @dataclass(frozen=True)

@@ -12,19 +12,6 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-__all__ = [
-    "DEFAULT_KS",
-    "PROMPT_STYLES",
-    "check_token_lengths",
-    "imagenet_classnames",
-    "indefinite_article",
-    "render_prompt",
-    "sample_component_prompts",
-    "sample_fitting_prompts",
-    "sample_prompt_suite",
-    "shuffle_components",
-    "shuffled_prompts",
-]
 
 #: The component counts the paper evaluates (K = 1, 2, 4, 8).
 DEFAULT_KS: tuple[int, ...] = (1, 2, 4, 8)

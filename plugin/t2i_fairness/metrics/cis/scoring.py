@@ -13,18 +13,6 @@ import numpy as np
 
 from t2i_fairness.metrics.cis.prompts import _LOOKUP_PREFIX, _check_components, _check_pos_int, _render
 
-__all__ = [
-    "ComponentRate",
-    "component_generation_rates",
-    "component_rate_intervals",
-    "components_inclusion_score",
-    "counted_components",
-    "detected_subsets",
-    "extreme_components",
-    "image_scores",
-    "lookup_subsets",
-    "lookup_table",
-]
 
 
 def lookup_subsets(components: Sequence[str]) -> list[tuple[str, ...]]:

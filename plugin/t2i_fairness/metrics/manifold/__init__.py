@@ -11,21 +11,11 @@ import os  # noqa: F401  (tests patch os.replace through this module)
 
 from t2i_fairness.metrics.manifold.balls import Membership, ball_membership, membership, pair_distances
 from t2i_fairness.metrics.manifold.exact import (  # noqa: F401  (tests read the engine's parts here)
-    _F32,
-    _FALLBACK_MIN_PAIRS,
-    _Bounds,
-    _Frame,
-    _identity_block,
-    _prepare,
+    _F32, _FALLBACK_MIN_PAIRS, _Bounds, _Frame, _identity_block, _prepare,
 )
 from t2i_fairness.metrics.manifold.inputs import DEDUPE_CHOICES, DEFAULT_NEAREST_K, Dedupe
 from t2i_fairness.metrics.manifold.scores import (
-    ReferenceManifold,
-    dedupe_index,
-    deduplicate,
-    prdc,
-    precision_coverage,
-    real_radii,
+    ReferenceManifold, dedupe_index, deduplicate, prdc, precision_coverage, real_radii,
 )
 
 __all__ = [

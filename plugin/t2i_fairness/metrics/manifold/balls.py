@@ -19,12 +19,6 @@ from t2i_fairness.metrics.manifold.inputs import (
 )
 from t2i_fairness.metrics.manifold.scores import ReferenceManifold, dedupe_index
 
-__all__ = [
-    "Membership",
-    "ball_membership",
-    "membership",
-    "pair_distances",
-]
 
 
 def ball_membership(real: Any, radii: Any, fake: Any, *, block_elements: int = 2**24) -> np.ndarray:

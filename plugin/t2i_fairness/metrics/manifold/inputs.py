@@ -8,9 +8,6 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-__all__ = [
-    "Dedupe",
-]
 
 Dedupe = Literal["none", "keep_one", "drop_all"]
 

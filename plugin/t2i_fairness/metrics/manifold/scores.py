@@ -37,14 +37,6 @@ from t2i_fairness.metrics.manifold.inputs import (
     _readonly,
 )
 
-__all__ = [
-    "ReferenceManifold",
-    "dedupe_index",
-    "deduplicate",
-    "prdc",
-    "precision_coverage",
-    "real_radii",
-]
 
 _NPZ_FORMAT = 1
 
