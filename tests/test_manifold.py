@@ -175,8 +175,8 @@ def test_two_far_clusters_use_the_float64_fallback(monkeypatch):
         tiers.append((x.shape[0], tier.dtype))
         return original(x, frame, tier, device)
 
-    monkeypatch.setattr(mf, "_prepare", spy)
-    monkeypatch.setattr(mf, "_FALLBACK_MIN_PAIRS", 0)  # cross blocks fall back too
+    monkeypatch.setattr(mf.exact, "_prepare", spy)
+    monkeypatch.setattr(mf.exact, "_FALLBACK_MIN_PAIRS", 0)  # cross blocks fall back too
     ours = mf.prdc(real, fake, 3, chunk_size=16)
     assert {(120, torch.float64), (100, torch.float64)} <= set(tiers)
     assert ours == brute_prdc(real, fake, 3)  # prdc's own float64 identity is not exact here
