@@ -31,7 +31,8 @@ Claims gated:
 Reported beside them: the scorer ceiling (section 5.1's self-check on tiled single-component
 images; at a ``--t2i-sequential`` look, over the first look's prompts: :attr:`~t2i_fairness.families.cis.study.CisStudy.ceiling_size`), Inception Score per K and FID per K (section 6.2), the most ignored and most prominent
 components. Each gate's number is made by the study (:class:`~t2i_fairness.families.cis.study.CisStudy`, one
-indicator method per gate, of the test's name); the test reports and judges it. Rules for sampling, the
+indicator method per gate, of the test's name); the test attaches its report
+(:mod:`t2i_fairness.families.cis.report`) and judges it. Rules for sampling, the
 77-token limit, the composites and the splits: :mod:`t2i_fairness.families.cis.study`.
 """
 
