@@ -51,6 +51,16 @@ def test_every_suite_function_is_at_most_15_lines():
     assert not long, f"suite functions over 15 lines: {long}"
 
 
+def test_no_suite_file_reaches_into_an_indicators_study():
+    """A gate test hands its indicator to its family's report functions (``report_*(ind, ..., t2i_report)``),
+    which read the study it was measured on; the suite itself never reads ``ind.at``."""
+    import ast
+
+    found = [f"{path.name}:{node.lineno}" for path in sorted((REPO / "fairness_tests").glob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Attribute) and node.attr == "at"]
+    assert not found, found
+
+
 def _gate_tests(family) -> dict[str, "object"]:
     import ast
 
