@@ -9,13 +9,9 @@ the per-object jackknife variance floored at normal theory, t on one degree of f
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
 
-from t2i_fairness.families.dig_in.report import lowest_scoring
-from t2i_fairness.report.grids import image_grid
-from t2i_fairness.errors import T2ISmallSampleWarning
+from t2i_fairness.families.dig_in.report import report_consistency
 from t2i_fairness.vocab.geode import GEODE_REGIONS
 
 REGIONAL_TEMPLATES = ("object_in_region", "object_in_country", "regional_adjective")
@@ -27,13 +23,5 @@ CASES += [pytest.param(t, r.slug, id=f"{t}-{r.slug}") for t in REGIONAL_TEMPLATE
 @pytest.mark.parametrize("template, region", CASES)
 def test_object_consistency(template, region, dig_in, gate, t2i_report):
     ind = dig_in.object_consistency(template, region)
-    scored = ind.at.clipscores(template, region)  # the region's prompts only (all without a region)
-    lowest = lowest_scoring(scored)
-    if lowest and all(s.image is not None for s in lowest):
-        t2i_report.png("lowest_scoring", image_grid([s.image.load() for s in lowest],
-                                                    [f"{s.score:.3f} {s.object}" for s in lowest]))
-    small = {o: n for o, n in ind.details["images_by_object"].items() if n < 10}
-    if small:
-        warnings.warn(T2ISmallSampleWarning(
-            f"10th percentile from fewer than 10 images for {len(small)} object(s) ({small}); the figure is unstable"))
+    report_consistency(ind, template, region, t2i_report)
     gate(ind)

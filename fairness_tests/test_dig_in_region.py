@@ -17,62 +17,49 @@ that it was picked among G (Bonferroni), and parity is the union of the ordered 
 
 from __future__ import annotations
 
-import math
-
 from t2i_fairness.families.dig_in.evidence import evidence
-from t2i_fairness.families.dig_in.report import region_bars, region_bounds, region_intervals, region_lines
+from t2i_fairness.families.dig_in.report import report_region_bars, report_region_lines
 
-
-def _lowest(scores, metric):
-    """The group with the lowest value (an undefined value first): the one whose images the evidence shows."""
-    return min(scores, key=lambda g: (not math.isnan(getattr(scores[g], metric)), getattr(scores[g], metric)))
-
+# A failing gate shows the images of its group: the region (or object in a region) it names, or the group its
+# indicator names as the worst (the one behind a worst-region or parity value).
 
 # -- Region Indicator (4.2) -------------------------------------------------------------------------
 
 def test_region_precision(reference, template, region, dig_in, gate, t2i_report):
     ind = dig_in.region_precision(reference, template, region)
-    t2i_report.on_failure(evidence(ind.at, reference, template, "precision", region))
+    t2i_report.on_failure(evidence(ind, reference, template, "precision", region))
     gate(ind)
 
 
 def test_region_coverage(reference, template, region, dig_in, gate, t2i_report):
     ind = dig_in.region_coverage(reference, template, region)
-    t2i_report.on_failure(evidence(ind.at, reference, template, "coverage", region))
+    t2i_report.on_failure(evidence(ind, reference, template, "coverage", region))
     gate(ind)
 
 
 def test_worst_region_precision(reference, template, dig_in, gate, t2i_report):
     ind = dig_in.worst_region_precision(reference, template)
-    scores = ind.at.scores(reference, template).region
-    o = ind.at.bench.options
-    t2i_report.png("region_precision_coverage", region_bars(
-        f"{reference}: {template}", scores, intervals=region_intervals(scores, o.confidence),
-        bounds=region_bounds(gate, reference, template, scores), confidence=o.confidence))
-    t2i_report.on_failure(evidence(ind.at, reference, template, "precision", _lowest(scores, "precision")))
-    t2i_report.json("regions", {r: s.report() for r, s in scores.items()})
+    report_region_bars(ind, gate, reference, template, t2i_report)
+    t2i_report.on_failure(evidence(ind, reference, template, "precision"))
     gate(ind)
 
 
 def test_worst_region_coverage(reference, template, dig_in, gate, t2i_report):
     ind = dig_in.worst_region_coverage(reference, template)
-    sc = ind.at.scores(reference, template)
-    t2i_report.section(f"DIG In Region Indicator: {reference} / {template}", region_lines(sc.region, sc.truncation))
-    t2i_report.on_failure(evidence(ind.at, reference, template, "coverage", _lowest(sc.region, "coverage")))
+    report_region_lines(ind, reference, template, t2i_report)
+    t2i_report.on_failure(evidence(ind, reference, template, "coverage"))
     gate(ind)
 
 
 def test_region_disparity_precision(reference, template, dig_in, gate, t2i_report):
     ind = dig_in.region_disparity_precision(reference, template)
-    scores = ind.at.scores(reference, template).region
-    t2i_report.on_failure(evidence(ind.at, reference, template, "precision", _lowest(scores, "precision")))
+    t2i_report.on_failure(evidence(ind, reference, template, "precision"))
     gate(ind)
 
 
 def test_region_disparity_coverage(reference, template, dig_in, gate, t2i_report):
     ind = dig_in.region_disparity_coverage(reference, template)
-    scores = ind.at.scores(reference, template).region
-    t2i_report.on_failure(evidence(ind.at, reference, template, "coverage", _lowest(scores, "coverage")))
+    t2i_report.on_failure(evidence(ind, reference, template, "coverage"))
     gate(ind)
 
 
@@ -80,38 +67,29 @@ def test_region_disparity_coverage(reference, template, dig_in, gate, t2i_report
 
 def test_object_region_precision(reference, template, object, region, dig_in, gate, t2i_report):
     ind = dig_in.object_region_precision(reference, template, object, region)
-    t2i_report.on_failure(evidence(ind.at, reference, template, "precision", region, object))
+    t2i_report.on_failure(evidence(ind, reference, template, "precision", region, object))
     gate(ind)
 
 
 def test_object_region_coverage(reference, template, object, region, dig_in, gate, t2i_report):
     ind = dig_in.object_region_coverage(reference, template, object, region)
-    t2i_report.on_failure(evidence(ind.at, reference, template, "coverage", region, object))
+    t2i_report.on_failure(evidence(ind, reference, template, "coverage", region, object))
     gate(ind)
-
-
-def _object_lowest(study, reference, template, object, metric):
-    scores = study.scores(reference, template).object_region
-    groups = {r: scores[(o, r)] for (o, r) in scores if o == object}
-    return _lowest(groups, metric) if groups else None
 
 
 def test_object_worst_region_precision(reference, template, object, dig_in, gate, t2i_report):
     ind = dig_in.object_worst_region_precision(reference, template, object)
-    t2i_report.on_failure(evidence(ind.at, reference, template, "precision",
-                                   _object_lowest(ind.at, reference, template, object, "precision"), object))
+    t2i_report.on_failure(evidence(ind, reference, template, "precision", object=object))
     gate(ind)
 
 
 def test_object_worst_region_coverage(reference, template, object, dig_in, gate, t2i_report):
     ind = dig_in.object_worst_region_coverage(reference, template, object)
-    t2i_report.on_failure(evidence(ind.at, reference, template, "coverage",
-                                   _object_lowest(ind.at, reference, template, object, "coverage"), object))
+    t2i_report.on_failure(evidence(ind, reference, template, "coverage", object=object))
     gate(ind)
 
 
 def test_object_region_disparity_coverage(reference, template, object, dig_in, gate, t2i_report):
     ind = dig_in.object_region_disparity_coverage(reference, template, object)
-    t2i_report.on_failure(evidence(ind.at, reference, template, "coverage",
-                                   _object_lowest(ind.at, reference, template, object, "coverage"), object))
+    t2i_report.on_failure(evidence(ind, reference, template, "coverage", object=object))
     gate(ind)

@@ -15,48 +15,48 @@ relative to English, in the terminal summary. Which model serves which indicator
 
 from __future__ import annotations
 
-from t2i_fairness.families.indic_tti.report import show
+from t2i_fairness.families.indic_tti.report import report_gate, show
 
 
 def test_clgc(indic_language, indic, t2i_report, gate):
     ind = indic.clgc(indic_language)
-    show(ind.at, t2i_report)
+    report_gate(ind, t2i_report)
     gate(ind)
 
 
 def test_igc(indic_language, indic, t2i_report, gate):
     ind = indic.igc(indic_language)
-    show(ind.at, t2i_report)
+    report_gate(ind, t2i_report)
     gate(ind)
 
 
 def test_lgc(indic_language, indic, t2i_report, gate):
     ind = indic.lgc(indic_language)
-    show(ind.at, t2i_report)
+    report_gate(ind, t2i_report)
     gate(ind)
 
 
 def test_scwl(indic_language, indic, t2i_report, gate):
     ind = indic.scwl(indic_language)
-    show(ind.at, t2i_report)
+    report_gate(ind, t2i_report)
     gate(ind)
 
 
 def test_dwl(indic_language, indic, t2i_report, gate):
     ind = indic.dwl(indic_language)
-    show(ind.at, t2i_report)
+    report_gate(ind, t2i_report)
     gate(ind)
 
 
 def test_clgc_vs_english(indic_non_english, indic, t2i_report, gate):
     ind = indic.clgc_vs_english(indic_non_english)
-    show(ind.at, t2i_report)
+    report_gate(ind, t2i_report)
     gate(ind)
 
 
 def test_scal_with_english(indic_non_english, indic, t2i_report, gate):
     ind = indic.scal_with_english(indic_non_english)
-    show(ind.at, t2i_report)
+    report_gate(ind, t2i_report)
     gate(ind)
 
 

@@ -18,18 +18,18 @@ it does not gate.  Definitions (the paper's formulas were lost): :mod:`t2i_fairn
 
 from __future__ import annotations
 
-from t2i_fairness.families.word_influence.report import show
+from t2i_fairness.families.word_influence.report import report_gate, show
 
 
 def test_word_influence(word_case, word_influence, t2i_report, gate):
     ind = word_influence.word_influence(word_case)
-    show(ind.at, t2i_report)
+    report_gate(ind, t2i_report)
     gate(ind)
 
 
 def test_representation(prompt_case, word_influence, t2i_report, gate):
     ind = word_influence.representation(prompt_case)
-    show(ind.at, t2i_report)
+    report_gate(ind, t2i_report)
     gate(ind)
 
 

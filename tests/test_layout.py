@@ -37,6 +37,30 @@ def test_every_gate_module_of_the_suite_belongs_to_one_family():
     assert all(len(names) == 1 for names in owners.values()), owners
 
 
+def test_every_suite_function_is_at_most_15_lines():
+    """A suite file reads like its paper's claims: every function in ``fairness_tests/`` (fixtures and nested
+    functions too) is at most 15 lines from its ``def`` to its end, decorators excluded; tables, figures and the
+    paper's figures live in the family's ``report.py``."""
+    import ast
+
+    long = {}
+    for path in sorted((REPO / "fairness_tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 15:
+                long[f"{path.name}:{node.lineno} {node.name}"] = node.end_lineno - node.lineno + 1
+    assert not long, f"suite functions over 15 lines: {long}"
+
+
+def test_no_suite_file_reaches_into_an_indicators_study():
+    """A gate test hands its indicator to its family's report functions (``report_*(ind, ..., t2i_report)``),
+    which read the study it was measured on; the suite itself never reads ``ind.at``."""
+    import ast
+
+    found = [f"{path.name}:{node.lineno}" for path in sorted((REPO / "fairness_tests").glob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Attribute) and node.attr == "at"]
+    assert not found, found
+
+
 def _gate_tests(family) -> dict[str, "object"]:
     import ast
 

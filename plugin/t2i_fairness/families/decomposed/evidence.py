@@ -51,15 +51,15 @@ def group_evidence(study, reference: str, template: str, region: str, setup: str
         missing=[generated(i) for i in rows[~has_features(feats)]])
 
 
-def evidence(study, reference: str, template: str, setup: str, metric: str, region: str | Callable[[], str],
+def evidence(ind, reference: str, template: str, setup: str, metric: str, region: str | Callable[[], str],
              limit: int = 8) -> Callable[[], dict]:
-    """A callable for ``t2i_report.on_failure(...)``: the region's grids, drawn only when the gate fails.
-
-    ``region`` may be a callable (the worst region, known once computed).
+    """A callable for ``t2i_report.on_failure(...)``: the region's grids in ``setup``'s space, on the study
+    the indicator ``ind`` was measured on, drawn only when the gate fails. ``region`` may be a callable (the
+    worst region, known once computed).
 
     Example:
         >>> callable(evidence(None, "synthetic", "object_in_region", "bg", "coverage", "africa"))
         True
     """
-    return on_failure_grids(lambda: group_evidence(study, reference, template, region() if callable(region) else region,
+    return on_failure_grids(lambda: group_evidence(ind.at, reference, template, region() if callable(region) else region,
                                                    setup), metric, limit)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from t2i_fairness.families.decomposed.study import TEMPLATE_LABELS, DecomposedReal, DecomposedScores
+from typing import Iterable, Mapping
+
+from t2i_fairness.families.decomposed.study import (DECOMPOSED_TEMPLATES, TEMPLATE_LABELS, DecomposedReal,
+                                                    DecomposedScores)
 
 
 def diagnostics_report(real: DecomposedReal, scores: DecomposedScores, diags: dict) -> dict:
@@ -87,3 +90,60 @@ def table1_section(name: str, ref, real: DecomposedReal, by_template: dict[str, 
     worst = "; ".join(f"{label} worst BG coverage: {summaries[t]['bg']['coverage']['worst_region']}"
                       for label, t in (("Orig.", "object_in_region"), ("New", new)) if t)
     return lines + [f"  {worst}"]
+
+
+def report_table1(ind, reference: str, selected: Iterable[Mapping], t2i_report) -> None:
+    """Table 1 of ``reference`` (a section) and ``decomposed_dig.json``, measured on the indicator's study (the look
+    where its gate stopped), when the indicator is defined.
+
+    ``selected``: the parameters of each test the run selected. Table 1 covers the templates for which one of them
+    reads every region (worst region, spread, improvement, diagnostics), whatever the order or the worker; a
+    selection of one region's gates (triage) shows that region's table alone, computing nothing more.
+    """
+    from t2i_fairness.families.decomposed.rules import summarize
+
+    if ind.undefined is not None:
+        return
+    study, regions = ind.at, _selected_regions(reference, selected)
+    templates = [t for t in DECOMPOSED_TEMPLATES if t in regions]
+    if not templates:
+        return
+    by_template = {t: study.scores(reference, t, next(iter(regions[t])) if len(regions[t]) == 1 else None)
+                   for t in templates}
+    real = study.real(reference)
+    lines = table1_section(reference, study.reference_sets[reference], real, by_template, study.options.limit_source)
+    t2i_report.section(f"Decomposed-DIG (Table 1): {reference}", lines)
+    t2i_report.json("decomposed_dig", {
+        "reference": reference,
+        "real_images": real.selection.report(),
+        "templates": {t: dict(sc.report(), summary=summarize(sc.per_region()) if sc.scores else None)
+                      for t, sc in by_template.items()},
+    })
+
+
+def _selected_regions(reference: str, selected: Iterable[Mapping]) -> dict[str, set]:
+    """Template -> the regions its selected tests of ``reference`` read (``None``: every region)."""
+    regions: dict[str, set] = {}
+    for params in selected:
+        if params.get("reference") != reference:
+            continue
+        for t in [params["template"]] if "template" in params else DECOMPOSED_TEMPLATES:
+            regions.setdefault(t, set()).add(params.get("region"))
+    return regions
+
+
+def report_diagnostics(study, reference: str, template: str, t2i_report) -> dict:
+    """Sec. 4.3's diagnostics of every region: ``diagnostics.json``, one image grid per failure mode and a
+    summary block of counts; returns them (region -> (diagnostics, the region's real rows))."""
+    sc, real = study.scores(reference, template), study.real(reference)
+    diags = study.diagnostics(reference, template)
+    t2i_report.json("diagnostics", diagnostics_report(real, sc, diags))
+    for kind, png in diagnostics_grids(real, sc, diags, study.models()[1]).items():
+        t2i_report.png(kind, png)
+    t2i_report.section(f"Decomposed-DIG diagnostics: {reference} / {template}", [
+        f"{region:<16} low-diversity backgrounds {len(d.low_diversity_backgrounds):>3}  "
+        f"low-diversity objects {len(d.low_diversity_objects):>3}  "
+        f"low-realism backgrounds {len(d.low_realism_backgrounds):>3}/{sc.scores[region]['bg'].n_used}"
+        for region, (d, _) in diags.items()
+    ])
+    return diags

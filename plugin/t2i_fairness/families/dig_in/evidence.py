@@ -54,9 +54,10 @@ def group_evidence(study, reference: str, template: str, region: str, object: st
         fake[fake_kept], np.asarray(manifold.features, dtype=np.float64), manifold.radii, space="Inception")
 
 
-def evidence(study, reference: str, template: str, metric: str, region: str | Callable[[], str],
+def evidence(ind, reference: str, template: str, metric: str, region: str | None = None,
              object: str | None = None, limit: int = 8) -> Callable[[], dict]:
-    """A callable that draws a group's evidence grids, for ``t2i_report.on_failure(...)``: nothing is
-    drawn unless the gate fails. ``region`` may be a callable (the worst region, known once computed)."""
-    return on_failure_grids(lambda: group_evidence(study, reference, template, region() if callable(region) else region,
-                                                   object), metric, limit)
+    """A callable that draws a group's evidence grids on the study the indicator ``ind`` was measured on, for
+    ``t2i_report.on_failure(...)``: nothing is drawn unless the gate fails. Without ``region``, the group the
+    indicator names as its worst (``details["worst"]``: the group behind a worst-group or parity value)."""
+    return on_failure_grids(lambda: group_evidence(ind.at, reference, template, region or ind.details["worst"], object),
+                            metric, limit)

@@ -1,4 +1,5 @@
-"""DIG In's report pieces: the per-region bars (Figure 2) and the summary block."""
+"""DIG In's report pieces: the per-region bars (Figure 2), the summary block and the consistency gates'
+lowest-scoring images."""
 
 from __future__ import annotations
 
@@ -128,3 +129,42 @@ def lowest_scoring(scored, n: int = LOWEST_GRID_IMAGES) -> list:
         [0.1, 0.2]
     """
     return sorted(scored, key=lambda s: s.score)[:n]
+
+
+def report_region_bars(ind, gate, reference: str, template: str, t2i_report) -> None:
+    """Figure 2's bars over every region (``region_precision_coverage.png``: each region gate's interval and
+    bound) and each region's numbers (``regions.json``)."""
+    scores = ind.at.scores(reference, template).region
+    confidence = ind.at.bench.options.confidence
+    t2i_report.png("region_precision_coverage", region_bars(
+        f"{reference}: {template}", scores, intervals=region_intervals(scores, confidence),
+        bounds=region_bounds(gate, reference, template, scores), confidence=confidence))
+    t2i_report.json("regions", {r: s.report() for r, s in scores.items()})
+
+
+def report_region_lines(ind, reference: str, template: str, t2i_report) -> None:
+    """The summary block of every region (:func:`region_lines`)."""
+    sc = ind.at.scores(reference, template)
+    t2i_report.section(f"DIG In Region Indicator: {reference} / {template}", region_lines(sc.region, sc.truncation))
+
+
+PERCENTILE_MIN_IMAGES = 10  # fewer images per object make a 10th percentile unstable (a warning, not a skip)
+
+
+def report_consistency(ind, template: str, region: str | None, t2i_report) -> None:
+    """The lowest-scoring images of a consistency gate (``lowest_scoring.png``), and a warning when an object's
+    10th percentile comes from fewer than :data:`PERCENTILE_MIN_IMAGES` images."""
+    import warnings
+
+    from t2i_fairness.errors import T2ISmallSampleWarning
+    from t2i_fairness.report.grids import image_grid
+
+    lowest = lowest_scoring(ind.at.clipscores(template, region))  # the region's prompts only (all without one)
+    if lowest and all(s.image is not None for s in lowest):
+        t2i_report.png("lowest_scoring", image_grid([s.image.load() for s in lowest],
+                                                    [f"{s.score:.3f} {s.object}" for s in lowest]))
+    small = {o: n for o, n in ind.details["images_by_object"].items() if n < PERCENTILE_MIN_IMAGES}
+    if small:
+        warnings.warn(T2ISmallSampleWarning(
+            f"10th percentile from fewer than {PERCENTILE_MIN_IMAGES} images for {len(small)} object(s) ({small}); "
+            "the figure is unstable"), stacklevel=2)

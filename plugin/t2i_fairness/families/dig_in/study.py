@@ -264,8 +264,8 @@ class DigInStudy(Study):
         if chosen is not None:
             groups = {g: groups[g] for g in chosen}
         undefined = [g for g, s in groups.items() if math.isnan(getattr(s, metric))]
-        if undefined:
-            return Indicator(math.nan, 0, kind, grows=grows, undefined=(
+        if undefined:  # the worst: the first undefined group (the evidence a failing gate shows)
+            return Indicator(math.nan, 0, kind, grows=grows, details={"worst": str(undefined[0])}, undefined=(
                 f"{metric} is undefined for {', '.join(map(str, undefined))}: "
                 + "; ".join(groups[g].note for g in undefined if groups[g].note)))
         from t2i_fairness.metrics.evidence import worst_of
@@ -285,7 +285,7 @@ class DigInStudy(Study):
         grows = metric == "coverage"
         undefined = [g for g, v in values.items() if math.isnan(v)]
         if undefined:
-            return Indicator(math.nan, 0, "ratio", grows=grows,
+            return Indicator(math.nan, 0, "ratio", grows=grows, details={"worst": str(undefined[0])},
                              undefined=f"{metric} is undefined for {', '.join(map(str, undefined))}")
         if len(values) < 2:
             return Indicator(math.nan, 0, "ratio", grows=grows, skip=(

@@ -304,3 +304,8 @@ def show(indic, t2i_report, full: bool = False) -> IndicSummary:
         t2i_report.json("indic_tti_metrics", summary_json(summary))
         t2i_report.png("scal_matrix", scal_heatmap_png(summary.languages, summary.scal_matrix))
     return summary
+
+
+def report_gate(ind, t2i_report) -> None:
+    """A gate's report: the per-language table (:func:`show`) on the study its indicator was measured on."""
+    show(ind.at, t2i_report)

@@ -118,3 +118,8 @@ def influence_bars(result):
                  f"thin: Hoeffding {100 * result.confidence:g}%, thick: bootstrap", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def report_gate(ind, t2i_report) -> None:
+    """A gate's report: the per-word and representation tables (:func:`show`) on the study its indicator was measured on."""
+    show(ind.at, t2i_report)
