@@ -396,3 +396,19 @@ def test_no_module_of_the_plugin_is_over_a_thousand_lines():
     assert not over, f"modules over {MAX_MODULE_LINES} lines (give each job its own module): {over}"
     fitting = sorted(name for name in OVERSIZED_FOR_NOW if sizes.get(name, 0) <= MAX_MODULE_LINES)
     assert not fitting, f"now within {MAX_MODULE_LINES} lines (or gone): remove from OVERSIZED_FOR_NOW: {fitting}"
+
+
+#: history in code: an issue number, a stop, a commit id, a measurement's date and machine (they belong in git and docs/)
+HISTORY = re.compile(r"""(?i)\bissues?\s+#?\d+|(?<![\w&"'=:-])#[1-9]\d?\b(?![0-9a-f])|\bstops?\s+\d+\b|\bfinding\s+\d+\s+of\b"""
+                     r"""|\b(?:commit|main|at|on)\s+(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b""")
+
+
+def test_no_history_in_code():
+    """Code says what and why; which issue, stop or commit it came from lives in git and docs/."""
+    offenders = []
+    for root in (PKG, REPO / "fixtures", REPO / "fairness_tests"):
+        for path in sorted(root.rglob("*.py")):
+            for i, line in enumerate(path.read_text().splitlines(), 1):
+                if HISTORY.search(line):
+                    offenders.append(f"{path.relative_to(REPO)}:{i}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)

@@ -140,7 +140,7 @@ class RunOutcome:
     selection: Selection = field(default_factory=Selection)
     exitstatus: int | None = None
     interrupted: str | None = None  # what interrupted the run (KeyboardInterrupt, pytest.exit's reason)
-    escalated: list[str] = field(default_factory=list)  # gates only the step-down across the run rejects (#13)
+    escalated: list[str] = field(default_factory=list)  # gates only the step-down across the run rejects
     stopped: str | None = None  # why the run stopped early (-x, --maxfail)
 
     def add(self, nodeid: str, when: str, outcome: str, message: str = "", xfail: bool = False,

@@ -122,7 +122,7 @@ class GroupScore:
 def score_group(m, fake: np.ndarray, *, dedupe: str = "drop_all", bootstrap: bool = True, device=None,
                 group: str | None = None, n_generated: int | None = None) -> GroupScore:
     """Precision and coverage of generated ``fake`` rows against manifold ``m``, with the membership the
-    bootstrap resamples built from the same de-duplicated rows (finding 8 of issue #15).
+    bootstrap resamples built from the same de-duplicated rows.
 
     Args:
         m: the group's :class:`~t2i_fairness.metrics.manifold.ReferenceManifold`.

@@ -383,7 +383,7 @@ class IndicEvaluation(Study):
         return round_sizes(self.n_images, int(self.bench.factory.batch_size)), "images per prompt"
 
     def _details(self, scores: LanguageScores, **extra) -> dict:
-        """The language's sample and how the generator's tokenizer truncated its prompts (issue #15, finding 11)."""
+        """The language's sample and how the generator's tokenizer truncated its prompts."""
         return {"lang": scores.lang, "n_prompts": scores.n_prompts, "images_per_prompt": scores.n_images,
                 "truncation": self.truncation(scores.lang).details(), **extra}
 

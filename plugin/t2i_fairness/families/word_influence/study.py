@@ -1,4 +1,4 @@
-"""Orchestration of "Word-Level Explanations for Analyzing Bias in Text-to-Image Models" (issue #6).
+"""Orchestration of "Word-Level Explanations for Analyzing Bias in Text-to-Image Models".
 
 Plain Python, no pytest and no model: the transmuter (masked LM), the generator and the group
 classifier come in as callables, so the whole pipeline runs on a synthetic generator whose group
