@@ -55,17 +55,9 @@ def order_invariance_test(
 ) -> ChiSquareResult:
     """Chi-square test: does shuffling component order change how many components appear?
 
-    The ``2 x (K + 1)`` table counts, for original and shuffled prompts, the images with ``c``
-    detected components (all-zero columns dropped, no Yates' correction). With one non-empty column
-    the groups are identical: statistic 0, dof 0, p-value 1. The paper's ``chi2(996, ...)`` is the
-    per-component variant, :func:`order_invariance_test_by_component`.
-
-    Args:
-        original_counts, shuffled_counts: detected-component count of each image, in ``[0, k]``.
-        k: components per prompt.
-
-    Raises:
-        ValueError: an empty group or a count outside ``[0, k]``.
+    Pearson's X^2 on the ``2 x (K + 1)`` table of images by detected-component count (all-zero columns
+    dropped, no Yates' correction). The paper's per-component variant is
+    :func:`order_invariance_test_by_component`.
 
     Example:
         >>> r = order_invariance_test([0, 1, 2, 2], [0, 1, 2, 2], k=2)
@@ -85,11 +77,7 @@ ORDER_RESAMPLES = 19_999
 
 @dataclass(frozen=True)
 class PermutationResult:
-    """A Monte Carlo permutation test of the order-invariance chi-square.
-
-    ``pvalue = (1 + #{resampled >= observed}) / (1 + resamples)``, never below ``resolution``;
-    ``asymptotic_pvalue`` is the chi-square reference's, for comparison only.
-    """
+    """A Monte Carlo permutation test: ``pvalue = (1 + #{resampled >= observed}) / (1 + resamples)``."""
 
     statistic: float
     dof: int
@@ -119,29 +107,19 @@ def order_invariance_permutation_test(original_counts, shuffled_counts, k: int, 
                                       seed: int = 0) -> PermutationResult:
     """Permutation test of "shuffling the order changes nothing" on the number of components per image.
 
-    Valid at any size but with no power against an order effect (uniform shuffles give both groups
-    the same expected counts); the order gate uses :func:`order_position_test` and prints this one
-    for comparison. Group labels are permuted within each prompt (row ``j`` of both arrays comes
-    from prompt ``j`` and its shuffle), and Pearson's X^2 on the ``2 x (K + 1)`` table is compared
-    with its permutation distribution: ``p = (1 + #{X^2* >= X^2}) / (1 + B)``.
+    Valid at any size but with no power against an order effect; the order gate uses
+    :func:`order_position_test`. Labels are permuted within each prompt (row ``j`` of both arrays is
+    prompt ``j`` and its shuffle).
 
     Args:
         original_counts, shuffled_counts: ``(prompts, images)`` integer counts in ``[0, k]``.
-        k: components per prompt.
         n_resamples: B (>= 1); the p-value's resolution is ``1 / (B + 1)``.
-        seed: of the permutations.
-
-    Raises:
-        ValueError: shapes that differ or are not 2-D, counts outside ``[0, k]``, ``n_resamples < 1``.
 
     Example:
         >>> same = np.array([[0, 1], [2, 2]])
         >>> r = order_invariance_permutation_test(same, same, k=2, n_resamples=99)
         >>> r.statistic, r.pvalue, r.resolution
         (0.0, 1.0, 0.01)
-        >>> r = order_invariance_permutation_test(np.zeros((8, 4), int), np.full((8, 4), 2), k=2, n_resamples=999)
-        >>> r.pvalue == 1 / 1000 == r.resolution
-        True
     """
     k = _check_pos_int("k", k)
     a, b = np.asarray(original_counts), np.asarray(shuffled_counts)
@@ -179,13 +157,7 @@ def order_invariance_permutation_test(original_counts, shuffled_counts, k: int, 
 def order_invariance_test_by_component(
     original_detected: Sequence[Sequence[str]], shuffled_detected: Sequence[Sequence[str]]
 ) -> ChiSquareResult:
-    """Chi-square test on how often each component is detected, original vs shuffled prompts.
-
-    The paper's section 8.1 reading (``chi2(996, N=175918)`` at K = 8): a ``2 x components`` table
-    of detections per group; components never detected are dropped.
-
-    Raises:
-        ValueError: a group with no detected component, or an image that repeats one.
+    """The paper's chi-square (section 8.1): a ``2 x components`` table of detections per group.
 
     Example:
         >>> r = order_invariance_test_by_component([("crab",), ("sock",)], [("crab",), ("sock",)])
@@ -211,10 +183,7 @@ ORDER_EFFECT = 0.2
 
 
 def order_resamples(level: float, floor: int = ORDER_POSITION_RESAMPLES) -> int:
-    """Monte Carlo resamples ``B`` for a permutation p-value decided at ``level``.
-
-    ``1 / (B + 1)`` is at most ``level / 3`` (a rejection may still count two resampled statistics
-    at least the observed one), rounded up to a whole ``10,000 k - 1``, at least ``floor``.
+    """Monte Carlo resamples ``B`` with ``1 / (B + 1) <= level / 3``, rounded up to ``10,000 k - 1``.
 
     Example:
         >>> order_resamples(0.05 / 1435), order_resamples(0.05 / 475), order_resamples(0.05 / 6)
@@ -229,14 +198,13 @@ def order_resamples(level: float, floor: int = ORDER_POSITION_RESAMPLES) -> int:
 
 @dataclass(frozen=True)
 class OrderArrays:
-    """The order study as arrays (:func:`order_arrays`); component ``k`` is the original prompt's ``k``-th.
+    """The order study as arrays; component ``k`` is the original prompt's ``k``-th.
 
     Attributes:
-        original, shuffled: ``(prompts, images, K)`` 0/1 detections in the images of each prompt.
+        original, shuffled: ``(prompts, images, K)`` 0/1 detections.
         order: ``(prompts, K)``: ``order[i, q]`` is the original index of the component the shuffled
             prompt names at position ``q``.
         components: ``(prompts, K)`` indices into ``names``.
-        names: the distinct component names, in order of first appearance.
     """
 
     original: np.ndarray
@@ -250,10 +218,6 @@ def order_arrays(original_prompts: Sequence[Sequence[str]], shuffled_prompts: Se
                  original_detected: Sequence[Sequence[Sequence[str]]],
                  shuffled_detected: Sequence[Sequence[Sequence[str]]]) -> OrderArrays:
     """The order study's prompts and detected subsets as the arrays the order tests read.
-
-    Raises:
-        ValueError: prompts that differ in number or components, shuffles that are not permutations,
-            groups with different image counts, a detected component its prompt does not name.
 
     Example:
         >>> a = order_arrays([("crab", "sock")], [("sock", "crab")], [[("crab",), ()]], [[("sock",), ("crab", "sock")]])
@@ -327,16 +291,7 @@ def _popcount(x: np.ndarray) -> np.ndarray:
 
 
 def _balanced_masks(rng: np.random.Generator, count: int, n: int) -> np.ndarray:
-    """``count`` independent uniform ``n``-subsets of ``2n`` items as ``(count, 2n)`` 0/1 ``uint8`` rows.
-
-    Up to 64 items by rejection sampling of random words with exactly ``n`` bits set; beyond, a
-    shuffle per row.
-
-    Example:
-        >>> rows = _balanced_masks(np.random.default_rng(0), 5, 3)
-        >>> rows.shape, rows.sum(axis=1).tolist()
-        ((5, 6), [3, 3, 3, 3, 3])
-    """
+    """``count`` independent uniform ``n``-subsets of ``2n`` items as ``(count, 2n)`` 0/1 ``uint8`` rows."""
     width = 2 * n
     if width > 64:
         base = np.zeros((count, width), np.uint8)
@@ -360,9 +315,7 @@ def _balanced_masks(rng: np.random.Generator, count: int, n: int) -> np.ndarray:
 
 
 def _label_permutations(rng: np.random.Generator, prompts: int, n: int, resamples: int, cells: int = 1 << 24):
-    """Chunks of ``(resamples, prompts * 2n)`` float32 0/1 masks (one reused buffer: read each chunk before
-    asking for the next): per resample and prompt, which ``n`` of its ``2n`` images are labelled "shuffled",
-    a uniform draw, independent across prompts and resamples."""
+    """Chunks of ``(resamples, prompts * 2n)`` 0/1 masks (one reused buffer): which ``n`` images are "shuffled"."""
     width = prompts * 2 * n
     chunk = max(1, min(resamples, cells // width))
     buffer = np.empty((chunk, width), np.float32)
@@ -379,17 +332,14 @@ def _observed_mask(prompts: int, n: int) -> np.ndarray:
 
 
 def _moved_contrasts(original: np.ndarray, shuffled: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """``(prompts, 2n, K)``: per image (original prompt's first), ``v[q] = y[order[q]] - y[q]``: the
-    detection of the component the shuffled prompt names at position ``q`` minus that of the component the
-    original names there."""
+    """``(prompts, 2n, K)``: ``v[q] = y[order[q]] - y[q]`` per image."""
     pooled = np.concatenate([original, shuffled], axis=1)
     moved = np.take_along_axis(pooled, np.broadcast_to(order[:, None, :], pooled.shape), axis=2)
     return moved - pooled
 
 
 def _whitening(v: np.ndarray, n: int, tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
-    """``(W, informative)``: ``W`` (K, r) with ``W' C W = I`` on the range of ``C``, the exact covariance of
-    ``Z`` over the within-prompt label permutations; ``informative``: prompts whose images differ in ``v``."""
+    """``(W, informative)``: ``W' C W = I`` on the range of ``C``; prompts whose images differ in ``v``."""
     centred = v - v.mean(axis=1, keepdims=True)
     # Z_i = (2 sum_S v - sum_all v) / n for a uniform n-subset S of 2n: Cov = 4 / (2n - 1) * population cov
     cov = np.einsum("mjk,mjl->kl", centred, centred) * (4.0 / (2 * n - 1)) / (2 * n)
@@ -410,8 +360,7 @@ def _position_statistic(v: np.ndarray, n: int) -> tuple[float, int, np.ndarray]:
 
 
 def _position_profile(order: np.ndarray, contrast: np.ndarray) -> np.ndarray:
-    """Least-squares inclusion by position (sum zero) from the within-prompt contrasts ``Z = X'D``, where
-    ``X'X = sum_i (2I - P_i - P_i')`` (``P_i`` sends a component's original position to its shuffled one)."""
+    """Least-squares inclusion by position (sum zero) from the contrasts ``Z = X'D``."""
     m, k = order.shape
     moves = np.zeros((k, k))
     np.add.at(moves, (np.arange(k)[None, :].repeat(m, 0), order), 1.0)  # sum_i P_i' (original <- shuffled)
@@ -425,12 +374,7 @@ def _log_labelings(informative: int, n: int) -> float:
 
 @dataclass(frozen=True)
 class OrderPositionResult:
-    """The position test's result (:func:`order_position_test`).
-
-    ``pvalue = (1 + #{T* >= T}) / (1 + resamples)``, never below ``resolution`` nor, beyond Monte Carlo
-    error, below the exact floor ``min_exact_pvalue``. ``profile[q]``: inclusion of a component named
-    at position ``q + 1`` minus the mean over positions.
-    """
+    """The position test's result; ``profile[q]``: inclusion at position ``q + 1`` minus the mean."""
 
     statistic: float
     dof: int
@@ -453,45 +397,28 @@ class OrderPositionResult:
 
     @property
     def floor(self) -> float:
-        """The smallest p-value this design and ``B`` can give: the larger of ``resolution`` and the exact
-        test's ``2 / L`` (``L`` labelings of the informative prompts)."""
+        """The larger of ``resolution`` and the exact test's ``2 / L`` (``L`` labelings)."""
         return max(self.resolution, self.min_exact_pvalue)
 
 
 def order_position_test(original, shuffled, order, *, n_resamples: int = ORDER_POSITION_RESAMPLES,
                         seed: int = 0) -> OrderPositionResult:
-    """Does a component's position in the prompt change whether it is drawn? A permutation test with power.
+    """Does a component's position in the prompt change whether it is drawn?
 
-    Each prompt is rendered in its original order and shuffled (``order[i]``), ``n`` images each.
-    The statistic ``T = Z' C^+ Z`` is the score test of "no position effect" on the within-prompt
-    contrast ``Z`` (per position, the change in inclusion of the component moved there minus that of
-    the one moved away), so prompt and component effects cancel and any position profile (primacy,
-    recency, a lost middle) raises ``T``. The p-value permutes original/shuffled labels within each
-    prompt: ``p = (1 + #{T* >= T}) / (1 + B)``, valid at any size. docs/cis.md derives it.
+    ``T = Z' C^+ Z``, the score test of "no position effect" on the within-prompt contrasts ``Z``;
+    the p-value permutes original/shuffled labels within each prompt,
+    ``p = (1 + #{T* >= T}) / (1 + B)``. docs/cis.md derives it.
 
     Args:
         original, shuffled: ``(prompts, images, K)`` 0/1 detections (:func:`order_arrays`).
-        order: ``(prompts, K)`` permutations: ``order[i, q]`` is the original index of the component
-            the shuffled prompt ``i`` names at position ``q``.
-        n_resamples: B (:func:`order_resamples` for a level); 0: the statistic and its asymptotic p
-            alone (``pvalue`` is NaN).
-        seed: of the permutations.
-
-    Returns:
-        :class:`OrderPositionResult` (``dof = 0``, ``T = 0`` and ``p = 1`` when no prompt is informative).
-
-    Raises:
-        ValueError: arrays of other shapes, values other than 0/1, rows of ``order`` that are not
-            permutations, ``n_resamples < 0``.
+        order: ``(prompts, K)``: ``order[i, q]`` is the original index of the component the shuffled
+            prompt ``i`` names at position ``q``.
+        n_resamples: B (:func:`order_resamples`); 0: the statistic alone (``pvalue`` is NaN).
 
     Example:
         >>> import numpy as np
         >>> rng = np.random.default_rng(0)
         >>> order = np.array([rng.permutation(4) for _ in range(60)])
-        >>> null = [rng.random((60, 8, 4)) < 0.6 for _ in range(2)]
-        >>> r = order_position_test(null[0], null[1], order, n_resamples=999)
-        >>> r.dof, r.pvalue > 0.05
-        (3, True)
         >>> first = np.array([0.9, 0.6, 0.6, 0.3])  # inclusion by position: the first-named drawn most
         >>> shuffled = rng.random((60, 8, 4)) < first[np.argsort(order, axis=1)][:, None, :]
         >>> r = order_position_test(rng.random((60, 8, 4)) < first, shuffled, order, n_resamples=999)
@@ -533,12 +460,7 @@ def order_position_test(original, shuffled, order, *, n_resamples: int = ORDER_P
 
 @dataclass(frozen=True)
 class OrderEffect:
-    """Inclusion by position, estimated prompt by prompt, with law-free limits at any look.
-
-    ``values[i, q]`` is half prompt ``i``'s shuffled-minus-original change in the detection of the
-    component named at position ``q``; its expectation is ``beta_q - mean(beta)`` (each component
-    against itself). Rows are independent, bounded in [-1, 1], and in draw order.
-    """
+    """Inclusion by position, prompt by prompt: ``values[i, q]`` estimates ``beta_q - mean(beta)``."""
 
     values: np.ndarray  # (prompts, K) in [-1, 1]
 
@@ -548,8 +470,7 @@ class OrderEffect:
         return self.values.mean(axis=0)
 
     def limits(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-        """Per position, the one-sided lower and upper limits at ``alpha`` each (betting:
-        :func:`~t2i_fairness.metrics.intervals.betting_limit` on ``(values + 1) / 2``, in draw order)."""
+        """Per position, one-sided betting limits at ``alpha`` each."""
         from t2i_fairness.metrics.intervals import betting_limit
 
         unit = (self.values + 1.0) / 2.0
@@ -558,10 +479,7 @@ class OrderEffect:
         return low, high
 
     def limit(self, alpha: float, side: str) -> float:
-        """``"high"``: the largest position effect ``|beta_q - mean(beta)|`` the data leave possible, the larger of
-        every position's upper limit and minus its lower limit, each at ``alpha``. For a model with some position
-        ``d`` or more away from the mean, the limit is below ``d`` with probability at most ``alpha`` (that
-        position's one-sided limit covers it; no multiplicity: every position must clear). There is no ``"low"``."""
+        """``"high"``: the largest ``|beta_q - mean(beta)|`` the data leave possible at ``alpha``."""
         if side != "high":
             raise ValueError(f"an order effect has an upper limit only ('high'), but got {side!r}")
         low, high = self.limits(alpha)
@@ -569,17 +487,13 @@ class OrderEffect:
 
 
 def order_effect(original, shuffled, order) -> OrderEffect:
-    """The order study's per-prompt position effects, from the arrays :func:`order_position_test` reads.
+    """The order study's per-prompt position effects.
 
     Example:
         >>> import numpy as np
-        >>> rng = np.random.default_rng(0)
-        >>> a, b, o = simulate_order_study(np.full((400, 4), 0.5), 16, rng, effect=0.4)
-        >>> e = order_effect(a, b, o)
-        >>> [round(float(x), 1) + 0.0 for x in e.estimate]          # beta - mean(beta): 0.2 .. -0.2
+        >>> a, b, o = simulate_order_study(np.full((400, 4), 0.5), 16, np.random.default_rng(0), effect=0.4)
+        >>> [round(float(x), 1) + 0.0 for x in order_effect(a, b, o).estimate]
         [0.2, 0.1, -0.1, -0.2]
-        >>> 0.2 < e.limit(0.001, "high") < 0.35
-        True
     """
     a, b, o = _check_order_arrays(original, shuffled, order)
     n = a.shape[1]
@@ -593,26 +507,15 @@ def _linear_effect(k: int, effect: float) -> np.ndarray:
 
 
 def simulate_order_study(rates, images: int, rng: np.random.Generator, effect: float | Sequence[float] = 0.0):
-    """One order study drawn from per-prompt, per-component inclusion rates plus a position effect.
-
-    Component ``k`` of prompt ``i`` is detected with probability ``rates[i, k] + delta[position]``
-    (clipped to [0, 1]), ``position`` being where the image's prompt names it.
+    """One order study with detection probability ``rates[i, k] + delta[position]`` (clipped).
 
     Args:
-        rates: ``(prompts, K)`` inclusion rates in [0, 1] with no position effect.
+        rates: ``(prompts, K)`` inclusion rates with no position effect.
         images: images per prompt and group.
-        rng: the generator (advanced).
-        effect: the first position's inclusion this much above the last (linear in between); or ``K``
-            values ``delta`` by position.
+        effect: first-minus-last inclusion (linear in between), or ``K`` values by position.
 
     Returns:
         ``(original, shuffled, order)`` as :func:`order_position_test` reads them.
-
-    Example:
-        >>> import numpy as np
-        >>> a, b, o = simulate_order_study(np.full((3, 4), 0.5), 2, np.random.default_rng(0), effect=0.2)
-        >>> a.shape, b.shape, o.shape, sorted(o[0].tolist())
-        ((3, 2, 4), (3, 2, 4), (3, 4), [0, 1, 2, 3])
     """
     rates = np.asarray(rates, dtype=float)
     m, k = rates.shape
@@ -652,26 +555,8 @@ def order_position_power(rates, images: int, *, level: float, effect: float = OR
                          seed: int = 0) -> OrderPower:
     """The rejection rate of :func:`order_position_test` at ``level`` against a first-minus-last ``effect``.
 
-    ``runs`` studies are drawn by :func:`simulate_order_study` from ``rates`` (e.g. the run's own
-    inclusion rates) and each ``T`` is judged against its chi-square reference. When the design
-    cannot reach ``level`` (``2 / L > level`` with ``L = C(2n, n)^M`` labelings) the power is 0.
-
-    Args:
-        rates: ``(prompts, K)`` inclusion rates in [0, 1].
-        images: images per prompt and group.
-        level: the per-gate level.
-        effect: first-minus-last inclusion (default :data:`ORDER_EFFECT`).
-        runs, seed: simulated studies and their seed.
-
-    Raises:
-        ValueError: ``rates`` not a (prompts, K >= 2) array in [0, 1], ``images``/``runs`` < 1, ``level``
-            outside (0, 1).
-
-    Example:
-        >>> import numpy as np
-        >>> p = order_position_power(np.full((4, 8), 0.6), 2, level=0.05 / 475, runs=20)
-        >>> p.reachable, p.power, p.floor > p.level
-        (False, 0.0, True)
+    Simulated by :func:`simulate_order_study` from ``rates``; 0 when the design cannot reach
+    ``level`` (``2 / L > level``).
     """
     rates = np.asarray(rates, dtype=float)
     if rates.ndim != 2 or rates.shape[0] < 1 or rates.shape[1] < 2 or not np.all((rates >= 0) & (rates <= 1)):
@@ -697,30 +582,13 @@ def order_position_power(rates, images: int, *, level: float, effect: float = OR
 
 def order_component_permutation_test(original, shuffled, components, *, n_resamples: int = ORDER_POSITION_RESAMPLES,
                                      seed: int = 0) -> PermutationResult:
-    """The paper's order test (section 8.1) made valid: a within-prompt permutation p-value.
+    """The paper's order test (section 8.1) with a within-prompt permutation p-value.
 
-    Pearson's chi-square on the ``2 x components`` table of detections, original vs shuffled; its
-    cells are not independent (many detections per image and prompt), so the p-value permutes the
-    labels within each prompt as :func:`order_position_test` does. An omnibus statistic: it reads no
-    position and loses power fast against small effects (docs/calibration.md, "The CIS order test").
+    Pearson's chi-square on the ``2 x components`` table; an omnibus statistic that reads no position.
 
     Args:
-        original, shuffled: ``(prompts, images, K)`` 0/1 detections (:func:`order_arrays`).
         components: ``(prompts, K)`` non-negative integer component ids.
-        n_resamples: B; 0: the statistic and its asymptotic p alone (``pvalue`` is NaN).
-        seed: of the permutations.
-
-    Raises:
-        ValueError: arrays of other shapes, values other than 0/1, bad ids, ``n_resamples < 0``.
-
-    Example:
-        >>> import numpy as np
-        >>> rng = np.random.default_rng(1)
-        >>> ids = np.array([rng.choice(30, 4, replace=False) for _ in range(40)])
-        >>> a, b = (rng.random((40, 6, 4)) < 0.6 for _ in range(2))
-        >>> r = order_component_permutation_test(a, b, ids, n_resamples=999)
-        >>> r.dof == r.table.shape[1] - 1, r.pvalue > 0.05
-        (True, True)
+        n_resamples: B; 0: the statistic alone (``pvalue`` is NaN).
     """
     a, b, _ = _check_order_arrays(original, shuffled, np.tile(np.arange(np.shape(original)[-1]),
                                                              (np.shape(original)[0], 1)))

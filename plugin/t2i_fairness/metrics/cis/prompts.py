@@ -1,8 +1,4 @@
-"""CIS prompts: the template, the article rule, ImageNet component names and prompt sampling.
-
-The conventions (template, capitalisation, article rule, prompts longer than the text encoder)
-are written down in docs/cis.md.
-"""
+"""CIS prompts: the template, the article rule, ImageNet component names and prompt sampling (docs/cis.md)."""
 
 from __future__ import annotations
 
@@ -40,12 +36,7 @@ def _check_components(components: Sequence[str], name: str = "components") -> tu
 
 
 def indefinite_article(word: str) -> str:
-    """``"an"`` if ``word`` starts with a vowel letter (case-insensitive), else ``"a"``: spelling, not sound.
-
-    Example:
-        >>> indefinite_article("acoustic guitar"), indefinite_article("crab"), indefinite_article("Otterhound")
-        ('an', 'a', 'an')
-    """
+    """``"an"`` if ``word`` starts with a vowel letter, else ``"a"``: spelling, not sound."""
     if not isinstance(word, str) or not word.strip():
         raise ValueError(f"`word` must be a non-empty string, but got {word!r}")
     return "an" if word.strip()[0].lower() in _VOWELS else "a"
@@ -67,19 +58,9 @@ def render_prompt(components: Sequence[str], style: str = "paper") -> str:
     """Render components with the CIS template ``A photo of a X, a Y, and an Z.``.
 
     Args:
-        components: one or more distinct component names, in prompt order.
-        style: ``"paper"`` ("A photo of ...", as the paper quotes its prompts) or ``"prototype"``
-            ("a photo of ...", the prototype's generation template).
-
-    Raises:
-        ValueError: no component, an empty or repeated name, an unknown ``style``.
-        TypeError: ``components`` is a single string.
+        style: ``"paper"`` ("A photo of ...") or ``"prototype"`` ("a photo of ...").
 
     Example:
-        >>> render_prompt(["crab"])
-        'A photo of a crab.'
-        >>> render_prompt(["crab", "macaw"])
-        'A photo of a crab, and a macaw.'
         >>> render_prompt(["acoustic guitar", "sock", "steel drum"], style="prototype")
         'a photo of an acoustic guitar, a sock, and a steel drum.'
     """
@@ -96,16 +77,10 @@ _CLASSNAMES_FILE = "imagenet_classnames_cis.txt"
 def imagenet_classnames() -> tuple[str, ...]:
     """The 998 distinct ImageNet class names, worded as the CIS prototype's label file.
 
-    Read from ``t2i_fairness/data/imagenet_classnames_cis.txt``, whose header records how it was made.
-
-    Raises:
-        FileNotFoundError: the package data file is missing (a broken install).
-        ValueError: the file does not hold 998 distinct non-empty names.
-
     Example:
         >>> names = imagenet_classnames()
-        >>> len(names), names[0], names[421]
-        (998, 'tench', 'baluster or handrail')
+        >>> len(names), names[0]
+        (998, 'tench')
     """
     return _load_classnames()
 
@@ -148,24 +123,11 @@ def _classname_pool(classnames: Sequence[str] | None) -> tuple[str, ...]:
 def sample_component_prompts(
     k: int, m: int, seed: int | Sequence[int], classnames: Sequence[str] | None = None
 ) -> list[tuple[str, ...]]:
-    """Sample ``m`` prompts of ``k`` distinct components each.
-
-    Prompt ``j`` is ``default_rng(seed).choice(len(pool), size=k, replace=False)`` after prompts
-    ``0..j-1``, ``pool`` being ``classnames`` without repeats; prompts may share components.
+    """Sample ``m`` prompts of ``k`` distinct components each from one ``default_rng(seed)``.
 
     Args:
         seed: an int or a sequence of ints; ``None`` is refused (it would not reproduce).
         classnames: component pool; default :func:`imagenet_classnames`.
-
-    Raises:
-        ValueError: ``k`` or ``m`` below 1, ``k`` beyond the pool, an empty name.
-        TypeError: ``k`` or ``m`` not an integer, ``seed`` None.
-
-    Example:
-        >>> pool = ["crab", "macaw", "steel drum", "red butterfly", "sock"]
-        >>> prompts = sample_component_prompts(3, 2, seed=0, classnames=pool)
-        >>> [len(set(p)) for p in prompts], prompts == sample_component_prompts(3, 2, seed=0, classnames=pool)
-        ([3, 3], True)
     """
     k = _check_pos_int("k", k)
     m = _check_pos_int("m", m)
@@ -181,15 +143,7 @@ def sample_component_prompts(
 def sample_prompt_suite(
     m: int, seed: int, ks: Sequence[int] = DEFAULT_KS, classnames: Sequence[str] | None = None
 ) -> dict[int, list[tuple[str, ...]]]:
-    """``m`` component prompts for every ``k`` in ``ks``, each ``k`` with its own generator ``[seed, k]``.
-
-    Adding or removing a ``k`` leaves the prompts of the others unchanged.
-
-    Example:
-        >>> suite = sample_prompt_suite(2, seed=0, ks=(1, 2), classnames=["crab", "macaw", "sock"])
-        >>> {k: [len(p) for p in v] for k, v in suite.items()}
-        {1: [1, 1], 2: [2, 2]}
-    """
+    """``m`` prompts for every ``k`` in ``ks``, each ``k`` with its own generator ``[seed, k]``."""
     if seed is None:
         raise TypeError("`seed` must be an integer, but got None")
     ks = tuple(ks)
@@ -213,26 +167,13 @@ def sample_fitting_prompts(
     classnames: Sequence[str] | None = None,
     max_draws: int | None = None,
 ) -> tuple[list[tuple[str, ...]], list[tuple[str, ...]]]:
-    """Like :func:`sample_component_prompts`, but a draw that does not ``fit`` is set aside for the next.
-
-    When every draw fits, the result equals ``sample_component_prompts(k, m, seed, classnames)``.
+    """Like :func:`sample_component_prompts`, but a draw that does not ``fit`` is set aside.
 
     Args:
         fits: ``components -> bool``, e.g. "the rendered prompt has at most 77 CLIP tokens".
-        max_draws: give up after this many draws (default ``10 * m + 100``).
 
     Returns:
-        ``(prompts, rejected)``: ``m`` fitting component tuples and the draws set aside, in draw order.
-
-    Raises:
-        ValueError: fewer than ``m`` of ``max_draws`` draws fit, or as :func:`sample_component_prompts`.
-
-    Example:
-        >>> pool = ["crab", "macaw", "steel drum", "red butterfly", "sock"]
-        >>> short = lambda comps: sum(len(c) for c in comps) <= 10
-        >>> prompts, rejected = sample_fitting_prompts(2, 3, seed=0, fits=short, classnames=pool)
-        >>> all(short(p) for p in prompts), len(prompts)
-        (True, 3)
+        ``(prompts, rejected)``: ``m`` fitting component tuples and the draws set aside.
     """
     k = _check_pos_int("k", k)
     m = _check_pos_int("m", m)
@@ -260,21 +201,11 @@ def sample_fitting_prompts(
 def check_token_lengths(
     texts: Iterable[str], count_tokens: Callable[[str], int], limit: int = 77
 ) -> list[int]:
-    """The token count of every text, checked against the text encoder's context (CLIP: 77 tokens).
-
-    ``count_tokens`` is injected (this module loads no tokenizer) and counts special tokens too.
-
-    Raises:
-        ValueError: naming the first text over ``limit`` (or ``limit < 1``).
+    """The token count of every text; ``ValueError`` naming the first over ``limit`` (CLIP: 77).
 
     Example:
-        >>> words_plus_two = lambda t: len(t.split()) + 2
-        >>> check_token_lengths(["a photo of a crab."], words_plus_two)
+        >>> check_token_lengths(["a photo of a crab."], lambda t: len(t.split()) + 2)
         [7]
-        >>> check_token_lengths(["a photo of a crab."], words_plus_two, limit=6)
-        Traceback (most recent call last):
-        ...
-        ValueError: text 0 'a photo of a crab.' has 7 tokens, more than the limit of 6; shorten it or use fewer components
     """
     limit = _check_pos_int("limit", limit)
     counts: list[int] = []
@@ -290,23 +221,13 @@ def check_token_lengths(
 
 
 def shuffle_components(components: Sequence[str], rng: np.random.Generator | int) -> tuple[str, ...]:
-    """A random reordering of a prompt's components (``rng``: a ``Generator``, advanced, or a seed).
-
-    Example:
-        >>> sorted(shuffle_components(["crab", "macaw", "sock"], 0))
-        ['crab', 'macaw', 'sock']
-    """
+    """A random reordering of a prompt's components (``rng``: a ``Generator`` or a seed)."""
     items = _check_components(components)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     return tuple(items[int(i)] for i in gen.permutation(len(items)))
 
 
 def shuffled_prompts(prompts: Sequence[Sequence[str]], seed: int) -> list[tuple[str, ...]]:
-    """Shuffle the component order of every prompt with one ``default_rng(seed)`` (paper 8.1).
-
-    Example:
-        >>> shuffled_prompts([("crab", "macaw")], seed=0) == shuffled_prompts([("crab", "macaw")], seed=0)
-        True
-    """
+    """Shuffle the component order of every prompt with one ``default_rng(seed)`` (paper 8.1)."""
     rng = np.random.default_rng(seed)
     return [shuffle_components(p, rng) for p in prompts]

@@ -1,6 +1,4 @@
-"""CIS scoring: the lookup table of component subsets, each image's score from CLIP logits, and
-per-component generation rates.
-"""
+"""CIS scoring: the lookup table, each image's score from CLIP logits, per-component rates."""
 
 from __future__ import annotations
 
@@ -16,12 +14,7 @@ from t2i_fairness.metrics.cis.prompts import _LOOKUP_PREFIX, _check_components, 
 
 
 def lookup_subsets(components: Sequence[str]) -> list[tuple[str, ...]]:
-    """The component subset behind each lookup-table entry, in :func:`lookup_table` order.
-
-    Example:
-        >>> lookup_subsets(["crab", "macaw"])
-        [('crab',), ('macaw',), ('crab', 'macaw'), ()]
-    """
+    """The component subset behind each lookup-table entry, in :func:`lookup_table` order."""
     items = _check_components(components)
     if not items:
         raise ValueError("`components` must name at least one component, but got none")
@@ -37,19 +30,11 @@ def lookup_subsets(components: Sequence[str]) -> list[tuple[str, ...]]:
 def lookup_table(components: Sequence[str]) -> list[tuple[str, int]]:
     """The CIS lookup table of a prompt: ``2**K`` ``(text, component count)`` entries.
 
-    Every non-empty subset of the components by size, rendered with the template, then ``("", 0)``
-    last: the prototype's order (docs/cis.md), so exact ties go to the first non-empty entry.
-
-    Raises:
-        ValueError: ``components`` empty, with an empty name, or with a repeated name.
+    Non-empty subsets by size, then ``("", 0)`` last (the prototype's order, docs/cis.md).
 
     Example:
-        >>> for text, count in lookup_table(["crab", "macaw"]):
-        ...     print(count, repr(text))
-        1 'A photo of a crab.'
-        1 'A photo of a macaw.'
-        2 'A photo of a crab, and a macaw.'
-        0 ''
+        >>> [count for _, count in lookup_table(["crab", "macaw"])]
+        [1, 1, 2, 0]
     """
     return [(_render(s, _LOOKUP_PREFIX) if s else "", len(s)) for s in lookup_subsets(components)]
 
@@ -80,47 +65,23 @@ def _check_logits_counts(logits: object, counts: object) -> tuple[np.ndarray, np
 
 
 def image_scores(logits: object, counts: Sequence[int]) -> np.ndarray:
-    """Per-image score ``S = counts[argmax(logits)] / K`` with ``K = max(counts)`` (paper Eq. 1).
-
-    The argmax of CLIP's logits equals that of its softmax; ties go to the first entry.
-
-    Args:
-        logits: ``(images, table entries)`` image-text similarities.
-        counts: components named in each table entry (:func:`lookup_table`).
-
-    Raises:
-        ValueError: a shape mismatch, non-finite logits, counts that are not non-negative integers
-            with a positive maximum.
+    """Per-image score ``S = counts[argmax(logits)] / K`` with ``K = max(counts)`` (paper Eq. 1); ties: first entry.
 
     Example:
         >>> image_scores([[0.1, 0.2, 0.9, 0.3], [1.0, 1.0, 1.0, 5.0]], [1, 1, 2, 0]).tolist()
         [1.0, 0.0]
-        >>> image_scores([[0.3, 0.3, 0.3, 0.3]], [1, 1, 2, 0]).tolist()  # exact tie: first entry
-        [0.5]
     """
     x, c = _check_logits_counts(logits, counts)
     return c[np.argmax(x, axis=1)] / c.max()
 
 
 def components_inclusion_score(logits: object, counts: Sequence[int]) -> float:
-    """Components Inclusion Score ``CIS_K``: the mean of :func:`image_scores` over all images (Eq. 1-2).
-
-    Stack the logits of all images of the prompts with ``K`` components (the counts are the same
-    for every prompt in :func:`lookup_table` order), so every image weighs equally.
-
-    Example:
-        >>> counts = [c for _, c in lookup_table(["crab", "macaw"])]
-        >>> components_inclusion_score([[0, 0, 9, 0], [9, 0, 0, 0], [0, 0, 0, 9]], counts)
-        0.5
-    """
+    """``CIS_K``: the mean of :func:`image_scores` over all images of the prompts with ``K`` components (Eq. 1-2)."""
     return float(np.mean(image_scores(logits, counts)))
 
 
 def detected_subsets(logits: object, components: Sequence[str]) -> list[tuple[str, ...]]:
     """Components present in each image: the subset of its argmax lookup-table entry.
-
-    Args:
-        logits: ``(images, 2**K)`` against ``lookup_table(components)``, in that order.
 
     Example:
         >>> detected_subsets([[0, 9, 0, 0], [0, 0, 9, 0], [0, 0, 0, 9]], ["crab", "macaw"])
@@ -150,13 +111,6 @@ def component_generation_rates(
 ) -> dict[str, ComponentRate]:
     """Per-component generation rate (paper section 8.2): detected among the images that requested it.
 
-    Args:
-        requested: per image, the components its prompt named.
-        detected: per image, the detected components (a subset of the requested ones).
-
-    Raises:
-        ValueError: lengths that differ, or a detected component the prompt did not request.
-
     Example:
         >>> rates = component_generation_rates([("crab", "sock"), ("crab", "vase")], [("crab",), ()])
         >>> {c: r.rate for c, r in rates.items()}
@@ -183,25 +137,10 @@ def component_rate_intervals(
     prompts: Sequence[Sequence[str]], detected: Sequence[Sequence[Sequence[str]]], *, min_requested: int = 1,
     confidence: float = 0.95,
 ) -> tuple[dict[str, "object"], list[str]]:
-    """Each component's generation rate with its interval over the prompts that asked for it.
-
-    Prompts are the sampled unit (a prompt's images share its other components), so the interval is
-    :func:`t2i_fairness.metrics.intervals.cluster_mean_interval` over prompts. A component named by a
-    single prompt has no between-prompt variation: it is listed apart, without an interval.
-
-    Args:
-        prompts: one component tuple per prompt (over every K).
-        detected: per prompt, per image, the detected components.
-        min_requested: components requested in fewer images are left out.
+    """Each component's generation rate with a cluster interval over the prompts that asked for it.
 
     Returns:
-        ``({component: Interval}, [components named by one prompt only])``, in order of first request.
-
-    Example:
-        >>> ivs, single = component_rate_intervals([("crab", "sock"), ("crab", "vase")],
-        ...                                        [[("crab",), ("crab", "sock")], [(), ("crab",)]])
-        >>> round(ivs["crab"].estimate, 2), ivs["crab"].n_units, ivs["crab"].df, single
-        (0.75, 2, 1.0, ['sock', 'vase'])
+        ``({component: Interval}, [components named by one prompt only])``; the latter have no interval.
     """
     from t2i_fairness.metrics.intervals import cluster_mean_interval
 
@@ -233,17 +172,7 @@ def component_rate_intervals(
 def counted_components(
     prompts: Sequence[Sequence[str]], images_per_prompt: int, *, min_requested: int = 1
 ) -> tuple[list[str], list[str]]:
-    """Which components :func:`component_rate_intervals` will count, and which are named by one prompt.
-
-    From the prompts alone: a component is counted when requested in at least ``min_requested``
-    images by at least two prompts.
-
-    Example:
-        >>> counted_components([("crab", "sock"), ("crab", "vase")], 2)
-        (['crab'], ['sock', 'vase'])
-        >>> counted_components([("crab", "sock"), ("crab", "vase")], 2, min_requested=3)
-        (['crab'], [])
-    """
+    """Components requested in at least ``min_requested`` images by at least two prompts, and those named by one prompt."""
     if isinstance(images_per_prompt, bool) or not isinstance(images_per_prompt, int) or images_per_prompt < 1:
         raise ValueError(f"`images_per_prompt` must be a positive integer, but got {images_per_prompt!r}")
     named: Counter[str] = Counter()
@@ -257,20 +186,7 @@ def counted_components(
 def extreme_components(
     rates: Mapping[str, ComponentRate], n: int = 10, min_requested: int = 1
 ) -> tuple[list[ComponentRate], list[ComponentRate]]:
-    """The ``n`` most ignored and the ``n`` most prominent components.
-
-    Components requested fewer than ``min_requested`` times are left out; ties go to more requests,
-    then to the name.
-
-    Returns:
-        ``(most_ignored, most_prominent)``: lowest rates ascending, highest rates descending.
-
-    Example:
-        >>> rates = component_generation_rates([("crab", "sock"), ("crab", "vase")], [("crab",), ("crab",)])
-        >>> low, high = extreme_components(rates, n=1)
-        >>> low[0].component, high[0].component
-        ('sock', 'crab')
-    """
+    """The ``n`` most ignored (ascending) and ``n`` most prominent (descending) components."""
     n = _check_pos_int("n", n)
     min_requested = _check_pos_int("min_requested", min_requested)
     kept = [r for r in rates.values() if r.requested >= min_requested]
