@@ -22,11 +22,7 @@ from t2i_fairness.metrics.manifold.scores import ReferenceManifold, dedupe_index
 
 
 def ball_membership(real: Any, radii: Any, fake: Any, *, block_elements: int = 2**24) -> np.ndarray:
-    """bool (n_fake, n_real): whether generated row i lies in the ball of real row j, ``d(i, j) < radii[j]``.
-
-    The rule of :func:`precision_coverage` (``any`` over columns: precision membership; over rows:
-    coverage), on exact float64 distances: a float64 product screens, pairs within a rigorous error
-    bound of a radius are recomputed from the coordinate differences.
+    """bool (n_fake, n_real): ``d(i, j) < radii[j]`` on exact float64 distances.
 
     Example:
         >>> ball_membership(np.array([[0.0], [10.0]]), np.array([1.0, 2.0]), np.array([[0.5], [9.0], [5.0]])).tolist()
@@ -68,14 +64,7 @@ def ball_membership(real: Any, radii: Any, fake: Any, *, block_elements: int = 2
 
 
 def pair_distances(real: Any, fake: Any, *, block_elements: int = 2**24) -> np.ndarray:
-    """float64 (n_fake, n_real) distances from exact coordinate differences, as :func:`ball_membership` decides.
-
-    For the evidence beside a failing gate: which real image is nearest a generated one, how far.
-
-    Example:
-        >>> pair_distances(np.array([[0.0, 0.0], [3.0, 4.0]]), np.array([[0.0, 1.0]])).tolist()
-        [[1.0, 4.242640687119285]]
-    """
+    """float64 (n_fake, n_real) distances from exact coordinate differences."""
     r = np.asarray(real, dtype=np.float64)
     f = np.asarray(fake, dtype=np.float64)
     if r.ndim != 2 or f.ndim != 2 or r.shape[1] != f.shape[1]:
@@ -93,14 +82,11 @@ def pair_distances(real: Any, fake: Any, *, block_elements: int = 2**24) -> np.n
 
 @dataclass(frozen=True)
 class Membership:
-    """Which generated rows lie in which real k-NN balls, after the generated rows' dedupe.
+    """Which kept generated rows lie in which real k-NN balls.
 
     Attributes:
-        inside: bool ``(n_kept, n_real)``: kept generated row ``i`` is strictly inside real ball ``j``.
-        kept: indices (into the generated rows given) of the rows that entered, in order.
-
-    ``precision`` and ``coverage`` equal :func:`precision_coverage`'s; ``precision_of(idx)`` and
-    ``coverage_of(idx)`` recompute them for a resample of the kept rows (a bootstrap's need).
+        inside: bool ``(n_kept, n_real)``.
+        kept: indices of the generated rows kept by the dedupe, in order.
     """
 
     inside: np.ndarray
@@ -133,15 +119,7 @@ class Membership:
 
 def membership(manifold: "ReferenceManifold", fake_features: Any, *, dedupe: Dedupe = "none",
                group: str | None = None) -> Membership:
-    """The ball membership of generated rows in a reference manifold, after their ``dedupe``.
-
-    Example:
-        >>> m = ReferenceManifold.build(np.arange(10.0).reshape(5, 2), nearest_k=1)
-        >>> fake = np.array([[0.5, 1.5], [0.5, 1.5], [50.0, 50.0]])
-        >>> mem = membership(m, fake, dedupe="keep_one")
-        >>> mem.kept.tolist(), mem.precision, mem.coverage
-        ([0, 2], 0.5, 0.4)
-    """
+    """The ball membership of generated rows in a reference manifold, after their ``dedupe``."""
     mode = _check_dedupe(dedupe)
     fake = _as_features(fake_features, "fake_features", group)
     _check_same_dim(manifold.features, fake, group)

@@ -102,14 +102,7 @@ _F64 = _Tier(torch.float64, 2.0**-53, 2.0**-1074)
 
 @dataclass(frozen=True)
 class _Frame:
-    """Common centre and power-of-two scale of the sets compared in one computation.
-
-    Distances are translation invariant and a power-of-two scale is exact, so the working
-    copies ``y = (x - centre) * scale`` keep the identity's cancellation error small. When every
-    set is float32 the centre (the mean of all rows) is rounded to float32, so rows are centred
-    in float32 with a single rounding; otherwise centring is done in float64. Either way every set
-    is centred on the very same value.
-    """
+    """Common centre and power-of-two scale of the sets compared: ``y = (x - centre) * scale`` for all."""
 
     center: np.ndarray
     scale: float
@@ -167,17 +160,10 @@ def _prepare(x: np.ndarray, frame: _Frame, tier: _Tier, device: torch.device) ->
 
 @dataclass(frozen=True)
 class _Bounds:
-    """Rigorous error bounds linking the tier's identity distances to the float64 semantics.
+    """Rigorous error bounds linking the tier's identity distances ``q`` to the float64 distances.
 
-    For rows a, b of two working sets, with ``q`` the tier's ``|a|^2 + |b|^2 - 2 a.b``:
-
-    * ``|q - dhat^2| <= E = 2c (|a|^2 + |b|^2) + qabs`` where ``dhat`` is the exact distance of
-      the rounded rows (every dot/sum of m terms errs by at most gamma_m times its absolute
-      sum, in any summation order, and (|a| + |b|)^2 <= 2|a|^2 + 2|b|^2);
-    * ``|dhat - d * scale| <= e1`` where ``d`` is the exact distance of the original rows
-      (rounding each component into the tier moves a row by at most u |row|);
-    * ``|d64 - d| <= s64 d + eps64`` for the float64 exact-difference distance ``d64`` that
-      defines the semantics (squares and a sum of non-negative terms, then a square root).
+    ``|q - dhat^2| <= 2c (|a|^2 + |b|^2) + qabs``, ``|dhat - d * scale| <= e1`` and
+    ``|d64 - d| <= s64 d + eps64`` (``dhat``: the rounded rows' exact distance).
     """
 
     c: float
@@ -322,14 +308,7 @@ def _radii(x: np.ndarray, k: int, opts: _Options, space: _Space | None = None, n
 def _radii_topk_pass(
     x: np.ndarray, k: int, work: _Work, tier: _Tier, space: _Space, radii: np.ndarray
 ) -> np.ndarray:
-    """Radii from the ``k + 8`` smallest identity values per row; return rows needing more.
-
-    Distances are symmetric, so only blocks on and above the diagonal are computed: each block
-    updates the running top-k of its rows (along its rows) and of its columns (along its
-    columns). The k-th smallest value bounds the radius from above; every row whose distance may
-    not exceed that bound is a candidate. If the last kept value is still a candidate the row may
-    have more candidates than kept, and is returned for :func:`_radii_mask_pass`.
-    """
+    """Radii from the ``k + 8`` smallest identity values per row; return rows needing more candidates."""
     n = x.shape[0]
     keep = min(n - 1, k + 8)
     device = work.x.device
@@ -423,11 +402,7 @@ def _radii_from_candidates(
     row_e: np.ndarray,
     radii: np.ndarray,
 ) -> None:
-    """Set ``radii[row]`` to the k-th smallest exact distance among each row's candidates.
-
-    Within a row the bounds grow with q. Candidates whose upper bound is below the k-th smallest
-    lower bound are surely among the k - 1 nearest: they are counted, not measured.
-    """
+    """Set ``radii[row]`` to the k-th smallest exact distance among each row's candidates."""
     if ri.size == 0:
         return
     order = np.lexsort((qv, ri))
@@ -526,14 +501,7 @@ def _cross_block(
     stats: _CrossStats,
     want_counts: bool,
 ) -> _BlockResult | None:
-    """Classify the pairs of fake rows ``start:stop`` x all real rows as inside, outside or open.
-
-    The GEMM computes ``w = q - A_j`` with a per-real-column offset ``A_j`` chosen so that
-    ``w < 0`` means surely inside ball j and ``w >= width_j`` surely outside (``|w - (dhat^2 -
-    A_j)| <= E_ij + c |A_j|``). One comparison with a scalar therefore finds every pair that is
-    inside or open; sure-outside pairs, nearly all of them, are never listed. Returns None when a
-    float32 block leaves too many pairs open (the caller redoes it in float64).
-    """
+    """Classify fake rows ``start:stop`` x all real rows as inside, outside or open; None if float32 leaves too many open."""
     device = fw.x.device
     c = bounds.c
     n_rows, n_real = stop - start, rw.x.shape[0]

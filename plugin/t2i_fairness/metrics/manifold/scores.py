@@ -1,15 +1,14 @@
 """Precision, recall, density and coverage of a generated feature set against a real one.
 
-A set's manifold is the union of balls around its points, each of radius the distance to the
-k-th nearest other point of the set (Kynkaenniemi et al., 2019; Naeem et al., 2020; DIG In 4.1).
-With ``r_j`` the radius of real point ``j`` and ``rf_i`` of fake point ``i``, membership strict::
+Membership is strict, ``d(i, j) < r_j`` with ``r_j`` the distance of real point ``j`` to its k-th
+nearest other real point (``rf_i`` likewise for fake points)::
 
     precision = mean over fake i of  [exists real j: d(i, j) < r_j]
     recall    = mean over real j of  [exists fake i: d(i, j) < rf_i]
     density   = mean over fake i of  #{real j: d(i, j) < r_j} / k
     coverage  = mean over real j of  [exists fake i: d(i, j) < r_j]
 
-the definitions of the ``prdc`` package, decided exactly on float64 distances (docs/manifold.md).
+the ``prdc`` package's definitions, decided exactly on float64 distances (docs/manifold.md).
 """
 
 from __future__ import annotations
@@ -43,14 +42,7 @@ _NPZ_FORMAT = 1
 
 @dataclass(frozen=True, eq=False)
 class ReferenceManifold:
-    """A reference feature set with the radii of its k-nearest-neighbour balls, for reuse.
-
-    The radii are the expensive, model-independent half of precision and coverage: build once per
-    reference group, cache with :meth:`to_npz`, pass to :func:`precision_coverage` for every model.
-
-    Attributes:
-        features: ``(n, dim)`` real features (float32 or float64), read-only.
-        radii: ``(n,)`` float64 distance of each row to its ``nearest_k``-th nearest other row.
+    """A reference feature set with its k-NN radii: build once per group, cache, reuse for every model.
 
     Example:
         >>> rng = np.random.default_rng(0)
@@ -84,20 +76,12 @@ class ReferenceManifold:
         chunk_size: int | None = None,
         group: str | None = None,
     ) -> "ReferenceManifold":
-        """Deduplicate ``features`` as asked (:func:`deduplicate`; the stored features are the kept ones)
-        and compute their radii.
+        """Deduplicate ``features`` as asked (:func:`deduplicate`) and compute their radii.
 
         Args:
             device: torch device of the distances; ``None`` picks CUDA when available.
             chunk_size: rows per block (memory ``chunk_size x n``); ``None`` picks a size.
             group: name of the reference group, quoted in error messages.
-
-        Raises:
-            ValueError: bad shape, non-finite rows, too few rows for ``nearest_k``, a bad option.
-
-        Example:
-            >>> ReferenceManifold.build(np.arange(8.0).reshape(4, 2), nearest_k=1).radii.tolist()
-            [2.8284271247461903, 2.8284271247461903, 2.8284271247461903, 2.8284271247461903]
         """
         k = _check_nearest_k(nearest_k)
         mode = _check_dedupe(dedupe)
@@ -111,17 +95,7 @@ class ReferenceManifold:
         return cls(feats, radii, k)
 
     def to_npz(self, path: str | os.PathLike[str]) -> None:
-        """Write ``features``, ``radii`` and ``nearest_k`` to ``path`` atomically (temporary file, then rename).
-
-        Example:
-            >>> import pathlib, tempfile
-            >>> ref = ReferenceManifold.build(np.arange(12.0).reshape(6, 2), nearest_k=2)
-            >>> with tempfile.TemporaryDirectory() as tmp:
-            ...     ref.to_npz(pathlib.Path(tmp) / "africa.npz")
-            ...     again = ReferenceManifold.from_npz(pathlib.Path(tmp) / "africa.npz")
-            >>> bool((again.radii == ref.radii).all()), again.nearest_k
-            (True, 2)
-        """
+        """Write ``features``, ``radii`` and ``nearest_k`` to ``path`` atomically."""
         from t2i_fairness.base.files import atomic_write_bytes
 
         atomic_write_bytes(path, self.to_bytes())
@@ -137,22 +111,14 @@ class ReferenceManifold:
 
     @classmethod
     def from_bytes(cls, data: bytes, name: str = "<bytes>") -> "ReferenceManifold":
-        """Read what :meth:`to_bytes` wrote; ``name`` is quoted in errors.
-
-        Raises:
-            ValueError: not a manifold file, another format version, or inconsistent arrays.
-        """
+        """Read what :meth:`to_bytes` wrote; ``name`` is quoted in errors."""
         import io
 
         return cls._from_npz(io.BytesIO(data), name)
 
     @classmethod
     def from_npz(cls, path: str | os.PathLike[str]) -> "ReferenceManifold":
-        """Read a manifold written by :meth:`to_npz`.
-
-        Raises:
-            ValueError: a missing array, another format version, or inconsistent arrays.
-        """
+        """Read a manifold written by :meth:`to_npz`."""
         return cls._from_npz(os.fspath(path), os.fspath(path))
 
     @classmethod
@@ -172,11 +138,7 @@ class ReferenceManifold:
 
 
 def deduplicate(features: Any, dedupe: Dedupe = "drop_all") -> np.ndarray:
-    """Remove exactly repeated rows from one feature set, keeping row order.
-
-    ``"keep_one"`` keeps the first copy, ``"drop_all"`` removes every copy (DIG In's evaluation
-    code), ``"none"`` changes nothing; ``-0.0 == 0.0``. :func:`prdc` and :func:`precision_coverage`
-    apply it to each set separately: a vector in both sets is not a duplicate.
+    """Remove exactly repeated rows, keeping order: ``"keep_one"``, ``"drop_all"`` (DIG In's) or ``"none"``.
 
     Example:
         >>> x = np.array([[0.0, 1.0], [2.0, 3.0], [0.0, 1.0], [4.0, 5.0]])
@@ -196,11 +158,6 @@ def real_radii(
     group: str | None = None,
 ) -> np.ndarray:
     """Distance from every row to its ``nearest_k``-th nearest other row (``prdc``'s radius), exact.
-
-    Duplicated rows are neighbours at distance 0; :func:`deduplicate` first if that is unwanted.
-
-    Raises:
-        ValueError: bad shape, non-finite rows, fewer than ``nearest_k + 2`` rows, ``nearest_k < 1``.
 
     Example:
         >>> real_radii(np.array([[0.0], [1.0], [3.0], [7.0]]), nearest_k=1).tolist()
@@ -227,26 +184,15 @@ def prdc(
 ) -> dict[str, float]:
     """Precision, recall, density and coverage, equal to ``prdc.compute_prdc`` on float64 features.
 
-    For float32 features it equals ``prdc`` on the arrays cast to float64 (``prdc`` itself rounds
-    float32 distances first).
-
     Args:
-        real_features, fake_features: ``(n, dim)`` numpy arrays or torch tensors, same ``dim``.
         nearest_k: k of the radii (both sets need ``k + 2`` rows).
-        dedupe: ``"none"`` (the ``prdc`` package's), ``"keep_one"`` or ``"drop_all"`` (DIG In's
-            evaluation code), on each set separately (:func:`deduplicate`).
-        device: torch device; ``None`` picks CUDA when available.
+        dedupe: ``"none"`` (the ``prdc`` package's), ``"keep_one"`` or ``"drop_all"``, per set.
         chunk_size: rows per block (memory ``chunk_size x n``); never changes the result.
-        group: the group scored (e.g. ``"africa"``), quoted in error messages.
-
-    Raises:
-        ValueError: non-2-D input, different dimensions, NaN/inf rows, too few rows, a bad option.
 
     Example:
         >>> rng = np.random.default_rng(0)
         >>> real, fake = rng.normal(size=(200, 16)), rng.normal(size=(150, 16))
-        >>> scores = prdc(real, fake, nearest_k=5)
-        >>> sorted(scores), prdc(real, real, nearest_k=5)["precision"]
+        >>> sorted(prdc(real, fake, nearest_k=5)), prdc(real, real, nearest_k=5)["precision"]
         (['coverage', 'density', 'precision', 'recall'], 1.0)
     """
     k = _check_nearest_k(nearest_k)
@@ -286,28 +232,9 @@ def precision_coverage(
 ) -> dict[str, float]:
     """Precision and coverage only (DIG In's realism and diversity), the same numbers as :func:`prdc`.
 
-    Skips the fake set's radii and resolves only the pairs that can change these two numbers.
-
     Args:
         real_features: ``(n_real, dim)`` array/tensor, or a :class:`ReferenceManifold`.
-        fake_features: ``(n_fake, dim)`` generated features, ``n_fake >= 1``.
-        nearest_k: k of the real radii; ``None``: 3, or the manifold's own.
         real_radii: precomputed ``(n_real,)`` radii, taken as given.
-        dedupe: as :func:`prdc`; with precomputed radii only the fake set is deduplicated.
-
-    Raises:
-        ValueError: as :func:`prdc`, plus radii of the wrong shape, negative or non-finite, or
-            ``real_radii`` given with a manifold.
-
-    Example:
-        >>> rng = np.random.default_rng(1)
-        >>> real, fake = rng.normal(size=(120, 8)), rng.normal(size=(90, 8))
-        >>> pc = precision_coverage(real, fake, nearest_k=5)
-        >>> full = prdc(real, fake, nearest_k=5)
-        >>> pc == {"precision": full["precision"], "coverage": full["coverage"]}
-        True
-        >>> precision_coverage(real, fake, real_radii=real_radii(real, 5)) == pc
-        True
     """
     mode = _check_dedupe(dedupe)
     opts = _Options.make(device, chunk_size)
@@ -354,18 +281,7 @@ def precision_coverage(
 
 
 def dedupe_index(features: Any, dedupe: str = "drop_all", groups: Any = None) -> np.ndarray:
-    """Row indices :func:`deduplicate` keeps, in order (so diagnostics can name the images).
-
-    With ``groups`` (a label per row), ``keep_one`` follows DIG In's ``get_df_deduped(keep_one=True)``:
-    the first copy stays only when every copy has the same label, else every copy goes.
-
-    Example:
-        >>> x = np.array([[0.0], [1.0], [0.0], [2.0]])
-        >>> dedupe_index(x, "drop_all").tolist(), dedupe_index(x, "keep_one").tolist()
-        ([1, 3], [0, 1, 3])
-        >>> dedupe_index(x, "keep_one", groups=["africa", "africa", "europe", "africa"]).tolist()
-        [1, 3]
-    """
+    """Row indices :func:`deduplicate` keeps; with ``groups``, ``keep_one`` drops copies whose labels differ (DIG In's)."""
     if dedupe not in ("none", "keep_one", "drop_all"):
         raise ValueError(f"dedupe must be one of ('none', 'keep_one', 'drop_all'), got {dedupe!r}")
     x = np.asarray(features)
