@@ -1,10 +1,6 @@
 """Gate decisions: one-sided p-values, error control across gates, three verdicts, power, bounds.
 
-A gate holds a measured value against a bound: ``min`` (at least the bound) or ``max`` (at most).
-H0 is "the model meets the bound", tested at the boundary, so a small p-value is evidence that
-the true value lies on the failing side. Pure arithmetic on numbers the caller measured: p-values,
-their adjustment across a run (:func:`adjust_p_values`), the verdict (:func:`decide`), power and
-sample sizes, and bounds written from a measurement (:func:`bound_from_estimate`).
+H0 is "the model meets the bound" (``min``: at least; ``max``: at most), tested at the boundary.
 docs/decisions.md explains the verdicts, the adjustments and the limits of the power formulas.
 """
 
@@ -96,20 +92,13 @@ def _sign(direction: str) -> float:
 
 
 def p_value_normal(estimate: float, se: float, bound: float, direction: str, *, df: float | None = None) -> float:
-    """One-sided p-value of H0 "the model meets ``bound``" from an estimate and its standard error.
+    """One-sided p-value of H0 "the model meets ``bound``": ``p = F((estimate - bound) / se)`` for ``min``.
 
-    ``p = F((estimate - bound) / se)`` for a ``min`` gate and ``F((bound - estimate) / se)`` for
-    ``max``, ``F`` the normal CDF or Student's t on ``df`` (``None``: normal). With ``se == 0`` the
-    estimate is exact: ``p = 1`` when it meets the bound, else ``0``.
-
-    Raises:
-        ValueError: non-finite input, ``se < 0``, an unknown ``direction`` or ``df <= 0``.
+    ``F`` is the normal CDF or Student's t on ``df``; ``se == 0``: ``p`` is 1 or 0.
 
     Example:
         >>> round(p_value_normal(0.30, 0.05, 0.40, "min"), 4), round(p_value_normal(0.30, 0.05, 0.40, "max"), 4)
         (0.0228, 0.9772)
-        >>> round(p_value_normal(0.30, 0.05, 0.40, "min", df=3), 4), p_value_normal(0.5, 0.0, 0.5, "min")
-        (0.0697, 1.0)
     """
     estimate, bound = _finite("estimate", estimate), _finite("bound", bound)
     se = _non_negative("se", se)
@@ -129,19 +118,8 @@ def p_value_normal(estimate: float, se: float, bound: float, direction: str, *, 
 def p_value_interval(interval: Interval, bound: float, direction: str) -> float:
     """One-sided p-value of a gate from an :class:`~t2i_fairness.metrics.intervals.Interval`.
 
-    Uses the interval's standard error at the bound (:meth:`Interval.se_at`) and its ``df``, so the
-    test agrees with the interval: at ``confidence = 1 - 2 alpha`` the bound lies outside it on the
-    failing side exactly when ``p < alpha``.
-
-    Raises:
-        ValueError: the interval carries no standard error (use :func:`p_value_bootstrap`), or as
-            :func:`p_value_normal`.
-
-    Example:
-        >>> from t2i_fairness.metrics.intervals import precision_interval
-        >>> iv = precision_interval(np.r_[np.ones(12, bool), np.zeros(28, bool)])   # 12 of 40
-        >>> round(p_value_interval(iv, 0.5, "min"), 4)       # score test of p >= 0.5
-        0.0057
+    Uses :meth:`Interval.se_at` at the bound and its ``df``, so at ``confidence = 1 - 2 alpha`` the
+    bound lies outside the interval on the failing side exactly when ``p < alpha``.
     """
     if not isinstance(interval, Interval):
         raise ValueError(f"`interval` must be an Interval, but got {type(interval).__name__}")
@@ -157,20 +135,9 @@ def p_value_interval(interval: Interval, bound: float, direction: str) -> float:
 
 
 def p_value_bootstrap(estimate: float, replicates: Sequence[float] | np.ndarray, bound: float, direction: str) -> float:
-    """One-sided p-value of H0 "the model meets ``bound``" from bootstrap replicates (shift construction).
+    """One-sided p-value from bootstrap replicates (shift construction), never below ``1 / (B + 1)``.
 
-    For a ``min`` gate ``p = (1 + #{theta*_b - estimate <= estimate - bound}) / (B + 1)`` (``>=`` for
-    ``max``); ties count against rejection and ``p`` is never below ``1 / (B + 1)``.
-
-    Raises:
-        ValueError: non-finite input, no replicates or an unknown ``direction``.
-
-    Example:
-        >>> reps = np.linspace(-1, 1, 201) * 0.1 + 0.5    # estimate 0.5, spread +-0.1
-        >>> round(p_value_bootstrap(0.5, reps, 0.5555, "min"), 4)  # deviations <= -0.0555: 45 of 201
-        0.2277
-        >>> p_value_bootstrap(0.5, reps, 0.9, "min") == 1 / 202    # none: 1 / (B + 1)
-        True
+    ``min``: ``p = (1 + #{theta*_b - estimate <= estimate - bound}) / (B + 1)`` (``>=`` for ``max``).
     """
     estimate, bound = _finite("estimate", estimate), _finite("bound", bound)
     sign = _sign(_direction(direction))
@@ -191,13 +158,6 @@ def p_value_bootstrap(estimate: float, replicates: Sequence[float] | np.ndarray,
 
 def adjust_p_values(p_values: Sequence[float] | np.ndarray, method: str = "holm") -> np.ndarray:
     """Adjusted p-values across a run's gates: Holm (default), Benjamini-Hochberg or none.
-
-    With ``p_(1) <= ... <= p_(m)`` sorted, ``holm`` is ``max_{j <= i} min(1, (m - j + 1) p_(j))``
-    (family-wise error rate) and ``bh`` is ``min_{j >= i} min(1, m p_(j) / j)`` (false discovery
-    rate); results come back in input order. A gate is significant when its value is ``<= alpha``.
-
-    Raises:
-        ValueError: an unknown ``method``, input that is not 1-D, or a p-value outside [0, 1].
 
     Example:
         >>> adjust_p_values([0.01, 0.04, 0.03, 0.5]).round(4).tolist()
@@ -233,14 +193,7 @@ def adjust_p_values(p_values: Sequence[float] | np.ndarray, method: str = "holm"
 
 
 def decide(estimate: float, bound: float, direction: str, p_adjusted: float, alpha: float = 0.05) -> str:
-    """The gate's verdict: ``"pass"``, ``"fail"`` or ``"inconclusive"``.
-
-    ``fail``: the estimate misses the bound and ``p_adjusted <= alpha``; ``pass``: the estimate
-    meets the bound (equality passes); ``inconclusive``: it misses without significant evidence.
-
-    Raises:
-        ValueError: non-finite ``estimate`` or ``bound``, ``p_adjusted`` outside [0, 1],
-            ``alpha`` outside (0, 1) or an unknown ``direction``.
+    """The gate's verdict: ``"pass"`` (meets the bound), ``"fail"`` (misses, ``p_adjusted <= alpha``), or ``"inconclusive"``.
 
     Example:
         >>> decide(0.31, 0.30, "min", 0.9), decide(0.29, 0.30, "min", 0.4), decide(0.20, 0.30, "min", 0.001)
@@ -259,15 +212,9 @@ def decide(estimate: float, bound: float, direction: str, p_adjusted: float, alp
 
 @dataclass(frozen=True)
 class HypothesisTest:
-    """A gate whose statistic is itself a test (CIS order invariance): its own H0 and p-value.
+    """A gate whose statistic is itself a test (CIS order invariance): its own H0 and p-value, no bound.
 
-    It has no bound: it fails when H0 is rejected at the run's adjusted level (:func:`decide_test`)
-    and joins the run's Holm/BH adjustment with ``p_value`` (never 0). ``resolution`` is the
-    smallest p-value the method can report (``1 / (B + 1)`` for B resamples, else ``None``).
-
-    Example:
-        >>> HypothesisTest(0.3, "no order effect", "permutation", 1.2, 1e-4).record()["resolution"]
-        0.0001
+    ``resolution``: the smallest p-value the method can report (``1 / (B + 1)``), or ``None``.
     """
 
     p_value: float
@@ -288,13 +235,7 @@ class HypothesisTest:
 
 
 def gate_level(alpha: float, family_size: int, multiplicity: str = "holm") -> float:
-    """The level one gate is decided at in a run of ``family_size`` gates: ``alpha / m`` under Holm and
-    Benjamini-Hochberg (their first step; the run's step-down completes them), ``alpha`` with no adjustment.
-
-    Example:
-        >>> gate_level(0.05, 475), gate_level(0.05, 475, "none"), gate_level(0.05, 0)
-        (0.00010526315789473685, 0.05, 0.05)
-    """
+    """The level one gate is decided at among ``family_size`` gates: ``alpha / m`` (Holm, BH) or ``alpha``."""
     if multiplicity not in ADJUSTMENTS:
         raise ValueError(f"`multiplicity` must be one of {ADJUSTMENTS}, but got {multiplicity!r}")
     return alpha / max(1, int(family_size)) if multiplicity in ("holm", "bh") else alpha
@@ -308,19 +249,7 @@ def level_text(alpha: float, family_size: int, multiplicity: str = "holm") -> st
 
 
 def decide_test(p_value: float, alpha: float, threshold: float) -> str:
-    """The verdict of a hypothesis-test gate (H0: no effect) at the run's levels.
-
-    ``fail``: ``p <= threshold`` (the first step ``alpha / m``); ``inconclusive``:
-    ``threshold < p <= alpha`` (only a later step of the run's step-down can reject it);
-    ``pass``: ``p > alpha``.
-
-    Raises:
-        ValueError: ``p_value`` outside [0, 1], ``alpha`` outside (0, 1), ``threshold`` outside (0, alpha].
-
-    Example:
-        >>> decide_test(1e-5, 0.05, 0.05 / 400), decide_test(0.01, 0.05, 0.05 / 400), decide_test(0.3, 0.05, 0.05 / 400)
-        ('fail', 'inconclusive', 'pass')
-    """
+    """The verdict of a hypothesis-test gate: ``fail`` at ``p <= threshold``, ``pass`` at ``p > alpha``, else inconclusive."""
     p = _finite("p_value", p_value)
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"`p_value` must be in [0, 1], but got {p_value!r}")
@@ -343,20 +272,11 @@ def _level(alpha: float, family_size: int) -> float:
 
 
 def minimum_detectable_effect(se: float, *, alpha: float = 0.05, power: float = 0.8, family_size: int = 1) -> float:
-    """Smallest shift of the true value past the bound detected with probability ``power``.
-
-    ``delta = (z_{1 - alpha'} + z_power) * se`` for a one-sided normal test at level
-    ``alpha' = alpha / family_size`` (``family_size`` 1 for no adjustment).
-
-    Raises:
-        ValueError: ``se`` negative or not finite, ``alpha`` or ``power`` outside (0, 1), or
-            ``family_size < 1``.
+    """Smallest shift past the bound detected with ``power``: ``(z_{1 - alpha / family_size} + z_power) * se``.
 
     Example:
         >>> round(minimum_detectable_effect(0.01), 5)          # (1.645 + 0.842) * 0.01
         0.02486
-        >>> round(minimum_detectable_effect(0.01, family_size=100), 5)
-        0.04132
     """
     se = _non_negative("se", se)
     level = _level(alpha, family_size)
@@ -365,16 +285,7 @@ def minimum_detectable_effect(se: float, *, alpha: float = 0.05, power: float = 
 
 
 def power_at(effect: float, se: float, *, alpha: float = 0.05, family_size: int = 1) -> float:
-    """Probability ``Phi(effect / se - z_{1 - alpha / family_size})`` that a gate fails when its true
-    value lies ``effect`` past the bound (``effect >= 0``: towards the failing side).
-
-    Raises:
-        ValueError: non-finite input, ``se <= 0``, ``alpha`` outside (0, 1), ``family_size < 1``.
-
-    Example:
-        >>> round(power_at(0.0, 0.01), 4), round(power_at(minimum_detectable_effect(0.01), 0.01), 4)
-        (0.05, 0.8)
-    """
+    """Probability ``Phi(effect / se - z_{1 - alpha / family_size})`` that a gate fails ``effect`` past the bound."""
     effect = _finite("effect", effect)
     se = _non_negative("se", se)
     if se == 0:
@@ -393,15 +304,9 @@ def required_sample_size(
     family_size: int = 1,
     design_effect: float = 1.0,
 ) -> int:
-    """Sample size (e.g. images per prompt) at which a shift of ``effect`` is detected with ``power``.
+    """Sample size at which a shift of ``effect`` is detected with ``power``.
 
-    ``n' = ceil(design_effect * n * ((z_{1 - alpha'} + z_power) * se / effect)^2)``: the variance is
-    assumed to fall as ``1 / n`` (``se`` measured at size ``n``), inflated by ``design_effect`` where
-    it shrinks more slowly (docs/decisions.md).
-
-    Raises:
-        ValueError: non-finite input, ``effect <= 0``, ``n < 1``, ``design_effect <= 0``,
-            ``alpha`` or ``power`` outside (0, 1).
+    ``n' = ceil(design_effect * n * ((z_{1 - alpha'} + z_power) * se / effect)^2)``, ``se`` measured at ``n``.
 
     Example:
         >>> mde = minimum_detectable_effect(0.01)       # what n = 6 images detect
@@ -429,11 +334,7 @@ def required_sample_size(
 
 @dataclass(frozen=True)
 class UncertaintyBound:
-    """A bound written from a measurement, with what it was written from (``record()`` gives the fields).
-
-    ``margin = |estimate - bound| = z * sqrt(se^2 + se_rerun^2)``; ``pass_probability`` is the
-    chance an equivalent model's estimate meets the bound; ``z`` its normal or t quantile.
-    """
+    """A bound written from a measurement: ``margin = |estimate - bound| = z * sqrt(se^2 + se_rerun^2)``."""
 
     bound: float
     direction: str
@@ -468,24 +369,16 @@ def bound_from_estimate(
 ) -> UncertaintyBound:
     """The bound an equivalent model (same model, new seeds) meets with probability ``pass_probability``.
 
-    ``bound = estimate - z * sqrt(se^2 + se_rerun^2)`` for a ``min`` gate (``+`` for ``max``), since
-    a re-run differs by the errors of both runs; ``z`` is the normal quantile, or Student's t on
-    ``df`` when ``se`` was estimated from few units (docs/decisions.md). ``se == 0`` gives the estimate.
+    ``bound = estimate - z * sqrt(se^2 + se_rerun^2)`` for ``min`` (``+`` for ``max``).
 
     Args:
-        se_rerun: the standard error of the run to be gated; ``None`` means ``se`` (same size).
-        df: degrees of freedom of ``se`` (``None`` or infinite: the normal quantile).
-
-    Raises:
-        ValueError: a non-finite value (so never a ``.inf`` bound), a negative standard error,
-            ``pass_probability`` outside [0.5, 1) or an unknown ``direction``.
+        se_rerun: the standard error of the run to be gated; ``None`` means ``se``.
+        df: degrees of freedom of ``se`` (``None``: the normal quantile).
 
     Example:
         >>> b = bound_from_estimate(0.80, 0.02, "min")
         >>> round(b.bound, 4), round(b.margin, 4), b.pass_probability
         (0.7535, 0.0465, 0.95)
-        >>> round(bound_from_estimate(0.80, 0.02, "min", pass_probability=0.99, df=3).margin, 4)
-        0.1284
     """
     estimate = _finite("estimate", estimate)
     se = _non_negative("se", se)
