@@ -1,8 +1,5 @@
-"""DIG In's Object Consistency Indicator (section 4.4), as the authors' code computes it.
-
-CLIPScore is the raw cosine between the CLIP embeddings of a generated image and of the object
-name alone (unlike Hessel et al.'s CLIP-S, neither scaled nor clamped); the indicator is the mean
-over objects of each object's 10th percentile (linear interpolation).
+"""DIG In's Object Consistency Indicator (section 4.4): the mean over objects of each object's
+10th-percentile CLIPScore, the raw cosine of image and object name (as the authors' code computes it).
 """
 
 from __future__ import annotations
@@ -45,20 +42,12 @@ def _object_percentiles_update(cosines_by_object: Mapping[str, Sequence[float]])
 
 
 def object_percentiles(cosines_by_object: Mapping[str, Sequence[float]]) -> dict[str, float]:
-    """Per object, the 10th-percentile CLIPScore (linear interpolation).
-
-    Example:
-        >>> object_percentiles({"bag": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1]})
-        {'bag': 0.2}
-    """
+    """Per object, the 10th-percentile CLIPScore (linear interpolation)."""
     return _object_percentiles_update(cosines_by_object)
 
 
 def object_consistency(cosines_by_object: Mapping[str, Sequence[float]]) -> float:
-    """DIG In's Object Consistency Indicator: the mean over objects of each object's 10th-percentile CLIPScore.
-
-    Raises:
-        ValueError: no objects, an object without scores, or non-finite scores (naming the object).
+    """The mean over objects of each object's 10th-percentile CLIPScore.
 
     Example:
         >>> round(object_consistency({"bag": [0.2] * 5, "stove": [0.1, 0.3]}), 4)

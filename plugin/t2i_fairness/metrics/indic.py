@@ -1,15 +1,9 @@
 """IndicTTI indicators: correctness (CLGC, IGC, LGC) and representation (SCAL, SCWL, DWL) per language.
 
-Mittal et al., "Navigating Text-to-Image Generative Bias across Indic Languages" (ECCV 2024),
-Section 4. Each indicator is a mean of cosine similarities between embeddings the caller computed;
-values lie in [-1, 1] (DWL in [0, 2]; the paper prints them times 100). One language's images are
-``(n_prompts, n_images, dim)``, one vector per prompt is ``(n_prompts, dim)``, prompt ``k`` the
-same in every array; many languages are a mapping ``code -> array``.
-
-The paper's sums over ordered pairs divided by ``nC2`` would double a mean: every indicator here
-is a plain mean over pairs, computed from unit vectors with sums and dot products (memory linear
-in the inputs). :func:`relative_to_english` and :func:`mean_relative_to_english` give the drops
-the paper reports. Inputs are validated once; ``ValueError`` names the argument and its shape.
+Mittal et al. (ECCV 2024), Section 4: means of cosine similarities between embeddings the caller
+computed, in [-1, 1] (DWL in [0, 2]). One language's images are ``(n_prompts, n_images, dim)``,
+prompt vectors ``(n_prompts, dim)``, prompt ``k`` the same in every array; many languages are a
+mapping ``code -> array``. Every indicator is a plain mean over pairs (docs/indicators.md).
 """
 
 from __future__ import annotations
@@ -140,18 +134,11 @@ def _mean_compute(per_prompt: np.ndarray) -> float:
 
 
 def clgc(prompt_text_features: np.ndarray, caption_text_features: np.ndarray) -> float:
-    """Cyclic Language-Grounded Correctness of one language (paper, Eq. 3).
-
-    The mean over prompts k and images r of cos(t(English prompt k), t(caption of image r)); higher
-    is more faithful.
+    """Cyclic Language-Grounded Correctness (Eq. 3): mean cos(t(English prompt k), t(caption of image r)).
 
     Args:
         prompt_text_features: (n_prompts, dim), t of each English prompt.
         caption_text_features: (n_prompts, n_images, dim), t of the caption of each image.
-
-    Raises:
-        ValueError: wrong dimensions, n_prompts or dim differ, empty axes, non-finite values or a
-            zero vector.
 
     Example:
         >>> prompts = np.array([[1.0, 0.0], [0.0, 1.0]])
@@ -166,13 +153,7 @@ def clgc(prompt_text_features: np.ndarray, caption_text_features: np.ndarray) ->
 
 
 def igc(reference_image_features: np.ndarray, image_features: np.ndarray) -> float:
-    """Image-Grounded Correctness of one language (paper, Eq. 4): the mean over prompts k and images r of
-    cos(f(reference image k), f(image r of prompt k)).
-
-    Example:
-        >>> igc(np.array([[1.0, 0.0]]), np.array([[[1.0, 1.0], [1.0, -1.0]]]))  # cos 45 degrees, twice
-        0.7071067811865475
-    """
+    """Image-Grounded Correctness (Eq. 4): mean cos(f(reference image k), f(image r of prompt k))."""
     anchors = _unit_features("reference_image_features", reference_image_features, 2)
     images = _unit_features("image_features", image_features, 3)
     _same_prompts_and_dim("reference_image_features", anchors, "image_features", images)
@@ -180,15 +161,7 @@ def igc(reference_image_features: np.ndarray, image_features: np.ndarray) -> flo
 
 
 def lgc(prompt_features: np.ndarray, image_features: np.ndarray) -> float:
-    """Language-Grounded Correctness of one language (paper, Eq. 5).
-
-    The mean over prompts k and images r of cos(text(English prompt k), image(image r)), both
-    embedded in one image-text space.
-
-    Example:
-        >>> lgc(np.array([[0.0, 1.0]]), np.array([[[0.0, 5.0], [0.0, -5.0], [3.0, 0.0]]]))
-        0.0
-    """
+    """Language-Grounded Correctness (Eq. 5): mean cos(text(English prompt k), image(image r)) in one space."""
     anchors = _unit_features("prompt_features", prompt_features, 2)
     images = _unit_features("image_features", image_features, 3)
     _same_prompts_and_dim("prompt_features", anchors, "image_features", images)
@@ -199,20 +172,15 @@ def lgc(prompt_features: np.ndarray, image_features: np.ndarray) -> float:
 
 
 def scal(image_features_a: np.ndarray, image_features_b: np.ndarray, *, include_same_seed: bool = True) -> float:
-    """Self-Consistency Across Languages of a pair (paper, Eqs. 6-7): how alike a prompt's images are in a and b.
+    """Self-Consistency Across Languages of a pair (Eqs. 6-7): mean cosine over cross pairs of a prompt's images.
 
-    The mean over prompts of the mean cosine over cross pairs (image u in a, image v in b); all
-    ``n_a * n_b`` pairs count by default. ``include_same_seed=False`` leaves out ``u == v`` (the
-    paper's literal ``u != v``: same-seed images share their noise) and needs ``n_a == n_b``;
+    ``include_same_seed=False`` leaves out ``u == v`` (the paper's literal ``u != v``); then
     ``scal(x, x, include_same_seed=False) == scwl(x)``.
-
-    Raises:
-        ValueError: as :func:`clgc`; with ``include_same_seed=False``, n_images differ or are 1.
 
     Example:
         >>> a, b = np.array([[[1.0, 0.0], [0.0, 1.0]]]), np.array([[[1.0, 0.0], [1.0, 0.0]]])
-        >>> scal(a, b), scal(a, b, include_same_seed=False), scal(a, a, include_same_seed=False)
-        (0.5, 0.5, 0.0)
+        >>> scal(a, b), scal(a, a, include_same_seed=False)
+        (0.5, 0.0)
     """
     a = _unit_features("image_features_a", image_features_a, 3)
     b = _unit_features("image_features_b", image_features_b, 3)
@@ -241,18 +209,7 @@ def scal_matrix(
     """SCAL of every language pair: a symmetric (n_languages, n_languages) matrix, diagonal included.
 
     Args:
-        image_features: language code -> (n_prompts, n_images, dim), the same prompts in every array.
         languages: the rows' order, a subset of the keys; default the mapping's order.
-
-    Raises:
-        ValueError: a language missing or given twice, arrays that disagree on n_prompts or dim,
-            and the errors of :func:`scal`.
-
-    Example:
-        >>> feats = {"eng_Latn": np.array([[[1.0, 0.0]]]), "hin_Deva": np.array([[[1.0, 1.0]]])}
-        >>> scal_matrix(feats).round(4)
-        array([[1.    , 0.7071],
-               [0.7071, 1.    ]])
     """
     order = list(image_features) if languages is None else list(languages)
     unknown = [code for code in order if code not in image_features]
@@ -283,15 +240,7 @@ def scal_matrix(
 
 
 def scal_overall(matrix: np.ndarray) -> float:
-    """The overall SCAL (paper, Eq. 9): the mean of the matrix's strict upper triangle.
-
-    Raises:
-        ValueError: not a symmetric square matrix of at least 2 x 2 with finite values.
-
-    Example:
-        >>> scal_overall(np.array([[1.0, 0.25, 0.5], [0.25, 1.0, 0.75], [0.5, 0.75, 1.0]]))
-        0.5
-    """
+    """The overall SCAL (Eq. 9): the mean of the matrix's strict upper triangle."""
     array = np.asarray(matrix, dtype=np.float64)
     if array.ndim != 2 or array.shape[0] != array.shape[1] or array.shape[0] < 2:
         raise ValueError(f"expected `matrix` to have shape (n_languages, n_languages) with n_languages >= 2, "
@@ -305,10 +254,7 @@ def scal_overall(matrix: np.ndarray) -> float:
 
 
 def scwl(image_features: np.ndarray) -> float:
-    """Self-Consistency Within Language (paper, Eqs. 10-11): how alike one prompt's images are.
-
-    The mean over prompts of the mean cosine over the unordered pairs ``u < v`` of its images
-    (``n_images >= 2``).
+    """Self-Consistency Within Language (Eqs. 10-11): mean cosine over pairs ``u < v`` of a prompt's images.
 
     Example:
         >>> scwl(np.array([[[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]]]))  # pairs: 1, 0, 0
@@ -319,15 +265,7 @@ def scwl(image_features: np.ndarray) -> float:
 
 
 def dwl(image_features: np.ndarray) -> float:
-    """Distinctiveness Within Language (paper, Eq. 12): how different the images of different prompts are.
-
-    1 minus the mean over prompt pairs ``a != b`` of the mean cosine over their image pairs; in [0, 2]
-    (``n_prompts >= 2``).
-
-    Example:
-        >>> dwl(np.array([[[1.0, 0.0]], [[0.0, 1.0]]])), dwl(np.ones((3, 2, 4)))  # orthogonal; identical
-        (1.0, 0.0)
-    """
+    """Distinctiveness Within Language (Eq. 12): 1 minus the mean cosine between images of different prompts."""
     images = _unit_features("image_features", image_features, 3, min_prompts=2)
     return _dwl_compute(_dwl_update(images))
 
@@ -338,21 +276,11 @@ def dwl(image_features: np.ndarray) -> float:
 def relative_to_english(
     scores: Mapping[str, float], *, mode: str = "difference", english: str = ENGLISH
 ) -> dict[str, float]:
-    """Each language's score relative to English's, for every key but ``english``.
-
-    ``mode="difference"``: ``scores[english] - scores[l]`` (the paper's drop); ``mode="ratio"``:
-    ``scores[l] / scores[english]``.
-
-    Raises:
-        ValueError: unknown mode, ``english`` missing, no other language, non-finite scores, or
-            (ratio) an English score <= 0.
+    """Each language's score against English's: ``"difference"`` (English minus it) or ``"ratio"``.
 
     Example:
-        >>> scores = {"eng_Latn": 0.5, "hin_Deva": 0.375, "tam_Taml": 0.25}
-        >>> relative_to_english(scores)
+        >>> relative_to_english({"eng_Latn": 0.5, "hin_Deva": 0.375, "tam_Taml": 0.25})
         {'hin_Deva': 0.125, 'tam_Taml': 0.25}
-        >>> relative_to_english(scores, mode="ratio")
-        {'hin_Deva': 0.75, 'tam_Taml': 0.5}
     """
     _check_mode(mode)
     if english not in scores:
@@ -374,13 +302,6 @@ def relative_to_english(
 def mean_relative_to_english(
     scores: Mapping[str, float], *, mode: str = "difference", english: str = ENGLISH
 ) -> float:
-    """The paper's single number per model: English against the average of the other languages.
-
-    ``difference``: ``scores[english] - mean(others)``; ``ratio``: ``mean(others) / scores[english]``.
-
-    Example:
-        >>> round(mean_relative_to_english({"eng_Latn": 64.53, "asm_Beng": 7.29, "ben_Beng": 6.39}), 2)
-        57.69
-    """
+    """The paper's single number per model: English against the average of the other languages."""
     relative = relative_to_english(scores, mode=mode, english=english)
     return float(np.mean(list(relative.values())))

@@ -1,10 +1,7 @@
-"""Small shared statistics helpers: Hoeffding half-widths and a seeded percentile bootstrap.
+"""Shared statistics helpers: Hoeffding half-widths and a seeded percentile bootstrap.
 
-Both work on estimates built from means of bounded per-image values (a 0/1 indicator "this image
-shows a woman", a score in [0, 1]). For an estimate ``sum_s w_s * mean(sample_s)`` of values in
-[0, 1], Hoeffding's inequality applied to all values at once gives, at confidence ``1 - delta``,
-the half-width ``sqrt(log(2 / delta) / 2 * sum_s w_s^2 / n_s)``, valid at any sample size. The
-bootstrap resamples each sample (stratum) independently and takes percentiles.
+For ``sum_s w_s * mean(sample_s)`` of values in [0, 1], Hoeffding's half-width at confidence
+``1 - delta`` is ``sqrt(log(2 / delta) / 2 * sum_s w_s^2 / n_s)``, valid at any sample size.
 """
 
 from __future__ import annotations
@@ -29,11 +26,7 @@ def _named(name: str | None) -> str:
 
 
 def _percentile_interval(values: np.ndarray, confidence: float, name: str | None) -> tuple[float, float]:
-    """``numpy.quantile`` (linear) at ``(1 -+ confidence) / 2``, defined where values are infinite.
-
-    Between two equal infinities the quantile is that infinity; between ``-inf`` and ``+inf`` it
-    is an error.
-    """
+    """``numpy.quantile`` (linear) at ``(1 -+ confidence) / 2``, defined where values are infinite."""
     alpha = (1.0 - float(confidence)) / 2.0
     qs = [alpha, 1.0 - alpha]
     with np.errstate(invalid="ignore"):
@@ -79,13 +72,7 @@ def _check_count(name: str, n: object) -> int:
 def hoeffding_half_width_combination(
     weights: Sequence[float], counts: Sequence[int], delta: float = 0.05
 ) -> float:
-    """Hoeffding half-width of ``sum_s weights[s] * mean(sample_s)`` for independent samples in [0, 1]
-    (``counts[s]`` values behind each mean); 0.0 when every weight is zero.
-
-    Raises:
-        ValueError: lengths differ or are empty, a weight is not finite, a count is not positive,
-            or ``delta`` is outside (0, 1).
-        TypeError: a count is not an integer.
+    """Hoeffding half-width of ``sum_s weights[s] * mean(sample_s)`` for independent samples in [0, 1].
 
     Example:
         >>> round(hoeffding_half_width_combination([0.5, 0.5, -0.5, -0.5], [100, 100, 100, 100]), 4)
@@ -106,23 +93,12 @@ def hoeffding_half_width_combination(
 
 
 def hoeffding_half_width(n: int, delta: float = 0.05) -> float:
-    """Hoeffding half-width ``sqrt(log(2/delta) / (2 n))`` of a mean of ``n`` values in [0, 1].
-
-    Example:
-        >>> round(hoeffding_half_width(100), 4), hoeffding_half_width(400) / hoeffding_half_width(100)
-        (0.1358, 0.5)
-    """
+    """Hoeffding half-width ``sqrt(log(2/delta) / (2 n))`` of a mean of ``n`` values in [0, 1]."""
     return hoeffding_half_width_combination([1.0], [_check_count("n", n)], delta)
 
 
 def hoeffding_half_width_difference(n1: int, n2: int, delta: float = 0.05) -> float:
-    """Hoeffding half-width ``sqrt(log(2/delta) / 2 * (1/n1 + 1/n2))`` of ``mean(A) - mean(B)``, tighter
-    than a union bound over the two means.
-
-    Example:
-        >>> round(hoeffding_half_width_difference(100, 100), 4)
-        0.1921
-    """
+    """Hoeffding half-width ``sqrt(log(2/delta) / 2 * (1/n1 + 1/n2))`` of ``mean(A) - mean(B)``."""
     return hoeffding_half_width_combination(
         [1.0, -1.0], [_check_count("n1", n1), _check_count("n2", n2)], delta
     )
@@ -137,20 +113,13 @@ def percentile_bootstrap(
     seed: int = 0,
     name: str | None = None,
 ) -> tuple[float, float]:
-    """Seeded percentile-bootstrap interval ``(low, high)`` of a statistic of independent samples.
-
-    Each sample is resampled with replacement independently (stratified). ``statistic`` is called
-    once, vectorised: one ``(n_resamples, n_s)`` array per sample, reduced over the last axis to
-    ``(n_resamples,)``, e.g. ``lambda a, b: a.mean(axis=-1) - b.mean(axis=-1)``.
+    """Seeded percentile-bootstrap interval ``(low, high)`` of a statistic of independent samples (stratified).
 
     Args:
         samples: a sequence of 1-D samples (a single sample is ``[values]``).
+        statistic: vectorised, one ``(n_resamples, n_s)`` array per sample to ``(n_resamples,)``,
+            e.g. ``lambda a, b: a.mean(axis=-1) - b.mean(axis=-1)``.
         name: what is bootstrapped (e.g. the gate id), put at the start of error messages.
-
-    Raises:
-        ValueError: no samples, an empty, non-1-D or NaN-holding sample, ``n_resamples < 1``,
-            ``confidence`` outside (0, 1), or a statistic of the wrong shape or NaN (infinities
-            are allowed).
 
     Example:
         >>> import numpy as np
@@ -204,25 +173,12 @@ def index_bootstrap(
     name: str | None = None,
     return_replicates: bool = False,
 ) -> tuple[float, float] | tuple[tuple[float, float], np.ndarray]:
-    """Seeded percentile-bootstrap interval of any statistic of a set of units (images, prompts).
+    """Seeded percentile-bootstrap interval of ``statistic(indices)`` over ``n_units`` resampled units.
 
-    Each resample draws ``n_units`` indices with replacement (within each ``strata`` label, so every
-    group keeps its size) and calls ``statistic(indices)``: for statistics that do not vectorise
-    (a percentile per object, a k-NN membership).
+    For statistics that do not vectorise; ``strata`` keeps every group's size.
 
     Args:
-        name: what is bootstrapped (e.g. the gate id), put at the start of error messages.
         return_replicates: also return the replicate values (for a bootstrap p-value).
-
-    Raises:
-        ValueError: ``n_units`` or ``n_resamples < 1``, ``confidence`` outside (0, 1), ``strata`` of
-            the wrong length, or a statistic that is NaN on some resample.
-
-    Example:
-        >>> x = np.r_[np.zeros(50), np.ones(50)]
-        >>> lo, hi = index_bootstrap(lambda idx: x[idx].mean(), 100, seed=1)
-        >>> bool(0.3 < lo < 0.5 < hi < 0.7)
-        True
     """
     if n_units < 1:
         raise ValueError(f"{_named(name)}n_units must be >= 1, got {n_units}")

@@ -1,11 +1,8 @@
 """How much of each prompt a generator's text encoder never sees: token counts in, truncation figures out.
 
-diffusers truncates prompts at ``tokenizer.model_max_length`` (77 for CLIP) with only a logger
-warning, and Indic scripts spend many BPE tokens per character, so a language's images may come
-from half a prompt. From each prompt's full token count ``n`` (special tokens included) and the
-encoder's ``limit``: truncated when ``n > limit``; ``n - limit`` tokens lost; kept fraction
-``(limit - specials) / (n - specials)`` of the content tokens. No tokenizer is imported here (see
-:meth:`t2i_fairness.generators.diffusers_pipe.TokenCounter.count`).
+diffusers truncates at ``tokenizer.model_max_length`` with only a logger warning. With ``n``
+tokens (specials included): truncated when ``n > limit``, ``n - limit`` lost, kept fraction
+``(limit - specials) / (n - specials)``.
 """
 
 from __future__ import annotations
@@ -18,11 +15,7 @@ __all__ = ["Truncation", "truncation_report", "worst_truncation"]
 
 @dataclass(frozen=True)
 class Truncation:
-    """Truncation of a set of prompts by one text encoder of a generator.
-
-    ``encoder`` names the tokenizer (or why nothing was counted, with ``counted`` False); ``limit``
-    is its context in tokens; ``lost_by_prompt`` maps each truncated prompt to its tokens lost.
-    """
+    """Truncation of a set of prompts by one text encoder; ``lost_by_prompt``: tokens lost per truncated prompt."""
 
     encoder: str
     limit: int
@@ -50,13 +43,7 @@ class Truncation:
                 "min_kept_fraction": self.min_kept_fraction, "tokenizer": self.encoder}
 
     def message(self, what: str) -> str:
-        """The warning for ``what`` (``tel_Telu``, ``CIS K=8``) when prompts are truncated.
-
-        Example:
-            >>> t = truncation_report([182, 10], 77, ["long", "short"], encoder="tokenizer (CLIPTokenizer, 77)")
-            >>> t.message("hin_Deva")
-            "hin_Deva: 1 of 2 prompts exceed the generator's 77-token context (tokenizer (CLIPTokenizer, 77)); up to 105 tokens (58% of a prompt) dropped: these images come from truncated prompts"
-        """
+        """The warning for ``what`` (``tel_Telu``, ``CIS K=8``) when prompts are truncated."""
         return (f"{what}: {self.truncated} of {self.prompts} prompts exceed the generator's {self.limit}-token context "
                 f"({self.encoder}); up to {self.max_lost} tokens ({1 - self.min_kept_fraction:.0%} of a prompt) "
                 "dropped: these images come from truncated prompts")
@@ -68,11 +55,7 @@ def truncation_report(counts: Sequence[int], limit: int, texts: Sequence[str] | 
 
     Args:
         counts: tokens per prompt, special tokens included (``len(tokenizer(text).input_ids)``).
-        texts: the prompts (keys of ``lost_by_prompt``); default their positions.
         specials: special tokens each count includes (2 for CLIP's BOS and EOS).
-
-    Raises:
-        ValueError: ``limit <= specials``, a count below ``specials``, or ``texts`` of another length.
 
     Example:
         >>> t = truncation_report([77, 78, 182, 10], 77)

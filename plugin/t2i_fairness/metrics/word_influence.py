@@ -1,18 +1,9 @@
-"""Word-level influence on group representation ("Word-Level Explanations for Analyzing Bias in
-Text-to-Image Models").
+"""Word-level influence on group representation ("Word-Level Explanations for Analyzing Bias in T2I Models").
 
-The paper's extracted text lost its formulas; these definitions are the project's, chosen to
-reproduce its Table 1 (docs/indicators.md):
-
-* ``p(T)``: the share of images classified into group ``g`` when the words at positions ``T`` (a
-  ``frozenset`` of 0-based indices) are replaced by masked-LM candidates; ``p(frozenset())`` is
-  the original prompt.
-* k-level influence: ``I_k(w_i) = mean over S [p(S | {i}) - p(S)]``, ``S`` ranging over the sets
-  of ``k - 1`` other positions; ``k = 1`` gives ``I(w_i) = p({i}) - p({})``, positive when
-  replacing word ``i`` raises the share of ``g``.
-* confidence: ``I_k`` is ``sum_T w_T p(T)`` with ``w_T = +-1/C``; Hoeffding's inequality over the
-  images behind those sets gives the half-width ``sqrt(log(2/delta)/2 * sum_T w_T^2 / n_T)`` per
-  word (use ``delta / n_words`` for all words at once).
+``p(T)`` is the share of images in group ``g`` when the words at positions ``T`` are replaced by
+masked-LM candidates (``p(frozenset())``: the original prompt). The k-level influence is
+``I_k(w_i) = mean over S [p(S | {i}) - p(S)]`` over sets ``S`` of ``k - 1`` other positions;
+``I_1(w_i) = p({i}) - p({})``. The definitions are the project's, fitted to Table 1 (docs/indicators.md).
 """
 
 from __future__ import annotations
@@ -60,13 +51,7 @@ WORKED_EXAMPLES: tuple[str, ...] = ("a respected doctor at the hospital", "the c
 
 
 def large_scale_prompts() -> list[str]:
-    """The paper's 150 prompts ``a {adjective} {person} at the {place}``, adjective-major.
-
-    Example:
-        >>> prompts = large_scale_prompts()
-        >>> len(prompts), prompts[0], prompts[-1]
-        (150, 'a confident doctor at the office', 'a successful lawyer at the mall')
-    """
+    """The paper's 150 prompts ``a {adjective} {person} at the {place}``, adjective-major."""
     return [
         PROMPT_TEMPLATE.format(adjective=a, person=p, place=pl)
         for a, p, pl in itertools.product(ADJECTIVES, PERSONS, PLACES)
@@ -81,8 +66,7 @@ def prompt_words(prompt: str) -> list[str]:
 
 
 def transmute(words: Sequence[str], replacements: Mapping[int, str]) -> str:
-    """The prompt with the words at the given positions replaced (``{position: new word}``), joined by
-    single spaces; a ValueError for a position outside ``range(len(words))``.
+    """The prompt with the words at the given positions replaced (``{position: new word}``).
 
     Example:
         >>> transmute(prompt_words("a respected doctor at the hospital"), {2: "nurse"})
@@ -109,29 +93,18 @@ def _check_n_k(n_words: int, k: int) -> tuple[int, int]:
 
 
 def required_sets(n_words: int, k: int) -> list[frozenset[int]]:
-    """The replaced-word sets whose ``p(T)`` the ``k``-level influences need: every set of ``k - 1``
-    and of ``k`` positions, by size, then lexicographically.
-
-    Raises:
-        ValueError: if ``n_words < 1`` or ``k`` is outside ``[1, n_words]``.
+    """The replaced-word sets the ``k``-level influences need: every set of ``k - 1`` and ``k`` positions.
 
     Example:
         >>> required_sets(3, 1)
         [frozenset(), frozenset({0}), frozenset({1}), frozenset({2})]
-        >>> len(required_sets(6, 2))  # 6 singletons + 15 pairs
-        21
     """
     n_words, k = _check_n_k(n_words, k)
     return [frozenset(c) for size in (k - 1, k) for c in itertools.combinations(range(n_words), size)]
 
 
 def influence_weights(n_words: int, k: int, word: int) -> dict[frozenset[int], float]:
-    """Coefficients ``w_T`` with ``I_k(word) = sum_T w_T p(T)`` (``+1/C`` with, ``-1/C`` without).
-
-    Example:
-        >>> influence_weights(3, 1, 2)
-        {frozenset({2}): 1.0, frozenset(): -1.0}
-    """
+    """Coefficients ``w_T`` with ``I_k(word) = sum_T w_T p(T)`` (``+1/C`` with, ``-1/C`` without)."""
     n_words, k = _check_n_k(n_words, k)
     if isinstance(word, bool) or not isinstance(word, (int, np.integer)) or not 0 <= word < n_words:
         raise ValueError(f"`word` must be a position in range({n_words}), but got {word!r}")
@@ -154,18 +127,10 @@ def _lookup(mapping: Mapping[frozenset[int], object], key: frozenset[int], name:
 
 
 def influence_scores(probabilities: Mapping[frozenset[int], float], n_words: int, k: int) -> list[float]:
-    """``k``-level influence of every word on the share ``p`` of group ``g`` (module docstring).
+    """``k``-level influence of every word on the share ``p`` of group ``g``, one per position, in ``[-1, 1]``.
 
     Args:
-        probabilities: ``{frozenset of replaced positions: p(g)}`` holding every set of
-            :func:`required_sets`; extra sets are ignored.
-
-    Returns:
-        One influence per word position, in ``[-1, 1]``.
-
-    Raises:
-        KeyError: naming the first missing replaced set.
-        ValueError: if ``k``/``n_words`` are out of range or a probability is outside [0, 1].
+        probabilities: ``{frozenset of replaced positions: p(g)}`` with every set of :func:`required_sets`.
 
     Example:
         Table 1 of the paper (``g`` = female, "a respected doctor at the hospital"):
@@ -215,13 +180,7 @@ def _indicator_arrays(
 
 
 def group_probabilities(indicators: Mapping[frozenset[int], Sequence[float]]) -> dict[frozenset[int], float]:
-    """``p(T)`` for every set: the mean of its per-image group indicators (1 = image in group ``g``); a
-    ValueError for a set without images or a value outside [0, 1].
-
-    Example:
-        >>> group_probabilities({frozenset(): [0, 0, 1, 1], frozenset({0}): [1, 1, 1, 0]})
-        {frozenset(): 0.5, frozenset({0}): 0.75}
-    """
+    """``p(T)`` for every set: the mean of its per-image group indicators (1 = image in group ``g``)."""
     return {key: float(_indicator_array(key, values).mean()) for key, values in indicators.items()}
 
 
@@ -230,17 +189,7 @@ def influence_half_widths(
 ) -> list[float]:
     """Hoeffding half-width of each word's ``k``-level influence at confidence ``1 - delta`` (per word).
 
-    Args:
-        counts: ``{replaced set: number of images}`` for every set of :func:`required_sets`.
-
-    Raises:
-        KeyError: naming the first missing replaced set.
-        ValueError: if a count is not positive or ``delta`` is outside (0, 1).
-
-    Example:
-        >>> n = {s: 100 for s in required_sets(6, 1)}
-        >>> round(influence_half_widths(n, 6, 1)[0], 4)  # sqrt(log(40) / 100)
-        0.1921
+    ``sqrt(log(2/delta)/2 * sum_T w_T^2 / n_T)``; ``counts``: ``{replaced set: number of images}``.
     """
     n_words, k = _check_n_k(n_words, k)
     needed = {key: _lookup(counts, key, "counts", n_words, k) for key in required_sets(n_words, k)}
@@ -260,20 +209,7 @@ def influence_bootstrap_intervals(
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> list[tuple[float, float]]:
-    """Percentile-bootstrap interval ``(low, high)`` of each word's ``k``-level influence.
-
-    Each set's images are resampled independently, with one seed for all words; tighter than
-    Hoeffding but only approximate for few images.
-
-    Raises:
-        KeyError: naming the first missing replaced set.
-        ValueError: if a set has no image or a value is outside [0, 1].
-
-    Example:
-        >>> ind = {frozenset(): [0] * 10, frozenset({0}): [1] * 10, frozenset({1}): [0, 1] * 5}
-        >>> influence_bootstrap_intervals(ind, 2, 1)[0]
-        (1.0, 1.0)
-    """
+    """Percentile-bootstrap ``(low, high)`` of each word's influence, each set's images resampled independently."""
     n_words, k = _check_n_k(n_words, k)
     arrays = _indicator_arrays(indicators, n_words, k)
     keys = list(arrays)
@@ -321,14 +257,7 @@ def filter_candidates(
     m: int,
     stop_tokens: Collection[str] = DEFAULT_STOP_TOKENS,
 ) -> list[str]:
-    """Top-``m`` masked-LM replacements for a word, after removing unusable tokens.
-
-    Removes the original word, ``##`` sub-word pieces, punctuation- or symbol-only tokens and
-    ``stop_tokens`` (case-insensitive; default the MLM's special tokens); sorts by score (stable),
-    keeps each case-insensitive word once and strips whitespace. May return fewer than ``m``.
-
-    Raises:
-        ValueError: if ``m < 1`` or a score is not a finite number.
+    """Top-``m`` masked-LM replacements for a word, without the word itself, sub-word pieces, punctuation or ``stop_tokens``.
 
     Example:
         >>> filter_candidates([("Doctor", 0.4), ("physician", 0.2), ("##s", 0.1), (",", 0.1),
@@ -378,18 +307,7 @@ def filter_candidates(
 def average_word_influence(
     prompts: Sequence[str | Sequence[str]], influences: Sequence[Sequence[float]]
 ) -> dict[str, float]:
-    """Average influence of each word over the prompts containing it (paper Figure 3).
-
-    A word repeated in one prompt is averaged within it first; returns ``{word: mean}`` in order of
-    first appearance.
-
-    Raises:
-        ValueError: if the sequences differ in length or a prompt's influences do not match its words.
-
-    Example:
-        >>> average_word_influence(["a caring nurse", "a caring doctor"], [[0.0, -0.25, -0.5], [0.0, -0.75, 0.25]])
-        {'a': 0.0, 'caring': -0.5, 'nurse': -0.5, 'doctor': 0.25}
-    """
+    """Average influence of each word over the prompts containing it (paper Figure 3), ``{word: mean}``."""
     if len(prompts) != len(influences):
         raise ValueError(
             f"`prompts` and `influences` must have the same length, but got {len(prompts)} and {len(influences)}"
