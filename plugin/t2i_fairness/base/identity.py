@@ -1,12 +1,9 @@
 """What made a number: digests of the weights, hub commits, library versions and the device.
 
-Every cache key names what decides its content, and weights change in place. This module turns
-each source into an identity: a file or folder by the SHA-256 of its files (remembered per path,
-size, times and inode, so a warm run only calls ``stat``), a hub id by the commit its revision
-points to (then loaded as that revision), random weights by their config, seed and the versions
-of the libraries that make them (:func:`init_identity`). :func:`remember` keeps the last identity
-of each model per cache, so a run can say why it generated everything anew. docs/identity.md
-explains the choices. Standard library only; :mod:`huggingface_hub` only to resolve a hub commit.
+Each source becomes an identity for the cache key: a file or folder by the SHA-256 of its files
+(remembered per stat, so a warm run only calls ``stat``), a hub id by its revision's commit,
+random weights by config, seed and library versions (:func:`init_identity`). docs/identity.md
+explains the choices.
 """
 
 from __future__ import annotations
@@ -77,9 +74,6 @@ class DigestIndex:
     Args:
         folder: where ``digests.json`` and ``seen.json`` live; ``None`` keeps everything in memory.
         read_only: read what ``folder`` remembers and write nothing there.
-
-    Attributes:
-        stats: ``seconds`` spent, ``files`` digested, ``read`` (of them, read from disk), ``bytes``.
 
     Example:
         >>> import tempfile
@@ -269,11 +263,6 @@ class Remembered:
     def note(self, made_anew: str, reused: str, what: str = "weights") -> str | None:
         """One line for the summary when the identity changed since the last run, else ``None``.
 
-        Args:
-            made_anew: what happens under an identity never seen ("its images are generated anew").
-            reused: what happens when going back to one seen before.
-            what: what the identity names ("weights", "images").
-
         Example:
             >>> Remembered("model ./ckpt", "w:sha256-bbbb", "w:sha256-aaaa", None).note("images made anew", "reused")
             'model ./ckpt: new weights sha256-bbbb (the last run with this cache had sha256-aaaa): images made anew; what was cached under sha256-aaaa stays'
@@ -357,17 +346,7 @@ def file_digest(path: str | os.PathLike) -> str:
 
 
 def folder_files(folder: str | os.PathLike) -> list[Path]:
-    """Every file under ``folder`` that can decide a model's outputs, sorted (hidden files,
-    ``__pycache__``, model cards, licences, lock files and notebooks left out).
-
-    Example:
-        >>> import tempfile
-        >>> with tempfile.TemporaryDirectory() as d:
-        ...     for name in ("unet/w.safetensors", "README.md", ".cache/x", "model_index.json"):
-        ...         p = Path(d) / name; p.parent.mkdir(exist_ok=True); _ = p.write_text("x")
-        ...     [p.relative_to(d).as_posix() for p in folder_files(d)]
-        ['model_index.json', 'unet/w.safetensors']
-    """
+    """Every file under ``folder`` that can decide a model's outputs, sorted (no hidden files, cards, licences, locks)."""
     folder = Path(folder)
     found = []
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
@@ -380,13 +359,7 @@ def folder_files(folder: str | os.PathLike) -> list[Path]:
 
 
 def diffusers_folder_files(folder: str | os.PathLike) -> list[Path]:
-    """The files of a diffusers folder that decide its pixels: ``model_index.json``, custom pipeline
-    code (``*.py``) and every file of each component folder it names (not a top-level ``*.ckpt``).
-
-    Raises:
-        FileNotFoundError: no ``model_index.json`` in ``folder``.
-        ValueError: ``model_index.json`` is not a JSON object.
-    """
+    """The files of a diffusers folder that decide its pixels: ``model_index.json``, ``*.py`` and its component folders."""
     folder = Path(folder)
     index = folder / "model_index.json"
     try:
@@ -415,12 +388,7 @@ def folder_digest(folder: str | os.PathLike, files: Sequence[str | os.PathLike] 
 def weights_digest(path: str | os.PathLike) -> str:
     """``sha256-`` and 16 hex digits: a short identity of a weights file or folder, for a fingerprint.
 
-    A diffusers folder counts :func:`diffusers_folder_files`, another folder :func:`folder_files`;
-    only changed files are read again. A ``python:`` factory can use it:
-    ``f"my-model@{weights_digest('/models/nightly')}"``.
-
-    Raises:
-        FileNotFoundError: ``path`` does not exist, or a folder holds no file.
+    Example: ``f"my-model@{weights_digest('/models/nightly')}"`` in a ``python:`` factory.
     """
     path = Path(path).expanduser()
     if path.is_dir():
@@ -435,14 +403,7 @@ def weights_digest(path: str | os.PathLike) -> str:
 
 
 def hub_commit(repo_id: str, revision: str | None = None, *, probe: str = "model_index.json", what: str = "--t2i-model") -> str:
-    """The commit (40 hex digits) a hub id's ``revision`` (default ``main``) points to now.
-
-    A full commit is returned as it is; otherwise the hub is asked, or offline the local cache's ref
-    (found through ``probe``, a file every snapshot has).
-
-    Raises:
-        ModelLoadError: the hub cannot say and the cache holds no snapshot of that revision.
-    """
+    """The commit a hub id's ``revision`` points to now: asked of the hub, or offline the local cache's ref."""
     from t2i_fairness.errors import ModelLoadError
 
     rev = revision or "main"
@@ -482,13 +443,7 @@ _SNAPSHOT = re.compile(r"(?:^|/)(models|datasets|spaces)--(.+?)/snapshots/([0-9a
 
 
 def hub_snapshot_identity(path: str | os.PathLike) -> str | None:
-    """``hub:<repo>@<commit 12>`` when ``path`` lies in a Hugging Face cache snapshot (immutable, so its
-    commit names it), else ``None``.
-
-    Example:
-        >>> hub_snapshot_identity("/h/hub/models--timm--vit_b/snapshots/" + "ab" * 20 + "/model.safetensors")
-        'hub:timm/vit_b@abababababab'
-    """
+    """``hub:<repo>@<commit 12>`` when ``path`` lies in a Hugging Face cache snapshot, else ``None``."""
     m = _SNAPSHOT.search(Path(path).as_posix())
     if m is None:
         return None
@@ -558,8 +513,7 @@ _VERSIONED = re.compile(
 
 
 def looks_versioned(fingerprint: str) -> bool:
-    """Whether a fingerprint names a version, a date, a commit or a digest (without one, the cache would
-    serve the old model's images when the weights change).
+    """Whether a fingerprint names a version, a date, a commit or a digest.
 
     Example:
         >>> [looks_versioned(f) for f in ("my-model", "my-model-v3", "my-model@1a2b3c4d", "m-2024-05-01", "fakegen:v1")]

@@ -17,17 +17,11 @@ from t2i_fairness.base.rowstore.store import RowStore
 
 # --------------------------------------------------------------------------------------------- adapter
 class FeatureRows:
-    """``Workbench.features``' storage: rows per (encoder namespace, image key) in a :class:`RowStore`.
-
-    The store lives at ``<cache root>/rows/`` (with an fsspec cache: in the local mirror, with
-    ``<url>/rows`` as its shared tier); counts go to the cache's stats (``reused`` / ``computed`` per
-    kind, damaged rows in ``corrupt``). Rows missing here are looked up in the old per-file layout
-    (``features/<namespace>/<kk>/<key>.npy``) and copied in.
+    """``Workbench.features``' storage: rows per (encoder namespace, image key) in ``<cache root>/rows/``.
 
     Args:
         cache: the session's ``Cache`` (its ``root``, ``stats``, ``path``, ``fetch`` and ``remote``).
-        legacy: also read old per-file ``.npy`` entries.
-        **options: passed to :class:`RowStore`.
+        legacy: also read (and copy in) old per-file ``features/<namespace>/<kk>/<key>.npy`` entries.
 
     Example:
         >>> import tempfile
@@ -36,10 +30,8 @@ class FeatureRows:
         ...                         stats=SimpleNamespace(reused={}, computed={}, corrupt=[]))
         >>> rows = FeatureRows(cache, legacy=False)
         >>> feats = rows.rows("enc01", ["k1", "k2"], lambda idx: np.ones((len(idx), 4)), kind="features:clip")
-        >>> feats.shape, feats.dtype, cache.stats.computed
-        ((2, 4), dtype('float32'), {'features:clip': 2})
-        >>> _ = rows.rows("enc01", ["k2"], lambda idx: 1 / 0, kind="features:clip"); cache.stats.reused
-        {'features:clip': 1}
+        >>> feats.shape, cache.stats.computed
+        ((2, 4), {'features:clip': 2})
         >>> rows.close()
     """
 
@@ -65,15 +57,7 @@ class FeatureRows:
         return out
 
     def put_many(self, namespace: str, keys: Sequence[str], rows) -> int:
-        """Store ``rows`` (an (n, dim) array or n arrays) as float32 under ``keys``; returns how many were new.
-
-        Example:
-            >>> import tempfile
-            >>> from types import SimpleNamespace
-            >>> cache = SimpleNamespace(root=tempfile.mkdtemp(), remote=None, stats=SimpleNamespace(corrupt=[]))
-            >>> FeatureRows(cache).put_many("enc", ["a", "b"], np.zeros((2, 3)))
-            2
-        """
+        """Store ``rows`` (an (n, dim) array or n arrays) as float32 under ``keys``; returns how many were new."""
         keys = list(keys)
         if len(keys) != len(rows):
             raise RowStoreError(f"put_many: {len(keys)} keys but {len(rows)} rows")
@@ -90,16 +74,12 @@ class FeatureRows:
         progress=None,
         desc: str = "encoding",
     ) -> np.ndarray:
-        """``Workbench.features``' loop: stored rows reused, the missing ones computed in batches and stored.
+        """Stored rows reused, the missing ones computed in batches and stored.
 
         Args:
-            keys: image keys (repeats allowed).
             compute: ``compute(indices)`` -> (len(indices), dim) features of ``keys[i]`` for those i.
             kind: the stats label (``"features:clip"``).
             progress: ``progress(total, desc)`` context manager yielding ``advance(n)`` (None: silent).
-
-        Raises:
-            RowStoreError: a bad namespace or key, or ``compute`` returned the wrong number of rows.
         """
         from t2i_fairness.base.memo import Memo
 
@@ -163,25 +143,7 @@ def _read_legacy_npy(path: Path, corrupt: list) -> np.ndarray | None:
 
 
 def migrate_legacy_features(cache, rows: FeatureRows | None = None, delete: bool = False) -> int:
-    """Copy every old ``features/<namespace>/<kk>/<key>.npy`` entry of ``cache`` into the row store.
-
-    Args:
-        rows: the :class:`FeatureRows` to import into (default: a new one on ``cache``, closed after).
-        delete: remove each ``.npy`` once its row is stored.
-
-    Returns:
-        The number of rows imported (rows already stored are not counted).
-
-    Example:
-        >>> import tempfile
-        >>> from types import SimpleNamespace
-        >>> root = Path(tempfile.mkdtemp())
-        >>> (root / "features" / "enc" / "ab").mkdir(parents=True)
-        >>> np.save(root / "features" / "enc" / "ab" / "abcd.npy", np.ones(3, np.float32))
-        >>> cache = SimpleNamespace(root=root, remote=None, stats=SimpleNamespace(corrupt=[]))
-        >>> migrate_legacy_features(cache, delete=True), (root / "features" / "enc" / "ab" / "abcd.npy").exists()
-        (1, False)
-    """
+    """Copy every old ``features/<namespace>/<kk>/<key>.npy`` entry into the row store; returns rows imported."""
     own = rows is None
     rows = rows or FeatureRows(cache, legacy=False)
     imported = 0
@@ -228,16 +190,9 @@ def _float_rows(made, n: int) -> list[np.ndarray]:
 
 
 class ImageIndex:
-    """What every cached image was when it was written: its size and SHA-256, checked when it is read.
+    """Each cached image's size and SHA-256 when written, checked when it is read.
 
-    One row per image written, in the namespace ``images``: key ``<image key>.<32 hex digits of the
-    SHA-256 of its bytes>``, row ``[size]``. A read finds the entry of exactly its bytes (the file is
-    the one written) or not (damaged: it does not decode and is made again; or older than the index:
-    it decodes, is taken, and its entry written). Rows stay immutable: other bytes, another entry.
-
-    Args:
-        store: the row store.
-        read_only: look only, write no entry (``t2i-fairness plan``).
+    Key ``<image key>.<32 hex of the SHA-256>``, row ``[size]``, in the namespace ``images``.
 
     Example:
         >>> import tempfile
@@ -265,12 +220,7 @@ class ImageIndex:
 
     @staticmethod
     def entry(key: str, data: bytes) -> tuple[str, int]:
-        """The row key and size of an image's bytes (computed where the bytes are: a writer thread).
-
-        Example:
-            >>> ImageIndex.entry("ab12", b"x")
-            ('ab12.2d711642b726b04401627ca9fbac32f5', 1)
-        """
+        """The row key and size of an image's bytes (computed where the bytes are: a writer thread)."""
         return f"{key}.{hashlib.sha256(data).hexdigest()[:32]}", len(data)
 
     def check(self, keys: Sequence[str], datas: Sequence[bytes]) -> list[bool | None]:

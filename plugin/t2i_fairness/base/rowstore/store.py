@@ -150,32 +150,13 @@ class _Space:
 class RowStore:
     """Rows (numeric arrays) per ``(namespace, key)``, written in batches, read per key; crash-safe.
 
-    docs/rowstore.md describes the design (per-process segments, self-checking records, packs).
+    docs/rowstore.md describes the design.
 
     Args:
         root: the local folder (one sub-folder per namespace), created on first write.
-        remote: an fsspec URL of a shared tier, or None: rows missing locally are fetched from it,
-            rows written here are uploaded by :meth:`sync` (every ``upload_rows`` rows, at :meth:`close`).
-        fsync_interval: seconds between fsyncs while writing (0: every ``put_many``); rows survive a
-            process crash as soon as ``put_many`` returns, whatever the value.
-        segment_bytes: a process starts a new segment file after this many bytes.
-        auto_compact_segments: a namespace with more segment files is compacted when first opened.
-        on_corrupt: called with a line per damaged record (default: counted in ``stats.corrupt``).
-        on_torn: called with a line per segment cut short by a writer that is gone (default:
-            ``stats.torn``); its rows past the cut are computed again.
-
-    Raises:
-        RowStoreError: a bad option value (the message names the option).
-        OSError: no ``fcntl`` (Windows), or the remote URL cannot be opened.
-
-    Example:
-        >>> import tempfile
-        >>> store = RowStore(tempfile.mkdtemp())
-        >>> store.put_many("clip", [("img1", np.ones(3, np.float32)), ("img2", np.zeros(3, np.float32))])
-        2
-        >>> [None if r is None else r.tolist() for r in store.get_many("clip", ["img2", "nope", "img1"])]
-        [[0.0, 0.0, 0.0], None, [1.0, 1.0, 1.0]]
-        >>> store.close()
+        remote: an fsspec URL of a shared tier, or None; rows are uploaded by :meth:`sync`.
+        fsync_interval: seconds between fsyncs (0: every ``put_many``); a process crash loses nothing.
+        on_corrupt, on_torn: called with a line per damaged record / torn segment (default: ``stats``).
     """
 
     def __init__(
@@ -215,17 +196,10 @@ class RowStore:
 
     # -- public API -------------------------------------------------------------------------------
     def get_many(self, namespace: str, keys: Sequence[str]) -> list[np.ndarray | None]:
-        """The stored row of each key, or ``None`` where none is stored (or the stored one is damaged).
-
-        Looks in the local segments (re-reading others' appends only on a miss), then in the shared tier
-        (keeping what it fetches). A damaged row is reported and read as missing, so the caller
-        recomputes it.
+        """The stored row of each key, or ``None`` (also when damaged): local segments, then the shared tier.
 
         Args:
             namespace: letters, digits, ``.``, ``_``, ``-`` (at most 128; not starting with ``.``).
-
-        Raises:
-            RowStoreError: a bad namespace or key.
         """
         keys = list(keys)
         for k in keys:
@@ -249,13 +223,6 @@ class RowStore:
 
     def put_many(self, namespace: str, items: Iterable[tuple[str, object]]) -> int:
         """Store ``(key, row)`` pairs; returns how many were written (keys already stored are skipped).
-
-        Once it returns, a crash of this process loses none of the rows (a power loss may lose up to
-        ``fsync_interval`` seconds of them).
-
-        Raises:
-            RowStoreError: a bad namespace, key or row (nothing of the batch is written).
-            OSError: the segment cannot be written (e.g. disk full); the next call starts a fresh segment.
 
         Example:
             >>> import tempfile
@@ -300,14 +267,7 @@ class RowStore:
                     w.last_sync = time.monotonic()
 
     def sync(self, namespace: str | None = None, wait: bool = True) -> int:
-        """Upload every local row the shared tier does not list yet; returns the rows uploaded.
-
-        One pack and one index object per ``pack_bytes``. Syncs on one machine take turns; with
-        ``wait=False`` a sync that finds another running returns 0.
-
-        Raises:
-            OSError: the shared tier cannot be written.
-        """
+        """Upload every local row the shared tier does not list yet; returns the rows uploaded."""
         if self.remote is None:
             return 0
         with self._lock:
@@ -315,37 +275,20 @@ class RowStore:
             return sum(self._sync(s, blocking=wait) for s in spaces)
 
     def compact(self, namespace: str) -> dict:
-        """Merge every segment no live process is writing into one pack; returns what it did.
-
-        Keeps the first intact copy of each key, drops duplicates, damaged records and torn tails. Safe
-        while others read and write: live segments are skipped, the pack is in place before any input goes.
-
-        Example:
-            >>> import tempfile
-            >>> RowStore(tempfile.mkdtemp()).compact("ns")["inputs"]
-            0
-        """
+        """Merge every segment no live process is writing into one pack; returns what it did."""
         with self._lock:
             space = self._space(namespace, auto_compact=False)
             return self._compact(space, blocking=True)
 
     def compact_remote(self, namespace: str) -> dict:
-        """Merge the shared tier's packs of a namespace into one (new objects first, then deletions).
-
-        Raises:
-            RowStoreError: a bad namespace, or no shared tier configured.
-        """
+        """Merge the shared tier's packs of a namespace into one (new objects first, then deletions)."""
         if self.remote is None:
             raise RowStoreError("compact_remote: this RowStore has no remote (pass remote= an fsspec URL)")
         with self._lock:
             return self._compact_remote(self._space(namespace))
 
     def close(self) -> None:
-        """Upload what the shared tier lacks, fsync and close this process's segments. Idempotent.
-
-        A failing shared tier does not raise here (nor in ``put_many`` or ``get_many``): it is warned
-        about and listed in ``stats.remote_errors``; call :meth:`sync` to have it raised.
-        """
+        """Upload what the shared tier lacks, fsync and close this process's segments. Idempotent."""
         with self._lock:
             try:
                 if self.remote is not None:
