@@ -1,9 +1,4 @@
-"""DIG In's grouping of generated and real images (sections 4.2-4.3), without pytest or models.
-
-Prompts come from the reference set's own vocabulary (GeoDE's or DollarStreet's objects, regions
-and countries); ``{object} in {country}`` images merge into their region, and ``{object}`` images
-are sampled so each region's object mix matches its reference set.
-"""
+"""DIG In's grouping of generated and real images (sections 4.2-4.3), without pytest or models."""
 
 from __future__ import annotations
 
@@ -66,11 +61,9 @@ class PromptSpace:
 
 
 def sample_object_mix(by_object: Mapping[str, Sequence[T]], mix: Mapping[str, int], seed: int) -> list[T]:
-    """Sample ``{object}`` generations so their object proportions match ``mix`` (DIG In 4.2): the most
-    frequent object keeps all its generations, the others ``round(n * share)`` without replacement.
+    """Sample ``{object}`` generations so their object proportions match ``mix`` (DIG In 4.2).
 
-    Raises:
-        ValueError: an object of the mix has no generations.
+    The most frequent object keeps all its generations, the others ``round(n * share)``.
 
     Example:
         >>> sample_object_mix({"bag": list(range(4)), "car": list(range(10, 14))}, {"bag": 2, "car": 1}, seed=0)
@@ -101,9 +94,7 @@ def group_generated(
     """Generated images grouped as DIG In compares them with the reference groups.
 
     Args:
-        items: (prompt, images) pairs of one template.
         by: ``"region"`` -> {region: images}; ``"object_region"`` -> {(object, region): images}.
-        seed: for sampling ``{object}`` generations to each region's object mix.
     """
     if by not in ("region", "object_region"):
         raise ValueError(f"by must be 'region' or 'object_region', got {by!r}")
@@ -133,10 +124,7 @@ def group_generated(
 
 
 def images_per_prompt_for(template: str, n: int, country_index: int = 0, countries: int = 3) -> int:
-    """Images of one prompt when an object-region gets ``n`` (``--t2i-images-per-prompt``).
-
-    ``{object} in {country}`` spreads ``n`` over the region's countries as DIG In's prompt file does
-    (DIG In 3.3): image ``j`` goes to country ``j % countries``, so the region gets exactly ``n``.
+    """Images of one prompt when an object-region gets ``n``: image ``j`` goes to country ``j % countries`` (DIG In 3.3).
 
     Example:
         >>> [images_per_prompt_for("object_in_country", 4, i) for i in range(3)]
@@ -151,15 +139,7 @@ def images_per_prompt_for(template: str, n: int, country_index: int = 0, countri
 
 def group_prompts(prompts: Sequence[Prompt], template: str, region: str | None = None,
                   object: str | None = None) -> list[Prompt]:
-    """The prompts whose images :func:`group_generated` can put in the group of ``region`` and ``object``
-    (``None``: any). ``{object}`` prompts name no region, so every region takes all of them.
-
-    Example:
-        >>> from t2i_fairness.vocab.geode import GEODE_REGIONS
-        >>> space = PromptSpace({"bag": "bag", "car": "car"}, GEODE_REGIONS[:2])
-        >>> [p.text for p in group_prompts(space.prompts("object"), "object", "africa")]
-        ['bag', 'car']
-    """
+    """The prompts whose images :func:`group_generated` can put in the group of ``region`` and ``object``."""
     if template == "object":
         return [p for p in prompts if object is None or p.object == object]
     return [p for p in prompts if (region is None or p.region == region) and (object is None or p.object == object)]
@@ -191,11 +171,9 @@ def _slice(options, template: str, space: PromptSpace | None, region: str | None
 
 
 def whole_batches(counts: Sequence[int], planned: Sequence[int], batch: int) -> list[int]:
-    """The images to make for a sequential look that reads ``counts`` of prompts planned to get ``planned``.
+    """The images to make for a sequential look: ``counts`` rounded up to whole batches (at most ``planned``).
 
-    Each count is rounded up to a multiple of the batch size (at most its plan), so every batch made
-    is a canonical batch of the fixed-N run and later looks find it cached, byte for byte; a country
-    prompt's share of a look is seldom a multiple of the batch.
+    Every batch made is then a canonical batch of the fixed-N run, cached byte for byte.
 
     Example:
         >>> whole_batches([3, 3, 2], [6, 5, 5], 4), whole_batches([5, 5, 5], [6, 5, 5], 4)
@@ -222,13 +200,7 @@ def _made(options, template: str, space, region, object, counts: list[int], look
 
 
 def _image_calls(counts: Sequence[int]) -> list[tuple[list[int], int]]:
-    """The ``bench.images`` calls for prompts with these image counts: one call per count, largest
-    first, prompts with 0 images in none.
-
-    Example:
-        >>> _image_calls([2, 1, 1, 0])
-        [([0], 2), ([1, 2], 1)]
-    """
+    """The ``bench.images`` calls for prompts with these image counts, largest first."""
     return [([i for i, c in enumerate(counts) if c == n], n) for n in sorted(set(counts) - {0}, reverse=True)]
 
 
@@ -283,14 +255,7 @@ def truncation_line(truncation) -> str:
 
 def prompt_calls(options, template: str, space: PromptSpace | None = None, region: str | None = None,
                  object: str | None = None, look: tuple[int, int] | None = None) -> tuple[tuple[list[str], int], ...]:
-    """The ``bench.images(texts, n)`` calls :func:`prompt_images` makes with the same arguments, as
-    ``(texts, n)`` pairs, without generating; ``look``: :func:`look_of` the workbench.
-
-    Example:
-        >>> from types import SimpleNamespace
-        >>> prompt_calls(SimpleNamespace(objects=("bag",), images_per_prompt=6), "object_in_country", region="africa")
-        ((['bag in Nigeria', 'bag in South Africa', 'bag in Egypt'], 2),)
-    """
+    """The ``(texts, n)`` calls :func:`prompt_images` would make, without generating."""
     prompts, counts = _slice(options, template, space, region, object)
     made = _made(options, template, space, region, object, counts, look)
     return tuple(([prompts[i].text for i in idx], n) for idx, n in _image_calls(made))

@@ -20,11 +20,7 @@ _SYNTHETIC_SCHEME = f"synthetic:v{SYNTHETIC_VERSION}"
 
 
 def open_image(record: Record) -> Image.Image:
-    """Decode a reference image as RGB; synthetic URIs are rendered.
-
-    Raises:
-        ValueError: the file is missing, unreadable or corrupt (naming the file and its labels).
-    """
+    """Decode a reference image as RGB; synthetic URIs are rendered."""
     if record.path.startswith("synthetic:"):
         return _render_uri(record.path)
     where = f"reference image {record.path} ({record.object}, {record.region})"
@@ -48,16 +44,7 @@ _PATTERNS = ("discs", "boxes", "stripes", "triangles", "checks")
 
 
 def render_synthetic(object: str, region: str, index: int, seed: int = 0, size: int = 64) -> Image.Image:
-    """Draw one synthetic reference image, a pure function of its arguments.
-
-    The region sets the background palette (hue, brightness) and the object the foreground
-    pattern (shape kind, count, colour), so region and object groups differ in simple image
-    statistics; positions and sizes vary per image, so groups are not single points either.
-
-    Example:
-        >>> render_synthetic("bag", "africa", 0).size
-        (64, 64)
-    """
+    """Draw one synthetic reference image: region sets the background palette, object the foreground pattern."""
     if not isinstance(size, int) or size < 8:
         raise ValueError(f"size must be an integer >= 8 pixels, got {size!r}")
     rng = np.random.default_rng(_stable_int("synthetic", SYNTHETIC_VERSION, seed, region, object, index))

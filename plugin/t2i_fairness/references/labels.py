@@ -48,12 +48,7 @@ _SHOW = 5
 
 @dataclass(frozen=True)
 class Record:
-    """One reference image and its labels.
-
-    ``path`` is an absolute file path, or for an in-memory synthetic set a ``synthetic:`` URI that
-    :func:`open_image` renders. ``object`` is an object code (GeoDE's, or a slugified DollarStreet
-    topic), ``region`` a region slug (see :data:`REGION_SLUGS`).
-    """
+    """One reference image: an absolute path (or a ``synthetic:`` URI), an object code and a region slug."""
 
     path: str
     object: str

@@ -45,15 +45,11 @@ def reference_images(ref: ReferenceSet, records: Sequence[Record] | None = None)
 @functools.lru_cache(maxsize=8)
 def load_references(references: tuple[tuple[str, str], ...], objects: tuple[str, ...],
                     per_group: int | None = None, seed: int = 0, sampler: str = "dig_in") -> dict[str, ReferenceSet]:
-    """``--t2i-reference`` sets by name; with none given, a small synthetic GeoDE-labelled set (named so).
+    """``--t2i-reference`` sets by name; with none given, a small synthetic GeoDE-labelled set.
 
     Args:
         references: ``(name, path)`` pairs.
-        objects: the run's GeoDE objects (GeoDE-labelled sets keep only these).
-        per_group, seed, sampler: GeoDE's balancing options; DollarStreet and manifests are not balanced.
-
-    Raises:
-        ValueError: a set cannot be loaded (naming the option, file and culprit).
+        per_group, seed, sampler: GeoDE's balancing options.
     """
     if not references:
         ref = synthetic_reference(list(objects), None, per_group=SYNTHETIC_PER_GROUP, seed=0, name=SYNTHETIC_NAME)
@@ -80,9 +76,7 @@ def load_references(references: tuple[tuple[str, str], ...], objects: tuple[str,
 class ReferenceFeatures:
     """Features and manifolds of one reference set under one encoder, computed once and cached.
 
-    ``scope="set"`` (DIG In's code) removes duplicated feature vectors from the whole set before
-    grouping (``keep_one`` keeps a copy only when every copy is of one region); ``scope="group"``
-    de-duplicates each group's rows.
+    ``scope="set"`` (DIG In's code) de-duplicates the whole set before grouping; ``"group"`` each group.
     """
 
     def __init__(self, bench, ref: ReferenceSet, encoder, nearest_k: int = 3, dedupe: str = "drop_all",

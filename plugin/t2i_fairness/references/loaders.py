@@ -1,8 +1,4 @@
-"""Loaders of reference sets from disk: GeoDE as released, DollarStreet's metadata CSV and a plain
-manifest CSV, and the ``--t2i-reference NAME=PATH`` option that picks one.
-
-Loading reads only the metadata and checks that the files exist; images are decoded lazily.
-"""
+"""Loaders of reference sets: GeoDE, DollarStreet's metadata CSV, a manifest CSV, and ``--t2i-reference``."""
 
 from __future__ import annotations
 
@@ -108,9 +104,7 @@ _NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 
 
 def parse_reference_option(value: str) -> tuple[str, Path]:
-    """Split a ``--t2i-reference NAME=PATH`` value into ``(name, path)``.
-
-    NAME goes into test ids (letters, digits, ``_``, ``.``, ``-``); PATH may contain ``=``.
+    """Split a ``--t2i-reference NAME=PATH`` value into ``(name, path)``; PATH may contain ``=``.
 
     Example:
         >>> parse_reference_option("geode=/data/geode")
@@ -132,15 +126,7 @@ def parse_reference_option(value: str) -> tuple[str, Path]:
 
 
 def detect_kind(path: str | os.PathLike) -> str:
-    """Guess which loader reads PATH.
-
-    ``synthetic`` (when no such file exists) is the generated set; a folder is GeoDE with
-    ``index.csv``, DollarStreet with ``images_v2.csv``, a manifest with ``manifest.csv``; a CSV file
-    is classified by its header.
-
-    Raises:
-        ValueError: PATH does not exist, or matches no kind (the message lists what was looked for).
-    """
+    """Guess which loader reads PATH: ``index.csv`` GeoDE, ``images_v2.csv`` DollarStreet, ``manifest.csv``."""
     p = Path(path)
     if str(path) == "synthetic" and not p.exists():
         return "synthetic"
@@ -190,12 +176,7 @@ def load_reference(
 
     Args:
         path: a dataset folder or metadata CSV; ``synthetic`` for the generated set.
-        kind: one of :data:`KINDS`; default :func:`detect_kind`.
-        objects, regions: restrict to these object codes and region slugs.
-        balance: equal images per object-region; default on for GeoDE only (as in DIG In), on when
-            ``per_group`` is given.
-        seed, sampler: of the balancing (:func:`balance_records`) and of synthetic images.
-        check_files: check that every listed image exists.
+        balance: equal images per object-region; default on for GeoDE only (as in DIG In).
     """
     if kind is None:
         kind = detect_kind(path)
@@ -243,16 +224,7 @@ def load_geode(
     sampler: str = "dig_in",
     check_files: bool = True,
 ) -> ReferenceSet:
-    """Load GeoDE as released: ``index.csv`` (one row per image) and the ``images/`` folder.
-
-    Columns ``file_path``, ``object``, ``region`` and ``ip_country`` (aliases in
-    :data:`GEODE_COLUMNS`). Rows of the 13 objects DIG In does not use are skipped; balanced by
-    default, drawing from each group's rows in ``index.csv`` order as DIG In's ``sample_df`` does.
-
-    Raises:
-        ValueError: missing columns, unknown regions, missing images, an empty object-region group,
-            an impossible ``per_group``; messages name the file, lines, bad values and valid choices.
-    """
+    """Load GeoDE as released: ``index.csv`` and ``images/``; DIG In's objects, balanced as its ``sample_df``."""
     csv_path = _locate(path, "geode", (GEODE_INDEX,))
     wanted_objects = _choose(objects, tuple(GEODE_OBJECTS), "GeoDE object", slug=True)
     wanted_regions = _choose(regions, GEODE_REGION_SLUGS, "GeoDE region")
@@ -299,17 +271,7 @@ def load_dollarstreet(
     require_all_regions: bool = True,
     check_files: bool = True,
 ) -> ReferenceSet:
-    """Load DollarStreet from its metadata CSV (``images_v2.csv`` of the released dataset).
-
-    Columns ``imageRelPath``, ``topics``, ``region.id`` and ``country.name`` (aliases in
-    :data:`DOLLARSTREET_COLUMNS`); topics slugified (``"Stove/hob"`` -> ``stove_hob``). As in DIG In:
-    multi-topic images are dropped, only object-like topics kept (:data:`DOLLARSTREET_OBJECTS`),
-    objects missing from a region dropped, and the imbalanced distribution kept.
-
-    Raises:
-        ValueError: missing columns, unknown regions, unreadable topics, missing images, a selected
-            region or requested object with no images.
-    """
+    """Load DollarStreet from ``images_v2.csv``, filtered as DIG In does (single object-like topics), not balanced."""
     csv_path = _locate(path, "dollarstreet", DOLLARSTREET_CSVS)
     explicit_objects = objects is not None
     wanted_objects = (
@@ -390,15 +352,7 @@ def load_manifest(
     sampler: str = "dig_in",
     check_files: bool = True,
 ) -> ReferenceSet:
-    """Load a manifest CSV with columns ``path,object,region[,country]``.
-
-    Paths are relative to the CSV's folder; objects are :data:`KNOWN_OBJECTS` codes or names
-    ("cooking pot"); regions are :data:`REGION_SLUGS` or GeoDE/DollarStreet names ("EastAsia").
-
-    Raises:
-        ValueError: missing columns, unknown objects or regions (with line numbers and the choices),
-            missing images, a requested object or region with no images, an empty set.
-    """
+    """Load a manifest CSV with columns ``path,object,region[,country]`` (paths relative to the CSV)."""
     csv_path = _locate(path, "manifest", (MANIFEST_CSV,))
     wanted_objects = _choose(objects, KNOWN_OBJECTS, "object", slug=True) if objects is not None else None
     wanted_regions = _choose(regions, REGION_SLUGS, "region") if regions is not None else None

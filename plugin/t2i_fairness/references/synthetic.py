@@ -27,27 +27,14 @@ def synthetic_reference(
     folder: str | os.PathLike | None = None,
     name: str = "synthetic",
 ) -> ReferenceSet:
-    """A small generated reference set, so the gates run offline. It is not real data, and says so.
+    """A small generated reference set, so the gates run offline; ``synthetic=True``, named so.
 
-    Every object-region group gets ``per_group`` images from :func:`render_synthetic` (same arguments,
-    same bytes). Without ``folder`` the set is virtual (``open_image`` renders its ``synthetic:``
-    URIs); with ``folder`` the PNGs are written there atomically, existing identical files kept.
-    The set is ``synthetic=True`` and its name contains "synthetic".
-
-    Args:
-        objects: object codes; default GeoDE's 27.
-        regions: region slugs; default GeoDE's six.
-
-    Raises:
-        ValueError: unknown objects or regions (listing the choices), bad ``per_group`` or ``size``.
+    Without ``folder`` the set is virtual; with it the PNGs are written there.
 
     Example:
         >>> ref = synthetic_reference(["bag", "car"], ["africa", "europe"], per_group=3, seed=7)
         >>> len(ref), ref.synthetic, ref.name
         (12, True, 'synthetic')
-        >>> from t2i_fairness.references.sets import open_image
-        >>> open_image(ref.records[0]).size
-        (64, 64)
     """
     objs = list(GEODE_OBJECTS) if objects is None else _choose(objects, KNOWN_OBJECTS, "object", slug=True)
     regs = list(GEODE_REGION_SLUGS) if regions is None else _choose(regions, REGION_SLUGS, "region")
