@@ -1,10 +1,8 @@
 """Decomposed-DIG (Sureddy et al.): the bookkeeping around object / background precision and coverage.
 
-Pure functions on arrays holding every rule of the paper that is not a feature extractor: the
-``obj``, ``bg`` and ``full`` setups (a NaN row: no patch for the setup), which real images and
-classes enter (:func:`select_real`), generated images without a feature as misses
-(:func:`score_setup`), Table 1 (:func:`table1_lines`) and the failure-mode diagnostics
-(:func:`diagnose`). docs/fidelity.md compares them with the authors' fork.
+Pure functions for the ``obj``, ``bg`` and ``full`` setups (a NaN row: no patch for the setup):
+which real images enter, generated images without a feature as misses, Table 1 and the
+failure-mode diagnostics. docs/fidelity.md compares them with the authors' fork.
 """
 
 from __future__ import annotations
@@ -78,11 +76,8 @@ class RealSelection:
     """Which real images enter the manifolds, and why the others do not.
 
     Attributes:
-        failed: bool (n,) the image's segmentation failed (no object or no background patch).
-        excluded_classes: class -> failure rate, for classes above ``limit``.
         keep: bool (n,) used in every setup: not failed and of a kept class.
         keep_bg: bool (n,) used in BG-only: ``keep`` and at least ``min_bg_patches`` background patches.
-        limit_text: the limit as it was given (``100/1020``, ``0.1``).
     """
 
     failed: np.ndarray
@@ -121,20 +116,11 @@ class RealSelection:
 def select_real(objects: Sequence[str], has_object: Any, has_background: Any,
                 limit: Any = DEFAULT_FAILURE_LIMIT, *, bg_patches: Any = None,
                 min_bg_patches: int = 1) -> RealSelection:
-    """Apply the paper's rules to the real images of a reference set.
-
-    A failed image leaves all three setups, so they compare the same real images.
+    """Apply the paper's rules to the real images: a failed image leaves all three setups.
 
     Args:
-        has_object: bool (n,) the image has at least one object patch.
-        has_background: bool (n,) the image has at least one background patch.
         limit: the class-exclusion limit; default the paper's 100/1020.
-        bg_patches: int (n,) background patches per image; needed when ``min_bg_patches > 1``.
         min_bg_patches: background patches an image needs to enter BG-only (paper: 1; fork: 25).
-
-    Raises:
-        ValueError: lengths differ, ``limit`` is not a rate in [0, 1], or ``min_bg_patches > 1``
-            without ``bg_patches``.
 
     Example:
         >>> sel = select_real(["bag", "bag", "car", "car"], [True, False, True, True], [True, True, True, True], 0.1)
@@ -180,19 +166,10 @@ def _bg_counts(bg_patches: Any, min_bg_patches: int, shape: tuple) -> np.ndarray
 
 def background_misses(has_object: Any, bg_patches: Any = None, min_bg_patches: int = 1,
                       unsegmented: str = "whole") -> np.ndarray:
-    """bool (n,): generated images whose BG-only feature counts as a miss (set to NaN before scoring).
+    """bool (n,): generated images whose BG-only feature counts as a miss.
 
     Args:
-        min_bg_patches: fewer background patches than this is "no background" (paper: 1; the fork: 25).
-        unsegmented: ``"whole"`` (the paper: an image without an object mask is used whole in
-            BG-only) or ``"miss"`` (the fork).
-
-    Raises:
-        ValueError: an unknown ``unsegmented``, or ``min_bg_patches > 1`` without ``bg_patches``.
-
-    Example:
-        >>> background_misses([True, True, False], [150, 10, 196], 25).tolist()
-        [False, True, False]
+        unsegmented: ``"whole"`` (the paper: no object mask, used whole) or ``"miss"`` (the fork).
     """
     if unsegmented not in UNSEGMENTED_CHOICES:
         raise ValueError(f"unsegmented must be one of {UNSEGMENTED_CHOICES}, got {unsegmented!r}")
@@ -212,11 +189,7 @@ def background_misses(has_object: Any, bg_patches: Any = None, min_bg_patches: i
 
 @dataclass(frozen=True)
 class SetupScore:
-    """Precision and coverage of one setup in one group.
-
-    ``n_fake`` is the sample total (rows with features after dedupe, plus ``n_missing`` rows
-    without); ``used`` indexes the ``n_used`` scored rows of the ``fake`` argument.
-    """
+    """Precision and coverage of one setup in one group; ``n_fake``: rows kept after dedupe plus ``n_missing``."""
 
     precision: float
     coverage: float
@@ -236,18 +209,7 @@ def score_setup(manifold, fake: Any, *, dedupe: str = "none", device: Any = None
                 group: str | None = None, duplicates: Any = None) -> SetupScore:
     """Decomposed precision and coverage of generated ``fake`` rows against a real ``manifold``.
 
-    NaN rows count in the sample total as misses for precision and take no part in coverage; the
-    others are de-duplicated as ``dedupe`` says (default ``none``, as the fork) and scored with
-    :func:`~t2i_fairness.metrics.manifold.precision_coverage`, precision becoming
-    ``round(p * n_used) / (n_used + n_missing)``.
-
-    Args:
-        dedupe: ``"none"``, ``"keep_one"`` or ``"drop_all"`` (applied to rows with features).
-        duplicates: bool (n,) rows already found to be duplicates over a larger set; they leave the
-            sample like rows ``dedupe`` drops.
-
-    Raises:
-        ValueError: no generated row at all, or shapes that do not match the manifold.
+    NaN rows count as misses for precision: ``round(p * n_used) / (n_used + n_missing)``.
 
     Example:
         >>> from t2i_fairness.metrics.manifold import ReferenceManifold
@@ -288,19 +250,7 @@ def score_setup(manifold, fake: Any, *, dedupe: str = "none", device: Any = None
 
 
 def sample_membership(manifold, fake: Any, score: SetupScore) -> np.ndarray:
-    """bool (score.n_fake, n_real): the ball membership of every image in the sample total.
-
-    The ``score.used`` rows, then an all-False row per image without a feature: ``any(1).mean()``
-    is the precision and ``any(0).mean()`` the coverage, so resampling rows bootstraps both.
-
-    Example:
-        >>> from t2i_fairness.metrics.manifold import ReferenceManifold
-        >>> m = ReferenceManifold.build(np.arange(10.0).reshape(5, 2), nearest_k=1)
-        >>> fake = np.array([[0.5, 1.5], [np.nan, np.nan]])
-        >>> member = sample_membership(m, fake, score_setup(m, fake))
-        >>> member.shape, float(member.any(axis=1).mean())
-        ((2, 5), 0.5)
-    """
+    """bool (score.n_fake, n_real): ball membership with an all-False row per image without a feature."""
     x = np.asarray(fake)
     inside = ball_membership(manifold.features, manifold.radii, x[score.used])
     return np.concatenate([inside, np.zeros((score.n_missing, inside.shape[1]), bool)])
@@ -321,14 +271,7 @@ def _in(group: str | None) -> str:
 
 @dataclass(frozen=True)
 class Diagnostics:
-    """Indices into one region's real images or its generated rows, per failure mode of the paper.
-
-    Attributes:
-        low_diversity_backgrounds: real images covered in Obj-only but not in BG-only.
-        low_diversity_objects: real images covered in BG-only but neither in Obj-only nor in Full-image.
-        low_realism_backgrounds: generated images whose BG-only feature is in no real ball.
-        crowded_backgrounds: (real image, generated BG-only features in its ball), most first.
-    """
+    """Indices of the images behind each of the paper's failure modes in one region."""
 
     low_diversity_backgrounds: list[int]
     low_diversity_objects: list[int]
@@ -342,17 +285,8 @@ def diagnose(member: Mapping[str, np.ndarray], present: Mapping[str, np.ndarray]
     """Select the images behind the paper's three failure modes from membership matrices.
 
     Args:
-        member: setup -> bool (n_generated_used, n_real) from :func:`ball_membership`, columns in one
-            order for every setup; a real image missing from a setup has an all-False column.
+        member: setup -> bool (n_generated_used, n_real), columns in one order for every setup.
         present: setup -> bool (n_real,) the real image is in that setup's manifold.
-        bg_rows: the generated image behind each row of ``member["bg"]``.
-
-    Example:
-        >>> m = {"obj": np.array([[1, 0, 0]], bool), "bg": np.array([[0, 1, 0]], bool), "full": np.array([[0, 0, 0]], bool)}
-        >>> p = {s: np.ones(3, bool) for s in m}
-        >>> d = diagnose(m, p, bg_rows=[7])
-        >>> d.low_diversity_backgrounds, d.low_diversity_objects, d.low_realism_backgrounds
-        ([0], [1], [])
     """
     missing = [s for s in SETUPS if s not in member or s not in present]
     if missing:
@@ -390,16 +324,7 @@ def spread(values: Mapping[str, float]) -> float:
 
 
 def summarize(per_region: Mapping[str, Mapping[str, Mapping[str, float]]]) -> dict:
-    """Average, worst region and spread of each setup's precision and coverage.
-
-    Takes setup -> region -> {"precision", "coverage"}; returns setup -> metric ->
-    {"avg", "worst", "worst_region", "best", "spread"}.
-
-    Example:
-        >>> s = summarize({"bg": {"africa": {"precision": 0.4, "coverage": 0.2}, "europe": {"precision": 0.6, "coverage": 0.4}}})
-        >>> s["bg"]["coverage"]["avg"], s["bg"]["coverage"]["worst"], s["bg"]["coverage"]["worst_region"]
-        (0.30000000000000004, 0.2, 'africa')
-    """
+    """Setup -> metric -> {"avg", "worst", "worst_region", "best", "spread"} over regions."""
     out: dict = {}
     for setup, regions in per_region.items():
         if not regions:
@@ -427,17 +352,7 @@ def _delta_percent(new: float, old: float) -> str:
 
 def table1_lines(summaries: Mapping[str, Mapping], original: str, new: str | None = None,
                  labels: Mapping[str, str] | None = None) -> list[str]:
-    """Table 1 of the paper as text: one row per template (``original``, then ``new`` if given), then
-    Delta and Delta (%) rows.
-
-    Example:
-        >>> one = {"obj": {"precision": {"avg": .6, "worst": .5}, "coverage": {"avg": .4, "worst": .3}},
-        ...        "bg": {"precision": {"avg": .5, "worst": .4}, "coverage": {"avg": .4, "worst": .2}}}
-        >>> two = {"obj": one["obj"], "bg": dict(one["bg"], coverage={"avg": .5, "worst": .3})}
-        >>> print("\\n".join(table1_lines({"a": one, "b": two}, "a", "b")[-2:]))
-        Delta     +0.000 +0.000 +0.000 +0.000  +0.000 +0.000 +0.100 +0.100
-        Delta (%)    +0%    +0%    +0%    +0%     +0%    +0%   +25%   +50%
-    """
+    """Table 1 of the paper as text: one row per template, then Delta and Delta (%) rows."""
     labels = labels or {}
     rows = [("Orig.", original)] + ([("New", new)] if new is not None else [])
     for _, template in rows:
