@@ -1,7 +1,6 @@
 """Canaries: generator wrappers that plant a known regression in one slice of any generator.
 
-A canary wraps the model under test and changes exactly one slice of its output, so a run
-against it says which gates caught the planted regression and which stayed green:
+A run against a canary says which gates caught the planted regression and which stayed green:
 
 ==========================  ===========  ===========================================================
 canary (``NAME:SLICE``)     slice        what the wrapped model does
@@ -18,11 +17,8 @@ canary (``NAME:SLICE``)     slice        what the wrapped model does
                                          image of ``a photo of a {group}`` (P: ``GROUP=p``)
 ==========================  ===========  ===========================================================
 
-Outside its slice a canary returns the inner generator's images byte for byte, and its
-fingerprint keeps its images apart in the cache (docs/decisions.md). Build one with
-:func:`make_canary` (``make_canary("collapse_region:africa", generator)``) or wrap the plugin's
-lazy source with :func:`wrap_source`. :data:`CANARIES` is every registered family's; the
-functions here are :mod:`t2i_fairness.generators.canary`'s, bound to it.
+Outside its slice a canary returns the inner generator's images byte for byte, under its own
+fingerprint. Build one with :func:`make_canary` or wrap the plugin's lazy source with :func:`wrap_source`.
 """
 
 from __future__ import annotations
@@ -76,16 +72,9 @@ SLICE_KINDS: tuple[str, ...] = tuple(dict.fromkeys(i.slice_kind for i in CANARIE
 def parse_canary(spec: str, *, option: str = "--t2i-canary") -> CanarySpec:
     """Parse and check a ``NAME:SLICE[:PARAM]`` canary string against the registered canaries.
 
-    Raises:
-        ValueError: no ``:``, an unknown NAME (listing the names), a bad SLICE or PARAM.
-
     Example:
         >>> str(parse_canary("degrade_region:Nigeria:0.8"))
         'degrade_region:africa:0.8'
-        >>> parse_canary("melt_region:africa")
-        Traceback (most recent call last):
-        ...
-        ValueError: --t2i-canary 'melt_region:africa': unknown canary 'melt_region'; choose from collapse_region, degrade_region, shift_group_share, drop_component, drop_position, answer_language
     """
     return _machinery.parse_canary(spec, canaries=CANARIES, option=option)
 
@@ -96,51 +85,26 @@ def make_canary(spec: str | CanarySpec, inner, *, multilingual=None, option: str
     Args:
         multilingual: the run's IndicTTI prompt set; required by ``answer_language``.
 
-    Raises:
-        ValueError: as :func:`parse_canary`, or ``answer_language`` without its language's texts.
-        TypeError: ``inner`` is not a generator.
-
     Example:
         >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-        >>> canary = make_canary("shift_group_share:doctor:male=0.3", ProceduralGenerator())
-        >>> type(canary).__name__, canary.slice.label, canary.describe()
-        ('ShiftGroupShare', 'word doctor', "shift_group_share:doctor:male=0.3: prompts containing 'doctor' get 'a photo of a male' images with probability 0.3")
+        >>> make_canary("shift_group_share:doctor:male=0.3", ProceduralGenerator()).slice.label
+        'word doctor'
     """
     return _machinery.make_canary(spec, inner, canaries=CANARIES, multilingual=multilingual, option=option)
 
 
 def wrap_source(source, spec: str | CanarySpec, *, multilingual=None, option: str = "--t2i-canary"):
-    """The plugin's lazy generator source with a canary around its generator.
-
-    The fingerprint comes from the inner source's alone (a warm cache never loads the model); errors
-    in ``spec`` are raised here, before anything is generated.
-
-    Example:
-        >>> from t2i_fairness.spine.generation import derive_seed
-        >>> from t2i_fairness.generators import GenerationSettings, resolve_generator
-        >>> source = resolve_generator("procedural", GenerationSettings(), "cpu", derive_seed)
-        >>> wrapped = wrap_source(source, "degrade_region:Egypt:0.3")
-        >>> wrapped.fingerprint == source.fingerprint + "+canary:degrade_region:africa:0.3:v1", wrapped.loaded
-        (True, False)
-    """
+    """The plugin's lazy generator source with a canary around its generator (the model is not loaded)."""
     return _machinery.wrap_source(source, spec, canaries=CANARIES, multilingual=multilingual, option=option)
 
 
 def slice_of(spec: str | CanarySpec) -> CanarySlice:
-    """The slice a canary string targets, without a generator (for summaries).
-
-    Example:
-        >>> slice_of("collapse_region:africa").gate_role("test_region_coverage[synthetic-object_in_region-africa]")
-        'slice'
-    """
+    """The slice a canary string targets, without a generator (for summaries)."""
     return _machinery.slice_of(spec, canaries=CANARIES)
 
 
 def catch_report(spec: str | CanarySpec, records) -> tuple[list[str], dict]:
-    """Which gates caught a canary: ``(summary lines, counts)``.
-
-    A gate caught it when its verdict is ``fail`` (or a blocking ``inconclusive``); gates of other
-    slices that fail are false alarms; ``aggregate`` gates are listed, not counted.
+    """Which gates caught a canary: ``(summary lines, counts)``; failing gates of other slices are false alarms.
 
     Example:
         >>> lines, counts = catch_report("collapse_region:africa", [
