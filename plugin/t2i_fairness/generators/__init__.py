@@ -1,11 +1,7 @@
 """Resolve ``--t2i-model`` into a generator source: a fingerprint now, the model only when needed.
 
-:data:`SPEC_KINDS` holds the kinds of spec, tried in order: ``tiny`` (a StableDiffusionPipeline
-with random weights), ``sd15-random`` (SD 1.5 at full size, seeded random weights: the paper path
-offline), ``procedural`` (a simulator for measuring the gates), ``images:PATH`` (a manifest of
-pre-generated images), ``python:module:factory``, a local diffusers folder and a hub id. The
-fingerprint, part of every image key, names the weights without loading them
-(:mod:`t2i_fairness.base.identity`), so a warm cache never loads the model.
+:data:`SPEC_KINDS` lists the kinds of spec, tried in order. The fingerprint, part of every image
+key, names the weights without loading them, so a warm cache never loads the model.
 """
 
 from __future__ import annotations
@@ -27,12 +23,7 @@ __all__ = ["GenerationSettings", "GeneratorSource", "ModelLoadError", "SPEC_KIND
 
 
 def model_slug(spec: str) -> str:
-    """The thresholds file stem for a model spec: ``runwayml/stable-diffusion-v1-5`` -> ``runwayml-stable-diffusion-v1-5``.
-
-    Example:
-        >>> model_slug("tiny"), model_slug("images:/data/dalle3/"), model_slug("python:my.mod:make")
-        ('tiny', 'images-dalle3', 'python-my.mod-make')
-    """
+    """The thresholds file stem for a model spec: ``runwayml/stable-diffusion-v1-5`` -> ``runwayml-stable-diffusion-v1-5``."""
     if spec.startswith("images:"):
         spec = "images-" + Path(spec[len("images:"):].rstrip("/")).name
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", spec.replace(":", "-")).strip("-").lower()
@@ -43,13 +34,9 @@ class GeneratorSource:
     """A model spec resolved: its fingerprint now, the model itself on first :meth:`get`.
 
     Attributes:
-        fingerprint: what every image key names (model, weights, settings, precision, device class).
-        subject: how the run's notes name the model; with ``weights`` (a digest, a commit), what
-            :func:`t2i_fairness.base.identity.remember` records to say when the weights changed.
-        item_key: the identity of one (prompt, seed) for sources whose images each have their own (a
-            manifest's files), used in image keys instead of ``fingerprint``; else ``None``.
-        need: ``need() -> MemoryNeed | None``: what the model needs, counted before it is built.
-        before_load: called with the source before its model is built.
+        subject, weights: how the run's notes name the model and its weights' identity.
+        item_key: the identity of one (prompt, seed) where each image has its own (a manifest's files).
+        need: ``need() -> MemoryNeed | None``, counted before the model is built.
     """
 
     spec: str
@@ -82,12 +69,7 @@ class GeneratorSource:
 
 
 def add_factory_paths(specs, directories) -> list[str]:
-    """Make ``python:module:factory`` modules of the project importable however pytest was started.
-
-    The ``pytest`` script, unlike ``python -m pytest``, does not put the current directory on
-    ``sys.path``; for runs with a ``python:`` spec the given folders (rootdir, invocation directory)
-    are appended, after the installed packages. Returns the folders added.
-    """
+    """Append the rootdir and invocation folders to ``sys.path`` for ``python:`` specs; returns those added."""
     if not any(str(s).startswith("python:") for s in specs if s):
         return []
     added = []
@@ -125,20 +107,7 @@ _DEFAULT_REPR = re.compile(r" at 0x[0-9a-fA-F]+>")
 
 
 def factory_fingerprint(spec: str, gen) -> tuple[str, list[str]]:
-    """The fingerprint of a ``python:`` factory's generator, and notes worth warning about.
-
-    A string is taken as it is; a callable is called once (with a note to make it an attribute). A
-    fingerprint naming no version, date, commit or digest gets a note: when its weights change, the
-    cache would serve the old model's images.
-
-    Raises:
-        ModelLoadError: the fingerprint is empty or not a string, the callable fails, or it is an
-            object's default ``repr`` (new in every process).
-
-    Example:
-        >>> factory_fingerprint("python:m:make", type("G", (), {"fingerprint": "my-model"})())[1][0][:60]
-        "--t2i-model 'python:m:make': its fingerprint 'my-model' name"
-    """
+    """The fingerprint of a ``python:`` factory's generator, and notes worth warning about (e.g. no version)."""
     from t2i_fairness.base.identity import looks_versioned
 
     raw = gen.fingerprint
@@ -200,14 +169,7 @@ class SpecRequest:
 
 @dataclass(frozen=True)
 class SpecKind:
-    """One kind of ``--t2i-model`` spec: how it is recognised and how it resolves into a source.
-
-    Attributes:
-        form: how a spec of this kind is written (for messages and docs).
-        matches: ``matches(spec)``; the first kind of :data:`SPEC_KINDS` that matches decides.
-        resolve: ``resolve(request) -> GeneratorSource``: the fingerprint now, the loader for later.
-        hub: whether ``--t2i-model-revision`` applies.
-    """
+    """One kind of ``--t2i-model`` spec: ``matches(spec)`` and ``resolve(request) -> GeneratorSource``."""
 
     name: str
     form: str
@@ -401,21 +363,14 @@ def resolve_generator(
     """Check the spec cheaply and return a lazy source whose fingerprint names the weights.
 
     Args:
-        device: the resolved device (its class and precision enter the fingerprint).
         seed_for: ``(prompt, index) -> seed`` (manifests list an index instead of a seed).
         revision: ``--t2i-model-revision``: a hub id's branch, tag or commit.
-        precision: ``--t2i-precision`` (``None`` or ``auto``: float16 on CUDA, float32 elsewhere),
-            resolved now so the fingerprint and the pipeline loaded later agree.
-
-    Raises:
-        ModelLoadError: a local path without a pipeline, an unimportable factory, a bad manifest,
-            or a hub id whose commit can be told neither by the hub nor by the local cache.
-        OptionError: a revision for a model that is not a hub id.
+        precision: ``--t2i-precision`` (``None`` or ``auto``: float16 on CUDA, float32 elsewhere).
 
     Example:
         >>> from t2i_fairness.spine.generation import derive_seed
         >>> src = resolve_generator("tiny", GenerationSettings(), "cpu", derive_seed)
-        >>> src.fingerprint.startswith("diffusers:tiny-sd-") and "@init-" in src.fingerprint, src.loaded
+        >>> src.fingerprint.startswith("diffusers:tiny-sd-"), src.loaded
         (True, False)
     """
     from t2i_fairness.models.precision import resolve as resolve_precision

@@ -26,16 +26,8 @@ def diffusers_fingerprint(name: str, settings: GenerationSettings, device: str, 
     """Identifies model, weights, settings, precision and device class without loading anything.
 
     Args:
-        name: what the model is called (a hub id, a folder's name, the tiny config's name).
         settings: the resolved generation settings (all but the batch size decide the pixels).
-        device: its class (``cpu``, ``cuda``, ``mps``) enters, not its index.
         weights: the weights' identity (a ``sha256-...`` digest, a hub commit, ``init-...``).
-        precision: ``auto`` (``None``), ``float32``, ``float16`` or ``bfloat16``.
-
-    Example:
-        >>> s = GenerationSettings(steps=2, guidance=7.0, height=64, width=64)
-        >>> diffusers_fingerprint("ckpt", s, "cuda:0", "w") == diffusers_fingerprint("ckpt", s, "cuda:1", "w")
-        True
     """
     from t2i_fairness.models.precision import resolve
     from t2i_fairness.base.identity import device_class
@@ -68,18 +60,7 @@ def tiny_weights() -> str:
 
 def diffusers_need(spec: str, settings: GenerationSettings, device: str, precision: str, *,
                    config_name: str | None = None, folder: str | Path | None = None):
-    """What a diffusers generator needs (a :class:`~t2i_fairness.base.memory.MemoryNeed`), counted before it is built.
-
-    Parameters come from a random pipeline's config or a checkpoint's safetensors headers (``None``
-    when neither can be read); activations from the config's ``_memory`` note, scaled by image area
-    and batch size.
-
-    Example:
-        >>> need = diffusers_need("tiny", GenerationSettings(height=64, width=64, batch_size=16), "cpu", "float32",
-        ...                       config_name="tiny-sd")
-        >>> need.parameters > 1_000_000, need.built_in_float32, need.batch
-        (True, True, 16)
-    """
+    """What a diffusers generator needs (a :class:`~t2i_fairness.base.memory.MemoryNeed`), counted before it is built."""
     from t2i_fairness.base.memory import BYTES, MemoryNeed
     from t2i_fairness.models.memory import activation_note, count_parameters, safetensors_parameters
 
@@ -189,19 +170,7 @@ class DiffusersGenerator:
     @classmethod
     def random(cls, config_name: str, settings: GenerationSettings = GenerationSettings(), device: str = "cpu",
                precision: str | None = None) -> "DiffusersGenerator":
-        """A seeded random pipeline at a config's sizes (``sd15-random``): the paper path with no download.
-
-        Args:
-            config_name: a pipeline config of ``model_configs/`` (``sd15-random``, ``tiny-sd``).
-            precision: the pipeline's dtype (``None`` or ``auto``: float16 on CUDA, float32 elsewhere).
-
-        Raises:
-            ValueError: no such config.
-
-        Example:
-            >>> DiffusersGenerator.random("tiny-sd").fingerprint.startswith("diffusers:tiny-sd-")
-            True
-        """
+        """A seeded random pipeline at a config's sizes (``sd15-random``, ``tiny-sd``): no download."""
         pipe, cfg = build_tiny_pipeline(config_name)
         return cls(pipe, tiny_model_name(config_name), settings.resolved(cfg["defaults"]), device,
                    weights=tiny_weights(), precision=precision)
@@ -211,15 +180,7 @@ class DiffusersGenerator:
         cls, model: str, settings: GenerationSettings = GenerationSettings(), device: str = "cpu", *,
         revision: str | None = None, name: str | None = None, weights: str | None = None, precision: str | None = None,
     ) -> "DiffusersGenerator":
-        """Load a hub id or a local diffusers folder; fp16 on CUDA. Fails fast with a fix when it cannot.
-
-        Args:
-            revision: for a hub id, the commit to load (the one its fingerprint names).
-            name, weights: the fingerprint's parts (default: ``model`` and ``revision``).
-
-        Raises:
-            ModelLoadError: no pipeline at a local path, or the weights cannot be loaded.
-        """
+        """Load a hub id (at ``revision``) or a local diffusers folder; fails fast with a fix when it cannot."""
         from diffusers import DiffusionPipeline
 
         local = Path(model).expanduser()
@@ -301,9 +262,6 @@ T5_MAX_SEQUENCE_LENGTH = 256  # diffusers' SD3 default `max_sequence_length` for
 
 class TokenCounter:
     """The tokenizers a diffusers pipeline sends a prompt through, with the length each truncates at.
-
-    Pipelines truncate silently (CLIP at 77 tokens, SD3's T5 at 256); counting the full length with
-    the same tokenizer tells which prompts lose tokens and how many.
 
     Example:
         >>> from t2i_fairness.models.clip_tokenizer import offline_clip_tokenizer

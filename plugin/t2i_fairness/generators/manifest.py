@@ -18,17 +18,7 @@ _SIXTEEN_BIT = ("I;16", "I;16B", "I;16L", "I;16N")
 
 
 def to_rgb8(image: Image.Image, what: str = "image") -> Image.Image:
-    """An 8-bit RGB copy of a decoded still image, rescaling 16-bit grey (``round(v / 257)``) where
-    PIL's ``convert("RGB")`` would clip it at 255.
-
-    Raises:
-        ValueError: 32-bit integer or float pixels, whose range is unknown.
-
-    Example:
-        >>> grey16 = Image.fromarray(np.full((2, 2), 32896, dtype=np.uint16))  # 50% grey, 16 bits
-        >>> grey16.convert("RGB").getpixel((0, 0)), to_rgb8(grey16).getpixel((0, 0))
-        ((255, 255, 255), (128, 128, 128))
-    """
+    """An 8-bit RGB copy of a still image, rescaling 16-bit grey (``round(v / 257)``) that PIL would clip."""
     mode = image.mode
     if mode in _SIXTEEN_BIT or (mode == "I" and image.format == "PNG"):
         values = np.asarray(image, dtype=np.float64)
@@ -54,14 +44,7 @@ class _Row:
 class ManifestGenerator:
     """Serves images listed in a manifest CSV with columns ``prompt``, ``seed`` or ``index``, ``path``.
 
-    A row with ``index`` stands for seed ``seed_for(prompt, index)``; paths are relative to the
-    manifest's folder; each row is one still image (animations are refused). ``fingerprint`` covers
-    the rows and every file's SHA-256, and :meth:`item_key` one image's, so the cache re-reads only
-    replaced images.
-
-    Raises:
-        ValueError: a missing manifest or column, a malformed row, a duplicate (prompt, seed), or a
-            missing or empty file, naming the manifest and line; at ``generate``, an unreadable image.
+    ``fingerprint`` covers the rows and every file's SHA-256; :meth:`item_key` one image's.
     """
 
     def __init__(self, path: str | Path, seed_for: Callable[[str, int], int]):

@@ -1,12 +1,8 @@
 """A procedural generator of the synthetic reference's own world: ``--t2i-model procedural``.
 
-A seeded simulator, not a model: for each (prompt, seed) it draws an image of the synthetic
-reference's family (:func:`t2i_fairness.references.sets.render_synthetic`) with seed-driven
-variation, so gate values move with the seed and regions and objects differ the way a real
-model's do. That makes false-alarm rates, interval coverage and power measurable; its numbers say
-nothing about any real model. :func:`read_prompt` tells DIG In, CIS and other prompts apart; each
-image is a pure function of (prompt, seed, size, world, multilingual set), the same in every
-process and on every machine. docs/calibration.md describes the simulated world.
+A seeded simulator, not a model, for measuring false-alarm rates, coverage and power of the gates;
+each image is a pure function of (prompt, seed, size, world, multilingual set).
+docs/calibration.md describes the simulated world.
 """
 
 from __future__ import annotations
@@ -47,10 +43,9 @@ class RegionStyle:
     """How well the simulated model knows a region.
 
     Attributes:
-        fidelity: probability that an image is drawn in the region's own palette (else the default world's).
+        fidelity: probability that an image is drawn in the region's own palette.
         pool: distinct layouts per (object, region): its diversity.
-        jitter: standard deviation of the hue shift (fraction of the hue circle); brightness varies
-            with twice this on a log scale.
+        jitter: standard deviation of the hue shift (fraction of the hue circle).
         miss: probability of drawing the wrong object.
     """
 
@@ -128,8 +123,7 @@ _OBJECT_CODES: tuple[str, ...] = tuple(GEODE_OBJECTS) + tuple(o for o in DOLLARS
 
 
 def find_region(name: str) -> str | None:
-    """The region slug a place word names (a region's slug or name, its adjective, or one of its
-    countries; case and punctuation ignored), ``None`` when it names none.
+    """The region slug a place word names (slug, name, adjective or country), else ``None``.
 
     Example:
         >>> [find_region(n) for n in ("Africa", "African", "Nigeria", "east_asia", "the United Kingdom", "Mars")]
@@ -145,11 +139,7 @@ def find_region(name: str) -> str | None:
 
 @dataclass(frozen=True)
 class PromptReading:
-    """What the procedural generator (and the canaries) read in a prompt.
-
-    ``family`` is ``"dig_in"`` (with ``template``, ``object``, ``region`` and, for
-    ``object_in_country``, ``country``), ``"cis"`` (with ``components`` in prompt order) or ``"text"``.
-    """
+    """What the procedural generator (and the canaries) read in a prompt: ``family`` ``dig_in``, ``cis`` or ``text``."""
 
     family: str
     template: str | None = None
@@ -175,11 +165,9 @@ def _cis_components(text: str) -> tuple[str, ...] | None:
 
 
 def read_prompt(text: str) -> PromptReading:
-    """Parse a prompt into the labels the procedural world draws from (a TypeError for a non-string).
+    """Parse a prompt into the labels the procedural world draws from.
 
     Example:
-        >>> read_prompt("cooking pot in Japan")
-        PromptReading(family='dig_in', template='object_in_country', object='cooking_pot', region='east_asia', country='Japan', components=())
         >>> read_prompt("a photo of a mortar and pestle and an Otterhound.").components
         ('mortar and pestle', 'Otterhound')
     """
@@ -238,17 +226,9 @@ def _grade(image: Image.Image, rng: np.random.Generator, jitter: float) -> Image
 class ProceduralGenerator:
     """A seeded simulator of a text-to-image model over the synthetic reference's world.
 
-    Implements the Generator protocol (``fingerprint``, ``generate(prompts, seeds)``, ``batch_size``).
-
     Args:
-        size: image side in pixels, or ``(height, width)``.
-        world: seed of the simulated model's layouts; the synthetic reference uses 0, so the default
-            1 never reproduces a reference image.
-        multilingual: a :class:`~t2i_fairness.vocab.multilingual.MultilingualPromptSet` whose
-            non-English texts are "understood" with a per-language probability.
-
-    Raises:
-        ValueError: a size below 8 pixels, a non-integer world, a batch size below 1.
+        world: seed of the simulated model's layouts (the synthetic reference uses 0).
+        multilingual: a prompt set whose non-English texts are "understood" with a per-language probability.
 
     Example:
         >>> a, b = ProceduralGenerator().generate(["bag in Africa", "bag in Africa"], [0, 1])
@@ -284,12 +264,7 @@ class ProceduralGenerator:
     # -------------------------------------------------------------------------- protocol
 
     def generate(self, prompts: Sequence[str], seeds: Sequence[int]) -> list[Image.Image]:
-        """One RGB image per (prompt, seed), each a pure function of the pair and the settings.
-
-        Raises:
-            ValueError: ``prompts`` and ``seeds`` differ in length, or a seed is not an integer.
-            TypeError: a prompt is not a string.
-        """
+        """One RGB image per (prompt, seed), each a pure function of the pair and the settings."""
         prompts, seeds = list(prompts), list(seeds)
         if len(prompts) != len(seeds):
             raise ValueError(f"procedural generator: got {len(prompts)} prompts but {len(seeds)} seeds")
@@ -334,13 +309,7 @@ class ProceduralGenerator:
         return _grade(im, rng, style.jitter)
 
     def cis_plan(self, prompt: str, seed: int) -> tuple[str, ...]:
-        """The components a CIS prompt's image shows at this seed, in drawing order (empty for other prompts).
-
-        Example:
-            >>> plan = ProceduralGenerator().cis_plan("a photo of a crab, a macaw, and a steel drum.", 0)
-            >>> set(plan) <= {"crab", "macaw", "steel drum"}
-            True
-        """
+        """The components a CIS prompt's image shows at this seed, in drawing order (empty for other prompts)."""
         reading = read_prompt(prompt)
         if reading.family != "cis":
             return ()

@@ -1,10 +1,4 @@
-"""Which prompts the generator under test truncates, counted with the generator's own tokenizers.
-
-The tokenizers come from the loaded generator, or without loading weights from the ``tiny``
-model's offline CLIP BPE or a checkpoint's tokenizer folders. Generators without a tokenizer
-(``images:``, ``procedural``) give a :class:`~t2i_fairness.metrics.truncation.Truncation` that
-says "not counted" and why.
-"""
+"""Which prompts the generator under test truncates, counted with the generator's own tokenizers."""
 
 from __future__ import annotations
 
@@ -50,15 +44,7 @@ def _make_counter(source) -> tuple[object | None, str]:
 
 
 def prompt_truncation(source, texts: Sequence[str]) -> Truncation:
-    """How the generator's tokenizers truncate ``texts``: the worst of its encoders (SDXL has two),
-    or a "not counted" :class:`~t2i_fairness.metrics.truncation.Truncation` saying why.
-
-    Example:
-        >>> from types import SimpleNamespace
-        >>> tiny = SimpleNamespace(spec="tiny", fingerprint="doctest-tiny", loaded=False)
-        >>> prompt_truncation(tiny, ["a photo of a cat", " ".join(["बस"] * 60)]).cell()
-        '1/2'
-    """
+    """How the generator's tokenizers truncate ``texts`` (the worst encoder), or why nothing was counted."""
     texts = list(texts)
     counter, why = token_counter_for(source)
     if counter is None:
