@@ -1,12 +1,8 @@
 """Object masks for Decomposed-DIG: LangSAM rebuilt from transformers classes, or masks from a folder.
 
-:class:`LangSAMSegmenter` turns the object name into Grounding DINO boxes and each box into a SAM
-mask; their union is the object, and no box means no object. It follows the LangSAM release the
-paper used, with transformers classes only (docs/fidelity.md). Profiles live in
-``model_configs/segmenter-<profile>.json``: ``paper`` (the hub checkpoints, offline unless
-``allow_download=True``) and ``tiny`` (the same classes with seeded random weights).
-:class:`FolderMasks` serves precomputed masks; :func:`patch_membership` tells the masked ViT which
-patches are object patches.
+:class:`LangSAMSegmenter` unions SAM masks of Grounding DINO boxes for the object name (no box: no
+object), as the LangSAM release the paper used (docs/fidelity.md). Profiles ``paper`` and ``tiny``
+(seeded random weights) live in ``model_configs/segmenter-<profile>.json``.
 """
 
 from __future__ import annotations
@@ -71,15 +67,8 @@ def resize_mask_like_image(mask: np.ndarray, size: int) -> np.ndarray:
 def patch_membership(mask: np.ndarray, patch_size: int, grid: int | tuple[int, int]) -> np.ndarray:
     """Which patches of a ViT input hold at least one object pixel (Decomposed-DIG, Sec. 3.2).
 
-    Args:
-        mask: boolean (grid_h * patch_size, grid_w * patch_size), at the network input size.
-        grid: patches per side, or (grid_h, grid_w).
-
     Returns:
         bool (grid_h, grid_w); ``.ravel()`` is the patch-token order of timm/transformers ViTs.
-
-    Raises:
-        ValueError: the mask is not 2-D or not of size grid * patch_size.
 
     Example:
         >>> m = np.zeros((4, 4), bool); m[0, 3] = True
@@ -95,12 +84,7 @@ def patch_membership(mask: np.ndarray, patch_size: int, grid: int | tuple[int, i
 
 
 def box_masks(boxes: np.ndarray, height: int, width: int) -> np.ndarray:
-    """bool (k, height, width): the pixels whose centre lies inside each box (x0, y0, x1, y1).
-
-    Example:
-        >>> box_masks(np.array([[1.0, 0.0, 3.0, 2.0]]), 3, 4)[0].astype(int).tolist()
-        [[0, 1, 1, 0], [0, 1, 1, 0], [0, 0, 0, 0]]
-    """
+    """bool (k, height, width): the pixels whose centre lies inside each box (x0, y0, x1, y1)."""
     boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
     xs, ys = np.arange(width) + 0.5, np.arange(height) + 0.5
     inside_x = (xs[None, :] >= boxes[:, 0:1]) & (xs[None, :] <= boxes[:, 2:3])
@@ -171,12 +155,9 @@ def _bundled_tokenizer() -> Any:
 class LangSAMSegmenter:
     """Grounding DINO boxes for the object name, SAM masks for the boxes, union -> bool (H, W).
 
-    ``fingerprint`` names detector, SAM, thresholds, dtype and profile.
-
     Example:
         >>> from PIL import Image
-        >>> seg = LangSAMSegmenter.from_profile("tiny")
-        >>> seg.segment(Image.new("RGB", (80, 60), "white"), "bag").shape
+        >>> LangSAMSegmenter.from_profile("tiny").segment(Image.new("RGB", (80, 60), "white"), "bag").shape
         (60, 80)
     """
 
@@ -204,13 +185,8 @@ class LangSAMSegmenter:
         """Build the ``tiny`` or ``paper`` LangSAM pipeline.
 
         Args:
-            precision: ``auto`` (``None``), ``float32``, ``float16`` or ``bfloat16``; the option ``dtype`` wins.
             **options: ``detector`` / ``sam`` (hub id or local directory), ``box_threshold``,
                 ``text_threshold``, ``dtype``, ``seed`` (tiny), ``allow_download`` and ``cache_dir`` (paper).
-
-        Raises:
-            ValueError: unknown profile or option.
-            ModelLoadError: paper checkpoints not available offline (naming the checkpoint).
         """
         check_profile(profile)
         check_options(options, cls.OPTIONS, f"LangSAMSegmenter ({profile})")
@@ -342,18 +318,7 @@ class LangSAMSegmenter:
 
 
 class FolderMasks:
-    """Precomputed masks: ``<folder>/<key>.png``, nonzero pixels = object (one mask per image).
-
-    An image's key is the ``key=`` argument, else ``image.info["key"]``, else its file's stem. The
-    fingerprint digests the PNGs' names and contents, so replacing a mask invalidates cached features.
-
-    Example:
-        >>> import tempfile
-        >>> with tempfile.TemporaryDirectory() as folder:
-        ...     Image.fromarray(np.eye(4, dtype=np.uint8) * 255).save(f"{folder}/img0.png")
-        ...     int(FolderMasks(folder).mask_for("img0").sum())
-        4
-    """
+    """Precomputed masks ``<folder>/<key>.png`` (nonzero = object); the key: ``key=``, ``image.info["key"]`` or the stem."""
 
     def __init__(self, folder: str | os.PathLike, suffix: str = ".png") -> None:
         self.folder = Path(folder).resolve()
@@ -389,12 +354,7 @@ class FolderMasks:
         return pixels.reshape(pixels.shape[0], pixels.shape[1], -1).any(axis=-1)
 
     def segment(self, image: Image.Image, object_name: str = "", *, key: str | None = None) -> np.ndarray:
-        """Mask of ``image``, its key found as the class says: bool (H, W).
-
-        Raises:
-            ValueError: no key can be found, or the stored mask's size differs from the image's.
-            FileNotFoundError: the key has no mask file.
-        """
+        """Mask of ``image``, its key found as the class says: bool (H, W)."""
         if key is None:
             key = image.info.get("key") or (Path(image.filename).stem if getattr(image, "filename", "") else None)
         if not key:
