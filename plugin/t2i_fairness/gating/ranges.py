@@ -1,16 +1,8 @@
 """Which values a gate's number can take, by its kind: the one table bounds are checked against.
 
-Each gate's kind is declared by the study method that makes it (:func:`~t2i_fairness.families.base.indicator`:
-``share``, ``coverage``, ``ratio``, ... the keys of :data:`~t2i_fairness.gating.indicator.KINDS`); this
-table says which values a number of that kind can take. A method whose value range is not its kind's
-declares it (``value_range``: IndicTTI's DWL, a distance in [0, 2]).
-
-A bound that no value in the range can meet (``min`` above the range's top, ``max`` below its
-bottom) cannot be right: ``min: 5.0`` on a share is a typo of 0.5, and judged as written it is
-never met. The plugin refuses such a file when it reads it, naming the file and line (pytest's usage
-error, exit code 4). A bound on the other side (``min`` at or below the bottom, ``max`` at or above
-the top) can never fail: the update flow writes those when a tiny sample's margin reaches past the
-edge, so they are kept, and the summary lists the shares among them (gates that cannot fail).
+A study method declares its kind (:func:`~t2i_fairness.families.base.indicator`) and, when it
+differs from the kind's, its ``value_range``. A bound no value can meet (``min: 5.0`` on a share)
+is refused when the file is read (usage error, exit 4); one that can never fail is kept and listed.
 """
 
 from __future__ import annotations

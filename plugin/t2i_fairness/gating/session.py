@@ -201,20 +201,14 @@ class GateSession:
 
     def finish(self, write_files: bool, complete_run: bool, options=None, functions: list[str] | None = None,
                tests: Iterable[str] = (), thresholds: ThresholdFile | None = None) -> None:
-        """Adjust the p-values across the run, write updates and proposals (controller only) and find
-        gates no test used.
+        """Adjust the p-values across the run, write updates and proposals, and find gates no test used.
 
         Args:
             write_files: write bounds and proposals (the controller; workers only read).
-            complete_run: the run selected the whole suite and reached every test; only then are
-                gates the file has and no test used listed as unused.
-            options: the run's options (multiplicity, alpha, canary, plan samples).
-            functions: when file arguments named part of the suite, the test functions collected:
-                only gates of those functions can be called unused.
+            complete_run: the run reached the whole suite; only then are unused gates listed.
+            functions: when file arguments named part of the suite, the test functions collected.
             tests: gate ids of the tests that ran (a test that crashed before its gate still used it).
-            thresholds: the file as read when the run began (the plugin's); ``None`` reads it again. Nothing
-                writes it before this method's own write-back, and a read costs about 0.6 s per run for
-                the 500 bounds of ``thresholds/tiny.yaml``.
+            thresholds: the file as read when the run began; ``None`` reads it again.
         """
         if options is not None and write_files:
             self.adjust(options.multiplicity, options.alpha)
