@@ -89,16 +89,11 @@ SUITES: tuple[str, ...] = ("examples", "paper", "all")
 
 
 def suite_prompts(name: str) -> list[str]:
-    """The prompts of a suite: ``examples``, ``paper`` (150 prompts) or ``all`` (both).
-
-    Raises:
-        ValueError: naming the suites.
+    """The prompts of a suite: ``examples``, ``paper`` (150 prompts) or ``all``; ValueError naming the suites.
 
     Example:
         >>> suite_prompts("examples")
         ['a respected doctor at the hospital', 'the ceo of a fortune 500 company']
-        >>> len(suite_prompts("all"))
-        152
     """
     if name == "examples":
         return list(WORKED_EXAMPLES)
@@ -130,10 +125,7 @@ def suite_levels(suite: str, levels: Sequence[int] | None = None) -> dict[str, t
 
 
 def parse_groups(text: str) -> tuple[str, ...]:
-    """Comma-separated group names, at least two, distinct once made into ids.
-
-    Raises:
-        ValueError: fewer than two groups or two groups with the same id.
+    """Comma-separated group names, at least two, distinct once made into ids (else ValueError).
 
     Example:
         >>> parse_groups(" male, female ")
@@ -150,15 +142,7 @@ def parse_groups(text: str) -> tuple[str, ...]:
 
 
 def check_template(template: str, groups: Sequence[str] = ("female",)) -> str:
-    """A group-label template: must hold ``{group}`` and nothing else in braces.
-
-    Raises:
-        ValueError: without ``{group}`` or with another field.
-
-    Example:
-        >>> check_template("a photo of a {group}")
-        'a photo of a {group}'
-    """
+    """A group-label template: must hold ``{group}`` and no other field (else ValueError)."""
     if "{group}" not in str(template):
         raise ValueError(f"the template must contain {{group}}, e.g. 'a photo of a {{group}}', got {template!r}")
     try:
@@ -170,10 +154,7 @@ def check_template(template: str, groups: Sequence[str] = ("female",)) -> str:
 
 
 def parse_levels(text: str, prompts: Sequence[str]) -> tuple[int, ...]:
-    """Comma-separated influence levels ``k >= 1``; at least one prompt must have ``k`` words.
-
-    Raises:
-        ValueError: a level that is not a positive integer or longer than every prompt.
+    """Comma-separated influence levels ``k >= 1``, sorted; ValueError for a bad level or one longer than every prompt.
 
     Example:
         >>> parse_levels("2, 1", ["a respected doctor at the hospital"])
@@ -302,10 +283,7 @@ Observations = dict[tuple[str, frozenset[int]], list[tuple[str, int]]]
 def observe(plans: Sequence[PromptPlan], labeller: Labeller) -> Observations:
     """Label every image of every distribution: ``{(prompt, T): [(image key, group index), ...]}``.
 
-    The labeller is called once per distinct images-per-text count with every text needing it.
-
-    Raises:
-        ValueError: if the labeller returns the wrong number of texts or images.
+    The labeller is called once per images-per-text count; ValueError if it returns the wrong counts.
     """
     labelled: dict[tuple[str, int], list[tuple[str, int]]] = {}
     for n, texts in label_calls(plans):
@@ -365,10 +343,8 @@ def zero_shot_labels(image_features: np.ndarray, group_features: np.ndarray) -> 
 
 @dataclass(frozen=True)
 class WordInfluence:
-    """One influence estimate: of a word in one prompt, or averaged over the prompts holding it.
-
-    ``hoeffding`` is the half-width at the result's confidence; ``bootstrap`` the percentile
-    interval (``None`` when bootstrapping is off); ``n_images`` the distinct images behind the estimate.
+    """One influence estimate, of a word in one prompt or averaged over the prompts holding it, with its
+    Hoeffding half-width, bootstrap interval (``None`` when off) and distinct images.
     """
 
     word: str
@@ -665,12 +641,7 @@ def _unique_slugs(items: Iterable[str]) -> dict[str, str]:
 
 
 def representation_ids(prompts: Sequence[str], groups: Sequence[str]) -> list[tuple[str, str, str]]:
-    """``(prompt, group, id)`` of every representation gate: ``<prompt slug>-<group slug>``.
-
-    Example:
-        >>> representation_ids(["a respected doctor at the hospital"], ["female"])
-        [('a respected doctor at the hospital', 'female', 'a_respected_doctor_at_the_hospital-female')]
-    """
+    """``(prompt, group, id)`` of every representation gate: ``<prompt slug>-<group slug>``."""
     prompt_slugs = _unique_slugs(prompts)
     return [(p, g, f"{prompt_slugs[p]}-{slug(g)}") for p in prompts for g in groups]
 
