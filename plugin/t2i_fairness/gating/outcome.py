@@ -77,14 +77,7 @@ class Selection:
         return not self.how and self.selected == self.collected
 
     def line(self) -> str:
-        """``43 of 490 tests selected by -k africa`` (or ``all 490 tests selected``).
-
-        Example:
-            >>> Selection(490, 43, ["-k africa"]).line()
-            '43 of 490 tests selected by -k africa'
-            >>> Selection(6, 6).line()
-            'all 6 tests selected'
-        """
+        """``43 of 490 tests selected by -k africa`` (or ``all 490 tests selected``)."""
         if self.whole:
             return f"all {self.selected} tests selected"
         by = f" by {', '.join(self.how)}" if self.how else ""

@@ -73,10 +73,6 @@ def power_words(record: dict | None, status: str) -> str | None:
     Example:
         >>> power_words({"effect": 0.1, "power": 0.031, "underpowered": True, "factor_for_80": 4.02}, "pass")
         'passed, underpowered: would catch a 0.1 miss 3.1% of the time (80% needs about 4.02x its images per prompt)'
-        >>> power_words({"effect": 0.1, "power": 0.0, "underpowered": True, "p_floor": 0.0625, "units": 4}, "pass")
-        'passed, underpowered: would catch a 0.1 miss <0.1% of the time (cannot fail at this level: 4 prompts give no p below 0.062 without assuming normal prompt values; it needs more prompts)'
-        >>> power_words({"effect": 0.1, "power": 0.9, "underpowered": False}, "pass") is None
-        True
     """
     if not record or not record.get("underpowered") or status not in ("pass", "inconclusive"):
         return None
