@@ -194,14 +194,6 @@ def widening(rp: RolePlan) -> dict | None:
 
     Under ``--t2i-dedupe-scope set`` one region's gate reads every region's images (a duplicate of
     another region is dropped); planning less would change the gated value, so the plan says the cost.
-
-    Example:
-        >>> from t2i_fairness.spine.plan import ImageRequest, Need
-        >>> wide = Need("g", ("a",), (ImageRequest("bag in Africa", 2), ImageRequest("bag in Europe", 2)),
-        ...             widened="set-scope", narrow=(ImageRequest("bag in Africa", 2),))
-        >>> rp = RolePlan("candidate", T2IOptions(), None, needs=[("dig_in", wide)])
-        >>> widening(rp)
-        {'why': 'set-scope', 'gates': 1, 'narrow_images': 2}
     """
     wide = [n for _, n in rp.needs if n.widened]
     if not wide:
