@@ -191,9 +191,8 @@ class ThresholdFile:
     def load(cls, path: str | Path) -> "ThresholdFile":
         """Read and validate a thresholds file (a symlink is followed); a missing file is an empty one.
 
-        Raises:
-            ThresholdFileError: a directory, unreadable or non-UTF-8 file, invalid YAML, a repeated key
-                or a bad entry; the message names the file and line.
+        Raises ThresholdFileError naming the file and line for an unreadable file, invalid YAML, a
+        repeated key or a bad entry.
         """
         path = Path(path)
         text = _read_text(path)
@@ -309,10 +308,8 @@ class ThresholdFile:
     # ------------------------------------------------------------------------------ writing
 
     def dump(self) -> str:
-        """The file's text: the loaded document with the edits applied, or a fresh file.
-
-        Raises:
-            ThresholdFileError: a gate's bound is not finite, or it names a provenance this object lacks.
+        """The file's text: the loaded document with the edits applied, or a fresh file. Raises
+        ThresholdFileError for a non-finite bound or an unknown provenance.
         """
         for name, b in self.gates.items():
             problem = bound_problem(b.value)
