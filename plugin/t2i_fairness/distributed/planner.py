@@ -1,9 +1,7 @@
 """A selection's plan: the images its tests will ask for, per family and role, and the batches that make them.
 
-Each selected test is handed to its family's ``needs`` (the family of its suite module, or of the
-study fixtures it uses), which answers with study slices and their image requests, computed by the
-study's own code without generating anything. The requests of every slice, in pytest's order, are
-then cut into canonical batch jobs against the cache (:func:`~t2i_fairness.spine.plan.batch_jobs`):
+Each selected test's family answers ``needs`` with study slices and image requests (no
+generation); the requests, in pytest's order, are cut into canonical batch jobs against the cache:
 what a ``pytest`` run of the same selection would generate, batch for batch.
 """
 
@@ -92,23 +90,16 @@ def build_plan(selection: Selection, check_cache: bool = True, progress=None, ge
     """The plan of a selection: needs per family and role, image requests, and the jobs that make the missing ones.
 
     Args:
-        selection: from :func:`~t2i_fairness.distributed.selection.collect`.
         check_cache: cut jobs against the cache (False: as if it were empty).
-        progress: the workbenches' progress display (None: silent).
-        generate_on: the device the images will be made on, when not this machine's (a Ray
-            cluster's GPUs); it enters the image keys (CUDA images are fp16).
-        read_only: look at the cache and create nothing (``t2i-fairness plan``); ``generate`` makes images
-            with the plan's workbenches, so it plans writable.
-        run: the run's :class:`~t2i_fairness.base.devices.RunContext` (device and precision), handed to both
-            roles' workbenches (default: decided here from the selection's options).
+        generate_on: the device the images will be made on when not this machine's (a Ray cluster's
+            GPUs); it enters the image keys.
+        read_only: look at the cache and create nothing (``t2i-fairness plan``).
+        run: the run's device and precision for both roles' workbenches (default: from the options).
         benches: role -> the workbench to plan on (a pytest run's own); the other roles get new ones.
-        rated_only: plan only the roles whose generation rate is stored (the run header's estimate:
-            without a rate there is nothing to say how long, so the studies' planning is not paid for);
-            the others get no needs and ``rated = False``.
+        rated_only: plan only the roles whose generation rate is stored (the run header's estimate).
 
     Raises:
-        OptionError, ModelLoadError, OSError: as a pytest run of the selection would (a bad option,
-            a model spec that cannot be resolved, a cache folder that cannot be written).
+        OptionError, ModelLoadError, OSError: as a pytest run of the selection would.
     """
     from t2i_fairness.base.devices import RunContext
     from t2i_fairness.base.memo import no_progress
@@ -174,10 +165,7 @@ def _family_title(name: str) -> str:
 
 
 def family_counts(rp: RolePlan) -> list[dict]:
-    """Per family: prompts, images asked for, already cached, to make (images shared by families count in each).
-
-    Args:
-        rp: a role's plan (its ``by_family`` requests and its ``jobs``).
+    """Per family: prompts, images asked for, already cached, to make (shared images count in each family).
 
     Example:
         >>> from t2i_fairness.spine.plan import ImageRequest
@@ -201,22 +189,11 @@ def family_counts(rp: RolePlan) -> list[dict]:
 
 
 def widening(rp: RolePlan) -> dict | None:
-    """What set-scope de-duplication costs the selection: ``None`` when no need was widened, else ``why``,
-    ``gates`` (widened needs) and ``narrow_images`` (distinct images if every widened need asked only
-    for its own slice, the other needs unchanged).
+    """What set-scope de-duplication costs the selection: ``None``, or ``why``, ``gates`` (widened needs)
+    and ``narrow_images`` (the distinct images if each widened need asked only for its own slice).
 
-    A ``-k`` selection of one region still reads every region's images of its template under
-    ``--t2i-dedupe-scope set`` (DIG In's code): an image is dropped when it duplicates an image of
-    *another* region, which only those images can show. Planning less would change the gated value
-    (or make it depend on what happens to be cached), so the plan says what it costs instead.
-
-    Example:
-        >>> from t2i_fairness.spine.plan import ImageRequest, Need
-        >>> wide = Need("g", ("a",), (ImageRequest("bag in Africa", 2), ImageRequest("bag in Europe", 2)),
-        ...             widened="set-scope", narrow=(ImageRequest("bag in Africa", 2),))
-        >>> rp = RolePlan("candidate", T2IOptions(), None, needs=[("dig_in", wide)])
-        >>> widening(rp)
-        {'why': 'set-scope', 'gates': 1, 'narrow_images': 2}
+    Under ``--t2i-dedupe-scope set`` one region's gate reads every region's images (a duplicate of
+    another region is dropped); planning less would change the gated value, so the plan says the cost.
     """
     wide = [n for _, n in rp.needs if n.widened]
     if not wide:
@@ -292,17 +269,8 @@ def cost_line(rp: RolePlan, images: int) -> str:
 
 
 def header_lines(plan: Plan) -> tuple[list[str], dict[str, Any]]:
-    """The run header's estimate (``pytest`` prints it after collection): per role, the images the
-    selection makes and how long at the stored rate, or why there is no estimate; and per role a
-    :class:`~t2i_fairness.spine.rates.RunClock` for the progress lines (only where a rate is stored).
-
-    Args:
-        plan: from :func:`build_plan` with ``rated_only=True``.
-
-    Example:
-        >>> from t2i_fairness.distributed.selection import Selection
-        >>> header_lines(Plan(Selection(T2IOptions()), []))
-        ([], {})
+    """The run header's estimate per role (images to make, and how long at the stored rate) and a
+    :class:`~t2i_fairness.spine.rates.RunClock` per rated role; ``plan`` from ``build_plan(rated_only=True)``.
     """
     from t2i_fairness.spine.rates import RunClock, duration, estimate_hours
 
@@ -333,12 +301,7 @@ def header_lines(plan: Plan) -> tuple[list[str], dict[str, Any]]:
 
 
 def run_header(items, options: T2IOptions) -> tuple[list[str], dict[str, Any]]:
-    """:func:`header_lines` of the pytest items a run selected (the plugin calls it after collection).
-
-    Only roles with a stored rate are planned (:func:`build_plan`'s ``rated_only``); planning looks and
-    writes nothing. It never raises: what stops it (a model that cannot be resolved, a study's own
-    error) is said in one line and the run reports it where it happens.
-    """
+    """:func:`header_lines` of the items a run selected; it never raises (what stops it is said in one line)."""
     from t2i_fairness.distributed.selection import selection_of
 
     try:
@@ -353,14 +316,8 @@ WARN_IMAGES = 100_000  # without a measured rate: a plan above this many images 
 
 
 def cost_warning(rp: RolePlan, images: int) -> str | None:
-    """A line in words when a role's plan costs more than :data:`WARN_HOURS` hours at its measured
-    rate, or, without a rate, makes more than :data:`WARN_IMAGES` images; ``None`` below.
-
-    Example:
-        >>> from types import SimpleNamespace
-        >>> rp = SimpleNamespace(bench=SimpleNamespace(source=SimpleNamespace(spec="images:x")))
-        >>> cost_warning(rp, 10), cost_warning(rp, 200_000)[:41]
-        (None, 'large plan: 200000 images to make (above ')
+    """A line in words when a role's plan costs more than :data:`WARN_HOURS` hours at its measured rate
+    (or, without a rate, more than :data:`WARN_IMAGES` images); ``None`` below.
     """
     from t2i_fairness.spine.rates import estimate_hours
 
@@ -478,28 +435,15 @@ def _drawn(family, call, rp: RolePlan, share: float, size: int, prefixes: dict) 
 def sequential_plan(rp: RolePlan) -> dict:
     """What a ``--t2i-sequential`` run of a role's plan would make: worst, expected and best case images.
 
-    Each selected test is matched with the prompts it reads (its family's ``needs``). Every gate kind can
-    stop early (futility for every kind; early fails where valid) when its family has looks
-    (``Family.look`` and ``Family.rounds``) and more than one look is planned (rounds are multiples of the
-    batch size: ``--t2i-batch-size B`` gives one look for ``N <= B``). Its best case is what its ``needs``
-    ask of the family's first look; its expected images are the null-model share of
-    :func:`~t2i_fairness.gating.sequential.plan.null_share` (the family's ``Family.null_shares``) at the bench's ``N`` nearest the family's planned
-    ``N`` (CIS: prompts per K) and the batch size nearest the run's. Arithmetic:
-    :func:`~t2i_fairness.gating.sequential.plan.sequential_images`.
-
-    Args:
-        rp: a role's plan from :func:`build_plan` (its needs, the tests reading each, its studies).
+    A gate can stop early when its family has looks and more than one is planned. Best case: its
+    ``needs`` at the first look; expected: the family's null-model shares (``Family.null_shares``) at
+    the bench's ``N`` and batch size nearest the run's (arithmetic:
+    :func:`~t2i_fairness.gating.sequential.plan.sequential_images`).
 
     Returns:
-        the counts of ``sequential_images``, ``<case>_hours`` (from the role's measured rate; ``None``
-        without one) and ``batch``, ``gates``, ``early_gates``, ``reports`` (tests reading no indicator of a
-        family with an early gate: they read the look its gates reached and hold no prompt), ``runs_to_n``
-        (reason -> number of tests), ``bench_batches`` (the bench batch sizes whose shares were used),
-        ``bench_sizes`` (family -> the bench's ``N`` whose shares were used, with its look unit), ``source``.
-
-    Raises:
-        what a family's ``needs`` or ``look`` raises (a look's ``ValueError``, the batch not below
-        ``N``, is the single look, not an error).
+        the counts of ``sequential_images``, ``<case>_hours`` (``None`` without a rate), ``batch``,
+        ``gates``, ``early_gates``, ``reports``, ``runs_to_n`` (reason -> tests), ``bench_batches``,
+        ``bench_sizes`` and ``source``.
 
     Example:
         >>> from types import SimpleNamespace

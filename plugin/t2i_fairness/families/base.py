@@ -1,22 +1,9 @@
 """What a paper family gives the plugin: a :class:`Family` record (plain data, no pytest).
 
-Each family folder has the same shape::
-
-    families/<name>/__init__.py   FAMILY = Family(...)          (this record; imports nothing heavy)
-    families/<name>/options.py    OPTIONS (its --t2i-* flags) and resolve(values, core) -> frozen options
-    families/<name>/study.py      the study: plain Python over a Workbench, computed lazily, once per session
-    families/<name>/report.py     tables, plots and grids for people
-    families/<name>/canaries.py   (optional) its canaries: planted regressions in its slices (CANARIES)
-
-and registers with one line in :data:`t2i_fairness.families.FAMILIES`. The plugin turns each
-record into a session fixture (``fixture``, the study), the parametrization of its gate tests
-(``parameters``), a line of the run's header (``header``) and the label tokens the reports group
-and filter by (``labels``). The gate tests themselves live in the suite (``fairness_tests/``).
-
-``needs`` says what a selected gate reads from the study (:class:`~t2i_fairness.spine.plan.Need`:
-a study method, its arguments and the images it asks for), from the study's own code: the
-``t2i-fairness plan`` / ``generate`` commands make exactly those images (and, with
-``--stage features``, compute those slices), and a ``-k`` selection generates only what its gates need.
+Each ``families/<name>/`` folder holds ``__init__.py`` (``FAMILY = Family(...)``), ``options.py``,
+``study.py``, ``report.py`` and optionally ``canaries.py``, and registers with one line in
+:data:`t2i_fairness.families.FAMILIES` (docs/adding-a-paper.md). The plugin turns each record into
+a session fixture, its gates' parametrization, a header line and the reports' label tokens.
 """
 
 from __future__ import annotations
@@ -61,44 +48,26 @@ class Family:
 
     Attributes:
         name: the family's id (folder name, ``family_<name>`` marker).
-        title: the paper's short name, for reports.
         paper: the paper (title, authors, year) and its file in ``shared/papers``.
         suite_modules: the gate test modules of the suite (``test_cis``) that belong to it.
         fixture: the name of the session fixture that gives its study.
         study: ``study(workbench, family_options) -> study object`` (imports lazily).
-        options: its ``--t2i-*`` flags.
         resolve: ``resolve(values, core_options) -> frozen family options`` (raises ``OptionError``).
-        parameters: ``parameters(fixturenames, core, family_options) -> [Parameters]`` for a gate
-            test that asks for the family's parametrized arguments.
+        parameters: ``parameters(fixturenames, core, family_options) -> [Parameters]``.
         header: ``header(core, family_options) -> str | None``: a line of the run's header.
         labels: ``labels(core, family_options) -> {kind: tokens}``: the regions, languages and
-            templates its gate ids name (``region``: slugs, ``language``: codes such as ``hin_Deva``,
-            ``template``: ids), so reports label gates without importing family vocabularies.
-        needs: ``needs(call, study) -> [Need]``: the study slices a selected test (a
-            :class:`~t2i_fairness.spine.plan.GateCall`: function name and parameters) reads, each
-            with the images the study asks for, computed by the study itself (no generation); a test
-            it does not know gets every slice its parameters allow. ``None``: the family's images
-            cannot be planned (its gates generate as they run).
-        canaries: its canaries (:class:`~t2i_fairness.generators.canary.CanaryInfo`, from
-            ``families/<name>/canaries.py``): the ``--t2i-canary NAME:SLICE[:PARAM]`` it knows.
-        look: ``look(study, n) -> study``: the study at ``n`` of its planned looks (the first ``n`` images
-            per prompt of the fixed-N run, or its first ``n`` prompts where prompts are sampled; the same
-            bytes, nested as ``n`` grows), with the fixed-N run's provenance. With ``rounds``, what
-            ``--t2i-sequential`` needs: the family's gates are its study's indicator methods
-            (:func:`indicator`), each read by the gate test of the same name (``test_<method>``).
-        rounds: ``rounds(study) -> (looks, unit)``: the planned looks (increasing, the last the fixed-N
-            size) and what they count (``"images per prompt"``, ``"prompts"``).
-        study_type: ``study_type() -> the study's class`` (imported when called): its indicator methods are
-            the family's gates, each with its kind and value range (:func:`indicator`), which the thresholds
-            file's bounds are checked against before a run.
-        futility_miss: ``(kind, miss)`` pairs for kinds of its own that have no meaningful miss (its test's effect:
-            ``--t2i-sequential`` passes it early by futility when its limit clears half that effect).
-        null_shares: the data file, in the family's folder, of its gates' null-model image shares
-            (:class:`~t2i_fairness.gating.sequential.plan.NullShares`, written by the sequential bench), read by
-            ``t2i-fairness plan --t2i-sequential``; ``None``: counted at ``N``.
-        scorers: the workbench scorers its studies ask for (``bench.scorer(name)``): a run releases a
-            scorer once no remaining gate's family names it, and the generator once every planned image is
-            made. ``None`` (the default): not declared, so every model stays loaded while its gates remain.
+            templates its gate ids name, so reports label gates without importing vocabularies.
+        needs: ``needs(call, study) -> [Need]``: the study slices and images a selected test reads;
+            ``None``: its images cannot be planned.
+        canaries: the ``--t2i-canary NAME:SLICE[:PARAM]`` it knows (from its ``canaries.py``).
+        look: ``look(study, n) -> study``: the study at ``n`` of its planned looks (nested prefixes of
+            the fixed-N run); with ``rounds``, what ``--t2i-sequential`` needs.
+        rounds: ``rounds(study) -> (looks, unit)``: the planned looks, the last the fixed-N size.
+        study_type: ``study_type() -> the study's class``, whose indicator methods are the gates.
+        futility_miss: ``(kind, miss)`` pairs for its own kinds that have no meaningful miss.
+        null_shares: the data file of its gates' null-model image shares; ``None``: counted at ``N``.
+        scorers: the workbench scorers its studies use, so a run can release them once no remaining
+            gate needs them; ``None``: every model stays loaded while its gates remain.
     """
 
     name: str
@@ -141,13 +110,9 @@ def null_shares(family: Family):
 def indicator(kind: str, *, grows: bool = False, value_range: tuple[float | None, float | None] | None = None):
     """Mark a study method that makes one gate's :class:`~t2i_fairness.gating.indicator.Indicator`.
 
-    The gate test ``test_<method>`` reads it (``gate(study.<method>(...))``), its parameters named as the
-    method's. Under ``--t2i-sequential`` the study routes the call to its round loop
-    (:class:`~t2i_fairness.gating.sequential.loop.Rounds`), which gives the indicator of the look where the gate
-    stopped. ``kind`` (a key of :data:`~t2i_fairness.gating.indicator.KINDS`) and ``grows`` (coverage-like:
-    no early fail) are the method's, declared once here; the indicator it returns must say the same.
-    ``value_range``: the values it takes when they are not its kind's
-    (:data:`~t2i_fairness.gating.ranges.KIND_RANGES`; ``None`` on a side: unbounded).
+    The gate test ``test_<method>`` reads it; under ``--t2i-sequential`` the call is routed to the
+    round loop. ``kind`` and ``grows`` (coverage-like: no early fail) are declared once here and the
+    returned indicator must agree; ``value_range`` overrides the kind's range (``None``: unbounded).
 
     Example:
         >>> from t2i_fairness.gating.indicator import Indicator

@@ -27,15 +27,8 @@ def compare_with_baseline(m: Measurement, baseline: BaselineMeasurement | None, 
                           n_resamples: int = 0, confidence: float = 0.95, seed: int = 0) -> dict:
     """``candidate >= baseline - allowed`` (``<=`` plus ``allowed`` for max gates), with a paired bootstrap interval.
 
-    Returns a JSON-able dict: ``model``, ``value`` (the baseline's), ``delta``, ``interval``, ``allowed``,
-    ``failed`` and a one-line ``message``.
-
-    Example:
-        >>> m = Measurement("g", 0.40, n=10)
-        >>> r = compare_with_baseline(m, BaselineMeasurement(Measurement("g", 0.5, n=10)), model="base",
-        ...                           allowed=0.05, mode="point")
-        >>> round(r["delta"], 2), r["failed"]
-        (-0.1, True)
+    Returns a JSON-able dict: ``model``, ``value`` (the baseline's), ``delta``, ``interval``,
+    ``allowed``, ``failed`` and a one-line ``message``.
     """
     if baseline is None:
         return {"message": "baseline not measured in this process (run with -n 0 or --dist loadgroup)", "failed": False}

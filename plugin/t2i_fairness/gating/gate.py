@@ -38,13 +38,12 @@ def measure(gate_id: str, value: float, *, n: int, higher_is_better: bool = True
             strata=None, bootstrap: int = 0, confidence: float = 0.95, seed: int = 0, test=None) -> Measurement:
     """A :class:`~t2i_fairness.gating.verdicts.Measurement` with its uncertainty.
 
-    ``interval`` is a :class:`~t2i_fairness.metrics.intervals.Interval` (the indicator's own method:
-    its standard error and degrees of freedom give the gate's p-value) or a ``(low, high)`` pair (its
-    width gives a normal standard error). Without one, ``resample(indices) -> value`` over ``units``
-    (within ``strata``) gives a seeded percentile-bootstrap interval and its replicates (a shift
-    p-value); without either, the estimate is taken as exact. ``test`` (a
-    :class:`~t2i_fairness.metrics.decisions.HypothesisTest`) makes the gate that test: it fails when the
-    test's H0 is rejected at the run's level, whatever the thresholds file says.
+    Args:
+        interval: an :class:`~t2i_fairness.metrics.intervals.Interval` (its se and degrees of freedom
+            give the p-value) or a ``(low, high)`` pair (a normal se from its width).
+        resample: without an interval, ``resample(indices) -> value`` over ``units`` (within
+            ``strata``) gives a seeded bootstrap; without either the estimate is taken as exact.
+        test: a :class:`~t2i_fairness.metrics.decisions.HypothesisTest` makes the gate that test.
     """
     from t2i_fairness.metrics.intervals import Interval
 
@@ -70,13 +69,11 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
     """The verdict on one measurement, as the record every report reads, and the :class:`Verdict`.
 
     Args:
-        m: the measurement; ``thresholds``: the run's thresholds file; ``provenance``: what it was measured under.
-        options: the run's :class:`~t2i_fairness.spine.options.T2IOptions`.
-        nodeid, family: where the gate comes from, for reports.
-        baseline: the baseline run's measurement of the gate (``--t2i-baseline-model``); ``resample``, ``units``,
-            ``strata``: the candidate's resampling, for the paired interval.
+        provenance: what ``m`` was measured under.
+        baseline: the baseline run's measurement of the gate (``--t2i-baseline-model``); ``resample``,
+            ``units``, ``strata``: the candidate's resampling, for the paired interval.
         family_size: the number of gates in the run (the adjustment's ``m``).
-        kind: the gate's kind: its meaningful miss, for the power record.
+        kind: the gate's kind, whose meaningful miss the power record uses.
 
     Example:
         >>> from pathlib import Path
@@ -165,10 +162,8 @@ def uncertainty_record(m: Measurement) -> dict | None:
 
 @dataclass
 class GateContext:
-    """What a :class:`Gate` needs from its test session (the fixture builds one per test): the gate id and node id,
-    its family, the run's options and thresholds, the session's provenance (a callable), the ``role``
-    (``candidate`` or ``baseline``) with the baselines' measurements, ``emit`` (called with every record), the
-    run's number of gates and a bare value's kind.
+    """What a :class:`Gate` needs from its test session (one per test): ids, family, the run's options,
+    thresholds and provenance, the role and baselines, ``emit`` for every record, and the gate count.
     """
 
     gate_id: str
@@ -199,12 +194,10 @@ class GateContext:
 
 def decide(indicator, context: GateContext, *, name: str | None = None, provenance: dict | None = None,
            details: dict | None = None, resample=None, units: int | None = None, strata=None) -> GateRecord:
-    """The gate record of a study's indicator at the run's level against its bound, or the verdict of the look where
-    the round loop stopped it. The gate fixture and the benches decide through this function.
+    """The gate record of a study's indicator against its bound, or of the look where the round loop stopped it.
 
     Args:
-        indicator: the gate's :class:`~t2i_fairness.gating.indicator.Indicator`.
-        context: the run's :class:`GateContext`; ``name``: the gate id (default ``context.gate_id``).
+        name: the gate id (default ``context.gate_id``).
         provenance, details: what the test adds to the indicator's.
         resample, units, strata: a bootstrap over the units (``--t2i-bootstrap``).
 

@@ -34,16 +34,13 @@ class Indicator:
     """One gate's measurement, as a study makes it.
 
     Attributes:
-        value, n, kind: the value (NaN when ``undefined``), the units behind it, a key of :data:`KINDS`.
+        n, kind: the units behind the value, and a key of :data:`KINDS`.
         evidence: the test it is judged by (an :class:`~t2i_fairness.metrics.intervals.Interval` or one of
             :mod:`t2i_fairness.metrics.evidence`), a ``(low, high)`` pair, or ``None``.
-        higher_is_better: ``min`` gate (True) or ``max``; ``test``: the hypothesis test of a gate with no bound.
-        details, provenance: what a person triaging it wants; what the number depends on beyond the session.
-        undefined, inconclusive, skip: why it cannot be computed (inconclusive where another gate judges the
-            cause), or does not apply.
+        test: the hypothesis test of a gate with no bound.
+        undefined, inconclusive, skip: why it cannot be computed or does not apply.
         grows: the estimand grows with the images (coverage-like): no early fail.
-        at, sequential: the study (a look's) it was measured on; where and why the round loop stopped it
-            (a :class:`~t2i_fairness.gating.sequential.look.Look`).
+        at, sequential: the study (a look's) it was measured on; where and why the round loop stopped it.
 
     Example:
         >>> ind = Indicator(0.8, 60, "share")

@@ -1,13 +1,8 @@
 """What pytest itself decided about a run, so that no report of ours can contradict it.
 
-The gate records say what each ``gate()`` call measured; they cannot say what happened to a test
-that crashed before calling it, that was skipped, that a fixture broke, or that never ran because
-the run was interrupted (Ctrl-C, ``pytest.exit``) or stopped early (``-x``, ``--maxfail``). The
-plugin's hooks feed every test report into a :class:`RunOutcome` (plain data, no pytest), and the
-terminal summary, the HTML report, the run's JSON and Allure's environment all take their verdict
-from :meth:`RunOutcome.verdict`, which combines the two.
-
-The selection is stated too: ``43 of 490 tests selected by -k africa``.
+Gate records cannot tell of a test that crashed before ``gate()``, was skipped or never ran
+(Ctrl-C, ``-x``); the hooks feed every test report into a :class:`RunOutcome`, and every report
+takes its verdict from :meth:`RunOutcome.verdict`, which combines the two.
 """
 
 from __future__ import annotations
@@ -40,14 +35,8 @@ def first_line(text: Any, limit: int = 300) -> str:
 
 @dataclass
 class TestOutcome:
-    """One test as pytest saw it.
-
-    Attributes:
-        nodeid: the test's node id.
-        outcome: ``passed``, ``failed`` (in the test body), ``error`` (setup or teardown failed, or
-            collection), ``skipped``, ``xfailed`` or ``xpassed``.
-        when: the phase that decided it (``setup``, ``call``, ``teardown``, ``collect``).
-        message: the failure's first line, or the skip reason.
+    """One test as pytest saw it: ``outcome`` is ``passed``, ``failed``, ``error`` (setup, teardown or
+    collection), ``skipped``, ``xfailed`` or ``xpassed``; ``when`` the phase that decided it.
     """
 
     __test__ = False  # not a pytest test class, despite the name
@@ -69,12 +58,10 @@ class Selection:
     """Which of the collected tests ran.
 
     Attributes:
-        collected: tests collected (before ``-k``, ``-m``, ``--deselect``, ``--lf`` deselected any).
-        selected: tests left to run.
+        collected: tests collected, before any deselection.
         how: the command line's selectors, as typed (``-k africa``, ``--lf``, ``2 node ids``).
         partial_args: whether file or node-id arguments named only part of the suite.
-        functions: the test functions collected (before deselection), for the unused-gate check.
-        gate_tests: selected tests that use the ``gate`` fixture.
+        functions: the test functions collected, for the unused-gate check.
     """
 
     collected: int = 0
@@ -90,14 +77,7 @@ class Selection:
         return not self.how and self.selected == self.collected
 
     def line(self) -> str:
-        """``43 of 490 tests selected by -k africa`` (or ``all 490 tests selected``).
-
-        Example:
-            >>> Selection(490, 43, ["-k africa"]).line()
-            '43 of 490 tests selected by -k africa'
-            >>> Selection(6, 6).line()
-            'all 6 tests selected'
-        """
+        """``43 of 490 tests selected by -k africa`` (or ``all 490 tests selected``)."""
         if self.whole:
             return f"all {self.selected} tests selected"
         by = f" by {', '.join(self.how)}" if self.how else ""
@@ -188,10 +168,8 @@ class RunOutcome:
         return test.outcome
 
     def verdict(self, records: Iterable[Any]) -> RunVerdict:
-        """The run's verdict from the gate records (dicts or GateRecords) and pytest's outcomes.
-
-        It is ``PASSED`` only when pytest's own outcome is a pass (exit status 0, or not yet known),
-        every test that ran passed or was skipped, and nothing interrupted or stopped the run.
+        """The run's verdict from the gate records and pytest's outcomes: ``PASSED`` only when pytest's own
+        outcome is a pass, every test that ran passed or was skipped, and nothing stopped the run.
         """
         records = [r for r in records if _get(r, "status") != "baseline"]
         counts: dict[str, int] = {}

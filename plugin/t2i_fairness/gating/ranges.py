@@ -1,16 +1,8 @@
 """Which values a gate's number can take, by its kind: the one table bounds are checked against.
 
-Each gate's kind is declared by the study method that makes it (:func:`~t2i_fairness.families.base.indicator`:
-``share``, ``coverage``, ``ratio``, ... the keys of :data:`~t2i_fairness.gating.indicator.KINDS`); this
-table says which values a number of that kind can take. A method whose value range is not its kind's
-declares it (``value_range``: IndicTTI's DWL, a distance in [0, 2]).
-
-A bound that no value in the range can meet (``min`` above the range's top, ``max`` below its
-bottom) cannot be right: ``min: 5.0`` on a share is a typo of 0.5, and judged as written it is
-never met. The plugin refuses such a file when it reads it, naming the file and line (pytest's usage
-error, exit code 4). A bound on the other side (``min`` at or below the bottom, ``max`` at or above
-the top) can never fail: the update flow writes those when a tiny sample's margin reaches past the
-edge, so they are kept, and the summary lists the shares among them (gates that cannot fail).
+A study method declares its kind (:func:`~t2i_fairness.families.base.indicator`) and, when it
+differs from the kind's, its ``value_range``. A bound no value can meet (``min: 5.0`` on a share)
+is refused when the file is read (usage error, exit 4); one that can never fail is kept and listed.
 """
 
 from __future__ import annotations
@@ -57,8 +49,6 @@ def bound_outside(direction: str, value: float, rng: Range) -> str | None:
     Example:
         >>> bound_outside("min", 5.0, (0.0, 1.0))
         'min 5 can never be met: the values lie in [0, 1]'
-        >>> bound_outside("max", -0.5, (0.0, None))
-        'max -0.5 can never be met: the values lie in >= 0'
         >>> bound_outside("min", -0.2, (0.0, 1.0)) is None, bound_outside("max", 1.0, (0.0, 1.0)) is None
         (True, True)
     """
@@ -73,10 +63,7 @@ def bound_outside(direction: str, value: float, rng: Range) -> str | None:
 def bounds_outside(thresholds, ranges: Mapping[str, tuple[str, Range]]) -> list[str]:
     """One ``file:line: ...`` message per bound of a thresholds file that no value of its gate's range can meet.
 
-    Args:
-        thresholds: a :class:`~t2i_fairness.gating.thresholds.ThresholdFile` (its ``gates``, ``bound_lines``, ``path``).
-        ranges: test function -> ``(kind, range)`` (the families' :func:`~t2i_fairness.families.value_ranges`);
-            a gate whose function is not in it is not checked.
+    ``ranges``: test function -> ``(kind, range)``; a gate whose function is not in it is not checked.
 
     Example:
         >>> from types import SimpleNamespace as NS

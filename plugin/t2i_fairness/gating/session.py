@@ -47,12 +47,7 @@ def strict(obj: Any) -> Any:
 
 
 def record_json(record: Mapping[str, Any]) -> str:
-    """A gate record as strict JSON text (what ``json.loads`` and every other JSON reader accept).
-
-    Example:
-        >>> record_json({"gate": "g", "value": float("nan"), "n": 3})
-        '{"gate": "g", "value": "NaN", "n": 3}'
-    """
+    """A gate record as strict JSON text (non-finite numbers as :func:`strict` writes them)."""
     return json.dumps(strict(record), allow_nan=False, default=str)
 
 
@@ -151,10 +146,9 @@ class GateSession:
             self.artifacts.append(dict(data))
 
     def merge_cache_stats(self, stats: dict) -> None:
-        """Add one workbench's counts (a worker's, or this process's). Where the keys behind them came
-        too, the run's counts are of distinct entries: an entry computed by one worker and read by
-        another, or read twice, counts once; reused means made before this run. So ``-n 0`` and
-        ``-n 2`` on the same selection print the same computed and reused counts."""
+        """Add one workbench's counts; entries are counted once across workers, so ``-n 0`` and ``-n 2`` on
+        the same selection print the same computed and reused counts.
+        """
         self.cache.generated += stats.get("generated", 0)
         self.cache.from_cache += stats.get("from_cache", 0)
         self.cache.regenerated += stats.get("regenerated", 0)
@@ -180,10 +174,9 @@ class GateSession:
         c.from_cache = len(c.from_cache_keys - c.generated_keys)
 
     def adjust(self, method: str, alpha: float, untested: int = 0) -> None:
-        """Adjust the p-values of the run's gates across the run (``holm``, ``bh`` or ``none``) and list the
-        gates that only the whole step-down rejects (their test was inconclusive at run time, where
-        each gate is held to the procedure's first step, ``alpha / m``): they fail the run. ``untested``: gates
-        counted in ``m`` without a record here (a simulation's gates it does not simulate), at ``p = 1``."""
+        """Adjust the run's p-values (``holm``, ``bh`` or ``none``) and list the gates only the whole
+        step-down rejects (they fail the run); ``untested`` gates count in ``m`` at ``p = 1``.
+        """
         from t2i_fairness.metrics.decisions import adjust_p_values
 
         tested = [r for r in self.records if r.status in ("pass", "fail", "inconclusive") and r.p_value is not None
@@ -201,20 +194,14 @@ class GateSession:
 
     def finish(self, write_files: bool, complete_run: bool, options=None, functions: list[str] | None = None,
                tests: Iterable[str] = (), thresholds: ThresholdFile | None = None) -> None:
-        """Adjust the p-values across the run, write updates and proposals (controller only) and find
-        gates no test used.
+        """Adjust the p-values across the run, write updates and proposals, and find gates no test used.
 
         Args:
             write_files: write bounds and proposals (the controller; workers only read).
-            complete_run: the run selected the whole suite and reached every test; only then are
-                gates the file has and no test used listed as unused.
-            options: the run's options (multiplicity, alpha, canary, plan samples).
-            functions: when file arguments named part of the suite, the test functions collected:
-                only gates of those functions can be called unused.
+            complete_run: the run reached the whole suite; only then are unused gates listed.
+            functions: when file arguments named part of the suite, the test functions collected.
             tests: gate ids of the tests that ran (a test that crashed before its gate still used it).
-            thresholds: the file as read when the run began (the plugin's); ``None`` reads it again. Nothing
-                writes it before this method's own write-back, and a read costs about 0.6 s per run for
-                the 500 bounds of ``thresholds/tiny.yaml``.
+            thresholds: the file as read when the run began; ``None`` reads it again.
         """
         if options is not None and write_files:
             self.adjust(options.multiplicity, options.alpha)
@@ -262,9 +249,9 @@ class GateSession:
 
 
 def plan_sample_lines(records, options) -> list[str]:
-    """``--t2i-plan-samples DELTA``: per gate, the images per prompt that detect a change of DELTA beyond its
-    bound with 80% power at the run's level (the variance taken to fall as 1 / images; see
-    :func:`t2i_fairness.metrics.decisions.required_sample_size` for where that is optimistic)."""
+    """``--t2i-plan-samples DELTA``: per gate, the images per prompt that detect a change of DELTA beyond
+    its bound with 80% power at the run's level.
+    """
     from t2i_fairness.metrics.decisions import required_sample_size
 
     delta = float(options.plan_samples)

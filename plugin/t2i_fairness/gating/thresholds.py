@@ -1,16 +1,8 @@
 """The thresholds file: load and validate it (errors name file and line), edit it, write it back.
 
-The file is a YAML 1.2 mapping with two sections::
-
-    gates:
-      test_bg_coverage[synthetic-object_in_region-africa]:   # comments are kept
-        min: 0.25
-        provenance: 6c31840d
-    provenance:
-      6c31840d: {model: ..., seed: 0}
-
-An update keeps every comment, order and number spelling of what it does not change (the YAML
-editing lives in :mod:`t2i_fairness.gating.yaml_roundtrip`); docs/thresholds.md gives the rules.
+A YAML 1.2 mapping with ``gates:`` (gate id -> bound, provenance) and ``provenance:`` (id ->
+settings). An update keeps every comment, order and number spelling it does not change (YAML
+editing: :mod:`t2i_fairness.gating.yaml_roundtrip`); docs/thresholds.md gives the rules.
 """
 
 from __future__ import annotations
@@ -109,16 +101,11 @@ def proposed_path(path: Path) -> Path:
 def bound_problem(value: Any) -> str | None:
     """Why ``value`` cannot be a bound, or None if it can. The one place that says what a bound may be.
 
-    Args:
-        value: a loaded YAML value or a number about to be written.
-
     Example:
         >>> bound_problem(1e-3) is None, bound_problem(0) is None
         (True, True)
         >>> bound_problem(True)
         'must be a number, got True'
-        >>> bound_problem(float("inf"))
-        'is .inf, not a finite number: a bound at infinity can never fail (or never pass); write a finite bound or delete the gate'
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"must be a number, got {value!r}"
@@ -148,11 +135,8 @@ class BoundUpdate:
 
 @dataclass
 class ApplyResult:
-    """What :meth:`ThresholdFile.apply_updates` did.
-
-    ``changed``: new gates and bounds whose value changed (their provenance is the update's).
-    ``unchanged``: the bound already had that value; bound and provenance were left as they were.
-    ``refused``: one message per update not written (a value that cannot be a bound).
+    """What :meth:`ThresholdFile.apply_updates` did: gates ``changed`` (new or a new value), ``unchanged``
+    (bound and provenance left as they were) and ``refused`` (one message each).
     """
 
     changed: list[str] = field(default_factory=list)
@@ -207,9 +191,8 @@ class ThresholdFile:
     def load(cls, path: str | Path) -> "ThresholdFile":
         """Read and validate a thresholds file (a symlink is followed); a missing file is an empty one.
 
-        Raises:
-            ThresholdFileError: a directory, unreadable or non-UTF-8 file, invalid YAML, a repeated key
-                or a bad entry; the message names the file and line.
+        Raises ThresholdFileError naming the file and line for an unreadable file, invalid YAML, a
+        repeated key or a bad entry.
         """
         path = Path(path)
         text = _read_text(path)
@@ -294,17 +277,10 @@ class ThresholdFile:
                 and ``provenance`` (the settings dict the value was measured under).
 
         Returns:
-            An :class:`ApplyResult`. Non-finite values are refused (listed, not written).
+            An :class:`ApplyResult`; non-finite values are refused, not written.
 
         Raises:
             ValueError: an update lacks a field or has a direction other than ``min``/``max``.
-
-        Example:
-            >>> t = ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.5, "old")}, {"old": {"seed": 0}})
-            >>> r = t.apply_updates([{"gate": "g", "direction": "min", "value": 0.5, "provenance": {"seed": 9}},
-            ...                      {"gate": "h", "direction": "max", "value": float("inf"), "provenance": {}}])
-            >>> t.gates["g"].provenance, r.unchanged, len(r.refused)
-            ('old', ['g'], 1)
         """
         result = ApplyResult()
         for u in updates:
@@ -332,10 +308,8 @@ class ThresholdFile:
     # ------------------------------------------------------------------------------ writing
 
     def dump(self) -> str:
-        """The file's text: the loaded document with the edits applied, or a fresh file.
-
-        Raises:
-            ThresholdFileError: a gate's bound is not finite, or it names a provenance this object lacks.
+        """The file's text: the loaded document with the edits applied, or a fresh file. Raises
+        ThresholdFileError for a non-finite bound or an unknown provenance.
         """
         for name, b in self.gates.items():
             problem = bound_problem(b.value)
@@ -354,13 +328,8 @@ class ThresholdFile:
         return (self._preamble or "") + _emit(self._doc, self._indent)
 
     def save(self, path: Path | None = None) -> Path:
-        """Write :meth:`dump` atomically to ``path`` (default: where it was loaded from), through symlinks.
-
-        Returns:
-            The file actually written (a symlink's target).
-
-        Raises:
-            ThresholdFileError: as :meth:`dump`, or the file cannot be written (names it).
+        """Write :meth:`dump` atomically to ``path`` (default: where it was loaded from) and return the file
+        written (a symlink's target). Raises ThresholdFileError as :meth:`dump` or when it cannot write.
         """
         target = Path(path or self.path)
         text = self.dump()
@@ -415,14 +384,11 @@ class WriteBack:
 
 def write_back(thresholds_path: str | Path, records: Iterable[Any], drop: Iterable[str] = ()) -> WriteBack:
     """Write a run's gate records back: ``written`` ones into the thresholds file, ``missing`` ones into
-    ``<file>.proposed.yaml`` (the body of ``GateSession.finish`` once ``write_files`` is set).
-
-    A record (mapping or object) has ``gate``, ``status``, ``direction``, ``write`` (the value, or
-    None) and ``provenance``. An unreadable proposal file is set aside as ``<name>.corrupt-<time>``.
+    ``<file>.proposed.yaml``; an unreadable proposal file is set aside as ``<name>.corrupt-<time>``.
 
     Args:
-        drop: gates whose entry is removed (a hypothesis-test gate is judged at the run's level, not
-            against a bound).
+        records: mappings or objects with ``gate``, ``status``, ``direction``, ``write`` and ``provenance``.
+        drop: gates whose entry is removed (hypothesis-test gates, judged at the run's level).
 
     Raises:
         ThresholdFileError: the thresholds file itself cannot be read or written (names it).
@@ -468,16 +434,7 @@ def write_back(thresholds_path: str | Path, records: Iterable[Any], drop: Iterab
 
 
 def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
-    """Replace a file's content atomically through :func:`t2i_fairness.base.files.atomic_write_bytes`
-    (symlinks written through, mode and group kept, the user's umask for a new file).
-
-    Example:
-        >>> import tempfile
-        >>> d = Path(tempfile.mkdtemp())
-        >>> (d / "link.yaml").symlink_to("real.yaml")
-        >>> atomic_write_text(d / "link.yaml", "x: 1\\n").name, (d / "link.yaml").is_symlink()
-        ('real.yaml', True)
-    """
+    """Replace a file's content atomically (symlinks written through, mode and group kept)."""
     return atomic_write_bytes(path, text.encode(encoding))
 
 

@@ -26,10 +26,8 @@ MAX_BYTES = 2 << 20  # a thresholds file is read with its comments' positions (r
 
 
 def _read_text(path: Path) -> str | None:
-    """The file's text, None if there is no file; every other failure is a ThresholdFileError naming it.
-
-    A file above :data:`MAX_BYTES` (about 14 000 gates) is refused before the round-trip parser,
-    which would take minutes and gigabytes on it, reads it.
+    """The file's text, None if there is no file; a file above :data:`MAX_BYTES` or any other failure is
+    a ThresholdFileError naming it.
     """
     if path.is_dir():
         raise ThresholdFileError(f"{path}: is a directory; expected a thresholds YAML file (e.g. {path / 'tiny.yaml'})")

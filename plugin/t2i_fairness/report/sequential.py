@@ -1,10 +1,7 @@
 """``--t2i-sequential`` in every report: per gate, why and when it stopped; for the run, the method and the images.
 
-Each gate's record carries its :class:`~t2i_fairness.gating.sequential.look.Look` in ``details["sequential"]``
-(:func:`record_of` reads it back). This module makes the run's ``sequential`` block of run.json
-(:func:`sequential_summary`), its terminal lines (:func:`sequential_lines`) and a gate's JUnit properties
-(:func:`junit_sequential`); a run without ``--t2i-sequential`` gets nothing from here
-(``docs/sequential-reports.md``).
+Each gate record carries its look in ``details["sequential"]``; this module makes run.json's
+``sequential`` block, the terminal lines and the JUnit properties (docs/sequential-reports.md).
 """
 
 from __future__ import annotations
@@ -58,17 +55,13 @@ def _pct(part: float, whole: float) -> str:
 
 
 def junit_sequential(record: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """A gate's flat JUnit properties under ``--t2i-sequential`` (none without a sequential record):
-    ``t2i_sequential_reason``, ``t2i_sequential_round`` (``r/R``), ``t2i_sequential_images`` (``n/N <unit>``),
-    ``t2i_sequential_kind``.
+    """A gate's flat JUnit properties under ``--t2i-sequential`` (none without a sequential record).
 
     Example:
         >>> rec = {"details": {"sequential": {"kind": "share", "reason": "pass: futility", "early": True,
         ...        "round": 1, "rounds": 3, "at": 4, "planned": 16, "unit": "images per prompt"}}}
         >>> junit_sequential(rec)
         [('t2i_sequential_reason', 'pass: futility'), ('t2i_sequential_round', '1/3'), ('t2i_sequential_images', '4/16 images per prompt'), ('t2i_sequential_kind', 'share')]
-        >>> junit_sequential({"details": {}})
-        []
     """
     seq = record_of(record)
     if seq is None:
@@ -83,20 +76,8 @@ def junit_sequential(record: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def sequential_summary(session) -> dict | None:
-    """The run's ``sequential`` object (``run.json``): method, per-reason counts, per kind gates and the mean
-    share of their fixed-N size they stopped at, early stops, and the run's images. ``None`` for a run without
-    ``--t2i-sequential``.
-
-    Example:
-        >>> from pathlib import Path
-        >>> from t2i_fairness.gating.session import GateRecord, GateSession
-        >>> s = GateSession(Path("t.yaml"), sequential={"alpha": 0.05})
-        >>> s.records.append(GateRecord("g", "t.py::g", 0.9, 40, "min", "pass", 0.5, None, "", {}, p_value=1.0,
-        ...     details={"sequential": {"kind": "share", "reason": "pass: futility", "early": True, "round": 1,
-        ...     "rounds": 3, "at": 4, "planned": 16, "unit": "images per prompt", "share_of_planned": 0.25}}))
-        >>> out = sequential_summary(s)
-        >>> out["reasons"]["pass: futility"], out["kinds"]["share"]["mean_share_of_planned"], out["gates"]
-        (1, 0.25, 1)
+    """The run's ``sequential`` object (``run.json``): method, counts per reason, per kind the gates and
+    the mean share of their fixed-N size at stopping, early stops and images; ``None`` when off.
     """
     if not sequential_on(session):
         return None

@@ -52,11 +52,7 @@ def _p_text(r) -> str:
 def order_lines(study, tests, level_text: str, paper_text: str) -> list[str]:
     """The order section: sizes, CIS of both sets, inclusion by position, each test and the power.
 
-    Args:
-        study: the :class:`~t2i_fairness.families.cis.study.OrderStudy`.
-        tests: its :class:`~t2i_fairness.families.cis.study.OrderTests`.
-        level_text: how the run's level reads ("alpha 0.05 over 6 gate(s)").
-        paper_text: how the paper preset's level reads.
+    ``level_text`` and ``paper_text`` say how the run's and the paper preset's levels read.
     """
     from t2i_fairness.metrics.cis import ORDER_EFFECT
 

@@ -93,12 +93,10 @@ def table1_section(name: str, ref, real: DecomposedReal, by_template: dict[str, 
 
 
 def report_table1(ind, reference: str, selected: Iterable[Mapping], t2i_report) -> None:
-    """Table 1 of ``reference`` (a section) and ``decomposed_dig.json``, measured on the indicator's study (the look
-    where its gate stopped), when the indicator is defined.
+    """Table 1 (a report section and ``decomposed_dig.json``), measured at the look where its gate stopped.
 
-    ``selected``: the parameters of each test the run selected. Table 1 covers the templates for which one of them
-    reads every region (worst region, spread, improvement, diagnostics), whatever the order or the worker; a
-    selection of one region's gates (triage) shows that region's table alone, computing nothing more.
+    It covers the templates one of the ``selected`` tests reads every region of; a selection of one
+    region's gates shows that region's table alone, computing nothing more.
     """
     from t2i_fairness.families.decomposed.rules import summarize
 

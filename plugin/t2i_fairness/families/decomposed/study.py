@@ -84,12 +84,7 @@ class DecomposedScores:
 
 
 class DecomposedStudy(Study):
-    """Decomposed-DIG on one model.
-
-    Args:
-        bench: the session's workbench.
-        options: the family's :class:`~t2i_fairness.families.decomposed.options.DecomposedOptions`.
-    """
+    """Decomposed-DIG on one model, over the session's workbench and the family's options."""
 
     def __init__(self, bench, options: DecomposedOptions):
         from t2i_fairness.references.library import ReferenceLibrary
@@ -99,10 +94,9 @@ class DecomposedStudy(Study):
         self.library = ReferenceLibrary.of(bench)
 
     def at_images(self, n: int) -> "DecomposedStudy":
-        """This study on the first ``n`` images per prompt of the fixed-N run (``--t2i-sequential``'s looks).
-
-        The classes left out are decided by the *real* images' segmentation failures (App. C.2.1), so
-        the prompts behind a region's value are the same at every look."""
+        """This study on the first ``n`` images per prompt (a sequential look); the classes left out depend
+        on the real images only, so a region's prompts are the same at every look.
+        """
         return DecomposedStudy(self.bench.at_images(n), self.options)
 
     def planned_looks(self) -> tuple[list[int], str]:

@@ -12,9 +12,7 @@ METRICS = ("precision", "coverage")
 
 
 def region_intervals(scores: dict, confidence: float = 0.95) -> dict:
-    """``{metric: {region: (low, high)}}``: each region's interval, the very one its gate is judged
-    with (``GroupScore.interval``: Wilson for precision, jackknife-Wilson for coverage); empty where a
-    region's value is undefined (a collapsed region's precision).
+    """``{metric: {region: (low, high)}}``: the interval each region's gate is judged with; empty where undefined.
 
     Example:
         >>> region_intervals({})
@@ -120,8 +118,7 @@ LOWEST_GRID_IMAGES = 8  # one row of report.grids.image_grid (8 columns); neithe
 
 
 def lowest_scoring(scored, n: int = LOWEST_GRID_IMAGES) -> list:
-    """The ``n`` lowest-scoring images for a consistency gate's grid, lowest first; on a tie at the cut
-    the image listed first is shown (a stable sort).
+    """The ``n`` lowest-scoring images for a consistency gate's grid, lowest first (stable on ties).
 
     Example:
         >>> from types import SimpleNamespace as S

@@ -1,11 +1,8 @@
 """The DIG In study: reference features, per-group manifolds, precision/coverage and CLIP consistency.
 
-Plain Python over a :class:`~t2i_fairness.spine.workbench.Workbench` (no pytest): the ``dig_in``
-fixture is one :class:`DigInStudy` per session, and each number is computed on first request, for
-the group asked: ``scores(ref, template).region["africa"]`` generates and encodes Africa's prompts
-only (for the ``{object}`` template, every ``{object}`` prompt, which every region samples from);
-the worst-region and disparity gates read every region. :meth:`DigInStudy.requests` says which
-images a group asks for, from the same prompt slices (``references.grouping``).
+The ``dig_in`` fixture is one :class:`DigInStudy` per session; each number is computed on first
+request, for the group asked (``scores(ref, template).region["africa"]`` generates Africa's
+prompts only), and :meth:`DigInStudy.requests` says which images a group asks for.
 """
 
 from __future__ import annotations
@@ -35,8 +32,7 @@ REGIONS_PICKLE = ("object", "object_in_region")
 def disparity(values: Mapping[str, float]) -> float:
     """Best / worst ratio over groups (inf when the worst is 0 and the best is not; 1 when all are 0).
 
-    Reported, not gated: it is unbounded (a region at 0 makes it infinite), so no bound could gate it;
-    its gated form is the worst / best ratio (:func:`t2i_fairness.metrics.evidence.pairs` with ``contrast="ratio"``).
+    Reported, not gated: it is unbounded; its gated form is the worst / best ratio.
 
     Example:
         >>> disparity({"africa": 0.25, "europe": 0.5})
@@ -50,15 +46,7 @@ def disparity(values: Mapping[str, float]) -> float:
 
 
 def fake_dedupe(options) -> str:
-    """How DIG In de-duplicates generated feature rows: ``--t2i-fake-dedupe``, where ``auto`` is DIG In's
-    code (``get_features_inceptionv3.py`` applies to generated features the ``get_df_deduped`` it applies
-    to real ones, so ``--t2i-dedupe``'s mode).
-
-    Example:
-        >>> from types import SimpleNamespace
-        >>> fake_dedupe(SimpleNamespace(fake_dedupe="auto", dedupe="drop_all")), fake_dedupe(SimpleNamespace(fake_dedupe="none", dedupe="drop_all"))
-        ('drop_all', 'none')
-    """
+    """How generated feature rows are de-duplicated: ``--t2i-fake-dedupe``, ``auto`` meaning ``--t2i-dedupe``'s mode (DIG In's code)."""
     mode = options.fake_dedupe
     return options.dedupe if mode == "auto" else mode
 
@@ -67,9 +55,8 @@ def fake_dedupe(options) -> str:
 class GroupScore:
     """Precision and coverage of one group, with the ball membership its bootstrap resamples.
 
-    ``n_fake`` counts the generated rows the estimate is computed on (after de-duplication): the
-    bootstrap resamples exactly these (``member.n_fake == n_fake``), so its interval is about the
-    gated value. ``n_generated`` is the group's images before de-duplication.
+    ``n_fake`` counts the de-duplicated rows the estimate (and its bootstrap) uses; ``n_generated`` the
+    group's images before de-duplication.
     """
 
     precision: float
@@ -95,12 +82,9 @@ class GroupScore:
         return precision_interval(self.member.inside, confidence=confidence)
 
     def coverage_interval(self, confidence: float = 0.95):
-        """The jackknife-Wilson interval of coverage (generated images are the resampled unit).
-
-        When the de-duplication left no generated image (a collapsed group), coverage is 0 and its interval
-        is the one of the group's ``n_generated`` images covering no real ball (what dropped rows do):
-        the score interval on ``n_real`` balls, ``[0, 0.28]`` at 10, with a score test at any bound in
-        (0, 1), never a certain ``[0, 0]``."""
+        """The jackknife-Wilson interval of coverage; a group with no row left after de-duplication gets
+        coverage 0 with the score interval of its ``n_generated`` images covering no ball, never ``[0, 0]``.
+        """
         from t2i_fairness.metrics.intervals import Interval, coverage_interval
 
         if self.member.n_fake == 0:
@@ -121,15 +105,11 @@ class GroupScore:
 
 def score_group(m, fake: np.ndarray, *, dedupe: str = "drop_all", bootstrap: bool = True, device=None,
                 group: str | None = None, n_generated: int | None = None) -> GroupScore:
-    """Precision and coverage of generated ``fake`` rows against manifold ``m``, with the membership the
-    bootstrap resamples built from the same de-duplicated rows.
+    """Precision and coverage of generated ``fake`` rows against manifold ``m``, with the bootstrap membership.
 
     Args:
-        m: the group's :class:`~t2i_fairness.metrics.manifold.ReferenceManifold`.
-        fake: (n, dim) generated features of the group.
         dedupe: ``none``, ``keep_one`` or ``drop_all`` on ``fake``.
         bootstrap: build the membership (intervals on).
-        device: torch device for the distances.
         group: quoted in error messages.
         n_generated: the group's images before an earlier (set-level) de-duplication; default ``len(fake)``.
 
@@ -158,9 +138,6 @@ def score_group(m, fake: np.ndarray, *, dedupe: str = "drop_all", bootstrap: boo
 
 class LazyGroups(Mapping):
     """Groups whose keys are known up front and whose scores are computed on first access, once.
-
-    ``key in groups`` and iterating the keys compute nothing; ``groups[key]``, ``.items()`` and
-    ``.values()`` compute what they touch.
 
     Example:
         >>> made = []
@@ -215,11 +192,7 @@ class ScoredImage:
 
 
 class DigInStudy(Study):
-    """DIG In on one model.
-
-    Args:
-        bench: the session's workbench (generator, cache, scorers).
-    """
+    """DIG In on one model, over the session's workbench."""
 
     def __init__(self, bench):
         super().__init__(bench)
@@ -443,13 +416,8 @@ class DigInStudy(Study):
         return len(self.library.features(name, "inception").features)
 
     def _group(self, m, fake: np.ndarray, group: str, n_generated: int | None = None) -> GroupScore:
-        """One group's score and the ball membership its intervals come from; with ``--t2i-dedupe-scope set``
-        the caller has already removed duplicates.
-
-        A group whose generated images are all duplicates of each other (a collapsed region: the
-        regression the gate exists for) keeps nothing under ``--t2i-dedupe drop_all``: its coverage
-        is 0 (no generated image reaches a real ball) and its precision undefined (no distinct
-        image to judge), never an error that would take the neighbouring groups down with it.
+        """One group's score and its ball membership; a group whose images are all duplicates (a collapsed
+        region) scores coverage 0 rather than raising.
         """
         mode = "none" if n_generated is not None else fake_dedupe(self.bench.options)  # given: already de-duplicated
         return score_group(m, fake, dedupe=mode, bootstrap=True, device=self.bench.device, group=group,
@@ -477,10 +445,9 @@ class DigInStudy(Study):
         return o.dedupe_scope in ("set", "templates") and fake_dedupe(o) != "none"
 
     def _pool(self, template: str) -> tuple[str, ...]:
-        """The templates whose generated images are de-duplicated together with ``template``'s: with
-        ``--t2i-dedupe-scope templates``, ``{object}`` and ``{object} in {region}`` (DIG In's
-        ``compute_metrics.py`` reads both from one ``*_prompts_regions_fulldataset_*_deduped.pkl``, which
-        ``get_features_inceptionv3.py`` de-duplicated whole); otherwise the template alone."""
+        """The templates de-duplicated together with ``template``'s: both under ``--t2i-dedupe-scope templates``
+        (as DIG In's code does), else the template alone.
+        """
         if self.bench.options.dedupe_scope == "templates" and template in REGIONS_PICKLE:
             return REGIONS_PICKLE
         return (template,)
@@ -543,11 +510,7 @@ class DigInStudy(Study):
 
     # -- Object Consistency (4.4) ----------------------------------------------------------------------
     def clipscores(self, template: str, region: str | None = None) -> list[ScoredImage]:
-        """One :class:`ScoredImage` per generated image of the template (of ``region``'s prompts when given).
-
-        The score is the raw cosine between the image's CLIP embedding and the CLIP embedding of the
-        object name alone ("cooking pot"), as DIG In's consistency indicator uses it.
-        """
+        """One :class:`ScoredImage` per generated image: the raw cosine to the object name's CLIP embedding."""
         if region is not None and ("clipscores", template, None) in self._memo:
             return [s for s in self._memo[("clipscores", template, None)] if s.region == region]
 
@@ -567,12 +530,7 @@ class DigInStudy(Study):
 
 
 def needs(call, study: DigInStudy) -> list:
-    """What a DIG In gate reads (:class:`~t2i_fairness.spine.plan.Need`): a group and its images.
-
-    ``test_object_consistency[template-region]`` reads the region's prompts (all of them without a
-    region); a region gate ``[ref-template(-object)(-region)]`` the group its parameters name, every
-    region when it names none (worst region, disparity).
-    """
+    """What a DIG In gate reads: a group and its images (every region when the gate names none)."""
     from t2i_fairness.spine.plan import Need
 
     p = call.params

@@ -1,9 +1,6 @@
 """What the IndicTTI gates show people: the per-language table, the drops relative to English, the
-SCAL language-pair heatmap (the paper's Figure 3) and a JSON of every number.
-
-Pure functions of an :class:`IndicSummary` (plain data, no models), so they are tested without a
-generator; :meth:`IndicSummary.from_evaluation` reads one off an
-:class:`~t2i_fairness.families.indic_tti.study.IndicEvaluation`.
+SCAL heatmap (the paper's Figure 3) and a JSON of every number, as pure functions of an
+:class:`IndicSummary` (tested without a generator).
 """
 
 from __future__ import annotations
@@ -30,18 +27,12 @@ class IndicSummary:
     """The numbers of one IndicTTI run (fractions, as gated; the paper prints x100).
 
     Attributes:
-        source: the prompt file.
-        note: its first comment line (the smoke sample says it is a SAMPLE), or ``""``.
-        languages: the languages selected for the session, English first.
+        note: the prompt file's first comment line (the smoke sample says it is a SAMPLE), or ``""``.
         scores: language -> {"clgc", "igc", "lgc", "scwl", "dwl"} -> value or ``None``, for the
             languages measured so far (a ``-k`` run measures only what its gates need).
-        scal_with_english: language -> SCAL(English, language), non-English measured languages.
-        scal_matrix: SCAL of every pair of ``languages`` (row order), once every language is measured.
+        scal_matrix: SCAL of every pair of ``languages``, once every language is measured.
         models: role -> fingerprint of the model that served it.
-        sentence_model: the sentence model used for CLGC.
-        igc_note: why IGC is not measured, or ``None``.
-        truncation: language -> the generator's truncation of its prompts
-            (:meth:`~t2i_fairness.metrics.truncation.Truncation.details`), for the measured languages.
+        truncation: language -> the generator's truncation of its prompts.
     """
 
     source: str

@@ -1,29 +1,9 @@
 """IndicTTI on one model: images per (prompt, language), captions, features and the six indicators.
 
-Plain Python (no pytest): ``fixtures/indic.py`` builds one :class:`IndicEvaluation` per session and the
-gates in ``fairness_tests/test_indic_tti.py`` read from it. Work is done per language, on first
-need, and every expensive piece is cached across runs (images and features by the workbench,
-captions here), so ``pytest -k hin_deva`` generates Hindi and English only.
-
-Which model serves which indicator (IndicTTI, Appendix 0.B), per ``--t2i-scorers`` profile:
-
-==================  ==================  ========================================  =========================================
-indicator           role                ``tiny`` (offline, default)               ``paper``
-==================  ==================  ========================================  =========================================
-CLGC                captioner c         random tiny BLIP-2, greedy                Salesforce/blip2-opt-2.7b, greedy
-CLGC                sentence encoder t  all-MiniLM-L6-v2 (real, bundled)          all-mpnet-base-v2; all-MiniLM-L6-v2 when
-                                                                                  it cannot be loaded (with a warning)
-IGC SCAL SCWL DWL   image features f    the tiny BLIP-2's vision encoder [CLS]    BLIP-2's ViT-g [CLS] (1408-d)
-LGC                 image-text space    the session's tiny random CLIP            OpenAI CLIP ViT-B/32
-==================  ==================  ========================================  =========================================
-
-f and c share one BLIP-2. LGC uses CLIP, the alternative the issue allows: the paper took BLIP-2's
-image-text (ITC) features from LAVIS, and the OPT captioning checkpoint has no ITC heads.
-Similarity is cosine throughout (see :mod:`t2i_fairness.metrics.indic`).
-
-Seeds: an image's seed derives from its prompt text (:func:`t2i_fairness.spine.generation.derive_seed`), so
-the images of one prompt in two languages never share their initial noise; SCAL therefore averages
-over all n x n cross pairs (``include_same_seed=True``).
+``fixtures/indic.py`` builds one :class:`IndicEvaluation` per session; work is done per language
+on first need and cached across runs, so ``pytest -k hin_deva`` generates Hindi and English only.
+Which model serves which indicator, and why SCAL averages over cross pairs, is in
+docs/indicators.md, "IndicTTI"; the math is in :mod:`t2i_fairness.metrics.indic`.
 """
 
 from __future__ import annotations
@@ -81,12 +61,7 @@ _build_sentence.kind = "sentence"  # what it builds (the workbench estimates its
 
 
 class IndicModels:
-    """The models of the six indicators, each built once per session through ``bench.scorer``.
-
-    Args:
-        bench: the session's :class:`~t2i_fairness.spine.workbench.Workbench` (or anything with
-            ``scorer(name, build)`` and ``options.scorers``).
-    """
+    """The models of the six indicators, each built once per session through ``bench.scorer``."""
 
     CAPTIONER = "indic-blip2-captioner"
     IMAGE_FEATURES = "indic-blip2-image-features"
@@ -160,14 +135,8 @@ def cached_captions(bench, captioner, refs: Sequence[ImageRef], desc: str = "cap
                     batch_size: int = 16) -> list[str]:
     """One caption per image, read from the cache or made by ``captioner`` and written back.
 
-    Entries are small JSON files at ``captions/<captioner digest>/<image key>.json`` in
-    ``bench.cache``: an image's caption is reused only for the same image and the same captioner
-    fingerprint (weights, decoding). Unreadable entries are reported and made again.
-
-    Args:
-        bench: has ``cache`` (:class:`~t2i_fairness.base.cache.Cache`) and ``progress(total, desc)``.
-        captioner: has ``fingerprint`` and ``caption(images) -> list[str]``.
-        refs: the images (``key`` and ``load()``).
+    Entries live at ``captions/<captioner digest>/<image key>.json``, so a caption is reused only for
+    the same image and captioner fingerprint; unreadable entries are reported and made again.
     """
     import json
 
@@ -232,9 +201,7 @@ class IndicEvaluation(Study):
     """IndicTTI for one model, computed per language on first need and kept for the session.
 
     Args:
-        bench: the session's workbench: ``images``, ``features``, ``text_features``, ``scorer``,
-            ``cache``, ``progress``, ``options``.
-        prompts: the prompt set, already restricted to the measured languages (a full grid).
+        prompts: the prompt set, restricted to the measured languages (a full grid).
         n_images: images per prompt and language.
         models: which model serves which indicator (default :class:`IndicModels` of ``bench``).
     """
@@ -272,10 +239,7 @@ class IndicEvaluation(Study):
         return self._once(("images", code), lambda: self.bench.images(texts, self.n_images, desc=f"IndicTTI {code}"))
 
     def truncation(self, lang: str):
-        """How the generator's tokenizer truncates the prompts of ``lang``
-        (:class:`~t2i_fairness.metrics.truncation.Truncation`); a :class:`~t2i_fairness.errors.T2ITruncationWarning`
-        names the language when any prompt is truncated (byte-level BPE spends many tokens on Indic scripts,
-        so its images may come from part of a prompt; the paper says nothing about it)."""
+        """How the generator's tokenizer truncates the prompts of ``lang``; warns naming the language."""
         code = self._check(lang)
 
         def make():
@@ -471,11 +435,10 @@ class IndicEvaluation(Study):
                                                          method="t", confidence=confidence), len(self.prompt_ids))
 
     def interval(self, lang: str, metric: str, confidence: float = 0.95):
-        """The interval of one indicator of ``lang`` (delete-one-prompt jackknife, t on prompts - 1 degrees of
-        freedom: :func:`t2i_fairness.metrics.intervals.cluster_bootstrap_interval`), or None with one prompt.
+        """The delete-one-prompt jackknife interval of one indicator of ``lang``, or None with one prompt.
 
-        ``metric``: ``clgc``, ``igc``, ``lgc``, ``scwl``, ``dwl``, ``clgc_ratio`` (CLGC(lang) / CLGC(English),
-        paired by prompt: Fieller's ratio, :meth:`_fieller`) or ``scal`` (SCAL(English, lang)).
+        ``metric``: ``clgc``, ``igc``, ``lgc``, ``scwl``, ``dwl``, ``clgc_ratio`` (Fieller's ratio to
+        English, paired by prompt) or ``scal`` (SCAL(English, lang)).
         """
         code = self._check(lang)
         if (metric == "dwl" and len(self.prompt_ids) < 3) or (metric == "igc" and len(self.reference_ids) < 2):

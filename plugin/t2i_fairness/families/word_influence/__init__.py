@@ -4,7 +4,7 @@ group's share, Hoeffding bounds, HEIM's representation gap.
 
 Gate tests: ``fairness_tests/test_word_influence.py``; the study is the ``word_influence`` fixture
 (:class:`~t2i_fairness.families.word_influence.study.WordInfluenceStudy`); the definitions are the
-project's, written out in :mod:`t2i_fairness.families.word_influence.study`.
+project's (docs/indicators.md, "Word-level explanations").
 """
 
 from __future__ import annotations

@@ -1,59 +1,10 @@
 """Orchestration of "Word-Level Explanations for Analyzing Bias in Text-to-Image Models".
 
-Plain Python, no pytest and no model: the transmuter (masked LM), the generator and the group
-classifier come in as callables, so the whole pipeline runs on a synthetic generator whose group
-probability per prompt is known.  The math is in :mod:`t2i_fairness.metrics.word_influence`; this
-module decides which prompts to generate, turns per-image group labels into ``p(g | set)`` and
-assembles influences, Hoeffding half-widths and bootstrap intervals per word and per prompt.
-
-The paper's extracted text lost its formulas. The definitions and choices below are THIS
-PROJECT'S (see also the metrics module's docstring):
-
-Distributions
-    For a prompt of ``n`` words and a level ``k``, every set ``T`` of replaced positions of
-    :func:`~t2i_fairness.metrics.word_influence.required_sets` is one *distribution*: the
-    ``m`` prompts ``replace_set(words, T, m)`` (``m`` = masked-LM candidates, the paper's 3),
-    ``N`` images each.  The original prompt (``T = {}``) is one prompt; it gets ``m * N`` images,
-    so every distribution has the same number of images (``--t2i-images-per-prompt``).  Table 1's
-    values are consistent with such a design: every replaced share is a multiple of 1/15 (3
-    candidates x 5 images?), the original's 0.160 = 4/25 one of 1/25.
-
-Levels
-    By default the worked examples run as the paper reports them: k = 1 for "a respected doctor
-    at the hospital" (Table 1), k = 1 and 2 for "the ceo of a fortune 500 company" (Figure 2),
-    k = 1 for the 150 prompts (Figure 3).  ``k`` costs ``C(n, k)`` distributions per prompt.
-
-Group probability
-    ``p(g | T)`` is the share of the distribution's images the classifier puts in group ``g``.
-    With ``N`` images per candidate prompt this estimates the *equal-weight mixture* of the ``m``
-    candidate prompts (the paper samples one image per candidate prompt).  Hoeffding's
-    inequality needs independent bounded images, not identically distributed ones, so the
-    stratified sample keeps Theorem 1's bound.
-
-Word influence (Definition 1, project reading)
-    ``I_k(w_i) = mean over sets S of k-1 other words of [p(g | S + {i}) - p(g | S)]``; ``k = 1``:
-    ``I(w_i) = p(g | {i}) - p(g | {})``.  Positive: replacing the word raises the share of ``g``,
-    i.e. the word pushes images away from ``g`` (Table 1: "doctor", female, +0.373).
-
-Average influence of a word (Figure 3)
-    The mean of the word's influences over the prompts containing it (a word repeated within a
-    prompt is first averaged within it), as
-    :func:`~t2i_fairness.metrics.word_influence.average_word_influence`.
-
-Confidence
-    Every estimate here is a linear combination ``sum_j c_j x_j`` of per-image 0/1 labels
-    ``x_j`` (``c_j`` = the weight ``+-1/C`` of the image's distribution divided by its number of
-    images, summed over every place the image is used).  Images are identified by key, so an image
-    shared by two distributions -- a prompt of the suite that is also a candidate of another
-    prompt -- counts once with its summed coefficient.  Hoeffding's half-width at confidence
-    ``1 - delta`` is ``sqrt(log(2/delta) / 2 * sum_j c_j**2)``; for one prompt it equals
-    :func:`~t2i_fairness.metrics.word_influence.influence_half_widths`.  The bound holds per
-    estimate (use ``delta / n_estimates`` for all at once).  The percentile bootstrap resamples each
-    distribution's images independently (it ignores sharing between prompts) and is approximate
-    for few images; Hoeffding is the one to trust at the tiny sample sizes.
-
-Representation (HEIM's gender imbalance, per prompt)
-    ``|p(g | {}) - 1/|groups||`` with the Hoeffding interval of ``p(g | {})`` carried over.
+Plain Python over callables (transmuter, generator, group classifier), so the pipeline runs on a
+synthetic generator. It plans which prompts to generate, turns per-image group labels into
+``p(g | T)`` and assembles influences, Hoeffding half-widths and bootstrap intervals per word and
+per prompt; the math is in :mod:`t2i_fairness.metrics.word_influence`. The definitions (the paper's
+text lost its formulas) and the sampling design are in docs/indicators.md, "Word-level explanations".
 """
 
 from __future__ import annotations
@@ -138,16 +89,11 @@ SUITES: tuple[str, ...] = ("examples", "paper", "all")
 
 
 def suite_prompts(name: str) -> list[str]:
-    """The prompts of a suite: ``examples``, ``paper`` (150 prompts) or ``all`` (both).
-
-    Raises:
-        ValueError: naming the suites.
+    """The prompts of a suite: ``examples``, ``paper`` (150 prompts) or ``all``; ValueError naming the suites.
 
     Example:
         >>> suite_prompts("examples")
         ['a respected doctor at the hospital', 'the ceo of a fortune 500 company']
-        >>> len(suite_prompts("all"))
-        152
     """
     if name == "examples":
         return list(WORKED_EXAMPLES)
@@ -165,15 +111,11 @@ WORKED_EXAMPLE_LEVELS: dict[str, tuple[int, ...]] = {WORKED_EXAMPLES[0]: (1,), W
 def suite_levels(suite: str, levels: Sequence[int] | None = None) -> dict[str, tuple[int, ...]]:
     """The influence levels of every prompt of a suite: ``levels`` for all when given, else the paper's.
 
-    Without ``levels``: the worked examples as the paper ran them ("a respected doctor at the
-    hospital" k = 1, Table 1; "the ceo of a fortune 500 company" k = 1 and 2, Figure 2) and k = 1
-    for the 150 prompts (Figure 3).  Levels longer than a prompt are dropped for that prompt.
+    Levels longer than a prompt are dropped for that prompt.
 
     Example:
         >>> suite_levels("examples")
         {'a respected doctor at the hospital': (1,), 'the ceo of a fortune 500 company': (1, 2)}
-        >>> set(suite_levels("paper", [1, 2]).values())
-        {(1, 2)}
     """
     prompts = suite_prompts(suite)
     if levels is None:
@@ -183,10 +125,7 @@ def suite_levels(suite: str, levels: Sequence[int] | None = None) -> dict[str, t
 
 
 def parse_groups(text: str) -> tuple[str, ...]:
-    """Comma-separated group names, at least two, distinct once made into ids.
-
-    Raises:
-        ValueError: fewer than two groups or two groups with the same id.
+    """Comma-separated group names, at least two, distinct once made into ids (else ValueError).
 
     Example:
         >>> parse_groups(" male, female ")
@@ -203,15 +142,7 @@ def parse_groups(text: str) -> tuple[str, ...]:
 
 
 def check_template(template: str, groups: Sequence[str] = ("female",)) -> str:
-    """A group-label template: must hold ``{group}`` and nothing else in braces.
-
-    Raises:
-        ValueError: without ``{group}`` or with another field.
-
-    Example:
-        >>> check_template("a photo of a {group}")
-        'a photo of a {group}'
-    """
+    """A group-label template: must hold ``{group}`` and no other field (else ValueError)."""
     if "{group}" not in str(template):
         raise ValueError(f"the template must contain {{group}}, e.g. 'a photo of a {{group}}', got {template!r}")
     try:
@@ -223,10 +154,7 @@ def check_template(template: str, groups: Sequence[str] = ("female",)) -> str:
 
 
 def parse_levels(text: str, prompts: Sequence[str]) -> tuple[int, ...]:
-    """Comma-separated influence levels ``k >= 1``; at least one prompt must have ``k`` words.
-
-    Raises:
-        ValueError: a level that is not a positive integer or longer than every prompt.
+    """Comma-separated influence levels ``k >= 1``, sorted; ValueError for a bad level or one longer than every prompt.
 
     Example:
         >>> parse_levels("2, 1", ["a respected doctor at the hospital"])
@@ -280,21 +208,18 @@ def plan_prompts(
 ) -> list[PromptPlan]:
     """The distributions to generate for every prompt and level.
 
-    A level larger than a prompt's number of words is skipped for that prompt.  The original
-    prompt is always planned (representation needs it, whatever the levels).  Each replaced set
-    gets ``replace_set(words, sorted(T), m)`` (repeated prompts dropped) with ``images_per_text``
-    images each; the original prompt gets ``m * images_per_text`` images.
+    The original prompt is always planned with ``m * images_per_text`` images; each replaced set ``T``
+    gets the ``m`` transmuted prompts with ``images_per_text`` images each. Levels longer than a prompt
+    are skipped for it.
 
     Args:
-        prompts: distinct prompts (words split on whitespace).
-        levels: influence levels ``k`` (positive integers), for every prompt or as ``{prompt: levels}``.
-        replace_set: the transmuter.
+        levels: influence levels ``k``, for every prompt or as ``{prompt: levels}``.
+        replace_set: the transmuter, ``(words, positions, m) -> m word lists``.
         m: candidates per replaced set.
         images_per_text: images per candidate prompt (``N``).
 
     Raises:
-        ValueError: on empty or repeated prompts, bad levels / counts, a level no prompt is long
-            enough for, or a replaced set for which the transmuter returned no prompt.
+        ValueError: on empty or repeated prompts, bad levels or counts, or a set with no candidate.
 
     Example:
         >>> fake = lambda words, idx, m: [[w + f"~{j}" if i in idx else w for i, w in enumerate(words)] for j in range(m)]
@@ -358,10 +283,7 @@ Observations = dict[tuple[str, frozenset[int]], list[tuple[str, int]]]
 def observe(plans: Sequence[PromptPlan], labeller: Labeller) -> Observations:
     """Label every image of every distribution: ``{(prompt, T): [(image key, group index), ...]}``.
 
-    The labeller is called once per distinct images-per-text count with every text needing it.
-
-    Raises:
-        ValueError: if the labeller returns the wrong number of texts or images.
+    The labeller is called once per images-per-text count; ValueError if it returns the wrong counts.
     """
     labelled: dict[tuple[str, int], list[tuple[str, int]]] = {}
     for n, texts in label_calls(plans):
@@ -397,11 +319,7 @@ def label_calls(plans: Sequence[PromptPlan]) -> list[tuple[int, list[str]]]:
 
 
 def zero_shot_labels(image_features: np.ndarray, group_features: np.ndarray) -> np.ndarray:
-    """CLIP zero-shot group of each image: the group text with the highest cosine similarity.
-
-    Args:
-        image_features: ``(n_images, dim)`` unit rows.
-        group_features: ``(n_groups, dim)`` unit rows, one per group label text.
+    """CLIP zero-shot group of each image: the group text (unit rows) with the highest cosine similarity.
 
     Raises:
         ValueError: if the arrays are not 2-D with the same width, or there are fewer than 2 groups.
@@ -425,10 +343,8 @@ def zero_shot_labels(image_features: np.ndarray, group_features: np.ndarray) -> 
 
 @dataclass(frozen=True)
 class WordInfluence:
-    """One influence estimate: of a word in one prompt, or averaged over the prompts holding it.
-
-    ``hoeffding`` is the half-width at the result's confidence; ``bootstrap`` the percentile
-    interval (``None`` when bootstrapping is off); ``n_images`` the distinct images behind the estimate.
+    """One influence estimate, of a word in one prompt or averaged over the prompts holding it, with its
+    Hoeffding half-width, bootstrap interval (``None`` when off) and distinct images.
     """
 
     word: str
@@ -488,11 +404,7 @@ class WordLevelResult:
     texts: dict[str, dict[frozenset[int], tuple[str, ...]]] = field(default_factory=dict)
 
     def word(self, word: str, group: str, k: int) -> WordInfluence:
-        """The averaged (Figure 3) row of a word.
-
-        Raises:
-            KeyError: naming the known words, groups and levels.
-        """
+        """The averaged (Figure 3) row of a word; KeyError names the known words, groups and levels."""
         for row in self.words:
             if (row.word, row.group, row.k) == (word, group, k):
                 return row
@@ -573,20 +485,16 @@ def analyse(
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> WordLevelResult:
-    """Influences per prompt and per word (averaged, Figure 3), with Hoeffding and bootstrap, and representation.
+    """Influences per prompt and per word (averaged), with Hoeffding and bootstrap, and representation.
 
     Args:
-        plans: from :func:`plan_prompts`.
         observations: from :func:`observe`; group indices index ``groups``.
-        groups: group names (at least 2).
-        confidence: of the Hoeffding bounds (``delta = 1 - confidence``) and bootstrap intervals.
+        confidence: of the Hoeffding bounds and bootstrap intervals.
         n_resamples: bootstrap resamples; 0 skips the bootstrap.
-        seed: bootstrap seed.
 
     Raises:
-        ValueError: fewer than 2 groups, a label outside ``range(len(groups))``, ``confidence``
-            outside (0, 1) or a negative ``n_resamples``.
-        KeyError: a distribution of the plans has no observations.
+        ValueError: fewer than 2 groups, a label out of range, bad ``confidence`` or ``n_resamples``.
+        KeyError: a planned distribution has no observations.
     """
     groups = tuple(str(g) for g in groups)
     if len(groups) < 2 or len(set(groups)) != len(groups):
@@ -703,14 +611,11 @@ def word_ids(
 ) -> list[tuple[str, str, int, str]]:
     """``(word, group, k, id)`` of every averaged-word gate, in first-appearance order.
 
-    The id is ``<word>-<group>`` for ``k = 1`` and ``<word>-<group>-k<k>`` otherwise, with
-    :func:`slug` fragments; two words with the same slug get ``_2``, ``_3`` ... suffixes.
+    The id is ``<word>-<group>``, plus ``-k<k>`` for ``k > 1``; equal slugs get ``_2``, ``_3`` suffixes.
 
     Example:
         >>> word_ids(["a doctor", "the 500"], ["male", "female"], [1, 2])[:3]
         [('a', 'male', 1, 'a-male'), ('a', 'female', 1, 'a-female'), ('doctor', 'male', 1, 'doctor-male')]
-        >>> word_ids(["a doctor", "the nurse"], ["female"], {"a doctor": [1], "the nurse": [1, 2]})[-2:]
-        [('the', 'female', 2, 'the-female-k2'), ('nurse', 'female', 2, 'nurse-female-k2')]
     """
     out = []
     per_prompt = _levels_by_prompt(prompts, levels)
@@ -736,12 +641,7 @@ def _unique_slugs(items: Iterable[str]) -> dict[str, str]:
 
 
 def representation_ids(prompts: Sequence[str], groups: Sequence[str]) -> list[tuple[str, str, str]]:
-    """``(prompt, group, id)`` of every representation gate: ``<prompt slug>-<group slug>``.
-
-    Example:
-        >>> representation_ids(["a respected doctor at the hospital"], ["female"])
-        [('a respected doctor at the hospital', 'female', 'a_respected_doctor_at_the_hospital-female')]
-    """
+    """``(prompt, group, id)`` of every representation gate: ``<prompt slug>-<group slug>``."""
     prompt_slugs = _unique_slugs(prompts)
     return [(p, g, f"{prompt_slugs[p]}-{slug(g)}") for p in prompts for g in groups]
 
@@ -759,18 +659,9 @@ def counts_summary(plans: Sequence[PromptPlan]) -> dict[str, int]:
 class WordInfluenceStudy(Study):
     """The session's word-level analysis, per slice of prompts, computed on first use.
 
-    :attr:`result` analyses every prompt; :meth:`for_word` only the prompts holding a word (its
-    averaged row depends on nothing else), :meth:`for_prompt` one prompt (its representation), so
-    ``-k doctor`` generates the doctor prompt's distributions alone. Rows are the same whichever
-    slice computes them: every estimate, its Hoeffding bound and its bootstrap (seeded per prompt
-    and per word) read only the distributions of the prompts it involves.
-
-    Transmuter: ``MaskedLMReplacer`` of the ``--t2i-scorers`` profile; images: ``bench.images``
-    (cached); groups: CLIP zero-shot over ``template.format(group=g)``.
-
-    Args:
-        bench: the session's workbench.
-        settings: :class:`~t2i_fairness.families.word_influence.options.WordInfluenceSettings`.
+    :attr:`result` analyses every prompt, :meth:`for_word` only the prompts holding a word and
+    :meth:`for_prompt` one prompt, so ``-k doctor`` generates only what it needs; rows are the same
+    whichever slice computes them (bootstrap seeded per prompt and per word).
     """
 
     def __init__(self, bench, settings):
