@@ -412,3 +412,20 @@ def test_no_history_in_code():
                 if HISTORY.search(line):
                     offenders.append(f"{path.relative_to(REPO)}:{i}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_docstrings_are_at_most_a_fifth_of_the_plugin():
+    """Docstrings say what and why in a few lines, with Args and an example where they teach; essays and
+    rationale go to docs/. Counted as the lines of every module, class and function docstring."""
+    import ast
+
+    total = doc = 0
+    for path in PKG.rglob("*.py"):
+        source = path.read_text()
+        total += len(source.splitlines())
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+                first = node.body[0]
+                if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                    doc += first.end_lineno - first.lineno + 1
+    assert doc <= 0.2 * total, f"docstrings are {doc} of {total} plugin lines ({doc / total:.1%} > 20%)"
