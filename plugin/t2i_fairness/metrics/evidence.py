@@ -236,24 +236,6 @@ class WorstOf(Interval):
     def se_at(self, value: float) -> float | None:
         return self._worst_group().se_at(value)
 
-    def fails_possible(self, bound: float, direction: str, alpha: float, fraction: float = 1.0,
-                       units_grow: bool = True) -> bool:
-        """Toward the worst: whether some group's test at ``alpha / G`` can fail (:meth:`Interval.fails_possible`)."""
-        if (self.worst == "min") != (direction == "min"):
-            return super().fails_possible(bound, direction, alpha, fraction, units_grow)
-        return any(g.fails_possible(bound, direction, alpha / self.selection, fraction, units_grow) for g in self.groups)
-
-    def conditional_power(self, bound: float, direction: str, miss: float, alpha: float, fraction: float,
-                          beta: float | None = None, units_grow: bool = True) -> float:
-        """Toward the worst (a floor on the lowest value): the union bound over the groups, each missing alone at
-        ``alpha / G`` as the test at ``N`` holds it, each at its own limit with ``beta``
-        (:meth:`Interval.conditional_power`); the other side as a scalar."""
-        if (self.worst == "min") != (direction == "min"):
-            return super().conditional_power(bound, direction, miss, alpha, fraction, beta, units_grow)
-        a = alpha / self.selection
-        return float(min(1.0, sum(g.conditional_power(bound, direction, miss, a, fraction, beta, units_grow)
-                                  for g in self.groups)))
-
     def scaled(self, factor: float) -> "WorstOf":
         return _display(dataclasses.replace(self, groups=tuple(g.scaled(factor) for g in self.groups),
                                             n_units=int(math.ceil(self.n_units * factor))))
@@ -371,61 +353,8 @@ class Pairs(Interval):
         return _display(dataclasses.replace(self, groups=tuple(g.scaled(factor) for g in self.groups),
                                             n_units=int(math.ceil(self.n_units * factor))))
 
-    def fails_possible(self, bound: float, direction: str, alpha: float, fraction: float = 1.0,
-                       units_grow: bool = True) -> bool:
-        """:meth:`Interval.fails_possible`, and for groups whose limits can never count more than a fixed number of
-        trials (coverages: ``trials_cap``, their real balls) whether any outcome at any size can fail the gate: its
-        test at ``N`` reads each group's exact limit at ``alpha / G(G-1)`` and at most ``trials_cap`` trials, which
-        is no narrower than at exactly that many (an exact limit narrows with the trials at a fixed value), and the
-        MOVER limits are monotone in the groups' limits; so every achievable value (``k / cap``) of every ordered
-        pair is tried at ``cap`` trials: a spread (``max``) fails only if some pair's lower limit exceeds the bound,
-        a ratio (``min``) only if some pair's upper limit is below it. Groups without a cap, or with one above
-        ``PAIRS_CAP_GRID`` trials, are left to the test (``True``).
-
-        Example:
-            >>> import numpy as np
-            >>> from t2i_fairness.metrics.intervals import coverage_interval
-            >>> def groups(balls, contrast):  # 3 regions whose generated images hold every one of their real balls
-            ...     m = np.zeros((balls + 3, balls), dtype=bool); m[np.arange(balls), np.arange(balls)] = True
-            ...     return pairs([coverage_interval(m)] * 3, contrast=contrast)
-            >>> [groups(b, "difference").fails_possible(0.2, "max", 1e-4) for b in (9, 200)]  # best - worst <= 0.2
-            [False, True]
-            >>> [groups(b, "ratio").fails_possible(0.9, "min", 1e-4) for b in (9, 200)]       # worst / best >= 0.9
-            [False, True]
-        """
-        from t2i_fairness.metrics.intervals import share_limit
-
-        if not super().fails_possible(bound, direction, alpha, fraction, units_grow):
-            return False
-        caps = [g.trials_cap for g in self.groups]
-        want = {("difference", "max"), ("ratio", "min")}
-        if (self.contrast, direction) not in want or any(c is None or c < 1 or c > PAIRS_CAP_GRID for c in caps):
-            return True
-        a = float(alpha) / self.selection
-        grids = {}
-        for c in set(caps):  # every value a share of c trials can take, with its exact limits at c trials
-            k = np.arange(c + 1, dtype=np.float64)
-            grids[c] = (k / c, np.asarray(share_limit(k, c, a, "low"), dtype=np.float64),
-                        np.asarray(share_limit(k, c, a, "high"), dtype=np.float64))
-        for i, ci in enumerate(caps):
-            g, gl, gh = (v[:, None] for v in grids[ci])
-            for j, cj in enumerate(caps):
-                if i == j:
-                    continue
-                h, hl, hh = (v[None, :] for v in grids[cj])
-                if self.contrast == "difference":
-                    if np.nanmax(_pair_limit("difference", "low", g, gl, gh, h, hl, hh)) > bound:
-                        return True
-                elif np.nanmin(_pair_limit("ratio", "high", g, gl, gh, h, hl, hh)) < bound:
-                    return True
-        return False
-
     def record(self) -> dict:
         return {**super().record(), "selection": self.selection, "contrast": self.contrast}
-
-
-#: the largest trials cap :meth:`Pairs.fails_possible` tries every value of (a pair's grid is ``(cap + 1)^2``)
-PAIRS_CAP_GRID = 400
 
 
 def pair_limit(contrast: str, side: str, g, gl, gh, h, hl, hh) -> np.ndarray:
@@ -442,9 +371,6 @@ def pair_limit(contrast: str, side: str, g, gl, gh, h, hl, hh) -> np.ndarray:
     if side == "low":
         return (g - h) - np.sqrt((g - gl) ** 2 + (hh - h) ** 2)
     return (g - h) + np.sqrt((gh - g) ** 2 + (h - hl) ** 2)
-
-
-_pair_limit = pair_limit  # the name Pairs.fails_possible reads
 
 
 def _mover_ratio(g, gl, gh, h, hl, hh, side: str) -> np.ndarray:

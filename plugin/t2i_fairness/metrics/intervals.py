@@ -574,137 +574,14 @@ class Interval:
             return 0.0
         return float(_special.ndtr(float(effect) / self.se - upper_quantile(alpha, self.df)))
 
-    def drift(self, fraction: float) -> float:
-        """The expected change of the estimate from this look to ``N`` (this look's size over ``fraction``): 0 for
-        an estimand that does not move with the sample (:class:`PercentileMean` overrides it)."""
-        return 0.0
-
     #: whether ``df`` is a count fixed by the design (a t over ``G`` groups) rather than estimated from the data
     df_structural: ClassVar[bool] = False
-
-    def _df_at_n(self, fraction: float, units_grow: bool) -> float | None:
-        """The degrees of freedom the test at ``N`` will have, where this look can know them: a t over the look's
-        units (``df = n_units - 1``: ``n_units / fraction - 1`` at ``N`` where the looks add units, the same where
-        they add images per prompt) or a design's count (``df_structural``); ``None`` (the normal quantile, the
-        smallest critical distance: the curtailment rule then stops less) where ``df`` is estimated from the data
-        (Satterthwaite's, which moves from look to look)."""
-        if self.df is None or not math.isfinite(self.df):
-            return None
-        df = float(self.df)
-        if self.df_structural:
-            return df
-        if abs(df - (self.n_units - 1)) < 1e-9:
-            return max(df, self.n_units / float(fraction) - 1.0) if units_grow else df
-        return None
-
-    def fails_possible(self, bound: float, direction: str, alpha: float, fraction: float = 1.0,
-                       units_grow: bool = True) -> bool:
-        """Whether any outcome of this gate's test at ``N`` (this look's size over ``fraction``) can fail it at
-        ``alpha``: not when ``alpha`` is below the floor of ``N``'s units (a test over ``G`` prompts claims no p below
-        ``2^-G``: ``2^-(G / fraction)`` at ``N`` when the looks add prompts, ``units_grow``; the same ``2^-G`` when
-        they add images per prompt), nor for a share whose bound lies on or beyond an edge (a ``min`` bound at 0, a
-        ``max`` at 1: :func:`bound_cannot_fail`).
-
-        Example:
-            >>> iv = floor_to_units(Interval(0.5, 0.3, 0.7, "t", 0.95, 8, se=0.1, df=7.0), 8)    # 8 prompts: p >= 2^-8
-            >>> iv.fails_possible(0.9, "min", 1e-4, 0.5, units_grow=False), iv.fails_possible(0.9, "min", 1e-4, 0.5)
-            (False, True)
-            >>> precision_interval(np.ones(8, bool)).fails_possible(0.0, "min", 0.1)     # a share's bound at 0
-            False
-        """
-        if bound_cannot_fail(direction, float(bound), {"n_effective": self.n_effective}):
-            return False
-        floor = float(self.p_floor)
-        if floor > 0 and units_grow:
-            floor = floor ** (1.0 / float(fraction))
-        return not alpha < floor
-
-    def conditional_power(self, bound: float, direction: str, miss: float, alpha: float, fraction: float,
-                          beta: float | None = None, units_grow: bool = True) -> float:
-        """The chance that this gate's test at ``N`` (this look's size over ``fraction``) fails it at level ``alpha``,
-        given this look, were the true value ``bound - miss`` (``+`` for ``max``): the normal approximation of
-        :func:`~t2i_fairness.metrics.sequential.conditional_power` at ``N``'s size (:meth:`scaled`; where the looks
-        add units, ``units_grow``, the degrees of freedom of ``N``'s units), the test's critical distance ``q se`` at
-        the bound (``q``: the normal or t quantile at ``alpha`` over the gate's ``selection``), the coming units'
-        error at the missed value (a share's kept inside [0, 1]; at an edge the coming mean is the edge itself).
-        ``0`` where no outcome at ``N`` fails (:meth:`fails_possible`); ``1`` (never curtail) where no error is known.
-        With ``beta``, the missed value is the farther of ``bound - miss`` and this look's own one-sided limit at
-        ``beta`` (:meth:`futility_limit`): a look that cannot exclude a larger miss (a collapse seen on few images)
-        is judged at it, so the rule costs at most ``gamma + beta`` of the power at *any* miss (the limit covers the
-        truth but with probability ``beta``, and then the chance at the truth is at most the chance at the value
-        judged).
-
-        A binomial share (a precision: whole images, no estimated degrees of freedom, no law-free side or cap) gets
-        the exact chance instead: the test's critical count at ``N`` (``n / fraction`` images), the coming images
-        binomial at the value judged (the normal model overstated small looks: 6 of 8 images against a bound of
-        0.78 at 16, 0.15 where no outcome at ``N`` fails). Elsewhere the critical distance is the test's own at
-        ``N`` where it has one (:meth:`critical_distance`: Hoeffding's half-width), else the normal one, at most the
-        gate's own where its test is wider (exact or law-free limits), which makes the chance larger: the
-        curtailment rule that reads it stops less, not more.
-
-        Example:
-            >>> iv = precision_interval(np.r_[np.ones(15, bool), np.zeros(1, bool)])    # 15 of 16 images: a look at 1/4
-            >>> round(iv.conditional_power(0.8, "min", 0.10, 1e-4, 0.25), 4)   # 64 images at N, a 0.10 miss
-            0.0004
-            >>> round(iv.conditional_power(0.95, "min", 0.10, 1e-4, 0.25), 2)  # near the bound: N may well fail it
-            0.1
-        """
-        t = float(fraction)
-        if not 0.0 < t < 1.0:
-            raise ValueError(f"`fraction` must be in (0, 1), but got {fraction!r}")
-        if not self.fails_possible(bound, direction, alpha, t, units_grow):
-            return 0.0
-        full = self.scaled(1.0 / t)
-        df = self._df_at_n(t, units_grow)
-        sign = 1.0 if direction == "min" else -1.0
-        try:
-            if beta is not None:  # the farther of the miss and the look's own limit toward missing
-                edge = float(self.futility_limit(beta, "low" if direction == "min" else "high"))
-                if not math.isfinite(edge):
-                    return 1.0
-                miss = max(float(miss), sign * (float(bound) - edge))
-            truth = float(bound) - sign * float(miss)
-            if self.is_share:  # a share's true value lies in [0, 1]
-                truth = min(max(truth, 0.0), 1.0)
-            se_bound = full.se_at(float(bound))
-            se_miss = full.se_at(truth)
-        except ValueError:
-            return 1.0
-        level = alpha / max(1, int(getattr(self, "selection", 1)))
-        counts = self._binomial_counts(t)
-        if counts is not None:  # a binomial share: the exact chance, the coming images binomial at the value judged
-            return _binomial_conditional_power(*counts, float(bound), truth, direction, level)
-        if se_bound is None or not (math.isfinite(se_bound) and se_bound > 0) or se_miss is None or \
-                not math.isfinite(se_miss) or se_miss < 0:
-            return 1.0
-        critical = full.critical_distance(float(bound), level, df)
-        # an estimand that moves with the sample (a low percentile): only a move toward missing counts
-        margin = sign * (self.estimate - float(bound)) + min(0.0, sign * self.drift(t))
-        if se_miss == 0:  # the coming units sit at the edge: N's estimate is known given the look
-            need = (critical + t * margin) / (1.0 - t)
-            return 1.0 if sign * (float(bound) - truth) > need else 0.0
-        from t2i_fairness.metrics.sequential import conditional_power
-
-        return conditional_power(margin, sign * (float(bound) - truth), critical, float(se_miss), t)
 
     def critical_distance(self, bound: float, alpha: float, df: float | None = None) -> float:
         """How far beyond ``bound`` the estimate must lie for the test at this size to fail the gate at ``alpha``
         (the conditional power's model): ``q se`` at the bound, ``q`` the normal or Student t (``df``) quantile."""
         se = self.se_at(float(bound))
         return upper_quantile(alpha, df) * float(se)
-
-    def _binomial_counts(self, fraction: float) -> tuple[int, int, int] | None:
-        """``(successes, trials, trials at N)`` of a binomial share (a whole number of trials and successes, no
-        estimated degrees of freedom, no law-free side, no cap: a precision's images), ``N`` being this look's trials
-        over ``fraction``; ``None`` for any other interval (its conditional power is the normal model's)."""
-        if not self.is_share or self.df is not None or self.bounded is not None or self.trials_cap is not None \
-                or self.p_floor > 0:
-            return None
-        n = float(self.n_effective)
-        x = self.estimate * n
-        if not (n >= 1 and n.is_integer() and abs(x - round(x)) < 1e-6):
-            return None
-        return int(round(x)), int(n), max(int(n) + 1, int(round(n / float(fraction))))
 
     def scaled(self, factor: float) -> "Interval":
         """The same measurement at ``factor`` times the images (variance as ``1 / n``): for planning power."""
@@ -1058,27 +935,6 @@ def share_power(trials: float, bound: float, truth: float, direction: str, alpha
         return 1.0
     crit = brentq(lambda x: float(share_tail(x, n, b, "min")) - alpha, 0.0, top, xtol=1e-10 * max(1.0, n))
     return float(share_tail(crit, n, t, "min")) if t > 0 else 1.0
-
-
-def _binomial_conditional_power(x: int, n: int, total: int, bound: float, truth: float, direction: str,
-                                 alpha: float) -> float:
-    """The exact chance that :func:`share_tail` over ``total`` images rejects at ``alpha`` given ``x`` of the first
-    ``n`` inside, the other ``total - n`` binomial at ``truth``: ``P(X <= c - x)`` for a ``min`` gate, ``c`` the test's
-    critical count at ``total`` (mirrored for ``max``); 0 where no count at ``total`` rejects or none is reachable.
-
-    Example:
-        >>> _binomial_conditional_power(6, 8, 16, 0.78, 0.3, "min", 1.4e-4)   # only X_16 <= 5 fails: 6 are in
-        0.0
-        >>> round(_binomial_conditional_power(1, 4, 16, 0.78, 0.3, "min", 1.4e-4), 4)   # P(Bin(12, 0.3) <= 4)
-        0.7237
-    """
-    if direction == "max":  # mirror: successes <-> failures
-        return _binomial_conditional_power(n - x, n, total, 1.0 - bound, 1.0 - truth, "min", alpha)
-    ks = np.arange(total + 1)
-    reject = ks[np.asarray(share_tail(ks, total, bound, "min")) <= alpha]
-    if reject.size == 0 or int(reject.max()) < x:
-        return 0.0
-    return float(_stats.binom.cdf(int(reject.max()) - x, total - n, min(max(truth, 0.0), 1.0)))
 
 
 def invert_limit(limit: Callable[[float, str], float], bound: float, direction: str) -> float:
