@@ -8,8 +8,9 @@ needs (standard error and degrees of freedom, a share's effective size, a law-fr
 Modules: ``value`` (the :class:`Interval`), ``tails`` (exact binomial and normal tails and limits), ``lawfree``
 (Hoeffding, Maurer-Pontil, betting), ``resampling`` (bootstrap, jackknife, BCa), and the estimands: ``shares``
 (coverage, precision), ``percentile`` (a mean of low percentiles), ``clusters`` (sampled and fixed prompts).
-Which method each indicator uses, and its measured coverage: ``docs/calibration.md``. Resampling methods take
-``n_resamples`` and ``seed``; equal arguments give equal intervals.
+Every estimand takes ``method``, ``confidence`` (two-sided, in (0, 1)), ``n_resamples`` and ``seed`` (equal
+arguments give equal intervals) and raises ``ValueError`` naming a bad argument. Which method each indicator
+uses, and its measured coverage: ``docs/calibration.md``.
 """
 
 from t2i_fairness.metrics.intervals.clusters import (CLUSTER_METHODS, CLUSTER_STATISTIC_METHODS, STRATIFIED_METHODS,

@@ -48,47 +48,22 @@ def cluster_mean_interval(
 ) -> Interval:
     """Interval for a mean of per-image values when the prompts (clusters) were sampled.
 
-    The prompts are the independent units: every resample draws prompts with replacement and
-    keeps all their images. ``weighting="image"`` estimates the pooled mean
-    ``sum(values) / len(values)`` (a ratio of cluster sums when prompts have unequal numbers of
-    images); ``"cluster"`` the mean over prompts of each prompt's mean.
-
-    Methods: ``auto`` (the default) is ``wilson`` when every value lies in [0, 1] and ``t``
-    otherwise; ``t`` (cluster-robust standard error, ``sqrt(G / (G - 1))`` times the linearised
-    ratio variance, with a t quantile on ``G - 1`` degrees of freedom); ``wilson`` for values in
-    [0, 1] (Korn & Graubard 1998: Wilson's score interval at the effective sample size
-    ``p (1 - p) / se^2`` of that standard error, capped at the number of images when the values
-    are 0/1, times ``(z / t_{G-1})^2`` for the few prompts; it stays inside [0, 1] and is skewed
-    like a share near 0 or 1; with the same images per prompt it also holds free of the prompts' law,
-    :attr:`Interval.bounded`, as the skew of few high-rate prompts breaks it in the far tail); ``percentile``, ``basic``, ``bootstrap_se`` and ``bca`` over prompt
-    resamples.
+    Prompts are the units. ``weighting="image"``: the pooled mean; ``"cluster"``: the mean of prompt means. ``t``:
+    a cluster-robust standard error on ``G - 1`` degrees of freedom. ``wilson`` (``auto`` for values in [0, 1]):
+    Korn and Graubard's score interval at the effective size of that error; with the same images per prompt and
+    ``law_free`` it also holds free of the prompts' law (:attr:`Interval.bounded`).
 
     Args:
-        values: 1-D per-image values (finite).
-        clusters: one prompt label per value.
-        weighting: ``"image"`` or ``"cluster"``.
+        values: 1-D per-image values; ``clusters``: one prompt label per value.
         method: one of :data:`CLUSTER_METHODS`.
-        confidence: two-sided nominal coverage in (0, 1).
-        n_resamples: prompt resamples for the bootstrap methods.
-        seed: seed of ``numpy.random.default_rng``.
-        law_free: for ``wilson`` with the same images per prompt, also hold free of the prompts' law
-            (:attr:`Interval.bounded`); ``False`` gives Korn and Graubard's interval alone.
-
-    Returns:
-        An :class:`Interval` with ``n_units`` the number of prompts.
-
-    Raises:
-        ValueError: non-finite values, labels of the wrong length, fewer than 2 prompts, an
-            unknown ``weighting`` or ``method``, ``confidence`` outside (0, 1), values outside
-            [0, 1] for ``wilson``.
 
     Example:
-        >>> values = [1.0, 1.0, 0.0, 0.0, 1.0, 0.0]
-        >>> iv = cluster_mean_interval(values, ["a", "a", "b", "b", "c", "c"], method="t")
+        >>> values, prompts = [1.0, 1.0, 0.0, 0.0, 1.0, 0.0], ["a", "a", "b", "b", "c", "c"]
+        >>> iv = cluster_mean_interval(values, prompts, method="t")
         >>> round(iv.estimate, 4), iv.df, round(iv.se, 4)
         (0.5, 2, 0.2887)
-        >>> iv = cluster_mean_interval(values, ["a", "a", "b", "b", "c", "c"])   # shares: wilson
-        >>> iv.method, round(iv.low, 4), round(iv.high, 4)   # 3 prompts: the law-free limits are the wider
+        >>> iv = cluster_mean_interval(values, prompts)   # shares: wilson, 3 prompts: the law-free limits are wider
+        >>> iv.method, round(iv.low, 4), round(iv.high, 4)
         ('wilson', 0.0137, 0.9863)
     """
     y = _finite_1d("values", values)
@@ -135,15 +110,10 @@ def cluster_mean_interval(
 
 
 def cluster_share_runs(sums, images: int, binary, *, multiplicity=None) -> dict[str, np.ndarray]:
-    """:func:`cluster_mean_interval`'s ``wilson`` statistics of many runs at once (a bench simulating the gate):
-    each run has ``prompts`` clusters of ``images`` values in [0, 1] with per-cluster sums ``sums`` (last axis:
-    the clusters); with ``multiplicity``, ``sums`` lists distinct cluster sums and ``multiplicity`` how many of
-    a run's clusters have each. ``binary``: every value of the run is 0 or 1.
-
-    Returns the estimate, its cluster-robust standard error, the effective size
-    (:func:`share_effective_size`), the degrees of freedom ``G - 1`` and the prompts' shares' count, mean and
-    sample variance (:class:`BoundedUnits`): each run's :func:`share_limits` and :func:`bounded_mean_limit`
-    (the wider of the two) are its interval's :meth:`Interval.limit`.
+    """:func:`cluster_mean_interval`'s ``wilson`` statistics of many simulated runs at once: ``sums`` holds each
+    run's per-prompt sums of ``images`` values in [0, 1] (last axis; with ``multiplicity``, distinct sums and
+    their counts). Returns the estimate, standard error, effective size, df and the prompts' shares' count, mean
+    and variance, from which :func:`share_limits` and :func:`bounded_mean_limit` give :meth:`Interval.limit`.
 
     Example:
         >>> iv = cluster_mean_interval([1.0, 0.0, 0.0, 0.0, 1.0, 1.0], ["a", "a", "b", "b", "c", "c"])
@@ -178,30 +148,10 @@ def cluster_bootstrap_interval(
     n_resamples: int = 200,
     seed: int = 0,
 ) -> Interval:
-    """Interval for any statistic of images grouped by sampled prompts (resample prompts).
+    """Interval for any statistic of images grouped by sampled prompts (prompts resampled).
 
-    ``statistic(indices)`` receives an int array of image indices (a resample repeats all the
-    images of a prompt drawn twice) and returns a number; ``statistic(arange(n))`` is the
-    estimate. Methods: ``t`` (delete-one-prompt jackknife standard error, t quantile on
-    ``G - 1`` degrees of freedom: G + 1 calls), ``percentile``, ``basic``, ``bootstrap_se``,
-    ``bca`` (``n_resamples`` + G + 1 calls for ``bca``).
-
-    Args:
-        statistic: maps image indices to a float.
-        clusters: one prompt label per image.
-        method: one of :data:`CLUSTER_STATISTIC_METHODS`.
-        confidence: two-sided nominal coverage in (0, 1).
-        n_resamples: prompt resamples for the bootstrap methods.
-        seed: seed of ``numpy.random.default_rng``.
-        law_free: for ``wilson`` with the same images per prompt, also hold free of the prompts' law
-            (:attr:`Interval.bounded`); ``False`` gives Korn and Graubard's interval alone.
-
-    Returns:
-        An :class:`Interval` with ``n_units`` the number of prompts.
-
-    Raises:
-        ValueError: fewer than 2 prompts, an unknown ``method``, ``confidence`` outside (0, 1),
-            or a non-finite statistic on the full sample.
+    ``statistic(indices)`` maps an int array of image indices to a number (``arange(n)``: the estimate). ``t``:
+    the delete-one-prompt jackknife on ``G - 1`` degrees of freedom; see :data:`CLUSTER_STATISTIC_METHODS`.
 
     Example:
         >>> y = np.array([1.0, 1.0, 0.0, 0.0, 1.0, 0.0])
@@ -243,31 +193,10 @@ def stratified_mean_interval(
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> Interval:
-    """Interval for a mean of per-image scores over fixed prompts, images resampled within each.
+    """Interval for a mean of per-image scores over fixed prompts (strata), images resampled within each.
 
-    The prompts (strata) are fixed by the suite; the images of each are the random units.
-    ``weighting="stratum"`` estimates the mean over prompts of each prompt's mean;
-    ``"image"`` the pooled mean (prompt weights ``n_s / N``, fixed).
-
-    Methods: ``t`` (stratified standard error ``sqrt(sum_s w_s^2 s_s^2 / n_s)`` with
-    Welch-Satterthwaite degrees of freedom); ``percentile``, ``basic`` and ``bootstrap_se`` of the
-    stratified bootstrap.
-
-    Args:
-        values: 1-D per-image scores (finite).
-        strata: one prompt label per value; ``None`` means one stratum.
-        weighting: ``"stratum"`` or ``"image"``.
-        method: one of :data:`STRATIFIED_METHODS`.
-        confidence: two-sided nominal coverage in (0, 1).
-        n_resamples: resamples for the bootstrap methods.
-        seed: seed of ``numpy.random.default_rng``.
-
-    Returns:
-        An :class:`Interval` with ``n_units`` the number of images.
-
-    Raises:
-        ValueError: non-finite values, labels of the wrong length, a stratum with fewer than 2
-            images (named), an unknown ``weighting`` or ``method``, ``confidence`` outside (0, 1).
+    ``weighting="stratum"``: the mean of prompt means; ``"image"``: the pooled mean. ``t``: the stratified standard
+    error with Welch-Satterthwaite degrees of freedom; ``strata=None`` is one stratum.
 
     Example:
         >>> iv = stratified_mean_interval([0.2, 0.4, 0.6, 0.8], ["p", "p", "q", "q"])

@@ -74,15 +74,8 @@ def _loo_percentile_variance(sorted_x: np.ndarray, q: float) -> np.ndarray:
 
 
 def percentile_variance(x, percentile: float = 10.0) -> np.ndarray:
-    """The variance ``jackknife_t`` gives one group's ``percentile``: the exact delete-one jackknife variance,
-    floored at the variance that percentile has for normal scores with the group's sample standard deviation
-    (:func:`percentile_mean_interval`). Vectorised over leading axes (groups, simulated runs): ``x`` is
-    ``(..., n)``; the standard error of the mean over ``k`` groups is ``sqrt(sum of these) / k``.
-
-    Example:
-        >>> x = np.array([0.21, 0.25, 0.26, 0.27, 0.28, 0.30])
-        >>> float(percentile_variance(x)) == float(percentile_variance(x[None, None])[0, 0])
-        True
+    """``jackknife_t``'s variance of one group's ``percentile``: the exact delete-one jackknife variance, floored at
+    its normal-theory value; vectorised over leading axes of ``x`` (``(..., n)``).
     """
     x = np.asarray(x, dtype=np.float64)
     q = float(percentile)
@@ -111,25 +104,12 @@ def _normal_order_statistics(n: int):
 
 @functools.lru_cache(maxsize=256)
 def normal_percentile_variance(n: int, percentile: float) -> float:
-    """Variance of ``np.percentile(z, percentile)`` for ``n`` i.i.d. standard normal values, exactly.
-
-    The statistic is ``(1 - g) Z_(r) + g Z_(r+1)`` (numpy's linear interpolation between order
-    statistics); its variance comes from the order statistics' densities and the joint density of
-    two adjacent ones, integrated numerically on a fine grid over [-12, 12] (relative error below
-    1e-6). Used as the normal-theory floor of :func:`percentile_mean_interval`.
-
-    Args:
-        n: sample size, at least 1.
-        percentile: in [0, 100].
-
-    Raises:
-        ValueError: ``n < 1`` or ``percentile`` outside [0, 100].
+    """Variance of ``np.percentile(z, percentile)`` for ``n`` i.i.d. standard normal values, by numerical integration
+    of the order statistics' densities (relative error below 1e-6): the floor of :func:`percentile_mean_interval`.
 
     Example:
         >>> round(normal_percentile_variance(2, 50.0), 6)    # the mean of two: 1/2
         0.5
-        >>> round(normal_percentile_variance(1, 10.0), 6)
-        1.0
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"`n` must be a positive integer, but got {n!r}")
@@ -175,14 +155,12 @@ def _loo_values(x: np.ndarray, q: float) -> np.ndarray:
 
 @functools.lru_cache(maxsize=1024)
 def normal_percentile_mean(n: int, percentile: float) -> float:
-    """Expectation of ``np.percentile(z, percentile)`` for ``n`` i.i.d. standard normal values, exactly (numpy's
-    linear interpolation between two order statistics, each order statistic's mean integrated on a fine grid, as
-    :func:`normal_percentile_variance` does). A low sample percentile's expectation moves with ``n``: at 10%,
-    -0.68 at 3 values, -1.08 at 12, -1.23 at 48, toward -1.2816.
+    """Expectation of ``np.percentile(z, percentile)`` for ``n`` i.i.d. standard normal values (numerical
+    integration as in :func:`normal_percentile_variance`): a low percentile's moves with ``n``.
 
     Example:
-        >>> round(normal_percentile_mean(2, 10.0), 4), round(normal_percentile_mean(1, 10.0), 4)   # 0.9 min + 0.1 max
-        (-0.4514, 0.0)
+        >>> round(normal_percentile_mean(2, 10.0), 4)   # 0.9 min + 0.1 max
+        -0.4514
     """
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"`n` must be a positive integer, but got {n!r}")
@@ -211,11 +189,12 @@ class PercentileMean(Interval):
     df_structural: ClassVar[bool] = True  # one degree of freedom per group: the same at N
 
     def drift(self, fraction: float) -> float:
-        """``mean_g sd_g (m(n_g / fraction) - m(n_g))``, ``m`` the normal sample percentile's expectation.
+        """The expected move of the estimate toward ``N`` (the look's size over ``fraction``):
+        ``mean_g sd_g (m(n_g / fraction) - m(n_g))``, ``m`` :func:`normal_percentile_mean`.
 
         Example:
             >>> pm = PercentileMean(0.3, 0.2, 0.4, "jackknife_t", 0.95, 24, se=0.02, df=2, sizes=(12, 12), sds=(0.02, 0.03))
-            >>> round(pm.drift(0.25), 4)      # 12 -> 48 values a group: the 10th percentile falls by 0.145 sd
+            >>> round(pm.drift(0.25), 4)
             -0.0036
         """
         t = float(fraction)
@@ -237,42 +216,15 @@ def percentile_mean_interval(
 ) -> Interval:
     """Interval for the mean over groups of each group's ``percentile`` (DIG In Object Consistency).
 
-    The statistic is ``mean_o percentile(scores[o], percentile)`` (numpy's linear interpolation,
-    as :func:`t2i_fairness.metrics.consistency.object_consistency`); images are the random units
-    within each group (object), groups are fixed. At 6-60 images a group the sample 10th
-    percentile is a weighted mean of two or three of the lowest scores: the ordinary bootstrap
-    piles its replicates on repeats of the minimum (below the estimate, and lumpy), and any
-    variance estimate from so few values is noisy.
-
-    Methods: ``jackknife_t`` (the default): per group, the delete-one jackknife variance
-    (computed exactly from three order statistics; by the Efron-Stein inequality its expectation
-    is at least the variance at ``n - 1``), floored at the variance the same percentile has for
-    normal scores with the group's sample standard deviation
-    (:func:`normal_percentile_variance`, which catches samples whose lowest scores happen to
-    cluster), and a t quantile on one degree of freedom per group (the jackknife variance of a
-    percentile is a function of two spacings, so it carries about one to two degrees of freedom
-    whatever ``n``). ``jackknife`` (the same variance without floor, normal quantile),
-    ``smoothed_se`` (normal interval, standard error from a smoothed bootstrap: Gaussian noise of
-    Silverman's bandwidth, shrunk to keep the variance, Silverman 1986 s. 6.4.1),
-    ``smoothed_percentile``, ``bootstrap_se``, ``percentile``, ``basic``, ``bca`` and
-    ``half_sampling`` (delete-d jackknife, d = n/2) are the measured alternatives.
+    Images are the random units within each fixed group. The default ``jackknife_t`` takes each group's exact
+    delete-one jackknife variance, floored at the normal-theory variance for the group's standard deviation
+    (:func:`normal_percentile_variance`), with a t quantile on one degree of freedom per group: resampling a
+    percentile of 6-60 values under-covers (docs/calibration.md).
 
     Args:
-        scores: group name -> 1-D per-image scores (or a sequence of 1-D arrays), at least 2
-            finite values per group.
+        scores: group -> 1-D per-image scores (or a sequence of arrays), at least 2 finite values each.
         percentile: in [0, 100].
         method: one of :data:`PERCENTILE_METHODS`.
-        confidence: two-sided nominal coverage in (0, 1).
-        n_resamples: resamples per group (resampling methods).
-        seed: seed of ``numpy.random.default_rng`` (resampling methods).
-
-    Returns:
-        An :class:`Interval` with ``n_units`` the total number of images (``df`` = the number of
-        groups for ``jackknife_t``).
-
-    Raises:
-        ValueError: no group, a group with fewer than 2 values or a non-finite value (named),
-            ``percentile`` outside [0, 100], an unknown ``method``, ``confidence`` outside (0, 1).
 
     Example:
         >>> rng = np.random.default_rng(0)

@@ -156,15 +156,12 @@ def _bca(estimate: float, replicates: np.ndarray, jackknife: np.ndarray | None, 
 
 
 def jackknife_se_df(jack):
-    """The delete-one jackknife's standard error ``sqrt((n - 1) / n sum_i d_i^2)`` and its effective degrees of
-    freedom, Kish's ``(sum_i d_i^2)^2 / sum_i d_i^4`` (at least 1; 1 when the variance is 0), from the delete-one
-    values ``jack`` (``d_i`` centred): :func:`coverage_interval`'s ``jackknife_wilson_df``. One run (1-D) gives
-    floats; ``(runs, n)`` arrays give arrays.
+    """The delete-one jackknife's standard error and Kish's effective degrees of freedom ``(sum d^2)^2 / sum d^4``
+    (at least 1) from the delete-one values ``jack``; ``(runs, n)`` arrays give arrays.
 
     Example:
-        >>> se, df = jackknife_se_df(np.array([0.25, 0.5, 0.5, 0.5, 0.5, 0.5]))
-        >>> round(se, 4), round(df, 2)
-        (0.2083, 1.43)
+        >>> [round(v, 4) for v in jackknife_se_df(np.array([0.25, 0.5, 0.5, 0.5, 0.5, 0.5]))]
+        [0.2083, 1.4286]
     """
     jack = np.asarray(jack, dtype=np.float64)
     n = jack.shape[-1]

@@ -55,62 +55,23 @@ def coverage_interval(
 ) -> Interval:
     """Interval for coverage, the share of real balls that hold at least one generated image.
 
-    ``coverage = membership.any(axis=0).mean()``; the generated images (rows) are the random
-    units, the real images, their radii and ``n_fake`` are fixed, and the interval is for the
-    coverage a fresh set of ``n_fake`` generated images has in expectation (module docstring).
-    Drawing generated images *with replacement* can only lose distinct images, so bootstrap
-    replicates of coverage sit below the estimate and the percentile interval misses from above.
-
-    Methods: ``jackknife_wilson``: the delete-one jackknife variance (removing
-    image ``i`` uncovers exactly the balls only it covers, so it is exact and O(n_fake x n_real);
-    by the Efron-Stein inequality its expectation is at least the variance at ``n_fake - 1``)
-    turned into an effective number of balls ``n_eff = c (1 - c) / var``, capped at ``n_real``
-    (a floor on the variance: balls that overlap make coverages of neighbouring balls move
-    together, never more independent than ``n_real`` coin flips), and Wilson's score interval at
-    ``n_eff`` (Korn & Graubard 1998's effective sample size): it stays inside [0, 1], is skewed
-    like a share near 0 or 1, and has width when every covered ball is held twice;
-    ``jackknife_wilson_df`` (the default): the same, with the jackknife variance's degrees of freedom, Kish's
-    effective number of images behind it ``(sum_i d_i^2)^2 / sum_i d_i^4`` (``d_i`` the centred
-    delete-one values; 1 when the variance is 0, which says nothing of it), so a test at level ``a``
-    uses ``n_eff (z_a / t_{df, a})^2`` trials (:meth:`Interval.trials`, Korn & Graubard): a few
-    images carrying the whole variance make a noisy variance: without the correction
-    ``bench/bench_gate_sizes.py`` measured sizes up to 30x the level at 6-60 images and 10-180 balls, so
-    it is the default (docs/calibration.md);
-    ``jackknife`` (the same variance, normal interval);
-    ``half_sampling`` (delete-d jackknife with d = n/2: standard error from subsets of half the
-    images drawn without replacement, normal interval); ``subsampling`` (Politis-Romano: quantiles of
-    ``sqrt(m) (theta_m - theta)`` over subsets of ``m = n/2``, rescaled by ``1/sqrt(n)``);
-    ``bootstrap_se`` (normal with the bootstrap standard error); ``percentile``, ``basic``, ``bca``.
-    Normal intervals are clipped to [0, 1].
+    Generated images are the random units; the real balls are fixed. A resample only loses distinct images, so
+    the bootstrap cannot cover: the default reads the exact delete-one jackknife variance as an effective number
+    of balls ``c (1 - c) / var`` (capped at ``n_real``) and takes Wilson's score interval there, counting the
+    variance's degrees of freedom in the test's trials (Korn & Graubard 1998; docs/calibration.md).
 
     Args:
         membership: boolean ``(n_fake, n_real)``: generated image ``i`` lies in real ``j``'s ball.
-            Rows are the generated images that were scored; an image without a feature is an
-            all-False row (it covers nothing).
         method: one of :data:`COVERAGE_METHODS`.
-        confidence: two-sided nominal coverage in (0, 1).
-        n_resamples: resamples for the resampling methods.
-        seed: seed of ``numpy.random.default_rng``.
-
-    Returns:
-        An :class:`Interval` with ``n_units = n_fake``.
-
-    Raises:
-        ValueError: ``membership`` not a 2-D boolean matrix, fewer than 2 rows or no column, an
-            unknown ``method``, ``confidence`` outside (0, 1) or ``n_resamples < 2``.
 
     Example:
         >>> m = np.zeros((6, 4), dtype=bool)
         >>> m[0, 0] = m[1, 1] = m[2, 1] = True       # ball 0 held by image 0 alone, ball 1 twice
         >>> iv = coverage_interval(m)
-        >>> iv.estimate, round(iv.se, 4), iv.n_effective, iv.method
-        (0.5, 0.25, 4.0, 'jackknife_wilson_df')
-        >>> round(iv.low, 4), round(iv.high, 4)       # 4 images, 1 of them carries the variance: df 1
-        (0.0224, 0.9776)
+        >>> iv.estimate, round(iv.se, 4), iv.n_effective, round(iv.df, 2)
+        (0.5, 0.25, 4.0, 1.43)
         >>> coverage_interval(m, method="percentile", seed=1).as_tuple()   # the biased one
         (0.25, 0.5)
-        >>> round(coverage_interval(m, method="jackknife_wilson_df").df, 2)   # image 0 carries the variance
-        1.43
     """
     member = _membership(membership)
     method = _check_method(method, COVERAGE_METHODS)
@@ -158,36 +119,13 @@ def precision_interval(
 ) -> Interval:
     """Interval for precision, the share of generated images inside the real manifold.
 
-    Each scored generated image is inside (some real ball holds it) or not, independently of the
-    others given the reference: a binomial proportion over ``n = rows + n_missing`` images, with
-    ``k`` inside. When exact duplicate generated rows were removed before scoring
-    (``dedupe="keep_one"`` or ``"drop_all"``), pass the rows that were scored: ``n`` is then the
-    number of distinct rows, and the interval is for the expected de-duplicated precision at the
-    run's size (measured to cover in the bench's worlds with duplicated modes; the rows are
-    never re-resampled and re-deduplicated, which would drop resampled copies of distinct images).
-
-    Methods: ``wilson`` (score interval), ``agresti_coull``, ``clopper_pearson`` (exact
-    binomial), ``jeffreys`` (equal-tailed Beta(k + 1/2, n - k + 1/2), with the end at 0 when
-    ``k = 0`` and at 1 when ``k = n``, Brown, Cai & DasGupta 2001), ``wald`` (normal, for
-    comparison) and ``percentile`` (bootstrap of the rows).
+    A binomial proportion over ``n = rows + n_missing`` images given the reference (pass the de-duplicated rows
+    when duplicates were removed). ``wilson`` (the default) sets ``n_effective = n``, so :meth:`Interval.se_at` is
+    the score test's; the other :data:`PRECISION_METHODS` are the usual alternatives.
 
     Args:
-        membership: boolean ``(n_scored, n_real)`` membership matrix, or a 1-D boolean vector
-            ``inside`` with one value per scored generated image.
-        n_missing: generated images without a feature; each counts as a miss (outside).
-        method: one of :data:`PRECISION_METHODS`.
-        confidence: two-sided nominal coverage in (0, 1).
-        n_resamples: resamples for ``percentile``.
-        seed: seed for ``percentile``.
-
-    Returns:
-        An :class:`Interval` (``se`` is the binomial standard error at the estimate for
-        ``wilson``, ``agresti_coull`` and ``wald``; ``n_effective = n`` for ``wilson``, whose
-        :meth:`Interval.se_at` is the score test's ``sqrt(v (1 - v) / n)``).
-
-    Raises:
-        ValueError: ``membership`` neither 1-D nor 2-D boolean, no image at all, a negative
-            ``n_missing``, an unknown ``method``, ``confidence`` outside (0, 1).
+        membership: boolean ``(n_scored, n_real)`` membership, or a 1-D boolean ``inside`` per scored image.
+        n_missing: generated images without a feature; each counts as outside.
 
     Example:
         >>> inside = np.r_[np.ones(30, bool), np.zeros(10, bool)]

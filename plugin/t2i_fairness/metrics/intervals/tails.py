@@ -23,16 +23,12 @@ P_FLOOR = 1e-300
 
 
 def upper_quantile(alpha: float, df: float | None = None) -> float:
-    """The one-sided upper ``alpha`` quantile of the standard normal (``df`` None or infinite) or of Student's t
-    on ``df`` degrees of freedom, accurate down to ``alpha = 1e-300`` (``ndtri(1 - alpha)`` is infinite
-    there, and scipy's t inverse gives -inf below about 1e-200 for a few degrees of freedom, where the
-    tail ``P(T > t) ~ c t^-df`` gives it in closed form).
+    """The one-sided upper ``alpha`` quantile of the standard normal (``df`` None or infinite) or of Student's t,
+    accurate down to ``alpha = 1e-300`` (a closed-form tail where scipy's inverse gives up).
 
     Example:
-        >>> round(upper_quantile(0.025), 4), round(upper_quantile(0.025, 3), 4)
-        (1.96, 3.1824)
-        >>> round(upper_quantile(1e-300), 2), f"{upper_quantile(1e-300, 3):.3e}"
-        (37.05, '1.033e+100')
+        >>> round(upper_quantile(0.025), 4), round(upper_quantile(0.025, 3), 4), f"{upper_quantile(1e-300, 3):.3e}"
+        (1.96, 3.1824, '1.033e+100')
     """
     a = float(alpha)
     if df is None or not math.isfinite(df):
@@ -47,12 +43,7 @@ def upper_quantile(alpha: float, df: float | None = None) -> float:
 
 
 def _t_density_at_0(df: float) -> float:
-    """Student's t density at 0, ``Gamma((df + 1) / 2) / (sqrt(df pi) Gamma(df / 2))`` (``scipy.stats.t.pdf(0, df)``).
-
-    Example:
-        >>> abs(_t_density_at_0(7.0) - float(_stats.t.pdf(0.0, 7.0))) < 1e-15
-        True
-    """
+    """Student's t density at 0 (``scipy.stats.t.pdf(0, df)``)."""
     return math.exp(_special.gammaln((df + 1) / 2) - _special.gammaln(df / 2)) / math.sqrt(df * math.pi)
 
 
@@ -64,20 +55,13 @@ def _check_alpha(alpha: object) -> float:
 
 
 def share_tail(successes, trials, bound, direction: str):
-    """Exact one-sided binomial p-value of H0 "the share meets ``bound``": ``P(X <= x)`` for a ``min``
-    gate and ``P(X >= x)`` for ``max``, ``X ~ Binomial(trials, bound)``, vectorised.
-
-    Continuous in ``successes`` and ``trials`` (the regularized incomplete beta function), so an
-    effective number of trials works as in Korn & Graubard's (1998) Clopper-Pearson interval for
-    survey shares. Never 0 (floored at :data:`P_FLOOR`).
+    """Exact one-sided binomial p-value of "the share meets ``bound``": ``P(X <= x)`` (``min``) or ``P(X >= x)``
+    (``max``), ``X ~ Binomial(trials, bound)``; continuous in both counts (an effective size works, Korn &
+    Graubard 1998), vectorised, never below :data:`P_FLOOR`.
 
     Example:
-        >>> float(share_tail(45, 60, 0.9, "min")) == float(_stats.binom.cdf(45, 60, 0.9))
-        True
-        >>> float(share_tail(6, 6, 0.5, "max"))     # all 6 of 6 against a ceiling of 0.5: 1/64
-        0.015625
-        >>> float(share_tail(6, 6, 0.5, "min"))
-        1.0
+        >>> float(share_tail(6, 6, 0.5, "max")), float(share_tail(6, 6, 0.5, "min"))     # 6 of 6 against 0.5
+        (0.015625, 1.0)
     """
     x, n, b = np.broadcast_arrays(*(np.asarray(v, dtype=np.float64) for v in (successes, trials, bound)))
     x = np.clip(x, 0.0, n)
@@ -99,16 +83,12 @@ def share_tail(successes, trials, bound, direction: str):
 
 
 def share_limit(successes, trials, alpha, side: str):
-    """Clopper and Pearson's exact one-sided limit of a share at level ``alpha``, vectorised: the
-    ``high`` limit ``u`` solves ``P(Binomial(n, u) <= x) = alpha`` (1 at ``x = n``), the ``low`` one
-    ``P(Binomial(n, l) >= x) = alpha`` (0 at ``x = 0``). :func:`share_tail` at the bound is at most
-    ``alpha`` exactly when the limit excludes the bound, so the two agree. Continuous in ``x``, ``n``.
+    """Clopper and Pearson's exact one-sided limit of a share at level ``alpha``, vectorised and continuous in the
+    counts: it excludes a bound exactly where :func:`share_tail` there is at most ``alpha``.
 
     Example:
-        >>> round(float(share_limit(0, 6, 0.025, "high")), 4)     # 1 - 0.025 ** (1 / 6)
-        0.4593
-        >>> round(float(share_limit(45, 60, 0.025, "low")), 4)
-        0.6214
+        >>> round(float(share_limit(0, 6, 0.025, "high")), 4), round(float(share_limit(45, 60, 0.025, "low")), 4)
+        (0.4593, 0.6214)
     """
     if side in ("low", "high") and np.ndim(successes) == 0 and np.ndim(trials) == 0 and np.ndim(alpha) == 0:
         return _share_limit_one(float(successes), float(trials), float(alpha), side)
@@ -163,13 +143,7 @@ def _beta_low_quantile(p, a, b):
 
 
 def upper_quantiles(alpha, df=None) -> np.ndarray:
-    """:func:`upper_quantile` over arrays of levels and degrees of freedom (``df`` None, or infinite entries:
-    the normal quantile); where scipy's t inverse gives up in the far tail, the scalar function's closed form.
-
-    Example:
-        >>> upper_quantiles(0.025, np.array([3.0, np.inf])).round(4).tolist()
-        [3.1824, 1.96]
-    """
+    """:func:`upper_quantile` over arrays of levels and degrees of freedom (``inf``: the normal quantile)."""
     a = np.asarray(alpha, dtype=np.float64)
     if df is None:
         return -_special.ndtri(a)
@@ -183,13 +157,12 @@ def upper_quantiles(alpha, df=None) -> np.ndarray:
 
 
 def share_trials(n_effective, alpha, df=None):
-    """A share's effective number of trials at one-sided level ``alpha`` (:meth:`Interval.trials`), vectorised:
-    ``n_effective``, times ``(z_alpha / t_{df, alpha})^2`` where its variance was estimated on ``df`` degrees
-    of freedom (Korn & Graubard 1998). Scalars give a float by the scalar quantiles; arrays broadcast.
+    """A share's effective trials at one-sided level ``alpha``: ``n_effective``, times ``(z_alpha / t_{df,
+    alpha})^2`` where its variance has ``df`` degrees of freedom (Korn & Graubard 1998); arrays broadcast.
 
     Example:
-        >>> round(share_trials(100.0, 0.001, 9), 2), share_trials(np.array([100.0, 50.0]), 0.001).tolist()
-        (51.72, [100.0, 50.0])
+        >>> round(share_trials(100.0, 0.001, 9), 2)
+        51.72
     """
     if np.ndim(n_effective) == 0 and np.ndim(alpha) == 0 and np.ndim(df) == 0:
         n = float(n_effective)
@@ -213,15 +186,10 @@ def share_trials(n_effective, alpha, df=None):
 
 
 def share_limits(estimate, n_effective, alpha, side: str, df=None):
-    """A share's one-sided limit at level ``alpha`` (:meth:`Interval.limit` of a score interval without a
-    law-free part), vectorised over runs: Clopper and Pearson's at :func:`share_trials` trials. A bench
-    measuring a share gate over thousands of simulated runs reads its limits here.
+    """A share's one-sided limit at level ``alpha`` (:meth:`Interval.limit` without a law-free part), vectorised
+    over simulated runs: Clopper and Pearson's at :func:`share_trials` trials.
 
     Example:
-        >>> from t2i_fairness.metrics.intervals import precision_interval
-        >>> iv = precision_interval(np.r_[np.ones(45, bool), np.zeros(15, bool)])
-        >>> share_limits(iv.estimate, iv.n_effective, 0.025, "low") == iv.limit(0.025, "low")
-        True
         >>> share_limits(np.array([0.75, 0.5]), np.array([60.0, 60.0]), 0.025, "low", df=np.array([9, 59])).round(4).tolist()
         [0.5987, 0.3653]
     """
@@ -231,16 +199,12 @@ def share_limits(estimate, n_effective, alpha, side: str, df=None):
 
 
 def normal_tail(estimate, se, bound, direction: str, df=None, *, p_floor=0.0):
-    """One-sided p-value of H0 "the true value meets ``bound``" for an estimate with standard error ``se``: the
-    Student t tail on ``df`` degrees of freedom (normal where ``df`` is None or infinite), 1 or
-    :data:`P_FLOOR` where ``se`` is 0 (:meth:`Interval.p_value` of a normal or t interval); never below
-    ``p_floor`` (:func:`floor_to_units`). Vectorised over runs; scalars give a float.
+    """One-sided p-value of "the true value meets ``bound``" for an estimate with standard error ``se``: the t tail
+    on ``df`` (normal where ``None``), never below ``p_floor``; vectorised over runs.
 
     Example:
         >>> round(normal_tail(0.45, 0.02, 0.5, "min", 3), 5), round(normal_tail(0.55, 0.02, 0.5, "min"), 5)
         (0.04385, 0.99379)
-        >>> normal_tail(np.array([0.45, 0.45]), 0.02, 0.5, "min", 3, p_floor=0.0625).round(4).tolist()
-        [0.0625, 0.0625]
     """
     if direction not in ("min", "max"):
         raise ValueError(f"`direction` must be 'min' or 'max', but got {direction!r}")
@@ -262,16 +226,12 @@ def normal_tail(estimate, se, bound, direction: str, df=None, *, p_floor=0.0):
 
 def share_power(trials: float, bound: float, truth: float, direction: str, alpha: float, *,
                 integer: bool = False) -> float:
-    """Probability that :func:`share_tail` rejects at level ``alpha`` when the true share is ``truth``.
-
-    The test's critical count at the bound (the largest ``x`` with ``share_tail(x) <= alpha``; a whole
-    number for a binomial, ``integer=True``), then the binomial distribution at ``truth``.
+    """The chance that :func:`share_tail` rejects at ``alpha`` when the true share is ``truth``: the test's
+    critical count at the bound (a whole number for a binomial, ``integer=True``), then the binomial there.
 
     Example:
         >>> round(share_power(60, 0.9, 0.8, "min", 1e-4, integer=True), 4)  # P(Bin(60, 0.8) <= 43)
         0.0772
-        >>> share_power(6, 0.5, 0.4, "min", 1e-4, integer=True)            # 0 of 6 is p = 1/64: never
-        0.0
     """
     n, b = float(trials), float(bound)
     t = min(max(float(truth), 0.0), 1.0)
@@ -293,17 +253,13 @@ def share_power(trials: float, bound: float, truth: float, direction: str, alpha
 
 
 def invert_limit(limit: Callable[[float, str], float], bound: float, direction: str) -> float:
-    """The p-value of a test given by its one-sided limits: the smallest level ``alpha`` at which
-    ``limit(alpha, "high") < bound`` (a ``min`` gate: evidence the value is below the bound) or
-    ``limit(alpha, "low") > bound`` (``max``). Limits must move monotonically towards the estimate as
-    ``alpha`` grows. Levels in ``[P_FLOOR, 1/2]``; a bound not excluded at 1/2 gives ``p = 1`` (so
-    ``P(p <= a) <= a`` holds for every ``a``).
+    """The p-value of a test given by its one-sided limits: the smallest level in ``[P_FLOOR, 1/2]`` whose limit
+    excludes ``bound`` (1 where none does); the limits must move toward the estimate as ``alpha`` grows.
 
     Example:
         >>> from t2i_fairness.metrics.intervals import Interval
-        >>> iv = Interval(0.5, 0.4, 0.6, "t", 0.95, 12, se=0.05)
-        >>> round(invert_limit(iv.limit, 0.6, "min"), 6) == round(float(_special.ndtr(-2.0)), 6)
-        True
+        >>> round(invert_limit(Interval(0.5, 0.4, 0.6, "t", 0.95, 12, se=0.05).limit, 0.6, "min"), 6)   # Phi(-2)
+        0.02275
     """
     side = "high" if direction == "min" else "low"
     bound = float(bound)
@@ -327,14 +283,12 @@ def invert_limit(limit: Callable[[float, str], float], bound: float, direction: 
 
 
 def agresti_coull(successes: float, trials: float, confidence: float = 0.95) -> tuple[float, float]:
-    """Agresti and Coull's adjusted share ``(successes + z^2/2) / (trials + z^2)`` and its standard error
-    ``sqrt(p~ (1 - p~) / (trials + z^2))``, ``z`` the two-sided normal quantile of ``confidence``; neither
-    is 0 at a share of 0 or 1. ``successes`` may be fractional (a share times an effective size).
+    """Agresti and Coull's adjusted share ``(x + z^2/2) / (n + z^2)`` and its standard error: neither is 0 at a
+    share of 0 or 1 (``successes`` may be fractional).
 
     Example:
-        >>> p, se = agresti_coull(18, 18)
-        >>> round(p, 4), round(se, 4)
-        (0.9121, 0.0606)
+        >>> [round(v, 4) for v in agresti_coull(18, 18)]
+        [0.9121, 0.0606]
     """
     z2 = _z(confidence) ** 2
     n_t = float(trials) + z2
@@ -343,16 +297,12 @@ def agresti_coull(successes: float, trials: float, confidence: float = 0.95) -> 
 
 
 def share_effective_size(estimate, se, n_images, binary):
-    """Korn and Graubard's effective size of a share of ``n_images`` images with standard error ``se``:
-    ``estimate (1 - estimate) / se^2`` (``n_images`` where ``se`` is 0), capped at ``n_images`` when every
-    value is 0 or 1 (the Bernoulli variance is the largest possible), at least 1 (:func:`cluster_mean_interval`).
-    Floats give a float (the interval's own arithmetic); arrays (simulated runs) broadcast.
+    """Korn and Graubard's effective size ``p (1 - p) / se^2`` of a share of ``n_images`` images (``n_images`` where
+    ``se`` is 0; capped there when every value is 0 or 1; at least 1). Arrays broadcast.
 
     Example:
         >>> share_effective_size(0.5, 0.0625, 60.0, False), share_effective_size(0.5, 0.0625, 60.0, True)
         (64.0, 60.0)
-        >>> share_effective_size(np.array([0.5, 0.5]), np.array([0.0625, 0.0]), 60.0, False).tolist()
-        [64.0, 60.0]
     """
     if all(np.ndim(v) == 0 for v in (estimate, se, n_images, binary)):
         n_eff = n_images if se == 0 else estimate * (1.0 - estimate) / se**2

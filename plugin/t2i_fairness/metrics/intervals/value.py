@@ -17,18 +17,12 @@ __all__ = ["Interval", "bound_cannot_fail", "floor_to_units"]
 
 
 def bound_cannot_fail(direction: str, bound: float | None, uncertainty: dict | None) -> bool:
-    """Whether a bound can never be missed: a share (a score interval, ``n_effective`` set: values in
-    [0, 1]) with a ``min`` bound at or below 0 or a ``max`` bound at or above 1.
-
-    The update flow writes such a bound when the model measured the edge itself (a coverage of exactly
-    0, as the random-weight tiny model does): the gate then pins the code path but cannot catch a
-    regression, and the summary says so.
+    """Whether a bound can never be missed: a share's ``min`` bound at or below 0, or ``max`` at or above 1 (the
+    update flow writes one where the model measured the edge itself; the summary says so).
 
     Example:
-        >>> bound_cannot_fail("min", -0.1, {"n_effective": 18.0}), bound_cannot_fail("min", 0.2, {"n_effective": 18.0})
+        >>> bound_cannot_fail("min", -0.1, {"n_effective": 18.0}), bound_cannot_fail("min", -0.1, {"n_effective": None})
         (True, False)
-        >>> bound_cannot_fail("min", -0.1, {"n_effective": None, "se": 0.1})   # not a share: may be negative
-        False
     """
     if bound is None or not uncertainty or uncertainty.get("n_effective") is None:
         return False
@@ -37,37 +31,19 @@ def bound_cannot_fail(direction: str, bound: float | None, uncertainty: dict | N
 
 @dataclass(frozen=True)
 class Interval:
-    """A two-sided confidence interval and what it was computed from.
+    """A two-sided confidence interval, what it was computed from, and the gate's one-sided test at any level.
 
     Attributes:
-        estimate: the statistic on the full sample (the gate's measured value).
-        low: lower end of the interval.
-        high: upper end of the interval.
-        method: the method's name (one of the module's ``*_METHODS``).
-        confidence: nominal two-sided coverage, e.g. 0.95.
-        n_units: how many resampled units stand behind it (generated images, images, prompts).
-        se: standard error used by a normal or t interval (``None`` for quantile methods). The
-            one-sided p-value of :func:`t2i_fairness.metrics.decisions.p_value_normal` with this
-            ``se`` and ``df`` agrees with the interval: a bound outside it has ``p < (1 - confidence) / 2``.
-        df: degrees of freedom of the t quantile (``None`` means the normal quantile).
-        n_effective: for score (Wilson-type) intervals of a share, the effective number of
-            independent trials ``estimate (1 - estimate) / variance``; the interval is the set of
-            values ``v`` with ``|estimate - v| <= z sqrt(v (1 - v) / n_effective)``, and
-            :meth:`se_at` gives the standard error at ``v`` that a score test uses.
-        p_floor: the smallest p-value the design supports without an assumption on the law of its
-            units (0: none). A t test over ``G`` prompts is exact only for normal prompt values; no
-            test free of that assumption gives a p below ``2^-G`` on ``G`` prompts (a sign-flip test's
-            smallest), so :func:`floor_to_units` sets ``p_floor = 2^-G``: the test never fails below it and
-            its power at a level under it is 0 (docs/calibration.md: 4 skewed prompts put the t test at
-            80-140 times its level).
-        bounded: for a mean of unit values in [0, 1] (a cluster share: each prompt's share), the units'
-            count, mean and variance: the test then also holds free of their law (:func:`bounded_mean_tail`:
-            its p-value is the larger of the two, its limits the wider, its power the smaller). A share of
-            skewed clusters is anti-conservative in the far tail (docs/calibration.md: CIS_K 1.3 x, the CIS
-            rate floor 62 x their level without it).
-        trials_cap: the most trials a share's limits can ever count, whatever the sample's size (a coverage:
-            its real balls, ``n_effective`` being capped there): a test at a larger size cannot be narrower
-            than a share's exact interval at that many trials (``None``: no such cap).
+        estimate, low, high: the statistic on the full sample and its interval at ``confidence``.
+        method: the method's name; ``n_units``: the resampled units behind it (images or prompts).
+        se, df: the standard error and t degrees of freedom of a normal or t interval (``None``: none, normal).
+        n_effective: a share's effective number of trials (a score interval); :meth:`se_at` is then the score
+            test's standard error at a value.
+        p_floor: the smallest p-value the design supports free of its units' law (``2^-G`` over ``G`` prompts,
+            :func:`floor_to_units`); the test never fails below it.
+        bounded: for a mean of units in [0, 1], their count, mean and variance: the test also holds free of their
+            law (the larger p-value, the wider limit, the smaller power; docs/calibration.md).
+        trials_cap: the most trials a share's limits can ever count (a coverage's real balls), or ``None``.
 
     Example:
         >>> iv = Interval(0.5, 0.4, 0.6, "wald", 0.95, 100, se=0.05)
@@ -99,12 +75,7 @@ class Interval:
         return bool(self.low <= value <= self.high)
 
     def record(self) -> dict[str, float | int | str | None]:
-        """The fields as plain Python values, for a gate record or report.
-
-        Example:
-            >>> Interval(0.5, 0.4, 0.6, "t", 0.95, 12, se=0.05, df=11).record()["df"]
-            11
-        """
+        """The fields as plain Python values, for a gate record or report."""
         out = {
             "estimate": self.estimate,
             "low": self.low,
@@ -145,21 +116,15 @@ class Interval:
         return share_trials(self.n_effective, alpha, self.df)
 
     def limit(self, alpha: float, side: str) -> float:
-        """The one-sided confidence limit at level ``alpha`` (``side`` ``"low"`` or ``"high"``): the true
-        value lies beyond it with probability at most ``alpha``.
-
-        A share's is exact: Clopper and Pearson's limit at its effective size (:func:`share_limit`; for a
-        binomial precision, ``n`` images). Others: ``estimate -+ q se`` (``q`` the normal or Student t
-        quantile). The gate's p-value is the smallest ``alpha`` whose limit excludes the bound.
+        """The one-sided limit at level ``alpha`` (``side`` ``"low"`` or ``"high"``): exact for a share
+        (Clopper-Pearson at its effective size), ``estimate -+ q se`` otherwise; the wider with a law-free side.
 
         Example:
             >>> import numpy as np
             >>> from t2i_fairness.metrics.intervals import precision_interval
             >>> iv = precision_interval(np.r_[np.ones(45, bool), np.zeros(15, bool)])   # 45 of 60
-            >>> round(iv.limit(0.025, "low"), 4), round(iv.limit(0.025, "high"), 4)     # Clopper-Pearson
+            >>> round(iv.limit(0.025, "low"), 4), round(iv.limit(0.025, "high"), 4)
             (0.6214, 0.8528)
-            >>> round(Interval(0.5, 0.4, 0.6, "t", 0.95, 12, se=0.05, df=11).limit(0.025, "high"), 4)
-            0.61
         """
         alpha = _check_alpha(alpha)
         if side not in ("low", "high"):
@@ -178,12 +143,9 @@ class Interval:
         return float(self.estimate - q * self.se if side == "low" else self.estimate + q * self.se)
 
     def futility_limit(self, alpha: float, side: str) -> float:
-        """The one-sided limit ``--t2i-sequential``'s futility rule reads: :meth:`limit`, except that a mean of
-        bounded units that keeps its units (a cluster share: ``bounded.values``) reads the betting limit as its
-        law-free side (:func:`betting_limit`: valid whatever the units' law, narrower than Hoeffding's and
-        Maurer-Pontil's at tens of units), the wider of it and the interval's own. A futility pass never adds a
-        false alarm; its promise (a model missing by the margin passes early with probability <= beta) needs
-        only a limit that covers at ``beta``. The gate's tests keep :meth:`limit` and :meth:`p_value`."""
+        """The one-sided limit the sequential futility rule reads: :meth:`limit`, or, for a mean of bounded units that
+        keeps its values, the wider of the interval's own limit and the law-free :func:`betting_limit`.
+        """
         if self.bounded is None or self.bounded.values is None:
             return self.limit(alpha, side)
         inner = dataclasses.replace(self, bounded=None).limit(alpha, side)  # checks alpha and side; +-inf below p_floor
@@ -193,17 +155,13 @@ class Interval:
         return float(min(inner, free) if side == "low" else max(inner, free))
 
     def p_value(self, bound: float, direction: str) -> float:
-        """One-sided p-value of H0 "the true value meets ``bound``" (``>=`` for ``min``, ``<=`` for ``max``).
-
-        A share without estimated degrees of freedom: the exact binomial tail at its effective size
-        (:func:`share_tail`); a share with them: the smallest level whose :meth:`limit` excludes the bound;
-        others: the normal or t tail of ``(estimate - bound) / se``. In (0, 1]: never 0.
+        """One-sided p-value of "the true value meets ``bound``" (``>=`` for ``min``): a share's exact binomial tail
+        (or its limits inverted where its df were estimated), else the normal or t tail; in ``(0, 1]``.
 
         Example:
             >>> import numpy as np
             >>> from t2i_fairness.metrics.intervals import precision_interval
-            >>> iv = precision_interval(np.r_[np.ones(45, bool), np.zeros(15, bool)])
-            >>> round(iv.p_value(0.9, "min"), 6)       # P(Binomial(60, 0.9) <= 45)
+            >>> round(precision_interval(np.r_[np.ones(45, bool), np.zeros(15, bool)]).p_value(0.9, "min"), 6)
             0.000666
         """
         bound = float(bound)
@@ -222,18 +180,14 @@ class Interval:
         return min(max(p, P_FLOOR, self.p_floor), 1.0)
 
     def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
-        """The probability that the gate's test at level ``alpha`` fails a model whose true value misses
-        ``bound`` by ``effect`` (``bound - effect`` for ``min``), at this interval's size.
-
-        A share's is exact for a binomial (the test's critical count at the bound, the binomial
-        distribution at the true value; continuous in the effective size otherwise); others: the
-        normal approximation ``Phi(effect / se - q_alpha)`` (``q``: normal or t quantile).
+        """The chance that the test at ``alpha`` fails a model whose true value misses ``bound`` by ``effect``: exact
+        for a share, ``Phi(effect / se - q_alpha)`` otherwise.
 
         Example:
             >>> import numpy as np
             >>> from t2i_fairness.metrics.intervals import precision_interval
             >>> iv = precision_interval(np.r_[np.ones(54, bool), np.zeros(6, bool)])    # 60 images
-            >>> round(iv.power(0.9, "min", 0.10, 1e-4), 3)    # a 0.10 miss at alpha 1e-4: P(Bin(60, 0.8) <= 43)
+            >>> round(iv.power(0.9, "min", 0.10, 1e-4), 3)    # P(Bin(60, 0.8) <= 43)
             0.077
         """
         alpha = _check_alpha(alpha)
@@ -272,13 +226,13 @@ class Interval:
 
 
 def floor_to_units(interval: Interval, units: int) -> Interval:
-    """``interval`` with ``p_floor = 2^-units``: a test over ``units`` independent units (prompts) claims no
-    p-value below what a test free of assumptions on their law can give (a sign-flip test's smallest).
+    """``interval`` with ``p_floor = 2^-units``: a test over ``units`` prompts claims no p-value below a sign-flip
+    test's smallest.
 
     Example:
         >>> iv = floor_to_units(Interval(0.5, 0.4, 0.6, "t", 0.95, 4, se=0.01, df=3), 4)
-        >>> iv.p_floor, iv.p_value(0.9, "min"), iv.power(0.9, "min", 0.1, 1e-4), iv.limit(1e-4, "high")
-        (0.0625, 0.0625, 0.0, inf)
+        >>> iv.p_value(0.9, "min"), iv.power(0.9, "min", 0.1, 1e-4), iv.limit(1e-4, "high")
+        (0.0625, 0.0, inf)
     """
 
     if units < 1:
