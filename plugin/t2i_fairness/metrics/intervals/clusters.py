@@ -35,17 +35,9 @@ def _cluster_index(clusters: object, n: int) -> tuple[np.ndarray, int]:
     return codes.ravel(), int(codes.max()) + 1 if codes.size else 0
 
 
-def cluster_mean_interval(
-    values: object,
-    clusters: object,
-    *,
-    weighting: str = "image",
-    method: str = "auto",
-    confidence: float = 0.95,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    law_free: bool = True,
-) -> Interval:
+def cluster_mean_interval(values: object, clusters: object, *, weighting: str = "image", method: str = "auto",
+                          confidence: float = 0.95, n_resamples: int = 1000, seed: int = 0,
+                          law_free: bool = True) -> Interval:
     """Interval for a mean of per-image values when the prompts (clusters) were sampled.
 
     Prompts are the units. ``weighting="image"``: the pooled mean; ``"cluster"``: the mean of prompt means. ``t``:
@@ -139,15 +131,8 @@ def cluster_share_runs(sums, images: int, binary, *, multiplicity=None) -> dict[
             "df": g - 1, "units": g, "mean": mean, "var": var}
 
 
-def cluster_bootstrap_interval(
-    statistic: Callable[[np.ndarray], float],
-    clusters: object,
-    *,
-    method: str = "t",
-    confidence: float = 0.95,
-    n_resamples: int = 200,
-    seed: int = 0,
-) -> Interval:
+def cluster_bootstrap_interval(statistic: Callable[[np.ndarray], float], clusters: object, *, method: str = "t",
+                               confidence: float = 0.95, n_resamples: int = 200, seed: int = 0) -> Interval:
     """Interval for any statistic of images grouped by sampled prompts (prompts resampled).
 
     ``statistic(indices)`` maps an int array of image indices to a number (``arange(n)``: the estimate). ``t``:
@@ -183,16 +168,9 @@ def cluster_bootstrap_interval(
     return _from_replicates(method, estimate, reps, confidence, g, jack)
 
 
-def stratified_mean_interval(
-    values: object,
-    strata: object | None = None,
-    *,
-    weighting: str = "stratum",
-    method: str = "t",
-    confidence: float = 0.95,
-    n_resamples: int = 1000,
-    seed: int = 0,
-) -> Interval:
+def stratified_mean_interval(values: object, strata: object | None = None, *, weighting: str = "stratum",
+                             method: str = "t", confidence: float = 0.95, n_resamples: int = 1000,
+                             seed: int = 0) -> Interval:
     """Interval for a mean of per-image scores over fixed prompts (strata), images resampled within each.
 
     ``weighting="stratum"``: the mean of prompt means; ``"image"``: the pooled mean. ``t``: the stratified standard

@@ -205,15 +205,9 @@ class PercentileMean(Interval):
         return float(sum(moves) / len(moves))
 
 
-def percentile_mean_interval(
-    scores: Mapping[str, object] | Sequence[object],
-    *,
-    percentile: float = 10.0,
-    method: str = "jackknife_t",
-    confidence: float = 0.95,
-    n_resamples: int = 1000,
-    seed: int = 0,
-) -> Interval:
+def percentile_mean_interval(scores: Mapping[str, object] | Sequence[object], *, percentile: float = 10.0,
+                             method: str = "jackknife_t", confidence: float = 0.95, n_resamples: int = 1000,
+                             seed: int = 0) -> Interval:
     """Interval for the mean over groups of each group's ``percentile`` (DIG In Object Consistency).
 
     Images are the random units within each fixed group. The default ``jackknife_t`` takes each group's exact

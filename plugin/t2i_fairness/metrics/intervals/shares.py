@@ -45,14 +45,8 @@ def _coverage_jackknife(member: np.ndarray) -> np.ndarray:
     return (np.count_nonzero(counts) - alone) / member.shape[1]
 
 
-def coverage_interval(
-    membership: object,
-    *,
-    method: str = "jackknife_wilson_df",
-    confidence: float = 0.95,
-    n_resamples: int = 1000,
-    seed: int = 0,
-) -> Interval:
+def coverage_interval(membership: object, *, method: str = "jackknife_wilson_df", confidence: float = 0.95,
+                      n_resamples: int = 1000, seed: int = 0) -> Interval:
     """Interval for coverage, the share of real balls that hold at least one generated image.
 
     Generated images are the random units; the real balls are fixed. A resample only loses distinct images, so
@@ -108,15 +102,8 @@ def coverage_interval(
     return _from_replicates(method, estimate, reps, confidence, n, jack, clip=(0.0, 1.0))
 
 
-def precision_interval(
-    membership: object,
-    *,
-    n_missing: int = 0,
-    method: str = "wilson",
-    confidence: float = 0.95,
-    n_resamples: int = 1000,
-    seed: int = 0,
-) -> Interval:
+def precision_interval(membership: object, *, n_missing: int = 0, method: str = "wilson", confidence: float = 0.95,
+                       n_resamples: int = 1000, seed: int = 0) -> Interval:
     """Interval for precision, the share of generated images inside the real manifold.
 
     A binomial proportion over ``n = rows + n_missing`` images given the reference (pass the de-duplicated rows
