@@ -24,6 +24,7 @@ from t2i_fairness.gating.sequential import (
     futility_levels,
     spending_shares,
 )
+from t2i_fairness.gating.sequential.stopping import conditional_power, df_at_n, drift, fails_possible
 from t2i_fairness.gating.thresholds import Bound
 from t2i_fairness.metrics.intervals import precision_interval
 from t2i_fairness.metrics.sequential import round_sizes
@@ -343,13 +344,13 @@ def test_conditional_power_is_zero_where_no_outcome_at_n_can_fail_and_a_union_ov
 
     # 2 of 4 prompts: a test over 4 prompts claims no p below 2^-4, so at 1e-4 nothing at N fails the gate
     two = floor_to_units(Interval(0.5, 0.3, 0.7, "t", 0.95, 2, se=0.1, df=1.0), 2)
-    assert two.conditional_power(0.9, "min", 0.10, 1e-4, 0.5) == 0.0
-    assert 0.0 < two.conditional_power(0.9, "min", 0.10, 0.1, 0.5) <= 1.0  # at 0.1 > 2^-4 it may
+    assert conditional_power(two, 0.9, "min", 0.10, 1e-4, 0.5) == 0.0
+    assert 0.0 < conditional_power(two, 0.9, "min", 0.10, 0.1, 0.5) <= 1.0  # at 0.1 > 2^-4 it may
     groups = {r: precision_interval(np.r_[np.ones(k, bool), np.zeros(60 - k, bool)]) for r, k in
               [("a", 50), ("b", 44), ("c", 41)]}
     w, level = worst_of(groups), 1e-3
-    each = [g.conditional_power(0.6, "min", 0.10, level / 3, 0.25, 0.002) for g in groups.values()]
-    assert w.conditional_power(0.6, "min", 0.10, level, 0.25, 0.002) == pytest.approx(min(1.0, sum(each)))
+    each = [conditional_power(g, 0.6, "min", 0.10, level / 3, 0.25, 0.002) for g in groups.values()]
+    assert conditional_power(w, 0.6, "min", 0.10, level, 0.25, 0.002) == pytest.approx(min(1.0, sum(each)))
     assert max(each) > 0  # the worst group is not the only one that may fail at N
 
 
@@ -364,15 +365,15 @@ def test_conditional_power_of_a_binomial_share_is_the_exact_chance_of_its_test_a
             crit = ks[(ks / N < bound) & (p_n <= level)]
             for k in sorted({n // 2, 3 * n // 4, n - 1, n}):
                 exact = stats.binom.cdf(crit.max() - k, N - n, bound - 0.10) if crit.size else 0.0
-                got = _share(k, n).evidence.conditional_power(bound, "min", 0.10, level, n / N)
+                got = conditional_power(_share(k, n).evidence, bound, "min", 0.10, level, n / N)
                 assert got == pytest.approx(exact, abs=1e-12), (N, n, bound, k, got, exact)
                 # a ceiling (max): the mirror image, failures counted
                 q_n = np.array([_share(int(c), N).evidence.p_value(1 - bound, "max") for c in ks])
                 up = ks[(ks / N > 1 - bound) & (q_n <= level)]
                 mirror = stats.binom.sf(up.min() - (n - k) - 1, N - n, 1 - bound + 0.10) if up.size else 0.0
-                got_max = _share(n - k, n).evidence.conditional_power(1 - bound, "max", 0.10, level, n / N)
+                got_max = conditional_power(_share(n - k, n).evidence, 1 - bound, "max", 0.10, level, n / N)
                 assert got_max == pytest.approx(mirror, abs=1e-12), (N, n, bound, k, got_max, mirror)
-    assert _share(6, 8).evidence.conditional_power(0.78, "min", 0.10, 1.4e-4, 0.5) == 0.0
+    assert conditional_power(_share(6, 8).evidence, 0.78, "min", 0.10, 1.4e-4, 0.5) == 0.0
 
 
 def test_a_hoeffding_gates_conditional_power_reads_its_own_critical_distance_at_n():
@@ -391,7 +392,7 @@ def test_a_hoeffding_gates_conditional_power_reads_its_own_critical_distance_at_
     assert d > normal_d
     miss = max(0.10, h.futility_limit(beta, "high") - bound)  # judged at the look's own limit (it cannot exclude it)
     se = full.se_at(bound + miss)
-    got = h.conditional_power(bound, "max", 0.10, level, t, beta=beta)
+    got = conditional_power(h, bound, "max", 0.10, level, t, beta=beta)
     assert got == pytest.approx(model(bound - h.estimate, miss, d, se, t), rel=1e-12)
     assert 0.0 < got < model(bound - h.estimate, miss, normal_d, se, t)
 
@@ -424,8 +425,8 @@ def test_percentile_curtailment_counts_the_drift_and_keeps_the_power_at_n():
     rng = np.random.default_rng(11)
     _, iv = _consistency(rng, 0.3, 12)
     flat = dataclasses.replace(iv, sizes=())
-    assert iv.drift(0.25) < 0 and flat.drift(0.25) == 0.0
-    assert iv.conditional_power(bound, "min", 0.02, level, 0.25) >= flat.conditional_power(bound, "min", 0.02, level, 0.25)
+    assert drift(iv, 0.25) < 0 and drift(flat, 0.25) == 0.0
+    assert conditional_power(iv, bound, "min", 0.02, level, 0.25) >= conditional_power(flat, bound, "min", 0.02, level, 0.25)
     shares = spending_shares([n / 48 for n in looks], level)
     betas = futility_levels(len(looks))
     runs, curtailed, fixed_fails = 200, 0, 0
@@ -478,15 +479,15 @@ def test_an_estimated_df_is_not_carried_to_n_so_a_collapse_seen_on_a_look_is_nev
     from t2i_fairness.metrics.intervals import Interval, PercentileMean
 
     look = Interval(0.0142, 0.005, 0.03, "jackknife_wilson_df", 0.95, 1620, se=0.0037, df=2.0, n_effective=1043.6)
-    assert look._df_at_n(32 / 60, units_grow=False) is None
-    assert look.conditional_power(0.4957, "min", 0.10, 3.5e-5, 32 / 60, beta=0.0017, units_grow=False) > 0.99
+    assert df_at_n(look, 32 / 60, units_grow=False) is None
+    assert conditional_power(look, 0.4957, "min", 0.10, 3.5e-5, 32 / 60, beta=0.0017, units_grow=False) > 0.99
     ind = Indicator(look.estimate, 1620, "coverage", look, grows=True)
     d = decide_look(ind, 0.4957, "min", level=3.5e-5, share=0.01, beta=0.0017, fraction=32 / 60, units_grow=False)
     assert d.reason == "open"
     t_over_units = Interval(0.4, 0.3, 0.5, "t", 0.95, 4, se=0.05, df=3.0)
-    assert t_over_units._df_at_n(0.5, units_grow=True) == 7.0 and t_over_units._df_at_n(0.5, units_grow=False) == 3.0
+    assert df_at_n(t_over_units, 0.5, units_grow=True) == 7.0 and df_at_n(t_over_units, 0.5, units_grow=False) == 3.0
     groups = PercentileMean(0.3, 0.2, 0.4, "jackknife_t", 0.95, 72, se=0.01, df=6, sizes=(12,) * 6, sds=(0.03,) * 6)
-    assert groups._df_at_n(0.25, units_grow=False) == 6.0
+    assert df_at_n(groups, 0.25, units_grow=False) == 6.0
 
 
 def test_curtailment_is_off_without_a_fraction_as_under_inconclusive_fail():
@@ -537,7 +538,7 @@ def test_a_ratio_left_undefined_by_noise_passes_early_only_where_no_outcome_at_n
 
 def test_a_spread_or_ratio_of_coverages_no_outcome_can_fail_passes_early_and_none_fails_by_brute_force():
     """Coverages count at most their real balls as trials (``trials_cap``), so a spread or a ratio of regions with few
-    real images may be unable to fail at any number of generated images: ``Pairs.fails_possible`` says so from every
+    real images may be unable to fail at any number of generated images: ``fails_possible`` says so from every
     achievable value at the cap. Checked against the product's own test on 3,000 random coverings (3 to 60 generated
     images per region, extremes included: every ball held, none held); with 200 real balls a region it claims
     nothing. The look then passes such a gate (conditional power 0)."""
@@ -556,7 +557,7 @@ def test_a_spread_or_ratio_of_coverages_no_outcome_can_fail_passes_early_and_non
 
     for contrast, bound, direction in (("difference", 0.45, "max"), ("ratio", 0.5, "min")):
         ev = pairs([coverage_interval(covering(r, 8, 0.5)) for r in balls], contrast=contrast)
-        assert not ev.fails_possible(bound, direction, a)
+        assert not fails_possible(ev, bound, direction, a)
         for _ in range(1500):
             n = int(rng.integers(3, 61))
             shares = rng.choice([0.0, 1.0, rng.random()], size=len(balls))
@@ -569,4 +570,4 @@ def test_a_spread_or_ratio_of_coverages_no_outcome_can_fail_passes_early_and_non
     # 200 real balls a region: the cap no longer rules a failure out, so the look leaves the gate to its test
     wide = [coverage_interval(covering(200, 8, 0.5)) for _ in range(3)]
     for contrast, bound, direction in (("difference", 0.45, "max"), ("ratio", 0.5, "min")):
-        assert pairs(wide, contrast=contrast).fails_possible(bound, direction, a)
+        assert fails_possible(pairs(wide, contrast=contrast), bound, direction, a)

@@ -1,5 +1,6 @@
 """Sequential gates (``--t2i-sequential``): planned looks, alpha spent over them, early passes by futility or
-curtailment. ``plan`` (spending, futility levels, a plan's images), ``rules`` (one gate at one look), ``loop``
+curtailment. ``plan`` (spending, futility levels, a plan's images), ``rules`` (one gate at one look), ``stopping`` (what a look
+says of the test at ``N``: can it fail, its conditional power), ``loop``
 (a study's gates, look by look), ``look`` (the typed record of where a gate stopped) and ``messages`` (what a
 look says). Design and rationale: ``docs/sequential.md``."""
 

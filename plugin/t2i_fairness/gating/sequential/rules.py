@@ -18,7 +18,8 @@ from t2i_fairness.gating.indicator import KINDS
 from t2i_fairness.gating.power import MEANINGFUL_MISS
 from t2i_fairness.gating.sequential.look import Reason
 from t2i_fairness.gating.sequential.plan import FUTILITY_BETA
-from t2i_fairness.metrics.intervals import P_FLOOR
+from t2i_fairness.gating.sequential.stopping import conditional_power, fails_possible
+from t2i_fairness.metrics.intervals import P_FLOOR, Interval
 
 __all__ = ["CURTAIL_GAMMA", "FUTILITY_BETA", "FUTILITY_MISS", "LookDecision", "REASONS", "SequentialEvidence",
            "declare_futility_miss", "decide_look"]
@@ -98,7 +99,7 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
             return undecided
         # a value left undefined by noise that another gate judges (a ratio whose denominator fell to 0 or below):
         # at N it is inconclusive if still undefined, else its test decides; where no outcome of that test can fail
-        # it, stopping here costs nothing (its evidence, where the study gives one, says: ``fails_possible``)
+        # it, stopping here costs nothing (its evidence, where the study gives one, says: :func:`fails_possible`)
         return _curtail(indicator, bound, direction, level, fraction, beta, units_grow, undecided, impossible_only=True)
     p = None
     if indicator.test is not None:
@@ -146,12 +147,12 @@ def _curtail(indicator, bound: float, direction: str, level: float, fraction: fl
     (``impossible_only``: that rule alone, for a look whose value is undefined)."""
     miss = MEANINGFUL_MISS.get(indicator.kind)
     ev = indicator.evidence
-    if not beta or fraction is None or not 0.0 < fraction < 1.0 or not hasattr(ev, "fails_possible"):
+    if not beta or fraction is None or not 0.0 < fraction < 1.0 or not isinstance(ev, Interval):
         return open_
-    if not ev.fails_possible(bound, direction, level, fraction, units_grow):
+    if not fails_possible(ev, bound, direction, level, fraction, units_grow):
         cp = 0.0
     elif indicator.curtail and miss is not None and not impossible_only:
-        cp = float(ev.conditional_power(bound, direction, miss, level, fraction, beta, units_grow))
+        cp = float(conditional_power(ev, bound, direction, miss, level, fraction, beta, units_grow))
     else:
         return open_
     if cp < CURTAIL_GAMMA:
