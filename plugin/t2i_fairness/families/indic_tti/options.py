@@ -1,5 +1,6 @@
-"""IndicTTI's options (the multilingual prompt file, the languages, images per prompt and language) and the
-selection they resolve to: the prompts, checked to cover every measured language (English always included).
+"""IndicTTI's options (the multilingual prompt file, the languages, images per prompt and language), each declared
+once as a field of :class:`IndicOptions`, and the selection they resolve to (:class:`IndicSelection`): the prompts,
+checked to cover every measured language (English always included).
 """
 
 from __future__ import annotations
@@ -9,22 +10,46 @@ from pathlib import Path
 
 from t2i_fairness.errors import OptionError
 from t2i_fairness.vocab.multilingual import MultilingualPromptSet
-from t2i_fairness.spine.options import Option, Values, positive
+from t2i_fairness.spine.options import Option, Values, option_fields, options_of, positive, resolve_fields
 from t2i_fairness.vocab.languages import ENGLISH, get_language
 
 PAPER_INDIC_IMAGES_PER_PROMPT = 4  # IndicTTI Section 3.2; DIG In's 60 would be 15x the paper's work
 SMOKE_INDIC_IMAGES_PER_PROMPT = 6
 
-OPTIONS = (
-    Option("--t2i-indic-prompts", "IndicTTI multilingual prompt file, .jsonl or .csv (fields prompt_id, lang, text, "
-           "english, reference_image); default: the bundled smoke SAMPLE (4 prompts, 6 languages, not validated)",
-           metavar="PATH"),
-    Option("--t2i-languages", "IndicTTI languages to measure: comma-separated codes such as hin_Deva,tam_Taml (any "
-           "case) or 'all' (default: every language of the prompt file; English is always included)", metavar="LIST"),
-    Option("--t2i-indic-images", "IndicTTI: images per prompt and language (when not given: --t2i-images-per-prompt "
-           "if that is given, else the preset's)", smoke=SMOKE_INDIC_IMAGES_PER_PROMPT,
-           paper=PAPER_INDIC_IMAGES_PER_PROMPT, type=int, metavar="N"),
-)
+
+def _prompt_file(v: Values, flag: str) -> Path:
+    from t2i_fairness.vocab.multilingual import SMOKE_SAMPLE
+
+    raw = v.raw(flag)
+    return SMOKE_SAMPLE if raw is None else v.invocation_dir / Path(raw).expanduser()
+
+
+def _images(v: Values, flag: str) -> int | None:
+    """The flag's value (checked), unless only ``--t2i-images-per-prompt`` is given: then ``None`` (the core's)."""
+    if v.given(flag) or not v.given("--t2i-images-per-prompt"):
+        return positive(v, flag)
+    return None
+
+
+@dataclass(frozen=True)
+@option_fields
+class IndicOptions:
+    """The family's options of a run: one field per option; defaults are an empty command line's."""
+
+    prompt_file: Path = Option(
+        "--t2i-indic-prompts", "IndicTTI multilingual prompt file, .jsonl or .csv (fields prompt_id, lang, text, "
+        "english, reference_image); default: the bundled smoke SAMPLE (4 prompts, 6 languages, not validated)",
+        metavar="PATH", check=_prompt_file)
+    languages: str | None = Option(
+        "--t2i-languages", "IndicTTI languages to measure: comma-separated codes such as hin_Deva,tam_Taml (any "
+        "case) or 'all' (default: every language of the prompt file; English is always included)", metavar="LIST")
+    images: int | None = Option(
+        "--t2i-indic-images", "IndicTTI: images per prompt and language (when not given: --t2i-images-per-prompt "
+        "if that is given, else the preset's)", smoke=SMOKE_INDIC_IMAGES_PER_PROMPT,
+        paper=PAPER_INDIC_IMAGES_PER_PROMPT, type=int, metavar="N", check=_images)
+
+
+OPTIONS = options_of(IndicOptions)
 
 
 @dataclass(frozen=True)
@@ -38,6 +63,29 @@ class IndicSelection:
     @property
     def non_english(self) -> tuple[str, ...]:
         return tuple(code for code in self.languages if code != ENGLISH)
+
+    @classmethod
+    def of(cls, options: IndicOptions, core) -> IndicSelection:
+        """Load and check the prompt file and the languages (images per prompt: the core's where ``None``);
+        problems raise ``OptionError`` naming the option.
+        """
+        from t2i_fairness.vocab.multilingual import load_prompts
+
+        try:
+            prompts = load_prompts(options.prompt_file)
+        except (OSError, ValueError) as exc:  # FileNotFoundError, PromptFileError, a wrong extension
+            raise OptionError("--t2i-indic-prompts", str(exc)) from None
+        try:
+            languages = select_languages(prompts, options.languages)
+        except ValueError as exc:
+            raise OptionError("--t2i-languages", str(exc)) from None
+        prompts = prompts.subset(languages=languages)
+        try:
+            check_full_grid(prompts)
+        except ValueError as exc:
+            raise OptionError("--t2i-indic-prompts", str(exc)) from None
+        images = core.images_per_prompt if options.images is None else options.images
+        return cls(prompts, languages, images)
 
 
 def select_languages(prompts: MultilingualPromptSet, spec: str | None) -> tuple[str, ...]:
@@ -92,26 +140,7 @@ def check_full_grid(prompts: MultilingualPromptSet) -> None:
 
 
 def resolve(v: Values, core) -> IndicSelection:
-    """Load and check the prompt file and the languages; problems raise ``OptionError`` naming the option."""
-    from t2i_fairness.vocab.multilingual import SMOKE_SAMPLE, load_prompts
-
-    raw = v.raw("--t2i-indic-prompts")
-    path = SMOKE_SAMPLE if raw is None else v.invocation_dir / Path(raw).expanduser()
-    try:
-        prompts = load_prompts(path)
-    except (OSError, ValueError) as exc:  # FileNotFoundError, PromptFileError, a wrong extension
-        raise OptionError("--t2i-indic-prompts", str(exc)) from None
-    try:
-        languages = select_languages(prompts, v.raw("--t2i-languages"))
-    except ValueError as exc:
-        raise OptionError("--t2i-languages", str(exc)) from None
-    prompts = prompts.subset(languages=languages)
-    try:
-        check_full_grid(prompts)
-    except ValueError as exc:
-        raise OptionError("--t2i-indic-prompts", str(exc)) from None
-    if v.given("--t2i-indic-images") or not v.given("--t2i-images-per-prompt"):
-        n = positive(v, "--t2i-indic-images")
-    else:
-        n = core.images_per_prompt
-    return IndicSelection(prompts, languages, n)
+    """The IndicTTI selection of this run; bad values raise :class:`~t2i_fairness.errors.OptionError` naming the
+    option.
+    """
+    return IndicSelection.of(IndicOptions(**resolve_fields(IndicOptions, v)), core)
