@@ -97,12 +97,17 @@ def test_every_gate_test_reads_its_studys_indicator_of_its_name_and_carries_no_s
         assert not names & banned, (name, names & banned)
 
 
-def test_a_family_gives_both_look_and_rounds_or_neither():
+def test_a_family_with_look_plans_its_studys_looks_unless_it_gives_rounds():
+    from types import SimpleNamespace
+
     from t2i_fairness.families.base import Family, indicator
 
-    with pytest.raises(ValueError, match="both look= and rounds="):
-        Family("x", "X", "p", (), "x", lambda b, o: None, look=lambda s, n: s)
-    Family("x", "X", "p", (), "x", lambda b, o: None, look=lambda s, n: s, rounds=lambda s: ([1, 2], "images"))
+    with pytest.raises(ValueError, match="needs look= with rounds="):
+        Family("x", "X", "p", (), "x", lambda b, o: None, rounds=lambda s: ([1, 2], "images"))
+    study = SimpleNamespace(planned_looks=lambda: ([2, 4], "prompts"))
+    assert Family("x", "X", "p", (), "x", lambda b, o: None, look=lambda s, n: s).rounds(study) == ([2, 4], "prompts")
+    given = Family("x", "X", "p", (), "x", lambda b, o: None, look=lambda s, n: s, rounds=lambda s: ([1, 2], "images"))
+    assert given.rounds(study) == ([1, 2], "images") and Family("x", "X", "p", study=print).rounds is None
     with pytest.raises(ValueError, match="unknown indicator kind"):
         indicator("mean")
 

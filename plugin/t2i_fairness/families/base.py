@@ -46,54 +46,107 @@ def param_id(*parts: object) -> str:
 class Family:
     """A paper family of indicators.
 
+    A family declares only what is its own; the rest follows (``suite_modules``, ``fixture``, ``study``, ``rounds``).
+
     Attributes:
         name: the family's id (folder name, ``family_<name>`` marker).
         paper: the paper (title, authors, year) and its file in ``shared/papers``.
-        suite_modules: the gate test modules of the suite (``test_cis``) that belong to it.
-        fixture: the name of the session fixture that gives its study.
-        study: ``study(workbench, family_options) -> study object`` (imports lazily).
+        suite_modules: the gate test modules of the suite (``test_cis``) that belong to it; not given,
+            ``test_<name>``.
+        fixture: the name of the session fixture that gives its study; not given, ``name``.
+        study: ``study(workbench, family_options) -> study object`` (imports lazily); not given,
+            ``study_type()(workbench, family_options)``.
         resolve: ``resolve(values, core_options) -> frozen family options`` (raises ``OptionError``).
         parameters: ``parameters(fixturenames, core, family_options) -> [Parameters]``.
         header: ``header(core, family_options) -> str | None``: a line of the run's header.
         labels: ``labels(core, family_options) -> {kind: tokens}``: the regions, languages and
             templates its gate ids name, so reports label gates without importing vocabularies.
         needs: ``needs(call, study) -> [Need]``: the study slices and images a selected test reads;
-            ``None``: its images cannot be planned.
+            ``None``: its images cannot be planned. A ``"module:function"`` path (``".study:needs"``: in the
+            family's own package) is imported when called.
         canaries: the ``--t2i-canary NAME:SLICE[:PARAM]`` it knows (from its ``canaries.py``).
         look: ``look(study, n) -> study``: the study at ``n`` of its planned looks (nested prefixes of
             the fixed-N run); with ``rounds``, what ``--t2i-sequential`` needs.
-        rounds: ``rounds(study) -> (looks, unit)``: the planned looks, the last the fixed-N size.
-        study_type: ``study_type() -> the study's class``, whose indicator methods are the gates.
+        rounds: ``rounds(study) -> (looks, unit)``: the planned looks, the last the fixed-N size; not
+            given (with ``look``), ``study.planned_looks()``.
+        study_type: ``study_type() -> the study's class``, whose indicator methods are the gates; a
+            ``"module:Class"`` path, as for ``needs``.
         futility_miss: ``(kind, miss)`` pairs for its own kinds that have no meaningful miss.
         null_shares: the data file of its gates' null-model image shares; ``None``: counted at ``N``.
         scorers: the workbench scorers its studies use, so a run can release them once no remaining
             gate needs them; ``None``: every model stays loaded while its gates remain.
+
+    Example:
+        >>> f = Family("demo", "Demo", "a paper", study_type="fractions:Fraction", needs="operator:add",
+        ...            look=lambda study, n: study)
+        >>> f.fixture, f.suite_modules, f.study_type().__name__, f.study(3, 4), f.needs(2, 5)
+        ('demo', ('test_demo',), 'Fraction', Fraction(3, 4), 7)
     """
 
     name: str
     title: str
     paper: str
-    suite_modules: tuple[str, ...]
-    fixture: str
-    study: Callable[[Any, Any], Any]
+    suite_modules: tuple[str, ...] = ()
+    fixture: str = ""
+    study: Callable[[Any, Any], Any] | None = None
     options: tuple[Option, ...] = ()
     resolve: Callable[[Values, T2IOptions], Any] | None = None
     parameters: Callable[[set[str], T2IOptions, Any], Sequence[Parameters]] | None = None
     header: Callable[[T2IOptions, Any], str | None] | None = None
     labels: Callable[[T2IOptions, Any], Mapping[str, Iterable[str]]] | None = None
-    needs: Callable[[GateCall, Any], Sequence[Need]] | None = None
+    needs: Callable[[GateCall, Any], Sequence[Need]] | str | None = None
     canaries: tuple[CanaryInfo, ...] = ()
     look: Callable[[Any, int], Any] | None = None
     rounds: Callable[[Any], tuple[Sequence[int], str]] | None = None
-    study_type: Callable[[], type] | None = None
+    study_type: Callable[[], type] | str | None = None
     scorers: tuple[str, ...] | None = None
     futility_miss: tuple[tuple[str, float], ...] = ()
     null_shares: str | None = None
     doc: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
-        if (self.look is None) != (self.rounds is None):
-            raise ValueError(f"family {self.name}: --t2i-sequential needs both look= and rounds= (or neither)")
+        package = f"{__name__.rpartition('.')[0]}.{self.name}"  # where ".study:Name" paths start
+        study_type = _imported(self.study_type, package) if isinstance(self.study_type, str) else self.study_type
+        derived = {"fixture": self.fixture or self.name, "suite_modules": self.suite_modules or (f"test_{self.name}",),
+                   "study_type": study_type}
+        if isinstance(self.needs, str):
+            derived["needs"] = _called(_imported(self.needs, package))
+        if self.study is None:
+            if study_type is None:
+                raise TypeError(f"family {self.name}: give study= or study_type=")
+            derived["study"] = _called(study_type)
+        if self.rounds is None and self.look is not None:
+            derived["rounds"] = _planned_looks
+        elif self.look is None and self.rounds is not None:
+            raise ValueError(f"family {self.name}: --t2i-sequential needs look= with rounds=")
+        for key, value in derived.items():
+            object.__setattr__(self, key, value)
+
+
+def _imported(path: str, package: str) -> Callable[[], Any]:
+    """``"package.module:name"`` (``".module:name"``: in ``package``) -> a function that imports the module when
+    called and returns ``name``."""
+    module, _, name = path.partition(":")
+    if not module.strip(".") or not name.isidentifier():
+        raise ValueError(f"{path!r}: not a 'package.module:name' path")
+    module = package + module if module.startswith(".") else module
+
+    def imported():
+        import importlib
+
+        return getattr(importlib.import_module(module), name)
+
+    imported.__qualname__ = imported.__name__ = path
+    return imported
+
+
+def _called(get: Callable[[], Callable]) -> Callable:
+    """A function that calls what ``get()`` returns with its own arguments."""
+    return lambda *args: get()(*args)
+
+
+def _planned_looks(study):
+    return study.planned_looks()
 
 
 def null_shares(family: Family):

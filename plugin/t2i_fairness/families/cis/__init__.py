@@ -14,26 +14,10 @@ from t2i_fairness.families.cis.options import OPTIONS, resolve
 from t2i_fairness.metrics.cis import ORDER_EFFECT
 
 
-def _study(bench, options):
-    from t2i_fairness.families.cis.study import CisStudy
-
-    return CisStudy(bench, options)
-
-
-def _look(study, m: int):
-    return study.at_prompts(m)
-
-
 def _parameters(names: set[str], core, options) -> list[Parameters]:
     if "cis_k" not in names:
         return []
     return [Parameters(("cis_k",), [(k,) for k in options.ks], [f"k{k}" for k in options.ks])]
-
-
-def _needs(call, study):
-    from t2i_fairness.families.cis.study import needs
-
-    return needs(call, study)
 
 
 def _header(core, o) -> str:
@@ -42,28 +26,18 @@ def _header(core, o) -> str:
             f"order test on {o.order_prompts} prompts; {fid}")
 
 
-def _study_type():
-    from t2i_fairness.families.cis.study import CisStudy
-
-    return CisStudy
-
-
 FAMILY = Family(
     name="cis",
     title="Components Inclusion Score",
     paper="Foong et al. 2023, The Challenges of Image Generation Models in Generating Multi-Component Images "
           "(shared/papers/components-inclusion-score.txt)",
-    suite_modules=("test_cis",),
-    fixture="cis",
-    study=_study,
-    study_type=_study_type,
+    study_type=".study:CisStudy",
     options=OPTIONS,
     resolve=resolve,
     parameters=_parameters,
     header=_header,
-    needs=_needs,
-    look=_look,
-    rounds=lambda study: study.planned_looks(),
+    needs=".study:needs",
+    look=lambda study, n: study.at_prompts(n),
     scorers=("clip", "inception"),
     # the order test's futility miss: half the order effect its report states power against (first-named component
     # drawn ORDER_EFFECT more often than the last, linear: a position ORDER_EFFECT / 2 from the mean over positions)

@@ -16,16 +16,6 @@ TEMPLATES = ("object_in_region", "regional_adjective")  # Table 1: Orig. and New
 SETUP_METRICS = tuple((s, m) for s in ("obj", "bg") for m in ("precision", "coverage"))
 
 
-def _study(bench, options):
-    from t2i_fairness.families.decomposed.study import DecomposedStudy
-
-    return DecomposedStudy(bench, options)
-
-
-def _look(study, n: int):
-    return study.at_images(n)
-
-
 def _parameters(names: set[str], core, options) -> list[Parameters]:
     """``reference[, template][, region | setup, metric]`` for the Decomposed-DIG gates."""
     if "reference" not in names:
@@ -61,22 +51,10 @@ def _header(core, options) -> str:
             f"segmentations excluded ({options.limit_source}){bg}")
 
 
-def _needs(call, study):
-    from t2i_fairness.families.decomposed.study import needs
-
-    return needs(call, study)
-
-
 def _labels(core, options) -> dict:
     from t2i_fairness.references.library import reference_regions
 
     return {"region": reference_regions(core), "template": list(TEMPLATES)}
-
-
-def _study_type():
-    from t2i_fairness.families.decomposed.study import DecomposedStudy
-
-    return DecomposedStudy
 
 
 FAMILY = Family(
@@ -84,17 +62,14 @@ FAMILY = Family(
     title="Decomposed-DIG",
     paper="Sureddy et al., Decomposed-DIG: objects versus backgrounds (shared/papers/decomposed-dig.txt)",
     suite_modules=("test_decomposed_dig",),
-    fixture="decomposed",
-    study=_study,
-    study_type=_study_type,
+    study_type=".study:DecomposedStudy",
     options=OPTIONS,
     resolve=resolve,
     parameters=_parameters,
     header=_header,
     labels=_labels,
-    needs=_needs,
-    look=_look,
-    rounds=lambda study: study.planned_looks(),
+    needs=".study:needs",
+    look=lambda study, n: study.at_images(n),
     scorers=("decomposed_vit", "segmenter"),
     doc="The session's Decomposed-DIG study: ``decomposed.scores(reference, template)``, ``.real(reference)``, "
         "``.diagnostics(reference, template)``, ``.models()``.",

@@ -21,10 +21,6 @@ def _study(bench, options):
     return DigInStudy(bench)
 
 
-def _look(study, n: int):
-    return study.at_images(n)
-
-
 def _parameters(names: set[str], core, options) -> list[Parameters]:
     """``reference, template[, object][, region]`` for the region gates (the consistency gates are static)."""
     if not {"reference", "template"} <= names:
@@ -49,12 +45,6 @@ def _parameters(names: set[str], core, options) -> list[Parameters]:
     return [Parameters(argnames, values, ids)]
 
 
-def _needs(call, study):
-    from t2i_fairness.families.dig_in.study import needs
-
-    return needs(call, study)
-
-
 def _labels(core, options) -> dict:
     from t2i_fairness.references.library import reference_regions
     from t2i_fairness.vocab.geode import TEMPLATES
@@ -62,26 +52,18 @@ def _labels(core, options) -> dict:
     return {"region": reference_regions(core), "template": list(TEMPLATES)}
 
 
-def _study_type():
-    from t2i_fairness.families.dig_in.study import DigInStudy
-
-    return DigInStudy
-
-
 FAMILY = Family(
     name="dig_in",
     title="DIG In",
     paper="Hall et al. 2023, DIG In: Evaluating Disparities in Image Generations (shared/papers/dig-in.txt)",
     suite_modules=("test_dig_in_region", "test_dig_in_consistency"),
-    fixture="dig_in",
     study=_study,
-    study_type=_study_type,
+    study_type=".study:DigInStudy",
     options=OPTIONS,
     parameters=_parameters,
     labels=_labels,
-    needs=_needs,
-    look=_look,
-    rounds=lambda study: study.planned_looks(),
+    needs=".study:needs",
+    look=lambda study, n: study.at_images(n),
     null_shares="null_shares.json",
     scorers=("clip", "inception"),
     doc="The session's DIG In study: ``dig_in.scores(reference, template)``, ``dig_in.clipscores(template)``.",

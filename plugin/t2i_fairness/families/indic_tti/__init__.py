@@ -28,12 +28,6 @@ def _parameters(names: set[str], core, selection) -> list[Parameters]:
     return out
 
 
-def _needs(call, study):
-    from t2i_fairness.families.indic_tti.study import needs
-
-    return needs(call, study)
-
-
 def _header(core, sel) -> str:
     note = f" [{sel.prompts.comments[0]}]" if sel.prompts.comments else ""
     return (f"t2i-fairness IndicTTI: {sel.prompts.source}{note}; {len(sel.prompts.prompt_ids)} prompt ids x "
@@ -47,29 +41,21 @@ def _labels(core, sel) -> dict:
     return {"language": [lang.code for lang in LANGUAGES]}
 
 
-def _study_type():
-    from t2i_fairness.families.indic_tti.study import IndicEvaluation
-
-    return IndicEvaluation
-
-
 FAMILY = Family(
     name="indic_tti",
     title="IndicTTI",
     paper="Mittal et al. 2024, Navigating Text-to-Image Generative Bias across Indic Languages "
           "(shared/papers/indic-tti.txt)",
-    suite_modules=("test_indic_tti",),
     fixture="indic",
     study=_study,
-    study_type=_study_type,
+    study_type=".study:IndicEvaluation",
     options=OPTIONS,
     resolve=resolve,
     parameters=_parameters,
     header=_header,
     labels=_labels,
     look=lambda study, n: study.at_images(n),
-    rounds=lambda study: study.planned_looks(),
-    needs=_needs,
+    needs=".study:needs",
     scorers=("indic-blip2-captioner", "indic-blip2-image-features", "indic-sentence-encoder", "clip"),
     doc="The session's IndicTTI evaluation: ``indic.scores(lang)``, ``indic.scal(a, b)``, ``indic.scal_matrix()``.",
     canaries=CANARIES,

@@ -14,12 +14,6 @@ from t2i_fairness.families.word_influence.canaries import CANARIES
 from t2i_fairness.families.word_influence.options import OPTIONS, resolve
 
 
-def _study(bench, settings):
-    from t2i_fairness.families.word_influence.study import WordInfluenceStudy
-
-    return WordInfluenceStudy(bench, settings)
-
-
 def _parameters(names: set[str], core, s) -> list[Parameters]:
     from t2i_fairness.families.word_influence.study import representation_ids, word_ids
 
@@ -33,12 +27,6 @@ def _parameters(names: set[str], core, s) -> list[Parameters]:
     return out
 
 
-def _needs(call, study):
-    from t2i_fairness.families.word_influence.study import needs
-
-    return needs(call, study)
-
-
 def _header(core, s) -> str:
     levels = sorted({k for ks in s.levels.values() for k in ks})
     return (f"t2i-fairness word influence: {s.suite} ({len(s.prompts)} prompts), groups {','.join(s.groups)} "
@@ -46,29 +34,19 @@ def _header(core, s) -> str:
             f"per candidate prompt ({s.images_per_distribution} per distribution)")
 
 
-def _study_type():
-    from t2i_fairness.families.word_influence.study import WordInfluenceStudy
-
-    return WordInfluenceStudy
-
-
 FAMILY = Family(
     name="word_influence",
     title="Word-level explanations",
     paper="Lin et al., Word-Level Explanations for Analyzing Bias in Text-to-Image Models "
           "(shared/papers/word-level-explanations.txt)",
-    suite_modules=("test_word_influence",),
-    fixture="word_influence",
-    study=_study,
-    study_type=_study_type,
+    study_type=".study:WordInfluenceStudy",
     options=OPTIONS,
     resolve=resolve,
     parameters=_parameters,
     header=_header,
-    needs=_needs,
+    needs=".study:needs",
     scorers=("masked_lm", "clip"),
     doc="The session's word-level analysis: ``word_influence.result`` (computed on first use).",
     canaries=CANARIES,
     look=lambda study, n: study.at_images(n),
-    rounds=lambda study: study.planned_looks(),
 )
