@@ -200,6 +200,7 @@ def test_rounds_tell_a_cleared_method_the_groups_it_cleared_and_measure_new_ones
 
     from t2i_fairness.gating.indicator import Indicator
     from t2i_fairness.gating.rounds import GateCallSpec, Rounds
+    from t2i_fairness.gating.sequential import Reason
     from t2i_fairness.gating.thresholds import Bound
     from t2i_fairness.metrics.evidence import worst_of
     from t2i_fairness.metrics.intervals import precision_interval
@@ -223,7 +224,7 @@ def test_rounds_tell_a_cleared_method_the_groups_it_cleared_and_measure_new_ones
                   group_methods={"floor": ("self", "cleared")})
     out = loop.indicator("floor", {"cleared": None})
     assert seen[0] == (200, ()) and all("a" in c for n, c in seen[1:])  # "a" cleared at the first look
-    assert out.sequential["reason"] == "ran to N" and out.sequential["cleared_groups"] == ["a"]
+    assert out.sequential.reason is Reason.FINAL and out.sequential.cleared_groups == ["a"]
     assert out.evidence.labels == ("b", "c") and out.evidence.selection == 3  # c measured, a counted
 
 
@@ -339,13 +340,15 @@ def _order_loop(effect: float, prompts: int = 2000, seed: int = 0):
 
 
 def test_the_order_test_passes_early_by_futility_without_an_effect_and_never_fails_early():
+    from t2i_fairness.gating.sequential import Reason
+
     null = _order_loop(0.0)
-    assert null["reason"] == "pass: futility" and null["at"] < 2000 and null["futility_miss"] == 0.05
-    assert null["futility_limit"] < 0.05 and null["kind"] == "test"
+    assert null.reason is Reason.FUTILITY and null.at < 2000 and null.futility_miss == 0.05
+    assert null.futility_limit < 0.05 and null.kind == "test"
     # the effect its report states power against (first-named 0.2 above the last): no futility; its p-value at every
     # look is tiny (a stand-in 1e-12), yet a test never fails early: the test at N decides at its whole level
     strong = _order_loop(0.2)
-    assert strong["reason"] == "ran to N" and strong["at"] == 2000 and strong["alpha_share"] == 1.0
+    assert strong.reason is Reason.FINAL and strong.at == 2000 and strong.alpha_share == 1.0
 
 
 def test_an_early_futility_pass_of_a_test_says_what_it_promises():

@@ -19,6 +19,7 @@ from t2i_fairness.gating.power import MEANINGFUL_MISS
 from t2i_fairness.gating.sequential import (
     CURTAIL_GAMMA,
     FUTILITY_BETA,
+    Reason,
     SequentialEvidence,
     decide_look,
     futility_levels,
@@ -206,14 +207,14 @@ def test_the_round_loop_decides_each_gate_once_and_asks_open_gates_only():
     loop = Rounds(full, lambda s, n: _Study(n, seen), round_sizes(1024, 64), "images per prompt", gates, bounds,
                   1e-4, raw=lambda s, m, kw: getattr(s, m)(**kw))
     good, bad = loop.indicator("rate", {"group": "good"}), loop.indicator("rate", {"group": "bad"})
-    assert good.sequential["reason"] == "pass: futility" and bad.sequential["reason"].startswith("fail")
-    assert good.sequential["at"] < 1024 and bad.sequential["at"] < 1024
+    assert good.sequential.reason is Reason.FUTILITY and bad.sequential.reason is Reason.FAIL
+    assert good.sequential.at < 1024 and bad.sequential.at < 1024
     # a closed gate is never asked again; an open one is asked at every look before N
-    stopped_at = {g: ind.sequential["at"] for g, ind in (("good", good), ("bad", bad))}
+    stopped_at = {g: ind.sequential.at for g, ind in (("good", good), ("bad", bad))}
     for g, at in stopped_at.items():
         assert max(n for grp, n in seen if grp == g) == at
     edge = loop.indicator("rate", {"group": "edge"})
-    assert edge.sequential["reason"] in ("ran to N", "pass: futility")
+    assert edge.sequential.reason in (Reason.FINAL, Reason.FUTILITY)
     # a gate the loop was not told of (no bound, or another test's reading) is computed at N, without a record
     other = loop.indicator("rate", {"group": "other"})
     assert other.sequential is None and other.n == 1024
@@ -243,8 +244,8 @@ def test_a_worst_of_gate_goes_on_with_its_open_groups_only_and_keeps_its_bonferr
     last_good = max(n for g, n in seen if g == "good")
     last_edge = max(n for g, n in seen if g == "edge")
     assert last_good < last_edge, (last_good, last_edge, looks)
-    if ind.sequential["reason"] == "ran to N":
-        assert ind.sequential["open_groups"] == ["edge"] and ind.evidence.selection == 3
+    if ind.sequential.reason is Reason.FINAL:
+        assert ind.sequential.open_groups == ["edge"] and ind.evidence.selection == 3
 
 
 class _Decorated(Study):
@@ -274,7 +275,7 @@ def test_a_worst_of_gate_read_through_its_indicator_method_gets_the_round_loops_
                              {"w": Bound("min", 0.8)}, 1e-4, raw=lambda s, m, kw: s.raw_indicator(m, kw),
                              group_methods={"worst": ("self", "groups", "total")})
     ind = full.worst()
-    assert ind.sequential is not None and ind.sequential["reason"].startswith("fail") and ind.sequential["at"] == 256
+    assert ind.sequential is not None and ind.sequential.reason is Reason.FAIL and ind.sequential.at == 256
 
 
 def test_a_gate_that_cannot_fail_early_is_tested_at_n_alone_with_its_whole_level():
@@ -298,11 +299,11 @@ def test_a_gate_that_cannot_fail_early_is_tested_at_n_alone_with_its_whole_level
     loop = Rounds(S(400), lambda s, n: S(n), [50, 100, 200, 400], "images per prompt", gates,
                   {g.gate: Bound("min", 0.8) for g in gates}, 1e-3, raw=lambda s, m, kw: getattr(s, m)(**kw))
     cov, share = loop.indicator("rate", {"kind": "coverage"}), loop.indicator("rate", {"kind": "share"})
-    assert cov.sequential["reason"] == "ran to N" and cov.sequential["earlier_looks_p"] is None
-    assert cov.sequential["alpha_share"] == 1.0
-    ev = SequentialEvidence(cov.evidence, cov.sequential["alpha_share"], cov.sequential["earlier_looks_p"])
+    assert cov.sequential.reason is Reason.FINAL and cov.sequential.earlier_looks_p is None
+    assert cov.sequential.alpha_share == 1.0
+    ev = SequentialEvidence(cov.evidence, cov.sequential.alpha_share, cov.sequential.earlier_looks_p)
     assert ev.p_value(0.8, "min") == cov.evidence.p_value(0.8, "min") > 0.4  # the fixed-N p: at its bound
-    assert share.sequential["reason"].startswith("fail")  # the same early data fail a share gate
+    assert share.sequential.reason is Reason.FAIL  # the same early data fail a share gate
 
 
 def test_a_worst_of_futility_pass_counts_no_selection_and_keeps_its_promise():

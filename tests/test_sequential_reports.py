@@ -19,6 +19,7 @@ import pytest
 from sequential_reports_golden import allure_calls, off_session, outputs
 from t2i_fairness.gating.indicator import Indicator
 from t2i_fairness.gating.rounds import GateCallSpec, Rounds
+from t2i_fairness.gating.sequential import Reason
 from t2i_fairness.gating.session import GateRecord, GateSession, record_json
 from t2i_fairness.gating.thresholds import Bound
 from t2i_fairness.metrics.intervals import precision_interval
@@ -59,10 +60,10 @@ def _mix(gates=MIX) -> list[GateRecord]:
     for g in gates:
         ind = loop.indicator("rate", {"gate": g})
         seq = ind.sequential
-        status = "fail" if seq["reason"].startswith("fail") or (not seq["early"] and ind.value < BOUND.value) else "pass"
+        status = "fail" if seq.reason is Reason.FAIL or (not seq.early and ind.value < BOUND.value) else "pass"
         out.append(GateRecord(g, f"fairness_tests/test_x.py::{g}", ind.value, ind.n, "min", status, BOUND.value, None,
-                              f"{g}: measured {ind.value:.4f}", {"seed": 0}, family="cis", p_value=seq.get("p_sequential"),
-                              details={"sequential": seq}))
+                              f"{g}: measured {ind.value:.4f}", {"seed": 0}, family="cis", p_value=seq.p_sequential,
+                              details={"sequential": seq.to_dict()}))
     return out
 
 

@@ -10,7 +10,7 @@ import dataclasses
 import enum
 import math
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any, Mapping
 
 __all__ = ["Look", "Reason", "json_number"]
 
@@ -55,11 +55,11 @@ def json_number(x: Any) -> float | None:
         return None
 
 
-@dataclass(frozen=True, eq=False)
-class Look(Mapping):
+@dataclass(frozen=True)
+class Look:
     """One gate's sequential record: the look where it stopped (``early``), or ``N`` after its looks.
 
-    Its fields are run.json's keys (:meth:`to_dict`; as a read-only mapping it is that dict): the ``kind``, the
+    Its fields are run.json's keys (:meth:`to_dict`; read by attribute, never by key): the ``kind``, the
     ``reason``, look ``round`` of ``rounds`` at ``at`` of ``planned`` ``unit``; the look's ``p`` against the ``level`` it
     spends (``alpha_share`` of the ``gate_level``) and the sequential p-value (``p_sequential``; at ``N``,
     ``earlier_looks_p``); the futility or curtailment rule that passed it; a worst-of gate's open or cleared groups.
@@ -134,17 +134,3 @@ class Look(Mapping):
         if record is None or isinstance(record, cls):
             return record
         return cls.from_dict(record) if isinstance(record, Mapping) and record else None
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Mapping) and self.to_dict() == dict(other)
-
-    __hash__ = None  # type: ignore[assignment]  (equal to its dict, like a dict)
-
-    def __getitem__(self, key: str) -> Any:
-        return self.to_dict()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self.to_dict())
-
-    def __len__(self) -> int:
-        return len(self.to_dict())
