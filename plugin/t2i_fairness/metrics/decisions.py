@@ -268,7 +268,8 @@ def decide_test(p_value: float, alpha: float, threshold: float) -> str:
 
 
 def _level(alpha: float, family_size: int) -> float:
-    return _probability("alpha", alpha) / _family_size(family_size)
+    """:func:`gate_level` (Holm's first step) of checked arguments."""
+    return gate_level(_probability("alpha", alpha), _family_size(family_size))
 
 
 def minimum_detectable_effect(se: float, *, alpha: float = 0.05, power: float = 0.8, family_size: int = 1) -> float:
