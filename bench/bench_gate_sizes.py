@@ -54,6 +54,7 @@ sys.path[:0] = [str(ROOT / "plugin")]
 
 from t2i_fairness.gating.power import MEANINGFUL_MISS  # noqa: E402
 from t2i_fairness.metrics.evidence import Pairs, combination, mover_limit, pair_limit, pairs, worst_of  # noqa: E402
+from t2i_fairness.metrics.decisions import fails  # noqa: E402
 from t2i_fairness.metrics.intervals import (  # noqa: E402
     BoundedUnits,
     Interval,
@@ -226,8 +227,8 @@ def share_critical(n: int, bounds, level: float) -> np.ndarray:
     The tail grows with ``x``, so the failing counts are ``0..crit``."""
     b = np.atleast_1d(np.asarray(bounds, dtype=float))
     ks = np.arange(n + 1)
-    fails = (share_tail(ks[None, :], n, b[:, None], "min") <= level) & (ks[None, :] / n < b[:, None])
-    return fails.sum(axis=1) - 1
+    failing = fails(ks[None, :] / n, b[:, None], "min", p=share_tail(ks[None, :], n, b[:, None], "min"), level=level)
+    return failing.sum(axis=1) - 1
 
 
 def share_size(n: int, level: float, bounds=SHARE_BOUNDS) -> tuple[float, float]:
@@ -286,11 +287,11 @@ def pair_thresholds(lim: np.ndarray, n: int, bound: float, contrast: str) -> np.
     of the extremes would not decide it)."""
     ks = np.arange(n + 1)
     if contrast == "difference":
-        fail = (lim > bound) & ((ks[:, None] - ks[None, :]) / n > bound)  # [b, a]
+        fail = fails((ks[:, None] - ks[None, :]) / n, bound, "max", limit=lim)  # [b, a]
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
             est = np.where(ks[None, :] > 0, ks[:, None] / np.maximum(ks[None, :], 1), 1.0)  # [a, b]: a / b
-        fail = ((lim < bound) & (est < bound)).T  # -> [b, a]
+        fail = fails(est, bound, "min", limit=lim).T  # -> [b, a]
     fail &= ks[None, :] < ks[:, None]  # the smallest count below the largest
     # monotone: failing at (b, a) means failing at (b + 1, a) and at (b, a - 1)
     if (fail[:-1, :] & ~fail[1:, :]).any() or (fail[:, 1:] & ~fail[:, :-1]).any():
@@ -401,7 +402,7 @@ def cluster_share_fails(runs: dict, bound: float, level: float) -> np.ndarray:
     est = runs["estimate"]
     high = share_limits(est, runs["n_effective"], level, "high", runs["df"])
     free = bounded_mean_tail(runs["mean"], runs["var"], runs["units"], bound, "min")
-    return (est < bound) & (high < bound) & (free <= level)
+    return fails(est, bound, "min", limit=high) & (free <= level)
 
 
 def cluster_interval(counts_by_prompt: np.ndarray, k: int, images: int) -> Interval:
@@ -697,7 +698,7 @@ def drop_fails(parts: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], ks: S
     est = sum(ak * e for ak, (e, _, _) in zip(a, parts))
     e, lo, hi = (np.stack(np.broadcast_arrays(*x)) for x in zip(*parts))
     low = mover_limit(e, lo, hi, a, "low", bounds=(-steepest, steepest))
-    return (est > bound) & (low > bound)
+    return fails(est, bound, "max", limit=low)
 
 
 DROP_WORLDS = ((0.9, 0.0), (0.9, 0.03), (0.9, 0.085), (0.6, 0.0), (0.6, 0.05), (0.3, 0.03))
@@ -872,7 +873,7 @@ def consistency_fails(x: np.ndarray, bound: float, level: float) -> tuple[np.nda
     objects = x.shape[1]
     est = np.percentile(x, 10.0, axis=-1).mean(axis=-1)
     se = np.sqrt(percentile_variance(x, 10.0).sum(axis=-1)) / objects
-    return (est < bound) & (normal_tail(est, se, bound, "min", objects) <= level), est, se
+    return fails(est, bound, "min", p=normal_tail(est, se, bound, "min", objects), level=level), est, se
 
 
 def consistency_runs(world: ScoreWorld, n: int, bound: float, level: float, runs: int, rng, shares=(0.1,),
@@ -973,7 +974,7 @@ def t_fails(v: np.ndarray, truth: float, level: float, floor: bool = True) -> np
     g = v.shape[1]
     mean, sd = v.mean(axis=1), v.std(axis=1, ddof=1)
     p = normal_tail(mean, sd / math.sqrt(g), truth, "min", g - 1, p_floor=0.5**g if floor else 0.0)
-    return (mean < truth) & (p <= level)
+    return fails(mean, truth, "min", p=p, level=level)
 
 
 def t_runs(law: PromptLaw, g: int, truth: float, level: float, runs: int, rng, tilted: bool = True,
@@ -1191,8 +1192,8 @@ def coverage_fails(est, n_eff, bound: float, level: float, df=None) -> np.ndarra
     Clopper-Pearson's limit at ``n_eff (z / t_df)^2`` trials below the bound (``Interval.limit``)."""
     est = np.asarray(est)
     if df is None:
-        return (est < bound) & (share_tail(est * n_eff, n_eff, bound, "min") <= level)
-    return (est < bound) & (share_limits(est, n_eff, level, "high", df) < bound)
+        return fails(est, bound, "min", p=share_tail(est * n_eff, n_eff, bound, "min"), level=level)
+    return fails(est, bound, "min", limit=share_limits(est, n_eff, level, "high", df))
 
 
 def coverage_size(group: CoverageGroup, level: float, runs: int, rng, plain: bool = False,
@@ -1219,11 +1220,11 @@ def pair_fails(g: tuple[np.ndarray, np.ndarray], h: tuple[np.ndarray, np.ndarray
     lh, hh = share_limits(eh, nh, a, "low"), share_limits(eh, nh, a, "high")
     if contrast == "difference":
         low = pair_limit("difference", "low", eg, lg, hg, eh, lh, hh)
-        return (low > bound) & (eg - eh > bound)
+        return fails(eg - eh, bound, "max", limit=low)
     up = pair_limit("ratio", "high", eg, lg, hg, eh, lh, hh)
     with np.errstate(divide="ignore", invalid="ignore"):
         est = np.where(eh > 0, eg / np.maximum(eh, 1e-300), 1.0)
-    return (up < bound) & (est < bound)
+    return fails(est, bound, "min", limit=up)
 
 
 def coverage_pair_size(first: CoverageGroup, second: CoverageGroup, groups: int, level: float, contrast: str,
@@ -1256,7 +1257,7 @@ def template_fails(new: Sequence[tuple[np.ndarray, np.ndarray]], old: Sequence[t
     en, ln, hn = worst(new)
     eo, lo, ho = worst(old)
     high = mover_limit([en, eo], [ln, lo], [hn, ho], [1.0, -1.0], "high", bounds=(-1.0, 1.0))
-    return (en - eo < bound) & (high < bound)
+    return fails(en - eo, bound, "min", limit=high)
 
 
 def template_size(group: CoverageGroup, groups: int, level: float, runs: int, rng, plain: bool = False
@@ -1617,7 +1618,7 @@ def hoeffding_fails(estimate: np.ndarray, bound: float, variance_proxy: float, l
     from t2i_fairness.metrics.evidence import hoeffding_tail
 
     t = np.asarray(estimate, dtype=float) - bound
-    return (t > 0) & (hoeffding_tail(t, variance_proxy) <= level)
+    return fails(estimate, bound, "max", p=hoeffding_tail(t, variance_proxy), level=level)
 
 
 def word_rows(preset: Preset, level: float) -> list[Row]:

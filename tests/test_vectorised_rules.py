@@ -140,3 +140,17 @@ def test_jackknife_se_df_over_runs_is_each_runs():
     for r in range(jack.shape[0]):
         one = jackknife_se_df(jack[r])
         assert se[r] == pytest.approx(one[0], rel=1e-14) and df[r] == pytest.approx(one[1], rel=1e-13)
+
+
+def test_the_benches_fail_rule_is_the_gates_verdict():
+    """``decisions.fails`` over arrays gives, run by run, the verdict ``decide`` gives one gate."""
+    from t2i_fairness.metrics.decisions import decide, fails
+
+    rng = np.random.default_rng(3)
+    est, p = rng.uniform(0.2, 0.4, 500), rng.uniform(0, 2e-4, 500)
+    for direction in ("min", "max"):
+        vectorised = fails(est, 0.3, direction, p=p, level=1e-4)
+        one_by_one = [decide(float(e), 0.3, direction, float(q), 1e-4) == "fail" for e, q in zip(est, p)]
+        assert vectorised.tolist() == one_by_one and 0 < vectorised.sum() < 500
+    with pytest.raises(ValueError, match="give `p` with `level`, or `limit`"):
+        fails(est, 0.3, "min", p=p)

@@ -26,6 +26,7 @@ __all__ = [
     "bound_from_estimate",
     "decide",
     "decide_test",
+    "fails",
     "gate_level",
     "level_text",
     "minimum_detectable_effect",
@@ -205,9 +206,30 @@ def decide(estimate: float, bound: float, direction: str, p_adjusted: float, alp
     if not 0.0 <= p <= 1.0:
         raise ValueError(f"`p_adjusted` must be in [0, 1], but got {p_adjusted!r}")
     alpha = _probability("alpha", alpha)
-    if sign * (estimate - bound) >= 0:
-        return "pass"
-    return "fail" if p <= alpha else "inconclusive"
+    if fails(estimate, bound, direction, p=p, level=alpha):
+        return "fail"
+    return "pass" if sign * (estimate - bound) >= 0 else "inconclusive"
+
+
+def fails(estimate, bound, direction: str, *, p=None, level: float | None = None, limit=None):
+    """Whether a gate fails: its estimate misses the bound AND the evidence says so, either ``p <= level`` or
+    the confidence limit (at the level, on the passing side) beyond the bound. Arrays broadcast, so a bench's
+    size simulation over many runs applies the rule :func:`decide` applies to one gate.
+
+    Example:
+        >>> fails(np.array([0.2, 0.29, 0.31]), 0.3, "min", p=np.array([1e-5, 1e-5, 0.9]), level=1e-4).tolist()
+        [True, True, False]
+        >>> bool(fails(0.4, 0.3, "max", limit=0.32)), bool(fails(0.4, 0.3, "max", limit=0.28))
+        (True, False)
+    """
+    sign = _sign(_direction(direction))
+    estimate, bound = np.asarray(estimate, dtype=float), np.asarray(bound, dtype=float)
+    if (p is None) == (limit is None) or (p is not None and level is None):
+        raise ValueError("give `p` with `level`, or `limit`")
+    misses = sign * (estimate - bound) < 0
+    if p is not None:
+        return misses & (np.asarray(p, dtype=float) <= level)
+    return misses & (sign * (np.asarray(limit, dtype=float) - bound) < 0)
 
 
 @dataclass(frozen=True)
