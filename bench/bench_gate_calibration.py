@@ -71,6 +71,7 @@ from pathlib import Path
 
 from t2i_fairness.generators.procedural import ProceduralGenerator
 from t2i_fairness.vocab.multilingual import load_prompts
+from t2i_fairness.metrics.decisions import GateLevel
 
 
 def make():
@@ -212,7 +213,7 @@ def pairwise_bounds(nulls: list[dict], level: float = 0.99, alpha: float = 0.05)
                 b = bounds[gate].value
                 met[fam][0] += m.value >= b if m.direction == "min" else m.value <= b
                 met[fam][1] += 1
-                record, _ = judge(m, thresholds, {}, options, family_size=len(judged))
+                record, _ = judge(m, thresholds, {}, options, level=GateLevel.of(options, len(judged)))
                 fail[fam][0] += record.status == "fail"
                 fail[fam][1] += 1
                 any_fail |= record.status == "fail"
@@ -256,7 +257,7 @@ def simulated_drop_component(runs: int, seed: int = 0, prompts: int = 40, images
             r = scores(drop)
             civ = cis_interval(r)
             m = Measurement("test_cis[k2]", r.cis, r.n_images, interval=civ.as_tuple(), uncertainty=civ)
-            record, _ = judge(m, thresholds, {}, options, family_size=10)
+            record, _ = judge(m, thresholds, {}, options, level=GateLevel.of(options, 10))
             fails += record.status == "fail"
         out[label] = (fails, runs)
     return out

@@ -57,6 +57,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "plugin")]
 from simulated_canaries import DIG_SIZES, REGIONS, _options, _write_bounds, dig_generated, dig_world, upper95  # noqa: E402
 
 from t2i_fairness.gating.gate import judge, measure  # noqa: E402
+from t2i_fairness.metrics.decisions import GateLevel  # noqa: E402
 
 FAMILY = 486  # the smoke suite's gate count (bench/bench_gate_sizes.py counts it): Holm's first step alpha / 486
 
@@ -169,7 +170,7 @@ def order_rates(runs: int, seed: int, prompts: int = 4, images: int = 2, k: int 
         r = order_invariance_permutation_test(a, b, k, n_resamples=resamples, seed=i)
         m = Measurement("order test", r.pvalue, a.size * 2,
                         test=HypothesisTest(r.pvalue, "no order effect", r.method, r.statistic, r.resolution))
-        fail_m += judge(m, empty, {}, options, family_size=FAMILY)[0].status == "fail"
+        fail_m += judge(m, empty, {}, options, level=GateLevel.of(options, FAMILY))[0].status == "fail"
         fail_1 += r.pvalue <= options.alpha
     return fail_m, fail_1
 
@@ -191,7 +192,7 @@ def calibrate(name, make_run, runs: int, seed: int, options):
             row = out.setdefault(m.gate, [0, 0, 0, 0, 0])
             bound = thresholds.gates[m.gate]
             row[0] += (m.value < bound.value) if bound.direction == "min" else (m.value > bound.value)
-            row[1] += judge(m, thresholds, {}, options, family_size=FAMILY)[0].status == "fail"
+            row[1] += judge(m, thresholds, {}, options, level=GateLevel.of(options, FAMILY))[0].status == "fail"
             row[2] += judge(m, thresholds, {}, opts1)[0].status == "fail"
             row[3] += m.interval is not None and m.interval[0] <= theta[m.gate] <= m.interval[1]
             row[4] += 1

@@ -133,6 +133,7 @@ if str(REPO / "plugin") not in sys.path:
     sys.path.insert(0, str(REPO / "plugin"))
 
 from t2i_fairness.canaries import CanarySlice  # noqa: E402
+from t2i_fairness.metrics.decisions import GateLevel  # noqa: E402
 from t2i_fairness.gating.gate import judge, measure  # noqa: E402
 from t2i_fairness.gating.thresholds import Bound, ThresholdFile  # noqa: E402
 from t2i_fairness.spine.options import T2IOptions  # noqa: E402
@@ -220,7 +221,7 @@ def _tally(result: SimResult, role_of, measurements: list, thresholds: Threshold
     counts = {"slice": 0, "other": 0, "aggregate": 0}
     null_fails = se0_fails = 0
     for m in measurements:
-        record, _ = judge(m, thresholds, {}, options, family_size=family_size)
+        record, _ = judge(m, thresholds, {}, options, level=GateLevel.of(options, family_size))
         role = role_of(m.gate)
         key = role if planted else "null"
         result.values.setdefault(m.gate, [0.0, 0.0, 0, 0])

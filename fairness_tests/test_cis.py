@@ -52,8 +52,8 @@ def test_cis_drop_per_component(cis, gate, t2i_report):
 
 
 def test_cis_order_invariance(cis, gate, t2i_report):
-    ind = cis.cis_order_invariance(gate.context.level)
-    report_order(ind, gate.context.level, gate.context.level_text, t2i_report)
+    ind = cis.cis_order_invariance(gate.context.level.value)
+    report_order(ind, gate.context.level, t2i_report)
     # A test, not an indicator with a bound: it fails when its H0 is rejected at the run's adjusted level.
     gate(ind)
 

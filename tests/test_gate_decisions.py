@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from t2i_fairness.metrics.decisions import GateLevel
 from t2i_fairness.gating.thresholds import ThresholdFile
 
 REPO = Path(__file__).resolve().parents[1]
@@ -158,7 +159,7 @@ def test_plan_samples_prints_images_per_prompt_for_a_change(region_suite):
     _suite(region_suite, "--t2i-update-thresholds").assert_outcomes(passed=12)
     run = _suite(region_suite, "--t2i-plan-samples", "0.05")
     run.stdout.fnmatch_lines([
-        "images per prompt to detect a change of 0.05 with 80% power (alpha 0.05 over 12 gate(s)); the run used 6:",
+        "images per prompt to detect a change of 0.05 with 80% power (alpha 0.05 over 12 gate(s), holm first step); the run used 6:",
         # 0 of 20 balls would not reject a floor of 0.084 at alpha / 12 (0.916^20 = 0.17): nothing to detect
         "  test_region_coverage?synthetic-object_in_region-africa?: * (now se *, no miss of its bound is caught with "
         "80% power at this size)",
@@ -182,8 +183,9 @@ def _judge_against_bound_of(writer, judged, family_size=1):
 
     bound, _, problem = bound_for(writer, "min", 0.99)
     assert problem is None
-    record, _ = judge(judged, ThresholdFile(Path("t.yaml"), {judged.gate: Bound("min", bound)}), {}, T2IOptions(),
-                      family_size=family_size)
+    options = T2IOptions()
+    record, _ = judge(judged, ThresholdFile(Path("t.yaml"), {judged.gate: Bound("min", bound)}), {}, options,
+                      level=GateLevel.of(options, family_size))
     return bound, record.status
 
 

@@ -8,6 +8,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from t2i_fairness.gating.verdicts import Bound, Measurement, ThresholdFile, evaluate
+from t2i_fairness.metrics.decisions import GateLevel
 from t2i_fairness.metrics.manifold import ball_membership as membership, precision_coverage, real_radii
 from t2i_fairness.metrics.stats import index_bootstrap
 
@@ -43,10 +44,10 @@ def test_the_run_time_level_is_alpha_over_the_number_of_gates():
     # se 0.02: z = (0.45 - 0.5) / 0.02 = -2.5, p = 0.0062: significant alone, not among 10 gates (0.005)
     t = _thresholds("min", 0.5)
     m = Measurement("g", 0.45, n=100, interval=(0.45 - 1.959964 * 0.02, 0.45 + 1.959964 * 0.02))
-    assert evaluate(m, t, {}, family_size=1).status == "fail"
-    assert evaluate(m, t, {}, family_size=10).status == "inconclusive"
-    assert evaluate(m, t, {}, family_size=10, multiplicity="none").status == "fail"
-    v = evaluate(m, t, {}, family_size=10)
+    assert evaluate(m, t, {}, level=GateLevel(0.05, 1)).status == "fail"
+    assert evaluate(m, t, {}, level=GateLevel(0.05, 10)).status == "inconclusive"
+    assert evaluate(m, t, {}, level=GateLevel(0.05, 10, "none")).status == "fail"
+    v = evaluate(m, t, {}, level=GateLevel(0.05, 10))
     assert abs(v.p_value - 0.00621) < 1e-4 and v.threshold == 0.005
 
 

@@ -22,7 +22,7 @@ from t2i_fairness.gating.gate import measure
 from t2i_fairness.gating.thresholds import Bound, ThresholdFile, write_back
 from t2i_fairness.gating.verdicts import Measurement, evaluate
 from t2i_fairness.metrics.cis import order_invariance_permutation_test
-from t2i_fairness.metrics.decisions import HypothesisTest
+from t2i_fairness.metrics.decisions import GateLevel, HypothesisTest
 from t2i_fairness.metrics.evidence import Hoeffding, combination, fieller_ratio, pairs, worst_of
 from t2i_fairness.metrics.intervals import (
     cluster_bootstrap_interval,
@@ -82,19 +82,19 @@ def test_order_test_false_alarm_rate_under_no_order_effect_is_at_most_alpha():
 def test_order_test_is_judged_at_the_run_level_without_a_bound():
     empty = ThresholdFile(Path("t.yaml"), {})
     for p, status in ((1e-5, "fail"), (0.01, "inconclusive"), (0.5, "pass")):
-        v = evaluate(_test_measurement(p), empty, {}, family_size=475)
+        v = evaluate(_test_measurement(p), empty, {}, level=GateLevel(0.05, 475))
         assert (v.status, v.bound, v.write, v.p_value) == (status, None, None, p)
     # a missing bound is not a missing gate, and the update flow writes nothing from a p-value
     assert evaluate(_test_measurement(0.3), empty, {}, update=True).status == "pass"
     # --t2i-multiplicity none: the level is alpha itself
-    assert evaluate(_test_measurement(0.01), empty, {}, multiplicity="none").status == "fail"
+    assert evaluate(_test_measurement(0.01), empty, {}, level=GateLevel(0.05, 1, "none")).status == "fail"
 
 
 def test_an_old_bound_of_the_order_test_is_ignored_with_a_message_and_removed_by_the_update_flow(tmp_path):
     path = tmp_path / "t.yaml"
     path.write_text("gates:\n  test_cis_order_invariance:\n    min: 0.030477\n  other:\n    min: 0.5\n")
     t = ThresholdFile.load(path)
-    v = evaluate(_test_measurement(0.0244), t, {}, family_size=475)  # the GPU run of the issue: p = 0.0244
+    v = evaluate(_test_measurement(0.0244), t, {}, level=GateLevel(0.05, 475))  # the GPU run of the issue: p = 0.0244
     assert v.status == "inconclusive" and not v.failed
     assert "`min: 0.030477`" in v.message and "is not used" in v.message
     r = write_back(path, [], drop=["test_cis_order_invariance"])
@@ -176,7 +176,7 @@ def test_no_gate_kind_reports_p_zero_or_one_or_fails_without_evidence(data, n, b
     for name, m in _kinds(data, n, k1, k2, bound).items():
         m.direction = direction if m.test is None else m.direction
         t = ThresholdFile(Path("t.yaml"), {"g": Bound(m.direction, bound)})
-        v = evaluate(m, t, {}, family_size=45)
+        v = evaluate(m, t, {}, level=GateLevel(0.05, 45))
         if m.test is not None:  # a Monte Carlo p-value is (1 + #) / (1 + B): never 0; 1 when no resample is below
             assert 0.0 < v.p_value <= 1.0 and v.p_value >= m.test.resolution, (name, v)
         else:  # an estimate against a bound: strictly inside (0, 1), or no p-value at all (se 0)

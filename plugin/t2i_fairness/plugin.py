@@ -20,7 +20,7 @@ from t2i_fairness.gating.session import ARTIFACT, PROPERTY, SECTION, GateSession
 from t2i_fairness.gating.ranges import bounds_outside
 from t2i_fairness.gating.thresholds import ThresholdFile, ThresholdFileError
 from t2i_fairness.runstate import (  # noqa: F401  (the stash keys and helpers; public names of this module)
-    BASELINES, BENCHES, CLOCKS, FAMILY_SIZE, OPTIONS, ROLES, SESSION, THRESHOLDS, _RUNNING, fatal, gate_id_of, is_worker,
+    BASELINES, BENCHES, CLOCKS, FAMILY_SIZE, LEVEL, OPTIONS, ROLES, SESSION, THRESHOLDS, _RUNNING, fatal, gate_id_of, is_worker,
     progress_for, release_models,
 )
 from t2i_fairness.spine.options import CORE_OPTIONS, T2IOptions, add_options, resolve_options  # noqa: F401
@@ -226,6 +226,9 @@ class GateHooks:
         # the gates this run selected, after -k/-m: the m of the adjustment across the run (every worker
         # collects the same items, so each counts the same; a baseline and its candidate are one gate)
         self.config.stash[FAMILY_SIZE] = len({gate_id_of(item.name) for item in gates}) or 1
+        from t2i_fairness.metrics.decisions import GateLevel
+
+        self.config.stash[LEVEL] = GateLevel.of(self.config.stash[OPTIONS], self.config.stash[FAMILY_SIZE])
         if is_worker(self.config):
             self.config.workeroutput["t2i_selection"] = {  # type: ignore[attr-defined]
                 "collected": sel.collected, "selected": sel.selected, "functions": sel.functions,

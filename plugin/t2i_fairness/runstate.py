@@ -15,7 +15,7 @@ from t2i_fairness.gating.session import GateSession
 from t2i_fairness.gating.thresholds import ThresholdFile
 from t2i_fairness.spine.options import T2IOptions
 
-__all__ = ["BASELINES", "BENCHES", "CLOCKS", "FAMILY_SIZE", "OPTIONS", "ROLES", "SESSION", "THRESHOLDS", "fatal",
+__all__ = ["BASELINES", "BENCHES", "CLOCKS", "FAMILY_SIZE", "LEVEL", "OPTIONS", "ROLES", "SESSION", "THRESHOLDS", "fatal",
            "gate_id_of", "is_worker", "progress_for", "release_models"]
 
 OPTIONS = pytest.StashKey[T2IOptions]()
@@ -23,6 +23,7 @@ SESSION = pytest.StashKey[GateSession]()
 THRESHOLDS = pytest.StashKey[ThresholdFile]()
 BASELINES = pytest.StashKey[dict]()  # gate id -> the baseline's measurement (same process)
 FAMILY_SIZE = pytest.StashKey[int]()  # gates selected in this run: the m of the multiplicity adjustment
+LEVEL = pytest.StashKey["GateLevel"]()  # the run's per-gate level over those gates, made once at collection
 BENCHES = pytest.StashKey[dict]()  # role -> the session's Workbench (the t2i fixture registers it)
 CLOCKS = pytest.StashKey[dict]()  # role -> spine.rates.RunClock: the run's planned images and time left (progress lines)
 ROLES = ("baseline", "candidate")

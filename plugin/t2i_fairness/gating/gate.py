@@ -6,7 +6,6 @@ and raises a failed verdict as :class:`~t2i_fairness.errors.GateFailed` (the plu
 
 from __future__ import annotations
 
-import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -18,6 +17,7 @@ from t2i_fairness.gating.sequential.messages import cannot_fail_clause, early_re
 from t2i_fairness.gating.session import GateRecord
 from t2i_fairness.gating.thresholds import ThresholdFile
 from t2i_fairness.gating.verdicts import Measurement, Verdict, evaluate
+from t2i_fairness.metrics.decisions import GateLevel
 from t2i_fairness.base.cache import content_key
 
 __all__ = ["Gate", "GateContext", "bootstrap_seed", "decide", "early_record", "judge", "measure", "undefined_record"]
@@ -64,7 +64,7 @@ def measure(gate_id: str, value: float, *, n: int, higher_is_better: bool = True
 
 def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, *, nodeid: str = "",
           family: str | None = None, baseline: BaselineMeasurement | None = None, resample=None,
-          units: int | None = None, strata=None, family_size: int = 1, kind: str | None = None
+          units: int | None = None, strata=None, level: GateLevel | None = None, kind: str | None = None
           ) -> tuple[GateRecord, Verdict]:
     """The verdict on one measurement, as the record every report reads, and the :class:`Verdict`.
 
@@ -72,7 +72,7 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
         provenance: what ``m`` was measured under.
         baseline: the baseline run's measurement of the gate (``--t2i-baseline-model``); ``resample``,
             ``units``, ``strata``: the candidate's resampling, for the paired interval.
-        family_size: the number of gates in the run (the adjustment's ``m``).
+        level: the run's per-gate level (default: ``options.alpha`` over one gate).
         kind: the gate's kind, whose meaningful miss the power record uses.
 
     Example:
@@ -84,6 +84,7 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
         >>> record.status, verdict.failed, record.p_value < 1e-4
         ('fail', True, True)
     """
+    level = level or GateLevel.of(options)
     comparison = None
     if options.baseline_model and m.test is None:  # a test has its own H0; no candidate-baseline delta
         comparison = compare_with_baseline(
@@ -92,8 +93,7 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
             confidence=options.confidence, seed=bootstrap_seed(m.gate, options.seed))
         m.details["baseline"] = comparison
     verdict = evaluate(m, thresholds, provenance, update=options.update_thresholds,
-                       allow_loosen=options.allow_loosen, mode=options.gate_mode, alpha=options.alpha,
-                       family_size=family_size, multiplicity=options.multiplicity,
+                       allow_loosen=options.allow_loosen, mode=options.gate_mode, level=level,
                        inconclusive=options.inconclusive, bound_level=options.bound_level)
     if comparison is not None and comparison.get("failed") and not verdict.failed:
         verdict.status, verdict.message = "fail", f"{verdict.message}; {comparison['message']}"
@@ -111,7 +111,7 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
         provenance=provenance, interval=list(m.interval) if m.interval else None,
         provenance_changes={k: list(v) for k, v in verdict.provenance_changes.items()}, details=m.details,
         family=family, p_value=verdict.p_value, threshold=verdict.threshold,
-        mde=minimum_detectable(m, verdict.bound.value if verdict.bound else m.value, options, family_size),
+        mde=minimum_detectable(m, verdict.bound.value if verdict.bound else m.value, level),
         uncertainty=uncertainty_record(m), write_margin=verdict.write_margin, write_level=verdict.write_level,
         blocking=verdict.blocking_inconclusive,
         bound_provenance=verdict.bound.provenance if verdict.bound else None, power=power,
@@ -119,7 +119,7 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
     return record, verdict
 
 
-def minimum_detectable(m: Measurement, at: float, options, family_size: int) -> float | None:
+def minimum_detectable(m: Measurement, at: float, level: GateLevel) -> float | None:
     """The smallest shift of the true value beyond ``at`` the gate detects with 80% power at the run's level:
     from its own test (:meth:`~t2i_fairness.metrics.intervals.Interval.power`: exact for a share, the
     selection counted for worst-of and pairwise gates), else the normal formula from its standard error."""
@@ -127,21 +127,17 @@ def minimum_detectable(m: Measurement, at: float, options, family_size: int) -> 
 
     from t2i_fairness.metrics.decisions import minimum_detectable_effect
 
-    from t2i_fairness.metrics.decisions import gate_level
-
-    size = family_size if options.multiplicity in ("holm", "bh") else 1
-    level = gate_level(options.alpha, family_size, options.multiplicity)
     if m.uncertainty is not None and hasattr(m.uncertainty, "power") and math.isfinite(at):
         from t2i_fairness.metrics.evidence import minimum_detectable as detectable
 
         try:
-            return detectable(m.uncertainty, at, m.direction, level, power=0.8)
+            return detectable(m.uncertainty, at, m.direction, level.value, power=0.8)
         except ValueError:
             pass
     se = m.se_at(at)
     if not math.isfinite(se) or se <= 0:
         return None
-    return float(minimum_detectable_effect(se, alpha=options.alpha, power=0.8, family_size=max(1, size)))
+    return float(minimum_detectable_effect(se, alpha=level.value, power=0.8))
 
 
 def uncertainty_record(m: Measurement) -> dict | None:
@@ -177,19 +173,11 @@ class GateContext:
     emit: Callable[[GateRecord], None] = lambda record: None
     family_size: int = 1  # the number of gates in the run
     kind: str | None = None  # the kind of a bare-value gate (an Indicator carries its own)
+    level: GateLevel | None = None  # the run's per-gate level; made from options and family_size when not given
 
-    @functools.cached_property
-    def level(self) -> float:
-        """The level each gate of this run is decided at (:func:`~t2i_fairness.metrics.decisions.gate_level`)."""
-        from t2i_fairness.metrics.decisions import gate_level
-
-        return gate_level(self.options.alpha, self.family_size, self.options.multiplicity)
-
-    @functools.cached_property
-    def level_text(self) -> str:
-        from t2i_fairness.metrics.decisions import level_text
-
-        return level_text(self.options.alpha, self.family_size, self.options.multiplicity)
+    def __post_init__(self) -> None:
+        if self.level is None:
+            self.level = GateLevel.of(self.options, self.family_size)
 
 
 def decide(indicator, context: GateContext, *, name: str | None = None, provenance: dict | None = None,
@@ -251,7 +239,7 @@ def _judged(m: Measurement, ctx: GateContext, provenance: dict, kind: str | None
             strata) -> GateRecord:
     record, _ = judge(m, ctx.thresholds, provenance, ctx.options, nodeid=ctx.nodeid, family=ctx.family,
                       baseline=ctx.baselines.get(m.gate), resample=resample, units=units, strata=strata,
-                      family_size=ctx.family_size, kind=kind)
+                      level=ctx.level, kind=kind)
     if look and look.early:
         record = early_record(record, look, ctx.thresholds.gates.get(m.gate))
     return record

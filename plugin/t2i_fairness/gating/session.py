@@ -252,20 +252,19 @@ def plan_sample_lines(records, options) -> list[str]:
     """``--t2i-plan-samples DELTA``: per gate, the images per prompt that detect a change of DELTA beyond
     its bound with 80% power at the run's level.
     """
-    from t2i_fairness.metrics.decisions import required_sample_size
+    from t2i_fairness.metrics.decisions import GateLevel, required_sample_size
 
     delta = float(options.plan_samples)
     tested = [r for r in records if r.status in ("pass", "fail", "inconclusive") and r.uncertainty]
-    m = len(tested) if options.multiplicity in ("holm", "bh") else 1
-    out = [f"images per prompt to detect a change of {delta:g} with 80% power (alpha {options.alpha:g} over {m} "
-           f"gate(s)); the run used {options.images_per_prompt}:"]
+    level = GateLevel.of(options, len(tested))
+    out = [f"images per prompt to detect a change of {delta:g} with 80% power ({level.text}); the run used "
+           f"{options.images_per_prompt}:"]
     for r in sorted(tested, key=lambda r: r.gate):
         se = (r.uncertainty or {}).get("se")
         if not se:
             out.append(f"  {r.gate}: no standard error (exact or degenerate); more images cannot be planned from it")
             continue
-        need = required_sample_size(delta, float(se), options.images_per_prompt, alpha=options.alpha, power=0.8,
-                                    family_size=max(1, m))
+        need = required_sample_size(delta, float(se), options.images_per_prompt, alpha=level.value, power=0.8)
         detectable = (f"detectable now {r.mde:.3g}" if r.mde else
                       "no miss of its bound is caught with 80% power at this size")
         out.append(f"  {r.gate}: {need} (now se {float(se):.3g}, {detectable})")

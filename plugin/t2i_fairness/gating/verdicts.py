@@ -23,7 +23,7 @@ from t2i_fairness.gating.thresholds import (  # noqa: F401  (re-exported: the ga
     proposed_path,
     provenance_id,
 )
-from t2i_fairness.metrics.decisions import gate_level, level_text
+from t2i_fairness.metrics.decisions import GateLevel
 from t2i_fairness.metrics.intervals import bound_cannot_fail  # noqa: F401  (re-exported: reports call it here)
 
 DECIMALS = 6
@@ -219,9 +219,7 @@ def evaluate(
     update: bool = False,
     allow_loosen: bool = False,
     mode: str = "significant",
-    alpha: float = 0.05,
-    family_size: int = 1,
-    multiplicity: str = "holm",
+    level: GateLevel = GateLevel(),
     inconclusive: str = "warn",
     bound_level: float = 0.99,
 ) -> Verdict:
@@ -231,8 +229,7 @@ def evaluate(
         provenance: the settings ``m`` was measured under.
         update, allow_loosen: the update flow (``--t2i-update-thresholds``, ``--t2i-allow-loosen``).
         mode: ``significant`` (p-values, three verdicts) or ``point`` (the estimate alone).
-        alpha: the run's error level (family-wise for ``holm``).
-        family_size: the number of gates in the run; ``holm`` and ``bh`` decide at ``alpha / family_size``.
+        level: the run's per-gate level (``alpha / m`` over its ``m`` gates under Holm or BH).
         bound_level: the probability that an equivalent model passes a bound the update flow writes.
 
     Example:
@@ -245,33 +242,32 @@ def evaluate(
         'fail'
     """
     if m.test is not None:
-        return evaluate_test(m, thresholds, provenance, alpha=alpha, family_size=family_size,
-                             multiplicity=multiplicity, inconclusive=inconclusive)
+        return evaluate_test(m, thresholds, provenance, level=level, inconclusive=inconclusive)
     bound = thresholds.gates.get(m.gate)
     stored = thresholds.provenances.get(bound.provenance) if bound and bound.provenance else None
     changes = provenance_diff(stored, provenance)
     interval = f" [{_fmt(m.interval[0])}, {_fmt(m.interval[1])}]" if m.interval else ""
     measured = f"measured {_fmt(m.value)}{interval} (n={m.n})"
     where = f"{thresholds.path}"
-    level = float(bound_level)
+    write_level = float(bound_level)
     if bound is None:
-        proposal, margin, problem = bound_for(m, m.direction, level)
+        proposal, margin, problem = bound_for(m, m.direction, write_level)
         if problem is not None:
             return Verdict("missing", None, f"{m.gate}: no gate in {where}; {measured}: {problem}, nothing to propose.")
-        note = f" (margin {margin:.4g} at level {level:g})"
+        note = f" (margin {margin:.4g} at level {write_level:g})"
         if update:
             return Verdict("written", None, f"{m.gate}: new gate {m.direction}: {proposal}{note} written to {where}",
-                           proposal, write_margin=margin, write_level=level)
+                           proposal, write_margin=margin, write_level=write_level)
         return Verdict(
             "missing", None,
             f"{m.gate}: no gate in {where}; {measured}. Proposed `{m.direction}: {proposal}`{note} in "
             f"{proposed_path(thresholds.path)}: review it and copy it over, or run with --t2i-update-thresholds.",
-            proposal, write_margin=margin, write_level=level,
+            proposal, write_margin=margin, write_level=write_level,
         )
     meets = not math.isnan(m.value) and (m.value >= bound.value if bound.direction == "min" else m.value <= bound.value)
     text = f"{m.gate}: {measured}, bound {bound.direction} {bound.value:g}"
     if update and not bound.policy:
-        new, margin, problem = bound_for(m, bound.direction, level)
+        new, margin, problem = bound_for(m, bound.direction, write_level)
         if problem is not None:
             return Verdict("refused", bound, f"{text}: cannot write a bound: {problem}", None, changes)
         if loosens(new, bound) and not allow_loosen:
@@ -279,12 +275,12 @@ def evaluate(
                            None, changes)
         if new != bound.value:
             return Verdict("written", bound, f"{text}: bound {bound.value:g} -> {new:g} (margin {margin:.4g} at level "
-                           f"{level:g})", new, changes, write_margin=margin, write_level=level)
+                           f"{write_level:g})", new, changes, write_margin=margin, write_level=write_level)
     if mode == "point" or math.isnan(m.value):
         return Verdict("pass" if meets else "fail", bound, text + ("" if meets else " FAILED"), None, changes)
     from t2i_fairness.metrics.decisions import decide
 
-    threshold = gate_level(alpha, family_size, multiplicity)
+    threshold = level.value
     if m.replicates is None and not m.se_at(bound.value) > SE_NOISE * max(1.0, abs(m.value)):
         # no measured uncertainty at the bound: a sampled value is never certain, so no p-value (not 0 or 1)
         if meets:
@@ -296,7 +292,7 @@ def evaluate(
                        None, threshold, blocking_inconclusive=blocking)
     p = m.p_value(bound.value)
     status = decide(m.value, bound.value, bound.direction, p, threshold)
-    stats = f"; p = {p:.3g} (one-sided, vs {threshold:.3g}: {level_text(alpha, family_size, multiplicity)})"
+    stats = f"; p = {p:.3g} (one-sided, vs {threshold:.3g}: {level.text})"
     if status == "fail":
         return Verdict("fail", bound, f"{text}{stats} FAILED", None, changes, p, threshold)
     if status == "inconclusive":
@@ -308,8 +304,8 @@ def evaluate(
     return Verdict("pass", bound, text + stats, None, changes, p, threshold)
 
 
-def evaluate_test(m: Measurement, thresholds: ThresholdFile, provenance: dict, *, alpha: float = 0.05,
-                  family_size: int = 1, multiplicity: str = "holm", inconclusive: str = "warn") -> Verdict:
+def evaluate_test(m: Measurement, thresholds: ThresholdFile, provenance: dict, *, level: GateLevel = GateLevel(),
+                  inconclusive: str = "warn") -> Verdict:
     """Decide a hypothesis-test gate (``m.test``): it fails when its H0 is rejected at the run's level.
 
     A bound the file still holds for it is ignored (the message says so; the update flow removes it).
@@ -318,19 +314,19 @@ def evaluate_test(m: Measurement, thresholds: ThresholdFile, provenance: dict, *
         >>> from t2i_fairness.metrics.decisions import HypothesisTest
         >>> t = ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.03)})
         >>> m = Measurement("g", 0.0244, n=16, test=HypothesisTest(0.0244, "no order effect", "permutation", 7.1, 5e-5))
-        >>> v = evaluate_test(m, t, {}, family_size=475)
+        >>> v = evaluate_test(m, t, {}, level=GateLevel(0.05, 475))
         >>> v.status, v.bound, "not used" in v.message
         ('inconclusive', None, True)
     """
     from t2i_fairness.metrics.decisions import decide_test
 
     test = m.test
-    threshold = gate_level(alpha, family_size, multiplicity)
+    threshold = level.value
     p = float(test.p_value)
-    status = decide_test(p, alpha, threshold)
+    status = decide_test(p, level.alpha, threshold)
     resolution = f", resolution {test.resolution:.2g}" if test.resolution else ""
     text = (f"{m.gate}: H0 {test.null}: {test.method} p = {p:.4g} (n={m.n}{resolution}; vs {threshold:.3g}: "
-            f"{level_text(alpha, family_size, multiplicity)})")
+            f"{level.text})")
     stale = thresholds.gates.get(m.gate)
     if stale is not None:
         text += (f"; the bound `{stale.direction}: {stale.value:g}` in {thresholds.path} is not used (a test is "

@@ -7,7 +7,7 @@ docs/decisions.md explains the verdicts, the adjustments and the limits of the p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
@@ -19,6 +19,7 @@ from t2i_fairness.metrics.intervals import Interval
 __all__ = [
     "ADJUSTMENTS",
     "DIRECTIONS",
+    "GateLevel",
     "HypothesisTest",
     "VERDICTS",
     "UncertaintyBound",
@@ -268,6 +269,34 @@ def level_text(alpha: float, family_size: int, multiplicity: str = "holm") -> st
     if multiplicity == "none":
         return f"alpha {alpha:g}, no adjustment"
     return f"alpha {alpha:g} over {family_size} gate(s), {multiplicity} first step"
+
+
+@dataclass(frozen=True)
+class GateLevel:
+    """The run's per-gate level, made once per run: :func:`gate_level` as ``value``, :func:`level_text` as ``text``.
+
+    Example:
+        >>> level = GateLevel(0.05, 475)
+        >>> round(level.value, 9), level.text
+        (0.000105263, 'alpha 0.05 over 475 gate(s), holm first step')
+        >>> GateLevel(0.05, 475, "none").value
+        0.05
+    """
+
+    alpha: float = 0.05
+    family_size: int = 1
+    multiplicity: str = "holm"
+    value: float = field(init=False)
+    text: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "value", gate_level(self.alpha, self.family_size, self.multiplicity))
+        object.__setattr__(self, "text", level_text(self.alpha, self.family_size, self.multiplicity))
+
+    @classmethod
+    def of(cls, options, family_size: int = 1) -> "GateLevel":
+        """The level of a run with these options (``alpha``, ``multiplicity``) over ``family_size`` gates."""
+        return cls(options.alpha, max(1, int(family_size)), options.multiplicity)
 
 
 def decide_test(p_value: float, alpha: float, threshold: float) -> str:

@@ -219,15 +219,16 @@ def _slopes(ind, summary: dict, inception, fids) -> list[str]:
     return lines
 
 
-def report_order(ind, level: float, level_text: str, t2i_report) -> None:
-    """The order tests' section and ``cis_order_invariance.json`` at the run's per-gate level (and the
-    paper preset's, :data:`~t2i_fairness.families.cis.options.PAPER_PRESET_GATES` gates at the run's alpha)."""
-    tests = ind.at.order_results(level)
+def report_order(ind, level, t2i_report) -> None:
+    """The order tests' section and ``cis_order_invariance.json`` at the run's per-gate level (a
+    :class:`~t2i_fairness.metrics.decisions.GateLevel`; and the paper preset's,
+    :data:`~t2i_fairness.families.cis.options.PAPER_PRESET_GATES` gates at the run's alpha)."""
+    tests = ind.at.order_results(level.value)
     if tests is None:
         return
     study, alpha = ind.at.order(), ind.at.t2i.options.alpha
     t2i_report.section(f"CIS order invariance (K={study.k})", order_lines(
-        study, tests, level_text, f"alpha {alpha:g} over {PAPER_PRESET_GATES} gates"))
+        study, tests, level.text, f"alpha {alpha:g} over {PAPER_PRESET_GATES} gates"))
     t2i_report.json("cis_order_invariance", order_record(study, tests))
 
 
