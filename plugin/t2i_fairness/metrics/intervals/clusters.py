@@ -106,7 +106,8 @@ def cluster_share_runs(sums, images: int, binary, *, multiplicity=None) -> dict[
     """:func:`cluster_mean_interval`'s ``wilson`` statistics of many simulated runs at once: ``sums`` holds each
     run's per-prompt sums of ``images`` values in [0, 1] (last axis; with ``multiplicity``, distinct sums and
     their counts). Returns the estimate, standard error, effective size, df and the prompts' shares' count, mean
-    and variance, from which :func:`share_limits` and :func:`bounded_mean_limit` give :meth:`Interval.limit`.
+    and variance, and (without ``multiplicity``) the shares in their order, from which :func:`share_limits` and
+    :func:`betting_limits` (tuned for :data:`TUNED_LEVEL`) give :meth:`Interval.limit`.
 
     Example:
         >>> iv = cluster_mean_interval([1.0, 0.0, 0.0, 0.0, 1.0, 1.0], ["a", "a", "b", "b", "c", "c"])
@@ -128,8 +129,11 @@ def cluster_share_runs(sums, images: int, binary, *, multiplicity=None) -> dict[
     shares = sums / images
     mean = (m * shares).sum(axis=-1) / g
     var = (m * (shares - mean[..., None]) ** 2).sum(axis=-1) / (g - 1)
-    return {"estimate": est, "se": se, "n_effective": share_effective_size(est, se, n_img, binary),
-            "df": g - 1, "units": g, "mean": mean, "var": var}
+    out = {"estimate": est, "se": se, "n_effective": share_effective_size(est, se, n_img, binary),
+           "df": g - 1, "units": g, "mean": mean, "var": var}
+    if multiplicity is None:  # the prompts in their order: what the betting side reads (betting_p_value)
+        out["shares"] = shares
+    return out
 
 
 def cluster_bootstrap_interval(statistic: Callable[[np.ndarray], float], clusters: object, *, method: str = "t",
