@@ -7,7 +7,8 @@ needs (standard error and degrees of freedom, a share's effective size, a law-fr
 
 Modules: ``value`` (the :class:`Interval`), ``tails`` (exact binomial and normal tails and limits), ``lawfree``
 (Hoeffding, Maurer-Pontil), ``betting`` (hedged capital: fixed-n limits and confidence sequences), ``resampling``
-(bootstrap, jackknife, BCa), and the estimands: ``shares`` (coverage, precision), ``percentile`` (a mean of low percentiles), ``clusters`` (sampled and fixed prompts).
+(bootstrap, jackknife, BCa), and the estimands: ``shares`` (coverage, precision), ``percentile`` (a mean of low
+percentiles), ``clusters`` (sampled and fixed prompts).
 Every estimand takes ``method``, ``confidence`` (two-sided, in (0, 1)), ``n_resamples`` and ``seed`` (equal
 arguments give equal intervals) and raises ``ValueError`` naming a bad argument. Which method each indicator
 uses, and its measured coverage: ``docs/calibration.md``.

@@ -55,7 +55,7 @@ def cluster_mean_interval(values: object, clusters: object, *, weighting: str = 
         >>> iv = cluster_mean_interval(values, prompts, method="t")
         >>> round(iv.estimate, 4), iv.df, round(iv.se, 4)
         (0.5, 2, 0.2887)
-        >>> iv = cluster_mean_interval(values, prompts)   # shares: wilson; 3 prompts leave the law-free test nothing to exclude
+        >>> iv = cluster_mean_interval(values, prompts)   # wilson; 3 prompts: the law-free side excludes nothing
         >>> iv.method, round(iv.low, 4), round(iv.high, 4)
         ('wilson', 0.0, 1.0)
     """
