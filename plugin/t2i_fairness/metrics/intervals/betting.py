@@ -66,7 +66,7 @@ def _max_log_capital(x: np.ndarray, bets: np.ndarray, m, truncation: float) -> n
     """``max_t log K_t(m)`` (0 included: the starting capital) over the last axis; ``m`` broadcasts against the
     leading axes."""
     m = np.asarray(m, dtype=np.float64)[..., None]
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # m near 0: no cap
         cap = np.where(m > 0.0, truncation / np.where(m > 0.0, m, 1.0), np.inf)
     steps = np.log1p(np.minimum(bets, cap) * (x - m))
     return np.maximum(np.cumsum(steps, axis=-1).max(axis=-1), 0.0)
