@@ -25,9 +25,10 @@ How, per kind (docs/calibration.md has the table and the worlds):
   Each sampler is validated against plain simulation at a moderate level in ``tests/test_gate_sizes.py``.
 
 Every run is decided by the product's own functions over arrays of runs (``metrics.intervals.share_limits``,
-``cluster_share_runs``, ``jackknife_se_df``, ``percentile_variance``, ``normal_tail``;
-``metrics.evidence.mover_limit``, ``pair_limit``, ``hoeffding_tail``), the code the scalar gates call: a
-measured size is the gate's, not a copy's.
+``cluster_share_runs``, ``betting_p_value``, ``betting_limits``, ``jackknife_se_df``, ``percentile_variance``,
+``normal_tail``; ``metrics.evidence.mover_limit``, ``pair_limit``, ``hoeffding_tail``), the code the scalar gates
+call: a measured size is the gate's, not a copy's. The CIS shares' betting side reads the prompts in their draw
+order: runs sampled as counts of each prompt sum are put in a uniformly random order first (``ordered``).
 
 Run: ``.venv/bin/python bench/bench_gate_sizes.py --quick`` (under 3 minutes on 2 cores) or without
 ``--quick`` for the documented table. ``--m-smoke``/``--m-paper`` skip the live count of the gates.
@@ -58,8 +59,9 @@ from t2i_fairness.metrics.decisions import fails  # noqa: E402
 from t2i_fairness.metrics.intervals import (  # noqa: E402
     BoundedUnits,
     Interval,
-    bounded_mean_limit,
-    bounded_mean_tail,
+    TUNED_LEVEL,
+    betting_limits,
+    betting_p_value,
     cluster_mean_interval,
     cluster_share_runs,
     floor_to_units,
@@ -386,10 +388,11 @@ def cluster_limits(runs: dict, level: float) -> tuple[np.ndarray, np.ndarray, np
     """Each run's cluster share and its product limits at ``level`` (``Interval.limit`` of
     ``cluster_mean_interval``'s interval): the wider of Korn-Graubard's
     (:func:`~t2i_fairness.metrics.intervals.share_limits` at the effective size, ``G - 1`` df) and the law-free
-    limits over the prompts' shares (:func:`~t2i_fairness.metrics.intervals.bounded_mean_limit`), from the
-    product's statistics of the runs (:func:`~t2i_fairness.metrics.intervals.cluster_share_runs`)."""
+    betting limits over the prompts' shares in their order (:func:`~t2i_fairness.metrics.intervals.betting_limits`
+    with the p-value's bets), from the product's statistics of the runs
+    (:func:`~t2i_fairness.metrics.intervals.cluster_share_runs`, ordered: no ``multiplicity``)."""
     est, n, df = runs["estimate"], runs["n_effective"], runs["df"]
-    free = {side: bounded_mean_limit(runs["mean"], runs["var"], runs["units"], level, side) for side in ("low", "high")}
+    free = {side: betting_limits(runs["shares"], level, side, tuned=TUNED_LEVEL) for side in ("low", "high")}
     return (est, np.minimum(share_limits(est, n, level, "low", df), free["low"]),
             np.maximum(share_limits(est, n, level, "high", df), free["high"]))
 
@@ -397,12 +400,31 @@ def cluster_limits(runs: dict, level: float) -> tuple[np.ndarray, np.ndarray, np
 def cluster_share_fails(runs: dict, bound: float, level: float) -> np.ndarray:
     """Whether a ``min`` gate on each run's cluster share fails at ``level``: the estimate below the bound,
     Korn-Graubard's upper limit (:func:`~t2i_fairness.metrics.intervals.share_limits`) below it and the law-free
-    test (:func:`~t2i_fairness.metrics.intervals.bounded_mean_tail`) rejecting, from the product's statistics of
-    the runs (:func:`~t2i_fairness.metrics.intervals.cluster_share_runs`)."""
+    betting test over the prompts' shares in their order
+    (:func:`~t2i_fairness.metrics.intervals.betting_p_value`) rejecting, from the product's statistics of the
+    runs (:func:`~t2i_fairness.metrics.intervals.cluster_share_runs`, ordered: no ``multiplicity``)."""
     est = runs["estimate"]
     high = share_limits(est, runs["n_effective"], level, "high", runs["df"])
-    free = bounded_mean_tail(runs["mean"], runs["var"], runs["units"], bound, "min")
+    free = betting_p_value(runs["shares"], bound, "min")
     return fails(est, bound, "min", limit=high) & (free <= level)
+
+
+def ordered(counts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Runs of i.i.d. draws from counts of their atoms (``(runs, atoms)``, each row summing to the units): the
+    atoms' indices in a uniformly random order per run (the law of ordered i.i.d. draws given the counts)."""
+    counts = np.asarray(counts)
+    units = int(counts[0].sum())
+    idx = np.repeat(np.tile(np.arange(counts.shape[1]), counts.shape[0]), counts.ravel()).reshape(-1, units)
+    return rng.permuted(idx, axis=1)
+
+
+def ordered_share_fails(values: np.ndarray, counts: np.ndarray, k: int, images: int, binary: bool, bound: float,
+                        level: float, rng: np.random.Generator, chunk: int = 2_000_000) -> np.ndarray:
+    """:func:`cluster_share_fails` of runs given as counts of each prompt sum ``values`` (ordered in chunks)."""
+    step = max(1, chunk // int(counts[0].sum()))
+    out = [cluster_share_fails(cluster_share_runs(values[ordered(counts[i:i + step], rng)] / k, images, binary),
+                               bound, level) for i in range(0, counts.shape[0], step)]
+    return np.concatenate(out)
 
 
 def cluster_interval(counts_by_prompt: np.ndarray, k: int, images: int) -> Interval:
@@ -587,8 +609,7 @@ def cluster_share_is(k: int, images: int, prompts: int, mean: float, icc: float,
     sd = math.sqrt(float(pmf @ (block.values - m) ** 2))
     lams = np.array([[0.0]] + [[lam] for lam in _cis_lams(block, m, sd, level, spread=spread)])
     (counts,), w = tilted_counts([block], lams, runs, rng)
-    v = block.values
-    fails = cluster_share_fails(cluster_share_runs(v / k, images, binary, multiplicity=counts), bound, level)
+    fails = ordered_share_fails(block.values, counts, k, images, binary, bound, level, rng)
     return weighted(fails, w, "")
 
 
@@ -596,7 +617,7 @@ def cluster_share_plain(k, images, prompts, mean, icc, bound, level, runs, rng, 
     pmf = prompt_counts_law(k * images, mean, icc)
     counts = rng.multinomial(prompts, pmf, size=runs)
     v = np.arange(k * images + 1, dtype=float)
-    fails = cluster_share_fails(cluster_share_runs(v / k, images, binary, multiplicity=counts), bound, level)
+    fails = ordered_share_fails(v, counts, k, images, binary, bound, level, rng)
     return weighted(fails, None, "")
 
 
@@ -768,7 +789,7 @@ def drop_is(preset: Preset, level: float, mus, icc: float, bound: float, runs: i
                 theta = brentq(lambda th: mean_drop(th / sd * 1e-3) - target, 0.0, hi) / sd * 1e-3
             rows.append(theta * grad)
     counts, w = tilted_counts(blocks, np.array(rows), runs, rng)
-    parts = [cluster_limits(cluster_share_runs(b.values / k, n, k == 1, multiplicity=c), level)
+    parts = [cluster_limits(cluster_share_runs(b.values[ordered(c, rng)] / k, n, k == 1), level)
              for c, b, k in zip(counts, blocks, ks)]
     fails = drop_fails(parts, ks, bound)
     return weighted(fails, None if plain else w, "")

@@ -17,6 +17,8 @@ from t2i_fairness.metrics import intervals as iv
 from t2i_fairness.metrics.intervals import (
     BoundedUnits,
     Interval,
+    TUNED_LEVEL,
+    betting_limits,
     bounded_mean_limit,
     bounded_mean_tail,
     cluster_bootstrap_interval,
@@ -315,9 +317,9 @@ def test_cluster_wilson_is_korn_graubard(g, seed):
     n_star = max(n_raw, 1.0) * (z / tq) ** 2
     centre = (p + z * z / (2 * n_star)) / (1 + z * z / n_star)
     half = z / (1 + z * z / n_star) * np.sqrt(p * (1 - p) / n_star + z * z / (4 * n_star**2))
-    # displayed: the wider of Wilson's and the law-free limits over the prompts' shares (same images each)
+    # displayed: the wider of Wilson's and the law-free (betting, the gate's p-value's bets) limits over the shares
     shares = y.reshape(g, 4).mean(axis=1)
-    free = [bounded_mean_limit(shares.mean(), shares.var(ddof=1), g, 0.025, side) for side in ("low", "high")]
+    free = [float(betting_limits(shares, 0.025, side, tuned=TUNED_LEVEL)) for side in ("low", "high")]
     assert res.bounded == BoundedUnits(g, pytest.approx(shares.mean()), pytest.approx(shares.var(ddof=1)))
     assert res.low == pytest.approx(min(max(0.0, min(centre - half, p)), free[0]), abs=1e-12)
     assert res.high == pytest.approx(max(min(1.0, max(centre + half, p)), free[1]), abs=1e-12)
@@ -675,9 +677,9 @@ def test_the_betting_limit_covers_the_mean_whatever_the_law(law, n):
 
 def test_a_cluster_share_s_futility_limit_is_the_wider_of_its_own_and_the_betting_limit():
     """The futility rule's limit of a cluster share: the betting limit over its prompts' shares in their order
-    (kept by cluster_mean_interval) beside the interval's own, the wider of the two; narrower than the
-    Hoeffding / Maurer-Pontil side the gate's tests read, at 70 prompts that vary little; without the units
-    kept (a scaled interval, planning power), the gate's own limit."""
+    (kept by cluster_mean_interval) beside the interval's own, the wider of the two; the gate's own limit bets
+    too (tuned for the presets' level), both narrower than Hoeffding / Maurer-Pontil at 70 prompts that vary
+    little; without the units kept (a scaled interval, planning power), the gate's own limit."""
     from t2i_fairness.metrics.intervals import betting_limit, cluster_mean_interval
 
     rng = np.random.default_rng(5)
@@ -691,14 +693,16 @@ def test_a_cluster_share_s_futility_limit_is_the_wider_of_its_own_and_the_bettin
         lim, own = iv.futility_limit(0.00125, side), kg.limit(0.00125, side)
         bet = betting_limit(shares, 0.00125, side)
         assert lim == (min(own, bet) if side == "low" else max(own, bet))
-    assert iv.limit(0.00125, "low") < iv.futility_limit(0.00125, "low") < iv.estimate
+    hoeffding = float(bounded_mean_limit(iv.bounded.mean, iv.bounded.var, 70, 0.00125, "low"))
+    assert hoeffding < iv.limit(0.00125, "low") < iv.estimate  # the gate's own law-free side bets too
+    assert abs(iv.limit(0.00125, "low") - iv.futility_limit(0.00125, "low")) < 0.01  # bets tuned for 1.25e-3
     assert iv.scaled(2.0).futility_limit(0.00125, "low") == iv.scaled(2.0).limit(0.00125, "low")
 
 
 def test_a_combinations_futility_limit_is_mover_over_its_terms_futility_limits():
     """CIS's drop per component (minus the slope of four cluster shares over K): its futility rule reads MOVER over
-    each CIS_K's futility limit (the betting side), as each CIS_K's own rule does; narrower than its test's limit
-    there, never beyond its estimate; the gate's test and interval keep ``limit`` (bench/bench_drop_futility.py
+    each CIS_K's futility limit (the betting side), as each CIS_K's own rule does; within 0.01 of its test's
+    limit (which bets too), never beyond its estimate; the gate's test and interval keep ``limit`` (bench/bench_drop_futility.py
     measures the promise)."""
     from t2i_fairness.families.cis.study import slope_weights
     from t2i_fairness.metrics.evidence import combination, mover_limit
@@ -716,5 +720,7 @@ def test_a_combinations_futility_limit_is_mover_over_its_terms_futility_limits()
         want = mover_limit([t.estimate for t in terms], [t.futility_limit(0.001, "low") for t in terms],
                            [t.futility_limit(0.001, "high") for t in terms], w, side)
         assert drop.futility_limit(0.001, side) == pytest.approx(min(max(want, -0.5), 0.5), abs=1e-12)
-    assert drop.estimate < drop.futility_limit(0.001, "high") < drop.limit(0.001, "high")
-    assert drop.limit(0.001, "low") < drop.futility_limit(0.001, "low") < drop.estimate
+    assert drop.estimate < drop.futility_limit(0.001, "high")  # both sides bet: near each other
+    assert abs(drop.futility_limit(0.001, "high") - drop.limit(0.001, "high")) < 0.01
+    assert drop.futility_limit(0.001, "low") < drop.estimate
+    assert abs(drop.futility_limit(0.001, "low") - drop.limit(0.001, "low")) < 0.01

@@ -6,13 +6,16 @@ returns an :class:`Interval`: the estimate, a two-sided interval, and what the g
 needs (standard error and degrees of freedom, a share's effective size, a law-free side).
 
 Modules: ``value`` (the :class:`Interval`), ``tails`` (exact binomial and normal tails and limits), ``lawfree``
-(Hoeffding, Maurer-Pontil, betting), ``resampling`` (bootstrap, jackknife, BCa), and the estimands: ``shares``
-(coverage, precision), ``percentile`` (a mean of low percentiles), ``clusters`` (sampled and fixed prompts).
+(Hoeffding, Maurer-Pontil), ``betting`` (hedged capital: fixed-n limits and confidence sequences), ``resampling``
+(bootstrap, jackknife, BCa), and the estimands: ``shares`` (coverage, precision), ``percentile`` (a mean of low
+percentiles), ``clusters`` (sampled and fixed prompts).
 Every estimand takes ``method``, ``confidence`` (two-sided, in (0, 1)), ``n_resamples`` and ``seed`` (equal
 arguments give equal intervals) and raises ``ValueError`` naming a bad argument. Which method each indicator
 uses, and its measured coverage: ``docs/calibration.md``.
 """
 
+from t2i_fairness.metrics.intervals.betting import (TRUNCATION, TUNED_LEVEL, betting_limits, betting_p_value,
+                                                    betting_sequence_limits)
 from t2i_fairness.metrics.intervals.clusters import (CLUSTER_METHODS, CLUSTER_STATISTIC_METHODS, STRATIFIED_METHODS,
                                                      cluster_bootstrap_interval, cluster_mean_interval,
                                                      cluster_share_runs, stratified_mean_interval)
@@ -30,7 +33,8 @@ from t2i_fairness.metrics.intervals.value import Interval, bound_cannot_fail, fl
 
 __all__ = ["BoundedUnits", "CLUSTER_METHODS", "CLUSTER_STATISTIC_METHODS", "COVERAGE_METHODS", "Interval",
            "PERCENTILE_METHODS", "PRECISION_METHODS", "P_FLOOR", "PercentileMean", "STRATIFIED_METHODS",
-           "agresti_coull", "betting_limit", "bound_cannot_fail", "bounded_mean_limit", "bounded_mean_tail",
+           "TRUNCATION", "TUNED_LEVEL", "agresti_coull", "betting_limit", "betting_limits", "betting_p_value",
+           "betting_sequence_limits", "bound_cannot_fail", "bounded_mean_limit", "bounded_mean_tail",
            "cluster_bootstrap_interval", "cluster_mean_interval", "cluster_share_runs", "coverage_interval",
            "floor_to_units", "invert_limit", "jackknife_se_df", "normal_percentile_mean", "normal_percentile_variance",
            "normal_tail", "percentile_mean_interval", "percentile_variance", "precision_interval",

@@ -42,8 +42,9 @@ def cluster_mean_interval(values: object, clusters: object, *, weighting: str = 
 
     Prompts are the units. ``weighting="image"``: the pooled mean; ``"cluster"``: the mean of prompt means. ``t``:
     a cluster-robust standard error on ``G - 1`` degrees of freedom. ``wilson`` (``auto`` for values in [0, 1]):
-    Korn and Graubard's score interval at the effective size of that error; with the same images per prompt and
-    ``law_free`` it also holds free of the prompts' law (:attr:`Interval.bounded`).
+    Korn and Graubard's score interval at the effective size of that error; with ``law_free`` it also holds
+    free of the prompts' law (:attr:`Interval.bounded`: a betting test on the prompts' shares in their order, each
+    prompt weighted alike whatever its image count, so a missing image keeps the law-free side).
 
     Args:
         values: 1-D per-image values; ``clusters``: one prompt label per value.
@@ -54,9 +55,9 @@ def cluster_mean_interval(values: object, clusters: object, *, weighting: str = 
         >>> iv = cluster_mean_interval(values, prompts, method="t")
         >>> round(iv.estimate, 4), iv.df, round(iv.se, 4)
         (0.5, 2, 0.2887)
-        >>> iv = cluster_mean_interval(values, prompts)   # shares: wilson, 3 prompts: the law-free limits are wider
+        >>> iv = cluster_mean_interval(values, prompts)   # wilson; 3 prompts: the law-free side excludes nothing
         >>> iv.method, round(iv.low, 4), round(iv.high, 4)
-        ('wilson', 0.0137, 0.9863)
+        ('wilson', 0.0, 1.0)
     """
     y = _finite_1d("values", values)
     codes, g = _cluster_index(clusters, y.size)
@@ -85,9 +86,9 @@ def cluster_mean_interval(values: object, clusters: object, *, weighting: str = 
         n_eff = share_effective_size(estimate, se, float(y.size), bool(np.isin(y, (0.0, 1.0)).all()))
         # the few-prompts correction (z / t_{G-1})^2 is applied at each level (Interval.trials), not stored
         interval = _score(method, estimate, n_eff, confidence, g, df=g - 1)
-        if not law_free or not np.all(sizes == sizes[0]):  # the law-free test is of the mean over prompts: equal weights only
+        if not law_free:
             return interval
-        means = sums / sizes
+        means = np.bincount(codes, weights=y, minlength=g) / np.bincount(codes, minlength=g)  # each prompt's share
         units = BoundedUnits(g, float(means.mean()), float(means.var(ddof=1)), values=tuple(means.tolist()))
         tail = (1.0 - confidence) / 2.0  # displayed: the wider of Wilson's and the law-free limits
         return dataclasses.replace(interval, bounded=units, low=min(interval.low, units.limit(tail, "low")),
@@ -105,7 +106,8 @@ def cluster_share_runs(sums, images: int, binary, *, multiplicity=None) -> dict[
     """:func:`cluster_mean_interval`'s ``wilson`` statistics of many simulated runs at once: ``sums`` holds each
     run's per-prompt sums of ``images`` values in [0, 1] (last axis; with ``multiplicity``, distinct sums and
     their counts). Returns the estimate, standard error, effective size, df and the prompts' shares' count, mean
-    and variance, from which :func:`share_limits` and :func:`bounded_mean_limit` give :meth:`Interval.limit`.
+    and variance, and (without ``multiplicity``) the shares in their order, from which :func:`share_limits` and
+    :func:`betting_limits` (tuned for :data:`TUNED_LEVEL`) give :meth:`Interval.limit`.
 
     Example:
         >>> iv = cluster_mean_interval([1.0, 0.0, 0.0, 0.0, 1.0, 1.0], ["a", "a", "b", "b", "c", "c"])
@@ -127,8 +129,11 @@ def cluster_share_runs(sums, images: int, binary, *, multiplicity=None) -> dict[
     shares = sums / images
     mean = (m * shares).sum(axis=-1) / g
     var = (m * (shares - mean[..., None]) ** 2).sum(axis=-1) / (g - 1)
-    return {"estimate": est, "se": se, "n_effective": share_effective_size(est, se, n_img, binary),
-            "df": g - 1, "units": g, "mean": mean, "var": var}
+    out = {"estimate": est, "se": se, "n_effective": share_effective_size(est, se, n_img, binary),
+           "df": g - 1, "units": g, "mean": mean, "var": var}
+    if multiplicity is None:  # the prompts in their order: what the betting side reads (betting_p_value)
+        out["shares"] = shares
+    return out
 
 
 def cluster_bootstrap_interval(statistic: Callable[[np.ndarray], float], clusters: object, *, method: str = "t",

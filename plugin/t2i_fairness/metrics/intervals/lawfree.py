@@ -1,4 +1,4 @@
-"""Law-free bounds on a mean of units in [0, 1]: Hoeffding-Bernoulli, Maurer-Pontil and betting."""
+"""Law-free bounds on a mean of units in [0, 1]: Hoeffding-Bernoulli, Maurer-Pontil and betting (``betting``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special as _special
 
-from t2i_fairness.metrics.intervals.tails import _check_alpha
+from t2i_fairness.metrics.intervals.betting import TUNED_LEVEL, betting_limit, betting_limits, betting_p_value
 
 __all__ = ["BoundedUnits", "betting_limit", "bounded_mean_limit", "bounded_mean_tail"]
 
@@ -48,53 +48,12 @@ def bounded_mean_tail(mean, var, n, bound, direction: str):
     return np.where((gap > 0) & (n >= 2), p, 1.0)
 
 
-def betting_limit(values, alpha: float, side: str, *, steps: int = 50) -> float:
-    """One-sided limit of the mean of independent values in [0, 1], free of their law, by betting (Waudby-Smith &
-    Ramdas 2023).
-
-    ``"low"``: the smallest ``m`` whose betting test of "mean <= m" (predictable plug-in bets on the values in the
-    order given, Ville's inequality) does not reject at ``alpha``; ``"high"``: the same on ``1 - values``. The bets
-    use the values' spread, so it is narrower than :func:`bounded_mean_limit` at tens of units.
-
-    Example:
-        >>> x = np.tile([0.25, 0.5, 0.75], 40)                       # 120 prompt shares, mean 0.5
-        >>> round(betting_limit(x, 0.001, "low"), 3), round(float(bounded_mean_limit(0.5, x.var(ddof=1), 120,
-        ...                                                                          0.001, "low")), 3)
-        (0.427, 0.328)
-    """
-    x = np.asarray(values, dtype=np.float64).ravel()
-    alpha = _check_alpha(alpha)
-    if side not in ("low", "high"):
-        raise ValueError(f"`side` must be 'low' or 'high', but got {side!r}")
-    if x.size == 0 or not np.all((x >= 0.0) & (x <= 1.0)):
-        raise ValueError("`values` must be a non-empty array of values in [0, 1]")
-    if side == "high":
-        return 1.0 - betting_limit(1.0 - x, alpha, "low", steps=steps)
-    n, log_target = x.size, math.log(1.0 / alpha)
-    t = np.arange(1, n + 1)
-    before = np.r_[0.5, (0.5 + np.cumsum(x)) / (t + 1)][:-1]  # the running mean before each value
-    var = np.r_[0.25, (0.25 + np.cumsum((x - before) ** 2)) / (t + 1)][:-1]
-    bet = np.sqrt(2.0 * log_target / (n * var))
-
-    def rejects(m: float) -> bool:
-        capital = np.cumsum(np.log1p(np.minimum(bet, 0.5 / m) * (x - m)))
-        return bool(capital.max() >= log_target)
-
-    lo, hi = 1e-12, float(x.mean())
-    if not rejects(lo):
-        return 0.0
-    for _ in range(steps):
-        mid = 0.5 * (lo + hi)
-        lo, hi = (mid, hi) if rejects(mid) else (lo, mid)
-    return hi
-
-
 @dataclass(frozen=True)
 class BoundedUnits:
     """What a test free of the units' law needs: ``n`` independent unit values in [0, 1] (each prompt's
-    share), their mean and sample variance (:func:`bounded_mean_tail`); ``values``, the units themselves in
-    their draw order, for the betting limit ``--t2i-sequential``'s futility rule reads
-    (:meth:`Interval.futility_limit`)."""
+    share), their mean and sample variance; ``values``, the units themselves in their draw order. With
+    ``values`` the test is the hedged betting one (:func:`betting_p_value` and its limits); without
+    (a planning copy, :meth:`Interval.scaled`), Hoeffding's and Maurer-Pontil's (:func:`bounded_mean_tail`)."""
 
     n: int
     mean: float
@@ -102,11 +61,23 @@ class BoundedUnits:
     values: tuple | None = dataclasses.field(default=None, repr=False, compare=False)
 
     def p_value(self, bound: float, direction: str) -> float:
+        if self.values is not None:
+            return float(betting_p_value(self.values, bound, direction))
         return float(bounded_mean_tail(self.mean, self.var, self.n, bound, direction))
 
     def limit(self, alpha: float, side: str) -> float:
-        """The one-sided limit at level ``alpha`` (:func:`bounded_mean_limit`)."""
+        """The one-sided limit at level ``alpha``: where :meth:`p_value` crosses ``alpha`` (:func:`betting_limits`
+        with the p-value's bets), else :func:`bounded_mean_limit`."""
+        if self.values is not None:
+            return float(betting_limits(self.values, alpha, side, tuned=TUNED_LEVEL))
         return float(bounded_mean_limit(self.mean, self.var, self.n, alpha, side))
+
+    def distance(self, alpha: float) -> float:
+        """How far the betting test's limit lies from the mean at ``alpha``: measured on ``values``, else the
+        bets' normal approximation ``sqrt(2 var log(1 / alpha) / n)``."""
+        if self.values is not None:
+            return float(self.mean - betting_limits(self.values, alpha, "low", tuned=TUNED_LEVEL))
+        return math.sqrt(2.0 * max(self.var, 0.0) * math.log(1.0 / alpha) / max(self.n, 1))
 
 
 def bounded_mean_limit(mean, var, n, alpha, side: str, *, steps: int = 60):
@@ -156,31 +127,10 @@ def _kl_low_limit(m: float, target: float, steps: int) -> float:
 
 def _bounded_power(units: BoundedUnits, bound: float, truth: float, direction: str, alpha: float) -> float:
     """The law-free test's power at ``truth``: the units' mean, normal with their variance, beyond the
-    critical value the test needs at ``alpha`` (its variance held at the measured one)."""
-    side = "high" if direction == "min" else "low"  # a min gate fails when its upper limit is below the bound
-    crit = _bounded_critical(units, bound, alpha, direction)
+    distance the betting test needs at ``alpha`` (:meth:`BoundedUnits.distance`, its variance held)."""
     se = math.sqrt(max(units.var, 0.0) / max(units.n, 1))
-    if not math.isfinite(crit):
-        return 0.0
+    d = units.distance(alpha)
+    gap = (bound - truth) if direction == "min" else (truth - bound)  # how far the truth misses
     if se <= 0:
-        return float((truth < crit) if side == "high" else (truth > crit))
-    z = (crit - truth) / se if side == "high" else (truth - crit) / se
-    return float(_special.ndtr(z))
-
-
-def _bounded_critical(units: BoundedUnits, bound: float, alpha: float, direction: str, steps: int = 60) -> float:
-    """The mean at which the law-free test of ``bound`` starts to reject at ``alpha`` (``-inf``/``inf``: never)."""
-    def rejects(m: float) -> bool:
-        return float(bounded_mean_tail(m, units.var, units.n, bound, direction)) <= alpha
-
-    edge = 0.0 if direction == "min" else 1.0
-    if not rejects(edge):
-        return -math.inf if direction == "min" else math.inf
-    lo, hi = (edge, bound) if direction == "min" else (bound, edge)
-    for _ in range(steps):
-        mid = 0.5 * (lo + hi)
-        if rejects(mid) == (direction == "min"):
-            lo = mid
-        else:
-            hi = mid
-    return lo if direction == "min" else hi
+        return float(gap > d)
+    return float(_special.ndtr((gap - d) / se))
