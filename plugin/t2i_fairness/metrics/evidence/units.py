@@ -48,7 +48,7 @@ def _check_units(name: str, values: object, value_range: Sequence[float]) -> tup
     slack = 1e-9 * (hi - lo)  # float rounding of a cosine mean
     bad = np.flatnonzero(~np.isfinite(v) | (v < lo - slack) | (v > hi + slack))
     if bad.size:
-        raise ValueError(f"`{name}` must lie in [{lo:g}, {hi:g}], but unit {int(bad[0])} is {v[bad[0]]!r}")
+        raise ValueError(f"`{name}` must lie in [{lo:g}, {hi:g}], but unit {int(bad[0])} is {float(v[bad[0]])!r}")
     return np.clip(v, lo, hi), (lo, hi)
 
 
@@ -120,6 +120,13 @@ class UnitMean(Interval):
         bound: their spread and room to the range's edges as measured)."""
         return min(self._critical(bound, alpha, "high"), self._critical(bound, alpha, "low"))
 
+    def reach(self, bound: float, direction: str, alpha: float) -> float:
+        """The nearest miss of ``bound`` any test valid for every law of these units can fail at ``alpha``
+        (:func:`law_free_reach` from the bound to the range's edge beyond it)."""
+        lo, hi = self.value_range
+        edge = hi - float(bound) if _direction(direction) > 0 else float(bound) - lo
+        return law_free_reach(max(edge, 0.0), max(len(self.values), 1), _check_alpha(alpha))
+
     def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
         """``Phi((effect - d) / se)``, ``d`` the test's critical distance with the units recentred at the miss."""
         alpha, sign = _check_alpha(alpha), _direction(direction)
@@ -154,9 +161,11 @@ def _unit_mean(values: np.ndarray, value_range: tuple[float, float], confidence:
                     values=tuple(float(x) for x in values), value_range=value_range)
 
 
-def unit_mean(values: Sequence[float], value_range: Sequence[float], *, confidence: float = 0.95) -> UnitMean:
+def unit_mean(values: Sequence[float], value_range: Sequence[float], *, confidence: float = 0.95,
+              limits: bool = True) -> UnitMean:
     """The mean of independent unit values (one per prompt, in the prompt file's order) known to lie in
-    ``value_range``, with its betting test, valid for any law of the units (:class:`UnitMean`).
+    ``value_range``, with its betting test, valid for any law of the units (:class:`UnitMean`); ``limits=False``
+    leaves the displayed ``low`` and ``high`` NaN (a bench's many runs read only :meth:`UnitMean.fails`).
 
     Raises:
         ValueError: no values, a value outside the range, or a range that is not ``lo < hi``.
@@ -167,7 +176,8 @@ def unit_mean(values: Sequence[float], value_range: Sequence[float], *, confiden
         (0.31, True, False)
     """
     v, rng = _check_units("values", values, value_range)
-    return _display(_unit_mean(v, rng, confidence, "mean over prompts by betting (law-free)"))
+    ev = _unit_mean(v, rng, confidence, "mean over prompts by betting (law-free)")
+    return _display(ev) if limits else dataclasses.replace(ev, low=math.nan, high=math.nan)
 
 
 @dataclass(frozen=True)
@@ -229,6 +239,10 @@ class UnitRatio(Interval):
     def critical_distance(self, bound: float, alpha: float, df: float | None = None) -> float:
         return self.contrast(float(bound)).critical_distance(0.0, alpha) / max(abs(self.den), 1e-12)
 
+    def reach(self, bound: float, direction: str, alpha: float) -> float:
+        """:meth:`UnitMean.reach` of the contrast at ``bound``, in ratio units (over the denominator)."""
+        return self.contrast(float(bound)).reach(0.0, direction, alpha) / max(abs(self.den), 1e-12)
+
     def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
         """The contrast's power against ``effect den`` (a ratio miss times the denominator)."""
         if not self.den > 0:
@@ -251,9 +265,9 @@ class UnitRatio(Interval):
 
 
 def unit_ratio(num_values: Sequence[float], den_values: Sequence[float], num_range: Sequence[float],
-               den_range: Sequence[float], *, confidence: float = 0.95) -> UnitRatio:
+               den_range: Sequence[float], *, confidence: float = 0.95, limits: bool = True) -> UnitRatio:
     """``mean(num) / mean(den)`` of paired unit values (one pair per prompt, same order), tested through its
-    contrast by betting, valid for any law of the pairs (:class:`UnitRatio`).
+    contrast by betting, valid for any law of the pairs (:class:`UnitRatio`); ``limits`` as in :func:`unit_mean`.
 
     Raises:
         ValueError: unequal lengths, no values, or a value outside its range.
@@ -274,4 +288,4 @@ def unit_ratio(num_values: Sequence[float], den_values: Sequence[float], num_ran
                    num=num, den=den)
     if math.isfinite(ev.estimate):
         ev = dataclasses.replace(ev, se=ev.se_at(ev.estimate))
-    return _display(ev)
+    return _display(ev) if limits else dataclasses.replace(ev, low=math.nan, high=math.nan)
