@@ -33,7 +33,8 @@ def test_law_free_mean_holds_its_level_exactly_where_the_t_does_not(p):
     g, alpha = 11, 0.05
     values, probs = [-0.9, 1.0], [1.0 - p, p]
     bound = float(np.dot(values, probs))
-    size = _exact_size(values, probs, g, alpha, lambda x: unit_mean(x, (-1, 1), limits=False).fails(bound, "min", alpha))
+    size = _exact_size(values, probs, g, alpha,
+                       lambda x: unit_mean(x, (-1, 1), limits=False).fails(bound, "min", alpha))
     assert size <= alpha
     assert (size > 0) == (p == 0.4)
 

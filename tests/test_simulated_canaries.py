@@ -63,6 +63,10 @@ def test_indic_values_and_law_free_units_are_the_suites(sim):
     iv = measured["test_lgc[tam_taml]"].uncertainty
     assert np.allclose(iv.values, per_prompt, atol=1e-12) and iv.value_range == (-1.0, 1.0) and iv.df is None
     assert iv.se == pytest.approx(se, rel=1e-9) and iv.p_floor == 0.5**g
+    ratio = measured["test_clgc_vs_english[tam_taml]"]  # the contrast's units: each prompt's two CLGCs
+    assert (ratio.uncertainty.num, ratio.uncertainty.den) == pytest.approx(
+        (measured["test_clgc[tam_taml]"].value, measured["test_clgc[eng_latn]"].value), abs=1e-12)
+    assert len(ratio.uncertainty.num_values) == g and ratio.uncertainty.method.startswith("ratio by betting")
     assert {m.gate for m in measured.values()} >= {"test_clgc[eng_latn]", "test_clgc_vs_english[hin_deva]", "test_dwl[hin_deva]"}
 
 
