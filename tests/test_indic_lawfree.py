@@ -36,7 +36,7 @@ def test_law_free_mean_holds_its_level_exactly_where_the_t_does_not(p):
     size = _exact_size(values, probs, g, alpha,
                        lambda x: unit_mean(x, (-1, 1), limits=False).fails(bound, "min", alpha))
     assert size <= alpha
-    assert (size > 0) == (p == 0.4)
+    assert size > 0 or p < 0.4  # the check can bite: at p = 0.4 the test does fail some studies
 
     def t_fails(x):
         p_t = normal_tail(x.mean(), x.std(ddof=1) / math.sqrt(g), bound, "min", g - 1)
