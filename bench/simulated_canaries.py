@@ -20,8 +20,8 @@ through the very code the suite's gates run:
   CLGC(l) / CLGC(English) and SCAL(English, l) per non-English language): a subclass of
   :class:`t2i_fairness.families.indic_tti.study.IndicEvaluation` whose only change is where the
   features come from (simulated arrays instead of images through BLIP-2, CLIP and the sentence
-  encoder); its ``scores``, ``scal`` and ``interval`` (the delete-one-prompt jackknife,
-  ``cluster_bootstrap_interval(..., method="t")``) are the suite's code, called as the gate tests call them.
+  encoder); its ``scores``, ``scal`` and ``interval`` (betting over the prompts' values or contrasts,
+  ``metrics.evidence.unit_mean`` / ``unit_ratio``) are the suite's code, called as the gate tests call them.
 
 Every value then goes through :func:`t2i_fairness.gating.gate.measure` and
 :func:`t2i_fairness.gating.gate.judge` (the ``gate`` fixture's two steps) at the default options
@@ -96,9 +96,9 @@ degrade_region:africa:0.2  30 real / 18 gen. per region     45    0/200 (<=.01) 
 degrade_region:africa:0.6  1,620 / 1,620 (a third of the    475   0/60 (<=.05)  60/60      0/60 (<=.05)
                            paper's 4,860 per region)
 degrade_region:africa:0.2  1,620 / 1,620                    475   0/60 (<=.05)  60/60      0/60 (<=.05)
-answer_language:hin_Deva   4 prompts x 6 images (smoke)     45    0/200 (<=.01) 12/200     0/200 (<=.01)
-answer_language:hin_Deva   40 x 4 (the paper's common)      475   0/200 (<=.01) 200/200    0/200 (<=.01)
-answer_language:hin_Deva   200 x 4 (paper's Midjourney)     475   0/60 (<=.05)  60/60      0/60 (<=.05)
+answer_language:hin_Deva   4 prompts x 6 images (smoke)     45    0/100 (<=.03) 0/100      0/100 (<=.03)
+answer_language:hin_Deva   40 x 4 (the paper's common)      475   0/100 (<=.03) 99/100     0/100 (<=.03)
+answer_language:hin_Deva   200 x 4 (paper's Midjourney)     475   0/20 (<=.14)  20/20      0/20 (<=.14)
 =========================  ==============================  =====  ============  =========  ============
 
 At the smoke size the reference run gives two regions a precision of 18/18, whose Wilson standard
@@ -108,9 +108,10 @@ simulation); it now takes the share's error at Agresti and Coull's adjusted shar
 (:func:`t2i_fairness.gating.verdicts.share_se_floor`), and no run fails them. Reading: a gross
 degradation (strength 0.6) is caught at every size, a mild one (0.2: coverage 0.88 -> 0.56,
 precision 0.78 -> 0.75) only at the realistic size (by the coverage gate); answer_language is
-missed at the smoke size (4 prompts: a jackknife on 3 degrees of freedom, bounds written with t on
-3 df) and caught in every run from the paper's 40-prompt subset on, by CLGC, LGC, SCWL and
-SCAL(English, Tamil); DWL does not move and CLGC(Tamil) / CLGC(English) rises (English drops with Tamil).
+missed at the smoke size (4 prompts: no p below 2^-4, above the level) and caught in 99 of 100 runs at the
+paper's 40-prompt subset and every run at 200 prompts, by the law-free tests over prompts (the answer_language
+rows: 100, 100 and 20 runs with them; before them, with the t over prompts, 12/200, 200/200 and 60/60); DWL
+does not move and CLGC(Tamil) / CLGC(English) rises (English drops with Tamil).
 
 ``simulated_rows(runs)`` gives the rows as ``label -> (runs with a gate of that kind failed, runs)``
 for the calibration bench; ``quick=True`` runs fewer runs at the realistic sizes.

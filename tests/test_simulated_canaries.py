@@ -43,7 +43,7 @@ def test_dig_in_values_are_the_suites_precision_and_coverage(sim):
         assert p.uncertainty.method == "wilson" and c.uncertainty.method == "jackknife_wilson_df"
 
 
-def test_indic_values_and_jackknife_are_the_suites(sim):
+def test_indic_values_and_law_free_units_are_the_suites(sim):
     from t2i_fairness.spine.options import T2IOptions
 
     world = sim.indic_world(sim.INDIC_SIZES["smoke"], seed=1)
@@ -56,12 +56,17 @@ def test_indic_values_and_jackknife_are_the_suites(sim):
     eng, tam = unit(image["eng_Latn"]), unit(image["tam_Taml"])
     scal = np.mean([np.mean(eng[k] @ tam[k].T) for k in range(eng.shape[0])])
     assert measured["test_scal_with_english[tam_taml]"].value == pytest.approx(scal, abs=1e-12)
-    # delete-one-prompt jackknife standard error, by hand, with t on prompts - 1 degrees of freedom
+    # the law-free test reads each prompt's value, by hand; its standard error is the delete-one-prompt jackknife's
     g = per_prompt.size
     jack = np.array([np.delete(per_prompt, i).mean() for i in range(g)])
     se = math.sqrt((g - 1) / g * np.sum((jack - jack.mean()) ** 2))
     iv = measured["test_lgc[tam_taml]"].uncertainty
-    assert (iv.method, iv.df) == ("t", g - 1) and iv.se == pytest.approx(se, rel=1e-9)
+    assert np.allclose(iv.values, per_prompt, atol=1e-12) and iv.value_range == (-1.0, 1.0) and iv.df is None
+    assert iv.se == pytest.approx(se, rel=1e-9) and iv.p_floor == 0.5**g
+    ratio = measured["test_clgc_vs_english[tam_taml]"]  # the contrast's units: each prompt's two CLGCs
+    assert (ratio.uncertainty.num, ratio.uncertainty.den) == pytest.approx(
+        (measured["test_clgc[tam_taml]"].value, measured["test_clgc[eng_latn]"].value), abs=1e-12)
+    assert len(ratio.uncertainty.num_values) == g and ratio.uncertainty.method.startswith("ratio by betting")
     assert {m.gate for m in measured.values()} >= {"test_clgc[eng_latn]", "test_clgc_vs_english[hin_deva]", "test_dwl[hin_deva]"}
 
 

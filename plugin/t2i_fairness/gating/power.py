@@ -64,6 +64,10 @@ def power_record(uncertainty: Any, bound: float, direction: str, level: float, k
     floor = float(getattr(uncertainty, "p_floor", 0.0) or 0.0)
     if floor > level:  # more images per prompt cannot help: the prompts bound the p-value
         out.update(p_floor=floor, units=int(uncertainty.n_units))
+    elif hasattr(uncertainty, "reach"):  # a law-free test over prompts: misses below its reach are out of sight
+        reach = float(uncertainty.reach(bound, direction, level))
+        if reach >= effect:
+            out.update(reach=reach, units=int(uncertainty.n_units))
     return out
 
 
@@ -83,6 +87,9 @@ def power_words(record: dict | None, status: str) -> str | None:
     if record.get("p_floor"):
         plan = (f"cannot fail at this level: {record['units']} prompts give no p below {record['p_floor']:.2g} "
                 "without assuming normal prompt values; it needs more prompts")
+    elif record.get("reach"):
+        plan = (f"a test valid for any law of its {record['units']} prompts fails no miss below "
+                f"{record['reach']:.2g} at this level; it needs more prompts")
     return (f"{verdict}, underpowered: would catch a {record['effect']:g} miss {_pct(record['power'])} of the time "
             f"({plan})")
 

@@ -396,7 +396,7 @@ class IndicEvaluation(Study):
 
     @indicator("ratio", value_range=(None, None))  # a cosine mean in [-1, 1] over a positive one: any value
     def clgc_vs_english(self, indic_non_english: str) -> Indicator:
-        """CLGC(l) / CLGC(English) >= r (Section 5's headline), by Fieller's ratio over the shared prompts."""
+        """CLGC(l) / CLGC(English) >= r (Section 5's headline), by betting on the prompts' contrasts."""
         english, s = self.scores(ENGLISH), self.scores(indic_non_english)
         conf = float(self.bench.options.confidence)
         if english.clgc <= 0:
@@ -420,48 +420,44 @@ class IndicEvaluation(Study):
                          details=self._details(s, pair=[ENGLISH, indic_non_english]))
 
     # -- intervals (prompts are the sampled unit: a prompt's images move together) ------------------
-    def _prompts_of(self, idx: np.ndarray) -> np.ndarray:
-        """The prompts of a resample of image indices (whole prompts, in blocks of ``n_images``)."""
-        return np.asarray(idx).reshape(-1, self.n_images)[:, 0] // self.n_images
-
-    def _jackknife(self, statistic, confidence: float):
-        from t2i_fairness.metrics.intervals import cluster_bootstrap_interval, floor_to_units
-
-        if len(self.prompt_ids) < 2:
-            return None  # one prompt: nothing to resample; the gate compares the value as measured
-        clusters = np.repeat(np.arange(len(self.prompt_ids)), self.n_images)
-        # a t over few prompts claims no p below 2^-G (docs/calibration.md: skewed prompt effects)
-        return floor_to_units(cluster_bootstrap_interval(lambda idx: statistic(self._prompts_of(idx)), clusters,
-                                                         method="t", confidence=confidence), len(self.prompt_ids))
+    def _units(self, code: str, metric: str) -> np.ndarray:
+        """One value per independent unit: each prompt's indicator (IGC: each prompt with a reference image), or,
+        for DWL (a mean over pairs of prompts), the disjoint pairs (0, 1), (2, 3), ... of the prompt file."""
+        statistic = self._statistic(code, metric)
+        if metric == "dwl":
+            units = [[2 * k, 2 * k + 1] for k in range(len(self.prompt_ids) // 2)]
+        elif metric == "igc":
+            units = [[self.prompt_ids.index(pid)] for pid in self.reference_ids]
+        else:
+            units = [[k] for k in range(len(self.prompt_ids))]
+        return np.array([statistic(np.array(u)) for u in units], dtype=np.float64)
 
     def interval(self, lang: str, metric: str, confidence: float = 0.95):
-        """The delete-one-prompt jackknife interval of one indicator of ``lang``, or None with one prompt.
+        """The law-free interval of one indicator of ``lang`` over its units, or None with fewer than 2 units.
 
-        ``metric``: ``clgc``, ``igc``, ``lgc``, ``scwl``, ``dwl``, ``clgc_ratio`` (Fieller's ratio to
-        English, paired by prompt) or ``scal`` (SCAL(English, lang)).
+        ``metric``: ``clgc``, ``igc``, ``lgc``, ``scwl``, ``dwl``, ``clgc_ratio`` (the ratio to English, paired by
+        prompt) or ``scal`` (SCAL(English, lang)). Each is tested by betting over the units' values in their known
+        range (cosines in [-1, 1], DWL in [0, 2]; :func:`t2i_fairness.metrics.evidence.unit_mean` and
+        ``unit_ratio``), valid for any law of the prompts; it claims no p below ``2^-G`` over ``G`` prompts.
         """
         code = self._check(lang)
-        if (metric == "dwl" and len(self.prompt_ids) < 3) or (metric == "igc" and len(self.reference_ids) < 2):
-            return None  # a delete-one replicate would leave the statistic undefined
+        if (metric == "dwl" and len(self.prompt_ids) < 4) or (metric == "igc" and len(self.reference_ids) < 2) \
+                or len(self.prompt_ids) < 2:
+            return None  # fewer than 2 independent units: nothing to test the prompts' spread with
         key = ("interval", code, metric, confidence)
-        if metric == "clgc_ratio":
-            return self._once(key, lambda: self._fieller(code, confidence))
-        return self._once(key, lambda: self._jackknife(self._statistic(code, metric), confidence))
+        return self._once(key, lambda: self._law_free(code, metric, confidence))
 
-    def _fieller(self, code: str, confidence: float):
-        """CLGC(lang) / CLGC(English) as Fieller's ratio (:func:`t2i_fairness.metrics.evidence.fieller_ratio`):
-        the two statistics' delete-one-prompt values, the same prompt left out of both (they share prompts)."""
-        from t2i_fairness.metrics.evidence import fieller_ratio
+    def _law_free(self, code: str, metric: str, confidence: float):
+        from t2i_fairness.metrics.evidence import unit_mean, unit_ratio
         from t2i_fairness.metrics.intervals import floor_to_units
 
-        g = len(self.prompt_ids)
-        if g < 2:
-            return None
-        num, den = self._statistic(code, "clgc"), self._statistic(ENGLISH, "clgc")
-        every = np.arange(g)
-        drop = [np.delete(every, i) for i in range(g)]
-        return floor_to_units(fieller_ratio([num(d) for d in drop], [den(d) for d in drop], num(every), den(every),
-                                            confidence=confidence), g)
+        if metric == "clgc_ratio":  # CLGC(lang) / CLGC(English): the contrast CLGC_k(lang) - r CLGC_k(English)
+            iv = unit_ratio(self._units(code, "clgc"), self._units(ENGLISH, "clgc"), (-1.0, 1.0), (-1.0, 1.0),
+                            confidence=confidence)
+        else:
+            values = self._units(code, metric)
+            iv = unit_mean(values, (0.0, 2.0) if metric == "dwl" else (-1.0, 1.0), confidence=confidence)
+        return floor_to_units(iv, iv.n_units)
 
     def _statistic(self, code: str, metric: str):
         """``statistic(prompt indices) -> value``: the indicator on a subset of prompts (repeats allowed)."""
