@@ -138,3 +138,35 @@ def test_audited_evidence_is_ppi_on_prompt_means_and_says_what_it_rests_on(tmp_p
                         result.rests_on()), result.rests_on()
     none = audited("other", share, labels)
     assert none.evidence is None and "not audited: no label of this gate" in none.rests_on()
+
+
+def test_an_audited_gate_decides_on_the_labels_and_says_when_its_verdict_differs_from_the_scorer_only_one(tmp_path):
+    """A scorer that says yes to everything: the scorer-only share is 1 and passes ``min 0.5``; 80 labels say the
+    images show the component a quarter of the time: the audited gate fails, and says both."""
+    import dataclasses
+    from pathlib import Path
+
+    from t2i_fairness.gating.gate import GateContext, decide
+    from t2i_fairness.gating.indicator import Indicator
+    from t2i_fairness.gating.thresholds import Bound, ThresholdFile
+    from t2i_fairness.metrics.intervals import precision_interval
+    from t2i_fairness.spine.options import T2IOptions
+
+    units = tuple(JudgedUnit(f"u{j}-{i}", "", "p", "Does the image show c?", "", 1, "K=1", j)
+                  for j in range(400) for i in range(4))
+    share = JudgedShare("CLIP", units)
+    ind = Indicator(1.0, len(units), "share", precision_interval(np.ones(len(units), bool)), judged=share)
+    drawn = draw_sample({"g": share}, 80, seed=0)
+    rows = [[0, "g", d.unit.unit, d.unit.question, "yes" if k % 4 == 0 else "no"] for k, d in enumerate(drawn)]
+    options = dataclasses.replace(T2IOptions(), artifacts=tmp_path / "art")
+    thresholds = ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.5)})
+    plain = decide(ind, GateContext("g", "t::g", None, options, thresholds, dict))
+    assert plain.status == "pass" and "rests on" not in plain.message
+    assert judged_units(tmp_path / "art") == (0, {"g": share})  # written on every run, for the audit to sample
+    labels = read_labels(_labels(tmp_path / "l.csv", rows), 0)
+    record = decide(ind, GateContext("g", "t::g", None, dataclasses.replace(options, audit=labels), thresholds, dict))
+    assert record.status == "fail" and record.value == pytest.approx(0.25)
+    assert "rests on 80 human labels" in record.message and "1,600 CLIP judgements" in record.message
+    assert "scorer specificity in K=1 0.00" in record.message
+    assert "the verdict differs from the scorer-only one (pass, 1.0000): the audit changed it" in record.message
+    assert record.details["audit"]["scorer_only"]["status"] == "pass"
