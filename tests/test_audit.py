@@ -127,7 +127,7 @@ def test_audited_evidence_is_ppi_on_prompt_means_and_says_what_it_rests_on(tmp_p
     result = audited("g", share, labels)
     truth = np.array([r[4] == "yes" for r in rows], float)
     judged = np.array([d.unit.judged for d in drawn], float)
-    expected = prediction_powered(truth, judged, share.cluster_means())
+    expected = prediction_powered(truth, judged, share.cluster_means(), means=True)
     assert result.evidence.as_tuple() == pytest.approx(expected.as_tuple())
     assert (result.labels, result.judgements) == (10, 48)
     sens = result.agreement["K=2"]["sensitivity"]

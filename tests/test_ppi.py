@@ -42,6 +42,10 @@ def test_power_tuning_is_ppi_pythons_and_the_formula_by_hand():
     # by hand: Cov(Y, f) / ((1 + n / N) Var(f)), Var over every judgement
     by_hand = np.mean((y - y.mean()) * (f - f.mean())) / ((1 + 150 / 2000) * np.var(np.r_[f, fu], ddof=1))
     assert power_tuning(y, f, fu) == pytest.approx(min(1.0, max(0.0, by_hand)))
+    # the unlabelled values as prompt means: each variance on its own units
+    means = fu.reshape(500, 4).mean(axis=1)
+    by_hand = np.mean((y - y.mean()) * (f - f.mean())) / (np.var(f, ddof=1) + 150 / 500 * np.var(means, ddof=1))
+    assert power_tuning(y, f, means, means=True) == pytest.approx(min(1.0, max(0.0, by_hand)))
     # ppi_python's point estimate
     assert ppi_estimate(y, f, fu)[0] == pytest.approx(float(np.ravel(ppi_py.ppi_mean_pointestimate(y, f, fu))[0]))
 

@@ -85,6 +85,7 @@ def audited(gate: str, share: JudgedShare, labels: Labels, *, confidence: float 
     truth = np.array([t for _, t in found], dtype=float)
     judged = np.array([share.units[i].judged for i in idx], dtype=float)
     groups = [share.units[i].group for i in idx]
-    evidence = prediction_powered(truth, judged, share.cluster_means(), confidence=confidence, form=form)
+    evidence = prediction_powered(truth, judged, share.cluster_means(), confidence=confidence, form=form,
+                                  means=True)
     return Audited(evidence, len(found), n_units, agreement(truth, judged, groups, confidence), share.scorer,
                    str(labels.path))

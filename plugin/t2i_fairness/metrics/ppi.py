@@ -46,9 +46,13 @@ def _arrays(y, f_labelled, f_unlabelled) -> tuple[np.ndarray, np.ndarray, np.nda
     return y, fl, fu
 
 
-def power_tuning(y, f_labelled, f_unlabelled) -> float:
-    """PPI++'s ``lam`` for a mean, clipped to [0, 1], as ppi_python's ``_calc_lam_glm`` computes it: the covariance
-    of ``Y`` and ``f`` on the labels over ``(1 + n / N)`` times the variance of ``f`` over every judgement.
+def power_tuning(y, f_labelled, f_unlabelled, *, means: bool = False) -> float:
+    """PPI++'s ``lam`` for a mean, clipped to [0, 1]: the one that minimises the normal form's variance.
+
+    Units of one kind (``means=False``): as ppi_python's ``_calc_lam_glm`` computes it, the covariance of ``Y`` and
+    ``f`` on the labels over ``(1 + n / N)`` times the variance of ``f`` over every judgement. ``means=True``: the
+    unlabelled values are the means of ``N`` clusters (prompts), whose variance is not a unit's:
+    ``Cov(Y, f) / (Var(f) + (n / N) Var(f_cluster))``, each variance on its own units.
 
     Example:
         >>> round(power_tuning([1, 0, 1, 1], [1, 0, 1, 0], [1, 0, 1, 0, 1, 1, 0, 0]), 4)
@@ -57,11 +61,14 @@ def power_tuning(y, f_labelled, f_unlabelled) -> float:
     y, fl, fu = _arrays(y, f_labelled, f_unlabelled)
     n, big_n = y.size, fu.size
     cov = float(np.mean((y - y.mean()) * (fl - fl.mean())))
-    pooled = np.concatenate([fl, fu])
-    var = float(pooled.var(ddof=1)) if pooled.size > 1 else 0.0
+    if means:
+        var = (float(fl.var(ddof=1)) if n > 1 else 0.0) + (n / big_n) * (float(fu.var(ddof=1)) if big_n > 1 else 0.0)
+    else:
+        pooled = np.concatenate([fl, fu])
+        var = (1.0 + n / big_n) * (float(pooled.var(ddof=1)) if pooled.size > 1 else 0.0)
     if not var > 0:
         return 0.0
-    return float(min(1.0, max(0.0, cov / ((1.0 + n / big_n) * var))))
+    return float(min(1.0, max(0.0, cov / var)))
 
 
 def ppi_estimate(y, f_labelled, f_unlabelled, lam: float | None = None) -> tuple[float, float, float]:
@@ -181,8 +188,9 @@ class PredictionPowered(Interval):
 
 
 def prediction_powered(y, f_labelled, f_unlabelled, *, confidence: float = 0.95, form: str = "betting",
-                       lam: float | None = None) -> PredictionPowered:
-    """The :class:`PredictionPowered` evidence of the mean of ``Y``, its displayed interval at ``confidence``.
+                       lam: float | None = None, means: bool = False) -> PredictionPowered:
+    """The :class:`PredictionPowered` evidence of the mean of ``Y``, its displayed interval at ``confidence``
+    (``lam`` default :func:`power_tuning`, ``means``: the unlabelled values are cluster means).
 
     Example:
         >>> y = np.r_[np.ones(80), np.zeros(20)]; f = y.copy(); f[:5] = 0
@@ -191,7 +199,7 @@ def prediction_powered(y, f_labelled, f_unlabelled, *, confidence: float = 0.95,
         (0.808, True, True)
     """
     y, fl, fu = _arrays(y, f_labelled, f_unlabelled)
-    estimate, se, lam = ppi_estimate(y, fl, fu, lam)
+    estimate, se, lam = ppi_estimate(y, fl, fu, power_tuning(y, fl, fu, means=means) if lam is None else lam)
     half = (1.0 - float(confidence)) / 2.0
     ev = PredictionPowered(estimate, 0.0, 1.0, f"prediction-powered ({form}, PPI++)", float(confidence),
                            int(y.size + fu.size), se=se, labels=tuple(y.tolist()), judged=tuple(fl.tolist()),
