@@ -90,7 +90,7 @@ def test_the_cli_writes_the_page_and_the_sample_in_seconds(tmp_path, capsys):
     assert "audit: 16 units of 48 judged, 1 group(s) of 1 gate(s), up to 16 per group" in out  # ceil((1.96/.5)^2)
     assert (tmp_path / "run" / "audit" / "audit.html").is_file()
     assert main(["audit", str(tmp_path / "nothing")]) == 2
-    assert "no judged/*.json" in capsys.readouterr().err
+    assert "no judged/*.json.gz" in capsys.readouterr().err
 
 
 def test_labels_that_do_not_match_the_run_are_refused_with_the_file_and_line(tmp_path):

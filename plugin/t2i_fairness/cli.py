@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("--check", metavar="FILE", help="exit 1 when the table in FILE differs from the generated one")
     audit = sub.add_parser("audit", help="draw a seeded sample of a run's judged images and write the labelling page "
                            "(audit.html, offline) whose saved CSV --t2i-audit reads")
-    audit.add_argument("run", metavar="RUN", help="the run's --t2i-artifacts folder (it holds judged/*.json)")
+    audit.add_argument("run", metavar="RUN", help="the run's --t2i-artifacts folder (it holds judged/*.json.gz)")
     audit.add_argument("--width", type=float, default=0.1, help="the widest two-sided interval of a group's share "
                        "from its labels alone, at --confidence (default 0.1); sizes the sample per group")
     audit.add_argument("--confidence", type=float, default=0.95, help="confidence of --width (default 0.95)")
