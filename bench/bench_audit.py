@@ -18,7 +18,7 @@ Printed, side by side:
 - power: the share of runs failing ``min theta + 0.1`` (a meaningful miss) at the paper level, per number of labels,
   audited (PPI++) against the labels alone (lam = 0).
 
-    python bench/bench_audit.py [--runs 2000] [--prompts 400] [--images 4] [--seed 0]
+    python bench/bench_audit.py [--runs 2000] [--prompts 2000] [--images 4] [--labels 200] [--seed 0]
 """
 
 from __future__ import annotations
@@ -80,13 +80,14 @@ def coverage(args, levels) -> None:
             print(f"{region:8} {form:8} {cells}")
 
 
-def alarms_and_power(args, level: float) -> None:
-    print(f"\nat the paper level {level:.3g}, {args.runs // 4} runs per cell, Africa's scorer (sens 0.70, spec 0.95):")
+def alarms_and_power(args, level: float, region: str) -> None:
+    sens, spec = REGIONS[region]
+    print(f"\nat the paper level {level:.3g}, {args.runs // 4} runs per cell, {region}'s scorer (sensitivity {sens:.2f}, "
+          f"specificity {spec:.2f}):")
     print(f"{'labels':>6} {'scorer-only false alarm':>24} {'audited false alarm':>20} {'audited power':>14} "
           f"{'labels-only power':>18}")
-    sens, spec = REGIONS["Africa"]
     for labels in (100, 200, 400):
-        rng = np.random.default_rng([args.seed, labels])
+        rng = np.random.default_rng([args.seed, labels, len(region)])
         cells = np.zeros(4)
         runs = args.runs // 4
         for run in range(runs):
@@ -106,11 +107,12 @@ def alarms_and_power(args, level: float) -> None:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=2000)
-    parser.add_argument("--prompts", type=int, default=400)
+    parser.add_argument("--prompts", type=int, default=2000)
     parser.add_argument("--images", type=int, default=4)
     parser.add_argument("--labels", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--skip-coverage", action="store_true")
+    parser.add_argument("--power-regions", default="Africa,Europe", help="the regions whose scorer the power table uses")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     paper = gate_level(0.05, PAPER_GATES, "holm")
@@ -118,7 +120,8 @@ def main(argv=None) -> None:
                                                 gate_level(0.05, SMOKE_GATES, "holm")), (f"paper {paper:.3g}", paper)]
     if not args.skip_coverage:
         coverage(args, levels)
-    alarms_and_power(args, paper)
+    for region in args.power_regions.split(","):
+        alarms_and_power(args, paper, region)
     print(f"\n{time.perf_counter() - start:.0f} s")
 
 

@@ -26,7 +26,8 @@ from typing import Sequence
 
 from t2i_fairness.spine.options import CORE_OPTIONS, add_options
 
-NOT_FORWARDED = ("--t2i-report", "--t2i-update-thresholds", "--t2i-allow-loosen")  # gate-run outputs, not images
+# gate-run inputs and outputs, not images
+NOT_FORWARDED = ("--t2i-report", "--t2i-update-thresholds", "--t2i-allow-loosen", "--t2i-audit")
 
 
 def _options():
