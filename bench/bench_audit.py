@@ -5,8 +5,8 @@ Prompts are drawn from a population: prompt j's true rate p_j ~ Beta(theta c, (1
 differ), ``images`` images per prompt, each truly yes with p_j; the scorer's sensitivity and specificity differ by
 region (Africa 0.70 / 0.95, Europe 0.95 / 0.97, a perfect scorer 1 / 1). The audit labels ``labels`` units, one per
 prompt, drawn as ``t2i_fairness.audit.draw_sample`` draws them. Each run goes through the product's functions:
-``t2i_fairness.audit.audited`` -> ``t2i_fairness.metrics.ppi`` (the betting form the gates use, and the normal
-form of ppi_python for comparison) and, for the scorer-only gate, the CIS_K interval
+``t2i_fairness.audit.audited`` -> ``t2i_fairness.metrics.ppi`` (the exact form the gates use, the general betting
+form, and the normal form of ppi_python for comparison) and, for the scorer-only gate, the CIS_K interval
 (``t2i_fairness.metrics.intervals.cluster_mean_interval``).
 
 Printed, side by side:
@@ -16,7 +16,7 @@ Printed, side by side:
 - false alarms: the share of runs whose gate fails ``min theta - 0.05`` (the model meets it) at the paper level,
   scorer-only and audited;
 - power: the share of runs failing ``min theta + 0.1`` (a meaningful miss) at the paper level, per number of labels,
-  audited (PPI++) against the labels alone (lam = 0).
+  audited (the exact form) against the labels alone (Clopper-Pearson at the level).
 
     python bench/bench_audit.py [--runs 2000] [--prompts 2000] [--images 4] [--labels 200] [--seed 0]
 """
@@ -31,6 +31,7 @@ import numpy as np
 from t2i_fairness.audit import JudgedShare, JudgedUnit, draw_sample
 from t2i_fairness.metrics.decisions import gate_level
 from t2i_fairness.metrics.intervals import cluster_mean_interval
+from t2i_fairness.metrics.intervals.tails import share_limit
 from t2i_fairness.metrics.ppi import power_tuning, ppi_limit
 
 REGIONS = {"Africa": (0.70, 0.95), "Europe": (0.95, 0.97), "perfect": (1.0, 1.0)}
@@ -46,15 +47,17 @@ def world(rng, prompts: int, images: int, sens: float, spec: float, theta: float
     return truth.ravel().astype(float), judged.ravel().astype(float), np.repeat(np.arange(prompts), images)
 
 
-def labelled(judged, clusters, labels: int, seed: int) -> np.ndarray:
-    """Indices of the audit's sample, drawn by the product's sampler (one unit per prompt while prompts last)."""
+def labelled(judged, clusters, labels: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of the audit's sample, drawn by the product's sampler (one unit per prompt while prompts last), and
+    the prompts' mean judgements the audited evidence reads (``JudgedShare.cluster_means``)."""
     units = tuple(JudgedUnit(str(i), "", "", "q", "", int(j), "g", int(c)) for i, (j, c) in enumerate(zip(judged, clusters)))
-    return np.array([int(d.unit.unit) for d in draw_sample({"g": JudgedShare("s", units)}, labels, seed)])
+    share = JudgedShare("s", units)
+    return np.array([int(d.unit.unit) for d in draw_sample({"g": share}, labels, seed)]), share.cluster_means()
 
 
-def audited_limits(truth, judged, clusters, idx, alpha: float, form: str, lam=None) -> tuple[float, float]:
+def audited_limits(truth, judged, drawn, alpha: float, form: str, lam=None) -> tuple[float, float]:
     """The audited gate's one-sided limits, as ``t2i_fairness.audit.audited`` builds them (prompt means of f)."""
-    means = np.bincount(clusters, weights=judged) / np.bincount(clusters)
+    idx, means = drawn
     y, f = truth[idx], judged[idx]
     lam = power_tuning(y, f, means, means=True) if lam is None else lam
     return (ppi_limit(y, f, means, alpha, "low", form=form, lam=lam),
@@ -67,13 +70,13 @@ def coverage(args, levels) -> None:
     print(f"{'region':8} {'form':8} " + " ".join(f"{name:>22}" for name, _ in levels))
     for region, (sens, spec) in REGIONS.items():
         rng = np.random.default_rng([args.seed, len(region)])
-        misses = {form: np.zeros((len(levels), 2), int) for form in ("betting", "normal")}
+        misses = {form: np.zeros((len(levels), 2), int) for form in ("exact", "betting", "normal")}
         for run in range(args.runs):
             truth, judged, clusters = world(rng, args.prompts, args.images, sens, spec)
             idx = labelled(judged, clusters, args.labels, run)
             for form in misses:
                 for i, (_, alpha) in enumerate(levels):
-                    low, high = audited_limits(truth, judged, clusters, idx, alpha, form)
+                    low, high = audited_limits(truth, judged, idx, alpha, form)
                     misses[form][i] += (low > THETA, high < THETA)
         for form, m in misses.items():
             cells = " ".join(f"{f'{lo}+{hi} ({(lo + hi) / (2 * args.runs):.1e})':>22}" for lo, hi in m)
@@ -96,10 +99,11 @@ def alarms_and_power(args, level: float, region: str) -> None:
             iv = cluster_mean_interval(judged, clusters)
             cells[0] += iv.limit(level, "high") < bound
             idx = labelled(judged, clusters, labels, run)
-            cells[1] += audited_limits(truth, judged, clusters, idx, level, "betting")[1] < bound
+            high = audited_limits(truth, judged, idx, level, "exact")[1]
+            cells[1] += high < bound
             missed = THETA + 0.1  # a meaningful miss: the truth is 0.1 below it
-            cells[2] += audited_limits(truth, judged, clusters, idx, level, "betting")[1] < missed
-            cells[3] += audited_limits(truth, judged, clusters, idx, level, "betting", lam=0.0)[1] < missed
+            cells[2] += high < missed
+            cells[3] += share_limit(float(truth[idx[0]].sum()), len(idx[0]), level, "high") < missed  # Clopper-Pearson
         r = cells / runs
         print(f"{labels:>6} {r[0]:>24.3f} {r[1]:>20.3f} {r[2]:>14.3f} {r[3]:>18.3f}")
 

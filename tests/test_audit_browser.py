@@ -94,7 +94,7 @@ def test_the_page_records_keys_resumes_after_a_reload_and_its_csv_is_what_the_au
     record = json.loads((art / "run.json").read_text())["gates"][0]
     assert record["details"]["audit"]["labels"] == 8 and record["details"]["audit"]["judgements"] == 24  # 6 prompts x 2 images x K=2
     assert "rests on 8 human labels" in record["message"] and "scorer sensitivity in K=2" in record["message"]
-    assert record["uncertainty"]["method"].startswith("prediction-powered (betting")
+    assert record["uncertainty"]["method"].startswith("prediction-powered (exact")
 
     other_seed = _run(pytester, "--t2i-audit", str(saved), "--t2i-seed", "1")
     assert other_seed.ret == 4

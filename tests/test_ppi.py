@@ -71,14 +71,14 @@ def test_the_betting_form_covers_at_a_small_level_where_the_normal_form_falls_sh
     truth; the betting form's misses stay within the level."""
     rng = np.random.default_rng(11)
     alpha, sims, truth = 1e-2, 400, 0.8
-    misses = {"normal": 0, "betting": 0}
+    misses = {"normal": 0, "betting": 0, "exact": 0}
     for _ in range(sims):
         y = (rng.random(40) < truth).astype(float)
         f = (y * (rng.random(40) < 0.95)).astype(float)
         fu = ((rng.random(3000) < truth) & (rng.random(3000) < 0.95)).astype(float)
         for form in misses:
-            misses[form] += ppi_limit(y, f, fu, alpha, "high", lam=1.0, form=form) < truth
-    assert misses["betting"] <= stats.binom.ppf(0.999, sims, alpha)
+            misses[form] += ppi_limit(y, f, fu, alpha, "high", lam=None if form == "exact" else 1.0, form=form) < truth
+    assert max(misses["betting"], misses["exact"]) <= stats.binom.ppf(0.999, sims, alpha)
     assert misses["normal"] > 10 * alpha * sims  # about 0.19 of the runs
 
 
@@ -105,3 +105,25 @@ def test_the_evidence_p_value_inverts_its_limit_and_bad_input_is_refused():
         ppi_limit(y * 2, f, fu, 0.05, "low")
     with pytest.raises(ValueError, match="form"):
         ppi_limit(y, f, fu, 0.05, "low", form="wald")
+
+
+def test_the_exact_form_is_the_tighter_of_the_labels_alone_and_classic_ppi_with_exact_error_rates():
+    from t2i_fairness.metrics.intervals.tails import share_limit
+    from t2i_fairness.metrics.ppi import ORDER_SEED
+
+    rng = np.random.default_rng(17)
+    y, f, fu = _data(rng, 150, 3000, accuracy=0.95)
+    alpha = 1e-4
+    ordered = fu[np.random.default_rng(ORDER_SEED).permutation(fu.size)]
+    alone_high = share_limit(y.sum(), 150, alpha / 2, "high")
+    ppi_high = betting_limit(ordered, alpha / 4, "high") + share_limit(np.sum(y * (1 - f)), 150, alpha / 4, "high")
+    assert ppi_limit(y, f, fu, alpha, "high", form="exact") == pytest.approx(min(1.0, alone_high, ppi_high))
+    alone_low = share_limit(y.sum(), 150, alpha / 2, "low")
+    ppi_low = betting_limit(ordered, alpha / 4, "low") - share_limit(np.sum((1 - y) * f), 150, alpha / 4, "high")
+    assert ppi_limit(y, f, fu, alpha, "low", form="exact") == pytest.approx(max(0.0, alone_low, ppi_low))
+    # a good scorer: classic PPI is the tighter; a scorer that is no better than chance: the labels alone
+    assert ppi_high < alone_high
+    noise = (rng.random(150) < 0.5).astype(float)
+    assert ppi_limit(y, noise, fu, alpha, "high", form="exact") == pytest.approx(alone_high)
+    with pytest.raises(ValueError, match="0/1 labels"):
+        ppi_limit(y * 0.5, f, fu, alpha, "high", form="exact")

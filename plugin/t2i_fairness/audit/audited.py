@@ -2,8 +2,8 @@
 
 The scorer-only term reads each prompt's mean judgement (prompts are the independent units; a prompt's images and
 components move together), the rectifier the labelled units (drawn one per prompt by the audit's sample); the
-evidence is :func:`t2i_fairness.metrics.ppi.prediction_powered` (betting form: valid at the run's per-gate level
-free of the units' law; ``bench/bench_audit.py`` measures it).
+evidence is :func:`t2i_fairness.metrics.ppi.prediction_powered` (its exact form: finite-sample limits valid at the
+run's per-gate level; ``bench/bench_audit.py`` measures them).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def agreement(truth, judged, groups, confidence: float = 0.95) -> dict:
 
 
 def audited(gate: str, share: JudgedShare, labels: Labels, *, confidence: float = 0.95,
-            form: str = "betting") -> Audited:
+            form: str = "exact") -> Audited:
     """The audited evidence of ``gate`` and what it rests on.
 
     Raises:

@@ -10,8 +10,14 @@ unlabelled judgements, the second (the rectifier) from the labels, ``lam`` tuned
   ``ppi_mean_ci``);
 - ``betting``: free of the law, a union of two betting limits (Waudby-Smith and Ramdas 2023) at ``alpha / 2`` each:
   ``E[f]`` from the unlabelled values, ``E[Y - lam f]`` from the rectified values mapped into [0, 1] by
-  ``(r + lam) / (1 + lam)``. The tails at a run's per-gate level are where the normal form's coverage falls short
-  (``bench/bench_audit.py`` measures both).
+  ``(r + lam) / (1 + lam)``;
+- ``exact`` (0/1 labels and judgements, the gates' form): the tighter of two limits at ``alpha / 2`` each, the labels
+  alone (Clopper-Pearson) and classic PPI, ``E[Y] = E[f] + P(Y=1, f=0) - P(Y=0, f=1)``, its scorer term a betting
+  limit at ``alpha / 4`` and its error term Clopper-Pearson's at ``alpha / 4`` (the betting rectifier, whose values
+  are mostly one point, is limited by its range at a run's level; an error rate is a share with an exact limit).
+
+The tails at a run's per-gate level are where the normal form's coverage falls short (``bench/bench_audit.py``
+measures every form).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from t2i_fairness.metrics.intervals.tails import _check_alpha, invert_limit
 __all__ = ["FORMS", "PredictionPowered", "labels_for_width", "power_tuning", "ppi_estimate", "ppi_limit",
            "prediction_powered"]
 
-FORMS = ("betting", "normal")
+FORMS = ("exact", "betting", "normal")
 ORDER_SEED = 20230117  # the betting form's order of the units (any order fixed before the values are seen)
 
 
@@ -94,7 +100,7 @@ def ppi_limit(y, f_labelled, f_unlabelled, alpha: float, side: str, *, lam: floa
         y, f_labelled: the labels of the labelled units and the scorer's judgements of the same units, in [0, 1].
         f_unlabelled: the scorer's judgements of the other units (independent of the labelled ones).
         lam: the power-tuning weight (default :func:`power_tuning`).
-        form: ``"betting"`` (law-free, see the module) or ``"normal"``.
+        form: ``"exact"`` (0/1 values), ``"betting"`` (law-free, see the module) or ``"normal"``.
 
     Raises:
         ValueError: arrays of other lengths or outside [0, 1], an unknown ``form`` or ``side``.
@@ -111,6 +117,8 @@ def ppi_limit(y, f_labelled, f_unlabelled, alpha: float, side: str, *, lam: floa
     if form not in FORMS:
         raise ValueError(f"`form` must be one of {FORMS}, but got {form!r}")
     y, fl, fu = _arrays(y, f_labelled, f_unlabelled)
+    if form == "exact":
+        return _exact_limit(y, fl, fu, alpha, side)
     lam = power_tuning(y, fl, fu) if lam is None else float(lam)
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"`lam` must lie in [0, 1], but got {lam}")
@@ -126,6 +134,20 @@ def ppi_limit(y, f_labelled, f_unlabelled, alpha: float, side: str, *, lam: floa
     imputed = lam * betting_limit(fu, alpha / 2.0, side)
     rectifier = betting_limit(rect, alpha / 2.0, side) * (1.0 + lam) - lam
     return float(min(1.0, max(0.0, imputed + rectifier)))
+
+
+def _exact_limit(y, fl, fu, alpha: float, side: str) -> float:
+    from t2i_fairness.metrics.intervals.tails import share_limit
+
+    if not (np.all((y == 0) | (y == 1)) and np.all((fl == 0) | (fl == 1))):
+        raise ValueError("the exact form needs 0/1 labels and judgements; use form='betting'")
+    n = y.size
+    alone = float(share_limit(float(y.sum()), n, alpha / 2.0, side))
+    fu = fu[np.random.default_rng(ORDER_SEED).permutation(fu.size)]
+    scorer = betting_limit(fu, alpha / 4.0, side)
+    if side == "high":  # the scorer's misses add to its share at most this much
+        return float(min(1.0, alone, scorer + float(share_limit(float(np.sum(y * (1 - fl))), n, alpha / 4.0, "high"))))
+    return float(max(0.0, alone, scorer - float(share_limit(float(np.sum((1 - y) * fl)), n, alpha / 4.0, "high"))))
 
 
 def labels_for_width(width: float, confidence: float = 0.95) -> int:
@@ -153,7 +175,7 @@ class PredictionPowered(Interval):
     judged: tuple = ()  # f of the labelled units
     unlabelled: tuple = ()  # f of the other units
     lam: float = 1.0
-    form: str = "betting"
+    form: str = "exact"
 
     def limit(self, alpha: float, side: str) -> float:
         return ppi_limit(self.labels, self.judged, self.unlabelled, alpha, side, lam=self.lam, form=self.form)
@@ -187,7 +209,7 @@ class PredictionPowered(Interval):
                 "lam": self.lam, "form": self.form}
 
 
-def prediction_powered(y, f_labelled, f_unlabelled, *, confidence: float = 0.95, form: str = "betting",
+def prediction_powered(y, f_labelled, f_unlabelled, *, confidence: float = 0.95, form: str = "exact",
                        lam: float | None = None, means: bool = False) -> PredictionPowered:
     """The :class:`PredictionPowered` evidence of the mean of ``Y``, its displayed interval at ``confidence``
     (``lam`` default :func:`power_tuning`, ``means``: the unlabelled values are cluster means).
