@@ -257,7 +257,7 @@ def _audited(ind, ctx: GateContext, gate_id: str, provenance, details, resample,
         record, _ = _decided(plain.replace(value=result.evidence.estimate, evidence=result.evidence), ctx, gate_id,
                              provenance, {**(details or {}), **note}, None, None, None)
     record.details.update(note)
-    record.message = f"{record.message}; rests on {result.rests_on()}"
+    record.message = f"{record.message}; {'' if result.evidence is None else 'rests on '}{result.rests_on()}"
     if result.evidence is not None and record.status != scorer_only.status:
         record.message += (f"; the verdict differs from the scorer-only one ({scorer_only.status}, "
                            f"{scorer_only.value:.4f}): the audit changed it")

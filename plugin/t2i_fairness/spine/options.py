@@ -599,7 +599,7 @@ class T2IOptions:
     artifacts: Path = Option("--t2i-artifacts", "where gates write JSON, plots and image grids (default: "
         "t2i-artifacts in the rootdir)", metavar="DIR",
         check=lambda v, flag: Path(v.raw(flag) or v.rootdir / "t2i-artifacts"))
-    audit: Any = Option("--t2i-audit", "human labels (the CSV the page of `t2i-fairness audit` saves): every gate "
+    audit: Any = Option("--t2i-audit", "human labels (the CSV the labelling page of `t2i-fairness audit RUN` saves): every gate "
         "over a judged share (CIS_K) decides on prediction-powered evidence from the labels and the scorer's "
         "judgements, and says what it rests on (docs/decisions.md); labels that do not match the run are refused "
         "with the file and line", metavar="LABELS.csv", check=_audit_labels)
