@@ -69,7 +69,7 @@ def coverage(args, levels) -> None:
           f"{args.labels} labels, theta {THETA}); expected at most level x runs")
     print(f"{'region':8} {'form':8} " + " ".join(f"{name:>22}" for name, _ in levels))
     for region, (sens, spec) in REGIONS.items():
-        rng = np.random.default_rng([args.seed, len(region)])
+        rng = np.random.default_rng([args.seed, len(region)])  # Africa and Europe (6 letters): the same truths
         misses = {form: np.zeros((len(levels), 2), int) for form in ("exact", "betting", "normal")}
         for run in range(args.runs):
             truth, judged, clusters = world(rng, args.prompts, args.images, sens, spec)
