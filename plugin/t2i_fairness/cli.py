@@ -6,12 +6,14 @@
     t2i-fairness generate [PYTEST ARGS] [-k EXPR] [-m EXPR] [--t2i-* ...] --engine local|ray
                           [--address ADDR] [--workers N] [--num-cpus N] [--stage images|features]
     t2i-fairness options  [--markdown | --write FILE | --check FILE]
+    t2i-fairness audit    RUN [--width W] [--confidence C] [--per-group N] [--seed S] [--output DIR]
 
 ``plan`` and ``generate`` take the plugin's ``--t2i-*`` options and select tests as ``pytest``
 would. ``plan`` prints the prompts and images the selected gates ask for and how many are cached;
 ``generate`` makes the missing ones in the pytest path's batches (same bytes, same cache), here
 or on Ray; ``--stage features`` also computes the study slices. ``options`` prints the options
-table. docs/distributed.md has the details. Exit status: 0 done, 1 some jobs failed, 2 usage error.
+table. ``audit`` draws a seeded sample of a run's judged images (RUN: its ``--t2i-artifacts`` folder) and writes
+the labelling page whose CSV ``--t2i-audit`` reads (docs/decisions.md). docs/distributed.md has the details. Exit status: 0 done, 1 some jobs failed, 2 usage error.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from typing import Sequence
 
 from t2i_fairness.spine.options import CORE_OPTIONS, add_options
 
-NOT_FORWARDED = ("--t2i-report", "--t2i-update-thresholds", "--t2i-allow-loosen")  # gate-run outputs, not images
+# gate-run inputs and outputs, not images
+NOT_FORWARDED = ("--t2i-report", "--t2i-update-thresholds", "--t2i-allow-loosen", "--t2i-audit")
 
 
 def _options():
@@ -45,6 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("--markdown", action="store_true", help="print the Markdown table of docs/options.md")
     docs.add_argument("--write", metavar="FILE", help="rewrite the generated table in FILE in place (make docs)")
     docs.add_argument("--check", metavar="FILE", help="exit 1 when the table in FILE differs from the generated one")
+    audit = sub.add_parser("audit", help="draw a seeded sample of a run's judged images and write the labelling page "
+                           "(audit.html, offline) whose saved CSV --t2i-audit reads")
+    audit.add_argument("run", metavar="RUN", help="the run's --t2i-artifacts folder (it holds judged/*.json.gz)")
+    audit.add_argument("--width", type=float, default=0.1, help="the widest two-sided interval of a group's share "
+                       "from its labels alone, at --confidence (default 0.1); sizes the sample per group")
+    audit.add_argument("--confidence", type=float, default=0.95, help="confidence of --width (default 0.95)")
+    audit.add_argument("--per-group", type=int, metavar="N", help="units per group instead of the size --width needs")
+    audit.add_argument("--seed", type=int, help="seed of the draw (default: the run's --t2i-seed)")
+    audit.add_argument("--output", metavar="DIR", help="where audit.html and audit-sample.csv go (default RUN/audit)")
     for p in (plan, gen):
         p.add_argument("paths", nargs="*", help="test paths or node ids, as for pytest (default: the suite)")
         p.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest's -k expression")
@@ -109,6 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown option(s) {unknown}; see t2i-fairness {ns.command} --help")
     try:
+        if ns.command == "audit":
+            if extra:
+                parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            return _audit_command(ns)
         return _options_command(ns) if ns.command == "options" else _run(ns, extra)
     except _Usage as exc:
         print(f"t2i-fairness: {exc}", file=sys.stderr)
@@ -209,6 +225,32 @@ def _options_command(ns: argparse.Namespace) -> int:
         return 0
     for option in _options():
         print(f"{option_usage(option)}  [default: {default_cell(option).replace('`', '')}]\n    {option.help}")
+    return 0
+
+
+def _audit_command(ns: argparse.Namespace) -> int:
+    """``t2i-fairness audit``: the sample of the run's judged units and its labelling page."""
+    import time
+
+    from t2i_fairness.audit import draw_sample, judged_units
+    from t2i_fairness.audit.page import write_page
+    from t2i_fairness.metrics.ppi import labels_for_width
+
+    start = time.perf_counter()
+    try:
+        per_group = ns.per_group if ns.per_group is not None else labels_for_width(ns.width, ns.confidence)
+        seed, shares = judged_units(ns.run)
+        drawn = draw_sample(shares, per_group, seed if ns.seed is None else ns.seed)
+        page, sample = write_page(drawn, seed, Path(ns.output) if ns.output else Path(ns.run) / "audit",
+                                  title=str(ns.run))
+    except (ValueError, OSError) as exc:
+        raise _Usage(str(exc)) from None
+    groups = {(d.gate, d.unit.group) for d in drawn}
+    print(f"audit: {len(drawn)} units of {sum(len(s.units) for s in shares.values())} judged, {len(groups)} group(s) "
+          f"of {len(shares)} gate(s), up to {per_group} per group (seed {seed}; {time.perf_counter() - start:.1f} s)")
+    print(f"labelling page: {page} (open it in a browser, offline; keys y / n / s; save the CSV)")
+    print(f"sample: {sample}")
+    print(f"then: pytest ... --t2i-seed {seed} --t2i-audit labels.csv (the same settings as the run)")
     return 0
 
 

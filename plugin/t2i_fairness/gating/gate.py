@@ -214,9 +214,42 @@ def _decided(indicator, context: GateContext, name, provenance, details, resampl
     if indicator.undefined is not None:
         return undefined_record(context, indicator.undefined, gate_id, indicator.inconclusive,
                                 indicator.sequential), None
+    if indicator.judged is not None and (indicator.sequential is None or not Look.of(indicator.sequential).early):
+        return _audited(indicator, context, gate_id, provenance, details, resample, units, strata)
     m, look = _measured(indicator, gate_id, context.options, details, resample, units, strata)
     prov = {**context.provenance(), **indicator.provenance, **(provenance or {})}
     return _judged(m, context, prov, indicator.kind, look, resample, units, strata), m
+
+
+def _audited(ind, ctx: GateContext, gate_id: str, provenance, details, resample, units,
+             strata) -> tuple[GateRecord, Measurement | None]:
+    """A gate over a judged share: its judgements written for ``t2i-fairness audit``; with ``--t2i-audit``, decided
+    on the labels and the judgements (:func:`t2i_fairness.audit.audited`), saying what it rests on and whether the
+    scorer-only verdict differs."""
+    from t2i_fairness.audit import audited, write_judged
+
+    o = ctx.options
+    write_judged(o.artifacts, gate_id, ind.judged, o.seed)
+    plain = ind.replace(judged=None)
+    if o.audit is None:
+        return _decided(plain, ctx, gate_id, provenance, details, resample, units, strata)
+    scorer_only, _ = _decided(plain, ctx, gate_id, provenance, details, resample, units, strata)
+    result = audited(gate_id, ind.judged, o.audit, confidence=o.confidence)
+    note = {"audit": {"rests_on": result.rests_on(), "labels": result.labels, "judgements": result.judgements,
+                      "agreement": result.agreement, "scorer_only": {"status": scorer_only.status,
+                                                                     "value": scorer_only.value,
+                                                                     "interval": scorer_only.interval}}}
+    if result.evidence is None:
+        record = scorer_only
+    else:
+        record, _ = _decided(plain.replace(value=result.evidence.estimate, evidence=result.evidence), ctx, gate_id,
+                             provenance, {**(details or {}), **note}, None, None, None)
+    record.details.update(note)
+    record.message = f"{record.message}; {'' if result.evidence is None else 'rests on '}{result.rests_on()}"
+    if result.evidence is not None and record.status != scorer_only.status:
+        record.message += (f"; the verdict differs from the scorer-only one ({scorer_only.status}, "
+                           f"{scorer_only.value:.4f}): the audit changed it")
+    return record, None
 
 
 def _measured(ind, gate_id: str, options, details, resample, units, strata) -> tuple[Measurement, Look | None]:

@@ -41,6 +41,8 @@ class Indicator:
         undefined, inconclusive, skip: why it cannot be computed or does not apply.
         grows: the estimand grows with the images (coverage-like): no early fail.
         at, sequential: the study (a look's) it was measured on; where and why the round loop stopped it.
+        judged: a share of per-image judgements: its units (:class:`~t2i_fairness.audit.JudgedShare`), which
+            ``t2i-fairness audit`` samples and ``--t2i-audit`` decides on with human labels.
 
     Example:
         >>> ind = Indicator(0.8, 60, "share")
@@ -62,6 +64,7 @@ class Indicator:
     grows: bool = False
     at: Any = field(default=None, repr=False, compare=False)
     sequential: Any = None
+    judged: Any = field(default=None, repr=False, compare=False)  # an audit.JudgedShare: the judgements it is the mean of
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:

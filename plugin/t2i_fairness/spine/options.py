@@ -415,7 +415,21 @@ def _baseline_seed(v: Values, flag: str) -> int | None:
 #: what needs a fixed-N run: flag -> why (a ``--t2i-sequential`` run refuses them; the paper preset's default yields)
 FIXED_N_NEEDS = (("--t2i-update-thresholds", "bounds are written from fixed-N measurements"),
                  ("--t2i-baseline-model", "the paired baseline comparison is a fixed-N test"),
-                 ("--t2i-plan-samples", "it sizes a fixed-N run"))
+                 ("--t2i-plan-samples", "it sizes a fixed-N run"),
+                 ("--t2i-audit", "the labels audit the fixed-N run's images"))
+
+
+def _audit_labels(v: Values, flag: str):
+    """``--t2i-audit``'s labels, read and checked against the run's seed (``None`` without the option)."""
+    path = v.raw(flag)
+    if not path:
+        return None
+    from t2i_fairness.audit.labels import LabelsError, read_labels
+
+    try:
+        return read_labels(Path(path), v("--t2i-seed"))
+    except LabelsError as exc:
+        raise OptionError(flag, str(exc)) from None
 
 
 def sequential_design(v: Values) -> tuple[bool, str]:
@@ -585,6 +599,10 @@ class T2IOptions:
     artifacts: Path = Option("--t2i-artifacts", "where gates write JSON, plots and image grids (default: "
         "t2i-artifacts in the rootdir)", metavar="DIR",
         check=lambda v, flag: Path(v.raw(flag) or v.rootdir / "t2i-artifacts"))
+    audit: Any = Option("--t2i-audit", "human labels (the CSV the labelling page of `t2i-fairness audit RUN` saves): every gate "
+        "over a judged share (CIS_K) decides on prediction-powered evidence from the labels and the scorer's "
+        "judgements, and says what it rests on (docs/decisions.md); labels that do not match the run are refused "
+        "with the file and line", metavar="LABELS.csv", check=_audit_labels)
     report: Path | None = Option("--t2i-report", "write a self-contained HTML report (gate table, plots, images "
         "inline) to DIR/index.html", metavar="DIR",
         check=lambda v, flag: Path(v.raw(flag)) if v.raw(flag) else None)

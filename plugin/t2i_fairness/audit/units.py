@@ -1,0 +1,115 @@
+"""The judgements a gate over a judged share rests on, as the run writes them and the audit reads them.
+
+A study whose gate is a share of per-image yes/no judgements (CIS: is each named component in the image?) attaches
+a :class:`JudgedShare` to its indicator; the gate writes it to ``<artifacts>/judged/<gate>.json.gz`` on every run, and
+``t2i-fairness audit`` and ``--t2i-audit`` read it back through :func:`judged_units`, whichever scorer judged.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["JudgedShare", "JudgedUnit", "judged_units", "write_judged"]
+
+FOLDER = "judged"
+
+
+@dataclass(frozen=True)
+class JudgedUnit:
+    """One yes/no judgement: ``unit`` (its id, unique in the run), the ``image`` file, the ``question`` a person
+    answers (the scorer's judgement put as a question), ``asked`` (how the scorer was asked), ``judged`` (the
+    scorer's answer, 1 yes), ``group`` (the stratum: the gate's group) and ``cluster`` (its prompt: units of one
+    prompt are not independent)."""
+
+    unit: str
+    image: str
+    prompt: str
+    question: str
+    asked: str
+    judged: int
+    group: str
+    cluster: int
+
+
+@dataclass(frozen=True)
+class JudgedShare:
+    """A gate's value as the mean of its units' judgements (``scorer`` names who judged)."""
+
+    scorer: str
+    units: tuple[JudgedUnit, ...]
+
+    @property
+    def value(self) -> float:
+        return float(np.mean([u.judged for u in self.units])) if self.units else float("nan")
+
+    def cluster_means(self) -> np.ndarray:
+        """The mean judgement of each prompt (the independent units of the scorer-only term)."""
+        clusters = np.array([u.cluster for u in self.units])
+        judged = np.array([u.judged for u in self.units], dtype=float)
+        _, inverse = np.unique(clusters, return_inverse=True)
+        return np.bincount(inverse, weights=judged) / np.bincount(inverse)
+
+
+def _file_name(gate: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.\[\]=-]", "_", gate) + ".json.gz"
+
+
+def write_judged(artifacts: Path | str, gate: str, share: JudgedShare, seed: int) -> Path:
+    """Write ``share`` as ``<artifacts>/judged/<gate>.json.gz`` (columns, each prompt's texts once; gzip without a
+    time stamp: the same run writes the same bytes)."""
+    import gzip
+
+    from t2i_fairness.base.files import atomic_write_bytes
+
+    texts: dict[tuple[str, str], int] = {}
+    for u in share.units:
+        texts.setdefault((u.prompt, u.asked), len(texts))
+    columns = {name: [getattr(u, name) for u in share.units] for name in ("unit", "image", "question", "judged",
+                                                                          "group", "cluster")}
+    columns["text"] = [texts[(u.prompt, u.asked)] for u in share.units]
+    data = {"gate": gate, "seed": int(seed), "scorer": share.scorer, "value": share.value,
+            "texts": [list(t) for t in texts], "columns": columns}
+    raw = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+    path = Path(artifacts) / FOLDER / _file_name(gate)
+    return atomic_write_bytes(path, gzip.compress(raw, compresslevel=6, mtime=0), skip_if_same=True, fsync=False)
+
+
+def _read(path: Path) -> tuple[int, str, JudgedShare]:
+    import gzip
+
+    data = json.loads(gzip.decompress(path.read_bytes()))
+    c, texts = data["columns"], data["texts"]
+    units = tuple(JudgedUnit(unit, image, texts[t][0], question, texts[t][1], int(judged), group, int(cluster))
+                  for unit, image, question, judged, group, cluster, t in zip(
+                      c["unit"], c["image"], c["question"], c["judged"], c["group"], c["cluster"], c["text"]))
+    return int(data["seed"]), str(data["gate"]), JudgedShare(str(data["scorer"]), units)
+
+
+def judged_units(run: Path | str) -> tuple[int, dict[str, JudgedShare]]:
+    """``(seed, {gate: JudgedShare})`` of a run's artifacts folder (the folder holding ``run.json``).
+
+    Raises:
+        ValueError: no ``judged/`` folder (the run judged no share, or is older than the audit), files of
+            several seeds, or a file that is not one this module wrote (naming it).
+    """
+    folder = Path(run) / FOLDER
+    files = sorted(folder.glob("*.json.gz")) if folder.is_dir() else []
+    if not files:
+        raise ValueError(f"{run}: no {FOLDER}/*.json.gz: the run judged no share (its gates over judged shares, "
+                         "e.g. test_cis[k..], write them to --t2i-artifacts when decided at N)")
+    seeds, out = set(), {}
+    for path in files:
+        try:
+            seed, gate, share = _read(path)
+        except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError) as exc:
+            raise ValueError(f"{path}: not a judged-share file ({type(exc).__name__}: {exc})") from None
+        seeds.add(seed)
+        out[gate] = share
+    if len(seeds) > 1:
+        raise ValueError(f"{folder}: files of several seeds {sorted(seeds)}; audit one run at a time")
+    return seeds.pop(), out
