@@ -86,7 +86,7 @@ class GateReport:
     def lines(self) -> list[str]:
         s = self.session
         out: list[str] = self.outcome_lines()
-        changes = change_lines(s)  # once, near the top: settings and identities that changed
+        changes = change_lines(s) + scorer_check_lines(s)  # once, near the top: settings, identities, scorers that changed
         out += changes + ([""] if changes and s.records else [])
         if s.records:
             out += self.table()
@@ -168,6 +168,12 @@ class GateReport:
             out += [f"  {g}" for g in s.escalated]
         out += s.canary_lines + s.plan_lines
         return out
+
+
+def scorer_check_lines(s: GateSession) -> list[str]:
+    """The scorer check's lines (:mod:`t2i_fairness.spine.scorer_check`): one when the scorers match."""
+    check = s.scorer_check
+    return [line.removeprefix("t2i-fairness: ") for line in check.lines()] if check is not None else []
 
 
 def memory_lines(s: GateSession) -> list[str]:
