@@ -91,3 +91,64 @@ def test_the_option_needs_the_procedural_scorers(pytester):
     result = pytester.runpytest_subprocess("--t2i-procedural-miss", "macaw=0.5")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*--t2i-procedural-miss: sets the procedural scorers' errors: add --t2i-scorers procedural*"])
+
+
+# -- from the command line: canaries and a scorer bias, seen through the procedural scorers -------------------
+
+def _cis_run(pytester, *extra):
+    import json
+
+    result = pytester.runpytest_subprocess(
+        "fairness_tests/test_cis.py", "-p", "no:cacheprovider", "--t2i-model", "procedural", "--t2i-scorers",
+        "procedural", "--t2i-no-progress", "--t2i-thresholds", str(pytester.path / "t.yaml"), "--t2i-cache-dir",
+        str(pytester.path / "cache"), "--t2i-artifacts", str(pytester.path / "art"), *extra, timeout=900)
+    records = {r["gate"]: r for r in json.loads((pytester.path / "art" / "run.json").read_text())["gates"]}
+    return result, records
+
+
+@pytest.fixture
+def cis_suite(pytester):
+    import shutil
+    from pathlib import Path
+
+    (pytester.path / "fairness_tests").mkdir()
+    shutil.copy(Path(__file__).resolve().parents[1] / "fairness_tests" / "test_cis.py", pytester.path / "fairness_tests")
+    return pytester
+
+
+@pytest.mark.slow  # 64 prompts x 4 images at K = 4, the order test only
+def test_drop_position_last_is_caught_by_the_order_test_at_64_prompts_per_k(cis_suite):
+    sizes = ["--t2i-cis-k", "4", "--t2i-cis-prompts", "64", "--t2i-cis-images", "4", "-k", "order"]
+    null, records = _cis_run(cis_suite, *sizes)
+    assert records["test_cis_order_invariance"]["status"] == "pass", null.stdout.str()[-2000:]
+    caught, records = _cis_run(cis_suite, *sizes, "--t2i-canary", "drop_position:last:1.0")
+    order = records["test_cis_order_invariance"]
+    assert order["status"] == "fail" and order["details"]["profile"][-1] == min(order["details"]["profile"])
+    caught.stdout.fnmatch_lines(["canary drop_position:last:1.0 (position last): caught by 1 of 1 gate(s) of its slice*"])
+
+
+@pytest.mark.slow  # three runs of CIS_2 (32 prompts x 4 images), the images generated once
+def test_a_scorer_bias_fails_the_scorer_only_gate_and_the_report_names_the_disagreement(cis_suite):
+    sizes = ["--t2i-cis-k", "2", "--t2i-cis-prompts", "32", "--t2i-cis-images", "4", "-k", "test_cis and k2"]
+    written, null = _cis_run(cis_suite, *sizes, "--t2i-update-thresholds")
+    assert written.ret == 0 and null["test_cis[k2]"]["details"]["scorer"]["disagreement"] == 0.0
+    biased, records = _cis_run(cis_suite, *sizes, "--t2i-procedural-miss", "*=0.6")  # the generator unchanged
+    out = biased.stdout.str()
+    assert "images: 0 generated" in out and records["test_cis[k2]"]["status"] == "fail", out[-3000:]
+    assert records["test_cis[k2]"]["details"]["scorer"]["pooled_disagrees"] is True
+    biased.stdout.fnmatch_lines(["*the scorer disagrees with the labels over every component pooled (below 0.9)*",
+                                 "test_cis[k2]: fail, resting on 256 clip judgements; it flips if the truth were * higher"
+                                 "*; the scorer disagrees with the labels over the gate's images: it measures the scorer*"])
+    component = null_component(cis_suite)
+    one, records = _cis_run(cis_suite, *sizes, "--t2i-procedural-miss", f"{component}=1")
+    assert component in records["test_cis[k2]"]["details"]["scorer"]["disagreeing"]
+    one.stdout.fnmatch_lines([f"the scorer disagrees with the labels for {component}: sensitivity 0.00 *"])
+
+
+def null_component(pytester) -> str:
+    """The component the K = 2 prompts name most often (the first such)."""
+    import json
+    from collections import Counter
+
+    prompts = json.loads(next((pytester.path / "art").rglob("cis_k2.json")).read_text())["prompts"]
+    return Counter(c for p in prompts for c in p["components"]).most_common(1)[0][0]

@@ -4,6 +4,8 @@ they print beside the run's."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from t2i_fairness.families.cis.options import EXTREMES, PAPER_PRESET_GATES
 
 
@@ -132,7 +134,46 @@ def report_cis_k(ind, k: int, t2i_report) -> dict:
         "prompts": [{"components": list(p), "scores": s.tolist(), "detected": [list(d) for d in det]}
                     for p, s, det in zip(r.prompts, r.scores, r.detected)],
     })
-    return {"generator_truncation": ind.at.truncation(k).details()}
+    scorer = scorer_agreement(ind.at.judgements(k), f"CIS K={k}", t2i_report, f"cis_k{k}_agreement")
+    return {"generator_truncation": ind.at.truncation(k).details(), "scorer": scorer}
+
+
+def _upper(a) -> float:
+    """The lower of an agreement's two interval upper ends (its sensitivity's, its specificity's)."""
+    return min([iv[1] for iv, n in ((a.sensitivity_interval, a.positives), (a.specificity_interval, a.negatives)) if n]
+               or [1.0])
+
+
+def scorer_agreement(judgements, what: str, t2i_report, name: str, focus: str | None = None) -> dict:
+    """What the gate rests on: CLIP's per-component judgements, and where labels exist its agreement with them
+    per component (a section naming the components where it disagrees, ``<name>.json`` with every one);
+    returns the gate's ``scorer`` details (``focus``: the gate's own group, reported whatever its agreement)."""
+    from t2i_fairness.metrics.agreement import AGREEMENT_FLOOR, agreement_by_group, disagreeing
+
+    labelled = [j for j in judgements if j.truth is not None]
+    out = {"judged_by": "clip", "judgements": len(judgements), "labels": len(labelled)}
+    if not labelled:
+        return out
+    groups = agreement_by_group(labelled)
+    pooled = agreement_by_group([dataclasses.replace(j, group="every component") for j in labelled])["every component"]
+    bad = sorted(disagreeing(groups.values()), key=lambda a: (_upper(a), a.group))  # the surest first
+    out.update(agreement=pooled.to_dict(), disagreement=pooled.disagreement, pooled_disagrees=bool(disagreeing([pooled])),
+               disagreeing=[a.group for a in bad], focus=groups[focus].to_dict() if focus in groups else None)
+    lines = [f"{len(labelled)} of {len(judgements)} judgements labelled (labels: the images' own truth); pooled "
+             + pooled.text().removeprefix("every component: ")]
+    if out["pooled_disagrees"]:
+        lines.append(f"the scorer disagrees with the labels over every component pooled (below {AGREEMENT_FLOOR:g}): "
+                     "this gate measures the scorer, not the generator")
+    if focus in groups:
+        lines.append("the gate's group, " + groups[focus].text())
+    lines += [f"the scorer disagrees with the labels for {a.text()} (below {AGREEMENT_FLOOR:g}): a gate of this "
+              "group measures the scorer there, not the generator" for a in bad[:5]]
+    if len(bad) > 5:
+        lines.append(f"... and {len(bad) - 5} more components where the scorer disagrees with the labels "
+                     f"(every one: {name}.json)")
+    t2i_report.section(f"{what}: the scorer against the labels", lines)
+    t2i_report.json(name, [a.to_dict() for a in groups.values()])
+    return out
 
 
 def report_drop(ind, t2i_report) -> dict:
@@ -231,14 +272,15 @@ def report_order(ind, level: float, level_text: str, t2i_report) -> None:
     t2i_report.json("cis_order_invariance", order_record(study, tests))
 
 
-def report_rates(ind, t2i_report) -> None:
+def report_rates(ind, t2i_report) -> dict:
     """Section 8.2's per-component generation rates: the counts, the most ignored and most prominent
-    components (a section) and every rate (``cis_component_rates.json``)."""
+    components (a section) and every rate (``cis_component_rates.json``); returns the gate's details (what
+    the scorer's judgements rest on and their agreement with labels, :func:`scorer_agreement`)."""
     from t2i_fairness.metrics.cis import extreme_components
 
     rates = ind.at.component_rates()
     if rates is None:
-        return
+        return {}
     ks, floor, counted = rates.ks, ind.at.options.rate_min_images, rates.counted
     gated = {c: rates.rates[c] for c in rates.intervals}
     # at most half of the measured components in each list, so the two lists never overlap
@@ -255,7 +297,11 @@ def report_rates(ind, t2i_report) -> None:
         lines.append("most ignored:   " + "; ".join(fmt_rate(r) for r in ignored))
         lines.append("most prominent: " + "; ".join(fmt_rate(r) for r in prominent))
     t2i_report.section(f"CIS per-component generation rate (K={','.join(map(str, ks))})", lines)
+    judged = [j for k in ks for j in ind.at.judgements(k)]
+    scorer = scorer_agreement(judged, f"CIS components (K={','.join(map(str, ks))})", t2i_report,
+                              "cis_component_agreement", focus=(ind.details or {}).get("component"))
     t2i_report.json("cis_component_rates", sorted(
         ({"component": r.component, "requested": r.requested, "detected": r.detected, "rate": r.rate,
           "gated": r.component in rates.intervals} for r in rates.rates.values()),
         key=lambda d: (d["rate"], -d["requested"], d["component"])))
+    return {"scorer": scorer}
