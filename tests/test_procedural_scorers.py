@@ -136,9 +136,9 @@ def test_a_scorer_bias_fails_the_scorer_only_gate_and_the_report_names_the_disag
     out = biased.stdout.str()
     assert "images: 0 generated" in out and records["test_cis[k2]"]["status"] == "fail", out[-3000:]
     assert records["test_cis[k2]"]["details"]["scorer"]["pooled_disagrees"] is True
-    biased.stdout.fnmatch_lines(["*the scorer disagrees with the labels over every component pooled (below 0.9)*",
-                                 "test_cis[k2]: fail, resting on 256 clip judgements; it flips if the truth were * higher"
-                                 "*; the scorer disagrees with the labels over the gate's images: it measures the scorer*"])
+    biased.stdout.fnmatch_lines(["test_cis[k2]: fail, resting on 256 clip judgements; it flips if the truth were * higher"
+                                 "*; the scorer disagrees with the labels over the gate's images: it measures the scorer*",
+                                 "*the scorer disagrees with the labels over every component pooled (below 0.9)*"])
     component = null_component(cis_suite)
     one, records = _cis_run(cis_suite, *sizes, "--t2i-procedural-miss", f"{component}=1")
     assert component in records["test_cis[k2]"]["details"]["scorer"]["disagreeing"]
@@ -152,3 +152,26 @@ def null_component(pytester) -> str:
 
     prompts = json.loads(next((pytester.path / "art").rglob("cis_k2.json")).read_text())["prompts"]
     return Counter(c for p in prompts for c in p["components"]).most_common(1)[0][0]
+
+
+@pytest.mark.slow  # one word-level word (6 images per distribution) under a canary
+def test_word_level_group_judgements_are_scored_against_the_labels_per_group(pytester):
+    import json
+    import shutil
+    from pathlib import Path
+
+    (pytester.path / "fairness_tests").mkdir()
+    shutil.copy(Path(__file__).resolve().parents[1] / "fairness_tests" / "test_word_influence.py",
+                pytester.path / "fairness_tests")
+    result = pytester.runpytest_subprocess(
+        "fairness_tests/test_word_influence.py", "-p", "no:cacheprovider", "-k", "test_word_influence and doctor",
+        "--t2i-model", "procedural", "--t2i-scorers", "procedural", "--t2i-no-progress", "--t2i-canary",
+        "shift_group_share:doctor:female=0.5", "--t2i-procedural-miss", "female=0.5",
+        "--t2i-artifacts", str(pytester.path / "art"), "--t2i-cache-dir", str(pytester.path / "c"), timeout=900)
+    gates = {r["gate"]: r for r in json.loads((pytester.path / "art" / "run.json").read_text())["gates"]}
+    female = gates["test_word_influence[doctor-female]"]["details"]["scorer"]
+    # labelled: the canary's images of 'a photo of a female' that show one; half of them the scorer misses and
+    # then guesses among the two groups: sensitivity about 0.75
+    assert female["labels"] > 0 and female["focus"]["positives"] == female["labels"]  # each one shows a female
+    assert female["focus"]["sensitivity"] < 1.0 and "female" in female["disagreeing"]
+    result.stdout.fnmatch_lines(["*the scorer disagrees with the labels for female: sensitivity *"])

@@ -4,10 +4,12 @@ would need for an interval about as narrow as the scorer-only one (:mod:`t2i_fai
 
 from __future__ import annotations
 
+import dataclasses
+
 from t2i_fairness.metrics.agreement import flip_margin, labels_for_width
 from t2i_fairness.metrics.intervals.value import bound_cannot_fail
 
-__all__ = ["ASSUMED_DISAGREEMENT", "WIDTH_RATIO", "judged_lines"]
+__all__ = ["ASSUMED_DISAGREEMENT", "WIDTH_RATIO", "judged_lines", "scorer_agreement"]
 
 #: The scorer's error share assumed where no label measured it (a scorer wrong on one judgement in ten).
 ASSUMED_DISAGREEMENT = 0.1
@@ -24,7 +26,8 @@ def judged_lines(records) -> list[str]:
             continue
         if bound_cannot_fail(r.direction, r.bound, r.uncertainty):  # no scorer error flips it: said once elsewhere
             continue
-        group = (r.details.get("component") and f" ({r.details['component']})") or ""
+        named = r.details.get("component") or r.details.get("group")
+        group = f" ({named})" if named else ""
         margin = flip_margin(r.direction, float(r.bound), r.interval)
         toward = "higher" if (r.status == "fail") == (r.direction == "min") else "lower"
         line = (f"{r.gate}{group}: {r.status}, resting on {scorer['judgements']} {scorer['judged_by']} judgements; "
@@ -48,3 +51,43 @@ def judged_lines(records) -> list[str]:
             line += f"; the scorer disagrees with the labels for {', '.join(scorer['disagreeing'][:5])}"
         out.append(line)
     return ["", "-- judged gates: what each verdict rests on --"] + out if out else []
+
+
+def _upper(a) -> float:
+    """The lower of an agreement's two interval upper ends (its sensitivity's, its specificity's)."""
+    return min([iv[1] for iv, n in ((a.sensitivity_interval, a.positives), (a.specificity_interval, a.negatives)) if n]
+               or [1.0])
+
+
+def scorer_agreement(judgements, what: str, t2i_report, name: str, focus: str | None = None,
+                     judged_by: str = "clip", unit: str = "component") -> dict:
+    """What a gate rests on: a scorer's per-image judgements (:class:`~t2i_fairness.metrics.agreement.Judgement`),
+    and where labels exist its agreement with them per group (a section naming the groups where it
+    disagrees, ``<name>.json`` with every one); returns the gate's ``scorer`` details (``focus``: the gate's
+    own group, reported whatever its agreement; ``unit``: what a group is, in words)."""
+    from t2i_fairness.metrics.agreement import AGREEMENT_FLOOR, agreement_by_group, disagreeing
+
+    labelled = [j for j in judgements if j.truth is not None]
+    out = {"judged_by": judged_by, "judgements": len(judgements), "labels": len(labelled)}
+    if not labelled:
+        return out
+    groups = agreement_by_group(labelled)
+    pooled = agreement_by_group([dataclasses.replace(j, group="pooled") for j in labelled])["pooled"]
+    bad = sorted(disagreeing(groups.values()), key=lambda a: (_upper(a), a.group))  # the surest first
+    out.update(agreement=pooled.to_dict(), disagreement=pooled.disagreement, pooled_disagrees=bool(disagreeing([pooled])),
+               disagreeing=[a.group for a in bad], focus=groups[focus].to_dict() if focus in groups else None)
+    lines = [f"{len(labelled)} of {len(judgements)} judgements labelled (labels: the images' own truth); pooled "
+             + pooled.text().removeprefix("pooled: ")]
+    if out["pooled_disagrees"]:
+        lines.append(f"the scorer disagrees with the labels over every {unit} pooled (below {AGREEMENT_FLOOR:g}): "
+                     "this gate measures the scorer, not the generator")
+    if focus in groups:
+        lines.append("the gate's group, " + groups[focus].text())
+    lines += [f"the scorer disagrees with the labels for {a.text()} (below {AGREEMENT_FLOOR:g}): a gate of this "
+              "group measures the scorer there, not the generator" for a in bad[:5]]
+    if len(bad) > 5:
+        lines.append(f"... and {len(bad) - 5} more {unit}s where the scorer disagrees with the labels "
+                     f"(every one: {name}.json)")
+    t2i_report.section(f"{what}: the scorer against the labels", lines)
+    t2i_report.json(name, [a.to_dict() for a in groups.values()])
+    return out

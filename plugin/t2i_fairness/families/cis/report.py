@@ -4,9 +4,8 @@ they print beside the run's."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from t2i_fairness.families.cis.options import EXTREMES, PAPER_PRESET_GATES
+from t2i_fairness.report.judged import scorer_agreement
 
 
 def cis_figure(ks, model, ceiling, inception):
@@ -136,44 +135,6 @@ def report_cis_k(ind, k: int, t2i_report) -> dict:
     })
     scorer = scorer_agreement(ind.at.judgements(k), f"CIS K={k}", t2i_report, f"cis_k{k}_agreement")
     return {"generator_truncation": ind.at.truncation(k).details(), "scorer": scorer}
-
-
-def _upper(a) -> float:
-    """The lower of an agreement's two interval upper ends (its sensitivity's, its specificity's)."""
-    return min([iv[1] for iv, n in ((a.sensitivity_interval, a.positives), (a.specificity_interval, a.negatives)) if n]
-               or [1.0])
-
-
-def scorer_agreement(judgements, what: str, t2i_report, name: str, focus: str | None = None) -> dict:
-    """What the gate rests on: CLIP's per-component judgements, and where labels exist its agreement with them
-    per component (a section naming the components where it disagrees, ``<name>.json`` with every one);
-    returns the gate's ``scorer`` details (``focus``: the gate's own group, reported whatever its agreement)."""
-    from t2i_fairness.metrics.agreement import AGREEMENT_FLOOR, agreement_by_group, disagreeing
-
-    labelled = [j for j in judgements if j.truth is not None]
-    out = {"judged_by": "clip", "judgements": len(judgements), "labels": len(labelled)}
-    if not labelled:
-        return out
-    groups = agreement_by_group(labelled)
-    pooled = agreement_by_group([dataclasses.replace(j, group="every component") for j in labelled])["every component"]
-    bad = sorted(disagreeing(groups.values()), key=lambda a: (_upper(a), a.group))  # the surest first
-    out.update(agreement=pooled.to_dict(), disagreement=pooled.disagreement, pooled_disagrees=bool(disagreeing([pooled])),
-               disagreeing=[a.group for a in bad], focus=groups[focus].to_dict() if focus in groups else None)
-    lines = [f"{len(labelled)} of {len(judgements)} judgements labelled (labels: the images' own truth); pooled "
-             + pooled.text().removeprefix("every component: ")]
-    if out["pooled_disagrees"]:
-        lines.append(f"the scorer disagrees with the labels over every component pooled (below {AGREEMENT_FLOOR:g}): "
-                     "this gate measures the scorer, not the generator")
-    if focus in groups:
-        lines.append("the gate's group, " + groups[focus].text())
-    lines += [f"the scorer disagrees with the labels for {a.text()} (below {AGREEMENT_FLOOR:g}): a gate of this "
-              "group measures the scorer there, not the generator" for a in bad[:5]]
-    if len(bad) > 5:
-        lines.append(f"... and {len(bad) - 5} more components where the scorer disagrees with the labels "
-                     f"(every one: {name}.json)")
-    t2i_report.section(f"{what}: the scorer against the labels", lines)
-    t2i_report.json(name, [a.to_dict() for a in groups.values()])
-    return out
 
 
 def report_drop(ind, t2i_report) -> dict:
