@@ -136,7 +136,7 @@ def test_a_scorer_bias_fails_the_scorer_only_gate_and_the_report_names_the_disag
     out = biased.stdout.str()
     assert "images: 0 generated" in out and records["test_cis[k2]"]["status"] == "fail", out[-3000:]
     assert records["test_cis[k2]"]["details"]["scorer"]["pooled_disagrees"] is True
-    biased.stdout.fnmatch_lines(["test_cis[k2]: fail, resting on 256 clip judgements; it flips if the truth were * higher"
+    biased.stdout.fnmatch_lines(["test_cis[[]k2]: fail, resting on 256 clip judgements; it flips if the truth were * higher"
                                  "*; the scorer disagrees with the labels over the gate's images: it measures the scorer*",
                                  "*the scorer disagrees with the labels over every component pooled (below 0.9)*"])
     component = null_component(cis_suite)

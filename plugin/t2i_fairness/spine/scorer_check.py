@@ -178,6 +178,19 @@ class ScorerCheck:
                     f"(largest relative differences: {worst or 'none compared'}){extra}"]
         return [f"t2i-fairness: scorer check FAILED: {d.line()}" for d in self.differences]
 
+    def transfer(self) -> dict:
+        """Everything, as JSON-able data (an xdist worker hands its check to the controller)."""
+        return {"path": str(self.path), "now": self.now, "recorded": self.recorded, "largest": self.largest,
+                "unrecorded": self.unrecorded, "moved_context": self.moved_context,
+                "differences": [dict(vars(d), differs=list(d.differs)) for d in self.differences]}
+
+    @classmethod
+    def from_transfer(cls, data: Mapping) -> "ScorerCheck":
+        """The check :meth:`transfer` gave."""
+        return cls(Path(data["path"]), dict(data["now"]), data["recorded"],
+                   [ScorerDifference(**dict(d, differs=tuple(d["differs"]))) for d in data["differences"]],
+                   dict(data["largest"]), list(data["unrecorded"]), list(data["moved_context"]))
+
     def payload(self) -> dict:
         return {"path": str(self.path), "recorded": self.recorded is not None, "ok": self.ok,
                 "largest": self.largest, "unrecorded": self.unrecorded,
