@@ -15,11 +15,10 @@ concept), the scorer-bias canary of the procedural world: the generator is uncha
 
 Example:
     >>> from t2i_fairness.generators.procedural import ProceduralGenerator
-    >>> image = ProceduralGenerator().generate(["a photo of a crab, and a macaw."], [0])[0]
-    >>> clip = ProceduralClip()
-    >>> table = clip.encode_texts(["A photo of a crab", "A photo of a macaw", "A photo of a crab and a macaw", ""])
-    >>> int((clip.encode_images([image]) @ table.T).argmax()) == {1: 0, 2: 2}.get(len(clip.judged([image])[0]), 3) or clip.judged([image])
-    True
+    >>> text, world = "a photo of a crab, and a macaw.", ProceduralGenerator()
+    >>> image = world.generate([text], [0])[0]
+    >>> ProceduralClip().judged([image]) == [world.cis_plan(text, 0)], ProceduralClip("crab=1").judged([image])[0]
+    (True, ('macaw',))
 """
 
 from __future__ import annotations
