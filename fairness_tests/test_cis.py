@@ -60,5 +60,4 @@ def test_cis_order_invariance(cis, gate, t2i_report):
 
 def test_cis_component_rate_floor(cis, gate, t2i_report):
     ind = cis.cis_component_rate_floor()
-    report_rates(ind, t2i_report)
-    gate(ind)
+    gate(ind, details=report_rates(ind, t2i_report))

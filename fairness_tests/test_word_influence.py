@@ -23,14 +23,12 @@ from t2i_fairness.families.word_influence.report import report_gate, show
 
 def test_word_influence(word_case, word_influence, t2i_report, gate):
     ind = word_influence.word_influence(word_case)
-    report_gate(ind, t2i_report)
-    gate(ind)
+    gate(ind, details=report_gate(ind, t2i_report))
 
 
 def test_representation(prompt_case, word_influence, t2i_report, gate):
     ind = word_influence.representation(prompt_case)
-    report_gate(ind, t2i_report)
-    gate(ind)
+    gate(ind, details=report_gate(ind, t2i_report))
 
 
 def test_word_influence_report(word_influence, t2i_report):

@@ -134,7 +134,7 @@ def test_images_differ_across_seeds(prompt):
 
 
 def test_fingerprint_names_version_world_size_and_translations():
-    assert GEN.fingerprint == "procedural:v1:world1:64x64:synthetic-v1"
+    assert GEN.fingerprint == "procedural:v1:truth1:world1:64x64:synthetic-v1"
     assert ProceduralGenerator(world=2).fingerprint != GEN.fingerprint
     assert ProceduralGenerator((32, 48)).fingerprint.endswith("32x48:synthetic-v1")
     ml = ProceduralGenerator(multilingual=load_smoke_sample())
@@ -265,7 +265,7 @@ def test_translations_are_understood_with_a_per_language_probability():
 
 def test_resolve_generator_registers_procedural():
     src = resolve_generator("procedural", GenerationSettings(), "cpu", derive_seed)
-    assert src.loaded and src.fingerprint.startswith("procedural:v1:world1:64x64:synthetic-v1:ml")
+    assert src.loaded and src.fingerprint.startswith("procedural:v1:truth1:world1:64x64:synthetic-v1:ml")
     assert (src.settings.height, src.settings.width, src.settings.batch_size) == (64, 64, 16)
     assert src.get().generate(["bag in Africa"], [0])[0].size == (64, 64)
     small = resolve_generator("procedural", GenerationSettings(height=32, width=40, batch_size=3), "cpu", derive_seed)

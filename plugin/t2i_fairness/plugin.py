@@ -309,6 +309,10 @@ class GateHooks:
         self.fatal = self.fatal or out.get("t2i_fatal")
         self.session.merge_cache_stats(out.get("t2i_cache") or {})
         self.session.outcome.selection.merge(out.get("t2i_selection") or {})
+        if out.get("t2i_scorer_check") and self.session.scorer_check is None:  # the first worker's (they all check)
+            from t2i_fairness.spine.scorer_check import ScorerCheck
+
+            self.session.scorer_check = ScorerCheck.from_transfer(out["t2i_scorer_check"])
 
     @pytest.hookimpl(tryfirst=True)  # before pytest's JUnit writer writes its file (report/junit.py marks it)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:

@@ -96,8 +96,19 @@ class EntryLock:
 
 
 def encode_png(image: Image.Image) -> bytes:
+    """PNG bytes of ``image``; the truth a simulated image carries (:mod:`t2i_fairness.base.truth`) goes with it."""
+    from t2i_fairness.base.truth import TRUTH_KEY
+
     buf = io.BytesIO()
-    image.save(buf, format="PNG")
+    truth = image.info.get(TRUTH_KEY)
+    if truth is None:
+        image.save(buf, format="PNG")
+    else:
+        from PIL import PngImagePlugin
+
+        chunk = PngImagePlugin.PngInfo()
+        chunk.add_text(TRUTH_KEY, truth)
+        image.save(buf, format="PNG", pnginfo=chunk)
     return buf.getvalue()
 
 

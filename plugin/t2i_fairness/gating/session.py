@@ -131,6 +131,8 @@ class GateSession:
     # what each process's workbenches loaded and released, and its peak resident memory (base.memory.ModelUse
     # payloads: one per role, and per worker under xdist)
     memory: list[dict] = field(default_factory=list)
+    # the scorers' golden-set check before the first gate (spine.scorer_check.ScorerCheck; None: not run)
+    scorer_check: object = None
 
     def add(self, data: dict | str) -> None:
         """A gate record (a dict, or the JSON text of the report property)."""
@@ -246,6 +248,12 @@ class GateSession:
         self.written += result.written
         self.proposed += result.proposed
         self.notes += result.notes
+        if options is not None and options.update_thresholds and self.scorer_check is not None:
+            from t2i_fairness.spine.scorer_check import write_record  # the scorers' golden outputs, with the bounds
+
+            check = self.scorer_check
+            write_record(check.path, check.now, keep=check.recorded)
+            self.notes.append(f"scorer check: golden outputs of {', '.join(sorted(check.now))} written to {check.path}")
 
 
 def plan_sample_lines(records, options) -> list[str]:

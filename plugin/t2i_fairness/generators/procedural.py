@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 from PIL import Image
 
+from t2i_fairness.base.truth import attach_truth
 from t2i_fairness.vocab.geode import GEODE_OBJECTS, GEODE_REGIONS, Region
 from t2i_fairness.references.sets import DOLLARSTREET_OBJECTS, SYNTHETIC_VERSION, render_synthetic
 
@@ -36,6 +37,8 @@ __all__ = [
 
 #: Bumped whenever the generator draws differently; part of the fingerprint (and so of cache keys).
 PROCEDURAL_VERSION = 1
+#: Bumped whenever what an image's attached truth records changes (the pixels do not); in the fingerprint.
+TRUTH_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -253,7 +256,7 @@ class ProceduralGenerator:
             for p in multilingual:
                 if p.text != p.english:
                     self._translations.setdefault(p.text, (p.english, p.lang))
-        fp = f"procedural:v{PROCEDURAL_VERSION}:world{self.world}:{self.height}x{self.width}:synthetic-v{SYNTHETIC_VERSION}"
+        fp = f"procedural:v{PROCEDURAL_VERSION}:truth{TRUTH_VERSION}:world{self.world}:{self.height}x{self.width}:synthetic-v{SYNTHETIC_VERSION}"
         if self._translations:
             h = hashlib.sha256()
             for text, (english, lang) in sorted(self._translations.items()):
@@ -274,22 +277,24 @@ class ProceduralGenerator:
         return [self.image(p, int(s)) for p, s in zip(prompts, seeds)]
 
     def image(self, prompt: str, seed: int) -> Image.Image:
-        """The image of one (prompt, seed)."""
+        """The image of one (prompt, seed), carrying what it shows (:func:`t2i_fairness.base.truth.truth_of`:
+        ``concepts`` are the CIS components drawn, or the object and region drawn)."""
         rng = np.random.default_rng(_stable_int("procedural", PROCEDURAL_VERSION, self.world, prompt, seed))
         reading = read_prompt(prompt)
         if reading.family == "dig_in":
-            im = self._dig_in(reading, rng)
+            im, concepts = self._dig_in(reading, rng)
         elif reading.family == "cis":
-            im = self._cis(self.cis_plan(prompt, seed), rng)
+            concepts = list(self.cis_plan(prompt, seed))
+            im = self._cis(concepts, rng)
         else:
-            im = self._text(prompt, rng)
+            im, concepts = self._text(prompt, rng)
         if im.size != (self.width, self.height):
             im = im.resize((self.width, self.height), Image.BILINEAR)
-        return im
+        return attach_truth(im, {"concepts": concepts, "prompt": prompt, "seed": int(seed), "family": reading.family})
 
     # -------------------------------------------------------------------------- families
 
-    def _dig_in(self, r: PromptReading, rng: np.random.Generator) -> Image.Image:
+    def _dig_in(self, r: PromptReading, rng: np.random.Generator) -> tuple[Image.Image, list[str]]:
         region = r.region
         if region is None:  # {object}: the model's default world
             region = _WORLD_REGIONS[int(rng.choice(len(_WORLD_REGIONS), p=_WORLD_WEIGHTS))]
@@ -306,7 +311,7 @@ class ProceduralGenerator:
         im = render_synthetic(obj, drawn_region, layout, self.world, self._side)
         if r.country is not None and drawn_region == region:  # countries differ a little within a region
             im = _recolour(im, ((_stable_int("country", r.country) % 1000) / 1000 - 0.5) * 0.04)
-        return _grade(im, rng, style.jitter)
+        return _grade(im, rng, style.jitter), [obj, drawn_region]
 
     def cis_plan(self, prompt: str, seed: int) -> tuple[str, ...]:
         """The components a CIS prompt's image shows at this seed, in drawing order (empty for other prompts)."""
@@ -333,7 +338,7 @@ class ProceduralGenerator:
             canvas.paste(tile, ((i % cols) * cell_w, (i // cols) * cell_h))
         return canvas
 
-    def _text(self, prompt: str, rng: np.random.Generator) -> Image.Image:
+    def _text(self, prompt: str, rng: np.random.Generator) -> tuple[Image.Image, list[str]]:
         known = self._translations.get(prompt)
         if known is not None:
             english, lang = known
@@ -343,11 +348,12 @@ class ProceduralGenerator:
                 if r.family == "dig_in":
                     return self._dig_in(r, rng)
                 if r.family == "cis":
-                    return self._cis(self.cis_plan(english, int(rng.integers(2**32))), rng)
+                    kept = list(self.cis_plan(english, int(rng.integers(2**32))))
+                    return self._cis(kept, rng), kept
                 prompt = english
         key = f"text:{prompt}"
         im = render_synthetic(key, key, int(rng.integers(_TEXT_POOL)), self.world, self._side)
-        return _grade(im, rng, 0.03)
+        return _grade(im, rng, 0.03), []
 
 
 def smoke_procedural(size: int | tuple[int, int] = 64, batch_size: int = 16) -> ProceduralGenerator:

@@ -15,7 +15,20 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["SCORERS", "ScorerKind", "scorer_kind"]
+__all__ = ["SCORERS", "ScorerKind", "config_profile", "scorer_kind"]
+
+#: The profile whose scorers read the procedural world's truth; kinds without such an adapter build ``tiny``.
+PROCEDURAL = "procedural"
+
+
+def config_profile(profile: str) -> str:
+    """The configs' profile behind ``profile`` (``procedural`` builds the kinds it does not replace as ``tiny``)."""
+    return "tiny" if profile == PROCEDURAL else profile
+
+
+def _imported(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 @dataclass(frozen=True)
@@ -26,18 +39,21 @@ class ScorerKind:
 
     name: str
     adapter: str
+    procedural: str | None = None  # ``module:function(profile, run, miss=...)``: the kind under ``--t2i-scorers procedural``
 
     def adapter_class(self) -> Any:
-        module, _, cls = self.adapter.partition(":")
-        return getattr(importlib.import_module(module), cls)
+        return _imported(self.adapter)
 
-    def build(self, profile: str, run: Any, **options: Any) -> Any:
-        """The adapter of ``profile`` on the run's device and precision (a :class:`RunContext`)."""
-        return self.adapter_class().from_profile(profile, run.device, run.precision, **options)
+    def build(self, profile: str, run: Any, miss: Any = None, **options: Any) -> Any:
+        """The adapter of ``profile`` on the run's device and precision (a :class:`RunContext`); under the
+        ``procedural`` profile, the kind's truth-reading adapter with its miss rates (``tiny`` for a kind without one)."""
+        if profile == PROCEDURAL and self.procedural is not None:
+            return _imported(self.procedural)(profile, run, miss=miss)
+        return self.adapter_class().from_profile(config_profile(profile), run.device, run.precision, **options)
 
 
 SCORERS: dict[str, ScorerKind] = {k.name: k for k in (
-    ScorerKind("clip", "t2i_fairness.models.clip:ClipModel"),
+    ScorerKind("clip", "t2i_fairness.models.clip:ClipModel", "t2i_fairness.generators.procedural_scorer:procedural_scorer"),
     ScorerKind("inception", "t2i_fairness.models.inception:InceptionFeatures"),
     ScorerKind("vit", "t2i_fairness.models.vit:MaskedViTFeatures"),
     ScorerKind("segmenter", "t2i_fairness.models.segmenter:LangSAMSegmenter"),

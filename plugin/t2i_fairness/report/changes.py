@@ -173,6 +173,11 @@ def changes_html(session: GateSession) -> str:
     if session.cache.identity:
         rows = "".join(f"<li>{html.escape(n)}</li>" for n in session.cache.identity)
         items.append(f"<p><strong>Model identity</strong> (weights changed since the last run with this cache, fingerprints to check):</p><ul>{rows}</ul>")
+    check = session.scorer_check
+    if check is not None:  # the scorers against their golden record: one line, or each scorer that moved
+        items.append(f'<div id="scorer-check" data-ok="{str(check.ok).lower()}">'
+                     + "".join(f"<p>{html.escape(line.removeprefix('t2i-fairness: '))}</p>" for line in check.lines())
+                     + "</div>")
     if not items:
         return ""
     return f'<section id="changes" class="banner" role="note"><h2>What changed</h2>{"".join(items)}</section>'

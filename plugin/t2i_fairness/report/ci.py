@@ -172,6 +172,7 @@ def run_json(session) -> dict:
     data["decisions"] = strict({  # how the run decided: the adjustment across gates, a canary's tally
         "multiplicity": session.multiplicity, "alpha": session.alpha, "escalated": list(session.escalated),
         "canary": dict(session.canary_counts)})
+    data["scorer_check"] = strict(session.scorer_check.payload()) if session.scorer_check is not None else None
     data["power"] = strict(power_summary(records))  # underpowered gates (gating.power): counted and listed
     sequential = sequential_summary(session)  # --t2i-sequential only: no key otherwise
     if sequential is not None:

@@ -10,6 +10,7 @@ from t2i_fairness.gating.thresholds import proposed_path
 from t2i_fairness.gating.verdicts import bound_cannot_fail
 from t2i_fairness.base.memory import fmt
 from t2i_fairness.report.changes import change_lines, digest_line
+from t2i_fairness.report.judged import judged_lines
 from t2i_fairness.report.power import power_cell, power_lines, verdict_suffix
 from t2i_fairness.report.sequential import sequential_lines
 
@@ -86,7 +87,7 @@ class GateReport:
     def lines(self) -> list[str]:
         s = self.session
         out: list[str] = self.outcome_lines()
-        changes = change_lines(s)  # once, near the top: settings and identities that changed
+        changes = change_lines(s) + scorer_check_lines(s)  # once, near the top: settings, identities, scorers that changed
         out += changes + ([""] if changes and s.records else [])
         if s.records:
             out += self.table()
@@ -97,6 +98,7 @@ class GateReport:
                        + f" ({s.thresholds_path})")
             out += power_lines(gated)  # passes a test could hardly have failed, in words
             out += self.decision_lines()
+            out += judged_lines(gated)  # judged gates: the scorer error that flips each verdict, labels for an audit
             seq = sequential_lines(s)  # --t2i-sequential only: nothing otherwise
             out += [""] + seq if seq else []
         deltas = [r for r in s.records if r.status != "baseline" and isinstance(r.details.get("baseline"), dict)
@@ -168,6 +170,12 @@ class GateReport:
             out += [f"  {g}" for g in s.escalated]
         out += s.canary_lines + s.plan_lines
         return out
+
+
+def scorer_check_lines(s: GateSession) -> list[str]:
+    """The scorer check's lines (:mod:`t2i_fairness.spine.scorer_check`): one when the scorers match."""
+    check = s.scorer_check
+    return [line.removeprefix("t2i-fairness: ") for line in check.lines()] if check is not None else []
 
 
 def memory_lines(s: GateSession) -> list[str]:

@@ -371,6 +371,20 @@ def _device(v: Values, flag: str) -> str:
     return device
 
 
+def _procedural_miss(v: Values, flag: str) -> str:
+    """The miss rates, canonical (``name=rate`` sorted); only with ``--t2i-scorers procedural``."""
+    spec = v(flag) or ""
+    if spec and v("--t2i-scorers") != "procedural":
+        raise OptionError(flag, "sets the procedural scorers' errors: add --t2i-scorers procedural")
+    from t2i_fairness.generators.procedural_scorer import parse_miss
+
+    try:
+        rates = parse_miss(spec, flag)
+    except ValueError as exc:
+        raise OptionError(flag, str(exc).removeprefix(flag + ": ")) from None
+    return ",".join(f"{name}={rate:g}" for name, rate in sorted(rates.items()))
+
+
 def _objects(v: Values, flag: str) -> tuple[str, ...]:
     if v.raw(flag) is None:
         return tuple(v(flag))
@@ -489,7 +503,18 @@ class T2IOptions:
     scorers: str = Option("--t2i-scorers", "scorer models: 'paper' loads what the papers used (e.g. OpenAI CLIP "
         "ViT-B/32); 'tiny' builds the same classes offline with random weights (default); 'paper-random' builds "
         "the papers' architectures, input sizes and precisions offline with seeded random weights (meaningless "
-        "numbers)", default="tiny", choices=("tiny", "paper", "paper-random"))
+        "numbers); 'procedural' reads what --t2i-model procedural drew (CLIP reads each image's attached truth, the "
+        "other kinds are tiny's), its errors set by --t2i-procedural-miss", default="tiny",
+        choices=("tiny", "paper", "paper-random", "procedural"))
+    procedural_miss: str = Option("--t2i-procedural-miss", "with --t2i-scorers procedural: the probability that "
+        "the scorer misses a concept an image shows, NAME=RATE,... (a CIS component, a word-level group, a GeoDE "
+        "object or region; *=RATE for every other), e.g. macaw=0.6: a scorer bias in one slice with the generator "
+        "unchanged (default: no miss)", default="", metavar="NAME=RATE,...", check=_procedural_miss)
+    scorer_check: str = Option("--t2i-scorer-check", "before the first gate, each scorer the run uses scores a "
+        "small golden set and is compared with its record beside the thresholds file (<name>.scorers.json, "
+        "written with the bounds by --t2i-update-thresholds): warn (default: the header, summary and reports name "
+        "a scorer that moved, its largest difference and what differs), stop (such a run stops before generating) "
+        "or off", default="warn", choices=("warn", "stop", "off"))
     device: str = Option("--t2i-device", "cpu, cuda, cuda:N, mps or auto (default: cuda if available)",
         default="auto", metavar="DEVICE", check=_device)
     precision: str = Option("--t2i-precision", "precision of the generator and every scorer: auto (default: each "

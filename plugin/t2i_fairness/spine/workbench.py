@@ -5,6 +5,7 @@ Python: fixtures hand it to tests, other tools use it directly).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 import re
 from typing import Callable, Iterable, Sequence
@@ -26,6 +27,7 @@ _no_progress = no_progress  # the name the project's tests import
 from t2i_fairness.spine.generation import ImageFactory, ImageRef, Progress, derive_seed, tqdm_progress
 from t2i_fairness.generators import GenerationSettings, GeneratorSource, resolve_generator
 from t2i_fairness.base.devices import RunContext
+from t2i_fairness.models.registry import PROCEDURAL, config_profile
 from t2i_fairness.spine.options import T2IOptions
 
 _no_progress = no_progress  # the name older tests and scripts import from here
@@ -162,6 +164,11 @@ class Workbench:
             registered = build is None or isinstance(build, str)
             kind = scorer_kind(build or name).name if registered else getattr(build, "kind", None)
             builder = scorer_kind(kind).build if registered else build
+            if registered and self.options.scorers == PROCEDURAL:  # the procedural scorers' set error rates
+                builder = functools.partial(builder, miss=self.options.procedural_miss)
+                kind = None if scorer_kind(kind).procedural else kind  # reads the truth: no weights, no memory need
+            elif not registered:  # a study's own builder gets the configs' profile
+                builder = lambda profile, run, own=build: own(config_profile(profile), run)  # noqa: E731
             load = lambda: self._load_scorer(name, kind, builder)  # noqa: E731
             self._scorers[name] = Resident(name, load, load())
         return self._scorers[name]
@@ -175,7 +182,7 @@ class Workbench:
             if kind is not None:
                 from t2i_fairness.models.memory import scorer_need
 
-                need = scorer_need(kind, profile, self.device, self.run.precision)
+                need = scorer_need(kind, config_profile(profile), self.device, self.run.precision)
             if need is not None:
                 need = dataclasses.replace(need, model=f"scorer {name} ({kind}, {profile})")
                 if self.options.sequential:  # rounds generate as they go: the generator stays beside the scorers

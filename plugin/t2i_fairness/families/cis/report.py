@@ -5,6 +5,7 @@ they print beside the run's."""
 from __future__ import annotations
 
 from t2i_fairness.families.cis.options import EXTREMES, PAPER_PRESET_GATES
+from t2i_fairness.report.judged import scorer_agreement
 
 
 def cis_figure(ks, model, ceiling, inception):
@@ -132,7 +133,8 @@ def report_cis_k(ind, k: int, t2i_report) -> dict:
         "prompts": [{"components": list(p), "scores": s.tolist(), "detected": [list(d) for d in det]}
                     for p, s, det in zip(r.prompts, r.scores, r.detected)],
     })
-    return {"generator_truncation": ind.at.truncation(k).details()}
+    scorer = scorer_agreement(ind.at.judgements(k), f"CIS K={k}", t2i_report, f"cis_k{k}_agreement")
+    return {"generator_truncation": ind.at.truncation(k).details(), "scorer": scorer}
 
 
 def report_drop(ind, t2i_report) -> dict:
@@ -232,14 +234,15 @@ def report_order(ind, level, t2i_report) -> None:
     t2i_report.json("cis_order_invariance", order_record(study, tests))
 
 
-def report_rates(ind, t2i_report) -> None:
+def report_rates(ind, t2i_report) -> dict:
     """Section 8.2's per-component generation rates: the counts, the most ignored and most prominent
-    components (a section) and every rate (``cis_component_rates.json``)."""
+    components (a section) and every rate (``cis_component_rates.json``); returns the gate's details (what
+    the scorer's judgements rest on and their agreement with labels, :func:`scorer_agreement`)."""
     from t2i_fairness.metrics.cis import extreme_components
 
     rates = ind.at.component_rates()
     if rates is None:
-        return
+        return {}
     ks, floor, counted = rates.ks, ind.at.options.rate_min_images, rates.counted
     gated = {c: rates.rates[c] for c in rates.intervals}
     # at most half of the measured components in each list, so the two lists never overlap
@@ -256,7 +259,11 @@ def report_rates(ind, t2i_report) -> None:
         lines.append("most ignored:   " + "; ".join(fmt_rate(r) for r in ignored))
         lines.append("most prominent: " + "; ".join(fmt_rate(r) for r in prominent))
     t2i_report.section(f"CIS per-component generation rate (K={','.join(map(str, ks))})", lines)
+    judged = [j for k in ks for j in ind.at.judgements(k)]
+    scorer = scorer_agreement(judged, f"CIS components (K={','.join(map(str, ks))})", t2i_report,
+                              "cis_component_agreement", focus=(ind.details or {}).get("component"))
     t2i_report.json("cis_component_rates", sorted(
         ({"component": r.component, "requested": r.requested, "detected": r.detected, "rate": r.rate,
           "gated": r.component in rates.intervals} for r in rates.rates.values()),
         key=lambda d: (d["rate"], -d["requested"], d["component"])))
+    return {"scorer": scorer}

@@ -120,6 +120,16 @@ def influence_bars(result):
     return fig
 
 
-def report_gate(ind, t2i_report) -> None:
-    """A gate's report: the per-word and representation tables (:func:`show`) on the study its indicator was measured on."""
+def report_gate(ind, t2i_report) -> dict:
+    """A gate's report: the per-word and representation tables (:func:`show`) on the study its indicator was
+    measured on; returns the gate's details: what it rests on, CLIP's group judgements of its images, and
+    their agreement with labels where the images carry them (:func:`~t2i_fairness.report.judged.scorer_agreement`)."""
+    from t2i_fairness.report.judged import scorer_agreement
+
     show(ind.at, t2i_report)
+    details = ind.details or {}
+    group = details.get("group")
+    prompts = ind.at.word_prompts(details["word"], details["k"]) if "word" in details else [details.get("prompt")]
+    judged = ind.at.judgements([p for p in prompts if p], group)
+    scorer = scorer_agreement(judged, f"word-level group {group}", t2i_report, "word_agreement", focus=group, unit="group")
+    return {"scorer": scorer}

@@ -668,6 +668,7 @@ class WordInfluenceStudy(Study):
         super().__init__(bench)
         self.settings = settings
         self._measured: set[str] = set()
+        self._judged: dict[str, tuple[str, object, int]] = {}  # image key -> (its text, its ref, the group CLIP picked)
 
     @property
     def result(self) -> WordLevelResult:
@@ -773,6 +774,28 @@ class WordInfluenceStudy(Study):
             return self._memo[everything]
         return self._once(("result", chosen), lambda: self._run(chosen))
 
+    def judgements(self, prompts: Sequence[str] | None = None, group: str | None = None) -> list:
+        """CLIP's zero-shot group judgements (:class:`~t2i_fairness.metrics.agreement.Judgement`) of the images
+        judged so far (of ``prompts``' distributions when given): per image and group (``group`` only, when
+        given), ``Does the image show a photo of a {group}?``, yes for the group CLIP picked among the
+        templates; labelled where the image carries what it shows and shows one of the groups."""
+        from t2i_fairness.metrics.agreement import Judgement
+
+        s = self.settings
+        texts = None if prompts is None else {t for plan in self.plans(list(prompts))
+                                              for d in plan.distributions.values() for t in d.texts}
+        out = []
+        for key, (text, ref, label) in self._judged.items():
+            if texts is not None and text not in texts:
+                continue
+            shown = _groups_shown(ref, s.groups)
+            for i, g in enumerate(s.groups):
+                if group is None or g == group:
+                    out.append(Judgement(key, str(ref.path), f"Does the image show {s.template.format(group=g)}? "
+                                         f"(CLIP picks one of: {', '.join(s.template.format(group=x) for x in s.groups)})",
+                                         g, "test_word_influence", label == i, None if shown is None else g in shown))
+        return out
+
     def _models(self):
         return self.bench.scorer("masked_lm"), self.bench.scorer("clip")
 
@@ -799,6 +822,10 @@ class WordInfluenceStudy(Study):
             refs = bench.images(list(texts), n, desc=f"word influence: {len(texts)} prompts x {n}")
             flat = [r for row in refs for r in row]
             labels = zero_shot_labels(bench.features(clip, flat, desc="CLIP word influence"), group_features)
+            offset = 0
+            for text, row in zip(texts, refs):  # what CLIP said of each image, for judgements()
+                self._judged.update((r.key, (text, r, int(labels[offset + i]))) for i, r in enumerate(row))
+                offset += len(row)
             it = iter(zip((r.key for r in flat), labels.tolist()))
             return [[next(it) for _ in row] for row in refs]
 
@@ -806,6 +833,21 @@ class WordInfluenceStudy(Study):
         o = bench.options
         return analyse(plans, observe(plans, labeller), s.groups, confidence=o.confidence, n_resamples=o.bootstrap,
                        seed=o.seed)
+
+
+def _groups_shown(ref, groups: Sequence[str]) -> frozenset[str] | None:
+    """The groups an image shows by its attached truth; None without a truth or when it shows none of them
+    (an image of no group has no right answer to a forced choice among groups)."""
+    from PIL import Image
+
+    from t2i_fairness.base.truth import truth_of
+
+    with Image.open(ref.path) as im:
+        truth = truth_of(im)
+    if truth is None:
+        return None
+    shown = frozenset(g for g in groups if g.casefold() in {c.casefold() for c in truth["concepts"]})
+    return shown or None
 
 
 def needs(call, study: WordInfluenceStudy) -> list:

@@ -1,0 +1,68 @@
+"""metrics/agreement.py against independent references: scipy's exact binomial interval, brute-force
+counting, the flip margin moved onto the bound, and the audited interval's width from PPI's variance."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from scipy.stats import binomtest
+
+from t2i_fairness.metrics.agreement import (
+    Agreement, Judgement, agreement_by_group, clopper_pearson, disagreeing, flip_margin, labels_for_width,
+)
+
+
+@given(st.integers(1, 200).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+@settings(max_examples=60, deadline=None)
+def test_clopper_pearson_is_scipys_exact_interval(kn):
+    k, n = kn
+    ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert clopper_pearson(k, n) == pytest.approx((ref.low, ref.high), abs=1e-9)
+
+
+def test_agreement_by_group_counts_as_brute_force():
+    rng = np.random.default_rng(0)
+    groups, judged, truth = rng.choice(["a", "b", "c"], 500), rng.random(500) < 0.6, rng.choice([True, False, None], 500)
+    js = [Judgement(str(i), "p", "q", g, "gate", bool(j), t) for i, (g, j, t) in enumerate(zip(groups, judged, truth))]
+    got = agreement_by_group(js)
+    for g in "abc":
+        labelled = [(j, t) for gg, j, t in zip(groups, judged, truth) if gg == g and t is not None]
+        pos = [j for j, t in labelled if t]
+        neg = [j for j, t in labelled if not t]
+        assert (got[g].positives, got[g].hits, got[g].negatives, got[g].rejections) == (
+            len(pos), sum(pos), len(neg), sum(not j for j in neg))
+        assert got[g].disagreement == pytest.approx((len(pos) - sum(pos) + sum(neg)) / len(labelled))
+
+
+def test_disagreeing_names_only_groups_whose_interval_lies_below_the_floor():
+    sure = Agreement("missed", 50, 10, 50, 50)  # sensitivity 0.2 [0.10, 0.34]
+    unsure = Agreement("few", 2, 1, 0, 0)  # 0.5 [0.01, 0.99]: could be fine
+    fine = Agreement("fine", 100, 99, 100, 100)
+    assert [a.group for a in disagreeing([sure, unsure, fine])] == ["missed"]
+
+
+@given(st.sampled_from(["min", "max"]), st.floats(0.05, 0.95), st.floats(0.0, 0.9), st.floats(0.01, 0.1))
+def test_moving_the_interval_by_the_flip_margin_puts_its_deciding_end_on_the_bound(direction, bound, low, width):
+    interval = (low, low + width)
+    margin = flip_margin(direction, bound, interval)
+    end = interval[1] if direction == "min" else interval[0]
+    moved = end + margin if end < bound else end - margin
+    assert moved == pytest.approx(bound)
+
+
+@given(st.floats(1e-3, 0.1), st.floats(0.01, 0.5), st.floats(1.05, 2.0))
+def test_the_label_count_makes_the_ppi_interval_at_most_that_much_wider(se, d, ratio):
+    n = labels_for_width(se, d, ratio)
+    width = lambda labels: math.sqrt(se**2 + d * (1 - d) / labels)  # noqa: E731  (PPI: scorer term + rectifier term)
+    assert width(n) <= ratio * se * (1 + 1e-12)
+    assert n == 1 or width(n - 1) > ratio * se  # and it is the fewest
+
+
+def test_bad_label_arguments_are_refused():
+    with pytest.raises(ValueError, match="se"):
+        labels_for_width(0.0, 0.1)
+    with pytest.raises(ValueError, match="ratio"):
+        labels_for_width(0.01, 0.1, ratio=1.0)
