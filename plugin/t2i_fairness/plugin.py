@@ -95,6 +95,29 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     config.stash[SESSION] = session
     config.pluginmanager.register(GateHooks(config, session), "t2i-fairness-gates")
+    if config.option.pyargs:
+        config.args[:] = [suite_argument(a) for a in config.args]
+
+
+SUITE = "t2i_fairness.fairness_tests"
+
+
+def suite_argument(arg: str) -> str:
+    """``--pyargs t2i_fairness`` names the suite's package when it does not lie inside the package's folder.
+
+    An editable install maps ``t2i_fairness.fairness_tests`` onto the checkout's ``fairness_tests/``,
+    outside ``plugin/t2i_fairness/``, so pytest, collecting that folder, found no test; the wheel has it
+    inside. Any other argument is returned as it is.
+    """
+    if arg.strip() != "t2i_fairness":
+        return arg
+    import importlib.util
+
+    package, suite = importlib.util.find_spec("t2i_fairness"), importlib.util.find_spec(SUITE)
+    if package is None or suite is None or not package.submodule_search_locations or not suite.submodule_search_locations:
+        return arg
+    inside = Path(package.submodule_search_locations[0]).resolve() / "fairness_tests"
+    return arg if Path(suite.submodule_search_locations[0]).resolve() == inside else SUITE
 
 
 def defaults_root(config: pytest.Config) -> Path:
