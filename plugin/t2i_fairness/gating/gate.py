@@ -99,9 +99,16 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
         verdict.status, verdict.message = "fail", f"{verdict.message}; {comparison['message']}"
     power = None
     if verdict.bound is not None and m.test is None and options.gate_mode != "point" and verdict.threshold:
-        from t2i_fairness.gating.power import power_record, power_words
+        from t2i_fairness.gating.power import power_record
 
         power = power_record(m.uncertainty, verdict.bound.value, verdict.bound.direction, verdict.threshold, kind, m.n)
+    elif m.test is not None:  # a test gate: the power its test states against its own effect
+        from t2i_fairness.gating.power import test_power_record
+
+        power = test_power_record(m.test.power, m.n)
+    if power is not None:
+        from t2i_fairness.gating.power import power_words
+
         words = power_words(power, verdict.status)
         if words:
             verdict.message = f"{verdict.message}; {words}"
