@@ -103,9 +103,9 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
 
         power = power_record(m.uncertainty, verdict.bound.value, verdict.bound.direction, verdict.threshold, kind, m.n)
     elif m.test is not None:  # a test gate: the power its test states against its own effect
-        from t2i_fairness.gating.power import test_power_record
+        from t2i_fairness.gating.power import hypothesis_power_record
 
-        power = test_power_record(m.test.power, m.n)
+        power = hypothesis_power_record(m.test.power, m.n)
     if power is not None:
         from t2i_fairness.gating.power import power_words
 

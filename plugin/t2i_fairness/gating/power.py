@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["MEANINGFUL_MISS", "TARGET", "UNDERPOWERED", "power_record", "power_words", "test_power_record"]
+__all__ = ["MEANINGFUL_MISS", "TARGET", "UNDERPOWERED", "power_record", "power_words", "hypothesis_power_record"]
 
 #: gate kind (``Family.sequential``) -> the smallest miss, in the indicator's units, a release must catch
 MEANINGFUL_MISS: dict[str, float] = {
@@ -67,12 +67,12 @@ def power_record(uncertainty: Any, bound: float, direction: str, level: float, k
     return out
 
 
-def test_power_record(power: dict | None, n: int) -> dict | None:
+def hypothesis_power_record(power: dict | None, n: int) -> dict | None:
     """A hypothesis-test gate's power record (the same fields as :func:`power_record`'s) from the power its
     test states against its own effect (:class:`~t2i_fairness.metrics.decisions.HypothesisTest`), or ``None``.
 
     Example:
-        >>> r = test_power_record({"power": 0.0, "effect": 0.2, "level": 1e-4, "floor": 0.25, "units": 8}, 64)
+        >>> r = hypothesis_power_record({"power": 0.0, "effect": 0.2, "level": 1e-4, "floor": 0.25, "units": 8}, 64)
         >>> r["underpowered"], r["p_floor"], r["units"]
         (True, 0.25, 8)
     """
