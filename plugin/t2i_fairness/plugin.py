@@ -97,6 +97,49 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(GateHooks(config, session), "t2i-fairness-gates")
     if config.option.pyargs:
         config.args[:] = [suite_argument(a) for a in config.args]
+    _catch_sigterm(config)
+
+
+PREVIOUS_SIGTERM = pytest.StashKey[object]()
+SIGTERM_REASON = "SIGTERM (a termination signal: a CI job's timeout, kill)"
+
+
+def _catch_sigterm(config: pytest.Config) -> None:
+    """SIGTERM ends the run as Ctrl-C does (:class:`~t2i_fairness.errors.Terminated`): JUnit, run.json, the
+    report and Allure say interrupted. Only where no one else handles it, from the main thread; a second
+    SIGTERM ends the process at once."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        return
+
+    def terminated(signum, frame):
+        from t2i_fairness.errors import Terminated
+
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise Terminated(SIGTERM_REASON)
+
+    config.stash[PREVIOUS_SIGTERM] = signal.signal(signal.SIGTERM, terminated)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    previous = config.stash.get(PREVIOUS_SIGTERM, None)
+    if previous is not None:
+        import signal
+
+        signal.signal(signal.SIGTERM, previous)
+
+
+def interrupt_reason(exc: BaseException) -> str:
+    """How the outputs name an interruption: ``pytest.exit: ...``, SIGTERM, or Ctrl-C."""
+    from t2i_fairness.errors import Terminated
+
+    if isinstance(exc, pytest.exit.Exception):
+        return f"pytest.exit: {first_line(exc)}"
+    if isinstance(exc, Terminated):
+        return SIGTERM_REASON
+    return f"{type(exc).__name__} (Ctrl-C or SIGINT)"
 
 
 SUITE = "t2i_fairness.fairness_tests"
@@ -232,6 +275,26 @@ class GateHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         _RUNNING.append(session)
+        if not is_worker(self.config):  # what this run writes at its end never shows an earlier run's result
+            from t2i_fairness.report.html import REPORT_FILE
+            from t2i_fairness.report.stale import mark_stale
+
+            options, allure = self.config.stash[OPTIONS], getattr(self.config.option, "allure_report_dir", None)
+            xml = self.config.stash.get(junit_xml_key, None) if junit_xml_key is not None else None
+            mark_stale(junit=getattr(xml, "logfile", None), allure=Path(allure) / "environment.properties" if allure else None,
+                       report=Path(options.report) / REPORT_FILE if options.report is not None else None,
+                       run_json=self.run_json() if options.report is not None else None)
+
+    def run_json(self) -> Path:
+        return Path(self.config.stash[OPTIONS].artifacts) / "run.json"
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        """Under xdist: a run of the suite's gates writes run.json at its end (the controller collects nothing)."""
+        if any(family_of_module(Path(i.split("::", 1)[0]).stem) for i in ids[:1000]):
+            from t2i_fairness.report.stale import mark_stale
+
+            mark_stale(run_json=self.run_json())
 
     # -- what pytest decides (the reports follow it: gating/outcome.py) ----------------------------------
     def pytest_deselected(self, items) -> None:
@@ -255,6 +318,10 @@ class GateHooks:
                 "gate_tests": sel.gate_tests}
         elif self.config.stash[OPTIONS].progress and session.items and not self.config.option.collectonly:
             self.estimate(session.items)
+        if gates and not is_worker(self.config) and not self.config.option.collectonly:
+            from t2i_fairness.report.stale import mark_stale  # a gate run writes run.json at its end
+
+            mark_stale(run_json=self.run_json())
 
     def estimate(self, items) -> None:
         """The header's expected generation time (from the stored rate), and the progress lines' clocks."""
@@ -304,17 +371,13 @@ class GateHooks:
             from t2i_fairness.report.labels import allure_active, allure_interrupted
 
             if allure_active(self.config):
-                reason = (f"pytest.exit: {first_line(excinfo[1])}" if issubclass(excinfo[0], pytest.exit.Exception)
-                          else f"{excinfo[0].__name__} (Ctrl-C or SIGINT)")
-                allure_interrupted(self.config, item.nodeid, reason)
+                allure_interrupted(self.config, item.nodeid, interrupt_reason(excinfo[1]))
 
     def pytest_keyboard_interrupt(self, excinfo) -> None:
         if self.fatal:  # xdist stopped the run on a worker's fatal(): report it as the run without xdist does
             self.session.outcome.interrupted = f"pytest.exit: {self.fatal}"
-        elif excinfo.typename == "Exit":  # pytest.exit(reason): a fatal setup problem, or the user's own
-            self.session.outcome.interrupted = f"pytest.exit: {first_line(excinfo.value)}"
-        else:
-            self.session.outcome.interrupted = f"{excinfo.typename} (Ctrl-C or SIGINT)"
+        else:  # pytest.exit(reason) (a fatal setup problem, or the user's own), SIGTERM, Ctrl-C
+            self.session.outcome.interrupted = interrupt_reason(excinfo.value)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(self, item, nextitem):
