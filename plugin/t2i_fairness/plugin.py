@@ -353,14 +353,14 @@ class GateHooks:
     def pytest_runtest_makereport(self, item, call):
         """A full disk is one line (the folder, its free space, what was kept), and the run stops: every
         later write would fail the same way."""
-        from t2i_fairness.errors import DiskFullError
+        from t2i_fairness.base.files import disk_full_in
 
         outcome = yield
-        excinfo = call.excinfo
-        if excinfo is not None and excinfo.errisinstance(DiskFullError):
+        full = disk_full_in(call.excinfo.value) if call.excinfo is not None else None
+        if full is not None:  # ours, behind another error, or a library's bare ENOSPC
             report = outcome.get_result()
-            report.longrepr = f"t2i-fairness: {excinfo.value}"
-            item.session.shouldfail = f"disk full: {excinfo.value.folder}"
+            report.longrepr = f"t2i-fairness: {full}"
+            item.session.shouldfail = f"disk full: {full.folder}"
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
@@ -435,6 +435,9 @@ class GateHooks:
             from t2i_fairness.report.html import write_run_report
 
             self.report_path = write_run_report(options, self.session)
+        if self.session.write_error and session.exitstatus == pytest.ExitCode.OK:  # an output a full disk refused
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            outcome.finish(int(session.exitstatus))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         from t2i_fairness.report.ci import github_annotations

@@ -152,6 +152,9 @@ def write_run_report(options, session: GateSession) -> str:
     try:
         path = write_report(options.report, session, options.artifacts, f"t2i-fairness: {options.model}", header, banners)
     except OSError as exc:
+        from t2i_fairness.report.ci import output_not_written
+
+        output_not_written(session, "HTML report", exc)
         return f"not written ({exc})"
     return str(path.resolve())
 
