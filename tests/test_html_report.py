@@ -378,3 +378,23 @@ def test_image_grid_outlines_masks_and_checks_lengths():
     assert outlined[:32, :32].any() and not outlined[:32, 32:].any()  # only the masked image is outlined
     with pytest.raises(ValueError, match="captions must have one entry per image: 1 captions for 2 images"):
         image_grid([Image.new("RGB", (8, 8))] * 2, ["a"])
+
+
+def test_a_group_whose_images_the_dedupe_left_out_shows_them():
+    """collapse_region:africa makes every Africa image the same: DIG In's dedupe drops every copy, precision has
+    no image left (undefined, a failure) and its evidence grid used to be empty; the images left out are the
+    evidence of that miss."""
+    import numpy as np
+
+    from t2i_fairness.report.evidence import GeneratedImage, GroupEvidence, RealImage, evidence_grids
+
+    same = lambda: Image.new("RGB", (8, 8), (90, 90, 90))  # noqa: E731
+    dropped = [GeneratedImage("bag in Africa", s, same) for s in range(6)]
+    ev = GroupEvidence("africa", [], [RealImage("a.png", "bag", "africa", same)], np.zeros((0, 2)), np.zeros((1, 2)),
+                       np.ones(1), space="Inception", dropped=dropped)
+    out = evidence_grids(ev, "precision")
+    assert sorted(out) == ["evidence.json", "evidence_generated_left_out.png"]
+    assert out["evidence.json"]["generated"] == 0 and out["evidence.json"]["generated_left_out"] == 6
+    assert Image.open(io.BytesIO(out["evidence_generated_left_out.png"])).size[0] > 8 * 4
+    kept = GroupEvidence("africa", dropped[:4], ev.real, np.ones((4, 2)), np.zeros((1, 2)), np.ones(1), dropped=dropped[4:])
+    assert "evidence_generated_left_out.png" not in evidence_grids(kept, "precision")  # a few left out: not the miss
