@@ -188,8 +188,7 @@ def evidence_grids(ev: GroupEvidence, metric: str, limit: int = 8, thumb: int = 
             upscale=True, title=title, gap=6)
     if ev.dropped and (not ev.n_generated or len(ev.dropped) >= ev.n_generated):  # the rule left out most of them
         shown = ev.dropped[:limit * 2]
-        title = (f"{ev.group}{where}: {len(ev.dropped)} generated image(s) left out by the gate's rule (exact "
-                 f"duplicates, excluded classes), {ev.n_generated} measured")
+        title = f"{ev.group}{where}: {ev.n_generated} measured, {len(ev.dropped)} left out (exact copies, excluded)"
         out["evidence_generated_left_out.png"] = image_grid(
             [g.load() for g in shown], [f"{g.prompt}\nseed {g.seed}\nleft out" for g in shown],
             masks=None, columns=4, thumb=thumb, upscale=True, title=title, gap=6)
