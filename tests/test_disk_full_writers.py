@@ -157,3 +157,50 @@ def test_rows_on_a_full_disk_stop_the_run_in_one_line_and_a_rerun_gives_a_clean_
     again.stdout.fnmatch_lines(["images: * generated, * from cache*"])
     assert "0 from cache" not in again.stdout.str()
     assert _verdicts(pytester.path / "art-again" / "run.json") == _verdicts(pytester.path / "art-clean" / "run.json")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 64 KiB tmpfs (root only: skipped where it cannot be mounted), unmounted afterwards."""
+    import shutil
+    import subprocess
+
+    folder = tmp_path / "small"
+    folder.mkdir()
+    if shutil.which("mount") is None or os.geteuid() != 0:
+        pytest.skip("mounting a small filesystem needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], capture_output=True)
+
+
+def test_a_cache_on_a_small_filesystem_ends_the_run_in_one_line_and_a_rerun_with_space_gives_a_clean_runs_verdicts(
+        pytester, monkeypatch, small_disk):
+    import subprocess
+
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    project = DemoProject(pytester, "--t2i-model", "python:fakegen:make", "--t2i-objects", "bag,car",
+                          "--t2i-images-per-prompt", "3")
+    clean = pytester.path / "clean-cache"
+    project.run("--t2i-update-thresholds", "--t2i-cache-dir", str(clean)).assert_outcomes(passed=6)
+    project.run("--t2i-cache-dir", str(clean), "--t2i-artifacts", "art-clean").assert_outcomes(passed=6)
+
+    cache = small_disk / "cache"
+    full = project.run("--t2i-cache-dir", str(cache), "--t2i-artifacts", "art-full")
+    out = full.stdout.str()
+    assert full.ret == pytest.ExitCode.TESTS_FAILED and "INTERNALERROR" not in out, out[-3000:]
+    lines = [line for line in full.stdout.lines
+             if line.startswith(f"t2i-fairness: No space left on the disk holding {cache} (--t2i-cache-dir) while writing ")]
+    assert len(lines) == 1 and "Traceback" not in out and "Errno 28" not in out, out[-3000:]
+    full.stdout.fnmatch_lines(["verdict: FAILED: * stopped early (disk full: *)*"])
+    assert not [p for p in cache.rglob("*.tmp")]  # no temporary left behind
+
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)  # space again
+    again = project.run("--t2i-cache-dir", str(cache), "--t2i-artifacts", "art-again")
+    again.assert_outcomes(passed=6)
+    assert "0 from cache" not in again.stdout.str()  # what was complete is read, not made again
+    assert _verdicts(pytester.path / "art-again" / "run.json") == _verdicts(pytester.path / "art-clean" / "run.json")
