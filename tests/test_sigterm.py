@@ -111,3 +111,12 @@ def test_a_run_of_other_tests_leaves_a_gate_runs_run_json_alone(pytester):
     result = pytester.runpytest("-p", "no:cacheprovider", "--t2i-artifacts", "art", "test_plain.py")
     result.assert_outcomes(passed=1)
     assert json.loads((pytester.path / "art" / "run.json").read_text()) == {"verdict": "PASSED"}
+
+
+def test_a_run_refused_before_it_starts_leaves_no_earlier_green_junit(pytester):
+    (pytester.path / "junit.xml").write_text('<?xml version="1.0"?><testsuites><testsuite name="pytest" errors="0" '
+                                             'failures="0" tests="1"><testcase name="t"/></testsuite></testsuites>')
+    result = pytester.runpytest("-p", "no:cacheprovider", "--junitxml", "junit.xml", "--t2i-seed", "-1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    attrs, props, cases = _junit(pytester.path / "junit.xml")
+    assert attrs["errors"] == "1" and props["t2i_verdict"].startswith("INCOMPLETE: the run started at")

@@ -71,6 +71,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if is_worker(config) and pins_workers(config.getoption("--t2i-device") or "auto"):
         pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]  # before CUDA initialises
+    xml = getattr(config.option, "xmlpath", None)
+    if xml and not is_worker(config):  # before anything can refuse the run: an earlier JUnit never looks current
+        from t2i_fairness.report.stale import mark_stale
+
+        mark_stale(junit=os.path.normpath(os.path.abspath(os.path.expanduser(os.path.expandvars(xml)))))
     try:
         options = resolve_options(config.getoption, rootdir=defaults_root(config),
                                   invocation_dir=config.invocation_params.dir, families=FAMILIES)
@@ -280,8 +285,7 @@ class GateHooks:
             from t2i_fairness.report.stale import mark_stale
 
             options, allure = self.config.stash[OPTIONS], getattr(self.config.option, "allure_report_dir", None)
-            xml = self.config.stash.get(junit_xml_key, None) if junit_xml_key is not None else None
-            mark_stale(junit=getattr(xml, "logfile", None), allure=Path(allure) / "environment.properties" if allure else None,
+            mark_stale(allure=Path(allure) / "environment.properties" if allure else None,
                        report=Path(options.report) / REPORT_FILE if options.report is not None else None,
                        run_json=self.run_json() if options.report is not None else None)
 
