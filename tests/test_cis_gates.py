@@ -105,9 +105,10 @@ def run(pytester, *extra):
 
 
 def test_gates_report_and_update_then_pass(suite):
-    first = run(suite, "--t2i-update-thresholds")
+    first = run(suite, "--t2i-update-thresholds", "--junitxml", "junit.xml", "--t2i-report", "report")
     first.assert_outcomes(passed=6)
     out = first.stdout.str()
+    _order_power_is_shown(suite.path, out)
     for gate in ("test_cis[k1]", "test_cis[k2]", "test_cis[k4]", "test_cis_drop_per_component",
                  "test_cis_component_rate_floor"):
         assert f"  {gate}: new -> " in out, out
@@ -154,6 +155,30 @@ def test_gates_report_and_update_then_pass(suite):
     out = second.stdout.str()
     assert "images: 0 generated" in out and "features:open_clip: 0 computed" in out, out
     assert "WARNING: 5 gate(s) were set under other settings:" in out and "cis_rate_min_images: 2 -> 1" in out, out
+
+
+def _order_power_is_shown(path: Path, out: str) -> None:
+    """The order gate's power in the terminal table, JUnit and the HTML report, and counted underpowered: at
+    3 prompts x 2 images its p-value cannot go below 2 / C(4, 2)^3 = 0.0093 > the run's level 0.0083."""
+    import html
+    import json
+    import xml.etree.ElementTree as ET
+
+    table = out.split("t2i-fairness gates")[1]
+    (row,) = [line for line in table.splitlines() if line.startswith("test_cis_order_invariance ")]
+    assert row.split()[-3:] == ["<0.1%", "ok,", "underpowered"], row
+    assert "gate(s) underpowered" in table and "verdict: PASSED: 6 gates (5 gates written, 1 gate ok (1 underpowered))" in out
+    (listed,) = [line for line in table.splitlines() if line.startswith("  test_cis_order_invariance: ")]
+    assert "cannot fail at this level: 3 prompts give no p below 0.0093" in listed and "0.2 order effect" in listed
+    case = next(c for c in ET.parse(path / "junit.xml").iter("testcase") if c.get("name") == "test_cis_order_invariance")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert props["power"] == "<0.1%" and props["verdict"] == "pass, underpowered" and "0.0093" in props["underpowered"]
+    run_json = json.loads((path / "art" / "run.json").read_text())
+    assert "test_cis_order_invariance" in [g["gate"] for g in run_json["power"]["gates"]]
+    page = (path / "report" / "index.html").read_text()
+    at = page.index('test_cis_order_invariance')
+    cell = page[page.index('<td class="num power">', at):].split("</td>", 1)[0]
+    assert html.unescape(cell.split(">", 1)[1]) == "<0.1%"
 
 
 def test_fid_per_k_folders_and_an_undefined_order_test(suite):

@@ -111,10 +111,35 @@ def test_sections_and_artifacts_are_inline_and_nothing_is_external(session, tmp_
     assert f'src="data:image/png;base64,{base64.b64encode(_png()).decode()}"' in text
     assert "regions.json" in text and "&quot;coverage&quot;: 0.25" in text
     page = Page(text)
-    assert len(page.images) == 1 and all(h.startswith("#") for h in page.hrefs)
+    # the failed gate's image twice: beside its verdict (its evidence) and among its test's artifacts
+    assert len(page.images) == 2 and all(h.startswith("#") for h in page.hrefs)
     assert not re.search(r"""(src|href)=["'](?!data:|#)""", text), "a reference leaves the file"
     assert not re.search(r"https?://|<link\b|@import|url\(", text)
     assert 'href="#test-fairness_tests-test_x-py-test_region_coverage-synthetic-object-africa"' in text
+
+
+def test_a_failed_gate_shows_its_evidence_images_beside_its_verdict(session, tmp_path):
+    """Its evidence_*.png grids when it has them (not its other plots); a failed gate without an image says so;
+    a passed gate shows none."""
+    folder = tmp_path / "art" / "test_region_coverage[synthetic-object-africa]"
+    grid = _png((10, 200, 10), (40, 30))
+    (folder / "evidence_real_not_reached.png").write_bytes(grid)
+    (folder / "evidence.json").write_text("{}")
+    for name in ("evidence_real_not_reached.png", "evidence.json"):
+        session.add_artifact({"nodeid": "fairness_tests/test_x.py::test_region_coverage[synthetic-object-africa]",
+                              "path": f"{folder.name}/{name}"})
+    session.add(_record("test_region_precision[synthetic-object-europe]", "fail", 0.25, 0.5, [0.1, 0.4]))
+    text = render_report(session, tmp_path / "art", "demo", {"model": "tiny"})
+    rows = re.findall(r'<tr class="gate .*?</tr>', text, flags=re.S)
+    by_gate = {re.search(r'data-search="(\S+)', r).group(1): r for r in rows}
+    failed = by_gate["test_region_coverage[synthetic-object-africa]"]
+    evidence = failed.split('<div class="evidence"', 1)[1].split("<details>", 1)[0]
+    assert base64.b64encode(grid).decode() in evidence and base64.b64encode(_png()).decode() not in evidence
+    assert "evidence_real_not_reached.png" in evidence
+    none = by_gate["test_region_precision[synthetic-object-europe]"]
+    assert "evidence: no image (this test attached none)" in none and "<img" not in none
+    passed = by_gate["test_region_precision[synthetic-object-africa]"]
+    assert 'class="evidence' not in passed
 
 
 def test_baseline_table_only_with_baseline_details(session, tmp_path):
@@ -229,7 +254,8 @@ def test_report_end_to_end_under_xdist_with_allure(pytester):
     page = Page(text)
     assert [r[0].strip() for r in page.rows] == ["\u2717 FAIL", "ok"]
     assert [c.strip() for c in page.rows[0][2:6]] == ["0.2500", "[0.1250, 0.3750]", "min 0.5000", "3"]
-    assert len(page.images) == 2 and all(i["src"].startswith("data:image/png;base64,") for i in page.images)
+    # each test's grid, and the failed gate's again beside its verdict (its evidence: it has no evidence_*.png)
+    assert len(page.images) == 3 and all(i["src"].startswith("data:image/png;base64,") for i in page.images)
     assert "<h3>Toy table</h3>" in text and SMOKE_BANNER not in text  # a real (here: fake) model, no smoke banner
 
     results = [json.loads(p.read_text()) for p in (pytester.path / "allure").glob("*-result.json")]
@@ -321,7 +347,8 @@ def test_report_in_headless_chromium(pytester, tmp_path):
     assert rows[0][1].startswith("test_toy_precision[object_in_region-africa]")
     assert rows[0][2:6] == ["0.2500", "[0.1250, 0.3750]", "min 0.5000", "3"]
     assert rows[1][1].startswith("test_toy_precision[object_in_region-europe]") and rows[1][2] == "0.7500"
-    assert page.root["data-images"] == page.root["data-images-loaded"] == str(len(page.images)) == "2"
+    # each test's grid, and the failed gate's beside its verdict: all three decoded
+    assert page.root["data-images"] == page.root["data-images-loaded"] == str(len(page.images)) == "3"
 
 
 @needs_chromium
@@ -334,7 +361,8 @@ def test_the_browser_check_sees_broken_images_and_script_errors(session, tmp_pat
     errors = json.loads(page.root["data-errors"])
     assert any("notDefined" in e for e in errors) and any("broken" in e for e in errors)
     assert any("notDefined" in line for line in console)
-    assert (page.root["data-images"], page.root["data-images-loaded"]) == ("2", "1")
+    # the fixture's image twice (the failed gate's evidence, its test's artifacts) and the broken one
+    assert (page.root["data-images"], page.root["data-images-loaded"]) == ("3", "2")
 
 
 def test_image_grid_outlines_masks_and_checks_lengths():
@@ -350,3 +378,23 @@ def test_image_grid_outlines_masks_and_checks_lengths():
     assert outlined[:32, :32].any() and not outlined[:32, 32:].any()  # only the masked image is outlined
     with pytest.raises(ValueError, match="captions must have one entry per image: 1 captions for 2 images"):
         image_grid([Image.new("RGB", (8, 8))] * 2, ["a"])
+
+
+def test_a_group_whose_images_the_dedupe_left_out_shows_them():
+    """collapse_region:africa makes every Africa image the same: DIG In's dedupe drops every copy, precision has
+    no image left (undefined, a failure) and its evidence grid used to be empty; the images left out are the
+    evidence of that miss."""
+    import numpy as np
+
+    from t2i_fairness.report.evidence import GeneratedImage, GroupEvidence, RealImage, evidence_grids
+
+    same = lambda: Image.new("RGB", (8, 8), (90, 90, 90))  # noqa: E731
+    dropped = [GeneratedImage("bag in Africa", s, same) for s in range(6)]
+    ev = GroupEvidence("africa", [], [RealImage("a.png", "bag", "africa", same)], np.zeros((0, 2)), np.zeros((1, 2)),
+                       np.ones(1), space="Inception", dropped=dropped)
+    out = evidence_grids(ev, "precision")
+    assert sorted(out) == ["evidence.json", "evidence_generated_left_out.png"]
+    assert out["evidence.json"]["generated"] == 0 and out["evidence.json"]["generated_left_out"] == 6
+    assert Image.open(io.BytesIO(out["evidence_generated_left_out.png"])).size[0] > 8 * 4
+    kept = GroupEvidence("africa", dropped[:4], ev.real, np.ones((4, 2)), np.zeros((1, 2)), np.ones(1), dropped=dropped[4:])
+    assert "evidence_generated_left_out.png" not in evidence_grids(kept, "precision")  # a few left out: not the miss

@@ -25,6 +25,7 @@ __all__ = [
     "T2IProvenanceWarning",
     "T2ISmallSampleWarning",
     "T2ITruncationWarning",
+    "Terminated",
 ]
 
 
@@ -115,6 +116,11 @@ class GateFailed(GateOutcome):
 
 class GateSkipped(GateOutcome):
     """The gate does not apply here (pytest skips the test with the message)."""
+
+
+class Terminated(KeyboardInterrupt):
+    """The run was sent SIGTERM (a CI job's timeout, ``kill``): raised in the main thread by the plugin's
+    handler, so the run ends as after Ctrl-C, every output saying interrupted."""
 
 
 class T2IProvenanceWarning(UserWarning):

@@ -71,6 +71,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
     if is_worker(config) and pins_workers(config.getoption("--t2i-device") or "auto"):
         pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]  # before CUDA initialises
+    xml = getattr(config.option, "xmlpath", None)
+    if xml and not is_worker(config):  # before anything can refuse the run: an earlier JUnit never looks current
+        from t2i_fairness.report.stale import mark_stale
+
+        mark_stale(junit=os.path.normpath(os.path.abspath(os.path.expanduser(os.path.expandvars(xml)))))
     try:
         options = resolve_options(config.getoption, rootdir=defaults_root(config),
                                   invocation_dir=config.invocation_params.dir, families=FAMILIES)
@@ -95,6 +100,72 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", line)
     config.stash[SESSION] = session
     config.pluginmanager.register(GateHooks(config, session), "t2i-fairness-gates")
+    if config.option.pyargs:
+        config.args[:] = [suite_argument(a) for a in config.args]
+    _catch_sigterm(config)
+
+
+PREVIOUS_SIGTERM = pytest.StashKey[object]()
+SIGTERM_REASON = "SIGTERM (a termination signal: a CI job's timeout, kill)"
+
+
+def _catch_sigterm(config: pytest.Config) -> None:
+    """SIGTERM ends the run as Ctrl-C does (:class:`~t2i_fairness.errors.Terminated`): JUnit, run.json, the
+    report and Allure say interrupted. Only where no one else handles it, from the main thread; a second
+    SIGTERM ends the process at once."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        return
+
+    def terminated(signum, frame):
+        from t2i_fairness.errors import Terminated
+
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        raise Terminated(SIGTERM_REASON)
+
+    config.stash[PREVIOUS_SIGTERM] = signal.signal(signal.SIGTERM, terminated)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    previous = config.stash.get(PREVIOUS_SIGTERM, None)
+    if previous is not None:
+        import signal
+
+        signal.signal(signal.SIGTERM, previous)
+
+
+def interrupt_reason(exc: BaseException) -> str:
+    """How the outputs name an interruption: ``pytest.exit: ...``, SIGTERM, or Ctrl-C."""
+    from t2i_fairness.errors import Terminated
+
+    if isinstance(exc, pytest.exit.Exception):
+        return f"pytest.exit: {first_line(exc)}"
+    if isinstance(exc, Terminated):
+        return SIGTERM_REASON
+    return f"{type(exc).__name__} (Ctrl-C or SIGINT)"
+
+
+SUITE = "t2i_fairness.fairness_tests"
+
+
+def suite_argument(arg: str) -> str:
+    """``--pyargs t2i_fairness`` names the suite's package when it does not lie inside the package's folder.
+
+    An editable install maps ``t2i_fairness.fairness_tests`` onto the checkout's ``fairness_tests/``,
+    outside ``plugin/t2i_fairness/``, so pytest, collecting that folder, found no test; the wheel has it
+    inside. Any other argument is returned as it is.
+    """
+    if arg.strip() != "t2i_fairness":
+        return arg
+    import importlib.util
+
+    package, suite = importlib.util.find_spec("t2i_fairness"), importlib.util.find_spec(SUITE)
+    if package is None or suite is None or not package.submodule_search_locations or not suite.submodule_search_locations:
+        return arg
+    inside = Path(package.submodule_search_locations[0]).resolve() / "fairness_tests"
+    return arg if Path(suite.submodule_search_locations[0]).resolve() == inside else SUITE
 
 
 def defaults_root(config: pytest.Config) -> Path:
@@ -209,6 +280,25 @@ class GateHooks:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         _RUNNING.append(session)
+        if not is_worker(self.config):  # what this run writes at its end never shows an earlier run's result
+            from t2i_fairness.report.html import REPORT_FILE
+            from t2i_fairness.report.stale import mark_stale
+
+            options, allure = self.config.stash[OPTIONS], getattr(self.config.option, "allure_report_dir", None)
+            mark_stale(allure=Path(allure) / "environment.properties" if allure else None,
+                       report=Path(options.report) / REPORT_FILE if options.report is not None else None,
+                       run_json=self.run_json() if options.report is not None else None)
+
+    def run_json(self) -> Path:
+        return Path(self.config.stash[OPTIONS].artifacts) / "run.json"
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node, ids) -> None:
+        """Under xdist: a run of the suite's gates writes run.json at its end (the controller collects nothing)."""
+        if any(family_of_module(Path(i.split("::", 1)[0]).stem) for i in ids[:1000]):
+            from t2i_fairness.report.stale import mark_stale
+
+            mark_stale(run_json=self.run_json())
 
     # -- what pytest decides (the reports follow it: gating/outcome.py) ----------------------------------
     def pytest_deselected(self, items) -> None:
@@ -235,6 +325,10 @@ class GateHooks:
                 "gate_tests": sel.gate_tests}
         elif self.config.stash[OPTIONS].progress and session.items and not self.config.option.collectonly:
             self.estimate(session.items)
+        if gates and not is_worker(self.config) and not self.config.option.collectonly:
+            from t2i_fairness.report.stale import mark_stale  # a gate run writes run.json at its end
+
+            mark_stale(run_json=self.run_json())
 
     def estimate(self, items) -> None:
         """The header's expected generation time (from the stored rate), and the progress lines' clocks."""
@@ -266,14 +360,14 @@ class GateHooks:
     def pytest_runtest_makereport(self, item, call):
         """A full disk is one line (the folder, its free space, what was kept), and the run stops: every
         later write would fail the same way."""
-        from t2i_fairness.errors import DiskFullError
+        from t2i_fairness.base.files import disk_full_in
 
         outcome = yield
-        excinfo = call.excinfo
-        if excinfo is not None and excinfo.errisinstance(DiskFullError):
+        full = disk_full_in(call.excinfo.value) if call.excinfo is not None else None
+        if full is not None:  # ours, behind another error, or a library's bare ENOSPC
             report = outcome.get_result()
-            report.longrepr = f"t2i-fairness: {excinfo.value}"
-            item.session.shouldfail = f"disk full: {excinfo.value.folder}"
+            report.longrepr = f"t2i-fairness: {full}"
+            item.session.shouldfail = f"disk full: {full.folder}"
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
@@ -284,17 +378,13 @@ class GateHooks:
             from t2i_fairness.report.labels import allure_active, allure_interrupted
 
             if allure_active(self.config):
-                reason = (f"pytest.exit: {first_line(excinfo[1])}" if issubclass(excinfo[0], pytest.exit.Exception)
-                          else f"{excinfo[0].__name__} (Ctrl-C or SIGINT)")
-                allure_interrupted(self.config, item.nodeid, reason)
+                allure_interrupted(self.config, item.nodeid, interrupt_reason(excinfo[1]))
 
     def pytest_keyboard_interrupt(self, excinfo) -> None:
         if self.fatal:  # xdist stopped the run on a worker's fatal(): report it as the run without xdist does
             self.session.outcome.interrupted = f"pytest.exit: {self.fatal}"
-        elif excinfo.typename == "Exit":  # pytest.exit(reason): a fatal setup problem, or the user's own
-            self.session.outcome.interrupted = f"pytest.exit: {first_line(excinfo.value)}"
-        else:
-            self.session.outcome.interrupted = f"{excinfo.typename} (Ctrl-C or SIGINT)"
+        else:  # pytest.exit(reason) (a fatal setup problem, or the user's own), SIGTERM, Ctrl-C
+            self.session.outcome.interrupted = interrupt_reason(excinfo.value)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_teardown(self, item, nextitem):
@@ -356,6 +446,9 @@ class GateHooks:
             from t2i_fairness.report.html import write_run_report
 
             self.report_path = write_run_report(options, self.session)
+        if self.session.write_error and session.exitstatus == pytest.ExitCode.OK:  # an output a full disk refused
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            outcome.finish(int(session.exitstatus))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         from t2i_fairness.report.ci import github_annotations

@@ -11,7 +11,7 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write_bytes", "current_umask"]
+__all__ = ["atomic_write_bytes", "current_umask", "disk_full_in", "raise_if_full"]
 
 
 def current_umask() -> int:
@@ -105,13 +105,51 @@ def _write_all(fh, data: bytes, fsync: bool) -> None:
 
 
 def _raise_if_full(target: Path, exc: OSError) -> None:
-    """Raise ``exc`` as a :class:`~t2i_fairness.errors.DiskFullError` when the disk or quota is full."""
-    if exc.errno not in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+    raise_if_full(target, exc)
+
+
+FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", -1))
+
+
+def raise_if_full(target: str | os.PathLike, exc: OSError, folder: str | os.PathLike | None = None,
+                  what: str = "") -> None:
+    """Raise ``exc`` as a :class:`~t2i_fairness.errors.DiskFullError` when the disk or quota is full: writing
+    ``target``, named within ``folder`` (default: its own folder) as the user knows it (``what``)."""
+    if exc.errno not in FULL:
         return
+    raise _full_error(Path(target), exc.errno, folder, what) from exc
+
+
+def _full_error(target: Path, code: int, folder=None, what: str = ""):
     from t2i_fairness.errors import DiskFullError
 
     try:
         free = shutil.disk_usage(target.parent).free
     except OSError:
         free = None
-    raise DiskFullError(target, target.parent, free, errno_=exc.errno) from exc
+    return DiskFullError(target, folder if folder is not None else target.parent, free, what, errno_=code)
+
+
+def disk_full_in(exc: BaseException | None):
+    """The :class:`~t2i_fairness.errors.DiskFullError` behind ``exc`` (itself, a cause or context), one made
+    from a bare ``ENOSPC``/``EDQUOT`` ``OSError`` a library raised, or ``None``.
+
+    Example:
+        >>> e = OSError(errno.ENOSPC, "No space left on device", "/nonexistent/x.bin")
+        >>> str(disk_full_in(RuntimeError("wrapped").with_traceback(None))), disk_full_in(e).folder
+        ('None', '/nonexistent')
+    """
+    from t2i_fairness.errors import DiskFullError
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, DiskFullError):
+            return exc
+        if isinstance(exc, OSError) and exc.errno in FULL:
+            if exc.filename is None:  # a library's write that named no file
+                return DiskFullError("a file it did not name", "a folder the library did not name", None,
+                                     errno_=exc.errno)
+            return _full_error(Path(os.fsdecode(exc.filename)), exc.errno)
+        exc = exc.__cause__ or exc.__context__
+    return None

@@ -20,7 +20,19 @@ from t2i_fairness.gating.verdicts import Measurement, Verdict, evaluate
 from t2i_fairness.metrics.decisions import GateLevel
 from t2i_fairness.base.cache import content_key
 
-__all__ = ["Gate", "GateContext", "bootstrap_seed", "decide", "early_record", "judge", "measure", "undefined_record"]
+__all__ = ["Gate", "GateContext", "bootstrap_seed", "decide", "early_record", "gate_provenance", "judge", "measure",
+           "undefined_record"]
+
+
+def gate_provenance(run: dict, study: dict | None = None, given: dict | None = None) -> dict:
+    """The settings a gate's value was measured under: the run's (the workbench's), then its study's own
+    (an indicator's ``provenance``: CIS's sample sizes), then those the test passed; later ones win.
+
+    Example:
+        >>> gate_provenance({"model": "m", "objects": "bag"}, {"objects": None, "cis_k": "1,2"})
+        {'model': 'm', 'objects': None, 'cis_k': '1,2'}
+    """
+    return {**run, **(study or {}), **(given or {})}
 
 
 def bootstrap_seed(gate_id: str, base_seed: int) -> int:
@@ -99,9 +111,16 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
         verdict.status, verdict.message = "fail", f"{verdict.message}; {comparison['message']}"
     power = None
     if verdict.bound is not None and m.test is None and options.gate_mode != "point" and verdict.threshold:
-        from t2i_fairness.gating.power import power_record, power_words
+        from t2i_fairness.gating.power import power_record
 
         power = power_record(m.uncertainty, verdict.bound.value, verdict.bound.direction, verdict.threshold, kind, m.n)
+    elif m.test is not None:  # a test gate: the power its test states against its own effect
+        from t2i_fairness.gating.power import hypothesis_power_record
+
+        power = hypothesis_power_record(m.test.power, m.n)
+    if power is not None:
+        from t2i_fairness.gating.power import power_words
+
         words = power_words(power, verdict.status)
         if words:
             verdict.message = f"{verdict.message}; {words}"
@@ -217,7 +236,7 @@ def _decided(indicator, context: GateContext, name, provenance, details, resampl
     if indicator.judged is not None and (indicator.sequential is None or not Look.of(indicator.sequential).early):
         return _audited(indicator, context, gate_id, provenance, details, resample, units, strata)
     m, look = _measured(indicator, gate_id, context.options, details, resample, units, strata)
-    prov = {**context.provenance(), **indicator.provenance, **(provenance or {})}
+    prov = gate_provenance(context.provenance(), indicator.provenance, provenance)
     return _judged(m, context, prov, indicator.kind, look, resample, units, strata), m
 
 
@@ -336,12 +355,12 @@ class Gate:
                 return self._outcome(undefined_record(ctx, value.undefined, gate_id, value.inconclusive,
                                                       value.sequential), None)
             m, _ = _measured(value, gate_id, o, details, resample, units, strata)
-            provenance = {**value.provenance, **(provenance or {})}
+            provenance = gate_provenance({}, value.provenance, provenance)
         else:
             m = measure(gate_id, value, n=n, higher_is_better=higher_is_better, interval=interval, details=details,
                         resample=resample, units=units, strata=strata, bootstrap=o.bootstrap,
                         confidence=o.confidence, seed=o.seed, test=test)
-        prov = {**ctx.provenance(), **(provenance or {})}
+        prov = gate_provenance(ctx.provenance(), None, provenance)
         if ctx.role == "baseline":
             ctx.baselines[gate_id] = BaselineMeasurement(m, resample, units, strata)
             ctx.emit(GateRecord(

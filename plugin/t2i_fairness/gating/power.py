@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["MEANINGFUL_MISS", "TARGET", "UNDERPOWERED", "power_record", "power_words"]
+__all__ = ["MEANINGFUL_MISS", "TARGET", "UNDERPOWERED", "power_record", "power_words", "hypothesis_power_record"]
 
 #: gate kind (``Family.sequential``) -> the smallest miss, in the indicator's units, a release must catch
 MEANINGFUL_MISS: dict[str, float] = {
@@ -71,6 +71,27 @@ def power_record(uncertainty: Any, bound: float, direction: str, level: float, k
     return out
 
 
+def hypothesis_power_record(power: dict | None, n: int) -> dict | None:
+    """A hypothesis-test gate's power record (the same fields as :func:`power_record`'s) from the power its
+    test states against its own effect (:class:`~t2i_fairness.metrics.decisions.HypothesisTest`), or ``None``.
+
+    Example:
+        >>> r = hypothesis_power_record({"power": 0.0, "effect": 0.2, "level": 1e-4, "floor": 0.25, "units": 8}, 64)
+        >>> r["underpowered"], r["p_floor"], r["units"]
+        (True, 0.25, 8)
+    """
+    if not power or power.get("power") is None:
+        return None
+    level = float(power["level"])
+    out = {"effect": float(power["effect"]), "power": float(power["power"]), "level": level,
+           "underpowered": float(power["power"]) < UNDERPOWERED, "n": int(n), "factor_for_80": None,
+           "images_for_80": None, "miss": power.get("miss")}
+    floor = power.get("floor")
+    if floor is not None and float(floor) > level:  # the prompts bound the p-value: more images cannot help
+        out.update(p_floor=float(floor), units=int(power["units"]))
+    return out
+
+
 def power_words(record: dict | None, status: str) -> str | None:
     """The words an underpowered verdict carries, or ``None``.
 
@@ -83,14 +104,17 @@ def power_words(record: dict | None, status: str) -> str | None:
     verdict = "passed" if status == "pass" else "inconclusive"
     factor = record.get("factor_for_80")
     plan = (f"80% needs about {factor:.3g}x its images per prompt" if factor is not None
+            else "80% needs more prompts or images per prompt" if record.get("miss")
             else "no size up to 10,000x its images reaches 80%")
     if record.get("p_floor"):
-        plan = (f"cannot fail at this level: {record['units']} prompts give no p below {record['p_floor']:.2g} "
-                "without assuming normal prompt values; it needs more prompts")
+        assumption = "" if record.get("miss") else " without assuming normal prompt values"
+        plan = (f"cannot fail at this level: {record['units']} prompts give no p below {record['p_floor']:.2g}"
+                f"{assumption}; it needs more prompts")
     elif record.get("reach"):
         plan = (f"a test valid for any law of its {record['units']} prompts fails no miss below "
                 f"{record['reach']:.2g} at this level; it needs more prompts")
-    return (f"{verdict}, underpowered: would catch a {record['effect']:g} miss {_pct(record['power'])} of the time "
+    miss = record.get("miss") or f"{record['effect']:g} miss"
+    return (f"{verdict}, underpowered: would catch a {miss} {_pct(record['power'])} of the time "
             f"({plan})")
 
 

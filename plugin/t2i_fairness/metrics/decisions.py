@@ -238,6 +238,9 @@ class HypothesisTest:
     """A gate whose statistic is itself a test (CIS order invariance): its own H0 and p-value, no bound.
 
     ``resolution``: the smallest p-value the method can report (``1 / (B + 1)``), or ``None``.
+    ``power``: the test's power against the effect it states, when it has one: ``{"power", "effect",
+    "level", "floor", "units", "miss"}`` (``floor``: the smallest p-value the design can give over
+    ``units`` prompts; ``miss``: the effect in words).
     """
 
     p_value: float
@@ -245,6 +248,7 @@ class HypothesisTest:
     method: str
     statistic: float
     resolution: float | None = None
+    power: dict | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         p = _finite("p_value", self.p_value)

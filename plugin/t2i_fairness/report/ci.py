@@ -217,8 +217,8 @@ def write_run_outputs(session, options, rootdir, thresholds, allure_dir: str | N
         path = Path(options.artifacts) / "run.json"
         atomic_write_bytes(path, (json.dumps(run_json(session), indent=1, allow_nan=False, default=str) + "\n").encode())
         written.append(path)
-    except OSError:
-        pass  # the HTML report and the terminal still say everything
+    except OSError as exc:  # the HTML report and the terminal still say everything; a full disk fails the run
+        output_not_written(session, "run.json", exc)
     if env.get("GITHUB_ACTIONS") == "true" and session.records:
         target = write_github_summary(step_summary(session), env)
         if target is not None:
@@ -239,9 +239,21 @@ def write_run_outputs(session, options, rootdir, thresholds, allure_dir: str | N
             path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(path, text.encode("utf-8"))
             written.append(path)
-        except OSError:
-            pass
+        except OSError as exc:
+            output_not_written(session, "Allure environment.properties", exc)
     return written
+
+
+def output_not_written(session, what: str, exc: OSError) -> None:
+    """A run output a full disk could not take: one summary line, and the run fails (``write_error``)."""
+    from t2i_fairness.base.files import disk_full_in
+
+    full = disk_full_in(exc)
+    if full is None:
+        return
+    line = f"{what} not written: {full}"
+    session.notes.append(line)
+    session.write_error = session.write_error or line
 
 
 def _escape_properties_value(text: str) -> str:

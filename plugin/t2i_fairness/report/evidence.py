@@ -56,6 +56,8 @@ class GroupEvidence:
         radii: (n_real,) the manifold's k-NN radii.
         space: the feature space, as captions name it (``Inception``, ``BG-only ViT``).
         missing: generated images without a feature in this space (misses for precision).
+        dropped: generated images the gate's rule left out with a feature (exact duplicates the dedupe
+            removed, classes it excluded): shown when they are what the miss is made of.
 
     Raises:
         ValueError: lengths or feature widths that do not match.
@@ -78,6 +80,7 @@ class GroupEvidence:
     radii: np.ndarray
     space: str = ""
     missing: list = field(default_factory=list)
+    dropped: list = field(default_factory=list)
     distance: np.ndarray = field(init=False, repr=False)
     inside: np.ndarray = field(init=False, repr=False)
 
@@ -183,6 +186,12 @@ def evidence_grids(ev: GroupEvidence, metric: str, limit: int = 8, thumb: int = 
         out["evidence_generated_vs_nearest_real.png"] = image_grid(
             images, captions, masks=masks if any(m is not None for m in masks) else None, columns=4, thumb=thumb,
             upscale=True, title=title, gap=6)
+    if ev.dropped and (not ev.n_generated or len(ev.dropped) >= ev.n_generated):  # the rule left out most of them
+        shown = ev.dropped[:limit * 2]
+        title = f"{ev.group}{where}: {ev.n_generated} measured, {len(ev.dropped)} left out (exact copies, excluded)"
+        out["evidence_generated_left_out.png"] = image_grid(
+            [g.load() for g in shown], [f"{g.prompt}\nseed {g.seed}\nleft out" for g in shown],
+            masks=None, columns=4, thumb=thumb, upscale=True, title=title, gap=6)
     missed = ev.not_reached()[:limit * 2]
     if metric == "coverage" and missed:
         cov = ev.coverage_scores()
@@ -215,6 +224,7 @@ def evidence_summary(ev: GroupEvidence, metric: str, limit: int = 8) -> dict:
         "group": ev.group, "metric": metric, "space": ev.space, "generated": ev.n_generated,
         "generated_without_feature": len(ev.missing), "real": len(ev.real),
         "generated_inside": ev.generated_inside, "real_reached": ev.real_reached, "furthest_generated": listed,
+        "generated_left_out": len(ev.dropped),
     }
     if metric == "coverage":
         out["real_not_reached"] = [{"path": ev.real[j].path, "object": ev.real[j].object,

@@ -102,7 +102,7 @@ def render_report(session: GateSession, artifacts_dir: Path, title: str, header:
         _kv_table(header, "settings"),
         _nav(session, artifacts),
         "</header>",
-        _gate_table(records, anchors, session),
+        _gate_table(records, anchors, session, artifacts),
         _sequential_section(session),
         _baseline_table(records),
         _sections(session.sections),
@@ -152,6 +152,9 @@ def write_run_report(options, session: GateSession) -> str:
     try:
         path = write_report(options.report, session, options.artifacts, f"t2i-fairness: {options.model}", header, banners)
     except OSError as exc:
+        from t2i_fairness.report.ci import output_not_written
+
+        output_not_written(session, "HTML report", exc)
         return f"not written ({exc})"
     return str(path.resolve())
 
@@ -189,7 +192,8 @@ def _nav(session: GateSession, artifacts: dict) -> str:
     return "<nav>" + " · ".join(f'<a href="#{_e(a)}">{_e(t)}</a>' for a, t in links) + "</nav>"
 
 
-def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: GateSession) -> str:
+def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: GateSession,
+                artifacts: dict[str, list[Path]] | None = None) -> str:
     odd = session.outcome.without_gate(records)
     if not records and not odd:
         return '<section id="gates"><h2>Gates</h2><p>No gate ran in this session.</p></section>'
@@ -218,6 +222,7 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
             f'<td class="verdict-cell">{"&#10007; " if bad else ""}{_e(verdict)}</td>'
             f'<td class="gate-name">{name}'
             + (f'<div class="message">{_e(message)}</div>' if message else "")
+            + (_evidence(r.nodeid, (artifacts or {}).get(r.nodeid, [])) if bad else "")
             + f'<details><summary>details</summary><pre>{_e(_json(extra))}</pre></details></td>'
             f'<td class="num measured">{_num(r.value)}</td>'
             f'<td class="num interval">{_interval(r.interval)}</td>'
@@ -380,6 +385,19 @@ def _families(session: GateSession, artifacts: dict[str, list[Path]]) -> str:
     if not out:
         return ""
     return '<section id="families"><h2>Plots and data by indicator</h2>' + "".join(out) + "</section>"
+
+
+def _evidence(nodeid: str, paths: list[Path]) -> str:
+    """A failed gate's evidence beside its verdict: its ``evidence_*.png`` grids (the images that show the
+    miss), else the test's other images (its plots), else a line saying it has none."""
+    pngs = [p for p in paths if p.suffix.lower() == ".png" and p.is_file()]
+    shown = [p for p in pngs if p.name.startswith("evidence")] or pngs
+    if not shown:
+        data = [p.name for p in paths if p.name.startswith("evidence")]
+        why = f"data only: {', '.join(data)}" if data else "this test attached none"
+        return f'<div class="evidence none" data-nodeid="{_e(nodeid)}">evidence: no image ({_e(why)})</div>'
+    return (f'<div class="evidence" data-nodeid="{_e(nodeid)}"><span class="hint">evidence:</span>'
+            + "".join(_artifact(p) for p in shown) + "</div>")
 
 
 def _artifact(path: Path) -> str:
@@ -607,6 +625,7 @@ article.test { border: 1px solid #e4e4e4; border-radius: 4px; padding: .2em .8em
 article.test.failed { border-color: #e99; }
 .tag { font-size: .75em; font-weight: 500; background: #eee; border-radius: 3px; padding: .05em .4em; }
 figure { display: inline-block; margin: .4em .8em .4em 0; vertical-align: top; } figure img { max-width: 100%; border: 1px solid #eee; }
+.evidence figure img { max-width: 32em; } .evidence.none { color: #777; font-size: .9em; }
 figcaption { font-size: .8em; color: #666; } footer { margin: 2em 0 1em; color: #888; font-size: .85em; }
 .hint { color: #555; font-size: .9em; } input#filter { width: 22em; }
 .selection { color: #444; margin: .3em 0; } .banner.interrupted { background: #fde8e8; border-left-color: #c00; }

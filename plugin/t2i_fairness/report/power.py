@@ -94,9 +94,11 @@ def plan_power_lines(artifacts, gate_ids: Iterable[str], limit: int = 30) -> lis
     for r in weak[:limit]:
         p = r["power"]
         need = (f"80% needs about {p['factor_for_80']:.3g}x its images per prompt ({p['images_for_80']} of its "
-                f"{p['n']} units)" if p.get("factor_for_80") else "no size up to 10,000x its images reaches 80%")
-        out.append(f"  {r['gate']}: would catch a {p['effect']:g} miss {power_cell(r)} of the time at {p['level']:.2g}; "
-                   f"{need}")
+                f"{p['n']} units)" if p.get("factor_for_80") else
+                f"it needs more prompts ({p['units']} give no p below {p['p_floor']:.2g})" if p.get("p_floor") else
+                "80% needs more prompts or images per prompt" if p.get("miss") else "no size up to 10,000x its images reaches 80%")
+        miss = p.get("miss") or f"{p['effect']:g} miss"
+        out.append(f"  {r['gate']}: would catch a {miss} {power_cell(r)} of the time at {p['level']:.2g}; {need}")
     if len(weak) > limit:
         out.append(f"  ... and {len(weak) - limit} more (plan --output FILE lists all)")
     return out

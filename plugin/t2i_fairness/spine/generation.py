@@ -213,6 +213,7 @@ class ImageFactory:
             # generates; its lock is released (here, on this thread) once they are all written
             def make_holding(batch, missing, lock) -> None:
                 try:
+                    writer.check()  # a write of the batch in flight failed (a full disk): generate nothing more
                     pending = self._make(generator, batch, writer=writer, missing=missing)
                 except BaseException:
                     lock.release()
@@ -380,6 +381,13 @@ class _Writer:
         previous, self._waiting = self._waiting, (pending, lock, advance)
         if previous is not None:
             self._finish(*previous)
+
+    def check(self) -> None:
+        """Raise now the first error of a write of the batch in flight that has already failed (that batch
+        finished first), so that nothing more is generated for a disk that cannot hold it."""
+        waiting = self._waiting
+        if waiting is not None and any(f.done() and f.exception() is not None for f in waiting[0].futures):
+            self.drain()
 
     def drain(self) -> None:
         """Finish the batch in flight (its writes done, its lock released)."""

@@ -42,6 +42,7 @@ class FeatureRows:
         url = getattr(remote, "url", None)
         options.setdefault("on_corrupt", cache.stats.corrupt.append)
         options.setdefault("on_torn", cache.stats.corrupt.append)  # said in the summary (report.terminal.corrupt_lines)
+        options.setdefault("full_as", (cache.root, "--t2i-cache-dir"))  # a full disk names the cache folder
         self.store = RowStore(Path(cache.root) / "rows", f"{url}/rows" if url else None, **options)
         self._legacy_remote: dict[str, set[str]] = {}
 
@@ -215,7 +216,8 @@ class ImageIndex:
         remote = getattr(cache, "remote", None)
         url = getattr(remote, "url", None)
         store = RowStore(Path(cache.root) / "rows", f"{url}/rows" if url else None, on_corrupt=cache.stats.corrupt.append,
-                         on_torn=cache.stats.corrupt.append, auto_compact_segments=10**9 if read_only else 64)
+                         on_torn=cache.stats.corrupt.append, auto_compact_segments=10**9 if read_only else 64,
+                         full_as=(cache.root, "--t2i-cache-dir"))
         return cls(store, read_only)
 
     @staticmethod

@@ -39,6 +39,7 @@ from t2i_fairness.base.rowstore.codec import (
     _scan_file,
     _spans,
 )
+from t2i_fairness.base.files import FULL, raise_if_full
 from t2i_fairness.base.rowstore.remote import _Remote
 
 try:
@@ -157,6 +158,7 @@ class RowStore:
         remote: an fsspec URL of a shared tier, or None; rows are uploaded by :meth:`sync`.
         fsync_interval: seconds between fsyncs (0: every ``put_many``); a process crash loses nothing.
         on_corrupt, on_torn: called with a line per damaged record / torn segment (default: ``stats``).
+        full_as: ``(folder, how the user names it)`` a full disk's error names (default: ``root``).
     """
 
     def __init__(
@@ -171,6 +173,7 @@ class RowStore:
         auto_compact_segments: int = 64,
         on_corrupt: Callable[[str], None] | None = None,
         on_torn: Callable[[str], None] | None = None,
+        full_as: tuple[str | os.PathLike, str] | None = None,
     ):
         if fcntl is None:  # pragma: no cover - Windows
             raise OSError("the feature row store needs POSIX file locks (fcntl.flock); this platform has none")
@@ -187,6 +190,7 @@ class RowStore:
         self.auto_compact_segments = int(auto_compact_segments)
         self.on_corrupt = on_corrupt
         self.on_torn = on_torn
+        self.full_as = (full_as[0], full_as[1]) if full_as else (self.root, "")
         self.stats = RowStats()
         self.remote = _Remote(remote) if remote else None
         self._spaces: dict[str, _Space] = {}
@@ -322,7 +326,11 @@ class RowStore:
         if space is None:
             space = self._spaces[namespace] = _Space(namespace, self.root / namespace)
             if auto_compact and len(self._segment_names(space)) > self.auto_compact_segments:
-                self._compact(space, blocking=False)
+                try:
+                    self._compact(space, blocking=False)
+                except OSError as exc:  # a full disk: the segments are all still there, only not merged
+                    if exc.errno not in FULL:
+                        raise
             self._refresh(space)
         return space
 
@@ -498,7 +506,11 @@ class RowStore:
 
     def _append(self, space: _Space, raw: list[bytes], records: list) -> None:
         """Append whole records (``raw``, parsed as ``records``) to this process's segment, then index them."""
-        w = self._writer(space)
+        try:
+            w = self._writer(space)
+        except OSError as exc:
+            raise_if_full(space.path, exc, *self.full_as)
+            raise
         data = b"".join(raw)
         try:
             _write_all(w.fd, data)
@@ -506,9 +518,14 @@ class RowStore:
             if self.fsync_interval == 0 or now - w.last_sync >= self.fsync_interval:
                 os.fsync(w.fd)
                 w.last_sync = now
-        except BaseException:
-            # part of the batch may be on disk (a torn record): never append after it
+        except BaseException as exc:
+            # part of the batch may be on disk: cut it off (no half record is left to be read) and never
+            # append after it; the rows written before stay whole
+            with contextlib.suppress(OSError):
+                os.ftruncate(w.fd, w.size)
             self._close_writer(space, fsync=False)
+            if isinstance(exc, OSError):
+                raise_if_full(space.path / w.name, exc, *self.full_as)
             raise
         base = w.size
         for key, loc in records:

@@ -48,7 +48,8 @@ def group_evidence(study, reference: str, template: str, region: str, setup: str
         region, [generated(i) for i in rows[score.used]],
         [RealImage(it.label, it.object, it.region, it.load, mask(it)) for it in real],
         feats[score.used], manifold.features, manifold.radii, space=f"{SETUP_NAMES[setup]} ViT",
-        missing=[generated(i) for i in rows[~has_features(feats)]])
+        missing=[generated(i) for i in rows[~has_features(feats)]],
+        dropped=[generated(i) for i in rows[np.setdiff1d(np.flatnonzero(has_features(feats)), score.used)]])
 
 
 def evidence(ind, reference: str, template: str, setup: str, metric: str, region: str | Callable[[], str],

@@ -46,12 +46,14 @@ def group_evidence(study, reference: str, template: str, region: str, object: st
     fake = np.asarray(feats[fake_rows], dtype=np.float64)
     fake_kept = dedupe_index(fake, o.dedupe)
     fake_refs = [refs[fake_rows[i]] for i in fake_kept]
+    dropped = [refs[fake_rows[i]] for i in sorted(set(range(len(fake_rows))) - set(fake_kept.tolist()))]
     by_record = {img.record: img for img in real.images}
     images = [by_record[records[j]] for j in real_kept]
     return GroupEvidence(
         label, [GeneratedImage(prompts[im.key], im.seed, im.load) for im in fake_refs],
         [RealImage(im.record.path, im.record.object, im.record.region, im.load) for im in images],
-        fake[fake_kept], np.asarray(manifold.features, dtype=np.float64), manifold.radii, space="Inception")
+        fake[fake_kept], np.asarray(manifold.features, dtype=np.float64), manifold.radii, space="Inception",
+        dropped=[GeneratedImage(prompts[im.key], im.seed, im.load) for im in dropped])
 
 
 def evidence(ind, reference: str, template: str, metric: str, region: str | None = None,
