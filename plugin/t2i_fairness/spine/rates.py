@@ -233,7 +233,7 @@ def selection_key(calls, options) -> str:
     that change what is computed (``families`` by their frozen values)."""
     tests = sorted(f"{c.test}{sorted((k, str(v)) for k, v in c.params.items())}" for c in calls)
     values = {f.name: str(getattr(options, f.name)) for f in dataclasses.fields(options) if f.name not in _NOT_KEYED}
-    values["families"] = sorted((k, repr(v)) for k, v in dict(getattr(options, "families", {}) or {}).items())
+    values["families"] = sorted((k, repr(v)) for k, v in dict(options.families).items())
     return content_key(tests=tests, options=values)
 
 
