@@ -134,6 +134,10 @@ def test_the_header_and_plan_name_each_step_and_its_bar_its_estimate(tmp_path, i
                          second.stderr), second.stderr[-3000:]
     assert re.search(r"^t2i-fairness: expected time in all: up to ", second.stdout, re.M), second.stdout[-3000:]
     planned = in_process.cli(["plan", *[a for a in args if a not in ("-p", "no:cacheprovider", "-q", "--t2i-artifacts",
-                                                                       str(tmp_path / "art"))]], cwd=tmp_path)
+                                                                       str(tmp_path / "art"))],
+                              "--output", str(tmp_path / "plan.json")], cwd=tmp_path)
     assert f"expected time of segmentation, features and captions: up to {header.group(1)} " in planned.stdout, \
         planned.stdout[-3000:]
+    import json
+
+    assert json.loads((tmp_path / "plan.json").read_text())["roles"][0]["steps_seconds"] > 0

@@ -379,6 +379,7 @@ def plan_json(plan: Plan) -> dict:
                          for r in rp.requests],
             "jobs": [j.to_dict() for j in rp.jobs],
             "estimate": _estimate_json(rp),
+            "steps_seconds": steps_line(plan, rp)[0],  # segmentation, features, captions (None: unknown)
         })
         if rp.options.sequential:
             out["roles"][-1]["sequential"] = sequential_plan(rp)
