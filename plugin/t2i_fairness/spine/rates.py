@@ -189,7 +189,7 @@ class StepClock:
         return None if rate is None else total * rate.seconds_per_image
 
     def describe(self, total: int, step: tuple[str, str]) -> str:
-        """``expected 4 min at 4.1 s/image (stored rate, cpu)`` or why there is no estimate yet."""
+        """``expected 4 min at 4.1 s/item (stored rate, cpu, <when>)`` or why there is no estimate yet."""
         rate = self.rate(step)
         if rate is None:
             return f"no stored rate on {self.device}: the clock starts after the first items"
