@@ -42,6 +42,12 @@ def test_devices_the_machine_has_are_kept_and_auto_picks_cuda_when_there_is_one(
      "--t2i-seed: must be an integer in 0..4294967295 (an unsigned 32-bit seed), got 99999999999999999999"),
     (["--t2i-baseline-model", "tiny", "--t2i-baseline-seed", "4294967296"],
      "--t2i-baseline-seed: must be an integer in 0..4294967295 (an unsigned 32-bit seed), got 4294967296"),
+    # the built-in synthetic reference set's size: only without --t2i-reference, of known regions
+    (["--t2i-synthetic-per-group", "0"], "--t2i-synthetic-per-group: must be >= 1, got 0"),
+    (["--t2i-synthetic-regions", "atlantis"], "--t2i-synthetic-regions: unknown region(s) ['atlantis']"),
+    (["--t2i-reference", "r=synthetic", "--t2i-synthetic-per-group", "5"],
+     "--t2i-synthetic-per-group: sizes the built-in synthetic reference set, which a run with --t2i-reference "
+     "does not use"),
 ])
 def test_silent_option_values_are_usage_errors(pytester, args, says):
     pytester.makepyfile(test_x="def test_x():\n    pass\n")

@@ -606,3 +606,22 @@ def test_reference_from_option_prefixes_errors(tmp_path):
 def test_docstring_examples_run():
     result = doctest.testmod(reference, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_the_synthetic_set_is_sized_by_its_options_and_its_default_is_unchanged(tmp_path):
+    """``--t2i-synthetic-per-group`` / ``--t2i-synthetic-regions``: the built-in set's images per object-region and
+    its regions; naming all six regions is the default set (the same records, so the same fingerprint)."""
+    from t2i_fairness.references.library import references_for
+    from t2i_fairness.spine.options import T2IOptions
+    from t2i_fairness.vocab.geode import GEODE_REGIONS
+
+    default = references_for(T2IOptions(model="tiny", cache_dir=tmp_path, objects=("bag", "car")))["synthetic"]
+    every = tuple(r.slug for r in GEODE_REGIONS)
+    same = references_for(T2IOptions(model="tiny", cache_dir=tmp_path, objects=("bag", "car"),
+                                     synthetic_regions=every))["synthetic"]
+    assert len(default) == 2 * 6 * 10 and same.fingerprint == default.fingerprint
+    small = references_for(T2IOptions(model="tiny", cache_dir=tmp_path, objects=("bag", "car"), synthetic_per_group=5,
+                                      synthetic_regions=("africa",)))["synthetic"]
+    assert len(small) == 10 and {r.region for r in small.records} == {"africa"}
+    assert sorted(r.object for r in small.records) == ["bag"] * 5 + ["car"] * 5
+    assert small.fingerprint != default.fingerprint

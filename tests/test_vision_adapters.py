@@ -6,6 +6,7 @@ fail-fast path (no weights here) and, where cheap, through their architecture wi
 
 from __future__ import annotations
 
+import json
 import os
 import time
 
@@ -437,6 +438,30 @@ def test_langsam_no_box_gives_all_false_mask():
     always = LangSAMSegmenter.from_profile("tiny", box_threshold=0.0)
     assert len(always.boxes(image, "bag")) == 5  # every query of the tiny detector
     assert always.fingerprint != never.fingerprint
+
+
+def test_max_boxes_keeps_the_best_scored_boxes_and_is_in_the_fingerprint(monkeypatch):
+    """A random profile's ``max_boxes`` (paper-random: a random detector boxes most of its 900 queries): the
+    boxes kept are the best scored of those above the threshold, in the detector's order; the cap is part of
+    the config hash, so of the fingerprint and of every mask's cache key."""
+    from t2i_fairness.models import segmenter as segmenter_module
+
+    image = scene(2)
+    every = LangSAMSegmenter.from_profile("tiny", box_threshold=0.0)
+    monkeypatch.setitem(segmenter_module.SEGMENTER_CONFIGS, "tiny",
+                        dict(segmenter_module.SEGMENTER_CONFIGS["tiny"], max_boxes=2))
+    capped = LangSAMSegmenter.from_profile("tiny", box_threshold=0.0)
+    inputs = every.detector_processor(images=[image], text=["bag."], return_tensors="pt")
+    with torch.inference_mode():
+        out = every.detector(**inputs)
+    scores = out.logits.sigmoid().max(-1).values[0]  # the reference: each query's score, the best two kept
+    all_boxes, kept = every.boxes(image, "bag"), capped.boxes(image, "bag")
+    assert len(all_boxes) == 5 and kept.shape == (2, 4)
+    best = sorted(sorted(range(5), key=lambda i: -float(scores[i]))[:2])
+    np.testing.assert_allclose(kept, all_boxes[best], rtol=1e-5)
+    assert capped.fingerprint != every.fingerprint
+    assert json.loads(open(segmenter_module.__file__.replace("models/segmenter.py",
+                                                             "model_configs/segmenter-paper-random.json")).read())["max_boxes"] == 4
 
 
 def test_langsam_fingerprint_and_rng(langsam):

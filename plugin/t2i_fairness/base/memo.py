@@ -27,6 +27,13 @@ def no_progress(total: int, desc: str):
     yield lambda n: None
 
 
+def _opened(progress, total: int, desc: str, step: tuple[str, str]):
+    """``progress(total, desc)``; one that times steps (``takes_step``) is also told which (kind, namespace)."""
+    if getattr(progress, "takes_step", False):
+        return progress(total, desc, step=step)
+    return (progress or no_progress)(total, desc)
+
+
 class Entries(Protocol):
     """Where a :class:`Memo` keeps its values."""
 
@@ -152,7 +159,7 @@ class Memo:
         split = chunks or (lambda idx: [idx[s:s + batch_size] for s in range(0, len(idx), batch_size)])
         computed = 0
         made_here: set[str] = set()
-        with (progress or no_progress)(len(todo), desc) as advance:
+        with _opened(progress, len(todo), desc, (self.kind, self.namespace)) as advance:
             pending = todo
             while pending:
                 theirs: list[int] = []  # keys another process is computing now: waited for below

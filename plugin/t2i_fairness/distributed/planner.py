@@ -229,6 +229,7 @@ def plan_lines(plan: Plan, tests_total: int | None = None, sequential: bool = Tr
                          f"their own prompts need {widened['narrow_images']} (--t2i-dedupe-scope group plans only "
                          "those, and looks for duplicates within each group only)")
         lines.append("  " + cost_line(rp, make))
+        lines.append("  " + steps_line(plan, rp)[1])
         warning = cost_warning(rp, make)
         if warning:
             lines.append("  " + warning)
@@ -268,6 +269,21 @@ def cost_line(rp: RolePlan, images: int) -> str:
     return f"estimated {'GPU' if device.startswith('cuda') else device} time: {hours:.2f} h for {images} image(s) at {rate.describe()}"
 
 
+def steps_line(plan: Plan, rp: RolePlan) -> tuple[float | None, str]:
+    """Seconds of a role's computing steps (segmentation, features, captions) and their line: each step's
+    stored rate times its items in the last run of this selection that computed it (``None``: unknown)."""
+    from t2i_fairness.spine.rates import device_label, duration, selection_key, steps_estimate
+
+    device = device_label(rp.bench.device)
+    key = selection_key([t.call for t in plan.selection.tests], rp.options)
+    seconds, said = steps_estimate(rp.bench.cache, device, key)
+    if seconds is None:
+        return None, (f"expected time of segmentation, features and captions: unknown, {said} (each step's bar "
+                      "shows its own from its first items)")
+    return seconds, (f"expected time of segmentation, features and captions: up to {duration(seconds)} (the last "
+                     f"run of this selection on {device} that computed them; a warm cache skips what it holds): {said}")
+
+
 def header_lines(plan: Plan) -> tuple[list[str], dict[str, Any]]:
     """The run header's estimate per role (images to make, and how long at the stored rate) and a
     :class:`~t2i_fairness.spine.rates.RunClock` per rated role; ``plan`` from ``build_plan(rated_only=True)``.
@@ -280,9 +296,11 @@ def header_lines(plan: Plan) -> tuple[list[str], dict[str, Any]]:
         if rp.bench.source.spec.startswith("images:"):
             continue  # read from a manifest: nothing generated
         device, rate = role_rate(rp)
+        steps, said_steps = steps_line(plan, rp)
         if rate is None:
             lines.append(f"{who}expected generation time: unknown, no measured rate for this model and settings on "
                          f"{device} yet (this run stores one; `t2i-fairness plan` counts the images)")
+            lines.append(f"{who}{said_steps}")
             continue
         make = rp.n_to_make
         clocks[rp.role] = RunClock(make, rate.seconds_per_image)
@@ -294,6 +312,10 @@ def header_lines(plan: Plan) -> tuple[list[str], dict[str, Any]]:
             said = (f"{duration(estimate_hours(expect, rate) * 3600)} for {expect} image(s) to make if the model did "
                     f"not regress (sequential; at most {duration(hours * 3600)} for {make}, the fixed-N plan, {cached})")
         lines.append(f"{who}expected generation time: {said} at {rate.describe()}")
+        lines.append(f"{who}{said_steps}")
+        if steps is not None:
+            lines.append(f"{who}expected time in all: up to {duration(hours * 3600 + steps)} (generation and the "
+                         "steps above; loading the models not counted)")
         warning = cost_warning(rp, make)
         if warning:
             lines.append(f"{who}{warning}")
@@ -357,6 +379,7 @@ def plan_json(plan: Plan) -> dict:
                          for r in rp.requests],
             "jobs": [j.to_dict() for j in rp.jobs],
             "estimate": _estimate_json(rp),
+            "steps_seconds": steps_line(plan, rp)[0],  # segmentation, features, captions (None: unknown)
         })
         if rp.options.sequential:
             out["roles"][-1]["sequential"] = sequential_plan(rp)

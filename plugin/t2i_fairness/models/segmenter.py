@@ -176,6 +176,7 @@ class LangSAMSegmenter:
         self.sam_processor = sam_processor
         self.box_threshold = float(config["box_threshold"])
         self.text_threshold = float(config["text_threshold"])
+        self.max_boxes = config.get("max_boxes")  # random profiles: the top boxes only (in config_hash, so in the key)
         self.fingerprint = (f"LangSAMSegmenter:{profile}:{weights_id}:box{self.box_threshold}:text{self.text_threshold}:"
                             f"{config['dtype']}:{device_class(device)}:{config_hash(self.config)}")
 
@@ -254,7 +255,8 @@ class LangSAMSegmenter:
     # -- public API ---------------------------------------------------------------------------
 
     def boxes(self, image: Image.Image, object_name: str) -> np.ndarray:
-        """Grounding DINO boxes (x0, y0, x1, y1) in image pixels, float32 (k, 4); k may be 0."""
+        """Grounding DINO boxes (x0, y0, x1, y1) in image pixels, float32 (k, 4); k may be 0; at most the
+        config's ``max_boxes`` (random profiles: a random detector boxes most of its queries), best scored first kept."""
         import torch
 
         if not isinstance(image, Image.Image):
@@ -270,7 +272,11 @@ class LangSAMSegmenter:
             outputs, input_ids.to(self.device), threshold=self.box_threshold, text_threshold=self.text_threshold,
             target_sizes=[(image.height, image.width)],
         )[0]
-        return result["boxes"].float().cpu().numpy().reshape(-1, 4)
+        boxes = result["boxes"].float().cpu()
+        if self.max_boxes is not None and len(boxes) > int(self.max_boxes):
+            top = torch.argsort(result["scores"].float().cpu(), descending=True, stable=True)[: int(self.max_boxes)]
+            boxes = boxes[top.sort().values]  # the best-scored boxes, in the detector's order
+        return boxes.numpy().reshape(-1, 4)
 
     def masks_for_boxes(self, image: Image.Image, boxes: np.ndarray) -> np.ndarray:
         """One SAM mask per box (single-mask output, logits > 0): bool (k, H, W); cut to its box with

@@ -44,15 +44,19 @@ def reference_images(ref: ReferenceSet, records: Sequence[Record] | None = None)
 
 @functools.lru_cache(maxsize=8)
 def load_references(references: tuple[tuple[str, str], ...], objects: tuple[str, ...],
-                    per_group: int | None = None, seed: int = 0, sampler: str = "dig_in") -> dict[str, ReferenceSet]:
+                    per_group: int | None = None, seed: int = 0, sampler: str = "dig_in",
+                    synthetic: tuple[int, tuple[str, ...] | None] = (SYNTHETIC_PER_GROUP, None)) -> dict[str, ReferenceSet]:
     """``--t2i-reference`` sets by name; with none given, a small synthetic GeoDE-labelled set.
 
     Args:
         references: ``(name, path)`` pairs.
         per_group, seed, sampler: GeoDE's balancing options.
+        synthetic: the synthetic set's images per object-region and its regions (``None``: GeoDE's six).
     """
     if not references:
-        ref = synthetic_reference(list(objects), None, per_group=SYNTHETIC_PER_GROUP, seed=0, name=SYNTHETIC_NAME)
+        size, regions = synthetic
+        ref = synthetic_reference(list(objects), None if regions is None else list(regions), per_group=size, seed=0,
+                                  name=SYNTHETIC_NAME)
         return {SYNTHETIC_NAME: ref}
     from t2i_fairness.references.sets import detect_kind
 
@@ -153,7 +157,8 @@ def references_for(options) -> dict[str, ReferenceSet]:
 
     try:
         return load_references(options.references, options.objects, options.balance_per_group,
-                               options.balance_seed, options.balance_sampler)
+                               options.balance_seed, options.balance_sampler,
+                               (options.synthetic_per_group, options.synthetic_regions))
     except ValueError as exc:
         raise OptionError("--t2i-reference", str(exc).removeprefix("--t2i-reference ")) from None
 

@@ -391,6 +391,20 @@ def _objects(v: Values, flag: str) -> tuple[str, ...]:
     return comma_list(v.raw(flag), flag, choices=tuple(GEODE_OBJECTS), all_value="all", what="object")
 
 
+def _synthetic_size(v: Values, flag: str) -> Any:
+    """``--t2i-synthetic-per-group`` / ``--t2i-synthetic-regions``: the built-in set's size (no ``--t2i-reference``)."""
+    if v.given(flag) and v.raw("--t2i-reference"):
+        raise OptionError(flag, "sizes the built-in synthetic reference set, which a run with --t2i-reference does "
+                                "not use")
+    if flag == "--t2i-synthetic-per-group":
+        return positive(v, flag)
+    from t2i_fairness.vocab.geode import GEODE_REGIONS
+
+    slugs = tuple(r.slug for r in GEODE_REGIONS)
+    raw = v.raw(flag)
+    return slugs if raw is None else comma_list(raw, flag, choices=slugs, all_value="all", what="region")
+
+
 def _cache_dir(v: Values, flag: str) -> Path | str:
     raw = v.raw(flag)  # a folder, or the fsspec URL of a shared store
     return raw if raw and "://" in raw else Path(raw or v.rootdir / ".t2i-cache")
@@ -621,6 +635,12 @@ class T2IOptions:
         "DIG In's utils.sample_df: random.seed(seed); random.sample(rows in file order, n)) or 'project' (a seed "
         "per group, rows sorted by path: the same images whatever the file order)", default="dig_in",
         choices=("dig_in", "project"))
+    synthetic_per_group: int = Option("--t2i-synthetic-per-group", "images per object and region of the built-in "
+        "synthetic reference set, used without --t2i-reference (default 10); a region's gates need k+2 (5 at "
+        "--t2i-nearest-k 3)", default=10, type=int, metavar="N", check=_synthetic_size)
+    synthetic_regions: tuple[str, ...] = Option("--t2i-synthetic-regions", "regions of the built-in synthetic "
+        "reference set (and so of its prompts), comma-separated GeoDE regions or 'all' (default)", metavar="LIST",
+        shown={"smoke": "all", "paper": "all"}, check=_synthetic_size)
     artifacts: Path = Option("--t2i-artifacts", "where gates write JSON, plots and image grids (default: "
         "t2i-artifacts in the rootdir)", metavar="DIR",
         check=lambda v, flag: Path(v.raw(flag) or v.rootdir / "t2i-artifacts"))

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import time
@@ -24,7 +25,8 @@ from typing import Any, Mapping
 
 from t2i_fairness.base.cache import Cache, CorruptEntry, content_key
 
-__all__ = ["Rate", "RunClock", "device_label", "duration", "estimate_hours", "lookup_rate", "rate_key", "store_rate"]
+__all__ = ["Rate", "RunClock", "StepClock", "device_label", "duration", "estimate_hours", "lookup_rate", "lookup_steps",
+           "rate_key", "selection_key", "step_settings", "steps_estimate", "store_rate", "store_steps"]
 
 
 @dataclass(frozen=True)
@@ -63,18 +65,18 @@ def rate_key(device: str, model: str, settings: Mapping[str, Any]) -> str:
     return content_key(device=device, model=model, settings=dict(settings))
 
 
-def _path(cache: Cache, key: str):
-    return cache.path("rates", key, ".json")
+def _path(cache: Cache, key: str, folder: str = "rates"):
+    return cache.path(folder, key, ".json")  # generation's rates in rates/, the other steps' in steps/
 
 
-def store_rate(cache: Cache, rate: Rate):
+def store_rate(cache: Cache, rate: Rate, folder: str = "rates"):
     """Store a measured rate (replacing the last one for its device, model and settings); returns its path."""
-    path = _path(cache, rate_key(rate.device, rate.model, rate.settings))
+    path = _path(cache, rate_key(rate.device, rate.model, rate.settings), folder)
     cache.write(path, json.dumps(dataclasses.asdict(rate), sort_keys=True, default=str).encode("utf-8"), checksum=True)
     return path
 
 
-def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, Any]) -> Rate | None:
+def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, Any], folder: str = "rates") -> Rate | None:
     """The last rate measured for exactly this device, model and settings, or ``None`` (also for a
     damaged entry, which is reported and removed).
     """
@@ -85,7 +87,7 @@ def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, An
         except (ValueError, TypeError) as exc:
             raise CorruptEntry(f"not a rate: {exc}") from exc
 
-    return cache.read(_path(cache, rate_key(device, model, settings)), decode, checksum=True)
+    return cache.read(_path(cache, rate_key(device, model, settings), folder), decode, checksum=True)
 
 
 def estimate_hours(images: int, rate: "Rate | float") -> float:
@@ -134,3 +136,156 @@ class RunClock:
         else:
             return f"{head}, time left unknown until a batch is made"
         return f"{head}, about {duration(left * per)} left at {per:.3g} s/image ({source})"
+
+
+STEPS = "steps"  # the cache folder of the computing steps' rates and of each selection's step record
+
+
+def step_settings(kind: str) -> dict[str, str]:
+    """The settings part of a computing step's rate key: the step's kind (``features``, ``masks``, ``captions``);
+    the model is the step's namespace (its model's fingerprint, digested), as in the step's cache folder."""
+    return {"step": kind}
+
+
+class StepClock:
+    """The workbench's progress bars, each computing step announced with its expected time.
+
+    A step that names itself (``step=(kind, namespace)``: what its cache folder is keyed by) shows, in its
+    bar's description from before its first item, the expected time of its ``total`` items at the rate
+    stored for that step on this device, or that the bar's clock starts after its first items; after it,
+    its measured rate is stored (items after the first call, so a model's loading is not counted). The bar
+    itself (tqdm) shows elapsed, remaining and seconds per item while it runs.
+
+    Example:
+        >>> import contextlib, tempfile
+        >>> shown = []
+        >>> @contextlib.contextmanager
+        ... def bar(total, desc):
+        ...     shown.append(desc)
+        ...     yield lambda n: None
+        >>> clock = StepClock(bar, Cache(tempfile.mkdtemp()), "cpu")
+        >>> with clock(3, "masks", step=("masks", "ns")) as advance:
+        ...     advance(1); advance(2)
+        >>> shown[0]
+        'masks (no stored rate on cpu: the clock starts after the first items)'
+        >>> clock.expected(6, ("masks", "ns")) > 0
+        True
+    """
+
+    takes_step = True  # base.memo tells it each step's (kind, namespace)
+
+    def __init__(self, progress, cache: Cache, device: str, now=time.perf_counter):
+        self.progress, self.cache, self.device, self.now = progress, cache, device, now
+        self.steps: list[dict[str, Any]] = []  # what this run computed, step by step (store_steps keeps it)
+
+    def rate(self, step: tuple[str, str]) -> Rate | None:
+        """The stored rate of ``step`` on this device (``None`` without one)."""
+        kind, namespace = step
+        return lookup_rate(self.cache, self.device, namespace, step_settings(kind), STEPS)
+
+    def expected(self, total: int, step: tuple[str, str]) -> float | None:
+        """Seconds ``total`` items of ``step`` take at its stored rate (``None`` without one)."""
+        rate = self.rate(step)
+        return None if rate is None else total * rate.seconds_per_image
+
+    def describe(self, total: int, step: tuple[str, str]) -> str:
+        """``expected 4 min at 4.1 s/item (stored rate, cpu, <when>)`` or why there is no estimate yet."""
+        rate = self.rate(step)
+        if rate is None:
+            return f"no stored rate on {self.device}: the clock starts after the first items"
+        return (f"expected {duration(total * rate.seconds_per_image)} at {rate.seconds_per_image:.3g} s/item "
+                f"(stored rate, {self.device}, {rate.measured_at})")
+
+    @contextlib.contextmanager
+    def __call__(self, total: int, desc: str, step: tuple[str, str] | None = None):
+        if step is None or total <= 0:
+            with self.progress(total, desc) as advance:
+                yield advance
+            return
+        marks: list[tuple[float, int]] = [(self.now(), 0)]
+
+        def counted(n: int) -> None:
+            marks.append((self.now(), marks[-1][1] + int(n)))
+            advance(n)
+
+        with self.progress(total, f"{desc} ({self.describe(total, step)})") as advance:
+            yield counted
+        self._store(step, marks, desc)
+
+    def _store(self, step: tuple[str, str], marks: list[tuple[float, int]], desc: str) -> None:
+        """The step's seconds per item, after its first call where there were more (a load is not an item)."""
+        (t0, _), (t1, n1), (tn, n) = marks[0], marks[min(1, len(marks) - 1)], marks[-1]
+        seconds, items = (tn - t1, n - n1) if n > n1 > 0 else (tn - t0, n)
+        kind, namespace = step
+        self.steps.append({"desc": desc, "kind": kind, "namespace": namespace, "items": n, "seconds": tn - t0})
+        if items <= 0 or seconds <= 0:
+            return
+        store_rate(self.cache, Rate(seconds / items, items, self.device, namespace, step_settings(kind), "run"), STEPS)
+
+
+# options that change no step's item count or rate (where files go, what is shown or written)
+_NOT_KEYED = frozenset({"cache_dir", "cache_mirror", "thresholds", "update_thresholds", "allow_loosen", "artifacts",
+                        "report", "progress", "canary_spec", "design", "families"})
+
+
+def selection_key(calls, options) -> str:
+    """Which selection a step record belongs to: the selected tests (function and parameters) and the options
+    that change what is computed (``families`` by their frozen values)."""
+    tests = sorted(f"{c.test}{sorted((k, str(v)) for k, v in c.params.items())}" for c in calls)
+    values = {f.name: str(getattr(options, f.name)) for f in dataclasses.fields(options) if f.name not in _NOT_KEYED}
+    values["families"] = sorted((k, repr(v)) for k, v in dict(options.families).items())
+    return content_key(tests=tests, options=values)
+
+
+def _steps_path(cache: Cache, device: str, key: str):
+    return cache.path(STEPS, content_key(device=device, steps=key), ".json")
+
+
+def store_steps(cache: Cache, device: str, key: str, steps: list[dict[str, Any]]):
+    """Keep the computing steps of a run of selection ``key`` (:func:`selection_key`) on ``device``; a run
+    that computed nothing (a warm cache) keeps the last record that did. Returns the path or ``None``."""
+    if not any(step["items"] for step in steps):
+        return None
+    path = _steps_path(cache, device, key)
+    cache.write(path, json.dumps({"device": device, "steps": steps}, sort_keys=True).encode("utf-8"), checksum=True)
+    return path
+
+
+def lookup_steps(cache: Cache, device: str, key: str) -> list[dict[str, Any]] | None:
+    """The steps :func:`store_steps` kept for selection ``key`` on ``device`` (``None`` without a record)."""
+
+    def decode(data: bytes) -> list:
+        try:
+            return list(json.loads(data)["steps"])
+        except (ValueError, TypeError, KeyError) as exc:
+            raise CorruptEntry(f"not a step record: {exc}") from exc
+
+    return cache.read(_steps_path(cache, device, key), decode, checksum=True)
+
+
+def steps_estimate(cache: Cache, device: str, key: str) -> tuple[float | None, str]:
+    """Seconds the computing steps of selection ``key`` take (segmentation, features, captions: every step
+    but generation), at each step's stored rate and its item count in the last run that computed it, and
+    the header's words; ``(None, why)`` without a record.
+
+    Example:
+        >>> import tempfile
+        >>> cache = Cache(tempfile.mkdtemp())
+        >>> _ = store_rate(cache, Rate(2.0, 10, "cpu", "ns", step_settings("masks"), "run"), STEPS)
+        >>> _ = store_steps(cache, "cpu", "k", [{"desc": "masks", "kind": "masks", "namespace": "ns", "items": 60,
+        ...                                     "seconds": 130.0}])
+        >>> steps_estimate(cache, "cpu", "k")
+        (120.0, 'masks 2 min (60 at 2 s/item)')
+    """
+    steps = lookup_steps(cache, device, key)
+    if not steps:
+        return None, f"no run of this selection on {device} has stored its steps yet"
+    total, said = 0.0, []
+    for step in steps:
+        if not step["items"]:
+            continue
+        rate = lookup_rate(cache, device, step["namespace"], step_settings(step["kind"]), STEPS)
+        per = rate.seconds_per_image if rate is not None else step["seconds"] / step["items"]
+        total += per * step["items"]
+        said.append(f"{step['desc']} {duration(per * step['items'])} ({step['items']} at {per:.3g} s/item)")
+    return total, "; ".join(said)

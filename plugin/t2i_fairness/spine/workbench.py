@@ -55,7 +55,11 @@ class Workbench:
         self.cache = _make_cache(options.cache_dir, options.cache_mirror)
         if not read_only:
             self.cache.check_writable()
-        self.progress = progress or (tqdm_progress if options.progress else no_progress)
+        from t2i_fairness.spine.rates import StepClock, device_label
+
+        # every computing step's bar says its expected time (stored rate, else after its first items)
+        self.progress = StepClock(progress or (tqdm_progress if options.progress else no_progress), self.cache,
+                                  device_label(self.device))
         settings = GenerationSettings(options.steps, options.guidance, options.height, options.width, options.batch_size)
         # Weights digests are remembered in the cache (identity/), so a warm run reads no weights;
         # the summary reports their cost and any identity that changed since the last run.
