@@ -6,12 +6,15 @@
     t2i-fairness generate [PYTEST ARGS] [-k EXPR] [-m EXPR] [--t2i-* ...] --engine local|ray
                           [--address ADDR] [--workers N] [--num-cpus N] [--stage images|features]
     t2i-fairness options  [--markdown | --write FILE | --check FILE]
+    t2i-fairness history  [-k EXPR] [--model NAME] [--since TIME] [--t2i-history FILE] ...
+    t2i-fairness compare  [A [B]] [-k EXPR] [--alpha X] [--fail-on-regression] [--t2i-history FILE] ...
 
 ``plan`` and ``generate`` take the plugin's ``--t2i-*`` options and select tests as ``pytest``
 would. ``plan`` prints the prompts and images the selected gates ask for and how many are cached;
 ``generate`` makes the missing ones in the pytest path's batches (same bytes, same cache), here
 or on Ray; ``--stage features`` also computes the study slices. ``options`` prints the options
-table. docs/distributed.md has the details. Exit status: 0 done, 1 some jobs failed, 2 usage error.
+table. ``history`` and ``compare`` read the run history (:mod:`t2i_fairness.history.cli`, docs/history.md).
+docs/distributed.md has the details. Exit status: 0 done, 1 some jobs failed, 2 usage error.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     docs.add_argument("--markdown", action="store_true", help="print the Markdown table of docs/options.md")
     docs.add_argument("--write", metavar="FILE", help="rewrite the generated table in FILE in place (make docs)")
     docs.add_argument("--check", metavar="FILE", help="exit 1 when the table in FILE differs from the generated one")
+    from t2i_fairness.history.cli import add_parsers
+
+    add_parsers(sub)
     for p in (plan, gen):
         p.add_argument("paths", nargs="*", help="test paths or node ids, as for pytest (default: the suite)")
         p.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest's -k expression")
@@ -103,11 +109,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     ns, extra = parser.parse_known_args(argv)
-    if ns.command == "options" and extra:
+    if ns.command in ("options", "history", "compare") and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     unknown = [a for a in extra if a.startswith("--t2i-")]
     if unknown:
         parser.error(f"unknown option(s) {unknown}; see t2i-fairness {ns.command} --help")
+    if ns.command in ("history", "compare"):
+        from t2i_fairness.history.cli import main as history_main
+
+        return history_main(ns)
     try:
         return _options_command(ns) if ns.command == "options" else _run(ns, extra)
     except _Usage as exc:

@@ -131,6 +131,7 @@ class GateSession:
     # what each process's workbenches loaded and released, and its peak resident memory (base.memory.ModelUse
     # payloads: one per role, and per worker under xdist)
     memory: list[dict] = field(default_factory=list)
+    history: object = None  # history.view.HistoryView: the run's place in the run history, once recorded
 
     def add(self, data: dict | str) -> None:
         """A gate record (a dict, or the JSON text of the report property)."""

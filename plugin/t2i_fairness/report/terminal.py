@@ -97,6 +97,7 @@ class GateReport:
                        + f" ({s.thresholds_path})")
             out += power_lines(gated)  # passes a test could hardly have failed, in words
             out += self.decision_lines()
+            out += [s.history.summary_line()] if s.history is not None else []  # the run history (history.view)
             seq = sequential_lines(s)  # --t2i-sequential only: nothing otherwise
             out += [""] + seq if seq else []
         deltas = [r for r in s.records if r.status != "baseline" and isinstance(r.details.get("baseline"), dict)
