@@ -120,7 +120,7 @@ def test_compare_pairs_one_sample_and_says_what_it_cannot_compare():
     only = compare_gates([_row(1, "x", 0.5, 0.01)], [_row(2, "y", 0.5, 0.01)])
     assert [c.note for c in only] == ["only in run A", "only in run B"]
     untested = compare_gates([_row(1, "t", 0.5, None)], [_row(2, "t", 0.2, None)])[0]
-    assert untested.p_value is None and "no standard error" in untested.note
+    assert untested.p_value is None and "no interval or standard error" in untested.note
 
 
 @settings(max_examples=60, deadline=None)
@@ -154,3 +154,24 @@ def test_k_expressions_select_as_pytests_own(expr):
 def test_a_malformed_expression_is_named(expr):
     with pytest.raises(ExpressionError, match="-k"):
         matcher(expr)
+
+
+@pytest.mark.parametrize("counts", [(12, 40, 3, 40), (0, 25, 9, 30), (30, 30, 22, 35)])
+def test_compare_of_wilson_intervals_is_newcombes_interval_from_statsmodels(counts):
+    from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint
+
+    ka, na, kb, nb = counts
+
+    def row(run, k, n):
+        lo, hi = proportion_confint(k, n, alpha=0.05, method="wilson")
+        return GateRow(run, "g", None, k / n, lo, hi, None, 0.95, n, 0.1, "min", "pass", None, None, None, f"s{run}")
+
+    (c,) = compare_gates([row(1, ka, na)], [row(2, kb, nb)], alpha=0.05)
+    assert c.interval == pytest.approx(confint_proportions_2indep(kb, nb, ka, na, method="newcomb", compare="diff"))
+    assert (c.p_value <= 0.05) == (not c.interval[0] <= 0 <= c.interval[1])  # the p-value is the interval's own
+
+
+def test_a_gate_that_lost_its_value_is_listed_as_changed():
+    lost = GateRow(2, "g", None, None, None, None, None, None, 0, 0.1, "min", "fail", None, None, None, "s2")
+    (c,) = compare_gates([_row(1, "g", 0.4, 0.02)], [lost])
+    assert c.changed and c.regressed and c.p_value is None and "undefined in run B" in c.note

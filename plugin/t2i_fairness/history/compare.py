@@ -1,14 +1,16 @@
 """Two runs' gates compared: per gate the change, its interval, and whether it is a change beyond noise.
 
-A change is ``b - a`` (the later run minus the earlier). Its standard error is
-``sqrt(se_a^2 + se_b^2)``: the runs' samples are independent (other seeds), or share prompts and
-seeds (``paired``), where the same seeds make the two estimates positively correlated and the
-independent standard error is conservative (the store keeps each gate's estimate and standard
-error, not its per-image scores, so no tighter paired interval can be made from it); two runs of
-one sample that measured the same value show no change at all. Each gate's two-sided p-value of
-"no change" is adjusted across the gates compared (Holm: the chance of calling any unchanged gate
-changed stays within the level); a *regression* is a change beyond noise in the gate's failing
-direction.
+A change is ``b - a`` (the later run minus the earlier). Its interval is MOVER's (Newcombe; Zou and
+Donner): each side combines the sides of the two stored intervals it moves toward, so an interval
+that is asymmetric near 0 or 1 (Wilson's, a jackknife-Wilson coverage) keeps its shape, and two
+normal intervals give the z-test of independent samples. The runs' samples are independent (other
+seeds) or share prompts and seeds (``paired``): the same seeds make the two estimates positively
+correlated, so the independent interval is conservative there (the store keeps each gate's estimate
+and interval, not its per-image scores, so no tighter paired interval can be made from it); one
+sample measured alike shows no change at all. Each gate's two-sided p-value of "no change" (the
+level at which the interval reaches 0) is adjusted across the gates compared (Holm: the chance of
+calling any unchanged gate changed stays within the level); a gate that had a value and lost it is
+listed as changed. A *regression* is a change beyond noise in the gate's failing direction.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from typing import Sequence
 from t2i_fairness.history.store import GateRow
 
 __all__ = ["GateChange", "compare_gates"]
+
+FAILED = ("fail", "missing", "refused")
 
 
 @dataclass(frozen=True)
@@ -52,25 +56,44 @@ def _usable(row: GateRow | None) -> bool:
     return row is not None and row.value is not None and math.isfinite(row.value)
 
 
+def _limits(row: GateRow) -> tuple[float, float, float] | None:
+    """``(value - low, high - value, z of its level)``: the stored interval's reach down and up, or the normal one of
+    its standard error; None without either."""
+    conf = row.confidence if row.confidence and 0.0 < row.confidence < 1.0 else 0.95
+    z = NormalDist().inv_cdf(0.5 + conf / 2)
+    if row.low is not None and row.high is not None and row.low <= row.value <= row.high:
+        return row.value - row.low, row.high - row.value, z
+    if row.se is not None:
+        return z * row.se, z * row.se, z
+    return None
+
+
 def _one(gate: str, a: GateRow | None, b: GateRow | None, z: float) -> GateChange:
     if a is None or b is None:
         return GateChange(gate, a, b, note="only in run " + ("B" if a is None else "A"))
-    if not (_usable(a) and _usable(b)):
-        return GateChange(gate, a, b, note="no value in one run (undefined)")
+    if not _usable(a):
+        return GateChange(gate, a, b, note="no value in run A (undefined)")
+    if not _usable(b):  # it had a value and lost it (a collapsed group): a change no interval measures
+        return GateChange(gate, a, b, changed=True, regressed=b.verdict in FAILED,
+                          note=f"undefined in run B (A measured {a.value:.4f}); verdict {b.verdict}")
     paired = bool(a.sample) and a.sample == b.sample
     pairing = "paired" if paired else "independent"
     delta = b.value - a.value
-    if a.se is None or b.se is None:
+    la, lb = _limits(a), _limits(b)
+    if la is None or lb is None:
         return GateChange(gate, a, b, delta=delta, pairing=pairing,
-                          note="no standard error (a hypothesis test without an estimate's interval): not compared")
-    se = math.hypot(a.se, b.se)
+                          note="no interval or standard error (a hypothesis test): not compared")
     if paired and delta == 0.0:  # one sample measured alike: no change, exactly
         return GateChange(gate, a, b, delta=0.0, interval=(0.0, 0.0), pairing=pairing, p_value=1.0)
-    if se <= 0.0:  # both exact: any difference is a change
+    # MOVER: each side of the difference's interval from the sides of the two intervals it moves toward
+    down = math.hypot(lb[0] / lb[2], la[1] / la[2])  # B's reach down, A's up: the change's reach down (in se units)
+    up = math.hypot(lb[1] / lb[2], la[0] / la[2])  # B's reach up, A's down
+    reach = up if delta < 0 else down
+    if reach <= 0.0:  # both exact: any difference is a change
         p = 1.0 if delta == 0.0 else 0.0
         return GateChange(gate, a, b, delta=delta, interval=(delta, delta), pairing=pairing, p_value=p)
-    p = 2.0 * (1.0 - NormalDist().cdf(abs(delta) / se))
-    return GateChange(gate, a, b, delta=delta, interval=(delta - z * se, delta + z * se), pairing=pairing, p_value=p)
+    p = 2.0 * (1.0 - NormalDist().cdf(abs(delta) / reach))
+    return GateChange(gate, a, b, delta=delta, interval=(delta - z * down, delta + z * up), pairing=pairing, p_value=p)
 
 
 def compare_gates(a: Sequence[GateRow], b: Sequence[GateRow], alpha: float = 0.05,
