@@ -137,7 +137,7 @@ def _compare(store: HistoryStore, ns: argparse.Namespace, keep) -> int:
 
 def compare_lines(a: RunRow, b: RunRow, changes: Sequence[GateChange], alpha: float, changed_only: bool = False) -> list[str]:
     """The text ``compare`` prints: the two runs, then each gate (changed ones first), then the tally."""
-    tested = [c for c in changes if c.p_value is not None]
+    tested = [c for c in changes if c.p_value is not None or c.changed]  # measured, or a value lost
     changed = [c for c in tested if c.changed]
     out = [f"A: {a.label} seed {a.seed}; thresholds commit {a.thresholds_commit or '-'}",
            f"B: {b.label} seed {b.seed}; thresholds commit {b.thresholds_commit or '-'}",
@@ -149,7 +149,7 @@ def compare_lines(a: RunRow, b: RunRow, changes: Sequence[GateChange], alpha: fl
         if changed_only and not c.changed:
             continue
         if c.p_value is None:
-            out.append(f"  {c.gate}: {c.note}")
+            out.append(f"  {'LOST' if c.changed else '':9s} {c.gate}: {c.note}")
             continue
         mark = "REGRESSED" if c.regressed else ("CHANGED" if c.changed else "same")
         out.append(f"  {mark:9s} {c.gate}: {c.a.value:.4f} -> {c.b.value:.4f}, change {c.delta:+.4f} "

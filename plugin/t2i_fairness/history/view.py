@@ -36,7 +36,7 @@ class HistoryView:
         """The terminal summary's line."""
         if self.previous is None:
             return f"history: run #{self.run_id} recorded in {self.store}; no earlier finished run of these gates"
-        compared = sum(1 for c in self.changes if c.p_value is not None)
+        compared = sum(1 for c in self.changes if c.p_value is not None or c.changed)
         changed = self.changed
         worse = sum(1 for c in changed if c.regressed)
         return (f"history: run #{self.run_id} in {self.store}; since {self.previous.label}: {len(changed)} of "

@@ -71,6 +71,18 @@ def trend_cell(history, record) -> str:
     return f'<td class="plot trend-cell">{trend_svg(points) if rows else ""}{hint}</td>'
 
 
+def _since_row(c) -> str:
+    if c.p_value is None:  # a value lost (undefined now)
+        cells = (f'<td class="num">{c.a.value:.4f}</td><td class="num">undefined</td><td>-</td><td>-</td><td>-</td>'
+                 f"<td>-</td><td>{_e(c.note)}</td>")
+    else:
+        cells = (f'<td class="num">{c.a.value:.4f}</td><td class="num">{c.b.value:.4f}</td>'
+                 f'<td class="num">{c.delta:+.4f}</td><td class="num">[{c.interval[0]:+.4f}, {c.interval[1]:+.4f}]</td>'
+                 f'<td>{_e(c.pairing)}</td><td class="num">{c.p_adjusted:.3g}</td>'
+                 f'<td>{"regressed" if c.regressed else "improved"}</td>')
+    return f'<tr class="{"worse" if c.regressed else "changed"}"><td>{_e(c.gate)}</td>{cells}</tr>'
+
+
 def since_section(history) -> str:
     """The section "since the last run of this suite": the gates that changed beyond their noise."""
     if history is None:
@@ -78,14 +90,9 @@ def since_section(history) -> str:
     head = '<section id="since"><h2>Since the last run of this suite</h2>'
     if history.previous is None:
         return head + f"<p>No earlier finished run of these gates in {_e(history.store)}.</p></section>"
-    compared = [c for c in history.changes if c.p_value is not None]
+    compared = [c for c in history.changes if c.p_value is not None or c.changed]
     changed = history.changed
-    rows = "".join(
-        f'<tr class="{"worse" if c.regressed else "changed"}"><td>{_e(c.gate)}</td><td class="num">{c.a.value:.4f}</td>'
-        f'<td class="num">{c.b.value:.4f}</td><td class="num">{c.delta:+.4f}</td>'
-        f'<td class="num">[{c.interval[0]:+.4f}, {c.interval[1]:+.4f}]</td><td>{_e(c.pairing)}</td>'
-        f'<td class="num">{c.p_adjusted:.3g}</td><td>{"regressed" if c.regressed else "improved"}</td></tr>'
-        for c in changed)
+    rows = "".join(_since_row(c) for c in changed)
     table = ('<table id="since-table"><thead><tr><th>gate</th><th>then</th><th>now</th><th>change</th>'
              f"<th>{1 - history.alpha:.0%} interval</th><th>pairing</th><th>adjusted p</th><th></th></tr></thead>"
              f"<tbody>{rows}</tbody></table>") if changed else ""
