@@ -71,7 +71,7 @@ def main(ns: argparse.Namespace) -> int:
 
 
 def resolve_run(runs: Sequence[RunRow], ref: str) -> RunRow:
-    """A run from a reference: ``12`` or ``#12`` (an id), ``last`` (the last finished run), or a model name (the
+    """A run from a reference: its id (``12``, or with a leading ``#``), ``last`` (the last finished run), or a model name (the
     latest finished run of that model).
 
     Example:
@@ -79,7 +79,7 @@ def resolve_run(runs: Sequence[RunRow], ref: str) -> RunRow:
         >>> mk = lambda i, model, state: RunRow(i, "t", None, state, state, None, 0, model, None, None, None, 0, {},
         ...                                     None, None, None, None)
         >>> runs = [mk(1, "v1", "finished"), mk(2, "v2", "finished"), mk(3, "v2", "killed")]
-        >>> resolve_run(runs, "last").id, resolve_run(runs, "v1").id, resolve_run(runs, "#3").id
+        >>> resolve_run(runs, "last").id, resolve_run(runs, "v1").id, resolve_run(runs, "3").id
         (2, 1, 3)
     """
     text = ref.strip()

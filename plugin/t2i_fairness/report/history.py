@@ -27,7 +27,7 @@ def trend_svg(points: Sequence[tuple[str, float | None, float | None, float | No
     its interval a vertical bar; the scale is the points' own range.
 
     Example:
-        >>> svg = trend_svg([("#1", 0.5, 0.4, 0.6), ("#2", 0.7, 0.6, 0.8)])
+        >>> svg = trend_svg([("run 1", 0.5, 0.4, 0.6), ("run 2", 0.7, 0.6, 0.8)])
         >>> svg.count("<circle"), svg.count('class="iv"')
         (2, 2)
     """
