@@ -54,4 +54,6 @@ def test_seeds_are_not_changes_and_a_collapsed_region_is(tmp_path, capsys):
     section = section[:section.index("</section>")]
     assert "Against #2" in section and all(g in section for g in flagged)
     assert cli(["history", "--t2i-history", store, "-k", "africa and precision"]) == 0
-    assert capsys.readouterr().out.count("  #") == 3  # one gate, three runs
+    out = capsys.readouterr().out
+    assert re.findall(r"^  #(\d) (?:[\d.]+ \[|undefined)", out, re.M) == ["1", "2", "3"], out  # one gate, three runs
+    assert "#3 undefined n 0, fail" in out
