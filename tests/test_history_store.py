@@ -175,3 +175,32 @@ def test_a_gate_that_lost_its_value_is_listed_as_changed():
     lost = GateRow(2, "g", None, None, None, None, None, None, 0, 0.1, "min", "fail", None, None, None, "s2")
     (c,) = compare_gates([_row(1, "g", 0.4, 0.02)], [lost])
     assert c.changed and c.regressed and c.p_value is None and "undefined in run B" in c.note
+
+
+def test_the_report_draws_each_gates_trend_and_lists_what_changed(tmp_path):
+    from pathlib import Path
+
+    from t2i_fairness.gating.session import GateSession
+    from t2i_fairness.history.view import history_view
+    from t2i_fairness.report.html import render_report
+    from t2i_fairness.report.terminal import GateReport
+
+    store = HistoryStore(tmp_path / "h.sqlite")
+    for values in ({"a": 0.50, "b": 0.50, "c": 0.30}, {"a": 0.52, "b": 0.49, "c": 0.31}, {"a": 0.51, "b": 0.20, "c": None}):
+        run = store.begin_run({"model": "m", "settings": {}})
+        store.add_gates(run, [(_record(g, float("nan") if v is None else v, se=0.02,
+                                       status="fail" if v is None else "pass"), f"s{run}") for g, v in values.items()])
+        store.finish_run(run, "finished")
+    view = history_view(store, run)
+    assert view.previous.id == 2 and [(c.gate, c.regressed) for c in view.changed] == [("b", True), ("c", True)]
+    session = GateSession(Path("t.yaml"))
+    for g, v in (("a", 0.51), ("b", 0.20)):
+        session.add({**_record(g, v, se=0.02), "nodeid": f"t.py::{g}", "bound": 0.1, "write": None, "message": "",
+                     "provenance": {}})
+    session.history = view
+    page = render_report(session, tmp_path, "demo", {})
+    assert page.count('<svg class="trend"') == 2 and page.count("<circle") >= 2 * 3
+    section = page[page.index('id="since"'):page.index("</section>", page.index('id="since"'))]
+    assert "Against #2" in section and "<td>b</td>" in section and "undefined in run B" in section
+    assert "<td>a</td>" not in section
+    assert any("2 of 3 gate(s) changed beyond noise (2 regressed" in line for line in GateReport(session).lines())
