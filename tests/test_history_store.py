@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from t2i_fairness.history.compare import compare_gates
-from t2i_fairness.history.select import ExpressionError, matcher
+from t2i_fairness.history.expression import ExpressionError, matcher
 from t2i_fairness.history.store import MIGRATIONS, SCHEMA_VERSION, GateRow, HistoryError, HistoryStore
 
 

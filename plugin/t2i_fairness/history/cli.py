@@ -19,7 +19,7 @@ import math
 from typing import Sequence
 
 from t2i_fairness.history.compare import GateChange, compare_gates
-from t2i_fairness.history.select import ExpressionError, matcher
+from t2i_fairness.history.expression import ExpressionError, matcher
 from t2i_fairness.history.store import HISTORY_FILE, HistoryError, HistoryStore, RunRow
 
 __all__ = ["add_parsers", "main", "resolve_run"]

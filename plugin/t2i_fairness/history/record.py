@@ -15,17 +15,11 @@ from typing import Any, Mapping
 
 from t2i_fairness.history.store import HistoryStore
 
-__all__ = ["Recorder", "history_path", "sample_key", "thresholds_commit"]
+__all__ = ["Recorder", "finish_history", "sample_key", "settings_of", "thresholds_commit"]
 
 # provenance fields that name the model, scorers, libraries or device: what differs between releases, not the sample
 NOT_SAMPLE = ("model", "scorers", "t2i_fairness", "torch", "torchvision", "diffusers", "transformers", "open_clip",
               "timm", "device", "gpu", "precision")
-
-
-def history_path(options) -> Path | None:
-    """The run's history store: ``--t2i-history``, else ``t2i-history.sqlite`` beside the artifacts folder; None
-    with ``--t2i-no-history``."""
-    return options.history
 
 
 def sample_key(provenance: Mapping[str, Any]) -> str:
