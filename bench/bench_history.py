@@ -51,12 +51,15 @@ def main(argv=None) -> int:
                     help="the gates of test_dig_in_region.py each run measures")
     ap.add_argument("--alpha", type=float, default=0.05)
     ap.add_argument("--keep", metavar="DIR", help="keep the runs' store and cache here (default: a temporary folder)")
+    ap.add_argument("--analyse", action="store_true", help="run nothing: compare the pairs of the finished runs "
+                    "already in --keep's store (consecutive runs, oldest first)")
     args = ap.parse_args(argv)
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-history-"))
     work.mkdir(parents=True, exist_ok=True)
-    seconds = [run_once(work, 1000 + i, args) for i in range(2 * args.pairs)]
+    seconds = [] if args.analyse else [run_once(work, 1000 + i, args) for i in range(2 * args.pairs)]
     store = HistoryStore(work / "history.sqlite")
     runs = [r for r in store.runs() if r.state == "finished"][-2 * args.pairs:]
+    runs = runs[:len(runs) // 2 * 2]
     flagged, compared, smallest = 0, [], []
     for a, b in zip(runs[0::2], runs[1::2]):
         changes = [c for c in compare_gates(store.gates(a.id), store.gates(b.id), args.alpha) if c.p_value is not None]
@@ -68,8 +71,9 @@ def main(argv=None) -> int:
     n = len(compared)
     lo = beta.ppf(0.025, flagged, n - flagged + 1) if flagged else 0.0
     hi = beta.ppf(0.975, flagged + 1, n - flagged) if flagged < n else 1.0
+    timing = f"{sum(seconds):.0f} s, {sum(seconds) / len(seconds):.1f} s a run" if seconds else "read from the store"
     print(f"procedural model, test_dig_in_region.py -k {args.k!r}, objects {args.objects}, {args.images} images per "
-          f"prompt; {2 * n} runs ({sum(seconds):.0f} s, {sum(seconds) / len(seconds):.1f} s a run); store {work / 'history.sqlite'}")
+          f"prompt; {2 * n} runs ({timing}); store {work / 'history.sqlite'}")
     print(f"null pairs: {n}; gates compared per pair: {min(compared)}-{max(compared)}")
     print(f"family-wise false flags: {flagged} / {n} = {flagged / n:.3f} (95% CI {lo:.3f}-{hi:.3f}); level {args.alpha:g}")
     print("smallest Holm-adjusted p per pair: " + ", ".join(f"{p:.3g}" for p in smallest))
