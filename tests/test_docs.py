@@ -223,6 +223,7 @@ NEEDS = (  # (test on the argument list, why the command cannot run here)
     (lambda a: _value(a, "--engine") == "ray", "needs a Ray cluster (--engine ray)"),
     (lambda a: any("s3://" in t or "gs://" in t for t in a), "needs an object store (s3://, gs://)"),
     (lambda a: "..." in a, "elided options ('...'): a pattern, not a command"),
+    (lambda a: a[:1] in (["history"], ["compare"]), "reads a run history that gate runs write (tests/test_history_suite.py)"),
 )
 
 

@@ -33,7 +33,7 @@ LOCK = REPO / "requirements.lock"
 # needs other versions, so one file serves every supported Python and platform (markers say which line).
 LOCK_PYTHON = "3.10"
 # The extras the repository's own environments install (all of them).
-EXTRAS = ("dev", "ray")
+EXTRAS = ("dev", "ray", "mlflow")
 DIGEST_LINE = "# pyproject-digest: "
 # Packages pip itself treats specially; locked (with hashes) so the build of the editable install is pinned too.
 BUILD_TOOLS = ("pip",)

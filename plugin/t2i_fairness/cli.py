@@ -7,13 +7,16 @@
                           [--address ADDR] [--workers N] [--num-cpus N] [--stage images|features]
     t2i-fairness options  [--markdown | --write FILE | --check FILE]
     t2i-fairness audit    RUN [--width W] [--confidence C] [--per-group N] [--seed S] [--output DIR]
+    t2i-fairness history  [-k EXPR] [--model NAME] [--since TIME] [--t2i-history FILE] ...
+    t2i-fairness compare  [A [B]] [-k EXPR] [--alpha X] [--fail-on-regression] [--t2i-history FILE] ...
 
 ``plan`` and ``generate`` take the plugin's ``--t2i-*`` options and select tests as ``pytest``
 would. ``plan`` prints the prompts and images the selected gates ask for and how many are cached;
 ``generate`` makes the missing ones in the pytest path's batches (same bytes, same cache), here
 or on Ray; ``--stage features`` also computes the study slices. ``options`` prints the options
 table. ``audit`` draws a seeded sample of a run's judged images (RUN: its ``--t2i-artifacts`` folder) and writes
-the labelling page whose CSV ``--t2i-audit`` reads (docs/decisions.md). docs/distributed.md has the details. Exit status: 0 done, 1 some jobs failed, 2 usage error.
+the labelling page whose CSV ``--t2i-audit`` reads (docs/decisions.md). ``history`` and ``compare`` read the run history
+(:mod:`t2i_fairness.history.cli`, docs/history.md). docs/distributed.md has the details. Exit status: 0 done, 1 some jobs failed, 2 usage error.
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--per-group", type=int, metavar="N", help="units per group instead of the size --width needs")
     audit.add_argument("--seed", type=int, help="seed of the draw (default: the run's --t2i-seed)")
     audit.add_argument("--output", metavar="DIR", help="where audit.html and audit-sample.csv go (default RUN/audit)")
+    from t2i_fairness.history.cli import add_parsers
+
+    add_parsers(sub)
     for p in (plan, gen):
         p.add_argument("paths", nargs="*", help="test paths or node ids, as for pytest (default: the suite)")
         p.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest's -k expression")
@@ -115,11 +121,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = build_parser()
     ns, extra = parser.parse_known_args(argv)
-    if ns.command == "options" and extra:
+    if ns.command in ("options", "history", "compare") and extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     unknown = [a for a in extra if a.startswith("--t2i-")]
     if unknown:
         parser.error(f"unknown option(s) {unknown}; see t2i-fairness {ns.command} --help")
+    if ns.command in ("history", "compare"):
+        from t2i_fairness.history.cli import main as history_main
+
+        return history_main(ns)
     try:
         if ns.command == "audit":
             if extra:

@@ -276,6 +276,12 @@ class GateHooks:
         self.report_path = None
         self.deselected: list[str] = []
         self.fatal: str | None = None  # under xdist: the first worker's fatal() message
+        options = config.stash[OPTIONS]
+        self.recorder = None  # the run history (the controller writes it, as it writes run.json)
+        if options.history is not None and not is_worker(config):
+            from t2i_fairness.history.record import Recorder
+
+            self.recorder = Recorder(options.history, options, warn=session.notes.append)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -351,6 +357,8 @@ class GateHooks:
             for key, value in report.user_properties:
                 if key == PROPERTY and report.when == "call":
                     self.session.add(value)
+                    if self.recorder is not None:  # as it arrives: a run killed later keeps its gates so far
+                        self.recorder.gate(self.session.records[-1].to_dict())
                 elif key == SECTION:
                     self.session.add_section(value)
                 elif key == ARTIFACT:
@@ -432,6 +440,10 @@ class GateHooks:
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 outcome.finish(int(session.exitstatus))
+        if self.recorder is not None:  # before the outputs: run.json and the report show the history
+            from t2i_fairness.history.record import finish_history
+
+            finish_history(self.recorder, self.session, int(session.exitstatus))
         from t2i_fairness.report.ci import relative, write_run_outputs
 
         xml = self.config.stash.get(junit_xml_key, None) if junit_xml_key is not None else None
@@ -449,6 +461,10 @@ class GateHooks:
         if self.session.write_error and session.exitstatus == pytest.ExitCode.OK:  # an output a full disk refused
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
             outcome.finish(int(session.exitstatus))
+        if options.mlflow:  # after every local output is written: a server that fails loses nothing
+            from t2i_fairness.history.mlflow_log import log_run
+
+            self.session.notes.append(log_run(options.mlflow, options, self.session, self.report_path))
 
     def pytest_terminal_summary(self, terminalreporter) -> None:
         from t2i_fairness.report.ci import github_annotations

@@ -133,6 +133,7 @@ class GateSession:
     memory: list[dict] = field(default_factory=list)
     # the scorers' golden-set check before the first gate (spine.scorer_check.ScorerCheck; None: not run)
     scorer_check: object = None
+    history: object = None  # history.view.HistoryView: the run's place in the run history, once recorded
 
     def add(self, data: dict | str) -> None:
         """A gate record (a dict, or the JSON text of the report property)."""

@@ -173,6 +173,8 @@ def run_json(session) -> dict:
         "multiplicity": session.multiplicity, "alpha": session.alpha, "escalated": list(session.escalated),
         "canary": dict(session.canary_counts)})
     data["scorer_check"] = strict(session.scorer_check.payload()) if session.scorer_check is not None else None
+    if session.history is not None:  # the run's id in the run history and what changed since the last run
+        data["history"] = strict(session.history.to_dict())
     data["power"] = strict(power_summary(records))  # underpowered gates (gating.power): counted and listed
     sequential = sequential_summary(session)  # --t2i-sequential only: no key otherwise
     if sequential is not None:

@@ -20,6 +20,7 @@ from typing import Any, Iterable
 
 from t2i_fairness.report.labels import gate_labels
 from t2i_fairness.report.changes import changes_html, digest_line
+from t2i_fairness.report.history import since_section, trend_cell
 from t2i_fairness.report.power import power_cell, verdict_suffix
 from t2i_fairness.report.sequential import record_of, sequential_lines, sequential_on, where_parts
 from t2i_fairness.report.terminal import regenerated_note
@@ -103,6 +104,7 @@ def render_report(session: GateSession, artifacts_dir: Path, title: str, header:
         _nav(session, artifacts),
         "</header>",
         _gate_table(records, anchors, session, artifacts),
+        since_section(session.history),
         _sequential_section(session),
         _baseline_table(records),
         _sections(session.sections),
@@ -179,7 +181,7 @@ def _outcome_block(session: GateSession, records: list[GateRecord]) -> str:
 
 
 def _nav(session: GateSession, artifacts: dict) -> str:
-    links = [("gates", "Gates")]
+    links = [("gates", "Gates")] + ([("since", "Since the last run")] if session.history is not None else [])
     if sequential_on(session):
         links.append(("sequential", "Sequential"))
     if any(_baseline(r) for r in session.records):
@@ -230,7 +232,7 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
             f'<td class="num n">{r.n}</td>'
             f'<td class="num power">{_e(power_cell(r))}</td>'
             + (_sequential_cell(record_of(r)) if seq_on else "")
-            + f'<td class="plot">{_bar(r)}</td></tr>'
+            + f'<td class="plot">{_bar(r)}</td>' + trend_cell(session.history, r) + "</tr>"
         )
     statuses = list(dict.fromkeys(_status_of(row) for row in rows))
     boxes = "".join(f'<label class="status"><input type="checkbox" class="status-box" value="{_e(st)}" checked> '
@@ -245,7 +247,9 @@ def _gate_table(records: list[GateRecord], anchors: dict[str, str], session: Gat
         f'autocomplete="off"></label> <span id="status-boxes">{boxes}</span> <span id="shown"></span></p>'
         '<table id="gate-table"><thead><tr><th>verdict</th><th>gate</th><th>measured</th><th>interval</th>'
         '<th>bound</th><th>n</th><th title="the chance its test fails a model missing the bound by the kind\'s '
-        'meaningful miss, at the run\'s per-gate level">power</th>' + ("<th>sequential</th>" if seq_on else "") + "<th>estimate vs bound</th></tr></thead><tbody>"
+        'meaningful miss, at the run\'s per-gate level">power</th>' + ("<th>sequential</th>" if seq_on else "") + "<th>estimate vs bound</th>"
+        + ('<th title="this gate in earlier runs of the history: dots the values, bars their intervals, the '
+           'last (blue) this run">trend</th>' if session.history is not None else "") + "</tr></thead><tbody>"
         + "".join(rows) + "</tbody></table></section>"
     )
 
@@ -272,7 +276,7 @@ def _outcome_rows(session: GateSession, records: list[GateRecord], odd, anchors:
             f'<div class="nodeid">{_e(t.nodeid)}</div></td>'
             '<td class="num measured">-</td><td class="num interval">-</td><td class="num bound">-</td>'
             '<td class="num n">-</td>' + ('<td class="sequential">-</td>' if seq_on else "")
-            + '<td class="plot"></td></tr>'
+            + '<td class="plot"></td>' + ("<td></td>" if session.history is not None else "") + "</tr>"
         )
     return rows
 

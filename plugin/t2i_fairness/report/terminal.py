@@ -99,6 +99,7 @@ class GateReport:
             out += power_lines(gated)  # passes a test could hardly have failed, in words
             out += self.decision_lines()
             out += judged_lines(gated)  # judged gates: the scorer error that flips each verdict, labels for an audit
+            out += [s.history.summary_line()] if s.history is not None else []  # the run history (history.view)
             seq = sequential_lines(s)  # --t2i-sequential only: nothing otherwise
             out += [""] + seq if seq else []
         deltas = [r for r in s.records if r.status != "baseline" and isinstance(r.details.get("baseline"), dict)

@@ -440,6 +440,27 @@ def _baseline_seed(v: Values, flag: str) -> int | None:
     return base_seed(v, flag)
 
 
+def _history(v: Values, flag: str) -> Path | None:
+    if v(flag) and v("--t2i-no-history"):
+        raise OptionError("--t2i-no-history", f"cannot be combined with {flag}; choose one")
+    if v("--t2i-no-history"):
+        return None
+    if v.raw(flag):
+        path = Path(v.raw(flag)).expanduser()
+        return path if path.is_absolute() else v.invocation_dir / path
+    artifacts = Path(v.raw("--t2i-artifacts") or v.rootdir / "t2i-artifacts")
+    return artifacts.parent / "t2i-history.sqlite"
+
+
+def _mlflow(v: Values, flag: str) -> str | None:
+    import os
+
+    uri = v.raw(flag) or os.environ.get("MLFLOW_TRACKING_URI") or None
+    if uri is not None and not str(uri).strip():
+        raise OptionError(flag, "expected a tracking URI (file:, sqlite:, http(s):) or 'off', got an empty value")
+    return None if uri is None or str(uri).strip() == "off" else str(uri).strip()
+
+
 #: what needs a fixed-N run: flag -> why (a ``--t2i-sequential`` run refuses them; the paper preset's default yields)
 FIXED_N_NEEDS = (("--t2i-update-thresholds", "bounds are written from fixed-N measurements"),
                  ("--t2i-baseline-model", "the paired baseline comparison is a fixed-N test"),
@@ -651,6 +672,14 @@ class T2IOptions:
     report: Path | None = Option("--t2i-report", "write a self-contained HTML report (gate table, plots, images "
         "inline) to DIR/index.html", metavar="DIR",
         check=lambda v, flag: Path(v.raw(flag)) if v.raw(flag) else None)
+    history: Path | None = Option("--t2i-history", "the run history, a SQLite file every gate run appends its "
+        "gates to (t2i-fairness history / compare read it; docs/history.md; default: t2i-history.sqlite beside the "
+        "artifacts folder)", metavar="FILE", check=_history)
+    history_off: bool = Option("--t2i-no-history", "record nothing in the run history", action="store_true")
+    mlflow: str | None = Option("--t2i-mlflow", "also log the run to this MLflow tracking URI (settings as params, "
+        "each gate's value, interval and verdict as metrics, run.json and the HTML report as artifacts; default: "
+        "$MLFLOW_TRACKING_URI when set; 'off' logs nothing; pip install 't2i-fairness[mlflow]')", metavar="URI",
+        check=_mlflow)
     progress: bool = Option("--t2i-no-progress", "no progress bars", action="store_true",
         check=lambda v, flag: not v(flag))
     # the parsed --t2i-canary, bound to the registered family's canary (resolve_options sets it)
