@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from t2i_fairness.metrics.intervals import (TUNED_LEVEL, betting_limit, betting_limits, betting_p_value,
-                                            betting_sequence_limits, cluster_mean_interval)
+from t2i_fairness.metrics.intervals import (NARROW_TRUNCATION, TUNED_LEVEL, betting_limit, betting_limits,
+                                            betting_p_value, betting_sequence_limits, cluster_mean_interval)
 
 FAST = settings(max_examples=40, deadline=None)
 
@@ -38,10 +38,10 @@ def _literal_log_capital(x, m, alpha, horizon, c=0.5):
     return best
 
 
-def _literal_low(x, alpha, horizon, grid=4001):
+def _literal_low(x, alpha, horizon, grid=4001, c=0.5):
     """The smallest grid point not rejected (the capital of bets tuned for ``alpha`` never reaches 1 / alpha)."""
     for m in np.linspace(0.0, 1.0, grid):
-        if _literal_log_capital(x, float(m), alpha, horizon) < math.log(1.0 / alpha):
+        if _literal_log_capital(x, float(m), alpha, horizon, c) < math.log(1.0 / alpha):
             return float(m)
     return 1.0
 
@@ -62,6 +62,20 @@ def test_limits_and_p_values_are_the_literal_formulas(n, alpha):
         assert float(betting_p_value(x, m, "max", alpha=alpha)) == pytest.approx(want, rel=1e-9)
         mirrored = math.exp(-_literal_log_capital((1.0 - x).tolist(), 1.0 - m, alpha, n))
         assert float(betting_p_value(x, m, "min", alpha=alpha)) == pytest.approx(mirrored, rel=1e-9)
+
+
+@pytest.mark.parametrize("n,alpha", [(16, 1e-3), (60, 3.49e-5)])
+def test_narrow_units_limit_is_the_literal_formula_at_its_truncation(n, alpha):
+    from t2i_fairness.metrics.evidence import unit_mean
+
+    rng = np.random.default_rng(n)
+    x = np.clip(0.35 + 0.03 * rng.standard_normal(n), 0.0, 1.0)  # prompts' cosines at 0.3 +- 0.06, on [0, 1]
+    want = _literal_low(x.tolist(), alpha, n, c=NARROW_TRUNCATION)
+    got = betting_limit(x, alpha, "low", truncation=NARROW_TRUNCATION)
+    assert want - 1.0 / 4000 <= got <= want + 1e-12
+    assert got > betting_limit(x, alpha, "low") + 0.01  # c = 0.9 is tighter than 1/2 where every bet is capped
+    cosines = 2.0 * x - 1.0  # the same units on [-1, 1]: unit_mean's limit is this one, mapped back
+    assert unit_mean(cosines, (-1.0, 1.0)).limit(alpha, "low") == pytest.approx(2.0 * got - 1.0, abs=1e-12)
 
 
 def test_the_vectorised_forms_are_each_runs():

@@ -18,7 +18,7 @@ import numpy as np
 from scipy import special as _special
 
 from t2i_fairness.metrics.evidence.selection import _display
-from t2i_fairness.metrics.intervals import P_FLOOR, Interval, betting_limit, invert_limit
+from t2i_fairness.metrics.intervals import NARROW_TRUNCATION, P_FLOOR, Interval, betting_limit, invert_limit
 from t2i_fairness.metrics.intervals.tails import _check_alpha
 
 __all__ = ["UnitMean", "UnitRatio", "law_free_reach", "unit_mean", "unit_ratio"]
@@ -91,7 +91,8 @@ class UnitMean(Interval):
         if alpha < self.p_floor:
             return -math.inf if side == "low" else math.inf
         lo, hi = self.value_range
-        return float(lo + (hi - lo) * betting_limit(self._scaled_values(), alpha, side))
+        return float(lo + (hi - lo) * betting_limit(self._scaled_values(), alpha, side,
+                                                      truncation=NARROW_TRUNCATION))
 
     def fails(self, bound: float, direction: str, alpha: float) -> bool:
         """Whether the test at ``alpha`` rejects "the mean meets ``bound``" (``>=`` for ``min``): the gate's

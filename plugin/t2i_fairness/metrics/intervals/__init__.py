@@ -14,8 +14,8 @@ arguments give equal intervals) and raises ``ValueError`` naming a bad argument.
 uses, and its measured coverage: ``docs/calibration.md``.
 """
 
-from t2i_fairness.metrics.intervals.betting import (TRUNCATION, TUNED_LEVEL, betting_limits, betting_p_value,
-                                                    betting_sequence_limits)
+from t2i_fairness.metrics.intervals.betting import (NARROW_TRUNCATION, TRUNCATION, TUNED_LEVEL, betting_limits,
+                                                    betting_p_value, betting_sequence_limits)
 from t2i_fairness.metrics.intervals.clusters import (CLUSTER_METHODS, CLUSTER_STATISTIC_METHODS, STRATIFIED_METHODS,
                                                      cluster_bootstrap_interval, cluster_mean_interval,
                                                      cluster_share_runs, stratified_mean_interval)
@@ -32,9 +32,9 @@ from t2i_fairness.metrics.intervals.tails import (P_FLOOR, _t_density_at_0, agre
 from t2i_fairness.metrics.intervals.value import Interval, bound_cannot_fail, floor_to_units
 
 __all__ = ["BoundedUnits", "CLUSTER_METHODS", "CLUSTER_STATISTIC_METHODS", "COVERAGE_METHODS", "Interval",
-           "PERCENTILE_METHODS", "PRECISION_METHODS", "P_FLOOR", "PercentileMean", "STRATIFIED_METHODS",
-           "TRUNCATION", "TUNED_LEVEL", "agresti_coull", "betting_limit", "betting_limits", "betting_p_value",
-           "betting_sequence_limits", "bound_cannot_fail", "bounded_mean_limit", "bounded_mean_tail",
+           "NARROW_TRUNCATION", "PERCENTILE_METHODS", "PRECISION_METHODS", "P_FLOOR", "PercentileMean",
+           "STRATIFIED_METHODS", "TRUNCATION", "TUNED_LEVEL", "agresti_coull", "betting_limit", "betting_limits",
+           "betting_p_value", "betting_sequence_limits", "bound_cannot_fail", "bounded_mean_limit", "bounded_mean_tail",
            "cluster_bootstrap_interval", "cluster_mean_interval", "cluster_share_runs", "coverage_interval",
            "floor_to_units", "invert_limit", "jackknife_se_df", "normal_percentile_mean", "normal_percentile_variance",
            "normal_tail", "percentile_mean_interval", "percentile_variance", "precision_interval",

@@ -20,11 +20,16 @@ import numpy as np
 
 from t2i_fairness.metrics.intervals.tails import _check_alpha
 
-__all__ = ["TRUNCATION", "TUNED_LEVEL", "betting_limit", "betting_limits", "betting_p_value",
-           "betting_sequence_limits"]
+__all__ = ["NARROW_TRUNCATION", "TRUNCATION", "TUNED_LEVEL", "betting_limit", "betting_limits",
+           "betting_p_value", "betting_sequence_limits"]
 
 #: ``c`` of the hedged bets ``min(l_t, c / m)`` (the paper's default, 1/2)
 TRUNCATION = 0.5
+
+#: ``c`` for units narrow against their range (a mean of prompts' cosines on [-1, 1]): there every bet is capped,
+#: and any ``c < 1`` is as valid; 0.9 fails about half the miss 1/2 needs, near the least any law-free test can.
+#: Units often near the range's far edge (a rate's prompt shares) lose power with it, so they keep 1/2
+NARROW_TRUNCATION = 0.9
 
 #: the level a p-value's bets are tuned for (the presets' per-gate levels are 1.03e-4 and 3.49e-5); the
 #: p-value is valid at every level, its power near-best near this one
@@ -129,7 +134,7 @@ def betting_limits(values, alpha: float, side: str, *, horizon="n", tuned: float
     return np.where(rejected0, lo, 0.0)
 
 
-def betting_limit(values, alpha: float, side: str, *, steps: int = 50) -> float:
+def betting_limit(values, alpha: float, side: str, *, truncation: float = TRUNCATION, steps: int = 50) -> float:
     """The fixed-n one-sided limit of the mean of independent values in [0, 1], free of their law, by hedged
     betting (:func:`betting_limits` with bets tuned for ``n = len(values)``), at most the mean (``"low"``) or at
     least it (``"high"``). The bets read the values' spread: near the normal-theory limit at hundreds of units.
@@ -138,9 +143,11 @@ def betting_limit(values, alpha: float, side: str, *, steps: int = 50) -> float:
         >>> x = np.tile([0.25, 0.5, 0.75], 40)                       # 120 prompt shares, mean 0.5
         >>> round(betting_limit(x, 0.001, "low"), 3), round(betting_limit(x, 0.001, "high"), 3)
         (0.427, 0.573)
+        >>> round(betting_limit(x, 0.001, "high", truncation=NARROW_TRUNCATION), 3)  # c = 0.9
+        0.568
     """
     x = _units(np.asarray(values, dtype=np.float64).ravel())
-    lim = float(betting_limits(x, alpha, side, steps=steps))
+    lim = float(betting_limits(x, alpha, side, truncation=truncation, steps=steps))
     return min(lim, float(x.mean())) if side == "low" else max(lim, float(x.mean()))
 
 
