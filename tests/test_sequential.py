@@ -159,13 +159,27 @@ def test_curtailment_costs_at_most_gamma_plus_beta_at_any_miss_exactly(truth):
 
 
 def test_a_model_comfortably_above_its_bound_stops_early():
-    """Bounds the update flow writes sit about 3.3 standard errors below the model: most such gates pass by
-    futility at the first or second look (the images a null model's run saves)."""
+    """Bounds the update flow writes sit about 3.3 standard errors below the model: most such gates pass early, by
+    futility or curtailment, before N (the images a null model's run saves); exact over every path."""
     looks = [162, 324, 648, 1620]
     N, bound = looks[-1], 0.8
     se = math.sqrt(bound * (1 - bound) / N)
     out = _paths(looks, bound, bound + 3.3 * se, 0.05 / 1435)
-    assert out["futility"] > 0.95
+    assert out["futility"] > 0.2 and out["curtail"] > 0.4 and out["futility"] + out["curtail"] > 0.9, out
+
+
+@pytest.mark.parametrize("looks", [[48, 96, 192, 360], [162, 324, 648, 1620]])
+def test_the_default_early_passes_keep_the_fixed_n_power_curve_at_every_miss_exactly(looks):
+    """The default futility margin is what N can catch, and curtailment reads the largest miss the look's limit
+    leaves possible: at every miss from 0.01 to the meaningful 0.10 the sequential gate fails within one point as
+    often as the fixed-N test (exact over every path, 6 and 27 prompts x 60 images, the paper's level), where a
+    fixed margin of half the meaningful miss lost most of the power at 0.02-0.04 misses."""
+    level, bound = 0.05 / 1435, 0.8
+    for miss in (0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.10):
+        seq = _paths(looks, bound, bound - miss, level)
+        fixed = _fixed(looks[-1], bound, bound - miss, level)
+        assert seq["fail"] + seq["fail_N"] >= fixed - 0.01, (miss, seq, fixed)
+        assert seq["lost_futility"] + seq["lost_curtail"] <= 0.01, (miss, seq)
 
 
 def test_decide_look_fails_only_where_the_estimand_does_not_move_with_n():
@@ -214,7 +228,7 @@ def test_the_round_loop_decides_each_gate_once_and_asks_open_gates_only():
     for g, at in stopped_at.items():
         assert max(n for grp, n in seen if grp == g) == at
     edge = loop.indicator("rate", {"group": "edge"})
-    assert edge.sequential.reason in (Reason.FINAL, Reason.FUTILITY)
+    assert edge.sequential.reason in (Reason.FINAL, Reason.FUTILITY, Reason.CURTAIL)
     # a gate the loop was not told of (no bound, or another test's reading) is computed at N, without a record
     other = loop.indicator("rate", {"group": "other"})
     assert other.sequential is None and other.n == 1024
@@ -308,7 +322,8 @@ def test_a_gate_that_cannot_fail_early_is_tested_at_n_alone_with_its_whole_level
 
 def test_a_worst_of_futility_pass_counts_no_selection_and_keeps_its_promise():
     """A worst-of gate's futility limit is the least of its groups' limits at ``beta`` itself (no Bonferroni
-    factor): a model missing through one group (exactly ``delta`` below the bound, 49 other groups far above it)
+    factor): with a team's indifference margin ``delta``, a model missing through one group (exactly ``delta``
+    below the bound, 49 other groups far above it)
     is passed early with probability at most ``beta``, by exact enumeration of that group's images through the
     product's ``decide_look``; and it does pass early sometimes (the check is not vacuous), more often than with
     the selection counted (the old rule), never more than ``beta``."""
@@ -317,6 +332,7 @@ def test_a_worst_of_futility_pass_counts_no_selection_and_keeps_its_promise():
 
     from t2i_fairness.gating.indicator import Indicator
     from t2i_fairness.gating.sequential import decide_look
+    from t2i_fairness.gating.sequential.stopping import open_groups
     from t2i_fairness.metrics.evidence import worst_of
     from t2i_fairness.metrics.intervals import precision_interval
 
@@ -330,11 +346,13 @@ def test_a_worst_of_futility_pass_counts_no_selection_and_keeps_its_promise():
     for x in range(n + 1):
         ev = worst_of({**high, "miss": share(x, n)})
         d = decide_look(Indicator(ev.estimate, n * groups, "worst", ev), bound, "min", level=1e-4, share=1e-6,
-                        beta=beta)
+                        beta=beta, indifference=delta)
         weight = float(binom.pmf(x, n, theta))
         passed += weight * (d.reason == "futility")
         passed_counting_selection += weight * (ev.limit(beta, "low") > bound - delta)
-        open_after += weight * ("miss" in ev.open_groups(bound, "min", beta, delta))
+        open_after += weight * ("miss" in open_groups(ev, bound, "min", beta, 1e-4, None, indifference=delta))
+        assert ev.open_groups(bound, "min", beta, delta) == open_groups(ev, bound, "min", beta, 1e-4, None,
+                                                                        indifference=delta)
     assert 0 < passed_counting_selection < passed <= beta
     assert 1 - open_after == pytest.approx(passed, abs=1e-12)  # the group-by-group rule clears it as often
 
