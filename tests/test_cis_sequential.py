@@ -274,9 +274,10 @@ def test_a_sequential_cis_run_stops_clear_gates_early_and_is_the_fixed_n_gate_at
     assert passing["at"] < 64 and failing["at"] < 64 and passing["planned"] == failing["planned"] == 64
     assert seq_records["test_cis[k1]"]["details"]["prompts"] == passing["at"]  # the look's prompts, all images
     # the border gate (bound at its own fixed-N estimate) cannot catch a meaningful miss at N (power 0.0002 at 0.10):
-    # it passes by curtailment once the prompts left cannot move its estimate far enough (56 of 64 here)
+    # it passes by curtailment once the prompts left cannot move its estimate far enough, judged at the largest miss
+    # its look's limit leaves possible (0.13 here, beyond the meaningful 0.10)
     assert border["reason"] == "pass: curtailed" and border["at"] < 64
-    assert border["conditional_power"] < border["curtail_gamma"] and border["curtail_miss"] == 0.10
+    assert border["conditional_power"] < border["curtail_gamma"] and border["curtail_miss"] > 0.10
     assert "passed early by curtailment" in seq_records["test_cis[k4]"]["message"]
     assert "sequential" not in fixed_records["test_cis[k4]"]["details"]
     # the fixed-N run after it still had the prompts the early gates never asked for to make

@@ -590,3 +590,52 @@ def test_a_spread_or_ratio_of_coverages_no_outcome_can_fail_passes_early_and_non
     wide = [coverage_interval(covering(200, 8, 0.5)) for _ in range(3)]
     for contrast, bound, direction in (("difference", 0.45, "max"), ("ratio", 0.5, "min")):
         assert fails_possible(pairs(wide, contrast=contrast), bound, direction, a)
+
+
+def test_a_teams_indifference_margin_is_explicit_in_the_thresholds_file_and_in_every_early_pass(tmp_path):
+    """The default early passes keep the fixed-N power; a team that trades power for images writes its indifference
+    margin per kind (top-level ``indifference:``) or per gate (a gate's ``indifference:``, which wins) in the
+    thresholds file, the round loop reads it, and every early pass on it says so in its message and report line."""
+    import numpy as np
+
+    from t2i_fairness.gating.thresholds import ThresholdFileError
+    from t2i_fairness.gating.indicator import Indicator
+    from t2i_fairness.gating.sequential import early_record, gate_line
+    from t2i_fairness.gating.session import GateRecord
+    from t2i_fairness.gating.thresholds import ThresholdFile
+    from t2i_fairness.metrics.intervals import precision_interval
+
+    path = tmp_path / "t.yaml"
+    path.write_text("indifference:\n  share: 0.05\ngates:\n  a:\n    min: 0.8\n  b:\n    min: 0.8\n    indifference: 0.0\n")
+    t = ThresholdFile.load(path)
+    assert t.indifference == {"share": 0.05} and t.gates["b"].indifference == 0.0 and t.gates["a"].indifference is None
+    t.save()
+    assert ThresholdFile.load(path).indifference == {"share": 0.05} and "indifference: 0.0" in path.read_text()
+    for bad, says in (("indifference:\n  shares: 0.05\n", "unknown gate kind 'shares'"),
+                      ("indifference:\n  share: -0.1\n", "must be a finite number >= 0"),
+                      ("gates:\n  a:\n    min: 0.8\n    indifference: -1\n", "indifference must be >= 0")):
+        path.write_text(bad)
+        with pytest.raises(ThresholdFileError, match=says):
+            ThresholdFile.load(path)
+
+    class S:  # 85% of n images inside: 0.05 clear of the bound 0.8 in expectation
+        def __init__(self, n):
+            self.n = n
+
+        def rate(self, which):
+            k = int(round(0.85 * self.n))
+            return Indicator(k / self.n, self.n, "share", precision_interval(np.r_[np.ones(k, bool), np.zeros(self.n - k, bool)]))
+
+    gates = [GateCallSpec(w, "rate", (("which", w),)) for w in ("a", "b")]
+    loop = Rounds(S(1024), lambda s, n: S(n), [256, 512, 1024], "images per prompt", gates, t.gates, 1e-4,
+                  raw=lambda s, m, kw: getattr(s, m)(**kw), indifference=t.indifference)
+    a, b = (loop.indicator("rate", {"which": w}).sequential for w in ("a", "b"))
+    assert (a.reason, a.futility_basis, a.futility_miss, a.at) == (Reason.FUTILITY, "indifference", 0.05, 256)
+    assert b.futility_basis != "indifference"  # its own margin 0 wins over the kind's: the default rule
+    record = GateRecord("a", "t::a", 0.85, 256, "min", "pass", 0.8, None, "a: measured 0.8500", {})
+    message = early_record(record, a, t.gates["a"]).message
+    assert "any miss is below 0.05, the margin this gate allows" in message and "indifference" in message
+    assert "indifference margin 0.05" in gate_line(a)
+    default = Rounds(S(1024), lambda s, n: S(n), [256, 512, 1024], "images per prompt", gates[:1],
+                     {"a": t.gates["a"]}, 1e-4, raw=lambda s, m, kw: getattr(s, m)(**kw))
+    assert default.indicator("rate", {"which": "a"}).sequential.futility_basis != "indifference"
