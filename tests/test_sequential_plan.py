@@ -213,3 +213,19 @@ def test_hours_of_each_case_from_the_measured_rate(tmp_path, in_process):
         assert re.search(rf"^    {label} +{seq[case]} +{seq[case + '_to_make']} +{seq[case + '_hours']:.2f} h ", out, re.M), out
     assert seq["best_hours"] < seq["worst_hours"] == pytest.approx(role["estimate"]["hours"])
     assert "no measured rate" not in out
+
+
+def test_the_plan_states_a_teams_indifference_margins_and_the_default_rule(tmp_path):
+    """`t2i-fairness plan` names a thresholds file's indifference margins (per kind, and how many gates have their
+    own): a team's trade of power for images is never silent; a file without margins adds no line."""
+    from types import SimpleNamespace
+
+    from t2i_fairness.distributed.planner import _indifference_lines
+
+    path = tmp_path / "t.yaml"
+    path.write_text("indifference:\n  share: 0.05\ngates:\n  a:\n    min: 0.8\n    indifference: 0.03\n  b:\n    min: 0.7\n")
+    (line,) = _indifference_lines(SimpleNamespace(thresholds=path))
+    assert "per kind share 0.05; 1 gate(s) their own" in line and "the fixed-N run would fail" in line
+    path.write_text("gates:\n  a:\n    min: 0.8\n")
+    assert _indifference_lines(SimpleNamespace(thresholds=path)) == []
+    assert _indifference_lines(SimpleNamespace(thresholds=tmp_path / "missing.yaml")) == []
