@@ -611,6 +611,11 @@ def test_a_teams_indifference_margin_is_explicit_in_the_thresholds_file_and_in_e
     assert t.indifference == {"share": 0.05} and t.gates["b"].indifference == 0.0 and t.gates["a"].indifference is None
     t.save()
     assert ThresholdFile.load(path).indifference == {"share": 0.05} and "indifference: 0.0" in path.read_text()
+    from t2i_fairness.gating.thresholds import BoundUpdate
+
+    moved = ThresholdFile.load(path)
+    moved.apply_updates([BoundUpdate("b", "min", 0.81, {"seed": 1})])  # an update keeps the gate's margin
+    assert moved.gates["b"].indifference == 0.0 and moved.gates["b"].value == 0.81
     for bad, says in (("indifference:\n  shares: 0.05\n", "unknown gate kind 'shares'"),
                       ("indifference:\n  share: -0.1\n", "must be a finite number >= 0"),
                       ("gates:\n  a:\n    min: 0.8\n    indifference: -1\n", "indifference must be >= 0")):
