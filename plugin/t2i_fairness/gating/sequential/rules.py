@@ -134,7 +134,8 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
     if beta and "futility" in KINDS[indicator.kind] and ev is not None and hasattr(ev, "limit"):
         effect = FUTILITY_MISS.get(indicator.kind)
         if effect is not None:  # a family's test: futility against the effect it declares
-            return _effect_futility(indicator, ev, bound, direction, beta, effect, p, spent, p_seq)
+            d = _effect_futility(ev, bound, direction, beta, effect, p, spent, p_seq)
+            return d if d.stopped else _curtail(indicator, bound, direction, level, fraction, beta, units_grow, d)
         cannot_fail = fraction is not None and 0.0 < fraction < 1.0 and isinstance(ev, Interval) and \
             not fails_possible(ev, bound, direction, level, fraction, units_grow)
         if isinstance(ev, Interval) and not cannot_fail:  # (a gate no outcome at N can fail: curtailed, said so)
@@ -153,7 +154,7 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
                     LookDecision("open", p, spent, p_seq))
 
 
-def _effect_futility(indicator, ev, bound: float, direction: str, beta: float, delta: float, p, spent: float,
+def _effect_futility(ev, bound: float, direction: str, beta: float, delta: float, p, spent: float,
                      p_seq) -> LookDecision:
     """A family's test (no meaningful miss): its limit at ``beta`` clears ``bound`` less its declared effect."""
     try:
@@ -168,8 +169,8 @@ def _effect_futility(indicator, ev, bound: float, direction: str, beta: float, d
 
 def _curtail(indicator, bound: float, direction: str, level: float, fraction: float | None, beta: float | None,
              units_grow: bool, open_: LookDecision, impossible_only: bool = False) -> LookDecision:
-    """``open_``, or a pass by curtailment when the fixed-N test's conditional power at a meaningful miss is below
-    :data:`CURTAIL_GAMMA` (module docstring); for every kind, a pass where no outcome at ``N`` can fail the gate
+    """``open_``, or a pass by curtailment when the fixed-N test's conditional power at the largest miss the look's
+    limit at ``beta`` leaves possible (at least 0) is below :data:`CURTAIL_GAMMA` (module docstring); for every kind, a pass where no outcome at ``N`` can fail the gate
     (``impossible_only``: that rule alone, for a look whose value is undefined)."""
     ev = indicator.evidence
     if not beta or fraction is None or not 0.0 < fraction < 1.0 or not isinstance(ev, Interval):
