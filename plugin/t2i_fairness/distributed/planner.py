@@ -573,7 +573,7 @@ def _indifference_lines(options: T2IOptions) -> list[str]:
     """The plan's statement of a team's indifference margins (the thresholds file's): fewer images, less power."""
     from t2i_fairness.gating.thresholds import ThresholdFile, ThresholdFileError
 
-    path = getattr(options, "thresholds", None)
+    path = options.thresholds
     try:
         t = ThresholdFile.load(path) if path is not None else None
     except (ThresholdFileError, OSError):
