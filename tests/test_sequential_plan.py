@@ -169,8 +169,9 @@ def test_null_share_picks_the_bench_figure_or_n():
     assert null_share("dig_in", "share", 8) == (dig[(60, 8)], (60, 8))
     assert null_share("dig_in", "share", 12, 60) == (dig[(60, 16)], (60, 16))  # a tie takes the larger batch
     assert null_share("dig_in", "share", 64)[1] == (60, 16) and null_share("dig_in", "share", 1)[1] == (60, 8)
-    # the bench's N nearest the plan's on a log scale: the paper's 10,000 prompts per K stop far sooner than 500
-    assert null_share("cis", "share", 16, 10000) == (table[(10000, 16)], (10000, 16)) and table[(10000, 16)] < 0.5
+    # the bench's N nearest the plan's on a log scale (under issue #45's default the paper's 10,000 prompts per K no
+    # longer stop sooner than 500: N there catches 0.02 misses, which a look must rule out before it passes)
+    assert null_share("cis", "share", 16, 10000) == (table[(10000, 16)], (10000, 16)) and table[(10000, 16)] < 1.0
     assert null_share("cis", "share", 16, 2237)[1] == (10000, 16) and null_share("cis", "share", 16, 2236)[1] == (500, 16)
     assert null_share("cis", "share", 16, 24)[1] == null_share("cis", "share", 16)[1] == (500, 16)  # None: the smallest
     assert null_share("cis", "share", 16, 100000)[1] == (10000, 16)
