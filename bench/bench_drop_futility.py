@@ -2,8 +2,9 @@
 
 The drop per component (``test_cis_drop_per_component``, kind ``spread``, a ``max`` gate) is minus the least-squares
 slope of CIS_K over K, a linear combination of the independent CIS_K (each K's prompts drawn apart), whose limits are
-MOVER's over each CIS_K's limits (``metrics.evidence.Combination``). ``--t2i-sequential`` passes it early by futility
-when its upper limit at ``beta_k`` lies below ``bound + delta`` (``delta`` = 0.05, ``sum_k beta_k = 0.005``). The
+MOVER's over each CIS_K's limits (``metrics.evidence.Combination``). With a team's indifference margin ``delta``
+(``indifference:`` in the thresholds file; the default rule before issue #45), ``--t2i-sequential`` passes it early
+by futility when its upper limit at ``beta_k`` lies below ``bound + delta`` (``delta`` = 0.05, ``sum_k beta_k = 0.005``). The
 promise: a model whose drop misses its bound by ``delta`` or more is passed early with probability at most 0.005.
 Two rules:
 
@@ -43,11 +44,15 @@ for _p in (REPO / "plugin", REPO / "bench"):
 
 from sequential_worlds import CIS_KS, CIS_MEANS, _beta  # noqa: E402
 from t2i_fairness.families.cis.study import Scored, cis_looks, drop_interval, slope_weights  # noqa: E402
-from t2i_fairness.gating.sequential import FUTILITY_BETA, FUTILITY_MISS, futility_levels  # noqa: E402
+from t2i_fairness.gating.power import MEANINGFUL_MISS  # noqa: E402
+from t2i_fairness.gating.sequential import FUTILITY_BETA, futility_levels  # noqa: E402
 from t2i_fairness.metrics.intervals import share_limit  # noqa: E402
 
 LEVEL = 0.05 / 351  # alpha / m of the procedural suite at N 16 (351 gate tests)
 DROP = -float(slope_weights(CIS_KS) @ np.array([CIS_MEANS[k] for k in CIS_KS]))  # the population drop: 0.04
+#: the margin measured: a team's indifference margin of half the meaningful miss (`indifference: {spread: {DELTA}}` in
+#: the thresholds file; the default rule before issue #45), passed to the rule as ``indifference``
+DELTA = MEANINGFUL_MISS["spread"] / 2
 
 
 def draw(rng, sd: float, prompts: int, images: int) -> list[np.ndarray]:
@@ -72,7 +77,7 @@ def one_run(rng, sd: float, prompts: int, images: int, looks: list[int], bound: 
         if m < 2:  # no cluster interval over one prompt: the look decides nothing (as in the product)
             continue
         ev = evidence(values, m)
-        edge = bound + FUTILITY_MISS["spread"]
+        edge = bound + DELTA
         for rule, read in (("limit", ev.limit), ("futility", ev.futility_limit)):
             if early[rule] is None and read(betas[k], "high") < edge:
                 early[rule] = k
@@ -92,7 +97,7 @@ def main(argv=None) -> int:
     ap.add_argument("--misses", type=float, nargs="+", default=None, help="misses of the bound (default delta, 2 delta)")
     ap.add_argument("--seed", type=int, default=0)
     a = ap.parse_args(argv)
-    delta = FUTILITY_MISS["spread"]
+    delta = DELTA
     print(f"# bench_drop_futility: K {list(CIS_KS)}, CIS_K means {[CIS_MEANS[k] for k in CIS_KS]} (drop {DROP:.4f}), "
           f"J = {a.images} images, delta {delta}, sum beta_k {FUTILITY_BETA}, level {LEVEL:.3g}, {a.runs} runs per row")
     print("| M | looks | sd | miss | passed early: limit (before) | futility (MOVER over betting) | upper 95% | "

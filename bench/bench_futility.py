@@ -1,7 +1,9 @@
 """Is a CIS share gate's futility stop honest? Measured for the two limits the rule could read.
 
-``--t2i-sequential`` passes a ``min`` gate early (futility) when its one-sided limit at ``beta_k`` lies above
-``bound - delta`` (``gating.sequential``: ``delta`` = 0.05 for a share, ``sum_k beta_k = 0.005``). The promise:
+With a team's indifference margin ``delta`` (``indifference:`` in the thresholds file; the default rule before issue
+#45, which now reads the margin ``N`` can detect, ``docs/sequential.md``), ``--t2i-sequential`` passes a ``min`` gate
+early (futility) when its one-sided limit at ``beta_k`` lies above ``bound - delta`` (``delta`` = 0.05 for a share
+here, ``sum_k beta_k = 0.005``). The promise:
 a model that misses its bound by ``delta`` or more is passed early with probability at most 0.005, so the
 sequential gate keeps the fixed-N gate's power within half a point. The promise holds when the limit covers.
 A CIS_K gate's interval is the cluster share's (``metrics.intervals.cluster_mean_interval``): Korn and
@@ -55,12 +57,16 @@ for _p in (REPO / "plugin", REPO / "bench"):
 from sequential_worlds import CIS_MEANS, _beta  # noqa: E402
 from t2i_fairness.families.cis.study import cis_looks  # noqa: E402
 from t2i_fairness.gating.indicator import Indicator  # noqa: E402
-from t2i_fairness.gating.sequential import (FUTILITY_BETA, FUTILITY_MISS, decide_look, futility_levels,  # noqa: E402
+from t2i_fairness.gating.power import MEANINGFUL_MISS  # noqa: E402
+from t2i_fairness.gating.sequential import (FUTILITY_BETA, decide_look, futility_levels,  # noqa: E402
                                             spending_shares)
 from t2i_fairness.metrics.decisions import p_value_interval  # noqa: E402
 from t2i_fairness.metrics.intervals import cluster_mean_interval, share_limit  # noqa: E402
 
 PAPER_LEVEL = 0.05 / 1435  # alpha / m: the paper preset's gate tests (Holm's first step)
+#: the margin measured: a team's indifference margin of half the meaningful miss (`indifference: {share: {DELTA}}` in
+#: the thresholds file; the default rule before issue #45), passed to the rule as ``indifference``
+DELTA = MEANINGFUL_MISS["share"] / 2
 
 
 def one_run(rng, mu: float, sd: float, prompts: int, images: int, looks: list[int], bound: float) -> dict:
@@ -80,13 +86,13 @@ def one_run(rng, mu: float, sd: float, prompts: int, images: int, looks: list[in
         kg = dataclasses.replace(iv, bounded=None)
         # the law-free limit is the lower of the two: where Korn-Graubard's does not clear bound - delta it does not
         # either, and its p-value (a nested bisection, 0.1 s) is skipped (its early fail would need p <= a s_k ~ 1e-12)
-        kg_clears = kg.limit(betas[k], "low") > bound - FUTILITY_MISS["share"]
+        kg_clears = kg.limit(betas[k], "low") > bound - DELTA
         for rule in list(open_):
             if rule == "law-free" and not kg_clears:
                 continue
             ev = iv if rule == "law-free" else kg
             d = decide_look(Indicator(iv.estimate, m * images, "share", ev), bound, "min", level=PAPER_LEVEL,
-                            share=float(shares[k]), beta=betas[k])
+                            share=float(shares[k]), beta=betas[k], indifference=DELTA)
             if d.stopped:
                 open_.discard(rule)
                 early[rule] = k if d.reason == "futility" else None
@@ -187,7 +193,7 @@ def main(argv=None) -> int:
         return main_written(a, prompts, runs)
     looks = cis_looks(prompts)
     print(f"# bench_futility: M = {prompts} prompts x J = {a.images} images, looks {looks}, beta_k "
-          f"{futility_levels(len(looks))[0]:.5f} (sum {FUTILITY_BETA}), delta {FUTILITY_MISS['share']}, {runs} runs per row")
+          f"{futility_levels(len(looks))[0]:.5f} (sum {FUTILITY_BETA}), delta {DELTA}, {runs} runs per row")
     print("| K (mu) | sd | miss | early passes, law-free (main) | early passes, KG alone | upper 95% KG | "
           "fixed N fails | of them passed early: law-free | KG |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -196,11 +202,11 @@ def main(argv=None) -> int:
     for k in a.ks:
         mu = CIS_MEANS[k]
         for sd in a.sd:
-            for miss in a.misses or (FUTILITY_MISS["share"], 2 * FUTILITY_MISS["share"]):
+            for miss in a.misses or (DELTA, 2 * DELTA):
                 r = measure(mu, sd, miss, prompts=prompts, images=a.images, runs=runs, seed=a.seed)
                 e, n = r["early"], r["runs"]
                 up = float(share_limit(e["KG"], n, 0.05, "high"))  # Clopper-Pearson's upper 95% bound
-                if miss == FUTILITY_MISS["share"]:
+                if miss == DELTA:
                     worst = max(worst, up)
                 f = r["fixed_fails"]
                 print(f"| {k} ({mu}) | {sd} | {miss:.2f} | {e['law-free']}/{n} | {e['KG']}/{n} ({e['KG'] / n:.4f}) | {up:.4f} | "

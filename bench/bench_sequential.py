@@ -736,6 +736,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--procedural", type=int, default=None, metavar="RUNS",
                     help="run the real suite through pytest instead (bench/bench_sequential_suite.py; its options pass on)")
+    ap.add_argument("--power-curve", action="store_true",
+                    help="the power curve, sequential beside fixed N: CIS_1 and CIS_8 at 10,000 prompts x 16, misses "
+                         "0-0.10, three prompt laws (bench/sequential_power.py); --runs per law and miss (default 4: "
+                         "minutes; the docs' figure: --runs 25)")
     ap.add_argument("--quick", action="store_true", help="a twentieth of CIS, 3 DIG In objects, 8 runs, sd 0.3: < 3 min")
     ap.add_argument("--runs", type=int, default=None, help="runs per scenario (default 200; --quick 8)")
     ap.add_argument("--canary-runs", type=int, default=None, help="runs of each canary scenario (default --runs)")
@@ -761,6 +765,8 @@ def main(argv=None) -> int:
         return bench_sequential_suite.main(["--runs", str(a.procedural), *rest])
     if rest:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    if a.power_curve:
+        return power_curve_main(a)
     base = QUICK if a.quick else FULL
     size = Size(a.cis_prompts or base.cis_prompts, a.components or base.components,
                 max(1, round((a.cis_prompts or base.cis_prompts) * base.order_prompts / base.cis_prompts)),
@@ -802,6 +808,31 @@ def main(argv=None) -> int:
     if a.json:
         Path(a.json).write_text(json.dumps([{**r, "kinds": {f"{k[0]}:{k[1]}": v for k, v in r["kinds"].items()}}
                                             for r in rows], indent=1))
+    return 0
+
+
+def power_curve_main(a) -> int:
+    """``--power-curve``: the sequential run's chance of failing a gate beside fixed N's (bench/sequential_power.py)."""
+    import sequential_power as sp
+
+    runs = a.runs if a.runs is not None else 4
+    prompts = a.cis_prompts or FULL.cis_prompts
+    if runs < 1 or prompts < 32:
+        raise SystemExit("--runs must be >= 1 and --cis-prompts >= 32")
+    t0 = time.time()
+    rows = sp.power_curve(runs=runs, prompts=prompts, seed=a.seed)
+    print(f"# bench_sequential --power-curve: CIS_1 and CIS_8, {prompts} prompts x {CIS_N} images, level {ALPHA} / "
+          f"{PAPER_GATES}, prompt laws {', '.join(sp.LAWS)}; {runs} runs per law and miss ({3 * runs} per miss), "
+          f"seed {a.seed}; {platform.node()} ({os.cpu_count()} cores), "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {time.time() - t0:.0f} s")
+    print("\n".join(sp.curve_table(rows)))
+    print("\nGoals (issue #45, item 1):")
+    print("\n".join(sp.curve_goals(rows)))
+    for kind in ("CIS_1", "CIS_8"):
+        print(f"null model ({kind}, bound written by the update flow): {sp.null_images(rows, kind):.1%} of the fixed-N "
+              f"images, mean over the laws")
+    if a.json:
+        Path(a.json).write_text(json.dumps([vars(r) for r in rows], indent=1))
     return 0
 
 

@@ -79,3 +79,25 @@ def test_the_bench_writes_the_families_null_shares(bench, tmp_path):
     cis, dig = (NullShares.load(p) for p in written)
     assert cis.table == {"share": {(500, 8): 0.6, (64, 8): 0.5}} and cis.source == "old; new"
     assert dig.table == {"worst": {(60, 8): 0.8}} and dig.source == "new"
+
+
+def test_the_power_curve_decides_both_designs_on_the_same_runs_and_its_laws_have_their_means(bench):
+    """``--power-curve`` at a tiny size: every row has its runs, a gross miss is failed by both designs, a model on its
+    bound by neither, the table and goals print; each prompt law's mean is the one asked for (the logit law's shift
+    solved by quadrature, checked here against a large sample)."""
+    import numpy as np
+
+    import sequential_power as sp
+
+    rng = np.random.default_rng(0)
+    for law in sp.LAWS:
+        for mean in (0.45, 0.8):
+            assert abs(sp.prompt_rates(law, mean, 400_000, rng).mean() - mean) < 3e-3, (law, mean)
+    rows = sp.power_curve(kinds=(1,), misses=(0.0, 0.3), runs=2, prompts=128, null=False, log=lambda *a: None)
+    assert [(r.law, r.miss, r.runs) for r in rows] == [(law, m, 2) for law in sp.LAWS for m in (0.0, 0.3)]
+    for r in rows:
+        assert 0 < r.images <= r.runs
+        assert (r.fixed, r.seq) == ((0, 0) if r.miss == 0.0 else (2, 2)), r
+    table = sp.curve_table(rows)
+    assert table[0].startswith("| gate | miss |") and len(table) == 2 + 2
+    assert "met" in sp.curve_goals(rows)[0]

@@ -274,9 +274,10 @@ def test_a_sequential_cis_run_stops_clear_gates_early_and_is_the_fixed_n_gate_at
     assert passing["at"] < 64 and failing["at"] < 64 and passing["planned"] == failing["planned"] == 64
     assert seq_records["test_cis[k1]"]["details"]["prompts"] == passing["at"]  # the look's prompts, all images
     # the border gate (bound at its own fixed-N estimate) cannot catch a meaningful miss at N (power 0.0002 at 0.10):
-    # it passes by curtailment once the prompts left cannot move its estimate far enough (56 of 64 here)
+    # it passes by curtailment once the prompts left cannot move its estimate far enough, judged at the largest miss
+    # its look's limit leaves possible (0.13 here, beyond the meaningful 0.10)
     assert border["reason"] == "pass: curtailed" and border["at"] < 64
-    assert border["conditional_power"] < border["curtail_gamma"] and border["curtail_miss"] == 0.10
+    assert border["conditional_power"] < border["curtail_gamma"] and border["curtail_miss"] > 0.10
     assert "passed early by curtailment" in seq_records["test_cis[k4]"]["message"]
     assert "sequential" not in fixed_records["test_cis[k4]"]["details"]
     # the fixed-N run after it still had the prompts the early gates never asked for to make
@@ -389,8 +390,9 @@ def test_the_order_test_joins_the_round_loop_in_a_sequential_run_and_is_the_fixe
 
 
 def test_a_report_reads_the_images_its_family_s_gates_made(pytester, tmp_path):
-    # Decomposed-DIG's object precision gates pass early by futility (bounds at 0); the diagnostics report (no
-    # indicator) then reads the last look they reached (Rounds.reached) and generates nothing more
+    # Decomposed-DIG's object precision gates pass early (bounds at 0, a share's edge: no outcome at N can fail them,
+    # curtailed); the diagnostics report (no indicator) then reads the last look they reached (Rounds.reached) and
+    # generates nothing more
     (pytester.path / "fairness_tests").mkdir()
     for name in ("test_decomposed_dig.py", "conftest.py"):
         if (REPO / "fairness_tests" / name).exists():
@@ -409,6 +411,6 @@ def test_a_report_reads_the_images_its_family_s_gates_made(pytester, tmp_path):
         assert result.ret == pytest.ExitCode.OK, result.stdout.str()
         made[name] = _generated(result)
         gates = json.loads((tmp_path / f"art-{name}" / "run.json").read_text())["gates"]
-        assert len(gates) == 3 and all(g["details"]["sequential"]["reason"] == "pass: futility" for g in gates)
+        assert len(gates) == 3 and all(g["details"]["sequential"]["reason"] == "pass: curtailed" for g in gates)
         assert all(g["details"]["sequential"]["at"] < 8 for g in gates)
     assert made["both"] == made["gates"]  # the report added no image

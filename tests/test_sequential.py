@@ -159,13 +159,27 @@ def test_curtailment_costs_at_most_gamma_plus_beta_at_any_miss_exactly(truth):
 
 
 def test_a_model_comfortably_above_its_bound_stops_early():
-    """Bounds the update flow writes sit about 3.3 standard errors below the model: most such gates pass by
-    futility at the first or second look (the images a null model's run saves)."""
+    """Bounds the update flow writes sit about 3.3 standard errors below the model: most such gates pass early, by
+    futility or curtailment, before N (the images a null model's run saves); exact over every path."""
     looks = [162, 324, 648, 1620]
     N, bound = looks[-1], 0.8
     se = math.sqrt(bound * (1 - bound) / N)
     out = _paths(looks, bound, bound + 3.3 * se, 0.05 / 1435)
-    assert out["futility"] > 0.95
+    assert out["futility"] > 0.2 and out["curtail"] > 0.4 and out["futility"] + out["curtail"] > 0.9, out
+
+
+@pytest.mark.parametrize("looks", [[48, 96, 192, 360], [162, 324, 648, 1620]])
+def test_the_default_early_passes_keep_the_fixed_n_power_curve_at_every_miss_exactly(looks):
+    """The default futility margin is what N can catch, and curtailment reads the largest miss the look's limit
+    leaves possible: at every miss from 0.01 to the meaningful 0.10 the sequential gate fails within one point as
+    often as the fixed-N test (exact over every path, 6 and 27 prompts x 60 images, the paper's level), where a
+    fixed margin of half the meaningful miss lost most of the power at 0.02-0.04 misses."""
+    level, bound = 0.05 / 1435, 0.8
+    for miss in (0.01, 0.02, 0.03, 0.04, 0.05, 0.07, 0.10):
+        seq = _paths(looks, bound, bound - miss, level)
+        fixed = _fixed(looks[-1], bound, bound - miss, level)
+        assert seq["fail"] + seq["fail_N"] >= fixed - 0.01, (miss, seq, fixed)
+        assert seq["lost_futility"] + seq["lost_curtail"] <= 0.01, (miss, seq)
 
 
 def test_decide_look_fails_only_where_the_estimand_does_not_move_with_n():
@@ -214,7 +228,7 @@ def test_the_round_loop_decides_each_gate_once_and_asks_open_gates_only():
     for g, at in stopped_at.items():
         assert max(n for grp, n in seen if grp == g) == at
     edge = loop.indicator("rate", {"group": "edge"})
-    assert edge.sequential.reason in (Reason.FINAL, Reason.FUTILITY)
+    assert edge.sequential.reason in (Reason.FINAL, Reason.FUTILITY, Reason.CURTAIL)
     # a gate the loop was not told of (no bound, or another test's reading) is computed at N, without a record
     other = loop.indicator("rate", {"group": "other"})
     assert other.sequential is None and other.n == 1024
@@ -308,7 +322,8 @@ def test_a_gate_that_cannot_fail_early_is_tested_at_n_alone_with_its_whole_level
 
 def test_a_worst_of_futility_pass_counts_no_selection_and_keeps_its_promise():
     """A worst-of gate's futility limit is the least of its groups' limits at ``beta`` itself (no Bonferroni
-    factor): a model missing through one group (exactly ``delta`` below the bound, 49 other groups far above it)
+    factor): with a team's indifference margin ``delta``, a model missing through one group (exactly ``delta``
+    below the bound, 49 other groups far above it)
     is passed early with probability at most ``beta``, by exact enumeration of that group's images through the
     product's ``decide_look``; and it does pass early sometimes (the check is not vacuous), more often than with
     the selection counted (the old rule), never more than ``beta``."""
@@ -317,6 +332,7 @@ def test_a_worst_of_futility_pass_counts_no_selection_and_keeps_its_promise():
 
     from t2i_fairness.gating.indicator import Indicator
     from t2i_fairness.gating.sequential import decide_look
+    from t2i_fairness.gating.sequential.stopping import open_groups
     from t2i_fairness.metrics.evidence import worst_of
     from t2i_fairness.metrics.intervals import precision_interval
 
@@ -330,11 +346,13 @@ def test_a_worst_of_futility_pass_counts_no_selection_and_keeps_its_promise():
     for x in range(n + 1):
         ev = worst_of({**high, "miss": share(x, n)})
         d = decide_look(Indicator(ev.estimate, n * groups, "worst", ev), bound, "min", level=1e-4, share=1e-6,
-                        beta=beta)
+                        beta=beta, indifference=delta)
         weight = float(binom.pmf(x, n, theta))
         passed += weight * (d.reason == "futility")
         passed_counting_selection += weight * (ev.limit(beta, "low") > bound - delta)
-        open_after += weight * ("miss" in ev.open_groups(bound, "min", beta, delta))
+        open_after += weight * ("miss" in open_groups(ev, bound, "min", beta, 1e-4, None, indifference=delta))
+        assert ev.open_groups(bound, "min", beta, delta) == open_groups(ev, bound, "min", beta, 1e-4, None,
+                                                                        indifference=delta)
     assert 0 < passed_counting_selection < passed <= beta
     assert 1 - open_after == pytest.approx(passed, abs=1e-12)  # the group-by-group rule clears it as often
 
@@ -572,3 +590,57 @@ def test_a_spread_or_ratio_of_coverages_no_outcome_can_fail_passes_early_and_non
     wide = [coverage_interval(covering(200, 8, 0.5)) for _ in range(3)]
     for contrast, bound, direction in (("difference", 0.45, "max"), ("ratio", 0.5, "min")):
         assert fails_possible(pairs(wide, contrast=contrast), bound, direction, a)
+
+
+def test_a_teams_indifference_margin_is_explicit_in_the_thresholds_file_and_in_every_early_pass(tmp_path):
+    """The default early passes keep the fixed-N power; a team that trades power for images writes its indifference
+    margin per kind (top-level ``indifference:``) or per gate (a gate's ``indifference:``, which wins) in the
+    thresholds file, the round loop reads it, and every early pass on it says so in its message and report line."""
+    import numpy as np
+
+    from t2i_fairness.gating.thresholds import ThresholdFileError
+    from t2i_fairness.gating.indicator import Indicator
+    from t2i_fairness.gating.sequential import early_record, gate_line
+    from t2i_fairness.gating.session import GateRecord
+    from t2i_fairness.gating.thresholds import ThresholdFile
+    from t2i_fairness.metrics.intervals import precision_interval
+
+    path = tmp_path / "t.yaml"
+    path.write_text("indifference:\n  share: 0.05\ngates:\n  a:\n    min: 0.8\n  b:\n    min: 0.8\n    indifference: 0.0\n")
+    t = ThresholdFile.load(path)
+    assert t.indifference == {"share": 0.05} and t.gates["b"].indifference == 0.0 and t.gates["a"].indifference is None
+    t.save()
+    assert ThresholdFile.load(path).indifference == {"share": 0.05} and "indifference: 0.0" in path.read_text()
+    from t2i_fairness.gating.thresholds import BoundUpdate
+
+    moved = ThresholdFile.load(path)
+    moved.apply_updates([BoundUpdate("b", "min", 0.81, {"seed": 1})])  # an update keeps the gate's margin
+    assert moved.gates["b"].indifference == 0.0 and moved.gates["b"].value == 0.81
+    for bad, says in (("indifference:\n  shares: 0.05\n", "unknown gate kind 'shares'"),
+                      ("indifference:\n  share: -0.1\n", "must be a finite number >= 0"),
+                      ("gates:\n  a:\n    min: 0.8\n    indifference: -1\n", "indifference must be >= 0")):
+        path.write_text(bad)
+        with pytest.raises(ThresholdFileError, match=says):
+            ThresholdFile.load(path)
+
+    class S:  # 85% of n images inside: 0.05 clear of the bound 0.8 in expectation
+        def __init__(self, n):
+            self.n = n
+
+        def rate(self, which):
+            k = int(round(0.85 * self.n))
+            return Indicator(k / self.n, self.n, "share", precision_interval(np.r_[np.ones(k, bool), np.zeros(self.n - k, bool)]))
+
+    gates = [GateCallSpec(w, "rate", (("which", w),)) for w in ("a", "b")]
+    loop = Rounds(S(1024), lambda s, n: S(n), [256, 512, 1024], "images per prompt", gates, t.gates, 1e-4,
+                  raw=lambda s, m, kw: getattr(s, m)(**kw), indifference=t.indifference)
+    a, b = (loop.indicator("rate", {"which": w}).sequential for w in ("a", "b"))
+    assert (a.reason, a.futility_basis, a.futility_miss, a.at) == (Reason.FUTILITY, "indifference", 0.05, 256)
+    assert b.futility_basis != "indifference"  # its own margin 0 wins over the kind's: the default rule
+    record = GateRecord("a", "t::a", 0.85, 256, "min", "pass", 0.8, None, "a: measured 0.8500", {})
+    message = early_record(record, a, t.gates["a"]).message
+    assert "any miss is below 0.05, the margin this gate allows" in message and "indifference" in message
+    assert "indifference margin 0.05" in gate_line(a)
+    default = Rounds(S(1024), lambda s, n: S(n), [256, 512, 1024], "images per prompt", gates[:1],
+                     {"a": t.gates["a"]}, 1e-4, raw=lambda s, m, kw: getattr(s, m)(**kw))
+    assert default.indicator("rate", {"which": "a"}).sequential.futility_basis != "indifference"

@@ -169,8 +169,9 @@ def test_null_share_picks_the_bench_figure_or_n():
     assert null_share("dig_in", "share", 8) == (dig[(60, 8)], (60, 8))
     assert null_share("dig_in", "share", 12, 60) == (dig[(60, 16)], (60, 16))  # a tie takes the larger batch
     assert null_share("dig_in", "share", 64)[1] == (60, 16) and null_share("dig_in", "share", 1)[1] == (60, 8)
-    # the bench's N nearest the plan's on a log scale: the paper's 10,000 prompts per K stop far sooner than 500
-    assert null_share("cis", "share", 16, 10000) == (table[(10000, 16)], (10000, 16)) and table[(10000, 16)] < 0.5
+    # the bench's N nearest the plan's on a log scale (under issue #45's default the paper's 10,000 prompts per K no
+    # longer stop sooner than 500: N there catches 0.02 misses, which a look must rule out before it passes)
+    assert null_share("cis", "share", 16, 10000) == (table[(10000, 16)], (10000, 16)) and table[(10000, 16)] < 1.0
     assert null_share("cis", "share", 16, 2237)[1] == (10000, 16) and null_share("cis", "share", 16, 2236)[1] == (500, 16)
     assert null_share("cis", "share", 16, 24)[1] == null_share("cis", "share", 16)[1] == (500, 16)  # None: the smallest
     assert null_share("cis", "share", 16, 100000)[1] == (10000, 16)
@@ -213,3 +214,19 @@ def test_hours_of_each_case_from_the_measured_rate(tmp_path, in_process):
         assert re.search(rf"^    {label} +{seq[case]} +{seq[case + '_to_make']} +{seq[case + '_hours']:.2f} h ", out, re.M), out
     assert seq["best_hours"] < seq["worst_hours"] == pytest.approx(role["estimate"]["hours"])
     assert "no measured rate" not in out
+
+
+def test_the_plan_states_a_teams_indifference_margins_and_the_default_rule(tmp_path):
+    """`t2i-fairness plan` names a thresholds file's indifference margins (per kind, and how many gates have their
+    own): a team's trade of power for images is never silent; a file without margins adds no line."""
+    from types import SimpleNamespace
+
+    from t2i_fairness.distributed.planner import _indifference_lines
+
+    path = tmp_path / "t.yaml"
+    path.write_text("indifference:\n  share: 0.05\ngates:\n  a:\n    min: 0.8\n    indifference: 0.03\n  b:\n    min: 0.7\n")
+    (line,) = _indifference_lines(SimpleNamespace(thresholds=path))
+    assert "per kind share 0.05; 1 gate(s) their own" in line and "the fixed-N run would fail" in line
+    path.write_text("gates:\n  a:\n    min: 0.8\n")
+    assert _indifference_lines(SimpleNamespace(thresholds=path)) == []
+    assert _indifference_lines(SimpleNamespace(thresholds=tmp_path / "missing.yaml")) == []

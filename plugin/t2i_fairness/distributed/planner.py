@@ -574,6 +574,10 @@ def _sequential_lines(rp: RolePlan, cost: dict | None = None) -> list[str]:
                      f"  {what}")
     lines.append(f"    expected: the null-model expectation of {cost['source']}; a regressed or borderline model costs "
                  "more, up to the worst case. Prompts read by a gate that runs to N count at N in every case.")
+    lines.append("    early passes keep the fixed-N power: a gate passes early only once any miss its look leaves possible "
+                 "is one the fixed-N test at N would catch at most 0.5% of the time (misses from 0.01 up are looked for "
+                 "as at fixed N; docs/sequential.md)")
+    lines += _indifference_lines(rp.options)
     if rate is None and device is not None and cost["worst_to_make"]:
         lines.append(f"    no measured rate for this model and settings on {device}: no hours "
                      "(a generating run stores one; or run bench/bench_generation.py)")
@@ -586,3 +590,25 @@ def _sequential_lines(rp: RolePlan, cost: dict | None = None) -> list[str]:
         lines.append(f"    {cost['reports']} report test(s) (no indicator) read the images their families' gates make (the last "
                      "look a gate needed): they hold no prompt")
     return lines
+
+
+def _indifference_lines(options: T2IOptions) -> list[str]:
+    """The plan's statement of a team's indifference margins (the thresholds file's): fewer images, less power."""
+    from t2i_fairness.gating.thresholds import ThresholdFile, ThresholdFileError
+
+    path = options.thresholds
+    try:
+        t = ThresholdFile.load(path) if path is not None else None
+    except (ThresholdFileError, OSError):
+        return []
+    if t is None:
+        return []
+    gates = {g: b.indifference for g, b in t.gates.items() if b.indifference}
+    if not t.indifference and not gates:
+        return []
+    kinds = ", ".join(f"{k} {m:g}" for k, m in sorted(t.indifference.items()))
+    return [f"    indifference margins ({path}): "
+            + (f"per kind {kinds}" if kinds else "")
+            + ("; " if kinds and gates else "") + (f"{len(gates)} gate(s) their own" if gates else "")
+            + ": such a gate passes early once any miss is below its margin, so a smaller miss the fixed-N run "
+            "would fail can pass (each early pass says so); the expected images above are the default rule's"]

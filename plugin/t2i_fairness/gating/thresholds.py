@@ -68,7 +68,8 @@ HEADER = (
 class Bound:
     """A gate's bound. ``margin`` and ``level``: how far the update flow put it from the measured value
     (the measurement's uncertainty) and the probability that an equivalent model passes it; ``policy``:
-    a hand-set floor or ceiling that the update flow never rewrites."""
+    a hand-set floor or ceiling that the update flow never rewrites; ``indifference``: a team's indifference
+    margin for ``--t2i-sequential`` (a look passes the gate early once any miss is below it; docs/sequential.md)."""
 
     direction: Direction
     value: float
@@ -76,6 +77,7 @@ class Bound:
     margin: float | None = None
     level: float | None = None
     policy: bool = False
+    indifference: float | None = None
 
 
 def provenance_id(provenance: dict) -> str:
@@ -160,7 +162,7 @@ class ThresholdFile:
         >>> _ = path.write_text("gates:\\n  a:   # lowered for REL-42\\n    min: 1e-3\\n")
         >>> t = ThresholdFile.load(path)
         >>> t.gates["a"], t.lines["a"]
-        (Bound(direction='min', value=0.001, provenance=None, margin=None, level=None, policy=False), 2)
+        (Bound(direction='min', value=0.001, provenance=None, margin=None, level=None, policy=False, indifference=None), 2)
         >>> _ = t.apply_updates([BoundUpdate("b", "max", 0.5, {"seed": 1})])
         >>> print(t.dump())
         gates:
@@ -180,6 +182,7 @@ class ThresholdFile:
     provenances: dict[str, dict] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
     bound_lines: dict[str, int] = field(default_factory=dict)  # gate id -> 1-based line of its min/max value
+    indifference: dict[str, float] = field(default_factory=dict)  # gate kind -> a team's indifference margin
     _doc: Any = field(default=None, repr=False, compare=False)  # the round-trip document (CommentedMap)
     _preamble: str | None = field(default=None, repr=False, compare=False)  # a comments-only file's text
     _indent: int = field(default=2, repr=False, compare=False)
@@ -208,12 +211,14 @@ class ThresholdFile:
             raise ThresholdFileError(
                 f"{path}:1: expected a mapping with 'gates' (and 'provenance'), got {type(doc).__name__}")
         top = _pairs(path, node, doc)
-        unknown = [(raw, kn) for raw, (kn, _, _, _) in top.items() if raw not in ("gates", "provenance")]
+        unknown = [(raw, kn) for raw, (kn, _, _, _) in top.items() if raw not in ("gates", "provenance", "indifference")]
         if unknown:
             raise ThresholdFileError(
                 f"{path}:{_line(unknown[0][1])}: unknown top-level key(s) {sorted(r for r, _ in unknown)}; "
-                "expected 'gates' and 'provenance'")
+                "expected 'gates' and 'provenance' (and optionally 'indifference')")
         out = cls(path, _doc=doc, _indent=_guess_indent(node))
+        if "indifference" in top:
+            out.indifference = _kind_margins(path, top["indifference"])
 
         provenances: dict[str, dict] = {}
         if "provenance" in top:
@@ -272,7 +277,7 @@ class ThresholdFile:
     # ------------------------------------------------------------------------------ editing
 
     def apply_updates(self, updates: Iterable[BoundUpdate | Mapping[str, Any]]) -> ApplyResult:
-        """Set bounds from measured values; a bound whose value is unchanged keeps its provenance.
+        """Set bounds from measured values; the same value measured under other settings takes their provenance.
 
         Args:
             updates: :class:`BoundUpdate` records, or mappings with ``gate``, ``direction``, ``value``
@@ -304,7 +309,8 @@ class ThresholdFile:
                 result.unchanged.append(u.gate)
                 continue
             self.provenances[pid] = settings
-            self.gates[u.gate] = Bound(u.direction, value, pid, u.margin, u.level)
+            self.gates[u.gate] = Bound(u.direction, value, pid, u.margin, u.level,
+                                       indifference=None if old is None else old.indifference)
             (result.remeasured if same else result.changed).append(u.gate)
         return result
 
@@ -481,7 +487,7 @@ def _as_update(u: BoundUpdate | Mapping[str, Any]) -> BoundUpdate:
     return u
 
 
-GATE_EXTRA_KEYS = ("margin", "level", "policy")
+GATE_EXTRA_KEYS = ("margin", "level", "policy", "indifference")
 
 
 def _extras_of(b: Bound) -> dict[str, Any]:
@@ -493,11 +499,34 @@ def _extras_of(b: Bound) -> dict[str, Any]:
         out["level"] = b.level
     if b.policy:
         out["policy"] = True
+    if b.indifference is not None:
+        out["indifference"] = b.indifference
+    return out
+
+
+def _kind_margins(path: Path, item) -> dict[str, float]:
+    """The top-level ``indifference:`` section: gate kind -> a team's indifference margin (>= 0), file:line errors."""
+    from t2i_fairness.gating.indicator import KINDS
+
+    kn, vn, _, section = item
+    if section is None:
+        return {}
+    if not isinstance(section, CommentedMap):
+        raise ThresholdFileError(f"{path}:{_line(kn)}: 'indifference' must be a mapping of gate kind -> margin, "
+                                 f"got {type(section).__name__}")
+    out = {}
+    for kind, (ikn, ivn, _, value) in _pairs(path, vn, section).items():
+        if kind not in KINDS:
+            raise ThresholdFileError(f"{path}:{_line(ikn)}: indifference: unknown gate kind {kind!r}; one of {sorted(KINDS)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) < math.inf:
+            raise ThresholdFileError(f"{path}:{_line(ivn)}: indifference: {kind} must be a finite number >= 0, got {value!r}")
+        out[kind] = float(value)
     return out
 
 
 def _gate_extras(path: Path, name: str, fields: dict) -> dict[str, Any]:
-    """Validate ``margin`` (finite, >= 0), ``level`` (in (0, 1)) and ``policy`` (a bool) with file:line errors."""
+    """Validate ``margin`` and ``indifference`` (finite, >= 0), ``level`` (in (0, 1)) and ``policy`` (a bool) with
+    file:line errors."""
     out: dict[str, Any] = {}
     for key in GATE_EXTRA_KEYS:
         if key not in fields:
@@ -512,7 +541,7 @@ def _gate_extras(path: Path, name: str, fields: dict) -> dict[str, Any]:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
             raise ThresholdFileError(f"{where} must be a finite number, got {value!r}")
         value = float(value)
-        if key == "margin" and value < 0:
+        if key in ("margin", "indifference") and value < 0:
             raise ThresholdFileError(f"{where} must be >= 0, got {value!r}")
         if key == "level" and not 0.0 < value < 1.0:
             raise ThresholdFileError(f"{where} must be a probability in (0, 1), got {value!r}")

@@ -88,8 +88,11 @@ def sequential_summary(session) -> dict | None:
     method = ("each gate's level alpha/m (Holm's first step) spent over its planned looks in the O'Brien-Fleming "
               "shape (Lan-DeMets; union bound over looks), its sequential p-value min_k p_k / s_k joining the "
               f"session's {_MULTIPLICITY.get(multiplicity, multiplicity)} step-down; futility passes (non-binding) when "
-              "the gate's one-sided limit clears its bound less half its kind's meaningful miss, at levels summing "
-              "to 0.005, or by curtailment when the fixed-N test's conditional power at a meaningful miss is below 0.005")
+              "the gate's one-sided limit, at levels summing to 0.005, leaves possible only misses the fixed-N test "
+              "at N would catch at most 0.5% of the time (or, where the thresholds file sets one, misses below a "
+              "team's indifference margin), or by curtailment when the fixed-N test's conditional power at the "
+              "largest miss the look leaves possible is below 0.005: the fixed-N power kept within about a point at "
+              "every miss")
     reasons = {reason: 0 for reason in REASON_ORDER}
     kinds: dict[str, dict] = {}
     early, without = [], 0
@@ -121,6 +124,9 @@ def sequential_summary(session) -> dict | None:
         "reasons": reasons,
         "kinds": dict(sorted(kinds.items())),
         "early_stops": [_early_stop(r) for r in early],
+        # early passes on a team's indifference margin (thresholds file), not on what N can catch: said in every report
+        "indifference_passes": {r.gate: record_of(r).futility_miss for r in early
+                                if record_of(r).futility_basis == "indifference"},
         "images_used": used_total, "generated": int(c.generated), "from_cache": int(c.from_cache),
         "planned_images": planned_total,
         "share_of_planned": round(used_total / planned_total, 4) if planned_total else None,
@@ -170,6 +176,10 @@ def sequential_lines(session, limit: int = EARLY_LIMIT) -> list[str]:
         share = k["mean_share_of_planned"]
         out.append(f"  {kind}: {k['gates']} gate{'s' if k['gates'] != 1 else ''} ({k['early']} early)"
                    + (f", {share:.0%}" if share is not None else ""))
+    if summary["indifference_passes"]:
+        out.append(f"passed early on a team's indifference margin (the thresholds file's, not what N can catch: the "
+                   f"fixed-N run may fail a smaller miss) ({len(summary['indifference_passes'])}): "
+                   + ", ".join(f"{g} (any miss below {m:g})" for g, m in list(summary["indifference_passes"].items())[:limit]))
     early = [r for r in _gated(session.records) if record_of(r) and record_of(r).early]
     order = {reason: i for i, reason in enumerate(REASON_ORDER)}
     early.sort(key=lambda r: (order.get(str(record_of(r).reason), 9), r.gate))

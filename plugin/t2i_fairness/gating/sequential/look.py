@@ -38,8 +38,8 @@ _EARLY = ("kind", "reason", "early", "round", "rounds", "unit", "at", "planned",
           "gate_level", "alpha_share", "p_sequential")
 _FINAL = ("kind", "reason", "early", "round", "rounds", "unit", "at", "planned", "share_of_planned", "alpha_share",
           "level", "gate_level", "earlier_looks_p")
-_BY_REASON = {Reason.FUTILITY: ("futility_limit", "futility_miss", "futility_beta"),
-              Reason.CURTAIL: ("conditional_power", "curtail_miss", "curtail_gamma")}
+_BY_REASON = {Reason.FUTILITY: ("futility_limit", "futility_miss", "futility_beta", "futility_basis"),
+              Reason.CURTAIL: ("conditional_power", "curtail_miss", "curtail_gamma", "futility_beta")}
 _OPTIONAL = ("open_groups", "cleared_groups", "note")
 
 
@@ -62,7 +62,8 @@ class Look:
     Its fields are run.json's keys (:meth:`to_dict`; read by attribute, never by key): the ``kind``, the
     ``reason``, look ``round`` of ``rounds`` at ``at`` of ``planned`` ``unit``; the look's ``p`` against the ``level`` it
     spends (``alpha_share`` of the ``gate_level``) and the sequential p-value (``p_sequential``; at ``N``,
-    ``earlier_looks_p``); the futility or curtailment rule that passed it; a worst-of gate's open or cleared groups.
+    ``earlier_looks_p``); the futility or curtailment rule that passed it (``futility_miss``: the margin it allowed,
+    ``futility_basis`` why: ``"at N"``, ``"indifference"`` or ``"effect"``); a worst-of gate's open or cleared groups.
 
     Example:
         >>> look = Look("share", Reason.FUTILITY, True, 1, 3, "images per prompt", 4, 16, 0.25, p=0.3,
@@ -90,6 +91,7 @@ class Look:
     futility_limit: float | None = None
     futility_miss: float | None = None
     futility_beta: float | None = None
+    futility_basis: str | None = None
     conditional_power: float | None = None
     curtail_miss: float | None = None
     curtail_gamma: float | None = None
@@ -114,9 +116,9 @@ class Look:
     def from_dict(cls, data: Mapping[str, Any]) -> "Look":
         """A look from its run.json form (numbers may be strict JSON's ``"Infinity"``; an unknown reason is kept)."""
         ints = ("round", "rounds", "at", "planned")
-        nums = {f.name for f in dataclasses.fields(cls)} - set(ints) - {"kind", "reason", "early", "unit", "note",
-                                                                       "open_groups", "cleared_groups"}
-        values: dict[str, Any] = {k: data.get(k) for k in ("kind", "unit", "note", "open_groups", "cleared_groups")}
+        texts = ("kind", "unit", "note", "open_groups", "cleared_groups", "futility_basis")
+        nums = {f.name for f in dataclasses.fields(cls)} - set(ints) - set(texts) - {"reason", "early"}
+        values: dict[str, Any] = {k: data.get(k) for k in texts}
         for k in ints:
             v = json_number(data.get(k))
             values[k] = int(v) if v is not None and math.isfinite(v) else None

@@ -15,6 +15,8 @@ from typing import Any, Callable, Mapping, Sequence
 from t2i_fairness.gating.sequential.look import Look, Reason
 from t2i_fairness.gating.sequential.plan import futility_levels, spending_shares
 from t2i_fairness.gating.sequential.rules import CURTAIL_GAMMA, REASONS, decide_look
+from t2i_fairness.gating.sequential.stopping import open_groups
+from t2i_fairness.metrics.evidence import WorstOf
 
 __all__ = ["GROUP_PARAMETERS", "GateCallSpec", "Rounds"]
 
@@ -55,6 +57,8 @@ class Rounds:
         group_methods: method -> its parameters: a worst-of method with ``groups``/``total`` measures only its groups
             still open at later looks; one with ``cleared`` is told the groups earlier looks found clear.
         curtail: pass gates early by curtailment (off under ``--t2i-inconclusive fail``).
+        indifference: kind -> a team's indifference margin (a gate's ``Bound.indifference`` overrides it); none by
+            default: a gate passes early only where a miss its limit leaves possible is one ``N`` would not catch.
 
     Example:
         >>> import numpy as np
@@ -80,11 +84,12 @@ class Rounds:
     def __init__(self, study, look: Callable[[Any, int], Any], schedule: Sequence[int], unit: str,
                  gates: Sequence[GateCallSpec], bounds: Mapping[str, Any], level: float,
                  raw: Callable[[Any, str, Mapping[str, Any]], Any], group_methods: Mapping[str, Sequence[str]] | None = None,
-                 curtail: bool = True):
+                 curtail: bool = True, indifference: Mapping[str, float] | None = None):
         self.study, self.look, self.unit, self.level, self.raw = study, look, unit, float(level), raw
         # curtailment reads the test at N that fails a gate on significant evidence; under --t2i-inconclusive fail a
         # miss of the estimate alone fails it, a test curtailment does not model: off there
         self.curtail = bool(curtail)
+        self.kind_margins = dict(indifference or {})
         self.schedule = [int(n) for n in schedule]
         if not self.schedule or any(b <= a for a, b in zip(self.schedule, self.schedule[1:])):
             raise ValueError(f"`schedule` must be increasing and non-empty, but got {list(schedule)}")
@@ -118,19 +123,22 @@ class Rounds:
                 except Exception:  # noqa: BLE001  (not computable at this look: the test at N says what is wrong,
                     # as without rounds; indicator methods raise no gate outcome, only gate() does)
                     continue
+                fraction = n / N if self.curtail else None
+                margin = self.indifference(spec.gate, ind.kind)
                 d = decide_look(ind, bound.value, bound.direction, level=self.level, share=float(shares[k]),
-                                beta=betas[k], prior=prior.get(key), fraction=n / N if self.curtail else None,
-                                units_grow=self.unit == "prompts")
+                                beta=betas[k], prior=prior.get(key), fraction=fraction,
+                                units_grow=self.unit == "prompts", indifference=margin)
                 can_fail[key] = ind.early_fail
                 prior[key] = d.p_sequential
                 if d.stopped:
                     self.decided[key] = ind.replace(at=at, sequential=self._record(ind.kind, d, k, n, float(shares[k]),
                                                                                      betas[k]))
                     del open_[key]
-                elif self._by_group(spec) and hasattr(ind.evidence, "open_groups") and d.futility_miss is not None:
+                elif self._by_group(spec) and isinstance(ind.evidence, WorstOf) and d.futility_limit is not None:
                     # a worst-of gate goes on with the groups not yet clear of a miss (the Bonferroni factor stays
                     # the gate's): its cleared groups' prompts get no more images for it
-                    still = ind.evidence.open_groups(bound.value, bound.direction, betas[k], d.futility_miss)
+                    still = open_groups(ind.evidence, bound.value, bound.direction, betas[k], self.level, fraction,
+                                        units_grow=self.unit == "prompts", indifference=margin)
                     if "cleared" in self.group_methods.get(spec.method, ()):
                         self.cleared[key] = self.cleared.get(key, frozenset()) | (
                             frozenset(ind.evidence.labels) - frozenset(still))
@@ -145,6 +153,11 @@ class Rounds:
                                     level=self.level * last, gate_level=self.level, earlier_looks_p=prior.get(key),
                                     open_groups=list(self.groups[key]) if key in self.groups else None,
                                     cleared_groups=sorted(self.cleared[key]) if key in self.cleared else None)
+
+    def indifference(self, gate: str, kind: str) -> float | None:
+        """The indifference margin a team chose for ``gate`` (its bound's), else for its ``kind``; ``None``: none."""
+        margin = getattr(self.bounds.get(gate), "indifference", None)
+        return self.kind_margins.get(kind) if margin is None else float(margin)
 
     def _by_group(self, spec: GateCallSpec) -> bool:
         """Whether the gate's indicator method measures a subset of its groups (a ``groups`` or ``cleared`` parameter)."""
@@ -166,9 +179,11 @@ class Rounds:
         N = self.schedule[-1]
         rule = {}
         if d.reason == "futility":
-            rule = dict(futility_limit=d.futility_limit, futility_miss=d.futility_miss, futility_beta=beta)
+            rule = dict(futility_limit=d.futility_limit, futility_miss=d.futility_miss, futility_beta=beta,
+                        futility_basis=d.futility_basis)
         elif d.reason == "curtail":
-            rule = dict(conditional_power=d.conditional_power, curtail_miss=d.curtail_miss, curtail_gamma=CURTAIL_GAMMA)
+            rule = dict(conditional_power=d.conditional_power, curtail_miss=d.curtail_miss, curtail_gamma=CURTAIL_GAMMA,
+                        futility_beta=beta)
         return Look(kind, REASONS[d.reason], True, k + 1, len(self.schedule), self.unit, int(n), int(N),
                     round(n / N, 4), p=d.p, level=d.level, gate_level=self.level, alpha_share=share,
                     p_sequential=d.p_sequential, **rule)

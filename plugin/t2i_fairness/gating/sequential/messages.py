@@ -7,8 +7,9 @@ import dataclasses
 from typing import Any
 
 from t2i_fairness.gating.sequential.look import Look, Reason
+from t2i_fairness.gating.sequential.stopping import NEGLIGIBLE_POWER
 
-__all__ = ["cannot_fail_clause", "early_record", "gate_line", "where_parts"]
+__all__ = ["cannot_fail_clause", "early_record", "futility_clause", "gate_line", "where_parts"]
 
 
 def _where(look: Look) -> str:
@@ -48,10 +49,7 @@ def early_record(record, look: Look | Any, bound):
         message = f"{head}; {cannot_fail_clause(s)}"
         status = "pass"
     elif s.reason is Reason.CURTAIL:
-        message = (f"{head}; passed early by curtailment at {where}: were it to miss the bound by "
-                   f"{s.curtail_miss:g} (its kind's meaningful miss), the fixed-N test at N would fail it with "
-                   f"probability {s.conditional_power:.2g} given this look (< {s.curtail_gamma:g}), so stopping "
-                   f"here costs at most {s.curtail_gamma:g} of its power at that miss")
+        message = f"{head}; passed early by curtailment at {where}: " + _curtail_clause(s)
         status = "pass"
         if record.status == "inconclusive":  # the look's estimate misses the bound without evidence: said, as at N
             message += "; its estimate at this look misses the bound without evidence (inconclusive at this size)"
@@ -64,15 +62,49 @@ def early_record(record, look: Look | Any, bound):
                    f"stop here at most {s.futility_beta:.2g} of the time; its test never fails before N")
         status = "pass"
     else:
-        low = bound is None or bound.direction == "min"
-        edge = (bound.value - s.futility_miss) if low else (bound.value + s.futility_miss)
-        message = (f"{head}; passed early by futility at {where}: its {1 - s.futility_beta:.4g} one-sided limit "
-                   f"{s.futility_limit:.4f} {'>' if low else '<'} {edge:.4f} (the bound less half its kind's "
-                   f"meaningful miss), so a model missing the bound by {s.futility_miss:g} would stop here at most "
-                   f"{s.futility_beta:.2g} of the time")
+        message = f"{head}; passed early by futility at {where}: " + futility_clause(s, bound)
         status = "pass"
     return dataclasses.replace(record, status=status, message=message, p_value=s.p_sequential,
                                threshold=s.gate_level, blocking=False)
+
+
+def _ruled_out(s: Look, bound) -> tuple[str, float | None]:
+    """What the look's limit rules out, in words, and the largest miss it leaves possible (``None``: no bound)."""
+    low = bound is None or bound.direction == "min"
+    limit = f"its {1 - s.futility_beta:.4g} one-sided limit {s.futility_limit:.4f}"
+    if bound is None:
+        return limit, None
+    possible = (bound.value - s.futility_limit) if low else (s.futility_limit - bound.value)
+    if possible <= 0:
+        return f"{limit} clears the bound {bound.value:g} itself: it rules out any miss", 0.0
+    return f"{limit} rules out a miss of more than {possible:.4f}", possible
+
+
+def futility_clause(look: Look | Any, bound) -> str:
+    """What a futility pass ruled out and what it costs: the margin at ``N`` (the default) or a team's margin."""
+    s = Look.of(look)
+    ruled, _ = _ruled_out(s, bound)
+    wrong = f"a larger miss passes here only if the limit is wrong, at most {s.futility_beta:.2g} of the time"
+    if s.futility_basis == "indifference":
+        return (f"any miss is below {s.futility_miss:g}, the margin this gate allows ({ruled}; a team's indifference "
+                f"margin from the thresholds file, not the fixed-N test's: the fixed-N run may catch a smaller miss); "
+                f"{wrong}")
+    if s.futility_miss is not None and s.futility_miss == float("inf"):
+        return f"{ruled}, and no miss is one its test at N could catch: stopping here costs none of its power"
+    return (f"{ruled} ({wrong}), and any miss up to {s.futility_miss:.4g} is one its fixed-N test at N would catch at "
+            f"most {NEGLIGIBLE_POWER:g} of the time: stopping here keeps the fixed-N power at every miss within "
+            f"{NEGLIGIBLE_POWER:g}")
+
+
+def _curtail_clause(s: Look) -> str:
+    if s.curtail_miss is None:  # a record an earlier version wrote: the kind's meaningful miss
+        return (f"its conditional power {s.conditional_power:.2g} at N is below {s.curtail_gamma:g}, so stopping "
+                f"here costs at most {s.curtail_gamma:g} of its power")
+    return (f"were it to miss the bound by {s.curtail_miss:.4g} (the largest miss its limit at this look leaves "
+            f"possible, at least 0), the fixed-N test at N would fail it with probability {s.conditional_power:.2g} "
+            f"given this look (< {s.curtail_gamma:g}); a smaller miss less often: stopping here costs at most "
+            f"{s.curtail_gamma:g} of its power at any miss up to {s.curtail_miss:.4g}, and beyond it only where its "
+            f"limit is wrong (at most {s.futility_beta or 0.005:.2g})")
 
 
 def where_parts(look: Look | Any) -> list[str]:
@@ -99,7 +131,7 @@ def gate_line(look: Look | Any) -> str:
     Example:
         >>> gate_line({"kind": "share", "reason": "pass: futility", "early": True, "round": 1, "rounds": 3,
         ...            "at": 4, "planned": 16, "unit": "images per prompt", "futility_limit": 0.71, "futility_miss": 0.05})
-        'pass: futility at look 1 of 3, 4 of 16 images per prompt (limit 0.7100, futility miss 0.05)'
+        'pass: futility at look 1 of 3, 4 of 16 images per prompt (limit 0.7100, margin at N 0.05)'
     """
     s = Look.of(look) if look else None
     if s is None:
@@ -111,7 +143,8 @@ def gate_line(look: Look | Any) -> str:
     if s.reason is Reason.FAIL and s.p is not None:
         line += f" (p {s.p:.3g} <= {s.level:.3g})"
     elif s.futility_limit is not None:
-        line += f" (limit {s.futility_limit:.4f}, futility miss {s.futility_miss:g})"
+        what = {"indifference": "indifference margin", "effect": "futility effect"}.get(s.futility_basis, "margin at N")
+        line += f" (limit {s.futility_limit:.4f}, {what} {s.futility_miss:.4g})"
     elif s.conditional_power is not None:
         miss = s.curtail_miss
         line += f" (conditional power {s.conditional_power:.2g}" + (f" at a miss of {miss:g})" if miss is not None else ")")

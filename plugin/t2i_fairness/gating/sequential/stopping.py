@@ -7,6 +7,7 @@ Why the rule keeps each gate's power: ``docs/sequential.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -16,10 +17,14 @@ from t2i_fairness.metrics.evidence import Pairs, WorstOf, pair_limit
 from t2i_fairness.metrics.intervals import Interval, PercentileMean, bound_cannot_fail, share_limit, share_tail
 from t2i_fairness.metrics.sequential import conditional_power as _normal_conditional_power
 
-__all__ = ["PAIRS_CAP_GRID", "binomial_conditional_power", "conditional_power", "df_at_n", "drift", "fails_possible"]
+__all__ = ["NEGLIGIBLE_POWER", "PAIRS_CAP_GRID", "Futility", "binomial_conditional_power", "conditional_power",
+           "df_at_n", "drift", "fails_possible", "futility", "futility_margin", "open_groups"]
 
 #: the largest trials cap :func:`fails_possible` tries every value of for a :class:`Pairs` (a grid of ``(cap + 1)^2``)
 PAIRS_CAP_GRID = 400
+#: the chance of failing at ``N`` below which a miss is one the fixed-N test does not catch: the default futility
+#: margin is the largest miss the test at ``N`` fails at most this often (:func:`futility_margin`)
+NEGLIGIBLE_POWER = 0.005
 
 
 def _toward_worst(ev: WorstOf, direction: str) -> bool:
@@ -197,3 +202,158 @@ def binomial_conditional_power(x: int, n: int, total: int, bound: float, truth: 
     if reject.size == 0 or int(reject.max()) < x:
         return 0.0
     return float(_stats.binom.cdf(int(reject.max()) - x, total - n, min(max(truth, 0.0), 1.0)))
+
+
+def _at_n(ev: Interval, fraction: float, units_grow: bool) -> Interval:
+    """The look's evidence at ``N`` (:meth:`Interval.scaled`), with what ``N``'s test knows: its floor ``2^-G`` at
+    ``N``'s prompts where looks add them, and its degrees of freedom where the look can know them (:func:`df_at_n`;
+    else the normal quantile), its groups' or terms' alike."""
+    return _n_fields(ev, ev.scaled(1.0 / float(fraction)), float(fraction), units_grow)
+
+
+def _n_fields(ev: Interval, full: Interval, t: float, units_grow: bool) -> Interval:
+    changes: dict = {"df": df_at_n(ev, t, units_grow)}
+    floor = float(getattr(ev, "p_floor", 0.0) or 0.0)
+    if floor > 0:
+        changes["p_floor"] = floor ** (1.0 / t) if units_grow else floor
+    for attr in ("groups", "terms"):
+        parts = getattr(ev, attr, None)
+        if parts:
+            changes[attr] = tuple(_n_fields(a, b, t, units_grow) for a, b in zip(parts, getattr(full, attr)))
+    return dataclasses.replace(full, **changes)
+
+
+def futility_margin(ev: Interval, bound: float, direction: str, alpha: float, fraction: float, *,
+                    negligible: float = NEGLIGIBLE_POWER, units_grow: bool = True) -> float:
+    """The largest miss of ``bound`` that the gate's test at ``N`` (the look's evidence at ``N``'s size, at
+    ``alpha``) fails with probability at most ``negligible``: misses the fixed-N run does not catch. ``inf`` where
+    no outcome at ``N`` can fail or no miss is caught; ``0`` where every miss is caught that often. A
+    :class:`WorstOf` toward its worst: the least of its groups' margins at ``alpha / G``.
+
+    Example:
+        >>> iv = Interval(0.80, 0.78, 0.82, "z", 0.95, 400, se=0.01)       # a look at a quarter of N: se 0.005 at N
+        >>> round(futility_margin(iv, 0.8, "min", 1e-4, 0.25), 4)          # (z_1e-4 - z_0.005) x 0.005
+        0.0057
+    """
+    if isinstance(ev, WorstOf) and _toward_worst(ev, direction):
+        a = alpha / ev.selection
+        return float(min(futility_margin(g, bound, direction, a, fraction, negligible=negligible,
+                                         units_grow=units_grow) for g in ev.groups))
+    t = float(fraction)
+    if not 0.0 < t < 1.0:
+        raise ValueError(f"`fraction` must be in (0, 1), but got {fraction!r}")
+    if not fails_possible(ev, bound, direction, alpha, t, units_grow):
+        return math.inf
+    full = _at_n(ev, t, units_grow)
+
+    def caught(miss: float) -> bool:
+        try:
+            return float(full.power(bound, direction, miss, alpha)) > negligible
+        except (ValueError, ZeroDivisionError, OverflowError):
+            return True  # no power known: no miss is taken as uncaught
+
+    se = full.se_at(float(bound)) if not isinstance(full, WorstOf) else None
+    hi = max(float(se) if se is not None and math.isfinite(se) and se > 0 else 1e-3, 1e-6)
+    if caught(0.0) or caught(1e-9):
+        return 0.0
+    while not caught(hi):
+        hi *= 2.0
+        if hi > 1e3:
+            return math.inf
+    lo = hi / 2.0 if hi > 2e-6 else 0.0
+    while hi - lo > 1e-5 * max(hi, 1e-3):  # bisection on the decision: powers may be steps (exact shares)
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if caught(mid) else (mid, hi)
+    return float(lo)
+
+
+@dataclasses.dataclass(frozen=True)
+class Futility:
+    """A look's futility reading: ``clear`` (pass early), the one-sided ``limit`` at ``beta`` it read and the
+    ``margin`` it allowed (the miss ruled out is anything beyond ``bound - limit``, the margin what ``N`` would not
+    catch or a team's indifference margin); for a worst-of, the group that decided it."""
+
+    clear: bool
+    limit: float
+    margin: float | None
+    group: str | None = None
+
+
+def _edge_gap(g: Interval, bound: float, direction: str, beta: float, fraction: float | None) -> tuple[float, float]:
+    """``(gap, limit)``: the group's futility limit at ``beta`` and how far it lies beyond the bound on the passing
+    side (its drift toward missing counted): the gap is positive where the limit itself clears the bound."""
+    sign = 1.0 if direction == "min" else -1.0
+    lim = float(g.futility_limit(beta, "low" if direction == "min" else "high"))
+    move = min(0.0, sign * drift(g, fraction)) if fraction is not None and 0.0 < fraction < 1.0 else 0.0
+    return sign * (lim - float(bound)) + move, lim
+
+
+def _uncaught(g: Interval, bound: float, direction: str, miss: float, alpha: float, fraction: float | None,
+              units_grow: bool, indifference: float | None) -> bool:
+    """Whether a miss of ``miss`` is within the margin: the test at ``N`` fails it at most :data:`NEGLIGIBLE_POWER`
+    of the time (no outcome can fail, or its power there), or it is within a team's ``indifference``."""
+    if indifference is not None and miss < float(indifference):
+        return True
+    if fraction is None or not 0.0 < fraction < 1.0:
+        return False
+    if not fails_possible(g, bound, direction, alpha, fraction, units_grow):
+        return True
+    try:
+        return float(_at_n(g, fraction, units_grow).power(bound, direction, miss, alpha)) <= NEGLIGIBLE_POWER
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return False
+
+
+def futility(ev: Interval, bound: float, direction: str, beta: float, alpha: float, fraction: float | None, *,
+             units_grow: bool = True, indifference: float | None = None, margin: bool = True) -> Futility:
+    """Whether a look passes a gate by futility: its one-sided limit at ``beta`` (``futility_limit``; a worst-of
+    group by group, no selection counted) clears ``bound`` less the margin, the margin being the largest miss the
+    test at ``N`` fails at most :data:`NEGLIGIBLE_POWER` of the time (:func:`futility_margin`: the default,
+    fixed-N equivalent) or, where a team chose one, the larger of that and its ``indifference`` margin.
+    ``fraction`` ``None`` (no model of ``N``, as under ``--t2i-inconclusive fail``): margin 0 unless chosen.
+    The margin is read only for a pass (the message states it), and not at all with ``margin=False``.
+
+    A run passed early misses by more than the margin only where its limit is wrong (at most ``beta``), and a miss
+    within the margin is one the fixed-N test fails at most :data:`NEGLIGIBLE_POWER` of the time: the early pass
+    costs at most that much of the fixed-N power at any miss (``docs/sequential.md``).
+
+    Example:
+        >>> iv = Interval(0.81, 0.79, 0.83, "z", 0.95, 400, se=0.01)     # a look at a quarter of N
+        >>> f = futility(iv, 0.8, "min", 0.002, 1e-4, 0.25)              # limit 0.7812: a miss up to 0.0188 possible
+        >>> f.clear, round(f.limit, 4), futility(iv, 0.8, "min", 0.002, 1e-4, 0.25, indifference=0.05).clear
+        (False, 0.7812, True)
+    """
+    toward = isinstance(ev, WorstOf) and _toward_worst(ev, direction)
+    labels, groups = (ev.labels, ev.groups) if toward else ((None,), (ev,))
+    a = alpha / ev.selection if toward else alpha
+    nearest = None
+    for label, g in zip(labels, groups):
+        gap, lim = _edge_gap(g, bound, direction, beta, fraction)
+        if not math.isfinite(lim):
+            return Futility(False, lim, None, label)
+        if gap <= 0.0 and not _uncaught(g, bound, direction, -gap, a, fraction, units_grow, indifference):
+            return Futility(False, lim, None, label)
+        if nearest is None or gap < nearest[0]:
+            nearest = (gap, lim, label, g)
+    _, lim, label, g = nearest  # the group nearest its edge: the message states its limit and margin
+    if not margin:
+        return Futility(True, lim, None, label)
+    d = 0.0
+    if fraction is not None and 0.0 < fraction < 1.0:
+        d = futility_margin(g, bound, direction, a, fraction, units_grow=units_grow)
+    if indifference is not None:
+        d = max(d, float(indifference))
+    return Futility(True, lim, d, label)
+
+
+def open_groups(ev: WorstOf, bound: float, direction: str, beta: float, alpha: float, fraction: float | None, *,
+                units_grow: bool = True, indifference: float | None = None) -> tuple[str, ...]:
+    """A worst-of gate's groups a look leaves open, those a sequential run still measures: every group whose own
+    limit at ``beta`` does not clear the bound itself (less a team's ``indifference`` margin, where it chose one).
+    Stricter than :func:`futility`'s margins at ``N`` (it rules out every miss of the group, so it costs no power),
+    and cheap: a paper run's rate floor has 1,000 groups at every look (``alpha``, ``fraction``: the gate's)."""
+    if not isinstance(ev, WorstOf) or not _toward_worst(ev, direction):
+        return tuple(getattr(ev, "labels", ()))
+    d = 0.0 if indifference is None else float(indifference)
+    return tuple(label for label, g in zip(ev.labels, ev.groups)
+                 if not _edge_gap(g, bound, direction, beta, fraction)[0] + d > 0.0)
