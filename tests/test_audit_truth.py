@@ -49,6 +49,8 @@ def test_labels_from_truth_are_what_each_image_carries_and_a_non_procedural_imag
 
 # -- the scorer-bias canary on the procedural world, audited from the truth ------------------------------------
 
+MISS = "*=0.3"  # the smallest of 0.1, 0.2, 0.3 that fails the scorer-only CIS_2 gate at this size (0.2: inconclusive)
+LABELS = 200  # of the run's 256 judged units (one per prompt while prompts last); the issue allows 400
 SIZES = ("--t2i-cis-k", "2", "--t2i-cis-prompts", "32", "--t2i-cis-images", "4", "-k", "test_cis and k2")
 
 
@@ -66,3 +68,27 @@ def cis_suite(pytester):
     (pytester.path / "fairness_tests").mkdir()
     shutil.copy(Path(__file__).resolve().parents[1] / "fairness_tests" / "test_cis.py", pytester.path / "fairness_tests")
     return pytester
+
+
+def _audited(pytester, art: str, *extra):
+    """A run, the audit of its judged units answered from the truth, and the same run decided with that audit."""
+    scorer_only = _run(pytester, art, *extra)[1]
+    assert main(["audit", str(pytester.path / art), "--per-group", str(LABELS), "--from-truth"]) == 0
+    labels = pytester.path / art / "audit" / "labels.csv"
+    assert len(labels.read_text().splitlines()) - 1 == LABELS
+    result, gate = _run(pytester, art + "-audited", *extra, "--t2i-audit", str(labels))
+    assert gate["details"]["audit"]["scorer_only"]["status"] == scorer_only["status"], result.stdout.str()[-3000:]
+    return result, scorer_only, gate
+
+
+@pytest.mark.slow  # six CIS_2 runs (32 prompts x 4 images; the images generated twice: plain and under the canary)
+def test_a_scorer_bias_fails_scorer_only_but_not_audited_and_a_generator_regression_fails_both(cis_suite):
+    assert _run(cis_suite, "null", "--t2i-update-thresholds")[0].ret == 0
+    result, scorer_only, audited = _audited(cis_suite, "biased", "--t2i-procedural-miss", MISS)  # generator unchanged
+    assert scorer_only["status"] == "fail" and scorer_only["details"]["scorer"]["pooled_disagrees"] is True
+    assert audited["status"] == "pass", result.stdout.str()[-3000:]
+    assert audited["details"]["audit"]["labels"] == LABELS and "the audit changed it" in audited["message"]
+    assert audited["details"]["audit"]["rests_on"].startswith(f"{LABELS} human labels")
+    result, scorer_only, audited = _audited(cis_suite, "caught", "--t2i-procedural-miss", MISS, "--t2i-canary",
+                                            "drop_position:last:1.0")
+    assert scorer_only["status"] == "fail" and audited["status"] == "fail", result.stdout.str()[-3000:]
