@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -50,6 +51,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        os.chdir(work)
         (work / "fairness_tests").mkdir()
         shutil.copy(REPO / "fairness_tests" / "test_cis.py", work / "fairness_tests")
         run(work, "null", 0, args, "--t2i-update-thresholds")
@@ -61,7 +63,8 @@ def main(argv=None) -> int:
         for seed in range(args.seeds):
             art = f"s{seed}"
             plain = run(work, art, seed, args, *extra)
-            cli(["audit", str(work / art), "--per-group", str(args.labels), "--from-truth"])
+            if cli(["audit", art, "--per-group", str(args.labels), "--from-truth"]) != 0:  # cwd: the cache's paths
+                raise SystemExit(f"seed {seed}: t2i-fairness audit failed")
             labels = work / art / "audit" / "labels.csv"
             audited = run(work, art + "-a", seed, args, *extra, "--t2i-audit", str(labels))
             n = len(labels.read_text().splitlines()) - 1
