@@ -6,7 +6,7 @@
     t2i-fairness generate [PYTEST ARGS] [-k EXPR] [-m EXPR] [--t2i-* ...] --engine local|ray
                           [--address ADDR] [--workers N] [--num-cpus N] [--stage images|features]
     t2i-fairness options  [--markdown | --write FILE | --check FILE]
-    t2i-fairness audit    RUN [--width W] [--confidence C] [--per-group N] [--seed S] [--output DIR]
+    t2i-fairness audit    RUN [--width W] [--confidence C] [--per-group N] [--seed S] [--output DIR] [--from-truth]
     t2i-fairness history  [-k EXPR] [--model NAME] [--since TIME] [--t2i-history FILE] ...
     t2i-fairness compare  [A [B]] [-k EXPR] [--alpha X] [--fail-on-regression] [--t2i-history FILE] ...
 
@@ -59,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--confidence", type=float, default=0.95, help="confidence of --width (default 0.95)")
     audit.add_argument("--per-group", type=int, metavar="N", help="units per group instead of the size --width needs")
     audit.add_argument("--seed", type=int, help="seed of the draw (default: the run's --t2i-seed)")
+    audit.add_argument("--from-truth", action="store_true", help="also write labels.csv answered from the images' "
+                       "procedural truth (a --t2i-model procedural run only): an audit whose truth is known")
     audit.add_argument("--output", metavar="DIR", help="where audit.html and audit-sample.csv go (default RUN/audit)")
     from t2i_fairness.history.cli import add_parsers
 
@@ -253,6 +255,10 @@ def _audit_command(ns: argparse.Namespace) -> int:
         drawn = draw_sample(shares, per_group, seed if ns.seed is None else ns.seed)
         page, sample = write_page(drawn, seed, Path(ns.output) if ns.output else Path(ns.run) / "audit",
                                   title=str(ns.run))
+        if ns.from_truth:
+            from t2i_fairness.audit.from_truth import write_truth_labels
+
+            truth = write_truth_labels(drawn, seed, page.parent)
     except (ValueError, OSError) as exc:
         raise _Usage(str(exc)) from None
     groups = {(d.gate, d.unit.group) for d in drawn}
@@ -260,6 +266,8 @@ def _audit_command(ns: argparse.Namespace) -> int:
           f"of {len(shares)} gate(s), up to {per_group} per group (seed {seed}; {time.perf_counter() - start:.1f} s)")
     print(f"labelling page: {page} (open it in a browser, offline; keys y / n / s; save the CSV)")
     print(f"sample: {sample}")
+    if ns.from_truth:
+        print(f"labels from the procedural truth: {truth}")
     print(f"then: pytest ... --t2i-seed {seed} --t2i-audit labels.csv (the same settings as the run)")
     return 0
 
