@@ -137,14 +137,12 @@ class BoundUpdate:
 
 @dataclass
 class ApplyResult:
-    """What :meth:`ThresholdFile.apply_updates` did: gates ``changed`` (new or a new value), ``remeasured``
-    (the same bound measured under other settings: its provenance, margin and level updated), ``unchanged``
+    """What :meth:`ThresholdFile.apply_updates` did: gates ``changed`` (new or a new value), ``unchanged``
     (bound and provenance left as they were) and ``refused`` (one message each).
     """
 
     changed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
-    remeasured: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
 
 
@@ -277,7 +275,7 @@ class ThresholdFile:
     # ------------------------------------------------------------------------------ editing
 
     def apply_updates(self, updates: Iterable[BoundUpdate | Mapping[str, Any]]) -> ApplyResult:
-        """Set bounds from measured values; the same value measured under other settings takes their provenance.
+        """Set bounds from measured values; a bound whose value is unchanged keeps its provenance.
 
         Args:
             updates: :class:`BoundUpdate` records, or mappings with ``gate``, ``direction``, ``value``
@@ -302,16 +300,15 @@ class ThresholdFile:
                 result.refused.append(f"{u.gate}: a policy bound ({old.direction} {old.value:g}) is hand-set; the update "
                                       f"flow never rewrites it (edit {self.path} to change it)")
                 continue
-            settings = _plain(dict(u.provenance))
-            pid = provenance_id(settings)
-            same = old is not None and old.direction == u.direction and old.value == value
-            if same and _plain(dict(self.provenances.get(old.provenance) or {})) == settings:
+            if old is not None and old.direction == u.direction and old.value == value:
                 result.unchanged.append(u.gate)
                 continue
+            settings = _plain(dict(u.provenance))
+            pid = provenance_id(settings)
             self.provenances[pid] = settings
             self.gates[u.gate] = Bound(u.direction, value, pid, u.margin, u.level,
                                        indifference=None if old is None else old.indifference)
-            (result.remeasured if same else result.changed).append(u.gate)
+            result.changed.append(u.gate)
         return result
 
     # ------------------------------------------------------------------------------ writing
@@ -423,12 +420,9 @@ def write_back(thresholds_path: str | Path, records: Iterable[Any], drop: Iterab
         removed = [g for g in drop if thresholds.gates.pop(g, None) is not None]
         out.notes += [f"{g}: removed its bound from {path}: a hypothesis-test gate fails when its H0 is rejected at "
                       "the run's level, not against a bound written from an earlier p-value" for g in removed]
-        if result.changed or result.remeasured or removed:
+        if result.changed or removed:
             thresholds.save()
             out.written += result.changed
-        if result.remeasured:  # else a run under these settings would call its own bounds "set under other settings"
-            out.notes.append(f"{len(result.remeasured)} bound(s) measured again at the same value under this run's "
-                             f"settings: their provenance in {path} is this run's")
     if missing:
         target = proposed_path(path)
         try:
