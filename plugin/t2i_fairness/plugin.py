@@ -461,7 +461,7 @@ class GateHooks:
         if self.session.write_error and session.exitstatus == pytest.ExitCode.OK:  # an output a full disk refused
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
             outcome.finish(int(session.exitstatus))
-        if options.mlflow:  # after every local output is written: a server that fails loses nothing
+        if options.mlflow and not self.config.option.collectonly:  # after every local output: a failing server loses nothing
             from t2i_fairness.history.mlflow_log import log_run
 
             self.session.notes.append(log_run(options.mlflow, options, self.session, self.report_path))
