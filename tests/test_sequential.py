@@ -524,35 +524,65 @@ def test_curtailment_is_off_without_a_fraction_as_under_inconclusive_fail():
     assert "curtail" in inspect.signature(Rounds).parameters
 
 
-def test_a_ratio_left_undefined_by_noise_passes_early_only_where_no_outcome_at_n_can_fail_it():
-    """IndicTTI's CLGC(l) / CLGC(English) on the procedural suite: English's CLGC at or below 0 on the first images
-    leaves the ratio undefined (inconclusive at N if it stays so; a regression of English is test_clgc's). Over 4
-    fixed prompts its Fieller test claims no p below 2^-4, so no outcome at N fails it at 1.4e-4: the look passes it
-    (conditional power 0), and says so. With 40 prompts the test can fail at N: the look leaves it open; an undefined
-    value that fails at N (``inconclusive=False``: a collapsed region) is never passed early."""
+def _floored_ratio(rng, g: int, den_mean: float):
+    """A Fieller ratio over ``g`` prompts (numerator ~0.3, denominator ~``den_mean``), floored at 2^-g."""
     from t2i_fairness.metrics.evidence import fieller_ratio
     from t2i_fairness.metrics.intervals import floor_to_units
 
+    num, den = 0.3 + 0.02 * rng.standard_normal(g), den_mean + 0.01 * rng.standard_normal(g)
+    drop = [np.delete(np.arange(g), i) for i in range(g)]
+    return floor_to_units(fieller_ratio([num[d].mean() for d in drop], [den[d].mean() for d in drop], num.mean(),
+                                        den.mean()), g)
+
+
+def test_a_ratio_left_undefined_by_noise_on_a_look_is_never_stopped_there():
+    """IndicTTI's CLGC(l) / CLGC(English): English's CLGC at or below 0 on a look's images leaves the ratio undefined
+    there, but it may be defined at N, where the fixed-N test decides it (the procedural suite's 5 ratios pass at N).
+    So the look leaves it open, even where no outcome of its test at N can fail it (4 prompts: no p below 2^-4), which
+    curtails the same gate once its value is defined."""
     rng = np.random.default_rng(3)
-
-    def ratio(g: int):  # numerator ~0.3, denominator (English) just below 0 on this look
-        num, den = 0.3 + 0.02 * rng.standard_normal(g), -0.003 + 0.01 * rng.standard_normal(g)
-        drop = [np.delete(np.arange(g), i) for i in range(g)]
-        ev = fieller_ratio([num[d].mean() for d in drop], [den[d].mean() for d in drop], num.mean(), den.mean())
-        return floor_to_units(ev, g)
-
     kw = dict(level=0.05 / 351, share=1e-6, beta=0.0017, fraction=0.25, units_grow=False)
 
     def undefined(ev, inconclusive=True):
         return Indicator(math.nan, 0, "ratio", ev, inconclusive=inconclusive, undefined="CLGC(English) <= 0")
 
-    d = decide_look(undefined(ratio(4)), 0.8, "min", **kw)
-    assert d.reason == "curtail" and d.conditional_power == 0.0
-    assert decide_look(undefined(ratio(40)), 0.8, "min", **kw).reason == "open"
-    assert decide_look(undefined(ratio(4), inconclusive=False), 0.8, "min", **kw).reason == "open"
-    assert decide_look(undefined(None), 0.8, "min", **kw).reason == "open"  # no evidence: nothing to read
-    assert decide_look(undefined(ratio(4)), 0.8, "min", **{**kw, "fraction": None}).reason == "open"
-    assert decide_look(undefined(ratio(4)), 0.8, "min", **kw, final=True).reason == "final"
+    ev = _floored_ratio(rng, 4, -0.003)
+    assert not fails_possible(ev, 0.8, "min", kw["level"], kw["fraction"], False)
+    for ind in (undefined(ev), undefined(_floored_ratio(rng, 40, -0.003)), undefined(ev, inconclusive=False),
+                undefined(None)):
+        assert decide_look(ind, 0.8, "min", **kw).reason == "open"
+    assert decide_look(undefined(ev), 0.8, "min", **kw, final=True).reason == "final"
+    defined = Indicator(0.7, 4, "ratio", _floored_ratio(rng, 4, 0.4))
+    assert decide_look(defined, 0.8, "min", **kw).reason == "curtail"
+
+
+def test_the_round_loop_takes_a_gate_undefined_at_its_first_look_on_to_n_where_it_is_decided_as_fixed_n():
+    """A ratio undefined at the first look (of 2 of 8 images per prompt) and defined from the second: the loop keeps it
+    open at the first look and decides it at the second as it would any defined gate (here: curtailed, no outcome at N
+    can fail it over 4 prompts); one undefined at every look before N reaches N and reads the fixed-N indicator."""
+    rng = np.random.default_rng(5)
+    evidence = {n: _floored_ratio(rng, 4, -0.003 if n == 2 else 0.4) for n in (2, 4, 8)}
+
+    class S:
+        def __init__(self, n, undefined_below):
+            self.n, self.undefined_below = n, undefined_below
+
+        def ratio(self):
+            if self.n < self.undefined_below:
+                return Indicator(math.nan, 0, "ratio", evidence[self.n], inconclusive=True, undefined="den <= 0")
+            return Indicator(0.75, 4 * self.n, "ratio", evidence[self.n])
+
+    def rounds(undefined_below):
+        return Rounds(S(8, undefined_below), lambda s, n: S(n, undefined_below), [2, 4, 8], "images per prompt",
+                      [GateCallSpec("r", "ratio", ())], {"r": Bound("min", 0.8)}, 0.05 / 351,
+                      raw=lambda s, m, kw: getattr(s, m)(**kw))
+
+    seen = rounds(4).indicator("ratio", {})
+    assert (seen.sequential.reason, seen.sequential.at, seen.undefined) == (Reason.CURTAIL, 4, None)
+    assert seen.value == 0.75
+    at_n = rounds(8).indicator("ratio", {})
+    assert (at_n.sequential.reason, at_n.sequential.at, at_n.undefined) == (Reason.FINAL, 8, None)
+    assert at_n.value == S(8, 8).ratio().value and at_n.evidence is evidence[8]
 
 
 def test_a_spread_or_ratio_of_coverages_no_outcome_can_fail_passes_early_and_none_fails_by_brute_force():

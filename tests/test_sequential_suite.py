@@ -144,12 +144,11 @@ def test_sequential_refusal_is_a_usage_error_naming_the_option(suite):
     assert "--t2i-sequential: cannot be combined with --t2i-update-thresholds" in result.stderr.str() + result.stdout.str()
 
 
-def test_an_indic_ratio_left_undefined_on_a_look_passes_early_when_no_outcome_at_n_can_fail_it(pytester):
+def test_an_indic_ratio_left_undefined_on_a_look_goes_on_and_gets_the_fixed_n_verdict(pytester):
     """IndicTTI on the procedural world (4 fixed prompts per language, 8 images, looks at 2, 4, 8): English's CLGC is
-    at or below 0 on the first look's images at seed 1, which leaves CLGC(l) / CLGC(English) undefined there. Its
-    test over 4 prompts claims no p below 2^-4, so no outcome at N can fail it: the gates pass early by curtailment
-    (inconclusive: the look's value is undefined, a warning as at N), and the family's images stop at the first look
-    where they ran to N before (192 images, 48 now). The fixed-N run of the same seed fails no gate either."""
+    at or below 0 on the first look's images at seed 1, which leaves CLGC(l) / CLGC(English) undefined there, but
+    not at N, where the fixed-N run passes the 5 ratios. The look does not stop them (it ended them inconclusive
+    before): each goes on to a look where its value is defined and gets the fixed-N verdict."""
     (pytester.path / "fairness_tests").mkdir()
     name = "test_indic_tti.py"
     (pytester.path / "fairness_tests" / name).write_text((REPO / "fairness_tests" / name).read_text())
@@ -164,17 +163,15 @@ def test_an_indic_ratio_left_undefined_on_a_look_passes_early_when_no_outcome_at
 
     run("--t2i-update-thresholds", "--t2i-seed", "1000", cache="bounds")
     seq, records = run("--t2i-seed", "1", "--t2i-sequential", cache="c1")
-    ratios = {g: r for g, r in records.items() if g.startswith("test_clgc_vs_english[")}
-    assert len(ratios) == 5
-    for g, r in ratios.items():
-        rec = r["details"]["sequential"]
-        assert (rec["reason"], rec["round"], rec["conditional_power"]) == ("pass: curtailed", 1, 0.0), (g, rec)
-        assert r["status"] == "inconclusive" and not r["blocking"] and "is undefined: CLGC(eng_Latn) = " in r["message"]
-        assert "passed early by curtailment at look 1 of 3 (2 of 8 images per prompt): no outcome of its test at N" \
-               in r["message"], r["message"]
     fixed, fixed_records = run("--t2i-seed", "1", cache="c2")
-    assert not any(_failed(r) for r in fixed_records.values())
-    assert _generated(seq) * 4 == _generated(fixed) == 192
+    ratios = sorted(g for g in records if g.startswith("test_clgc_vs_english["))
+    assert len(ratios) == 5
+    for g in ratios:
+        r, rec = records[g], records[g]["details"]["sequential"]
+        assert "undefined" not in r["details"] and rec["round"] > 1, (g, rec)
+        assert r["status"] == fixed_records[g]["status"] == "pass", (g, r["message"], fixed_records[g]["message"])
+    assert {g: r["status"] for g, r in records.items()} == {g: r["status"] for g, r in fixed_records.items()}
+    assert _generated(seq) <= _generated(fixed) == 192
 
 
 def test_a_look_makes_only_the_fixed_n_runs_canonical_batches_so_nothing_is_made_twice(pytester):

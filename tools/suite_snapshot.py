@@ -36,7 +36,7 @@ def _pytest(work: Path, label: str, seed: int, thresholds: Path, a, *extra: str)
            "--t2i-images-per-prompt", str(a.images), "--t2i-cis-images", str(a.images),
            "--t2i-batch-size", str(a.batch), "--t2i-cis-prompts", str(a.cis_prompts),
            "--t2i-thresholds", str(thresholds), "--t2i-cache-dir", str(work / f"cache-{label}"),
-           "--t2i-artifacts", str(artifacts), *extra]
+           "--t2i-artifacts", str(artifacts), *(("-k", a.select) if a.select else ()), *extra]
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     env.pop("PYTEST_ADDOPTS", None)
     t0 = time.perf_counter()
@@ -110,6 +110,7 @@ def main(argv=None) -> int:
     s.add_argument("--images", type=int, default=16, help="N: images per prompt (DIG In and CIS)")
     s.add_argument("--batch", type=int, default=2, help="batch size (below N: the sequential run has rounds)")
     s.add_argument("--cis-prompts", type=int, default=16)
+    s.add_argument("-k", dest="select", default=None, help="pytest -k: a slice of the suite (e.g. clgc)")
     s.add_argument("--canary", nargs="*", default=["collapse_region:africa"],
                    help="canaries run like the null model, so failing verdicts are compared too")
     c = sub.add_parser("compare", help="list every gate whose value or verdict differs")

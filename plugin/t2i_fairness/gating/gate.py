@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 from t2i_fairness.errors import GateFailed, GateSkipped, T2IInconclusiveWarning
 from t2i_fairness.gating.baseline import BaselineMeasurement, compare_with_baseline
-from t2i_fairness.gating.sequential.look import Look, Reason
-from t2i_fairness.gating.sequential.messages import cannot_fail_clause, early_record
+from t2i_fairness.gating.sequential.look import Look
+from t2i_fairness.gating.sequential.messages import early_record
 from t2i_fairness.gating.session import GateRecord
 from t2i_fairness.gating.thresholds import ThresholdFile
 from t2i_fairness.gating.verdicts import Measurement, Verdict, evaluate
@@ -314,10 +314,8 @@ def undefined_record(ctx: GateContext, reason: str, gate_id: str, inconclusive: 
         message = f"{gate_id}: {reason}; the gate has a bound in {thresholds.path}, so it cannot pass"
     details: dict[str, Any] = {"undefined": reason}
     look = Look.of(sequential)
-    if look is not None:  # undefined at N after its looks, or at the look that curtailed it
+    if look is not None:  # undefined at N after its looks (a look never stops a gate its value leaves undefined)
         details["sequential"] = look.to_dict()
-        if look.reason is Reason.CURTAIL and look.conditional_power == 0.0:
-            message += f"; {cannot_fail_clause(look)}"
     # recorded like any judged gate, so the summary, run.json and a canary's tally count it
     return GateRecord(gate=gate_id, nodeid=ctx.nodeid, value=float("nan"), n=0, direction=bound.direction,
                       status=status, bound=bound.value, write=None, message=message, provenance=ctx.provenance(),

@@ -400,8 +400,8 @@ class IndicEvaluation(Study):
         english, s = self.scores(ENGLISH), self.scores(indic_non_english)
         conf = float(self.bench.options.confidence)
         if english.clgc <= 0:
-            # noise or a regression of English itself, which test_clgc[eng_latn] judges: not evidence against l. The
-            # linear test (num - r den) stays defined: under --t2i-sequential a look reads its floor (fails_possible)
+            # noise or a regression of English itself, which test_clgc[eng_latn] judges: not evidence against l
+            # (under --t2i-sequential a look leaves it open: it may be defined at N)
             return Indicator(float("nan"), 0, "ratio", self.interval(indic_non_english, "clgc_ratio", conf),
                              inconclusive=True, undefined=(
                                  f"CLGC(l) / CLGC({ENGLISH}) is undefined: CLGC({ENGLISH}) = {english.clgc:.4f} <= 0 "

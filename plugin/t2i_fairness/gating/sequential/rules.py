@@ -102,13 +102,9 @@ def decide_look(indicator, bound: float, direction: str, *, level: float, share:
     """
     ev = indicator.evidence
     if indicator.undefined is not None or indicator.skip is not None or not math.isfinite(indicator.value):
-        undecided = LookDecision("final" if final else "open", None, level * share, prior)
-        if final or indicator.undefined is None or not indicator.inconclusive:
-            return undecided
-        # a value left undefined by noise that another gate judges (a ratio whose denominator fell to 0 or below):
-        # at N it is inconclusive if still undefined, else its test decides; where no outcome of that test can fail
-        # it, stopping here costs nothing (its evidence, where the study gives one, says: :func:`fails_possible`)
-        return _curtail(indicator, bound, direction, level, fraction, beta, units_grow, undecided, impossible_only=True)
+        # never stopped here: a value the look leaves undefined (a ratio whose denominator fell to 0 or below on its
+        # images) may be defined at N, where the fixed-N test decides it; stopping would give another verdict
+        return LookDecision("final" if final else "open", None, level * share, prior)
     p = None
     if indicator.test is not None:
         p = float(indicator.test.p_value)
@@ -168,17 +164,16 @@ def _effect_futility(ev, bound: float, direction: str, beta: float, delta: float
 
 
 def _curtail(indicator, bound: float, direction: str, level: float, fraction: float | None, beta: float | None,
-             units_grow: bool, open_: LookDecision, impossible_only: bool = False) -> LookDecision:
+             units_grow: bool, open_: LookDecision) -> LookDecision:
     """``open_``, or a pass by curtailment when the fixed-N test's conditional power at the largest miss the look's
-    limit at ``beta`` leaves possible (at least 0) is below :data:`CURTAIL_GAMMA` (module docstring); for every kind, a pass where no outcome at ``N`` can fail the gate
-    (``impossible_only``: that rule alone, for a look whose value is undefined)."""
+    limit at ``beta`` leaves possible (at least 0) is below :data:`CURTAIL_GAMMA` (module docstring); for every kind, a pass where no outcome at ``N`` can fail the gate."""
     ev = indicator.evidence
     if not beta or fraction is None or not 0.0 < fraction < 1.0 or not isinstance(ev, Interval):
         return open_
     miss = None
     if not fails_possible(ev, bound, direction, level, fraction, units_grow):
         cp = 0.0
-    elif indicator.curtail and not impossible_only and indicator.kind in MEANINGFUL_MISS:
+    elif indicator.curtail and indicator.kind in MEANINGFUL_MISS:
         try:  # the largest miss the look's own limit leaves possible (none below 0): every miss up to it costs less
             edge = float(ev.futility_limit(beta, "low" if direction == "min" else "high"))
         except ValueError:
