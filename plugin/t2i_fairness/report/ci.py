@@ -47,7 +47,7 @@ def junit_properties(record: Mapping[str, Any], thresholds: str | None = None) -
         ('0.25', 'fail', 't.yaml:3')
     """
     flat = strict(record)
-    props = [("t2i_gate", record_json({k: v for k, v in record.items() if k != "units"}))]  # units: run.json
+    props = [("t2i_gate", record_json(record))]
     for key in ("value", "bound", "n", "direction"):
         props.append((key, json.dumps(flat.get(key)) if not isinstance(flat.get(key), str) else flat[key]))
     props.append(("verdict", str(record.get("status")) + verdict_suffix(record)))
