@@ -147,6 +147,7 @@ def test_gates_report_and_update_then_pass(suite):
     art = suite.path / "art"
     assert (art / "test_cis_drop_per_component" / "cis_vs_k.png").stat().st_size > 1000
     assert (art / "test_cis[k4]" / "cis_k4.json").exists()
+    _units_are_kept(suite.path)
 
     # Again with another rate floor: nothing is generated or encoded again, every bound still applies,
     # and the run says they were set under another CIS setting.
@@ -155,6 +156,20 @@ def test_gates_report_and_update_then_pass(suite):
     out = second.stdout.str()
     assert "images: 0 generated" in out and "features:open_clip: 0 computed" in out, out
     assert "WARNING: 5 gate(s) were set under other settings:" in out and "cis_rate_min_images: 2 -> 1" in out, out
+
+
+def _units_are_kept(path: Path) -> None:
+    """A CIS gate keeps its prompts' shares (the units its value is the mean of) in run.json and the history."""
+    import json
+
+    from t2i_fairness.history.store import HistoryStore
+
+    gate = next(g for g in json.loads((path / "art" / "run.json").read_text())["gates"] if g["gate"] == "test_cis[k2]")
+    assert gate["units"]["ids"] == ["0", "1", "2"] and sum(gate["units"]["values"]) / 3 == pytest.approx(gate["value"])
+    store = HistoryStore(path / "t2i-history.sqlite", create=False)
+    (row,) = [r for r in store.gates(store.runs()[-1].id) if r.gate == "test_cis[k2]"]
+    store.close()
+    assert list(row.unit_values().values()) == gate["units"]["values"]
 
 
 def _order_power_is_shown(path: Path, out: str) -> None:

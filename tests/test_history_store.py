@@ -7,6 +7,7 @@ import math
 import multiprocessing
 import sqlite3
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -48,7 +49,7 @@ def test_an_old_store_migrates_and_keeps_its_runs_and_a_newer_one_is_refused(tmp
     db.commit()
     db.close()
     store = HistoryStore(path)
-    assert store.version() == SCHEMA_VERSION == 2
+    assert store.version() == SCHEMA_VERSION == 3
     assert [(r.model, r.state) for r in store.runs()] == [("v1", "finished")]  # no pid: never taken for killed
     assert store.gates(1)[0].value == 0.25
     store.db.execute("INSERT INTO schema_version VALUES (99, 'later')")
@@ -204,3 +205,69 @@ def test_the_report_draws_each_gates_trend_and_lists_what_changed(tmp_path):
     assert "Against #2" in section and "<td>b</td>" in section and "undefined in run B" in section
     assert "<td>a</td>" not in section
     assert any("2 of 3 gate(s) changed beyond noise (2 regressed" in line for line in GateReport(session).lines())
+
+
+def _unit_record(gate, values, ids=None):
+    """A gate record whose value is the mean of its units, with the independent normal interval of that mean."""
+    v = np.asarray(values, dtype=float)
+    se = float(v.std(ddof=1) / np.sqrt(v.size))
+    rec = _record(gate, float(v.mean()), se=se)
+    rec["units"] = {"ids": ids or [f"p{i}" for i in range(v.size)], "values": v.tolist()}
+    return rec
+
+
+def test_paired_units_give_the_paired_t_interval_narrower_than_the_independent_one(tmp_path):
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    base = rng.uniform(0.2, 0.8, 60)  # prompts differ a lot; each moves by about -0.03 between the runs
+    later = base - 0.03 + rng.normal(0.0, 0.01, 60)
+    store = HistoryStore(tmp_path / "h.sqlite")
+    runs = []
+    for values, ids, sample in ((base, None, "s"), (later, None, "s"), (later, [f"q{i}" for i in range(60)], "s"),
+                                (later, None, "t")):
+        runs.append(store.begin_run({"model": "m", "settings": {}}))
+        store.add_gates(runs[-1], [(_unit_record("g", values, ids), sample)])
+    a, same, other_ids, other_sample = (store.gates(r) for r in runs)
+    assert a[0].unit_values()["p7"] == base[7] and "units" not in store.record(runs[0], "g")
+    paired = compare_gates(a, same)[0]
+    ref = stats.ttest_rel(later, base)  # scipy's paired t test: the reference
+    low, high = ref.confidence_interval(0.95)
+    assert paired.pairing == "paired" and paired.p_value == pytest.approx(ref.pvalue, rel=1e-9)
+    assert paired.interval == pytest.approx((low, high), rel=1e-9) and paired.changed and paired.regressed
+    for fallback, label in ((other_ids, "same sample"), (other_sample, "independent")):
+        c = compare_gates(a, fallback)[0]  # unit ids or sample differ: the independent interval, which misses the shift
+        assert c.pairing == label and not c.changed and c.delta == pytest.approx(paired.delta)
+        assert c.interval[1] - c.interval[0] > 10 * (paired.interval[1] - paired.interval[0])
+
+
+def test_a_version_2_store_migrates_to_units_and_reads_its_old_gates(tmp_path):
+    path = tmp_path / "v2.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied TEXT NOT NULL)")
+    for version, statements in MIGRATIONS[:2]:
+        for sql in statements:
+            db.execute(sql)
+        db.execute("INSERT INTO schema_version VALUES (?, 'then')", (version,))
+    db.execute("INSERT INTO runs (started, status, model) VALUES ('2026-01-01T00:00:00+00:00', 'finished', 'v2')")
+    db.execute("INSERT INTO gates (run_id, gate, value, se, sample) VALUES (1, 'g', 0.5, 0.02, 's')")
+    db.commit()
+    db.close()
+    store = HistoryStore(path)
+    assert store.version() == 3 and store.gates(1)[0].units is None
+    run = store.begin_run({"model": "v3", "settings": {}})
+    store.add_gates(run, [(_unit_record("g", [0.4, 0.5, 0.9]), "s")])
+    assert store.gates(run)[0].unit_values() == {"p0": 0.4, "p1": 0.5, "p2": 0.9}
+    c = compare_gates(store.gates(1), store.gates(run))[0]  # the old run kept no units: not paired
+    assert c.pairing == "same sample" and c.delta == pytest.approx(0.1) and c.interval is not None
+
+
+def test_the_units_a_judged_gate_keeps_are_its_clustered_prompt_shares():
+    from t2i_fairness.gating.gate import measure, unit_values
+    from t2i_fairness.metrics.intervals.clusters import cluster_mean_interval
+
+    values, prompts = [1.0, 1.0, 0.0, 1.0, 1.0, 0.0], ["a", "a", "b", "b", "c", "c"]
+    iv = cluster_mean_interval(values, prompts)
+    units = unit_values(measure("g", iv.estimate, n=6, interval=iv))
+    assert units == {"ids": ["0", "1", "2"], "values": [1.0, 0.5, 0.5]}
+    assert unit_values(measure("g", 0.9, n=6, interval=iv)) is None  # not the mean of its units: none kept

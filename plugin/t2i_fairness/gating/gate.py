@@ -21,7 +21,7 @@ from t2i_fairness.metrics.decisions import GateLevel
 from t2i_fairness.base.cache import content_key
 
 __all__ = ["Gate", "GateContext", "bootstrap_seed", "decide", "early_record", "gate_provenance", "judge", "measure",
-           "undefined_record"]
+           "undefined_record", "unit_values"]
 
 
 def gate_provenance(run: dict, study: dict | None = None, given: dict | None = None) -> dict:
@@ -133,9 +133,36 @@ def judge(m: Measurement, thresholds: ThresholdFile, provenance: dict, options, 
         mde=minimum_detectable(m, verdict.bound.value if verdict.bound else m.value, level),
         uncertainty=uncertainty_record(m), write_margin=verdict.write_margin, write_level=verdict.write_level,
         blocking=verdict.blocking_inconclusive,
-        bound_provenance=verdict.bound.provenance if verdict.bound else None, power=power,
+        bound_provenance=verdict.bound.provenance if verdict.bound else None, power=power, units=unit_values(m),
     )
     return record, verdict
+
+
+def unit_values(m: Measurement) -> dict | None:
+    """The units (prompts) the estimate is the mean of, as its evidence keeps them (a :class:`UnitMean`'s values, a
+    clustered interval's prompt shares), with their ids: ``details["unit_ids"]`` where the study names them, else
+    their ordinals in draw order (which the run's prompts and seeds fix). None when the evidence keeps none or their
+    mean is not the estimate (an image-weighted mean over unequal prompts).
+
+    Example:
+        >>> from t2i_fairness.metrics.evidence import unit_mean
+        >>> unit_values(measure("g", 0.5, n=2, interval=unit_mean([0.25, 0.75], (0.0, 1.0))))
+        {'ids': ['0', '1'], 'values': [0.25, 0.75]}
+    """
+    import math
+
+    ev = m.uncertainty
+    values = getattr(ev, "values", None) if hasattr(ev, "value_range") else None
+    if values is None:
+        values = getattr(getattr(ev, "bounded", None), "values", None)
+    if not values or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in values):
+        return None
+    values = [float(v) for v in values]
+    if abs(math.fsum(values) / len(values) - float(m.value)) > 1e-9 * max(1.0, abs(float(m.value))):
+        return None
+    ids = (m.details or {}).get("unit_ids")
+    ids = [str(i) for i in ids] if ids is not None and len(ids) == len(values) else [str(i) for i in range(len(values))]
+    return {"ids": ids, "values": values}
 
 
 def minimum_detectable(m: Measurement, at: float, level: GateLevel) -> float | None:

@@ -95,6 +95,7 @@ class GateRecord:
     blocking: bool = False  # an inconclusive verdict that fails the test (--t2i-inconclusive fail)
     bound_provenance: str | None = None  # the id of the settings the bound was written under (thresholds file)
     power: dict | None = None  # power against the kind's meaningful miss at the run's level (gating.power)
+    units: dict | None = None  # {"ids", "values"}: the units the value is the mean of (gating.gate.unit_values)
 
     @property
     def failed(self) -> bool:

@@ -1,21 +1,23 @@
 """Two runs' gates compared: per gate the change, its interval, and whether it is a change beyond noise.
 
-A change is ``b - a`` (the later run minus the earlier). Its interval is MOVER's (Newcombe; Zou and
-Donner): each side combines the sides of the two stored intervals it moves toward, so an interval
-that is asymmetric near 0 or 1 (Wilson's, a jackknife-Wilson coverage) keeps its shape, and two
-normal intervals give the z-test of independent samples. The runs' samples are independent (other
-seeds) or share prompts and seeds (``paired``): the same seeds make the two estimates positively
-correlated, so the independent interval is conservative there (the store keeps each gate's estimate
-and interval, not its per-image scores, so no tighter paired interval can be made from it); one
-sample measured alike shows no change at all. Each gate's two-sided p-value of "no change" (the
-level at which the interval reaches 0) is adjusted across the gates compared (Holm: the chance of
-calling any unchanged gate changed stays within the level); a gate that had a value and lost it is
-listed as changed. A *regression* is a change beyond noise in the gate's failing direction.
+A change is ``b - a`` (the later run minus the earlier). Where both runs drew the same prompts and seeds
+(one sample digest) and stored the units the gate's value is the mean of over the same unit ids, its
+interval is the paired t interval of the units' differences (``paired``): the same seeds make the two
+runs' units positively correlated, and the differences' spread carries it. Otherwise it is MOVER's
+(Newcombe; Zou and Donner) from the two stored intervals (``independent``, or ``same sample`` where the
+runs share prompts and seeds but a gate has no units: conservative there): each side combines the sides
+of the two intervals it moves toward, so an interval asymmetric near 0 or 1 keeps its shape, and two
+normal intervals give the z-test of independent samples. One sample measured alike shows no change at
+all. Each gate's two-sided p-value of "no change" (the level at which the interval reaches 0) is adjusted
+across the gates compared (Holm: the chance of calling any unchanged gate changed stays within the
+level); a gate that had a value and lost it is listed as changed. A *regression* is a change beyond
+noise in the gate's failing direction.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Sequence
@@ -33,7 +35,8 @@ class GateChange:
 
     Attributes:
         delta, interval: ``b - a`` and its interval at ``1 - alpha`` (two-sided, not adjusted); None when not compared.
-        pairing: ``paired`` (same prompts and seeds) or ``independent``.
+        pairing: ``paired`` (the units' differences), ``same sample`` (same prompts and seeds, no units: the
+            independent interval) or ``independent``.
         p_value, p_adjusted: two-sided, of "no change"; adjusted across the compared gates.
         changed: beyond noise at the level across the compared gates; ``regressed``: in the failing direction.
         note: why a gate was not compared.
@@ -68,7 +71,35 @@ def _limits(row: GateRow) -> tuple[float, float, float] | None:
     return None
 
 
-def _one(gate: str, a: GateRow | None, b: GateRow | None, z: float) -> GateChange:
+def _differences(a: GateRow, b: GateRow) -> list[float] | None:
+    """The units' differences ``b - a`` by unit id, when both runs kept units over the same ids whose means are
+    their values; None otherwise."""
+    ua, ub = a.unit_values(), b.unit_values()
+    if not ua or not ub or set(ua) != set(ub) or len(ua) < 2:
+        return None
+    for units, row in ((ua, a), (ub, b)):
+        if abs(math.fsum(units.values()) / len(units) - row.value) > 1e-9 * max(1.0, abs(row.value)):
+            return None
+    return [ub[k] - ua[k] for k in sorted(ua)]
+
+
+def _paired(gate: str, a: GateRow, b: GateRow, d: list[float], alpha: float) -> GateChange:
+    """The paired t interval of the mean difference over ``G`` units (exact for normal differences, by the central
+    limit theorem over the units otherwise) and its two-sided p-value."""
+    from scipy import stats
+
+    g, delta = len(d), b.value - a.value
+    sd = statistics.stdev(d)
+    if sd == 0.0:  # every unit moved alike: the change is exact
+        return GateChange(gate, a, b, delta=delta, interval=(delta, delta), pairing="paired",
+                          p_value=1.0 if delta == 0.0 else 0.0)
+    se = sd / math.sqrt(g)
+    half = float(stats.t.ppf(1.0 - alpha / 2, g - 1)) * se
+    p = float(2.0 * stats.t.sf(abs(delta) / se, g - 1))
+    return GateChange(gate, a, b, delta=delta, interval=(delta - half, delta + half), pairing="paired", p_value=p)
+
+
+def _one(gate: str, a: GateRow | None, b: GateRow | None, z: float, alpha: float = 0.05) -> GateChange:
     if a is None or b is None:
         return GateChange(gate, a, b, note="only in run " + ("B" if a is None else "A"))
     if not _usable(a):
@@ -77,14 +108,17 @@ def _one(gate: str, a: GateRow | None, b: GateRow | None, z: float) -> GateChang
         return GateChange(gate, a, b, changed=True, regressed=b.verdict in FAILED,
                           note=f"undefined in run B (A measured {a.value:.4f}); verdict {b.verdict}")
     paired = bool(a.sample) and a.sample == b.sample
-    pairing = "paired" if paired else "independent"
+    d = _differences(a, b) if paired else None
+    if d is not None:
+        return _paired(gate, a, b, d, alpha)
+    pairing = "same sample" if paired else "independent"
     delta = b.value - a.value
     la, lb = _limits(a), _limits(b)
     if la is None or lb is None:
         return GateChange(gate, a, b, delta=delta, pairing=pairing,
                           note="no interval or standard error (a hypothesis test): not compared")
     if paired and delta == 0.0:  # one sample measured alike: no change, exactly
-        return GateChange(gate, a, b, delta=0.0, interval=(0.0, 0.0), pairing=pairing, p_value=1.0)
+        return GateChange(gate, a, b, delta=0.0, interval=(0.0, 0.0), pairing="paired", p_value=1.0)
     # MOVER: each side of the difference's interval from the sides of the two intervals it moves toward
     down = math.hypot(lb[0] / lb[2], la[1] / la[2])  # B's reach down, A's up: the change's reach down (in se units)
     up = math.hypot(lb[1] / lb[2], la[0] / la[2])  # B's reach up, A's down
@@ -113,7 +147,7 @@ def compare_gates(a: Sequence[GateRow], b: Sequence[GateRow], alpha: float = 0.0
         raise ValueError(f"the level must be in (0, 1), got {alpha!r}")
     z = NormalDist().inv_cdf(1.0 - alpha / 2)
     by_a, by_b = {r.gate: r for r in a}, {r.gate: r for r in b}
-    changes = [_one(g, by_a.get(g), by_b.get(g), z) for g in sorted(set(by_a) | set(by_b))]
+    changes = [_one(g, by_a.get(g), by_b.get(g), z, alpha) for g in sorted(set(by_a) | set(by_b))]
     tested = [i for i, c in enumerate(changes) if c.p_value is not None]
     if not tested:
         return changes

@@ -17,12 +17,14 @@ import os
 import socket
 import sqlite3
 import time
+import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-__all__ = ["HISTORY_FILE", "SCHEMA_VERSION", "GateRow", "HistoryError", "HistoryStore", "RunRow"]
+__all__ = ["HISTORY_FILE", "SCHEMA_VERSION", "GateRow", "HistoryError", "HistoryStore", "RunRow", "pack_units",
+           "unpack_units"]
 
 HISTORY_FILE = "t2i-history.sqlite"
 BUSY_TIMEOUT_S = 60.0
@@ -43,6 +45,9 @@ MIGRATIONS: tuple[tuple[int, tuple[str, ...]], ...] = (
         "ALTER TABLE runs ADD COLUMN host TEXT",
         "ALTER TABLE runs ADD COLUMN pid INTEGER",
         "CREATE INDEX gates_by_gate ON gates (gate, run_id)",
+    )),
+    (3, (  # the units a gate's value is the mean of (pack_units), for the paired interval between two runs
+        "ALTER TABLE gates ADD COLUMN units BLOB",
     )),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -99,6 +104,36 @@ class GateRow:
     p_adjusted: float | None
     power: float | None
     sample: str | None
+    units: bytes | None = None  # pack_units' blob; unpack_units reads it
+
+    def unit_values(self) -> dict[str, float] | None:
+        """The gate's unit values by unit id, or None."""
+        return unpack_units(self.units)
+
+
+def pack_units(units: Mapping[str, Any] | None) -> bytes | None:
+    """A record's ``units`` (``{"ids", "values"}``) as a compact blob (zlib of JSON), or None when it has none.
+
+    Example:
+        >>> unpack_units(pack_units({"ids": ["p0", "p1"], "values": [0.25, 1.0]}))
+        {'p0': 0.25, 'p1': 1.0}
+    """
+    if not isinstance(units, Mapping):
+        return None
+    ids, values = list(units.get("ids") or ()), [_num(v) for v in units.get("values") or ()]
+    if not values or len(ids) != len(values) or None in values or len(set(map(str, ids))) != len(ids):
+        return None
+    return zlib.compress(json.dumps([[str(i) for i in ids], values], separators=(",", ":")).encode(), 9)
+
+
+def unpack_units(blob: bytes | None) -> dict[str, float] | None:
+    if not blob:
+        return None
+    try:
+        ids, values = json.loads(zlib.decompress(blob))
+    except (zlib.error, ValueError, TypeError):
+        return None
+    return dict(zip(ids, map(float, values)))
 
 
 def now() -> str:
@@ -152,7 +187,8 @@ def gate_values(record: Mapping[str, Any], sample: str | None) -> dict[str, Any]
             "confidence": _num(unc.get("confidence")), "n": record.get("n"), "bound": _num(record.get("bound")),
             "direction": record.get("direction"), "verdict": record.get("status"), "p_value": _num(record.get("p_value")),
             "p_adjusted": _num(record.get("p_adjusted")), "power": _num(power.get("power")) if isinstance(power, Mapping) else None,
-            "sample": sample, "record": record_json(record)}
+            "sample": sample, "units": pack_units(record.get("units")),
+            "record": record_json({k: v for k, v in record.items() if k != "units"})}
 
 
 def _alive(host: str | None, pid: int | None) -> bool:
@@ -316,4 +352,4 @@ class HistoryStore:
 
 
 _GATE_COLS = ("run_id", "gate", "family", "value", "low", "high", "se", "confidence", "n", "bound", "direction",
-              "verdict", "p_value", "p_adjusted", "power", "sample")
+              "verdict", "p_value", "p_adjusted", "power", "sample", "units")
