@@ -142,6 +142,11 @@ class Values:
         value = self._get(flag)
         return value is not None and value is not False and value != []
 
+    def set_apart(self, flag: str) -> bool:
+        """Whether the flag holds a value other than its default (argparse may hand the default as given)."""
+        option = self._options.get(flag)
+        return self.given(flag) and (option is None or self._get(flag) != option.preset_default(self.preset))
+
     def __call__(self, flag: str) -> Any:
         if self.given(flag):
             return self._get(flag)
@@ -393,7 +398,7 @@ def _objects(v: Values, flag: str) -> tuple[str, ...]:
 
 def _synthetic_size(v: Values, flag: str) -> Any:
     """``--t2i-synthetic-per-group`` / ``--t2i-synthetic-regions``: the built-in set's size (no ``--t2i-reference``)."""
-    if v.given(flag) and v.raw("--t2i-reference"):
+    if v.set_apart(flag) and v.raw("--t2i-reference"):
         raise OptionError(flag, "sizes the built-in synthetic reference set, which a run with --t2i-reference does "
                                 "not use")
     if flag == "--t2i-synthetic-per-group":
