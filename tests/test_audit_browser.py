@@ -72,7 +72,15 @@ def test_the_page_records_keys_resumes_after_a_reload_and_its_csv_is_what_the_au
             assert first.startswith("Does the image show ") and page.eval_on_selector("#image", "i => i.naturalWidth") == 24
             for key in "yns":
                 page.keyboard.press(key)
-            page.reload()  # resumes: the three answers are kept, the fourth question is shown
+            assert page.text_content("#progress") == "3 of 8 answered"
+            # resumes: the three answers are kept, the fourth question is shown. Chromium hands localStorage
+            # writes to its browser process asynchronously; a reload a few ms after the keys (a busy CI
+            # machine) can read the store before they arrive, so it is given up to 5 s, as a person would
+            for _ in range(10):
+                page.wait_for_timeout(500)
+                page.reload()
+                if page.text_content("#progress") != "0 of 8 answered":
+                    break
             assert page.text_content("#progress") == "3 of 8 answered"
             assert page.text_content("#position") == "4 / 8"
             page.keyboard.press("ArrowLeft")

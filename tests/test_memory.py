@@ -132,6 +132,14 @@ def test_a_released_scorer_is_freed_although_its_handle_is_kept_and_is_built_aga
     assert built[0] == ("tiny", bench.run)  # the builder got the run's context
     assert isinstance(handle, Scorer)
     assert bench.use.events == ["+scorer mine", "-scorer mine", "+scorer mine"]
+    assert bench.scorer("mine", build) is handle  # the same builder: the same handle
+    # one name, one model: asked again with another build (Decomposed-DIG's --t2i-masks after the scorer
+    # check built the registered segmenter), the session would serve the first model; it is refused
+    with pytest.raises(ValueError, match="scorer 'mine' is built by builder .*build in this session; asked again with kind mine"):
+        bench.scorer("mine")
+    bench.scorer("segmenter")
+    with pytest.raises(ValueError, match="asked again with builder"):
+        bench.scorer("segmenter", build)
 
 
 def test_an_address_space_limit_is_a_bound_of_what_is_free():

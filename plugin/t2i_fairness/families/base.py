@@ -75,6 +75,8 @@ class Family:
         null_shares: the data file of its gates' null-model image shares; ``None``: counted at ``N``.
         scorers: the workbench scorers its studies use, so a run can release them once no remaining
             gate needs them; ``None``: every model stays loaded while its gates remain.
+        replaced: ``replaced(family_options) -> names``: the ``scorers`` its options replace with the user's
+            own outputs (Decomposed-DIG's ``--t2i-masks``: the segmenter), which the scorer check leaves out.
 
     Example:
         >>> f = Family("demo", "Demo", "a paper", study_type="fractions:Fraction", needs="operator:add",
@@ -100,6 +102,7 @@ class Family:
     rounds: Callable[[Any], tuple[Sequence[int], str]] | None = None
     study_type: Callable[[], type] | str | None = None
     scorers: tuple[str, ...] | None = None
+    replaced: Callable[[Any], Iterable[str]] | None = None
     futility_miss: tuple[tuple[str, float], ...] = ()
     null_shares: str | None = None
     doc: str = field(default="", compare=False)

@@ -90,6 +90,7 @@ class Workbench:
             self.factory.on_measured = self._store_rate
         self.rate_device = generate_on or self.device
         self._scorers: dict[str, Resident] = {}
+        self._builds: dict[str, str] = {}  # name -> what built it (one name, one model)
         self._shared: dict = {}
         self._versions = identity.library_versions()
         self.use = ModelUse()  # what this workbench loaded and released (the run's summary)
@@ -159,13 +160,18 @@ class Workbench:
                 Default: ``name`` is a registered kind.
 
         Raises:
-            ValueError: neither ``build`` nor ``name`` is a registered kind.
+            ValueError: neither ``build`` nor ``name`` is a registered kind, or ``name`` was built by another
+                ``build`` earlier in the session (a study would be served the other model).
             ModelLoadError: it cannot be loaded or does not fit; ``fatal`` is called first.
         """
+        registered = build is None or isinstance(build, str)
+        how = f"kind {build or name}" if registered else f"builder {getattr(build, '__qualname__', build)}"
+        if self._builds.setdefault(name, how) != how:
+            raise ValueError(f"scorer {name!r} is built by {self._builds[name]} in this session; asked again "
+                             f"with {how}: give the other model another name")
         if name not in self._scorers:
             from t2i_fairness.models.registry import scorer_kind
 
-            registered = build is None or isinstance(build, str)
             kind = scorer_kind(build or name).name if registered else getattr(build, "kind", None)
             builder = scorer_kind(kind).build if registered else build
             if registered and self.options.scorers == PROCEDURAL:  # the procedural scorers' set error rates

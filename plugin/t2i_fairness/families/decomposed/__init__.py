@@ -71,6 +71,7 @@ FAMILY = Family(
     needs=".study:needs",
     look=lambda study, n: study.at_images(n),
     scorers=("decomposed_vit", "segmenter"),
+    replaced=lambda options: ("segmenter",) if options.masks else (),
     doc="The session's Decomposed-DIG study: ``decomposed.scores(reference, template)``, ``.real(reference)``, "
         "``.diagnostics(reference, template)``, ``.models()``.",
 )
