@@ -224,3 +224,21 @@ def test_the_update_flow_removes_a_test_gates_old_bound_at_the_session_end(tmp_p
         assert ("test_cis_order_invariance" in ThresholdFile.load(path).gates) == kept
         assert "other" in ThresholdFile.load(path).gates
         assert any("removed its bound" in n for n in session.notes) == (not kept)
+
+
+def test_a_normal_theory_test_says_so_in_its_message_and_record():
+    """Object consistency's jackknife-t is the one test over units that is neither exact nor law-free: its message
+    says "normal-theory t on K df" and its record names the basis; an exact share and a law-free mean say nothing."""
+    rng = np.random.default_rng(3)
+    scores = {o: rng.normal(0.25, 0.03, 20) for o in ("bag", "stove", "chair")}
+    consistency = percentile_mean_interval(scores)
+    assert consistency.basis == "normal-theory" and consistency.record()["basis"] == "normal-theory"
+    share = precision_interval(np.r_[np.ones(40, bool), np.zeros(20, bool)])
+    assert share.basis == "exact"
+    t = ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.5)})
+    low = Measurement("g", consistency.estimate, 60, "min", consistency.as_tuple(), uncertainty=consistency)
+    assert "; p = " in evaluate(low, t, {}, level=GateLevel(0.05, 45)).message
+    assert "(one-sided, normal-theory t on 3 df, vs " in evaluate(low, t, {}, level=GateLevel(0.05, 45)).message
+    exact = Measurement("g", share.estimate, 60, "min", share.as_tuple(), uncertainty=share)
+    assert "(one-sided, vs " in evaluate(exact, ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.9)}), {},
+                                         level=GateLevel(0.05, 45)).message

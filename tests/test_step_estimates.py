@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -141,3 +142,56 @@ def test_the_header_and_plan_name_each_step_and_its_bar_its_estimate(tmp_path, i
     import json
 
     assert json.loads((tmp_path / "plan.json").read_text())["roles"][0]["steps_seconds"] > 0
+
+
+def test_a_fresh_cache_reads_the_package_reference_rates_named_as_such_and_its_own_rate_wins(tmp_path, monkeypatch):
+    """A fresh clone has measured nothing: the package's reference rates (tools/reference_rates.py) give its first
+    run an estimate, said to be the reference machine's; a rate this cache measured replaces it."""
+    import json
+    import runpy
+
+    from t2i_fairness.spine import rates
+
+    measured = Cache(tmp_path / "measured")
+    store_rate(measured, Rate(2.5, 31, "cpu", "sd:random", {"steps": 2}), "rates")
+    store_rate(measured, Rate(12.0, 4, "cpu", "seg-ns", step_settings("masks")), STEPS)
+    store_steps(measured, "cpu", "sel", [{"desc": "segmenting", "kind": "masks", "namespace": "seg-ns", "items": 7,
+                                         "seconds": 90.0}])
+    store_rate(measured, Rate(0.1, 8, "cuda:H100", "sd:random", {"steps": 2}), "rates")  # not a CPU rate: left out
+    out = tmp_path / "reference_rates.json"
+    tool = runpy.run_path(str(Path(__file__).resolve().parents[1] / "tools" / "reference_rates.py"))
+    assert tool["main"]([str(measured.root), "--machine", "2 CPU cores (test)", "--output", str(out)]) == 0
+    reference = json.loads(out.read_text())
+    assert reference["machine"] == "2 CPU cores (test)" and len(reference["entries"]) == 3
+
+    monkeypatch.setattr(rates, "reference_rates", lambda: reference)
+    fresh = Cache(tmp_path / "fresh")
+    rate = lookup_rate(fresh, "cpu", "sd:random", {"steps": 2})
+    assert rate.seconds_per_image == 2.5 and rate.source == "reference"
+    assert "(reference rate of 2 CPU cores (test), not this machine's yet, 31 images" in rate.describe()
+    assert lookup_rate(fresh, "cuda:H100", "sd:random", {"steps": 2}) is None
+    seconds, said = steps_estimate(fresh, "cpu", "sel")
+    assert seconds == pytest.approx(84.0) and said.startswith("reference rate of 2 CPU cores (test)")
+    bar = FakeBar()
+    with StepClock(bar, fresh, "cpu")(7, "segmenting", step=("masks", "seg-ns")):
+        pass
+    assert "expected 1 min at 12 s/item (reference rate of 2 CPU cores (test)" in bar.shown[0][1]
+    store_rate(fresh, Rate(3.0, 10, "cpu", "sd:random", {"steps": 2}), "rates")  # this machine measured its own
+    assert lookup_rate(fresh, "cpu", "sd:random", {"steps": 2}).source == "run"
+
+
+def test_the_rest_of_a_run_is_a_step_of_the_next_estimate_and_a_selection_key_names_no_clone(tmp_path):
+    """What no step measured (collection, loading models, the gates' arithmetic) is kept as one step, so the next
+    run's expected time covers the whole run; a bundled file's path does not make two clones' keys differ."""
+    from t2i_fairness.spine import rates
+
+    clock = StepClock(FakeBar(), Cache(tmp_path), "cpu")
+    clock.account_rest(100.0, 30.0)
+    assert clock.steps == []  # nothing computed (a warm run): the last record that did is kept
+    clock.steps.append({"desc": "segmenting", "kind": "masks", "namespace": "ns", "items": 5, "seconds": 50.0})
+    clock.account_rest(100.0, 30.0)
+    assert clock.steps[-1] == {"desc": rates.REST, "kind": "rest", "namespace": "run", "items": 1, "seconds": 20.0}
+    store_steps(clock.cache, "cpu", "k", clock.steps)
+    seconds, said = steps_estimate(clock.cache, "cpu", "k")
+    assert seconds == pytest.approx(70.0) and said.endswith(f"; {rates.REST} 20 s")
+    assert rates._portable(f"{rates._PACKAGE}/data/indic_smoke.jsonl") == "t2i_fairness/data/indic_smoke.jsonl"

@@ -20,8 +20,8 @@ from t2i_fairness.gating.session import ARTIFACT, PROPERTY, SECTION, GateSession
 from t2i_fairness.gating.ranges import bounds_outside
 from t2i_fairness.gating.thresholds import ThresholdFile, ThresholdFileError
 from t2i_fairness.runstate import (  # noqa: F401  (the stash keys and helpers; public names of this module)
-    BASELINES, BENCHES, CLOCKS, FAMILY_SIZE, LEVEL, OPTIONS, ROLES, SESSION, THRESHOLDS, _RUNNING, fatal, gate_id_of, is_worker,
-    progress_for, release_models,
+    BASELINES, BENCHES, CLOCKS, FAMILY_SIZE, LEVEL, OPTIONS, ROLES, SESSION, STARTED, THRESHOLDS, _RUNNING, fatal, gate_id_of,
+    is_worker, progress_for, release_models,
 )
 from t2i_fairness.spine.options import CORE_OPTIONS, T2IOptions, add_options, resolve_options  # noqa: F401
 
@@ -64,11 +64,14 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    import time
+
     from t2i_fairness.errors import OptionError
     from t2i_fairness.report.labels import Vocabulary, marker_lines
 
     from t2i_fairness.base.devices import pin_worker, pins_workers
 
+    config.stash[STARTED] = time.perf_counter()
     if is_worker(config) and pins_workers(config.getoption("--t2i-device") or "auto"):
         pin_worker(config.workerinput["workerid"])  # type: ignore[attr-defined]  # before CUDA initialises
     xml = getattr(config.option, "xmlpath", None)

@@ -25,6 +25,7 @@ BASELINES = pytest.StashKey[dict]()  # gate id -> the baseline's measurement (sa
 FAMILY_SIZE = pytest.StashKey[int]()  # gates selected in this run: the m of the multiplicity adjustment
 LEVEL = pytest.StashKey["GateLevel"]()  # the run's per-gate level over those gates, made once at collection
 BENCHES = pytest.StashKey[dict]()  # role -> the session's Workbench (the t2i fixture registers it)
+STARTED = pytest.StashKey[float]()  # time.perf_counter() at configure: the run's whole time, for the next estimate
 CLOCKS = pytest.StashKey[dict]()  # role -> spine.rates.RunClock: the run's planned images and time left (progress lines)
 ROLES = ("baseline", "candidate")
 

@@ -292,7 +292,7 @@ def evaluate(
                        None, threshold, blocking_inconclusive=blocking)
     p = m.p_value(bound.value)
     status = decide(m.value, bound.value, bound.direction, p, threshold)
-    stats = f"; p = {p:.3g} (one-sided, vs {threshold:.3g}: {level.text})"
+    stats = f"; p = {p:.3g} (one-sided{_basis_words(m.uncertainty)}, vs {threshold:.3g}: {level.text})"
     if status == "fail":
         return Verdict("fail", bound, f"{text}{stats} FAILED", None, changes, p, threshold)
     if status == "inconclusive":
@@ -302,6 +302,15 @@ def evaluate(
         return Verdict("inconclusive", bound, f"{text}{stats}{tail}", None, changes, p, threshold,
                        blocking_inconclusive=blocking)
     return Verdict("pass", bound, text + stats, None, changes, p, threshold)
+
+
+def _basis_words(uncertainty: Any) -> str:
+    """``", normal-theory t on 6 df"`` for a p-value from a normal or t tail (valid for any law of the units only
+    approximately), else ``""``: exact, design-based and law-free tests need no warning."""
+    if getattr(uncertainty, "basis", None) != "normal-theory":
+        return ""
+    df = getattr(uncertainty, "df", None)
+    return f", normal-theory t on {df:g} df" if df is not None and math.isfinite(df) else ", normal-theory"
 
 
 def evaluate_test(m: Measurement, thresholds: ThresholdFile, provenance: dict, *, level: GateLevel = GateLevel(),

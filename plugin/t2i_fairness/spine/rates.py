@@ -2,8 +2,10 @@
 
 A generating run (and the generation benchmark) stores the seconds per image it measured in the
 cache, keyed by device (``cpu``, ``cuda:<GPU name>``), model fingerprint and settings, the last
-measurement winning. ``t2i-fairness plan`` multiplies (:func:`estimate_hours`); with no
-measurement it says so instead of guessing.
+measurement winning. ``t2i-fairness plan`` multiplies (:func:`estimate_hours`). Where this cache has no
+measurement, the package's reference rates (``data/reference_rates.json``: the README's commands measured on
+the project's own machine, written by ``tools/reference_rates.py``) stand in, named as such; with neither it
+says so instead of guessing.
 
 Example:
     >>> import tempfile
@@ -18,15 +20,20 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from t2i_fairness.base.cache import Cache, CorruptEntry, content_key
 
-__all__ = ["Rate", "RunClock", "StepClock", "device_label", "duration", "estimate_hours", "lookup_rate", "lookup_steps",
-           "rate_key", "selection_key", "step_settings", "steps_estimate", "store_rate", "store_steps"]
+__all__ = ["REFERENCE", "Rate", "RunClock", "StepClock", "device_label", "duration", "estimate_hours", "lookup_rate",
+           "lookup_steps", "rate_key", "reference_rates", "selection_key", "step_settings", "steps_estimate", "store_rate",
+           "store_steps"]
+
+REFERENCE = "reference"  # a Rate's source when it comes from the package's reference rates
 
 
 @dataclass(frozen=True)
@@ -47,8 +54,14 @@ class Rate:
 
     def describe(self) -> str:
         """``0.172 s/image on cuda:NVIDIA H100 (bench, 128 images, 2026-11-25T20:00:00Z)``."""
-        return (f"{self.seconds_per_image:.3g} s/image on {self.device} ({self.source}, {self.images} images, "
+        return (f"{self.seconds_per_image:.3g} s/image on {self.device} ({self.origin()}, {self.images} images, "
                 f"{self.measured_at})")
+
+    def origin(self) -> str:
+        """``run``, ``bench``, or, for a package reference rate, the machine it was measured on."""
+        if self.source != REFERENCE:
+            return self.source
+        return f"reference rate of {reference_rates().get('machine', 'the project machine')}, not this machine's yet"
 
 
 def device_label(device: str) -> str:
@@ -76,9 +89,25 @@ def store_rate(cache: Cache, rate: Rate, folder: str = "rates"):
     return path
 
 
+@functools.lru_cache(maxsize=1)
+def reference_rates() -> dict[str, Any]:
+    """The package's reference rates: ``{"machine": ..., "entries": {"<folder>/<key>": entry}}`` (``{}`` without
+    the file), each entry as this cache stores it (a :class:`Rate`, or a selection's step record)."""
+    from importlib import resources
+
+    try:
+        return json.loads((resources.files("t2i_fairness") / "data" / "reference_rates.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _reference_entry(folder: str, key: str) -> Any:
+    return reference_rates().get("entries", {}).get(f"{folder}/{key}")
+
+
 def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, Any], folder: str = "rates") -> Rate | None:
-    """The last rate measured for exactly this device, model and settings, or ``None`` (also for a
-    damaged entry, which is reported and removed).
+    """The last rate measured for exactly this device, model and settings; else the package's reference rate for
+    them (``source`` :data:`REFERENCE`); else ``None`` (also for a damaged entry, which is reported and removed).
     """
 
     def decode(data: bytes) -> Rate:
@@ -87,7 +116,10 @@ def lookup_rate(cache: Cache, device: str, model: str, settings: Mapping[str, An
         except (ValueError, TypeError) as exc:
             raise CorruptEntry(f"not a rate: {exc}") from exc
 
-    return cache.read(_path(cache, rate_key(device, model, settings), folder), decode, checksum=True)
+    key = rate_key(device, model, settings)
+    found = cache.read(_path(cache, key, folder), decode, checksum=True)
+    reference = _reference_entry(folder, key) if found is None else None
+    return dataclasses.replace(Rate(**reference), source=REFERENCE) if reference else found
 
 
 def estimate_hours(images: int, rate: "Rate | float") -> float:
@@ -138,6 +170,7 @@ class RunClock:
         return f"{head}, about {duration(left * per)} left at {per:.3g} s/image ({source})"
 
 
+REST = "the rest (collection, loading models, the gates' arithmetic)"  # StepClock.account_rest's step
 STEPS = "steps"  # the cache folder of the computing steps' rates and of each selection's step record
 
 
@@ -193,8 +226,9 @@ class StepClock:
         rate = self.rate(step)
         if rate is None:
             return f"no stored rate on {self.device}: the clock starts after the first items"
+        source = "stored rate" if rate.source != REFERENCE else rate.origin()
         return (f"expected {duration(total * rate.seconds_per_image)} at {rate.seconds_per_image:.3g} s/item "
-                f"(stored rate, {self.device}, {rate.measured_at})")
+                f"({source}, {self.device}, {rate.measured_at})")
 
     @contextlib.contextmanager
     def __call__(self, total: int, desc: str, step: tuple[str, str] | None = None):
@@ -212,6 +246,16 @@ class StepClock:
             yield counted
         self._store(step, marks, desc)
 
+    def account_rest(self, elapsed: float, generating: float) -> None:
+        """Add the run's time that no step measured (``elapsed`` less ``generating`` and the steps: collection,
+        loading models, the gates' own arithmetic) as one step, so the next run's expected time covers the whole
+        run; nothing when no step computed anything (a warm run keeps the last record that did)."""
+        if not any(step["items"] for step in self.steps):
+            return
+        rest = elapsed - generating - sum(step["seconds"] for step in self.steps)
+        if rest > 0:
+            self.steps.append({"desc": REST, "kind": "rest", "namespace": "run", "items": 1, "seconds": rest})
+
     def _store(self, step: tuple[str, str], marks: list[tuple[float, int]], desc: str) -> None:
         """The step's seconds per item, after its first call where there were more (a load is not an item)."""
         (t0, _), (t1, n1), (tn, n) = marks[0], marks[min(1, len(marks) - 1)], marks[-1]
@@ -225,20 +269,31 @@ class StepClock:
 
 # options that change no step's item count or rate (where files go, what is shown or written)
 _NOT_KEYED = frozenset({"cache_dir", "cache_mirror", "thresholds", "update_thresholds", "allow_loosen", "artifacts",
-                        "report", "progress", "canary_spec", "design", "families"})
+                        "report", "progress", "canary_spec", "design", "families", "history", "history_off", "mlflow",
+                        "scorer_check", "audit"})
+_PACKAGE = str(Path(__file__).resolve().parents[1])  # a bundled file's path names this clone: keyed without it
+
+
+def _portable(text: str) -> str:
+    return text.replace(_PACKAGE, "t2i_fairness")
 
 
 def selection_key(calls, options) -> str:
     """Which selection a step record belongs to: the selected tests (function and parameters) and the options
     that change what is computed (``families`` by their frozen values)."""
     tests = sorted(f"{c.test}{sorted((k, str(v)) for k, v in c.params.items())}" for c in calls)
-    values = {f.name: str(getattr(options, f.name)) for f in dataclasses.fields(options) if f.name not in _NOT_KEYED}
-    values["families"] = sorted((k, repr(v)) for k, v in dict(options.families).items())
+    values = {f.name: _portable(str(getattr(options, f.name))) for f in dataclasses.fields(options)
+              if f.name not in _NOT_KEYED}
+    values["families"] = sorted((k, _portable(repr(v))) for k, v in dict(options.families).items())
     return content_key(tests=tests, options=values)
 
 
+def _steps_key(device: str, key: str) -> str:
+    return content_key(device=device, steps=key)
+
+
 def _steps_path(cache: Cache, device: str, key: str):
-    return cache.path(STEPS, content_key(device=device, steps=key), ".json")
+    return cache.path(STEPS, _steps_key(device, key), ".json")
 
 
 def store_steps(cache: Cache, device: str, key: str, steps: list[dict[str, Any]]):
@@ -252,7 +307,13 @@ def store_steps(cache: Cache, device: str, key: str, steps: list[dict[str, Any]]
 
 
 def lookup_steps(cache: Cache, device: str, key: str) -> list[dict[str, Any]] | None:
-    """The steps :func:`store_steps` kept for selection ``key`` on ``device`` (``None`` without a record)."""
+    """The steps :func:`store_steps` kept for selection ``key`` on ``device``, else the package's reference record
+    of them (``None`` without either)."""
+    return _steps_record(cache, device, key)[0]
+
+
+def _steps_record(cache: Cache, device: str, key: str) -> tuple[list[dict[str, Any]] | None, bool]:
+    """:func:`lookup_steps`'s steps and whether they are the package's reference record."""
 
     def decode(data: bytes) -> list:
         try:
@@ -260,7 +321,9 @@ def lookup_steps(cache: Cache, device: str, key: str) -> list[dict[str, Any]] | 
         except (ValueError, TypeError, KeyError) as exc:
             raise CorruptEntry(f"not a step record: {exc}") from exc
 
-    return cache.read(_steps_path(cache, device, key), decode, checksum=True)
+    found = cache.read(_steps_path(cache, device, key), decode, checksum=True)
+    reference = _reference_entry(STEPS, _steps_key(device, key)) if found is None else None
+    return (list(reference["steps"]), True) if reference else (found, False)
 
 
 def steps_estimate(cache: Cache, device: str, key: str) -> tuple[float | None, str]:
@@ -277,7 +340,7 @@ def steps_estimate(cache: Cache, device: str, key: str) -> tuple[float | None, s
         >>> steps_estimate(cache, "cpu", "k")
         (120.0, 'masks 2 min (60 at 2 s/item)')
     """
-    steps = lookup_steps(cache, device, key)
+    steps, reference = _steps_record(cache, device, key)
     if not steps:
         return None, f"no run of this selection on {device} has stored its steps yet"
     total, said = 0.0, []
@@ -287,5 +350,7 @@ def steps_estimate(cache: Cache, device: str, key: str) -> tuple[float | None, s
         rate = lookup_rate(cache, device, step["namespace"], step_settings(step["kind"]), STEPS)
         per = rate.seconds_per_image if rate is not None else step["seconds"] / step["items"]
         total += per * step["items"]
-        said.append(f"{step['desc']} {duration(per * step['items'])} ({step['items']} at {per:.3g} s/item)")
-    return total, "; ".join(said)
+        said.append(f"{step['desc']} {duration(per)}" if step["kind"] == "rest" else
+                    f"{step['desc']} {duration(per * step['items'])} ({step['items']} at {per:.3g} s/item)")
+    head = f"{Rate(0, 0, device, '', source=REFERENCE).origin()}: " if reference else ""
+    return total, head + "; ".join(said)

@@ -86,6 +86,7 @@ class Interval:
             "se": self.se,
             "df": self.df,
             "n_effective": self.n_effective,
+            "basis": self.basis,
         }
         if self.p_floor > 0:
             out["p_floor"] = self.p_floor
@@ -108,6 +109,23 @@ class Interval:
     def is_share(self) -> bool:
         """Whether the value is a share (a score interval: ``n_effective`` set, values in [0, 1])."""
         return self.n_effective is not None
+
+    @property
+    def basis(self) -> str:
+        """What the gate's test rests on: ``law-free`` (a mean of bounded units, also tested by betting: valid for
+        any law of them), ``exact`` (a share's binomial tail), ``design-based`` (a share at its Korn-Graubard
+        effective size) or ``normal-theory`` (a normal or t tail on ``se``; its size under skewed laws is measured
+        in docs/calibration.md, not guaranteed).
+
+        Example:
+            >>> Interval(0.5, 0.4, 0.6, "jackknife_t", 0.95, 60, se=0.05, df=6).basis
+            'normal-theory'
+        """
+        if self.bounded is not None:
+            return "law-free"
+        if self.is_share:
+            return "exact" if self.df is None or not math.isfinite(self.df) else "design-based"
+        return "normal-theory"
 
     def trials(self, alpha: float) -> float:
         """A share's effective number of trials at one-sided level ``alpha``: ``n_effective``, times
