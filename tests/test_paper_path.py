@@ -214,10 +214,16 @@ def test_the_readme_paper_size_command_loads_every_paper_class_and_prints_its_ti
                                            str(pytester.path / "cache"), "--t2i-artifacts", str(pytester.path / "art"),
                                            timeout=3600)
     took, load = time.perf_counter() - start, max(load, os.getloadavg()[0])
-    print(f"\nthe README's paper-size command: {took / 60:.1f} min (load average {load:.1f}; the limit: 15 min idle)")
     out = result.stdout.str()
     assert result.ret == 0, out[-3000:] + result.stderr.str()[-2000:]
+    # a fresh cache: the package's reference rates (the project's machine) give the header's whole-run estimate
+    expected = re.search(r"expected time in all: up to [^(]*\((\d+) s: generation and the steps above\)", out)
+    assert expected, out[:3000]
+    expected = float(expected.group(1))
+    print(f"\nthe README's paper-size command: {took / 60:.1f} min, expected {expected / 60:.1f} min (load average "
+          f"{load:.1f}; the limits on an idle machine: 15 min, the estimate within 10%)")
     _, events = _memory(result)
     assert set(PAPER_CLASSES) <= set(events), events
     if load <= 2.5:
         assert took < 15 * 60, f"{took / 60:.1f} min on an idle machine"
+        assert abs(expected - took) <= 0.1 * took, f"expected {expected:.0f} s, took {took:.0f} s"

@@ -171,7 +171,7 @@ def test_a_fresh_cache_reads_the_package_reference_rates_named_as_such_and_its_o
     assert "(reference rate of 2 CPU cores (test), not this machine's yet, 31 images" in rate.describe()
     assert lookup_rate(fresh, "cuda:H100", "sd:random", {"steps": 2}) is None
     seconds, said = steps_estimate(fresh, "cpu", "sel")
-    assert seconds == pytest.approx(84.0) and said.startswith("reference rate of 2 CPU cores (test)")
+    assert seconds == pytest.approx(84.0) and said.startswith("measured on 2 CPU cores (test), not this machine yet: segmenting")
     bar = FakeBar()
     with StepClock(bar, fresh, "cpu")(7, "segmenting", step=("masks", "seg-ns")):
         pass

@@ -314,8 +314,8 @@ def header_lines(plan: Plan) -> tuple[list[str], dict[str, Any]]:
         lines.append(f"{who}expected generation time: {said} at {rate.describe()}")
         lines.append(f"{who}{said_steps}")
         if steps is not None:
-            lines.append(f"{who}expected time in all: up to {duration(hours * 3600 + steps)} (generation and the "
-                         "steps above)")
+            lines.append(f"{who}expected time in all: up to {duration(hours * 3600 + steps)} ({hours * 3600 + steps:.0f} s: "
+                         "generation and the steps above)")
         warning = cost_warning(rp, make)
         if warning:
             lines.append(f"{who}{warning}")

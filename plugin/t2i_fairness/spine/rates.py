@@ -352,5 +352,5 @@ def steps_estimate(cache: Cache, device: str, key: str) -> tuple[float | None, s
         total += per * step["items"]
         said.append(f"{step['desc']} {duration(per)}" if step["kind"] == "rest" else
                     f"{step['desc']} {duration(per * step['items'])} ({step['items']} at {per:.3g} s/item)")
-    head = f"{Rate(0, 0, device, '', source=REFERENCE).origin()}: " if reference else ""
+    head = f"measured on {reference_rates().get('machine', 'the project machine')}, not this machine yet: " if reference else ""
     return total, head + "; ".join(said)
