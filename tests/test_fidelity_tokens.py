@@ -65,6 +65,17 @@ def test_the_count_is_what_the_diffusers_pipeline_drops():
     assert re.sub(r"\s+", " ", removed[1]).endswith("['" + " ".join(["बस"] * 35) + "']")
 
 
+def test_a_random_paper_size_model_counts_with_the_tokenizer_it_is_built_with():
+    """``sd15-random`` is built offline (no hub id to download a tokenizer from): its prompts are counted with the
+    offline CLIP tokenizer its pipeline carries, not "not counted" with advice to download ``sd15-random``."""
+    from t2i_fairness.generators.diffusers_pipe import build_tiny_pipeline
+    from t2i_fairness.generators.tokens import prompt_truncation
+
+    t = prompt_truncation(SimpleNamespace(spec="sd15-random", fingerprint="test-fidelity-sd15r", loaded=False), [A76])
+    assert t.counted and (t.limit, t.truncated) == (77, 1)
+    assert build_tiny_pipeline("tiny-sd")[0].tokenizer.model_max_length == 77  # what build_tiny_pipeline gives both
+
+
 def test_generators_without_a_tokenizer_say_not_counted():
     from t2i_fairness.generators.tokens import prompt_truncation
 

@@ -24,7 +24,7 @@ def token_counter_for(source) -> tuple[object | None, str]:
 
 
 def _make_counter(source) -> tuple[object | None, str]:
-    from t2i_fairness.generators.diffusers_pipe import TokenCounter
+    from t2i_fairness.generators.diffusers_pipe import RANDOM_MODELS, TokenCounter
 
     spec = str(source.spec)
     if getattr(source, "loaded", False) or spec.startswith(("python:", "images:", "procedural")):
@@ -33,7 +33,7 @@ def _make_counter(source) -> tuple[object | None, str]:
         if callable(counter) and counter() is not None:
             return counter(), ""
         return None, f"{spec}: the generator exposes no tokenizer (token_counter())"
-    if spec == "tiny":
+    if spec == "tiny" or spec in RANDOM_MODELS:  # built offline with the offline CLIP tokenizer (build_tiny_pipeline)
         from t2i_fairness.models.clip_tokenizer import CONTEXT_LENGTH, offline_clip_tokenizer
 
         return TokenCounter({"tokenizer": (offline_clip_tokenizer(), CONTEXT_LENGTH)}), ""
