@@ -127,6 +127,21 @@ def test_drop_position_last_is_caught_by_the_order_test_at_64_prompts_per_k(cis_
     caught.stdout.fnmatch_lines(["canary drop_position:last:1.0 (position last): caught by 1 of 1 gate(s) of its slice*"])
 
 
+def test_drop_component_is_caught_by_its_rate_floor_at_64_prompts_per_k_over_16_names(cis_suite):
+    """With the paper's 998 names a component is named by about 3 of 64 prompts, too few for any test; a vocabulary
+    of 16 (``--t2i-cis-components 16``) names each in about 56, and dropping one fails its rate floor, not the null."""
+    sizes = ["--t2i-cis-components", "16", "--t2i-cis-prompts", "64", "-k", "rate_floor"]
+    written, _ = _cis_run(cis_suite, *sizes, "--t2i-update-thresholds")
+    assert written.ret == 0, written.stdout.str()[-2000:]
+    written.stdout.fnmatch_lines(["*CIS: K=1,2,4,8; 64 prompts per K*; components drawn from 16 names (--t2i-cis-components)"])
+    null, records = _cis_run(cis_suite, *sizes, "--t2i-seed", "1")
+    assert records["test_cis_component_rate_floor"]["status"] == "pass", null.stdout.str()[-2000:]
+    caught, records = _cis_run(cis_suite, *sizes, "--t2i-seed", "1", "--t2i-canary", "drop_component:wok")
+    floor = records["test_cis_component_rate_floor"]
+    assert floor["status"] == "fail" and floor["value"] == 0.0, caught.stdout.str()[-2000:]
+    caught.stdout.fnmatch_lines(["canary drop_component:wok (component wok): caught by 1 of 1 gate(s) of its slice*"])
+
+
 @pytest.mark.slow  # three runs of CIS_2 (32 prompts x 4 images), the images generated once
 def test_a_scorer_bias_fails_the_scorer_only_gate_and_the_report_names_the_disagreement(cis_suite):
     sizes = ["--t2i-cis-k", "2", "--t2i-cis-prompts", "32", "--t2i-cis-images", "4", "-k", "test_cis and k2"]
@@ -175,3 +190,34 @@ def test_word_level_group_judgements_are_scored_against_the_labels_per_group(pyt
     assert female["labels"] > 0 and female["focus"]["positives"] == female["labels"]  # each one shows a female
     assert female["focus"]["sensitivity"] < 1.0 and "female" in female["disagreeing"]
     result.stdout.fnmatch_lines(["*the scorer disagrees with the labels for female: sensitivity *"])
+
+
+def test_the_component_vocabulary_option_draws_n_names_once_or_reads_a_file_and_names_its_errors(tmp_path):
+    from t2i_fairness.errors import OptionError
+    from t2i_fairness.families import FAMILIES
+    from t2i_fairness.families.cis.options import components_label
+    from t2i_fairness.metrics.cis import imagenet_classnames
+    from t2i_fairness.spine.options import resolve_options
+
+    def cis(**given):
+        flags = {"--t2i-reference": [], **{f"--t2i-cis-{k.replace('_', '-')}": v for k, v in given.items()}}
+        return resolve_options(flags.get, families=FAMILIES, invocation_dir=tmp_path).family("cis")
+
+    assert cis().components is None and components_label(None) == "imagenet-cis-prototype"
+    sixteen = cis(components="16").components
+    assert len(sixteen) == 16 and set(sixteen) <= set(imagenet_classnames()) and "wok" in sixteen
+    assert cis(components="16").components == sixteen  # one fixed draw, whatever the run's seed
+    assert list(sixteen) == [n for n in imagenet_classnames() if n in sixteen]  # in the names' file order
+    (tmp_path / "mine.txt").write_text("# our catalogue\nred mug\nblue kettle\n\nred mug\ngreen lamp\n")
+    assert cis(components="mine.txt", k="1,2").components == ("red mug", "blue kettle", "green lamp")
+    assert components_label(("a", "b")).startswith("2 names sha256:")
+    for value, k, words in (("4", "1,2,4,8", "between the largest K (8) and 998"),
+                            ("999", "1", "between the largest K (1) and 998"),
+                            ("mine.txt", "1,4", "mine.txt: 3 distinct names; a prompt of K = 4 needs at least 4"),
+                            ("nowhere.txt", "1", "neither a number of ImageNet names nor a readable text file")):
+        with pytest.raises(OptionError, match="--t2i-cis-components") as info:
+            cis(components=value, k=k)
+        assert words in str(info.value)
+    (tmp_path / "comma.txt").write_text("salt, pepper\nmug\n")
+    with pytest.raises(OptionError, match="cannot hold a comma"):
+        cis(components="comma.txt", k="1")

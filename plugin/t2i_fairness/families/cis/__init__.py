@@ -22,8 +22,9 @@ def _parameters(names: set[str], core, options) -> list[Parameters]:
 
 def _header(core, o) -> str:
     fid = f"FID reference {o.fid_reference}" if o.fid_reference else "no FID reference"
+    names = "" if o.components is None else f"; components drawn from {len(o.components)} names (--t2i-cis-components)"
     return (f"t2i-fairness CIS: K={','.join(map(str, o.ks))}; {o.prompts} prompts per K, {o.images} images per prompt; "
-            f"order test on {o.order_prompts} prompts; {fid}")
+            f"order test on {o.order_prompts} prompts; {fid}{names}")
 
 
 FAMILY = Family(

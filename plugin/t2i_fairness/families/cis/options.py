@@ -42,6 +42,55 @@ def parse_ks(text: str) -> tuple[int, ...]:
     return tuple(sorted(ks))
 
 
+COMPONENT_DRAW_SEED = 0  # --t2i-cis-components N: the same N names in every run, whatever --t2i-seed
+
+
+def parse_components(v: Values, flag: str) -> tuple[str, ...] | None:
+    """``--t2i-cis-components``: ``None`` (the paper's 998 ImageNet names), ``N`` of them (one fixed seeded draw, in
+    the names' file order) or the names of a text file (one a line; ``#`` comments), at least the largest K."""
+    import numpy as np
+
+    from t2i_fairness.metrics.cis import imagenet_classnames
+
+    raw = v.raw(flag)
+    if raw is None:
+        return None
+    text, largest = str(raw).strip(), max(parse_ks(v("--t2i-cis-k")))
+    every = imagenet_classnames()
+    if text.isdigit():
+        n = int(text)
+        if not largest <= n <= len(every):
+            raise OptionError(flag, f"{text}: a number of the ImageNet names must be between the largest K "
+                                    f"({largest}) and {len(every)}")
+        picked = np.random.default_rng(COMPONENT_DRAW_SEED).choice(len(every), size=n, replace=False)
+        return tuple(every[i] for i in sorted(int(i) for i in picked))
+    path = Path(text).expanduser()
+    path = path if path.is_absolute() else v.invocation_dir / path
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OptionError(flag, f"{text!r}: neither a number of ImageNet names nor a readable text file "
+                                f"({type(exc).__name__})") from None
+    names = tuple(dict.fromkeys(line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")))
+    bad = [name for name in names if "," in name]
+    if bad:
+        raise OptionError(flag, f"{path}: a component name cannot hold a comma (prompts list components with "
+                                f"commas): {bad[0]!r}")
+    if len(names) < largest:
+        raise OptionError(flag, f"{path}: {len(names)} distinct names; a prompt of K = {largest} needs at least "
+                                f"{largest}")
+    return names
+
+
+def components_label(components: tuple[str, ...] | None) -> str:
+    """The provenance's name of a component vocabulary: the paper's, or its size and digest."""
+    if components is None:
+        return "imagenet-cis-prototype"
+    import hashlib
+
+    return f"{len(components)} names sha256:{hashlib.sha256(chr(10).join(components).encode()).hexdigest()[:12]}"
+
+
 _prompts = partial(positive, flag="--t2i-cis-prompts")
 _images = partial(positive, flag="--t2i-cis-images")
 
@@ -70,6 +119,11 @@ class CisOptions:
         "--t2i-cis-rate-min-images", "CIS per-component rate floor: only components requested in at least R "
         "images count (default N)", type=int, metavar="R",
         check=lambda v, flag: positive(v, flag) if v.given(flag) else _images(v))
+    components: tuple[str, ...] | None = Option(
+        "--t2i-cis-components", "CIS: the names prompts draw their components from: N (N of the paper's 998 ImageNet "
+        "names, one fixed draw: the same names in every run) or a text file, one name a line (default: all 998, as "
+        "the paper); fewer names put each in more prompts, so a component's own gates can see it", metavar="N|FILE",
+        check=parse_components)
     fid_reference: Path | None = Option(
         "--t2i-cis-fid-reference", "CIS: real images for FID per K: DIR/k<K>/ subfolders, or one folder for every "
         "K (default: no FID)", metavar="DIR", check=folder)
