@@ -6,9 +6,13 @@ the scorer misses every component at ``--miss`` (the generator unchanged), the r
 run is decided with ``--t2i-audit``. The bound is written once, by a run without the miss at seed 0. Printed: the
 scorer-only and audited verdicts per seed, and their failures over the seeds (an audited failure is a false alarm:
 the generator is the one the bound was written from). ``--canary`` adds a generator regression (e.g.
-``drop_position:last:1.0``): then every audited verdict should fail.
+``drop_position:last:1.0``): then every audited verdict should fail. ``--miss-component NAME`` makes the scorer miss
+that one component always (a one-component scorer bias) instead of every component at ``--miss``;
+``--components N`` draws the prompts from N names (``--t2i-cis-components``), so one component is in enough prompts
+to move CIS_2.
 
     python bench/bench_audit_truth.py [--seeds 20] [--prompts 32] [--images 4] [--labels 200] [--miss 0.3]
+    python bench/bench_audit_truth.py --components 16 --prompts 64 --miss-component wok [--canary drop_component:wok]
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ def run(work: Path, art: str, seed: int, args, *extra) -> dict:
            "--t2i-model", "procedural", "--t2i-scorers", "procedural", "--t2i-no-progress", "--t2i-thresholds",
            "t.yaml", "--t2i-cache-dir", "cache", "--t2i-artifacts", art, "--t2i-seed", str(seed), "--t2i-cis-k", "2",
            "--t2i-cis-prompts", str(args.prompts), "--t2i-cis-images", str(args.images), "-k", "test_cis and k2",
-           *extra]
+           *(["--t2i-cis-components", str(args.components)] if args.components else []), *extra]
     subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900)
     gates = {r["gate"]: r for r in json.loads((work / art / "run.json").read_text())["gates"]}
     return gates["test_cis[k2]"]
@@ -45,6 +49,8 @@ def main(argv=None) -> int:
     p.add_argument("--labels", type=int, default=200)
     p.add_argument("--miss", type=float, default=0.3)
     p.add_argument("--canary", default=None)
+    p.add_argument("--miss-component", default=None, help="the scorer misses this component always (else every one)")
+    p.add_argument("--components", type=int, default=None, help="--t2i-cis-components (default: the paper's 998)")
     args = p.parse_args(argv)
     from t2i_fairness.cli import main as cli
 
@@ -55,8 +61,10 @@ def main(argv=None) -> int:
         (work / "fairness_tests").mkdir()
         shutil.copy(REPO / "fairness_tests" / "test_cis.py", work / "fairness_tests")
         run(work, "null", 0, args, "--t2i-update-thresholds")
-        extra = ["--t2i-procedural-miss", f"*={args.miss}"] + (["--t2i-canary", args.canary] if args.canary else [])
-        print(f"CIS_2, {args.prompts} prompts x {args.images} images, scorer miss *={args.miss}, canary "
+        miss = f"{args.miss_component}=1" if args.miss_component else f"*={args.miss}"
+        extra = ["--t2i-procedural-miss", miss] + (["--t2i-canary", args.canary] if args.canary else [])
+        names = f" over {args.components} component names" if args.components else ""
+        print(f"CIS_2, {args.prompts} prompts x {args.images} images{names}, scorer miss {miss}, canary "
               f"{args.canary or 'none'}, {args.labels} labels from the truth; bound written at seed 0 without the miss")
         print(f"{'seed':>4} {'scorer-only':>22} {'audited':>22} {'labels':>6}")
         fails = {"scorer-only": 0, "audited": 0}

@@ -66,3 +66,21 @@ def test_bad_label_arguments_are_refused():
         labels_for_width(0.0, 0.1)
     with pytest.raises(ValueError, match="ratio"):
         labels_for_width(0.01, 0.1, ratio=1.0)
+
+
+def test_an_audit_is_planned_for_the_disagreement_its_labels_cannot_rule_out():
+    """A scorer that agreed with all 128 labels is not planned as never wrong (1 label): the plan uses the
+    disagreement's 95% upper limit (0.023), so it asks for labels in the hundreds at a 0.03 standard error."""
+    from types import SimpleNamespace
+
+    from t2i_fairness.report.judged import judged_lines, planned_disagreement
+
+    assert planned_disagreement(0.0, 128) == pytest.approx(1 - 0.05 ** (1 / 128))  # Clopper-Pearson at k = 0
+    record = SimpleNamespace(gate="test_cis[k2]", bound=0.7, interval=(0.75, 0.9), status="pass", direction="min",
+                             uncertainty={"se": 0.03}, details={"scorer": {"judgements": 256, "judged_by": "clip",
+                                                                           "disagreement": 0.0, "labels": 128}})
+    (line,) = judged_lines([record])[2:]
+    expected = labels_for_width(0.03, planned_disagreement(0.0, 128), 1.1)
+    assert 100 < expected < 1000
+    assert (f"an audit of {expected} labels gives an interval within 1.1x the scorer-only one (disagreement 0 "
+            "measured on 128 labels, planned at its 95% upper limit 0.0231)") in line

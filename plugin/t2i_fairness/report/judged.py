@@ -9,7 +9,7 @@ import dataclasses
 from t2i_fairness.metrics.agreement import flip_margin, labels_for_width
 from t2i_fairness.metrics.intervals.value import bound_cannot_fail
 
-__all__ = ["ASSUMED_DISAGREEMENT", "WIDTH_RATIO", "judged_lines", "scorer_agreement"]
+__all__ = ["ASSUMED_DISAGREEMENT", "WIDTH_RATIO", "judged_lines", "planned_disagreement", "scorer_agreement"]
 
 #: The scorer's error share assumed where no label measured it (a scorer wrong on one judgement in ten).
 ASSUMED_DISAGREEMENT = 0.1
@@ -34,10 +34,10 @@ def judged_lines(records) -> list[str]:
                 f"it flips if the truth were {margin:.3g} {toward} than the scorer says (a net error of that share of "
                 "what the group's images show)")
         measured = scorer.get("disagreement")
-        d = measured if measured is not None else ASSUMED_DISAGREEMENT
+        d = ASSUMED_DISAGREEMENT if measured is None else planned_disagreement(measured, int(scorer["labels"]))
         se = (r.uncertainty or {}).get("se")
-        source = (f"disagreement {d:.3g} measured on {scorer['labels']} labels" if measured is not None else
-                  f"disagreement {d:g} assumed: no labels")
+        source = (f"disagreement {measured:.3g} measured on {scorer['labels']} labels, planned at its 95% upper "
+                  f"limit {d:.3g}" if measured is not None else f"disagreement {d:g} assumed: no labels")
         if se:
             line += (f"; an audit of {labels_for_width(float(se), d, WIDTH_RATIO)} labels gives an interval within "
                      f"{WIDTH_RATIO:g}x the scorer-only one ({source})")
@@ -51,6 +51,20 @@ def judged_lines(records) -> list[str]:
             line += f"; the scorer disagrees with the labels for {', '.join(scorer['disagreeing'][:5])}"
         out.append(line)
     return ["", "-- judged gates: what each verdict rests on --"] + out if out else []
+
+
+def planned_disagreement(measured: float, labels: int) -> float:
+    """The disagreement an audit is planned for: the one-sided 95% Clopper-Pearson upper limit of the share measured
+    on ``labels`` labels (0 of 128 plans for 0.023, not for a scorer that is never wrong).
+
+    Example:
+        >>> round(planned_disagreement(0.0, 128), 4), round(planned_disagreement(0.1, 1000), 4)
+        (0.0231, 0.117)
+    """
+    from t2i_fairness.metrics.agreement import clopper_pearson
+
+    k = round(float(measured) * labels)
+    return clopper_pearson(k, labels, confidence=0.90)[1] if labels > 0 else ASSUMED_DISAGREEMENT
 
 
 def _upper(a) -> float:
