@@ -192,6 +192,26 @@ def readme_paper_command() -> list[str]:
     return args[2:]
 
 
+def test_a_fresh_clone_plans_the_readme_paper_size_command_with_the_reference_rates(tmp_path):
+    """With an empty cache, ``t2i-fairness plan`` of the README's command estimates generation and every other step
+    from the package's reference rates: their keys still name this selection. When this fails, an option or a model
+    changed the keys: rerun the command on a fresh clone and ``python tools/reference_rates.py .t2i-cache --machine
+    ...`` (docs/performance-generation.md)."""
+    import subprocess
+    import sys
+
+    args = [a for a in readme_paper_command() if a != "--t2i-update-thresholds"]
+    result = subprocess.run([sys.executable, "-m", "t2i_fairness.cli", "plan", "fairness_tests", *args,
+                             "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml")],
+                            cwd=REPO, capture_output=True, text=True, timeout=600)
+    out = result.stdout
+    assert result.returncode == 0, out[-2000:] + result.stderr[-2000:]
+    assert "s/image on cpu (reference rate of the project's" in out, out[-3000:]
+    steps = re.search(r"expected time of segmentation, features and captions: up to (.+?) \(the last run", out)
+    assert steps, out[-3000:]
+    assert "measured on the project's" in out and "the rest (collection, loading models" in out
+
+
 # every paper-size class the README's command exists to check: the summary's "+<kind> <name>" load events
 PAPER_CLASSES = ("+generator sd15-random", "+scorer clip", "+scorer inception", "+scorer decomposed_vit",
                  "+scorer segmenter", "+scorer indic-blip2-captioner", "+scorer indic-sentence-encoder",

@@ -278,13 +278,21 @@ def _portable(text: str) -> str:
     return text.replace(_PACKAGE, "t2i_fairness")
 
 
+def _set_values(options, skip=frozenset()) -> dict[str, str]:
+    """A frozen options record's fields that are set (not ``None``), as portable text: an option added later with
+    no value leaves earlier keys (and the package's reference record) as they were."""
+    if not dataclasses.is_dataclass(options):
+        return {"value": _portable(repr(options))}
+    return {f.name: _portable(str(value)) for f in dataclasses.fields(options)
+            if f.name not in skip and (value := getattr(options, f.name)) is not None}
+
+
 def selection_key(calls, options) -> str:
     """Which selection a step record belongs to: the selected tests (function and parameters) and the options
-    that change what is computed (``families`` by their frozen values)."""
+    that change what is computed (each family's by its set values)."""
     tests = sorted(f"{c.test}{sorted((k, str(v)) for k, v in c.params.items())}" for c in calls)
-    values = {f.name: _portable(str(getattr(options, f.name))) for f in dataclasses.fields(options)
-              if f.name not in _NOT_KEYED}
-    values["families"] = sorted((k, _portable(repr(v))) for k, v in dict(options.families).items())
+    values = _set_values(options, _NOT_KEYED)
+    values["families"] = sorted((k, sorted(_set_values(v).items())) for k, v in dict(options.families).items())
     return content_key(tests=tests, options=values)
 
 
