@@ -200,7 +200,7 @@ def test_a_fresh_clone_plans_the_readme_paper_size_command_with_the_reference_ra
     import subprocess
     import sys
 
-    args = [a for a in readme_paper_command() if a != "--t2i-update-thresholds"]
+    args = readme_paper_command()  # --t2i-update-thresholds included: it makes the run fixed N, so the plan too
     result = subprocess.run([sys.executable, "-m", "t2i_fairness.cli", "plan", "fairness_tests", *args,
                              "--t2i-cache-dir", str(tmp_path / "cache"), "--t2i-thresholds", str(tmp_path / "t.yaml")],
                             cwd=REPO, capture_output=True, text=True, timeout=600)

@@ -29,8 +29,8 @@ from typing import Sequence
 
 from t2i_fairness.spine.options import CORE_OPTIONS, add_options
 
-# gate-run inputs and outputs, not images
-NOT_FORWARDED = ("--t2i-report", "--t2i-update-thresholds", "--t2i-allow-loosen", "--t2i-audit")
+# gate-run outputs, not images (--t2i-update-thresholds and --t2i-audit are forwarded: they make the run fixed N)
+NOT_FORWARDED = ("--t2i-report", "--t2i-allow-loosen")
 
 
 def _options():
