@@ -84,3 +84,20 @@ def test_an_audit_is_planned_for_the_disagreement_its_labels_cannot_rule_out():
     assert 100 < expected < 1000
     assert (f"an audit of {expected} labels gives an interval within 1.1x the scorer-only one (disagreement 0 "
             "measured on 128 labels, planned at its 95% upper limit 0.0231)") in line
+
+
+def test_the_plan_says_how_many_labels_an_audit_of_the_selected_judged_gates_needs(tmp_path):
+    import json
+
+    from t2i_fairness.report.judged import audit_plan_lines, planned_disagreement
+
+    gates = [{"gate": f"test_cis[k{k}]", "status": "pass", "uncertainty": {"se": se},
+              "details": {"scorer": {"judgements": 256, "judged_by": "clip", "disagreement": 0.0, "labels": 128}}}
+             for k, se in ((1, 0.03), (2, 0.02))] + [{"gate": "test_region_precision[x]", "status": "pass", "details": {}}]
+    (tmp_path / "run.json").write_text(json.dumps({"gates": gates}))
+    assert audit_plan_lines(tmp_path / "nowhere", ["test_cis[k1]"]) == []
+    (line,) = audit_plan_lines(tmp_path, ["test_cis[k1]", "test_cis[k2]", "test_region_precision[x]"])
+    most = labels_for_width(0.02, planned_disagreement(0.0, 128), 1.1)  # the narrower interval needs the most
+    assert line.startswith(f"audit (from the last run, {tmp_path / 'run.json'}): {most} labels per group give each of "
+                           "the 2 judged gate(s) an interval within 1.1x its scorer-only one (the most: test_cis[k2], ")
+    assert audit_plan_lines(tmp_path, ["test_region_precision[x]"]) == []

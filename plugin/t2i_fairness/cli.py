@@ -190,6 +190,10 @@ def _run(ns: argparse.Namespace, extra: Sequence[str]) -> int:
         weak = plan_power_lines(selection.options.artifacts, ids, limit=10**9 if ns.output else 30)
         for line in (weak if not ns.output else weak[:31]):
             print(line)
+        from t2i_fairness.report.judged import audit_plan_lines
+
+        for line in audit_plan_lines(selection.options.artifacts, ids):
+            print(line)
     if ns.output:
         data = plan_json(plan)
         if weak:

@@ -9,7 +9,8 @@ import dataclasses
 from t2i_fairness.metrics.agreement import flip_margin, labels_for_width
 from t2i_fairness.metrics.intervals.value import bound_cannot_fail
 
-__all__ = ["ASSUMED_DISAGREEMENT", "WIDTH_RATIO", "judged_lines", "planned_disagreement", "scorer_agreement"]
+__all__ = ["ASSUMED_DISAGREEMENT", "WIDTH_RATIO", "audit_labels", "audit_plan_lines", "judged_lines", "planned_disagreement",
+           "scorer_agreement"]
 
 #: The scorer's error share assumed where no label measured it (a scorer wrong on one judgement in ten).
 ASSUMED_DISAGREEMENT = 0.1
@@ -33,14 +34,10 @@ def judged_lines(records) -> list[str]:
         line = (f"{r.gate}{group}: {r.status}, resting on {scorer['judgements']} {scorer['judged_by']} judgements; "
                 f"it flips if the truth were {margin:.3g} {toward} than the scorer says (a net error of that share of "
                 "what the group's images show)")
-        measured = scorer.get("disagreement")
-        d = ASSUMED_DISAGREEMENT if measured is None else planned_disagreement(measured, int(scorer["labels"]))
-        se = (r.uncertainty or {}).get("se")
-        source = (f"disagreement {measured:.3g} measured on {scorer['labels']} labels, planned at its 95% upper "
-                  f"limit {d:.3g}" if measured is not None else f"disagreement {d:g} assumed: no labels")
-        if se:
-            line += (f"; an audit of {labels_for_width(float(se), d, WIDTH_RATIO)} labels gives an interval within "
-                     f"{WIDTH_RATIO:g}x the scorer-only one ({source})")
+        audit = audit_labels(r)
+        if audit is not None:
+            line += (f"; an audit of {audit[0]} labels gives an interval within {WIDTH_RATIO:g}x the scorer-only one "
+                     f"({audit[1]})")
         agreement = scorer.get("focus") or scorer.get("agreement")
         if agreement and agreement.get("positives"):
             lo, hi = agreement["sensitivity_interval"]
@@ -51,6 +48,48 @@ def judged_lines(records) -> list[str]:
             line += f"; the scorer disagrees with the labels for {', '.join(scorer['disagreeing'][:5])}"
         out.append(line)
     return ["", "-- judged gates: what each verdict rests on --"] + out if out else []
+
+
+def audit_labels(r) -> tuple[int, str] | None:
+    """The labels an audit of judged gate ``r`` needs for an interval within :data:`WIDTH_RATIO` x its scorer-only one,
+    and the disagreement that count is planned for (``None``: the gate has no standard error)."""
+    scorer = r.details["scorer"]
+    measured = scorer.get("disagreement")
+    d = ASSUMED_DISAGREEMENT if measured is None else planned_disagreement(measured, int(scorer["labels"]))
+    se = (r.uncertainty or {}).get("se")
+    if not se:
+        return None
+    source = (f"disagreement {measured:.3g} measured on {scorer['labels']} labels, planned at its 95% upper "
+              f"limit {d:.3g}" if measured is not None else f"disagreement {d:g} assumed: no labels")
+    return labels_for_width(float(se), d, WIDTH_RATIO), source
+
+
+def audit_plan_lines(artifacts, gate_ids) -> list[str]:
+    """``t2i-fairness plan``'s audit lines: for the selected judged gates the last run (``<artifacts>/run.json``)
+    decided, the labels an audit needs for intervals within :data:`WIDTH_RATIO` x the scorer-only ones (none
+    without such a run)."""
+    import json
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    path = Path(artifacts) / "run.json"
+    try:
+        records = json.loads(path.read_text()).get("gates", []) if path.is_file() else []
+    except (OSError, ValueError):
+        return []
+    wanted, needs = set(gate_ids), []
+    for raw in records:
+        r = SimpleNamespace(**{k: raw.get(k) for k in ("gate", "details", "uncertainty", "status")})
+        if r.gate in wanted and isinstance(r.details, dict) and r.details.get("scorer") and r.status != "skip":
+            audit = audit_labels(r)
+            if audit is not None:
+                needs.append((audit[0], r.gate, audit[1]))
+    if not needs:
+        return []
+    most, gate, source = max(needs)
+    return [f"audit (from the last run, {path}): {most} labels per group give each of the {len(needs)} judged gate(s) "
+            f"an interval within {WIDTH_RATIO:g}x its scorer-only one (the most: {gate}, {source}); "
+            "`t2i-fairness audit RUN --per-group N` draws them"]
 
 
 def planned_disagreement(measured: float, labels: int) -> float:
