@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from t2i_fairness.base.cache import strip_checksum
+from t2i_fairness.base.cache import Cache
 
 OUT = Path(__file__).resolve().parents[1] / "plugin" / "t2i_fairness" / "data" / "reference_rates.json"
 FOLDERS = ("rates", "steps")  # spine.rates: generation's rates, the steps' rates and step records
@@ -25,11 +25,11 @@ FOLDERS = ("rates", "steps")  # spine.rates: generation's rates, the steps' rate
 
 def cpu_entries(cache: Path) -> dict[str, dict]:
     """``{"<folder>/<key>": entry}`` for every CPU entry of the cache's rate folders."""
-    entries = {}
+    store, entries = Cache(cache), {}
     for folder in FOLDERS:
         for path in sorted((cache / folder).rglob("*.json")):
-            entry = json.loads(strip_checksum(path.read_bytes()))
-            if entry.get("device") == "cpu":
+            entry = store.read(path, json.loads, checksum=True)  # a damaged entry is reported and left out
+            if entry is not None and entry.get("device") == "cpu":
                 entries[f"{folder}/{path.stem}"] = entry
     return entries
 

@@ -68,17 +68,13 @@ def audit_plan_lines(artifacts, gate_ids) -> list[str]:
     """``t2i-fairness plan``'s audit lines: for the selected judged gates the last run (``<artifacts>/run.json``)
     decided, the labels an audit needs for intervals within :data:`WIDTH_RATIO` x the scorer-only ones (none
     without such a run)."""
-    import json
-    from pathlib import Path
     from types import SimpleNamespace
 
-    path = Path(artifacts) / "run.json"
-    try:
-        records = json.loads(path.read_text()).get("gates", []) if path.is_file() else []
-    except (OSError, ValueError):
-        return []
+    from t2i_fairness.report.last_run import last_run_gates
+
+    path, records, _ = last_run_gates(artifacts)
     wanted, needs = set(gate_ids), []
-    for raw in records:
+    for raw in records or ():
         r = SimpleNamespace(**{k: raw.get(k) for k in ("gate", "details", "uncertainty", "status")})
         if r.gate in wanted and isinstance(r.details, dict) and r.details.get("scorer") and r.status != "skip":
             audit = audit_labels(r)

@@ -75,17 +75,14 @@ def plan_power_lines(artifacts, gate_ids: Iterable[str], limit: int = 30) -> lis
         >>> plan_power_lines(d, ["g"])[1]
         '  g: would catch a 0.1 miss 3.0% of the time at 0.0001; 80% needs about 4x its images per prompt (240 of its 60 units)'
     """
-    import json
-    from pathlib import Path
+    from t2i_fairness.report.last_run import last_run_gates
 
-    path = Path(artifacts) / "run.json"
-    if not path.is_file():
+    path, records, problem = last_run_gates(artifacts)
+    if problem == "no run":
         return [f"power: not measured yet (no run in {path}); a run of these gates records each gate's power against "
                 "its kind's meaningful miss, and this command then lists the underpowered ones"]
-    try:
-        records = json.loads(path.read_text()).get("gates", [])
-    except (OSError, ValueError) as exc:
-        return [f"power: {path} could not be read ({exc}); run the gates to measure power"]
+    if records is None:
+        return [f"power: {path} {problem}; run the gates to measure power"]
     wanted = set(gate_ids)
     weak = sorted((r for r in underpowered(records) if r.get("gate") in wanted), key=lambda r: r["gate"])
     head = (f"power (from the last run, {path}): {len(weak)} of the {len(wanted)} selected gate(s) underpowered "

@@ -30,7 +30,7 @@ from typing import Any, Mapping
 from t2i_fairness.base.cache import Cache, CorruptEntry, content_key
 
 __all__ = ["REFERENCE", "Rate", "RunClock", "StepClock", "device_label", "duration", "estimate_hours", "lookup_rate",
-           "lookup_steps", "rate_key", "reference_rates", "selection_key", "step_settings", "steps_estimate", "store_rate",
+           "lookup_steps", "rate_key", "reference_machine", "reference_rates", "selection_key", "step_settings", "steps_estimate", "store_rate",
            "store_steps"]
 
 REFERENCE = "reference"  # a Rate's source when it comes from the package's reference rates
@@ -61,7 +61,7 @@ class Rate:
         """``run``, ``bench``, or, for a package reference rate, the machine it was measured on."""
         if self.source != REFERENCE:
             return self.source
-        return f"reference rate of {reference_rates().get('machine', 'the project machine')}, not this machine's yet"
+        return f"reference rate of {reference_machine()}, not this machine's yet"
 
 
 def device_label(device: str) -> str:
@@ -99,6 +99,11 @@ def reference_rates() -> dict[str, Any]:
         return json.loads((resources.files("t2i_fairness") / "data" / "reference_rates.json").read_text("utf-8"))
     except (OSError, ValueError):
         return {}
+
+
+def reference_machine() -> str:
+    """The machine the package's reference rates were measured on, as lines that use them name it."""
+    return reference_rates().get("machine", "the project machine")
 
 
 def _reference_entry(folder: str, key: str) -> Any:
@@ -360,5 +365,5 @@ def steps_estimate(cache: Cache, device: str, key: str) -> tuple[float | None, s
         total += per * step["items"]
         said.append(f"{step['desc']} {duration(per)}" if step["kind"] == "rest" else
                     f"{step['desc']} {duration(per * step['items'])} ({step['items']} at {per:.3g} s/item)")
-    head = f"measured on {reference_rates().get('machine', 'the project machine')}, not this machine yet: " if reference else ""
+    head = f"measured on {reference_machine()}, not this machine yet: " if reference else ""
     return total, head + "; ".join(said)
