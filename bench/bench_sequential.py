@@ -84,6 +84,7 @@ from t2i_fairness.gating.thresholds import Bound, ThresholdFile  # noqa: E402
 from t2i_fairness.gating.verdicts import bound_for  # noqa: E402
 from t2i_fairness.spine.options import T2IOptions  # noqa: E402
 from t2i_fairness.metrics.sequential import round_sizes  # noqa: E402
+from t2i_fairness.report.power import underpowered  # noqa: E402
 
 ALPHA = 0.05
 PAPER_GATES = 1435  # gate tests of `t2i-fairness plan --t2i-preset paper` (Holm's m)
@@ -376,6 +377,7 @@ def run_once(size: Size, cis_world: CisWorld, dig_world: DigWorld, dig_kwargs: d
     at_n = {**fixed(cfull, cg), **fixed(dfull, dg)}
     vf = {g.id: judge_indicator(at_n[g.id], g, thresholds) for g in cg + dg}
     fixed_failed = holm(vf)
+    weak = [r.gate for r in underpowered(r for r in vf.values() if r is not None)]  # as the plan counts them
     clog = Log()
     cschedule = cis_looks(size.cis_prompts, first=cis_first)
     cind = sequential(cfull, lambda s, n: s.at_prompts(n), cschedule, "prompts", cg, thresholds, clog)
@@ -389,7 +391,8 @@ def run_once(size: Size, cis_world: CisWorld, dig_world: DigWorld, dig_kwargs: d
         sv = {**cv, **{g.id: judge_indicator(dind[g.id], g, thresholds) for g in dg}}
         out[batch] = {"fixed": fixed_failed, "seq": holm(sv), "cis": cis_use, "dig": dig_usage(dlog, dig_world, dg),
                       "fixed_status": {g: "skip" if r is None else r.status for g, r in vf.items()},
-                      "values": {g: at_n[g].value for g in PLANTED},
+                      "values": {g: at_n[g].value for g in PLANTED}, "underpowered": weak,
+                      "judged": sum(r is not None for r in vf.values()),
                       "seq_status": {g: "skip" if r is None else r.status for g, r in sv.items()}}
     return out
 
@@ -499,7 +502,7 @@ def new_tally() -> dict:
     return {"runs": 0, "false": [0, 0], "caught": [0, 0], "planted": {g: [0, 0, 0] for g in PLANTED},
             "differ": {"slice": 0, "aggregate": 0, "other": 0}, "images": {"cis": [0, 0], "dig": [0, 0], "dig_group": [0, 0]}, "unjudged": 0,
             "values": {g: 0.0 for g in PLANTED},
-            "kinds": {}, "holders": {"cis": {}, "dig": {}}, "flips": []}
+            "kinds": {}, "holders": {"cis": {}, "dig": {}}, "flips": [], "underpowered": {}, "judged": 0}
 
 
 def tally(t: dict, scenario: str, r: dict, run: int) -> None:
@@ -521,6 +524,10 @@ def tally(t: dict, scenario: str, r: dict, run: int) -> None:
             if len(t["flips"]) < 20:
                 t["flips"].append(f"run {run} {g} ({role[g]}): fixed {r['fixed_status'][g]}, sequential "
                                   f"{r['seq_status'][g]}")
+    t["judged"] += r["judged"]
+    for g in r["underpowered"]:
+        name = g.split("[")[0]
+        t["underpowered"][name] = t["underpowered"].get(name, 0) + 1
     t["images"]["cis"][0] += r["cis"]["images"]
     t["images"]["cis"][1] += r["cis"]["planned"]
     t["unjudged"] += r["cis"]["unjudged"]
@@ -651,6 +658,19 @@ def kind_table(rows: list[dict], scenario: str = "null") -> list[str]:
     for key in sorted({k for r in null for k in r["kinds"]}):
         out.append(f"| {key[0]}, {key[1]} | " + " | ".join(f"{share(r['kinds'][key]):.1%}" if key in r["kinds"] else "-"
                                                             for r in null) + " |")
+    return out
+
+
+def underpowered_lines(rows: list[dict], scenario: str = "null") -> list[str]:
+    """Per null row: the fixed-N passes and inconclusives whose test would catch their kind's meaningful miss less
+    than half the time (``report.power.underpowered``, what ``t2i-fairness plan`` lists from a run), per run."""
+    out = []
+    for r in rows:
+        if r["scenario"] != scenario or not r["runs"]:
+            continue
+        n, weak = r["runs"], r["underpowered"]
+        out.append(f"sd {r['sd']:g}, batch {r['batch']}: {sum(weak.values()) / n:.1f} of {r['judged'] / n:.0f} simulated "
+                   "gates per run: " + ", ".join(f"{g} {c / n:g}" for g, c in sorted(weak.items())))
     return out
 
 
@@ -797,6 +817,8 @@ def main(argv=None) -> int:
                   f"null scenario, {time.strftime('%Y-%m-%d', time.gmtime())}")
         for path in write_null_shares(null_shares(rows), source):
             print(f"wrote {path.relative_to(REPO)}")
+    print("\nUnderpowered passes at N (fixed N; below 50% against the kind's meaningful miss), null scenario:")
+    print("\n".join(underpowered_lines(rows)))
     print("\nWhich gates held each family's images (the last look asked for):")
     print("\n".join(holder_lines(rows)))
     flips = [f"{r['scenario']} sd {r['sd']:g} batch {r['batch']}: {f}" for r in rows for f in r["flips"]]
