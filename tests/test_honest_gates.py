@@ -242,3 +242,29 @@ def test_a_normal_theory_test_says_so_in_its_message_and_record():
     exact = Measurement("g", share.estimate, 60, "min", share.as_tuple(), uncertainty=share)
     assert "(one-sided, vs " in evaluate(exact, ThresholdFile(Path("t.yaml"), {"g": Bound("min", 0.9)}), {},
                                          level=GateLevel(0.05, 45)).message
+
+
+def test_every_law_free_test_names_its_basis_and_a_worst_of_takes_its_weakest_groups():
+    """Hoeffding (word-level), betting on a ratio's contrast (IndicTTI) and the audited PPI forms hold for any law of
+    their bounded units, so their messages carry no normal-theory warning; PPI's normal form does, and a worst-of is
+    as valid as its weakest group."""
+    from t2i_fairness.metrics.evidence import Hoeffding, unit_ratio, worst_of
+    from t2i_fairness.metrics.ppi import prediction_powered
+
+    rng = np.random.default_rng(3)
+    y = np.r_[np.ones(80), np.zeros(20)]
+    f = y.copy()
+    f[:5] = 0
+    unlabelled = np.r_[np.ones(7_600), np.zeros(2_400)]
+    assert Hoeffding.from_half_width(0.3, 0.1358, (0.1642, 0.4358), 100).basis == "law-free"
+    assert unit_ratio(rng.uniform(0.4, 0.8, 16), rng.uniform(0.6, 0.9, 16), (0, 1), (0, 1)).basis == "law-free"
+    assert prediction_powered(y, f, unlabelled).basis == "law-free"
+    assert prediction_powered(y, f, unlabelled, form="normal").basis == "normal-theory"
+    consistency = percentile_mean_interval({o: rng.normal(0.25, 0.03, 20) for o in ("bag", "stove", "chair")})
+    share = precision_interval(np.r_[np.ones(40, bool), np.zeros(20, bool)])
+    assert worst_of({"a": share, "b": share}).basis == "exact"
+    assert worst_of({"a": share, "b": consistency}).basis == "normal-theory"
+    hoeffding = Hoeffding.from_half_width(0.3, 0.1358, (0.1642, 0.4358), 100)
+    m = Measurement("g", hoeffding.estimate, 100, "max", hoeffding.as_tuple(), uncertainty=hoeffding)
+    message = evaluate(m, ThresholdFile(Path("t.yaml"), {"g": Bound("max", 0.1)}), {}, level=GateLevel(0.05, 45)).message
+    assert "(one-sided, vs " in message and "normal-theory" not in message

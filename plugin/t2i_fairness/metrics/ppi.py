@@ -177,6 +177,10 @@ class PredictionPowered(Interval):
     lam: float = 1.0
     form: str = "exact"
 
+    @property
+    def basis(self) -> str:
+        return "normal-theory" if self.form == "normal" else "law-free"
+
     def limit(self, alpha: float, side: str) -> float:
         return ppi_limit(self.labels, self.judged, self.unlabelled, alpha, side, lam=self.lam, form=self.form)
 

@@ -42,6 +42,10 @@ class Hoeffding(Interval):
     variance_proxy: float = 0.0
     upper: float = 1.0  # the largest |I| possible
 
+    @property
+    def basis(self) -> str:
+        return "law-free"  # Hoeffding's inequality holds for any law of the bounded values
+
     def _half(self, alpha: float) -> float:
         return math.sqrt(self.variance_proxy * math.log(2.0 / alpha) / 2.0)
 

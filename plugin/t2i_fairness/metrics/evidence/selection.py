@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from t2i_fairness.metrics.evidence.power import _normal_power, _se
-from t2i_fairness.metrics.intervals import P_FLOOR, Interval, invert_limit
+from t2i_fairness.metrics.intervals import BASES, P_FLOOR, Interval, invert_limit
 
 __all__ = ["Pairs", "WorstOf", "pair_limit", "pairs", "worst_of"]
 
@@ -43,6 +43,11 @@ class WorstOf(Interval):
     groups: tuple[Interval, ...] = ()
     worst: str = "min"
     total: int | None = None  # the groups the worst is picked from when only some are measured here
+
+    @property
+    def basis(self) -> str:
+        """The weakest basis among the groups' (a worst-of is as valid as its least valid group)."""
+        return max((g.basis for g in self.groups), key=BASES.index, default=super().basis)
 
     @property
     def selection(self) -> int:

@@ -195,6 +195,10 @@ class UnitRatio(Interval):
     num: float = 0.0
     den: float = 1.0
 
+    @property
+    def basis(self) -> str:
+        return "law-free"  # the contrast's betting test, for any law of the bounded units
+
     def contrast(self, r: float) -> UnitMean:
         """The units' contrasts ``num - r den`` and their range."""
         n, d = np.asarray(self.num_values, dtype=np.float64), np.asarray(self.den_values, dtype=np.float64)

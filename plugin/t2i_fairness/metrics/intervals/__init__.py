@@ -29,9 +29,9 @@ from t2i_fairness.metrics.intervals.shares import (COVERAGE_METHODS, PRECISION_M
 from t2i_fairness.metrics.intervals.tails import (P_FLOOR, _t_density_at_0, agresti_coull, invert_limit, normal_tail,
                                                   share_effective_size, share_limit, share_limits, share_power,
                                                   share_tail, share_trials, upper_quantile, upper_quantiles)
-from t2i_fairness.metrics.intervals.value import Interval, bound_cannot_fail, floor_to_units
+from t2i_fairness.metrics.intervals.value import BASES, Interval, bound_cannot_fail, floor_to_units
 
-__all__ = ["BoundedUnits", "CLUSTER_METHODS", "CLUSTER_STATISTIC_METHODS", "COVERAGE_METHODS", "Interval",
+__all__ = ["BASES", "BoundedUnits", "CLUSTER_METHODS", "CLUSTER_STATISTIC_METHODS", "COVERAGE_METHODS", "Interval",
            "NARROW_TRUNCATION", "PERCENTILE_METHODS", "PRECISION_METHODS", "P_FLOOR", "PercentileMean",
            "STRATIFIED_METHODS", "TRUNCATION", "TUNED_LEVEL", "agresti_coull", "betting_limit", "betting_limits",
            "betting_p_value", "betting_sequence_limits", "bound_cannot_fail", "bounded_mean_limit", "bounded_mean_tail",

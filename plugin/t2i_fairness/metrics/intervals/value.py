@@ -13,7 +13,10 @@ from t2i_fairness.metrics.intervals.lawfree import BoundedUnits, _bounded_power,
 from t2i_fairness.metrics.intervals.tails import (P_FLOOR, _check_alpha, invert_limit, normal_tail, share_limits,
                                                   share_power, share_tail, share_trials, upper_quantile)
 
-__all__ = ["Interval", "bound_cannot_fail", "floor_to_units"]
+__all__ = ["BASES", "Interval", "bound_cannot_fail", "floor_to_units"]
+
+#: what a test can rest on, from the strongest guarantee to the weakest (:attr:`Interval.basis`)
+BASES = ("exact", "law-free", "design-based", "normal-theory")
 
 
 def bound_cannot_fail(direction: str, bound: float | None, uncertainty: dict | None) -> bool:
