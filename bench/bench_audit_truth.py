@@ -9,7 +9,8 @@ the generator is the one the bound was written from). ``--canary`` adds a genera
 ``drop_position:last:1.0``): then every audited verdict should fail. ``--miss-component NAME`` makes the scorer miss
 that one component always (a one-component scorer bias) instead of every component at ``--miss``;
 ``--components N`` draws the prompts from N names (``--t2i-cis-components``), so one component is in enough prompts
-to move CIS_2.
+to move CIS_2; ``--alpha`` sets the gate's level (the one selected gate is otherwise decided at 0.05). The audit draws
+at most one unit per prompt: ``--labels`` above ``--prompts`` gives ``--prompts`` labels.
 
     python bench/bench_audit_truth.py [--seeds 20] [--prompts 32] [--images 4] [--labels 200] [--miss 0.3]
     python bench/bench_audit_truth.py --components 16 --prompts 64 --miss-component wok [--canary drop_component:wok]
@@ -35,7 +36,8 @@ def run(work: Path, art: str, seed: int, args, *extra) -> dict:
            "--t2i-model", "procedural", "--t2i-scorers", "procedural", "--t2i-no-progress", "--t2i-thresholds",
            "t.yaml", "--t2i-cache-dir", "cache", "--t2i-artifacts", art, "--t2i-seed", str(seed), "--t2i-cis-k", "2",
            "--t2i-cis-prompts", str(args.prompts), "--t2i-cis-images", str(args.images), "-k", "test_cis and k2",
-           *(["--t2i-cis-components", str(args.components)] if args.components else []), *extra]
+           *(["--t2i-cis-components", str(args.components)] if args.components else []),
+           *(["--t2i-alpha", repr(args.alpha)] if args.alpha else []), *extra]
     subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900)
     gates = {r["gate"]: r for r in json.loads((work / art / "run.json").read_text())["gates"]}
     return gates["test_cis[k2]"]
@@ -51,6 +53,8 @@ def main(argv=None) -> int:
     p.add_argument("--canary", default=None)
     p.add_argument("--miss-component", default=None, help="the scorer misses this component always (else every one)")
     p.add_argument("--components", type=int, default=None, help="--t2i-cis-components (default: the paper's 998)")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="--t2i-alpha of the one selected gate (default 0.05; 1.03e-4 is the smoke preset's per-gate level)")
     args = p.parse_args(argv)
     from t2i_fairness.cli import main as cli
 
@@ -65,7 +69,8 @@ def main(argv=None) -> int:
         extra = ["--t2i-procedural-miss", miss] + (["--t2i-canary", args.canary] if args.canary else [])
         names = f" over {args.components} component names" if args.components else ""
         print(f"CIS_2, {args.prompts} prompts x {args.images} images{names}, scorer miss {miss}, canary "
-              f"{args.canary or 'none'}, {args.labels} labels from the truth; bound written at seed 0 without the miss")
+              f"{args.canary or 'none'}, up to {args.labels} labels from the truth (one per prompt), level "
+              f"{args.alpha or 0.05:g}; bound written at seed 0 without the miss")
         print(f"{'seed':>4} {'scorer-only':>22} {'audited':>22} {'labels':>6}")
         fails = {"scorer-only": 0, "audited": 0}
         for seed in range(args.seeds):

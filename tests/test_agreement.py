@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 from scipy.stats import binomtest
 
 from t2i_fairness.metrics.agreement import (
@@ -54,6 +54,7 @@ def test_moving_the_interval_by_the_flip_margin_puts_its_deciding_end_on_the_bou
 
 
 @given(st.floats(1e-3, 0.1), st.floats(0.01, 0.5), st.floats(1.05, 2.0))
+@example(0.001, 0.5, 1.5)  # 0.25 / (1.25 * 1e-6) is 200000 and a little float dust: 200000 labels, not 200001
 def test_the_label_count_makes_the_ppi_interval_at_most_that_much_wider(se, d, ratio):
     n = labels_for_width(se, d, ratio)
     width = lambda labels: math.sqrt(se**2 + d * (1 - d) / labels)  # noqa: E731  (PPI: scorer term + rectifier term)
@@ -101,3 +102,17 @@ def test_the_plan_says_how_many_labels_an_audit_of_the_selected_judged_gates_nee
     assert line.startswith(f"audit (from the last run, {tmp_path / 'run.json'}): {most} labels per group give each of "
                            "the 2 judged gate(s) an interval within 1.1x its scorer-only one (the most: test_cis[k2], ")
     assert audit_plan_lines(tmp_path, ["test_region_precision[x]"]) == []
+
+
+def test_an_audited_judged_gate_says_it_rests_on_labels_not_on_an_assumed_scorer_error():
+    from types import SimpleNamespace
+
+    from t2i_fairness.report.judged import judged_lines
+
+    audit = {"labels": 128, "judgements": 512, "scorer_only": {"status": "fail", "value": 0.0}}
+    record = SimpleNamespace(gate="test_cis_component_rate_floor", bound=0.5, interval=(0.55, 0.93), status="pass",
+                             direction="min", uncertainty={"se": 0.1},
+                             details={"component": "lotion", "audit": audit,
+                                      "scorer": {"judgements": 512, "judged_by": "clip", "labels": 0}})
+    assert judged_lines([record])[2:] == ["test_cis_component_rate_floor (lotion): pass, audited: 128 human labels and "
+                                          "512 clip judgements (scorer-only: fail, 0.0000)"]

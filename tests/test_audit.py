@@ -59,9 +59,10 @@ def test_the_sample_is_seeded_stratified_and_one_unit_per_prompt_while_prompts_l
         mine = [d.unit for d in drawn if d.gate == gate]
         assert len(mine) == 10 and len({u.cluster for u in mine}) == 10  # 12 prompts: one unit each
     big = [d.unit for d in draw_sample({"g2": a}, 30, seed=1)]
-    counts = np.bincount([u.cluster for u in big])
-    assert len(big) == 30 and counts.max() - counts.min() <= 1  # a second round only once each prompt has one
-    assert len(draw_sample({"g2": a}, 10_000, seed=1)) == len(a.units)  # a smaller group: all of it
+    assert len(big) == 12 and len({u.cluster for u in big}) == 12  # at most one unit per prompt: 12 prompts
+    # gates judging the same group of the same units draw the same ones (the page asks each once)
+    assert [d.unit for d in draw_sample({"x": a, "y": a}, 5, seed=1) if d.gate == "x"] == \
+        [d.unit for d in draw_sample({"x": a, "y": a}, 5, seed=1) if d.gate == "y"]
 
 
 def test_the_page_is_one_offline_file_with_every_image_inline(tmp_path):
@@ -87,7 +88,9 @@ def test_the_cli_writes_the_page_and_the_sample_in_seconds(tmp_path, capsys):
     assert main(["audit", str(tmp_path / "run"), "--width", "0.5"]) == 0
     assert time.perf_counter() - start < 10
     out = capsys.readouterr().out
-    assert "audit: 16 units of 48 judged, 1 group(s) of 1 gate(s), up to 16 per group" in out  # ceil((1.96/.5)^2)
+    # ceil((1.96 / .5)^2) = 16 per group asked; 12 prompts give 12
+    assert "audit: 12 units of 48 judged, 1 group(s) of 1 gate(s), up to 16 per group and one per prompt" in out
+    assert ": 12 questions (one drawn for several gates is asked once" in out
     assert (tmp_path / "run" / "audit" / "audit.html").is_file()
     assert main(["audit", str(tmp_path / "nothing")]) == 2
     assert "no judged/*.json.gz" in capsys.readouterr().err
@@ -101,8 +104,9 @@ def test_labels_that_do_not_match_the_run_are_refused_with_the_file_and_line(tmp
         read_labels(_labels(tmp_path / "l1.csv", [good[:4]], header=("seed", "gate", "unit", "question")), 0)
     with pytest.raises(LabelsError, match=r"l2.csv:3: label 'maybe' is not yes, no or skip"):
         read_labels(_labels(tmp_path / "l2.csv", [good, [0, "g", "x", "q", "maybe"]]), 0)
-    with pytest.raises(LabelsError, match=r"l3.csv:3: unit .* is labelled twice \(first on line 2\)"):
+    with pytest.raises(LabelsError, match=r"l3.csv:3: unit .* is labelled twice for g \(first on line 2\)"):
         read_labels(_labels(tmp_path / "l3.csv", [good, good]), 0)
+    assert len(read_labels(_labels(tmp_path / "l3b.csv", [good, [0, "h", *good[2:]]]), 0)) == 2  # one unit, two gates
     with pytest.raises(LabelsError, match=r"l4.csv:2: the label file is from a run of seed 0, this run's seed is 7"):
         read_labels(_labels(tmp_path / "l4.csv", [good]), 7)
     unknown = read_labels(_labels(tmp_path / "l5.csv", [good, [0, "g", "zzz#c0", u.question, "no"]]), 0)
@@ -170,3 +174,52 @@ def test_an_audited_gate_decides_on_the_labels_and_says_when_its_verdict_differs
     assert "scorer specificity in K=1 0.00" in record.message
     assert "the verdict differs from the scorer-only one (pass, 1.0000): the audit changed it" in record.message
     assert record.details["audit"]["scorer_only"]["status"] == "pass"
+
+
+def _worst_and_distance(tmp_path):
+    """A rate floor over components c0..c2 (4 prompts x 3 images each, prompts clustered) and a word-level distance
+    ``|p(text a) - p(text b) - 0|`` over two texts of 6 independent images each."""
+    units = [JudgedUnit(f"{c}-{j}-{i}#{c}", "", f"p{j}", f"Does the image show {c}?", "", int((j + i) % 3 > c_i), c,
+                        10 * c_i + j) for c_i, c in enumerate(("c0", "c1", "c2")) for j in range(4) for i in range(3)]
+    floor = JudgedShare("CLIP", tuple(units), form="worst", total=5)
+    texts = [JudgedUnit(f"{t}{i}#female", "", t, "Does the image show a female?", "", int(i < (4 if t == "a" else 1)),
+                        t, i) for t in ("a", "b") for i in range(6)]
+    distance = JudgedShare("CLIP", tuple(texts), form="distance", weights=(("a", 1.0), ("b", -1.0)), centre=0.0)
+    return floor, distance
+
+
+def test_a_worst_and_a_distance_round_trip_and_their_values_are_the_scorers_by_hand(tmp_path):
+    floor, distance = _worst_and_distance(tmp_path)
+    for name, share in (("floor", floor), ("influence", distance)):
+        write_judged(tmp_path / "run", name, share, seed=2)
+    assert judged_units(tmp_path / "run") == (2, {"floor": floor, "influence": distance})
+    by_group = {c: np.mean([u.judged for u in floor.units if u.group == c]) for c in ("c0", "c1", "c2")}
+    assert floor.value == min(by_group.values()) and floor.groups == ["c0", "c1", "c2"]
+    assert distance.value == pytest.approx(abs(4 / 6 - 1 / 6)) and distance.groups == ["a", "b"]
+    with pytest.raises(ValueError, match="`form` must be one of"):
+        JudgedShare("CLIP", (), form="median")
+
+
+def test_a_floor_is_the_worst_of_its_groups_audited_and_a_distance_the_union_bound_of_its_texts(tmp_path):
+    from t2i_fairness.metrics.evidence import WorstOf
+    from t2i_fairness.metrics.ppi import PredictionPoweredSum, prediction_powered
+
+    floor, distance = _worst_and_distance(tmp_path)
+    drawn = draw_sample({"floor": floor, "influence": distance}, 10, seed=0)
+    assert len([d for d in drawn if d.gate == "floor"]) == 12  # one per prompt: 4 prompts x 3 components
+    rows = [[0, d.gate, d.unit.unit, d.unit.question, "yes" if d.unit.judged else "no"] for d in drawn]
+    labels = read_labels(_labels(tmp_path / "l.csv", rows), 0)
+    worst = audited("floor", floor, labels)
+    assert isinstance(worst.evidence, WorstOf) and worst.evidence.selection == 5
+    c2 = [d.unit for d in drawn if d.gate == "floor" and d.unit.group == "c2"]
+    expected = prediction_powered([u.judged for u in c2], [u.judged for u in c2], floor.of_group("c2").cluster_means(),
+                                  means=True)
+    assert worst.evidence.groups[2].as_tuple() == pytest.approx(expected.as_tuple())
+    both = audited("influence", distance, labels)
+    assert isinstance(both.evidence, PredictionPoweredSum) and both.evidence.estimate == pytest.approx(distance.value)
+    assert both.labels == 12 and both.evidence.absolute
+    # a group the value reads with no label: not audited, and the groups are named
+    partial = read_labels(_labels(tmp_path / "p.csv", [r for r in rows if not r[2].startswith("c1-")]), 0)
+    missing = audited("floor", floor, partial)
+    assert missing.evidence is None and missing.unlabelled_groups == ("c1",)
+    assert "not audited: 1 of its groups have no label in" in missing.rests_on() and "(c1)" in missing.rests_on()

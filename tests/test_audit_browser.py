@@ -40,7 +40,7 @@ def _run(pytester, *extra):
         "fairness_tests/test_cis.py", "-k", "test_cis and k2", "-p", "no:cacheprovider",
         "--t2i-model", "python:auditfake:make", "--t2i-thresholds", str(pytester.path / "thr.yaml"),
         "--t2i-cache-dir", str(pytester.path / "cache"), "--t2i-artifacts", str(pytester.path / "art"),
-        "--t2i-no-progress", "--t2i-cis-k", "2", "--t2i-cis-prompts", "6", "--t2i-cis-images", "2", *extra)
+        "--t2i-no-progress", "--t2i-cis-k", "2", "--t2i-cis-prompts", "8", "--t2i-cis-images", "2", *extra)
 
 
 @needs_browser
@@ -56,7 +56,7 @@ def test_the_page_records_keys_resumes_after_a_reload_and_its_csv_is_what_the_au
     pytester.makepyfile(auditfake=FAKEGEN)
     _run(pytester, "--t2i-update-thresholds").assert_outcomes(passed=1)
     art = pytester.path / "art"
-    assert main(["audit", str(art), "--per-group", "8"]) == 0
+    assert main(["audit", str(art), "--per-group", "8"]) == 0  # one unit of each of the 8 prompts
     page_file = art / "audit" / "audit.html"
 
     requests: list[str] = []
@@ -105,7 +105,7 @@ def test_the_page_records_keys_resumes_after_a_reload_and_its_csv_is_what_the_au
     audited = _run(pytester, "--t2i-audit", str(saved))
     audited.assert_outcomes(passed=1)
     record = json.loads((art / "run.json").read_text())["gates"][0]
-    assert record["details"]["audit"]["labels"] == 8 and record["details"]["audit"]["judgements"] == 24  # 6 prompts x 2 images x K=2
+    assert record["details"]["audit"]["labels"] == 8 and record["details"]["audit"]["judgements"] == 32  # 8 prompts x 2 images x K=2
     assert "rests on 8 human labels" in record["message"] and "scorer sensitivity in K=2" in record["message"]
     assert record["uncertainty"]["method"].startswith("prediction-powered (exact")
 

@@ -127,3 +127,59 @@ def test_the_exact_form_is_the_tighter_of_the_labels_alone_and_classic_ppi_with_
     assert ppi_limit(y, noise, fu, alpha, "high", form="exact") == pytest.approx(alone_high)
     with pytest.raises(ValueError, match="0/1 labels"):
         ppi_limit(y * 0.5, f, fu, alpha, "high", form="exact")
+
+
+def _stratum(rng, n_images: int, labels: int, rate: float, sens: float, spec: float):
+    """One prompt text's images: truth ~ Bernoulli(rate), the scorer's judgement with its sensitivity and specificity;
+    the first ``labels`` images labelled (the images are independent draws, so any value-free choice will do)."""
+    y = (rng.random(n_images) < rate).astype(float)
+    f = np.where(y == 1, rng.random(n_images) < sens, rng.random(n_images) >= spec).astype(float)
+    return prediction_powered(y[:labels], f[:labels], f)
+
+
+def test_a_sum_of_strata_is_the_union_bound_of_its_terms_limits_by_hand():
+    from t2i_fairness.metrics.ppi import prediction_powered_sum
+
+    rng = np.random.default_rng(0)
+    a, b, c = (_stratum(rng, 60, 30, r, 0.8, 0.9) for r in (0.7, 0.3, 0.5))
+    s = prediction_powered_sum([a, b, c], [1.0, -0.5, -0.5])
+    alpha = 1e-3
+    assert s.estimate == pytest.approx(a.estimate - 0.5 * b.estimate - 0.5 * c.estimate)
+    assert s.limit(alpha, "low") == pytest.approx(a.limit(alpha / 3, "low") - 0.5 * b.limit(alpha / 3, "high")
+                                                  - 0.5 * c.limit(alpha / 3, "high"))
+    d = prediction_powered_sum([a, b, c], [1.0, -0.5, -0.5], centre=0.1, absolute=True)
+    lo, hi = s.limit(alpha / 2, "low") - 0.1, s.limit(alpha / 2, "high") - 0.1
+    assert d.estimate == pytest.approx(abs(s.estimate - 0.1))
+    assert d.limit(alpha, "high") == pytest.approx(max(hi, -lo))
+    assert d.limit(alpha, "low") == pytest.approx(lo if lo > 0 else -hi if hi < 0 else 0.0)
+    # the p-value inverts the limit: at that level the low limit reaches the bound
+    big = prediction_powered_sum([_stratum(rng, 2_000, 1_000, r, 0.8, 0.9) for r in (0.7, 0.3, 0.5)],
+                                 [1.0, -0.5, -0.5], centre=0.1, absolute=True)
+    p = big.p_value(0.1, "max")
+    assert 1e-12 < p < 0.5 and big.limit(p * 1.01, "low") > 0.1 > big.limit(p * 0.99, "low")
+    with pytest.raises(ValueError, match="of one length"):
+        prediction_powered_sum([a], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("absolute", [False, True])
+def test_a_sum_of_strata_covers_with_scorer_errors_that_differ_by_stratum(absolute):
+    """Strata whose scorer errs differently (one misses 40% of what it shows), 12 labels of 40 images each: the
+    one-sided limit at 0.05 and 0.01 misses the truth no more often than its level (upper 99.9% binomial bound,
+    600 runs)."""
+    from t2i_fairness.metrics.ppi import prediction_powered_sum
+
+    rng = np.random.default_rng(11)
+    rates, weights, centre = (0.6, 0.2, 0.5), (1.0, -0.5, -0.5), 0.1
+    truth = sum(w * r for w, r in zip(weights, rates))
+    target = abs(truth - centre) if absolute else truth
+    runs, levels = 600, (0.05, 0.01)
+    misses = np.zeros((len(levels), 2), int)
+    for _ in range(runs):
+        terms = [_stratum(rng, 40, 12, r, sens, spec) for r, (sens, spec) in zip(rates, [(0.6, 0.95), (0.95, 0.9),
+                                                                                          (1.0, 1.0)])]
+        s = prediction_powered_sum(terms, weights, centre=centre, absolute=absolute)
+        for i, alpha in enumerate(levels):
+            misses[i] += (s.limit(alpha, "low") > target + 1e-12, s.limit(alpha, "high") < target - 1e-12)
+    for i, alpha in enumerate(levels):
+        allowed = stats.binom.ppf(0.999, runs, alpha)
+        assert misses[i].max() <= allowed, (alpha, misses[i])

@@ -267,8 +267,10 @@ def _audit_command(ns: argparse.Namespace) -> int:
         raise _Usage(str(exc)) from None
     groups = {(d.gate, d.unit.group) for d in drawn}
     print(f"audit: {len(drawn)} units of {sum(len(s.units) for s in shares.values())} judged, {len(groups)} group(s) "
-          f"of {len(shares)} gate(s), up to {per_group} per group (seed {seed}; {time.perf_counter() - start:.1f} s)")
-    print(f"labelling page: {page} (open it in a browser, offline; keys y / n / s; save the CSV)")
+          f"of {len(shares)} gate(s), up to {per_group} per group and one per prompt (seed {seed}; "
+          f"{time.perf_counter() - start:.1f} s)")
+    print(f"labelling page: {page}: {len({d.unit.unit for d in drawn})} questions (one drawn for several gates is "
+          "asked once; open it in a browser, offline; keys y / n / s; save the CSV)")
     print(f"sample: {sample}")
     if ns.from_truth:
         print(f"labels from the procedural truth: {truth}")

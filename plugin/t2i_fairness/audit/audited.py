@@ -1,9 +1,12 @@
 """A gate over a judged share, decided on its human labels and its scorer's judgements together (PPI).
 
-The scorer-only term reads each prompt's mean judgement (prompts are the independent units; a prompt's images and
-components move together), the rectifier the labelled units (drawn one per prompt by the audit's sample); the
-evidence is :func:`t2i_fairness.metrics.ppi.prediction_powered` (its exact form: finite-sample limits valid at the
-run's per-gate level; ``bench/bench_audit.py`` measures them).
+A ``mean`` (CIS_K): the scorer-only term reads each prompt's mean judgement (prompts are the independent units; a
+prompt's images and components move together), the rectifier the labelled units (drawn one per prompt by the audit's
+sample); the evidence is :func:`t2i_fairness.metrics.ppi.prediction_powered` (its exact form: finite-sample limits
+valid at the run's per-gate level; ``bench/bench_audit.py`` measures them). A ``worst`` (the rate floor) is the worst
+of such a mean per group (:func:`~t2i_fairness.metrics.evidence.worst_of`); a ``distance`` (word-level) the union
+bound over its groups' means, each of independent images (:func:`~t2i_fairness.metrics.ppi.prediction_powered_sum`).
+Every group the value reads needs a label; otherwise the gate is not audited and says which groups lack one.
 """
 
 from __future__ import annotations
@@ -28,12 +31,16 @@ class Audited:
     agreement: dict  # group -> {"sensitivity": (value, low, high, n), "specificity": ...}
     scorer: str
     path: str
+    unlabelled_groups: tuple[str, ...] = ()  # groups the value reads with no label (the gate is then not audited)
 
     def rests_on(self) -> str:
         """What the audited verdict rests on, in one clause."""
         if self.evidence is None:
-            return (f"not audited: no label of this gate in {self.path}; the verdict rests on "
-                    f"{self.judgements:,} {self.scorer} judgements alone")
+            missing = self.unlabelled_groups
+            why = (f"no label of this gate in {self.path}" if not self.labels else
+                   f"{len(missing)} of its groups have no label in {self.path} ({', '.join(missing[:5])}"
+                   + (", ..." if len(missing) > 5 else "") + ")")
+            return f"not audited: {why}; the verdict rests on {self.judgements:,} {self.scorer} judgements alone"
         parts = []
         for group, rates in self.agreement.items():
             for name, (value, low, high, n) in rates.items():
@@ -75,8 +82,6 @@ def audited(gate: str, share: JudgedShare, labels: Labels, *, confidence: float 
     Raises:
         LabelsError: a label of the gate that does not match its units (file and line).
     """
-    from t2i_fairness.metrics.ppi import prediction_powered
-
     found = labels_for(labels, gate, share)
     n_units = len(share.units)
     if not found:
@@ -85,7 +90,32 @@ def audited(gate: str, share: JudgedShare, labels: Labels, *, confidence: float 
     truth = np.array([t for _, t in found], dtype=float)
     judged = np.array([share.units[i].judged for i in idx], dtype=float)
     groups = [share.units[i].group for i in idx]
-    evidence = prediction_powered(truth, judged, share.cluster_means(), confidence=confidence, form=form,
-                                  means=True)
-    return Audited(evidence, len(found), n_units, agreement(truth, judged, groups, confidence), share.scorer,
-                   str(labels.path))
+    rates = agreement(truth, judged, groups, confidence)
+    missing = tuple(g for g in share.groups if g not in set(groups)) if share.form != "mean" else ()
+    if missing:
+        return Audited(None, len(found), n_units, rates, share.scorer, str(labels.path), missing)
+    return Audited(_evidence(share, truth, judged, np.array(groups), confidence, form), len(found), n_units, rates,
+                   share.scorer, str(labels.path))
+
+
+def _evidence(share: JudgedShare, truth, judged, groups, confidence: float, form: str):
+    """The audited evidence of each form (see the module)."""
+    from t2i_fairness.metrics.evidence import worst_of
+    from t2i_fairness.metrics.ppi import prediction_powered, prediction_powered_sum
+
+    if share.form == "mean":
+        return prediction_powered(truth, judged, share.cluster_means(), confidence=confidence, form=form, means=True)
+    clustered = share.form == "worst"
+
+    def term(g: str):
+        mine = groups == g
+        unlabelled = share.of_group(g)
+        values = unlabelled.cluster_means() if clustered else [u.judged for u in unlabelled.units]
+        return prediction_powered(truth[mine], judged[mine], values, confidence=confidence, form=form,
+                                  means=clustered)
+
+    if share.form == "worst":
+        return worst_of({g: term(g) for g in share.groups}, confidence=confidence, total=share.total)
+    weights = [(g, w) for g, w in share.weights if w != 0.0]
+    return prediction_powered_sum([term(g) for g, _ in weights], [w for _, w in weights], centre=share.centre,
+                                  absolute=True, confidence=confidence)

@@ -2,7 +2,7 @@
 
 Columns: ``seed,gate,unit,question,label`` (more columns are kept for people and ignored); ``label`` is
 ``yes``, ``no`` or ``skip`` (a skipped unit is not a label). Refused with the file and line: a missing column, a
-label that is none of those, a unit labelled twice, a seed that is not the run's (:func:`read_labels`); a unit the
+label that is none of those, a unit labelled twice for one gate, a seed that is not the run's (:func:`read_labels`); a unit the
 gate never judged or a question that is not the one the scorer was asked (:func:`labels_for`).
 """
 
@@ -35,7 +35,7 @@ class Label:
 
 @dataclass(frozen=True)
 class Labels:
-    """A checked label file: its ``path`` and its rows by unit."""
+    """A checked label file: its ``path`` and its rows by ``(gate, unit)``."""
 
     path: Path
     seed: int
@@ -61,7 +61,7 @@ def read_labels(path: Path | str, seed: int) -> Labels:
         >>> read_labels(p, 0)
         Traceback (most recent call last):
         ...
-        t2i_fairness.audit.labels.LabelsError: ...l.csv:3: unit 'u1' is labelled twice (first on line 2)
+        t2i_fairness.audit.labels.LabelsError: ...l.csv:3: unit 'u1' is labelled twice for g (first on line 2)
     """
     path = Path(path)
     try:
@@ -86,10 +86,11 @@ def read_labels(path: Path | str, seed: int) -> Labels:
         if row_seed != int(seed):
             raise LabelsError(f"{where}: the label file is from a run of seed {row_seed}, this run's seed is {seed} "
                               "(--t2i-seed): its images are not this run's")
-        unit = row["unit"]
-        if unit in rows:
-            raise LabelsError(f"{where}: unit {unit!r} is labelled twice (first on line {rows[unit].line})")
-        rows[unit] = Label(row["gate"], unit, row["question"], ANSWERS[answer], line)
+        unit, key = row["unit"], (row["gate"], row["unit"])
+        if key in rows:
+            raise LabelsError(f"{where}: unit {unit!r} is labelled twice for {row['gate']} (first on line "
+                              f"{rows[key].line})")
+        rows[key] = Label(row["gate"], unit, row["question"], ANSWERS[answer], line)
     return Labels(path, int(seed), rows)
 
 

@@ -1,5 +1,7 @@
 """The labelling page: one self-contained HTML file (images as data URIs, no network), keys y / n / s, resumable.
 
+A unit drawn for several gates (the same image and question) is asked once; its answer is saved for each of them.
+
 The page keeps its labels in the browser's ``localStorage`` under the sample's id (a reload, or opening the file
 again, resumes where it stopped) and offers them as a CSV (a Blob link, ``labels.csv``) in the columns
 :func:`t2i_fairness.audit.labels.read_labels` reads. It never shows the scorer's answer: the person labels blind.
@@ -37,7 +39,7 @@ const $ = id => document.getElementById(id);
 function cell(v) { v = String(v); return /[",\n\r]/.test(v) ? '"' + v.replace(/"/g, '""') + '"' : v; }
 function csv() {
   const rows = [['seed', 'gate', 'unit', 'question', 'label', 'prompt']];
-  for (const it of S.items) if (it.unit in labels) rows.push([S.seed, it.gate, it.unit, it.question, labels[it.unit], it.prompt]);
+  for (const it of S.items) if (it.unit in labels) for (const gate of it.gates) rows.push([S.seed, gate, it.unit, it.question, labels[it.unit], it.prompt]);
   return rows.map(r => r.map(cell).join(',')).join('\n') + '\n';
 }
 function save() {
@@ -91,10 +93,16 @@ def write_page(drawn: list[Drawn], seed: int, out: Path | str, *, title: str = "
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    items = [{"gate": d.gate, "unit": d.unit.unit, "question": d.unit.question, "asked": d.unit.asked,
-              "prompt": d.unit.prompt, "group": d.unit.group, "image": image_uri(d.unit.image)} for d in drawn]
-    ident = hashlib.sha256(json.dumps([seed, [(i["gate"], i["unit"], i["question"]) for i in items]]).encode())
-    sample = {"id": ident.hexdigest()[:16], "seed": int(seed), "items": items}
+    items: dict[str, dict] = {}
+    for d in drawn:
+        if d.unit.unit in items:  # one question about one image: asked once, answered for every gate that drew it
+            items[d.unit.unit]["gates"].append(d.gate)
+            continue
+        items[d.unit.unit] = {"gates": [d.gate], "unit": d.unit.unit, "question": d.unit.question,
+                              "asked": d.unit.asked, "prompt": d.unit.prompt, "group": d.unit.group,
+                              "image": image_uri(d.unit.image)}
+    ident = hashlib.sha256(json.dumps([seed, [(d.gate, d.unit.unit, d.unit.question) for d in drawn]]).encode())
+    sample = {"id": ident.hexdigest()[:16], "seed": int(seed), "items": list(items.values())}
     blob = json.dumps(sample, separators=(",", ":")).replace("</", "<\\/")
     body = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>t2i-fairness audit {html.escape(title)}</title>

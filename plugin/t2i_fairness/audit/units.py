@@ -1,6 +1,7 @@
 """The judgements a gate over a judged share rests on, as the run writes them and the audit reads them.
 
-A study whose gate is a share of per-image yes/no judgements (CIS: is each named component in the image?) attaches
+A study whose gate is made of per-image yes/no judgements (CIS: is each named component in the image? word-level: does
+the image show the group?) attaches
 a :class:`JudgedShare` to its indicator; the gate writes it to ``<artifacts>/judged/<gate>.json.gz`` on every run, and
 ``t2i-fairness audit`` and ``--t2i-audit`` read it back through :func:`judged_units`, whichever scorer judged.
 """
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["JudgedShare", "JudgedUnit", "judged_units", "write_judged"]
+__all__ = ["FORMS", "JudgedShare", "JudgedUnit", "judged_units", "write_judged"]
 
 FOLDER = "judged"
 
@@ -36,16 +37,51 @@ class JudgedUnit:
     cluster: int
 
 
+FORMS = ("mean", "worst", "distance")
+
+
 @dataclass(frozen=True)
 class JudgedShare:
-    """A gate's value as the mean of its units' judgements (``scorer`` names who judged)."""
+    """A gate's value made of its units' judgements (``scorer`` names who judged), in one of :data:`FORMS`:
+
+    - ``mean`` (CIS_K): the mean of every unit's judgement, the units clustered by prompt;
+    - ``worst`` (the CIS component rate floor): the lowest of the groups' means, each clustered by prompt, picked
+      among ``total`` groups (Bonferroni);
+    - ``distance`` (word-level): ``|sum_g w_g mean_g - centre|`` over the groups of ``weights`` (each group one
+      prompt text, its images independent draws).
+    """
 
     scorer: str
     units: tuple[JudgedUnit, ...]
+    form: str = "mean"
+    weights: tuple[tuple[str, float], ...] = ()
+    centre: float = 0.0
+    total: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.form not in FORMS:
+            raise ValueError(f"`form` must be one of {FORMS}, but got {self.form!r}")
+
+    def of_group(self, group: str) -> "JudgedShare":
+        """The units of one group, as a ``mean``."""
+        return JudgedShare(self.scorer, tuple(u for u in self.units if u.group == group))
+
+    @property
+    def groups(self) -> list[str]:
+        """The groups the value reads: the weighted ones of a ``distance``, else every group with a unit."""
+        if self.form == "distance":
+            return [g for g, w in self.weights if w != 0.0]
+        return sorted({u.group for u in self.units})
 
     @property
     def value(self) -> float:
-        return float(np.mean([u.judged for u in self.units])) if self.units else float("nan")
+        if not self.units:
+            return float("nan")
+        if self.form == "worst":
+            return min(self.of_group(g).value for g in self.groups)
+        if self.form == "distance":
+            return abs(sum(w * self.of_group(g).value for g, w in self.weights if w != 0.0) - self.centre)
+        return float(np.mean([u.judged for u in self.units]))
 
     def cluster_means(self) -> np.ndarray:
         """The mean judgement of each prompt (the independent units of the scorer-only term)."""
@@ -74,6 +110,8 @@ def write_judged(artifacts: Path | str, gate: str, share: JudgedShare, seed: int
     columns["text"] = [texts[(u.prompt, u.asked)] for u in share.units]
     data = {"gate": gate, "seed": int(seed), "scorer": share.scorer, "value": share.value,
             "texts": [list(t) for t in texts], "columns": columns}
+    if share.form != "mean":
+        data.update(form=share.form, weights=[list(w) for w in share.weights], centre=share.centre, total=share.total)
     raw = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
     path = Path(artifacts) / FOLDER / _file_name(gate)
     return atomic_write_bytes(path, gzip.compress(raw, compresslevel=6, mtime=0), skip_if_same=True, fsync=False)
@@ -87,7 +125,9 @@ def _read(path: Path) -> tuple[int, str, JudgedShare]:
     units = tuple(JudgedUnit(unit, image, texts[t][0], question, texts[t][1], int(judged), group, int(cluster))
                   for unit, image, question, judged, group, cluster, t in zip(
                       c["unit"], c["image"], c["question"], c["judged"], c["group"], c["cluster"], c["text"]))
-    return int(data["seed"]), str(data["gate"]), JudgedShare(str(data["scorer"]), units)
+    form = {"form": data["form"], "weights": tuple((str(g), float(w)) for g, w in data["weights"]),
+            "centre": float(data["centre"]), "total": data["total"]} if "form" in data else {}
+    return int(data["seed"]), str(data["gate"]), JudgedShare(str(data["scorer"]), units, **form)
 
 
 def judged_units(run: Path | str) -> tuple[int, dict[str, JudgedShare]]:

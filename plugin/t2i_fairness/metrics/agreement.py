@@ -172,4 +172,4 @@ def labels_for_width(se: float, disagreement: float, ratio: float = 1.1) -> int:
     if not 0.0 <= disagreement <= 1.0 or ratio <= 1.0:
         raise ValueError(f"`disagreement` must be in [0, 1] and `ratio` > 1, got {disagreement!r}, {ratio!r}")
     var = disagreement * (1.0 - disagreement)
-    return max(1, math.ceil(var / ((ratio**2 - 1.0) * se**2))) if var > 0 else 1
+    return max(1, math.ceil(var / ((ratio**2 - 1.0) * se**2) - 1e-9)) if var > 0 else 1  # float dust is no label

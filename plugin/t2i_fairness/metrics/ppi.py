@@ -33,8 +33,8 @@ from t2i_fairness.metrics.intervals import Interval
 from t2i_fairness.metrics.intervals.lawfree import betting_limit
 from t2i_fairness.metrics.intervals.tails import _check_alpha, invert_limit
 
-__all__ = ["FORMS", "PredictionPowered", "labels_for_width", "power_tuning", "ppi_estimate", "ppi_limit",
-           "prediction_powered"]
+__all__ = ["FORMS", "PredictionPowered", "PredictionPoweredSum", "labels_for_width", "power_tuning", "ppi_estimate",
+           "ppi_limit", "prediction_powered", "prediction_powered_sum"]
 
 FORMS = ("exact", "betting", "normal")
 ORDER_SEED = 20230117  # the betting form's order of the units (any order fixed before the values are seen)
@@ -190,17 +190,24 @@ class PredictionPowered(Interval):
         return invert_limit(self.limit, float(bound), direction)
 
     def se_at(self, value: float) -> float | None:
-        return self.se
+        """The normal form's standard error; where every label and judgement agree (``se`` 0), a share's at
+        ``value`` over the labels (at 1/2 for 0 or 1): the labels leave uncertainty even then."""
+        if self.se:
+            return self.se
+        v = min(max(float(value), 0.0), 1.0)
+        v = 0.5 if v in (0.0, 1.0) else v
+        return math.sqrt(v * (1.0 - v) / max(1, len(self.labels)))
 
     @property
     def is_share(self) -> bool:
         return False
 
     def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
-        if not self.se or not self.se > 0:
+        se = self.se_at(bound)
+        if not se or not se > 0:
             return 0.0
         half = abs(self.estimate - self.limit(alpha, "low" if direction == "min" else "high"))
-        return float(_special.ndtr((float(effect) - half) / self.se))
+        return float(_special.ndtr((float(effect) - half) / se))
 
     def critical_distance(self, bound: float, alpha: float, df: float | None = None) -> float:
         return abs(self.estimate - self.limit(alpha, "low"))
@@ -230,4 +237,99 @@ def prediction_powered(y, f_labelled, f_unlabelled, *, confidence: float = 0.95,
     ev = PredictionPowered(estimate, 0.0, 1.0, f"prediction-powered ({form}, PPI++)", float(confidence),
                            int(y.size + fu.size), se=se, labels=tuple(y.tolist()), judged=tuple(fl.tolist()),
                            unlabelled=tuple(fu.tolist()), lam=lam, form=form)
+    return dataclasses.replace(ev, low=ev.limit(half, "low"), high=ev.limit(half, "high"))
+
+
+@dataclass(frozen=True)
+class PredictionPoweredSum(Interval):
+    """``sum_j w_j theta_j`` of independent prediction-powered means (the strata of one gate), or with ``absolute``
+    its distance ``|sum - centre|`` (word-level influence, the gap to parity).
+
+    A one-sided limit at ``alpha`` adds each term's limit at ``alpha / J`` (toward the side its weight points): a union
+    bound, valid for any law as each term is. A distance's limits give each side of the sum ``alpha / 2``: it is
+    too far from ``centre`` only where the sum is too high or too low.
+    """
+
+    terms: tuple = ()  # PredictionPowered
+    weights: tuple = ()
+    centre: float = 0.0
+    absolute: bool = False
+
+    @property
+    def basis(self) -> str:
+        from t2i_fairness.metrics.intervals import BASES
+
+        return max((t.basis for t in self.terms), key=BASES.index)
+
+    def _sum_limit(self, alpha: float, side: str) -> float:
+        other = {"low": "high", "high": "low"}[side]
+        a = alpha / len(self.terms)
+        return float(sum(w * t.limit(a, side if w >= 0 else other) for w, t in zip(self.weights, self.terms)))
+
+    def limit(self, alpha: float, side: str) -> float:
+        if not self.absolute:
+            return self._sum_limit(alpha, side)
+        lo = self._sum_limit(alpha / 2.0, "low") - self.centre
+        hi = self._sum_limit(alpha / 2.0, "high") - self.centre
+        if side == "high":
+            return float(max(hi, -lo))
+        return float(lo if lo > 0 else -hi if hi < 0 else 0.0)
+
+    def p_value(self, bound: float, direction: str) -> float:
+        if direction not in ("min", "max"):
+            raise ValueError(f"`direction` must be 'min' or 'max', but got {direction!r}")
+        return invert_limit(self.limit, float(bound), direction)
+
+    def se_at(self, value: float) -> float | None:
+        """The normal form's standard error, or where it is 0 each term's at 1/2 (see :meth:`PredictionPowered.se_at`)."""
+        if self.se:
+            return self.se
+        return math.sqrt(sum((w * t.se_at(0.5)) ** 2 for w, t in zip(self.weights, self.terms)))
+
+    @property
+    def is_share(self) -> bool:
+        return False
+
+    def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
+        se = self.se_at(bound)
+        if not se or not se > 0:
+            return 0.0
+        half = abs(self.estimate - self.limit(alpha, "low" if direction == "min" else "high"))
+        return float(_special.ndtr((float(effect) - half) / se))
+
+    def critical_distance(self, bound: float, alpha: float, df: float | None = None) -> float:
+        return abs(self.estimate - self.limit(alpha, "low"))
+
+    def scaled(self, factor: float) -> "PredictionPoweredSum":
+        return dataclasses.replace(self, se=None if self.se is None else self.se / math.sqrt(float(factor)))
+
+    def record(self) -> dict:
+        return {**super().record(), "weights": list(self.weights), "centre": self.centre, "absolute": self.absolute,
+                "labels": sum(len(t.labels) for t in self.terms),
+                "judgements": sum(len(t.labels) + len(t.unlabelled) for t in self.terms)}
+
+
+def prediction_powered_sum(terms, weights, *, centre: float = 0.0, absolute: bool = False,
+                           confidence: float = 0.95) -> PredictionPoweredSum:
+    """The :class:`PredictionPoweredSum` of ``terms`` (:class:`PredictionPowered`, one per stratum) with ``weights``.
+
+    Example:
+        >>> y = np.r_[np.ones(30), np.zeros(30)]; f = y.copy(); f[:3] = 0         # a stratum of 60 labels
+        >>> a = prediction_powered(y, f, np.r_[np.ones(300), np.zeros(300)])
+        >>> b = prediction_powered(y[::-1], f[::-1], np.r_[np.zeros(300), np.ones(300)])
+        >>> d = prediction_powered_sum([a, b], [1.0, -1.0], absolute=True)
+        >>> round(d.estimate, 3), d.low == 0.0, d.p_value(0.5, "max") > 0.5
+        (0.0, True, True)
+    """
+    terms, weights = tuple(terms), tuple(float(w) for w in weights)
+    if not terms or len(terms) != len(weights):
+        raise ValueError(f"`terms` and `weights` must be non-empty and of one length, but got {len(terms)} and "
+                         f"{len(weights)}")
+    total = float(sum(w * t.estimate for w, t in zip(weights, terms)))
+    se = math.sqrt(sum((w * (t.se or 0.0)) ** 2 for w, t in zip(weights, terms)))
+    ev = PredictionPoweredSum(abs(total - centre) if absolute else total, 0.0, 0.0,
+                              f"prediction-powered sum of {len(terms)} strata (union bound)", float(confidence),
+                              int(sum(t.n_units for t in terms)), se=se, terms=terms, weights=weights,
+                              centre=float(centre), absolute=bool(absolute))
+    half = (1.0 - float(confidence)) / 2.0
     return dataclasses.replace(ev, low=ev.limit(half, "low"), high=ev.limit(half, "high"))

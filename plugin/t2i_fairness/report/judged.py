@@ -29,6 +29,13 @@ def judged_lines(records) -> list[str]:
             continue
         named = r.details.get("component") or r.details.get("group")
         group = f" ({named})" if named else ""
+        audit = r.details.get("audit") or {}
+        if audit.get("labels"):  # decided on the labels: the scorer's error is measured, not assumed
+            before = audit["scorer_only"]
+            out.append(f"{r.gate}{group}: {r.status}, audited: {audit['labels']:,} human labels and "
+                       f"{audit['judgements']:,} {scorer['judged_by']} judgements (scorer-only: {before['status']}, "
+                       f"{before['value']:.4f})")
+            continue
         margin = flip_margin(r.direction, float(r.bound), r.interval)
         toward = "higher" if (r.status == "fail") == (r.direction == "min") else "lower"
         line = (f"{r.gate}{group}: {r.status}, resting on {scorer['judgements']} {scorer['judged_by']} judgements; "

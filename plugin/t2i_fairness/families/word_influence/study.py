@@ -55,6 +55,7 @@ __all__ = [
     "suite_levels",
     "suite_prompts",
     "word_ids",
+    "word_weights",
     "zero_shot_labels",
 ]
 
@@ -560,18 +561,25 @@ def _averaged(plans, observations, groups, levels, per_prompt, confidence, n_res
             means = average_word_influence([list(p.words) for p in with_k], values)
             for word, mean in means.items():
                 holding = [p for p in with_k if word in p.words]
-                weights: dict[tuple[str, frozenset[int]], float] = defaultdict(float)
-                for p in holding:
-                    positions = [i for i, w in enumerate(p.words) if w == word]
-                    for i in positions:
-                        for t, w in influence_weights(len(p.words), k, i).items():
-                            weights[(p.prompt, t)] += w / len(positions) / len(holding)
+                weights = word_weights(holding, word, k)
                 # strata in each prompt's required_sets order, so one prompt reproduces influence_bootstrap_intervals
                 order = [(p.prompt, t) for p in holding for t in required_sets(len(p.words), k)]
                 terms = [(observations[key], weights.get(key, 0.0)) for key in order]
                 _, half, boot, n_img = _combination(terms, g, confidence, n_resamples, seed)
                 out.append(WordInfluence(word, group, k, mean, half, boot, n_img, tuple(p.prompt for p in holding)))
     return out
+
+
+def word_weights(holding: Sequence[PromptPlan], word: str, k: int) -> dict[tuple[str, frozenset[int]], float]:
+    """``{(prompt, replaced set): w}``: the word's ``k``-level influence averaged over the prompts ``holding`` it (and
+    over its positions in each) is ``sum w p(group | prompt, set)`` (Figure 3's average, as one linear form)."""
+    weights: dict[tuple[str, frozenset[int]], float] = defaultdict(float)
+    for p in holding:
+        positions = [i for i, w in enumerate(p.words) if w == word]
+        for i in positions:
+            for t, w in influence_weights(len(p.words), k, i).items():
+                weights[(p.prompt, t)] += w / len(positions) / len(holding)
+    return dict(weights)
 
 
 def run(
@@ -669,6 +677,7 @@ class WordInfluenceStudy(Study):
         self.settings = settings
         self._measured: set[str] = set()
         self._judged: dict[str, tuple[str, object, int]] = {}  # image key -> (its text, its ref, the group CLIP picked)
+        self._observed: Observations = {}  # what CLIP said of each distribution's images, in text order
 
     @property
     def result(self) -> WordLevelResult:
@@ -722,9 +731,11 @@ class WordInfluenceStudy(Study):
         result = self.for_word(word, group, k)  # the prompts holding the word, alone
         row = result.word(word, group, k)
         per_prompt = {r.prompts[0]: r.influence for r in result.per_prompt if (r.word, r.group, r.k) == (word, group, k)}
+        holding = [p for p in self.plans(self.word_prompts(word, k)) if k in p.levels and word in p.words]
         return Indicator(abs(row.influence), row.n_images, "hoeffding", Hoeffding.from_half_width(
             abs(row.influence), row.hoeffding, row.abs_interval, row.n_images, confidence=result.confidence,
-            method="Hoeffding (|influence|)"), higher_is_better=False, details={
+            method="Hoeffding (|influence|)"), higher_is_better=False,
+            judged=self.judged_share(word_weights(holding, word, k), group, 0.0), details={
             "word": word, "group": group, "k": k, "influence": row.influence,
             "hoeffding_half_width": row.hoeffding, "hoeffding_interval": list(row.interval),
             "bootstrap_interval": None if row.bootstrap is None else list(row.bootstrap),
@@ -740,7 +751,8 @@ class WordInfluenceStudy(Study):
         r = result.prompt_representation(prompt, group)
         return Indicator(r.gap, r.n_images, "hoeffding", Hoeffding.from_half_width(
             r.gap, r.hoeffding, r.interval, r.n_images, confidence=result.confidence, upper=1.0 - 1.0 / r.n_groups,
-            method="Hoeffding (|p - parity|)"), higher_is_better=False, details={
+            method="Hoeffding (|p - parity|)"), higher_is_better=False,
+            judged=self.judged_share({(prompt, frozenset()): 1.0}, group, 1.0 / r.n_groups), details={
             "prompt": prompt, "group": group, "p": r.p, "parity": 1 / r.n_groups,
             "hoeffding_half_width_of_p": r.hoeffding, "confidence": result.confidence})
 
@@ -773,6 +785,28 @@ class WordInfluenceStudy(Study):
         if everything in self._memo:  # the whole suite's rows are the slice's rows
             return self._memo[everything]
         return self._once(("result", chosen), lambda: self._run(chosen))
+
+    def judged_share(self, weights: Mapping[tuple[str, frozenset[int]], float], group: str, centre: float):
+        """A gate's value ``|sum w p(group | prompt, set) - centre|`` as CLIP's judgements of each image (does it show
+        the group?), one audit group per prompt text (its images independent draws), for ``t2i-fairness audit``."""
+        from t2i_fairness.audit import JudgedShare, JudgedUnit
+
+        s = self.settings
+        g = s.groups.index(group)
+        question = f"Does the image show {s.template.format(group=group)}?"
+        asked = "CLIP picked the closest of: " + " | ".join(repr(s.template.format(group=x)) for x in s.groups)
+        by_text: dict[str, float] = {}
+        units: list = []
+        for (prompt, t), w in weights.items():
+            d = self.plans([prompt])[0].distributions[t]
+            rows = self._observed[(prompt, t)]
+            for i, text in enumerate(d.texts):
+                if text not in by_text:
+                    units += [JudgedUnit(f"{key}#{group}", str(getattr(self._judged[key][1], "path", "")), text, question, asked,
+                                         int(label == g), text, j)
+                              for j, (key, label) in enumerate(rows[i * d.images_per_text:(i + 1) * d.images_per_text])]
+                by_text[text] = by_text.get(text, 0.0) + w / len(d.texts)
+        return JudgedShare("CLIP", tuple(units), form="distance", weights=tuple(by_text.items()), centre=centre)
 
     def judgements(self, prompts: Sequence[str] | None = None, group: str | None = None) -> list:
         """CLIP's zero-shot group judgements (:class:`~t2i_fairness.metrics.agreement.Judgement`) of the images
@@ -831,8 +865,9 @@ class WordInfluenceStudy(Study):
 
         plans = self.plans(prompts)
         o = bench.options
-        return analyse(plans, observe(plans, labeller), s.groups, confidence=o.confidence, n_resamples=o.bootstrap,
-                       seed=o.seed)
+        observed = observe(plans, labeller)
+        self._observed.update(observed)
+        return analyse(plans, observed, s.groups, confidence=o.confidence, n_resamples=o.bootstrap, seed=o.seed)
 
 
 def _groups_shown(ref, groups: Sequence[str]) -> frozenset[str] | None:
