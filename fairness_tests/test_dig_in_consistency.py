@@ -23,5 +23,4 @@ CASES += [pytest.param(t, r.slug, id=f"{t}-{r.slug}") for t in REGIONAL_TEMPLATE
 @pytest.mark.parametrize("template, region", CASES)
 def test_object_consistency(template, region, dig_in, gate, t2i_report):
     ind = dig_in.object_consistency(template, region)
-    report_consistency(ind, template, region, t2i_report)
-    gate(ind)
+    gate(ind, details=report_consistency(ind, template, region, t2i_report))

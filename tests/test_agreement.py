@@ -116,3 +116,31 @@ def test_an_audited_judged_gate_says_it_rests_on_labels_not_on_an_assumed_scorer
                                       "scorer": {"judgements": 512, "judged_by": "clip", "labels": 0}})
     assert judged_lines([record])[2:] == ["test_cis_component_rate_floor (lotion): pass, audited: 128 human labels and "
                                           "512 clip judgements (scorer-only: fail, 0.0000)"]
+
+
+def test_clips_object_recognition_on_the_references_labelled_images_is_judged_per_region_by_hand(tmp_path):
+    """The consistency gates' scorer against the reference set's object labels: each real image judged yes where its
+    own object is the closest of the run's object names. Brute force: the tiny CLIP encodes every rendered real
+    image again (no cache) and the closest name is picked by hand."""
+    import numpy as np
+
+    from t2i_fairness.families.dig_in.study import DigInStudy
+    from t2i_fairness.references.images import open_image
+    from t2i_fairness.spine.options import T2IOptions
+    from t2i_fairness.spine.workbench import Workbench
+    from t2i_fairness.vocab.geode import GEODE_OBJECTS
+
+    bench = Workbench(T2IOptions(cache_dir=tmp_path, device="cpu", progress=False))
+    study = DigInStudy(bench)
+    judged = study.reference_agreement()
+    objects = list(bench.options.objects)
+    records = [r for ref in study.reference_sets.values() for r in ref.records if r.object in objects]
+    clip = bench.scorer("clip")
+    image = np.asarray(clip.encode_images([open_image(r) for r in records]), dtype=float)
+    text = np.asarray(clip.encode_texts([GEODE_OBJECTS[o] for o in objects]), dtype=float)
+    cos = (image / np.linalg.norm(image, axis=1, keepdims=True)) @ (text / np.linalg.norm(text, axis=1, keepdims=True)).T
+    expected = [objects[i] == r.object for i, r in zip(cos.argmax(axis=1), records)]
+    assert [j.judged for j in judged] == expected and len(judged) == len(records) > 0
+    assert [j.group for j in judged] == [r.region for r in records] and all(j.truth is True for j in judged)
+    assert judged[0].question.startswith(f"Does the image show a {GEODE_OBJECTS[records[0].object]}? (CLIP picks")
+    assert study.reference_agreement("africa") == [j for j in judged if j.group == "africa"] != []

@@ -116,11 +116,12 @@ def _upper(a) -> float:
 
 
 def scorer_agreement(judgements, what: str, t2i_report, name: str, focus: str | None = None,
-                     judged_by: str = "clip", unit: str = "component") -> dict:
+                     judged_by: str = "clip", unit: str = "component", labels: str = "the images' own truth") -> dict:
     """What a gate rests on: a scorer's per-image judgements (:class:`~t2i_fairness.metrics.agreement.Judgement`),
     and where labels exist its agreement with them per group (a section naming the groups where it
     disagrees, ``<name>.json`` with every one); returns the gate's ``scorer`` details (``focus``: the gate's
-    own group, reported whatever its agreement; ``unit``: what a group is, in words)."""
+    own group, reported whatever its agreement; ``unit``: what a group is, in words; ``labels``: where the labels
+    come from, in words)."""
     from t2i_fairness.metrics.agreement import AGREEMENT_FLOOR, agreement_by_group, disagreeing
 
     labelled = [j for j in judgements if j.truth is not None]
@@ -132,7 +133,7 @@ def scorer_agreement(judgements, what: str, t2i_report, name: str, focus: str | 
     bad = sorted(disagreeing(groups.values()), key=lambda a: (_upper(a), a.group))  # the surest first
     out.update(agreement=pooled.to_dict(), disagreement=pooled.disagreement, pooled_disagrees=bool(disagreeing([pooled])),
                disagreeing=[a.group for a in bad], focus=groups[focus].to_dict() if focus in groups else None)
-    lines = [f"{len(labelled)} of {len(judgements)} judgements labelled (labels: the images' own truth); pooled "
+    lines = [f"{len(labelled)} of {len(judgements)} judgements labelled (labels: {labels}); pooled "
              + pooled.text().removeprefix("pooled: ")]
     if out["pooled_disagrees"]:
         lines.append(f"the scorer disagrees with the labels over every {unit} pooled (below {AGREEMENT_FLOOR:g}): "

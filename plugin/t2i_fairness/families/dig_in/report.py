@@ -148,13 +148,16 @@ def report_region_lines(ind, reference: str, template: str, t2i_report) -> None:
 PERCENTILE_MIN_IMAGES = 10  # fewer images per object make a 10th percentile unstable (a warning, not a skip)
 
 
-def report_consistency(ind, template: str, region: str | None, t2i_report) -> None:
-    """The lowest-scoring images of a consistency gate (``lowest_scoring.png``), and a warning when an object's
-    10th percentile comes from fewer than :data:`PERCENTILE_MIN_IMAGES` images."""
+def report_consistency(ind, template: str, region: str | None, t2i_report) -> dict:
+    """The lowest-scoring images of a consistency gate (``lowest_scoring.png``), a warning when an object's
+    10th percentile comes from fewer than :data:`PERCENTILE_MIN_IMAGES` images, and CLIP's object recognition on
+    the reference sets' labelled real images of the region (``consistency_agreement.json``); returns the gate's
+    ``scorer_on_reference`` details."""
     import warnings
 
     from t2i_fairness.errors import T2ISmallSampleWarning
     from t2i_fairness.report.grids import image_grid
+    from t2i_fairness.report.judged import scorer_agreement
 
     lowest = lowest_scoring(ind.at.clipscores(template, region))  # the region's prompts only (all without one)
     if lowest and all(s.image is not None for s in lowest):
@@ -165,3 +168,7 @@ def report_consistency(ind, template: str, region: str | None, t2i_report) -> No
         warnings.warn(T2ISmallSampleWarning(
             f"10th percentile from fewer than {PERCENTILE_MIN_IMAGES} images for {len(small)} object(s) ({small}); "
             "the figure is unstable"), stacklevel=2)
+    judged = ind.at.reference_agreement(region)
+    return {"scorer_on_reference": scorer_agreement(
+        judged, "DIG In object consistency: CLIP on the reference's real images", t2i_report, "consistency_agreement",
+        focus=region, unit="region", labels="the reference sets' object labels")}

@@ -363,6 +363,39 @@ class DigInStudy(Study):
                                   "images_by_object": {k: len(v) for k, v in by_object.items()}})
 
 
+    def reference_agreement(self, region: str | None = None) -> list:
+        """CLIP's object recognition on the reference sets' labelled real images (of ``region``; all without one), one
+        :class:`~t2i_fairness.metrics.agreement.Judgement` per image: "Does the image show a bag?", yes where the
+        image's own object is the closest of the run's object names, as the consistency gates ask CLIP, and every
+        label yes (the set says what each image shows). A scorer that recognises one region's objects worse makes
+        that region's consistency look worse: this measures it wherever a set labels objects."""
+        def make() -> list:
+            from t2i_fairness.metrics.agreement import Judgement
+
+            clip = self.bench.scorer("clip")
+            objects = [o for o in self.bench.options.objects if o in GEODE_OBJECTS]
+            names = [GEODE_OBJECTS[o] for o in objects]
+            text = self.bench.text_features(clip, names)
+            text = text / np.linalg.norm(text, axis=1, keepdims=True)
+            asked = "CLIP picks the closest of: " + " | ".join(repr(n) for n in names)
+            out = []
+            for name in self.reference_sets:
+                feats = self.library.features(name, "clip")
+                kept = [i for i, img in enumerate(feats.images) if img.record.object in objects]
+                if not kept:
+                    continue
+                emb = feats.features[kept]
+                picked = np.argmax((emb / np.linalg.norm(emb, axis=1, keepdims=True)) @ text.T, axis=1)
+                for i, j in zip(kept, picked):
+                    rec = feats.images[i].record
+                    out.append(Judgement(feats.images[i].key, rec.path, f"Does the image show a {GEODE_OBJECTS[rec.object]}? "
+                                         f"({asked})", rec.region, "test_object_consistency", objects[j] == rec.object,
+                                         True))
+            return out
+
+        every = self._once(("reference_agreement",), make)
+        return [j for j in every if region is None or j.group == region]
+
     @property
     def reference_sets(self):
         return self.library.sets
