@@ -167,7 +167,35 @@ def labels_for_width(width: float, confidence: float = 0.95) -> int:
 
 
 @dataclass(frozen=True)
-class PredictionPowered(Interval):
+class _FromLimits(Interval):
+    """Evidence whose test is its one-sided limits (``limit``, at any level): the p-value inverts them, the power
+    is the normal approximation of the distance to them over :meth:`~Interval.se_at`."""
+
+    def p_value(self, bound: float, direction: str) -> float:
+        if direction not in ("min", "max"):
+            raise ValueError(f"`direction` must be 'min' or 'max', but got {direction!r}")
+        return invert_limit(self.limit, float(bound), direction)
+
+    @property
+    def is_share(self) -> bool:
+        return False
+
+    def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
+        se = self.se_at(bound)
+        if not se or not se > 0:
+            return 0.0
+        half = abs(self.estimate - self.limit(alpha, "low" if direction == "min" else "high"))
+        return float(_special.ndtr((float(effect) - half) / se))
+
+    def critical_distance(self, bound: float, alpha: float, df: float | None = None) -> float:
+        return abs(self.estimate - self.limit(alpha, "low"))
+
+    def scaled(self, factor: float):
+        return dataclasses.replace(self, se=None if self.se is None else self.se / math.sqrt(float(factor)))
+
+
+@dataclass(frozen=True)
+class PredictionPowered(_FromLimits):
     """A gate's evidence from a prediction-powered mean: its limits and p-value at any level come from
     :func:`ppi_limit` on the labelled and unlabelled units it holds (``form``: betting or normal)."""
 
@@ -184,11 +212,6 @@ class PredictionPowered(Interval):
     def limit(self, alpha: float, side: str) -> float:
         return ppi_limit(self.labels, self.judged, self.unlabelled, alpha, side, lam=self.lam, form=self.form)
 
-    def p_value(self, bound: float, direction: str) -> float:
-        if direction not in ("min", "max"):
-            raise ValueError(f"`direction` must be 'min' or 'max', but got {direction!r}")
-        return invert_limit(self.limit, float(bound), direction)
-
     def se_at(self, value: float) -> float | None:
         """The normal form's standard error; where every label and judgement agree (``se`` 0), a share's at
         ``value`` over the labels (at 1/2 for 0 or 1): the labels leave uncertainty even then."""
@@ -197,23 +220,6 @@ class PredictionPowered(Interval):
         v = min(max(float(value), 0.0), 1.0)
         v = 0.5 if v in (0.0, 1.0) else v
         return math.sqrt(v * (1.0 - v) / max(1, len(self.labels)))
-
-    @property
-    def is_share(self) -> bool:
-        return False
-
-    def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
-        se = self.se_at(bound)
-        if not se or not se > 0:
-            return 0.0
-        half = abs(self.estimate - self.limit(alpha, "low" if direction == "min" else "high"))
-        return float(_special.ndtr((float(effect) - half) / se))
-
-    def critical_distance(self, bound: float, alpha: float, df: float | None = None) -> float:
-        return abs(self.estimate - self.limit(alpha, "low"))
-
-    def scaled(self, factor: float) -> "PredictionPowered":
-        return dataclasses.replace(self, se=None if self.se is None else self.se / math.sqrt(float(factor)))
 
     def record(self) -> dict:
         return {**super().record(), "labels": len(self.labels), "judgements": len(self.labels) + len(self.unlabelled),
@@ -241,7 +247,7 @@ def prediction_powered(y, f_labelled, f_unlabelled, *, confidence: float = 0.95,
 
 
 @dataclass(frozen=True)
-class PredictionPoweredSum(Interval):
+class PredictionPoweredSum(_FromLimits):
     """``sum_j w_j theta_j`` of independent prediction-powered means (the strata of one gate), or with ``absolute``
     its distance ``|sum - centre|`` (word-level influence, the gap to parity).
 
@@ -275,33 +281,11 @@ class PredictionPoweredSum(Interval):
             return float(max(hi, -lo))
         return float(lo if lo > 0 else -hi if hi < 0 else 0.0)
 
-    def p_value(self, bound: float, direction: str) -> float:
-        if direction not in ("min", "max"):
-            raise ValueError(f"`direction` must be 'min' or 'max', but got {direction!r}")
-        return invert_limit(self.limit, float(bound), direction)
-
     def se_at(self, value: float) -> float | None:
         """The normal form's standard error, or where it is 0 each term's at 1/2 (see :meth:`PredictionPowered.se_at`)."""
         if self.se:
             return self.se
         return math.sqrt(sum((w * t.se_at(0.5)) ** 2 for w, t in zip(self.weights, self.terms)))
-
-    @property
-    def is_share(self) -> bool:
-        return False
-
-    def power(self, bound: float, direction: str, effect: float, alpha: float) -> float:
-        se = self.se_at(bound)
-        if not se or not se > 0:
-            return 0.0
-        half = abs(self.estimate - self.limit(alpha, "low" if direction == "min" else "high"))
-        return float(_special.ndtr((float(effect) - half) / se))
-
-    def critical_distance(self, bound: float, alpha: float, df: float | None = None) -> float:
-        return abs(self.estimate - self.limit(alpha, "low"))
-
-    def scaled(self, factor: float) -> "PredictionPoweredSum":
-        return dataclasses.replace(self, se=None if self.se is None else self.se / math.sqrt(float(factor)))
 
     def record(self) -> dict:
         return {**super().record(), "weights": list(self.weights), "centre": self.centre, "absolute": self.absolute,
