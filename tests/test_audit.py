@@ -223,3 +223,23 @@ def test_a_floor_is_the_worst_of_its_groups_audited_and_a_distance_the_union_bou
     missing = audited("floor", floor, partial)
     assert missing.evidence is None and missing.unlabelled_groups == ("c1",)
     assert "not audited: 1 of its groups have no label in" in missing.rests_on() and "(c1)" in missing.rests_on()
+
+
+def test_the_drop_per_component_is_audited_as_the_linear_form_of_its_k_groups(tmp_path):
+    """CIS's drop per component is minus the least-squares slope of CIS_K over K: a linear form of the K groups'
+    judged shares, each clustered by prompt; audited, the union bound of their PPI limits (no distance)."""
+    from t2i_fairness.metrics.cis import degradation_slope
+    from t2i_fairness.metrics.ppi import PredictionPoweredSum
+
+    units = tuple(JudgedUnit(f"k{k}-{j}-{i}#c{c}", "", f"p{j}", f"Does the image show c{c}?", "", int((j + i + c) % 4 > 0),
+                             f"K={k}", 100 * k + j) for k in (1, 2, 4) for j in range(6) for i in range(2) for c in range(k))
+    ks = [1, 2, 4]
+    weights = tuple((f"K={k}", -degradation_slope(ks, np.eye(3)[i])) for i, k in enumerate(ks))
+    share = JudgedShare("CLIP", units, form="linear", weights=weights)
+    means = [np.mean([u.judged for u in units if u.group == f"K={k}"]) for k in ks]
+    assert share.value == pytest.approx(-degradation_slope(ks, means))
+    drawn = draw_sample({"drop": share}, 6, seed=0)
+    rows = [[0, "drop", d.unit.unit, d.unit.question, "yes" if d.unit.judged else "no"] for d in drawn]
+    result = audited("drop", share, read_labels(_labels(tmp_path / "l.csv", rows), 0))
+    assert isinstance(result.evidence, PredictionPoweredSum) and not result.evidence.absolute
+    assert result.labels == 18 and result.evidence.low <= result.evidence.estimate <= result.evidence.high

@@ -4,8 +4,9 @@ A ``mean`` (CIS_K): the scorer-only term reads each prompt's mean judgement (pro
 prompt's images and components move together), the rectifier the labelled units (drawn one per prompt by the audit's
 sample); the evidence is :func:`t2i_fairness.metrics.ppi.prediction_powered` (its exact form: finite-sample limits
 valid at the run's per-gate level; ``bench/bench_audit.py`` measures them). A ``worst`` (the rate floor) is the worst
-of such a mean per group (:func:`~t2i_fairness.metrics.evidence.worst_of`); a ``distance`` (word-level) the union
-bound over its groups' means, each of independent images (:func:`~t2i_fairness.metrics.ppi.prediction_powered_sum`).
+of such a mean per group (:func:`~t2i_fairness.metrics.evidence.worst_of`); a ``linear`` (the drop per component)
+the union bound over such means (:func:`~t2i_fairness.metrics.ppi.prediction_powered_sum`); a ``distance``
+(word-level) the same over groups of independent images, as a distance from its centre.
 Every group the value reads needs a label; otherwise the gate is not audited and says which groups lack one.
 """
 
@@ -105,7 +106,7 @@ def _evidence(share: JudgedShare, truth, judged, groups, confidence: float, form
 
     if share.form == "mean":
         return prediction_powered(truth, judged, share.cluster_means(), confidence=confidence, form=form, means=True)
-    clustered = share.form == "worst"
+    clustered = share.clustered
 
     def term(g: str):
         mine = groups == g
@@ -118,4 +119,4 @@ def _evidence(share: JudgedShare, truth, judged, groups, confidence: float, form
         return worst_of({g: term(g) for g in share.groups}, confidence=confidence, total=share.total)
     weights = [(g, w) for g, w in share.weights if w != 0.0]
     return prediction_powered_sum([term(g) for g, _ in weights], [w for _, w in weights], centre=share.centre,
-                                  absolute=True, confidence=confidence)
+                                  absolute=share.form == "distance", confidence=confidence)

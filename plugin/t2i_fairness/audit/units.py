@@ -37,7 +37,7 @@ class JudgedUnit:
     cluster: int
 
 
-FORMS = ("mean", "worst", "distance")
+FORMS = ("mean", "worst", "linear", "distance")
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class JudgedShare:
     - ``mean`` (CIS_K): the mean of every unit's judgement, the units clustered by prompt;
     - ``worst`` (the CIS component rate floor): the lowest of the groups' means, each clustered by prompt, picked
       among ``total`` groups (Bonferroni);
+    - ``linear`` (the CIS drop per component): ``sum_g w_g mean_g`` over the groups of ``weights``, each clustered
+      by prompt;
     - ``distance`` (word-level): ``|sum_g w_g mean_g - centre|`` over the groups of ``weights`` (each group one
       prompt text, its images independent draws).
     """
@@ -67,9 +69,14 @@ class JudgedShare:
         return JudgedShare(self.scorer, tuple(u for u in self.units if u.group == group))
 
     @property
+    def clustered(self) -> bool:
+        """Whether units of one prompt move together (all but a ``distance``'s images)."""
+        return self.form != "distance"
+
+    @property
     def groups(self) -> list[str]:
-        """The groups the value reads: the weighted ones of a ``distance``, else every group with a unit."""
-        if self.form == "distance":
+        """The groups the value reads: the weighted ones of a ``linear`` or ``distance``, else every group with a unit."""
+        if self.form in ("linear", "distance"):
             return [g for g, w in self.weights if w != 0.0]
         return sorted({u.group for u in self.units})
 
@@ -79,8 +86,9 @@ class JudgedShare:
             return float("nan")
         if self.form == "worst":
             return min(self.of_group(g).value for g in self.groups)
-        if self.form == "distance":
-            return abs(sum(w * self.of_group(g).value for g, w in self.weights if w != 0.0) - self.centre)
+        if self.form in ("linear", "distance"):
+            total = sum(w * self.of_group(g).value for g, w in self.weights if w != 0.0) - self.centre
+            return abs(total) if self.form == "distance" else total
         return float(np.mean([u.judged for u in self.units]))
 
     def cluster_means(self) -> np.ndarray:
