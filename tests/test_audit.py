@@ -212,7 +212,7 @@ def test_a_floor_is_the_worst_of_its_groups_audited_and_a_distance_the_union_bou
     worst = audited("floor", floor, labels)
     assert isinstance(worst.evidence, WorstOf) and worst.evidence.selection == 5
     c2 = [d.unit for d in drawn if d.gate == "floor" and d.unit.group == "c2"]
-    expected = prediction_powered([u.judged for u in c2], [u.judged for u in c2], floor.of_group("c2").cluster_means(),
+    expected = prediction_powered([u.judged for u in c2], [u.judged for u in c2], floor.by_group()["c2"].cluster_means(),
                                   means=True)
     assert worst.evidence.groups[2].as_tuple() == pytest.approx(expected.as_tuple())
     both = audited("influence", distance, labels)

@@ -106,12 +106,11 @@ def _evidence(share: JudgedShare, truth, judged, groups, confidence: float, form
 
     if share.form == "mean":
         return prediction_powered(truth, judged, share.cluster_means(), confidence=confidence, form=form, means=True)
-    clustered = share.clustered
+    clustered, parts = share.clustered, share.by_group()
 
     def term(g: str):
         mine = groups == g
-        unlabelled = share.of_group(g)
-        values = unlabelled.cluster_means() if clustered else [u.judged for u in unlabelled.units]
+        values = parts[g].cluster_means() if clustered else [u.judged for u in parts[g].units]
         return prediction_powered(truth[mine], judged[mine], values, confidence=confidence, form=form,
                                   means=clustered)
 

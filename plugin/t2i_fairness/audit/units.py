@@ -64,9 +64,18 @@ class JudgedShare:
         if self.form not in FORMS:
             raise ValueError(f"`form` must be one of {FORMS}, but got {self.form!r}")
 
-    def of_group(self, group: str) -> "JudgedShare":
-        """The units of one group, as a ``mean``."""
-        return JudgedShare(self.scorer, tuple(u for u in self.units if u.group == group))
+    def by_group(self) -> dict[str, "JudgedShare"]:
+        """Each group's units, as a ``mean`` (one pass over the units)."""
+        out: dict[str, list[JudgedUnit]] = {}
+        for u in self.units:
+            out.setdefault(u.group, []).append(u)
+        return {g: JudgedShare(self.scorer, tuple(us)) for g, us in out.items()}
+
+    def group_means(self) -> dict[str, float]:
+        """Each group's mean judgement (one pass over the units)."""
+        names, inverse = np.unique([u.group for u in self.units], return_inverse=True)
+        judged = np.array([u.judged for u in self.units], dtype=float)
+        return dict(zip(names.tolist(), (np.bincount(inverse, weights=judged) / np.bincount(inverse)).tolist()))
 
     @property
     def clustered(self) -> bool:
@@ -85,9 +94,10 @@ class JudgedShare:
         if not self.units:
             return float("nan")
         if self.form == "worst":
-            return min(self.of_group(g).value for g in self.groups)
+            return min(self.group_means().values())
         if self.form in ("linear", "distance"):
-            total = sum(w * self.of_group(g).value for g, w in self.weights if w != 0.0) - self.centre
+            means = self.group_means()
+            total = sum(w * means.get(g, float("nan")) for g, w in self.weights if w != 0.0) - self.centre
             return abs(total) if self.form == "distance" else total
         return float(np.mean([u.judged for u in self.units]))
 
