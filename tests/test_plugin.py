@@ -476,7 +476,10 @@ def test_repository_gate_with_the_tiny_default(tmp_path):
     generated = int(re.search(r"^images: (\d+) generated, 0 from cache$", out, re.M).group(1))
     pngs = list((tmp_path / "cache" / "images").rglob("*.png"))
     assert generated == len(pngs) >= 2  # at least Africa's 2 images, each generated once
-    assert f"features:open_clip: {generated} computed, 0 from cache" in out
+    from t2i_fairness.references.library import load_references
+
+    real = sum(len(r.records) for r in load_references((), ("bag",)).values())  # CLIP's recognition of them, reported
+    assert f"features:open_clip: {generated + real} computed, 0 from cache" in out
     proposal = ThresholdFile.load(tmp_path / "tiny.proposed.yaml")
     assert list(proposal.gates) == ["test_object_consistency[object_in_region-africa]"]
     (prov,) = proposal.provenances.values()

@@ -563,7 +563,8 @@ class DigInStudy(Study):
 
 
 def needs(call, study: DigInStudy) -> list:
-    """What a DIG In gate reads: a group and its images (every region when the gate names none)."""
+    """What a DIG In gate reads: a group and its images (every region when the gate names none); a consistency gate,
+    also CLIP's recognition of the reference's labelled real images (its report)."""
     from t2i_fairness.spine.plan import Need
 
     p = call.params
@@ -581,5 +582,6 @@ def needs(call, study: DigInStudy) -> list:
                         narrow=tuple(own) if widened else ()))
     elif "template" in p:
         template, region = p["template"], p.get("region")
+        out.append(Need("reference_agreement", (), first=True))  # CLIP on the reference's labelled real images
         out.append(Need("clipscores", (template, region), study.requests(None, template, region)))
     return out
