@@ -24,6 +24,7 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--sd", type=float, default=0.3, help="between-prompt sd of CIS's prompt rates")
     ap.add_argument("--cis-prompts", type=int, default=None, help="CIS prompts per K (default the bench's 10,000)")
+    ap.add_argument("--dig-objects", type=int, default=None, help="DIG In objects (default the bench's 9)")
     a = ap.parse_args(argv)
     repo = Path(a.checkout).resolve()
     sys.path[:0] = [str(repo / "plugin"), str(repo / "bench")]
@@ -34,8 +35,10 @@ def main(argv=None) -> int:
     from t2i_fairness.report.power import underpowered
 
     size, seed = bs.FULL, 0
-    if a.cis_prompts:
-        size = bs.Size(a.cis_prompts, size.components, max(1, a.cis_prompts // 10), size.dig_objects)
+    if a.cis_prompts or a.dig_objects:
+        m = a.cis_prompts or size.cis_prompts
+        size = bs.Size(m, size.components, max(1, round(m * size.order_prompts / size.cis_prompts)),
+                       a.dig_objects or size.dig_objects)
     dworld = bs.DigWorld(size.dig_objects, seed)
     cg, dg = bs.cis_gates(), bs.dig_gates(size.dig_objects)
     cworld = bs.CisWorld(size.cis_prompts, size.components, a.sd, size.order_prompts, seed)
