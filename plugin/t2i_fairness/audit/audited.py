@@ -92,7 +92,8 @@ def audited(gate: str, share: JudgedShare, labels: Labels, *, confidence: float 
     judged = np.array([share.units[i].judged for i in idx], dtype=float)
     groups = [share.units[i].group for i in idx]
     rates = agreement(truth, judged, groups, confidence)
-    missing = tuple(g for g in share.groups if g not in set(groups)) if share.form != "mean" else ()
+    labelled = set(groups)
+    missing = tuple(g for g in share.groups if g not in labelled)
     if missing:
         return Audited(None, len(found), n_units, rates, share.scorer, str(labels.path), missing)
     return Audited(_evidence(share, truth, judged, np.array(groups), confidence, form), len(found), n_units, rates,

@@ -13,6 +13,27 @@ PERCENTILE = 10.0
 higher_is_better = True
 
 
+def zero_shot_labels(image_features: np.ndarray, group_features: np.ndarray) -> np.ndarray:
+    """CLIP's zero-shot choice for each image: the text (unit rows: a group, an object name) with the highest cosine
+    similarity (word-level groups; DIG In consistency's object recognition on labelled real images).
+
+    Raises:
+        ValueError: if the arrays are not 2-D with the same width, or there are fewer than 2 groups.
+
+    Example:
+        >>> zero_shot_labels(np.array([[1.0, 0.0], [0.6, 0.8]]), np.array([[0.0, 1.0], [1.0, 0.0]])).tolist()
+        [1, 0]
+    """
+    img, grp = np.asarray(image_features, dtype=float), np.asarray(group_features, dtype=float)
+    if img.ndim != 2 or grp.ndim != 2 or img.shape[1] != grp.shape[1]:
+        raise ValueError(
+            f"`image_features` and `group_features` must be 2-D with the same width, but got {img.shape} and {grp.shape}"
+        )
+    if grp.shape[0] < 2:
+        raise ValueError(f"`group_features` must hold at least 2 groups, but got {grp.shape[0]}")
+    return np.argmax(img @ grp.T, axis=1)
+
+
 def cosine_similarities(image_embeddings, text_embeddings) -> np.ndarray:
     """Row-wise cosine between matched image and text embeddings (n, d) x (n, d) -> (n,); a ValueError
     for shapes that differ or are not 2-D, or a zero row.

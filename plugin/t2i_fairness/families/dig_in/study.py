@@ -371,12 +371,12 @@ class DigInStudy(Study):
         that region's consistency look worse: this measures it wherever a set labels objects."""
         def make() -> list:
             from t2i_fairness.metrics.agreement import Judgement
+            from t2i_fairness.metrics.consistency import zero_shot_labels
 
             clip = self.bench.scorer("clip")
             objects = [o for o in self.bench.options.objects if o in GEODE_OBJECTS]
             names = [GEODE_OBJECTS[o] for o in objects]
             text = self.bench.text_features(clip, names)
-            text = text / np.linalg.norm(text, axis=1, keepdims=True)
             asked = "CLIP picks the closest of: " + " | ".join(repr(n) for n in names)
             out = []
             for name in self.reference_sets:
@@ -385,7 +385,8 @@ class DigInStudy(Study):
                 if not kept:
                     continue
                 emb = feats.features[kept]
-                picked = np.argmax((emb / np.linalg.norm(emb, axis=1, keepdims=True)) @ text.T, axis=1)
+                # one name leaves CLIP no choice: every image is judged its own object
+                picked = zero_shot_labels(emb, text) if len(names) > 1 else np.zeros(len(kept), int)
                 for i, j in zip(kept, picked):
                     rec = feats.images[i].record
                     out.append(Judgement(feats.images[i].key, rec.path, f"Does the image show a {GEODE_OBJECTS[rec.object]}? "

@@ -18,6 +18,7 @@ import numpy as np
 
 from t2i_fairness.families.base import Study, indicator
 from t2i_fairness.gating.indicator import Indicator
+from t2i_fairness.metrics.consistency import zero_shot_labels
 from t2i_fairness.metrics.stats import hoeffding_half_width, hoeffding_half_width_combination, percentile_bootstrap
 from t2i_fairness.metrics.word_influence import (
     WORKED_EXAMPLES,
@@ -319,26 +320,6 @@ def label_calls(plans: Sequence[PromptPlan]) -> list[tuple[int, list[str]]]:
     return [(n, list(dict.fromkeys(texts))) for n, texts in sorted(wanted.items())]
 
 
-def zero_shot_labels(image_features: np.ndarray, group_features: np.ndarray) -> np.ndarray:
-    """CLIP zero-shot group of each image: the group text (unit rows) with the highest cosine similarity.
-
-    Raises:
-        ValueError: if the arrays are not 2-D with the same width, or there are fewer than 2 groups.
-
-    Example:
-        >>> zero_shot_labels(np.array([[1.0, 0.0], [0.6, 0.8]]), np.array([[0.0, 1.0], [1.0, 0.0]])).tolist()
-        [1, 0]
-    """
-    img, grp = np.asarray(image_features, dtype=float), np.asarray(group_features, dtype=float)
-    if img.ndim != 2 or grp.ndim != 2 or img.shape[1] != grp.shape[1]:
-        raise ValueError(
-            f"`image_features` and `group_features` must be 2-D with the same width, but got {img.shape} and {grp.shape}"
-        )
-    if grp.shape[0] < 2:
-        raise ValueError(f"`group_features` must hold at least 2 groups, but got {grp.shape[0]}")
-    return np.argmax(img @ grp.T, axis=1)
-
-
 # ----------------------------------------------------------------------------- analysis
 
 
@@ -570,9 +551,11 @@ def _averaged(plans, observations, groups, levels, per_prompt, confidence, n_res
     return out
 
 
-def word_weights(holding: Sequence[PromptPlan], word: str, k: int) -> dict[tuple[str, frozenset[int]], float]:
-    """``{(prompt, replaced set): w}``: the word's ``k``-level influence averaged over the prompts ``holding`` it (and
-    over its positions in each) is ``sum w p(group | prompt, set)`` (Figure 3's average, as one linear form)."""
+def word_weights(plans: Sequence[PromptPlan], word: str, k: int) -> dict[tuple[str, frozenset[int]], float]:
+    """``{(prompt, replaced set): w}``: the word's ``k``-level influence averaged over the prompts of ``plans`` holding
+    it at level ``k`` (and over its positions in each) is ``sum w p(group | prompt, set)`` (Figure 3's average, as one
+    linear form)."""
+    holding = [p for p in plans if k in p.levels and word in p.words]
     weights: dict[tuple[str, frozenset[int]], float] = defaultdict(float)
     for p in holding:
         positions = [i for i, w in enumerate(p.words) if w == word]
@@ -731,11 +714,11 @@ class WordInfluenceStudy(Study):
         result = self.for_word(word, group, k)  # the prompts holding the word, alone
         row = result.word(word, group, k)
         per_prompt = {r.prompts[0]: r.influence for r in result.per_prompt if (r.word, r.group, r.k) == (word, group, k)}
-        holding = [p for p in self.plans(self.word_prompts(word, k)) if k in p.levels and word in p.words]
         return Indicator(abs(row.influence), row.n_images, "hoeffding", Hoeffding.from_half_width(
             abs(row.influence), row.hoeffding, row.abs_interval, row.n_images, confidence=result.confidence,
             method="Hoeffding (|influence|)"), higher_is_better=False,
-            judged=self.judged_share(word_weights(holding, word, k), group, 0.0), details={
+            judged=self.judged_share(word_weights(self.plans(self.word_prompts(word, k)), word, k), group, 0.0),
+            details={
             "word": word, "group": group, "k": k, "influence": row.influence,
             "hoeffding_half_width": row.hoeffding, "hoeffding_interval": list(row.interval),
             "bootstrap_interval": None if row.bootstrap is None else list(row.bootstrap),
