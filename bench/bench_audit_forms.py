@@ -2,8 +2,8 @@
 
 Each run builds the gate's judgements as the product does (``audit.JudgedShare``, form ``worst`` or ``distance``),
 draws the audit's sample with ``audit.draw_sample`` (one unit per prompt), answers it from the simulated truth and
-decides on ``audit.audited``'s evidence: the gate fails when its one-sided limit at the level lies beyond the bound
-(what its p-value <= level means). Null: the bound at the truth (the model meets it exactly, the hardest null);
+decides on ``audit.audited``'s evidence with the product's ``metrics.decisions.fails`` (its one-sided limit at the level
+beyond the bound: what its p-value <= level means). Null: the bound at the truth (the model meets it exactly, the hardest null);
 power: the truth 0.10 beyond the bound (the kind's meaningful miss, ``gating.power.MEANINGFUL_MISS``).
 
 * **Rate floor** (``worst``): 8 components, each named by ``P`` prompts (16, 64 or 200), 4 images each; a prompt's
@@ -25,6 +25,7 @@ import numpy as np
 
 from t2i_fairness.audit import JudgedShare, JudgedUnit, audited, draw_sample
 from t2i_fairness.audit.labels import Label, Labels
+from t2i_fairness.metrics.decisions import fails
 
 LAWS = {
     "beta": lambda rng, n: rng.beta(0.7 * 3.5, 0.3 * 3.5, n),
@@ -74,12 +75,11 @@ def distance_run(rng, n: int, gap: float) -> tuple[JudgedShare, dict]:
     return JudgedShare("sim", tuple(units), form="distance", weights=(("t", 1.0),), centre=0.5), truth
 
 
-def fails(share: JudgedShare, truth: dict, bound: float, direction: str, level: float, seed: int) -> bool:
+def audited_fails(share: JudgedShare, truth: dict, bound: float, direction: str, level: float, seed: int) -> bool:
+    """The audited gate's verdict at ``level`` (the product's ``decisions.fails`` on the audited evidence's limit)."""
     drawn = draw_sample({"g": share}, 10_000, seed)
     ev = audited("g", share, _labels(drawn, truth)).evidence
-    if direction == "min":
-        return ev.estimate < bound and ev.limit(level, "high") < bound
-    return ev.estimate > bound and ev.limit(level, "low") > bound
+    return bool(fails(ev.estimate, bound, direction, limit=ev.limit(level, "high" if direction == "min" else "low")))
 
 
 def main(argv=None) -> int:
@@ -94,13 +94,13 @@ def main(argv=None) -> int:
         floor = law_mean(law)
         for prompts in (16, 64, 200):
             rng = np.random.default_rng([len(law), prompts])
-            null = sum(fails(*floor_run(rng, law, prompts, 0.0), floor, "min", a.level, r) for r in range(a.runs))
-            miss = sum(fails(*floor_run(rng, law, prompts, 0.10), floor, "min", a.level, r) for r in range(a.runs))
+            null = sum(audited_fails(*floor_run(rng, law, prompts, 0.0), floor, "min", a.level, r) for r in range(a.runs))
+            miss = sum(audited_fails(*floor_run(rng, law, prompts, 0.10), floor, "min", a.level, r) for r in range(a.runs))
             print(f"{'rate floor':15} {law:9} {prompts:>5} {null:>5}/{a.runs} {miss:>5}/{a.runs}", flush=True)
     for n in (16, 64, 200):
         rng = np.random.default_rng([7, n])
-        null = sum(fails(*distance_run(rng, n, 0.15), 0.15, "max", a.level, r) for r in range(a.runs))
-        miss = sum(fails(*distance_run(rng, n, 0.25), 0.15, "max", a.level, r) for r in range(a.runs))
+        null = sum(audited_fails(*distance_run(rng, n, 0.15), 0.15, "max", a.level, r) for r in range(a.runs))
+        miss = sum(audited_fails(*distance_run(rng, n, 0.25), 0.15, "max", a.level, r) for r in range(a.runs))
         print(f"{'representation':15} {'-':9} {n:>5} {null:>5}/{a.runs} {miss:>5}/{a.runs}", flush=True)
     print(f"# {time.perf_counter() - start:.0f} s")
     return 0
